@@ -1,0 +1,52 @@
+/** Field types an object may have. Each maps to one Postgres column type (see FIELD_COLUMN_TYPES). */
+export const FIELD_TYPES = [
+  'text', 'textarea', 'email', 'url', 'phone',
+  'number', 'currency', 'percent', 'integer',
+  'boolean', 'date', 'datetime',
+  'select', 'multiselect', 'lookup', 'json',
+] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+/** Postgres column type of each field type. Money and percentages are exact decimals, never floats. */
+export const FIELD_COLUMN_TYPES: Record<FieldType, string> = {
+  text: 'text', textarea: 'text', email: 'text', url: 'text', phone: 'text',
+  number: 'double precision', currency: 'numeric(18,2)', percent: 'numeric(9,4)', integer: 'bigint',
+  boolean: 'boolean', date: 'date', datetime: 'timestamptz',
+  select: 'text', multiselect: 'text[]', lookup: 'uuid', json: 'jsonb',
+};
+
+export const TEXT_TYPES: readonly FieldType[] = ['text', 'textarea', 'email', 'url', 'phone', 'select'];
+export const NUMERIC_TYPES: readonly FieldType[] = ['number', 'currency', 'percent', 'integer'];
+export const TEMPORAL_TYPES: readonly FieldType[] = ['date', 'datetime'];
+
+/** One field of an object, as the data engine and tools see it (already validated metadata). */
+export interface FieldMeta {
+  name: string;
+  label: string;
+  type: FieldType | 'uuid';
+  required: boolean;
+  unique: boolean;
+  indexed: boolean;
+  description?: string | null;
+  /** Allowed values of `select` / `multiselect`. */
+  options?: string[];
+  /** Target object name of a `lookup`. */
+  reference?: string;
+  /** true for id, created_at, updated_at: readable and filterable, never written by clients. */
+  system?: boolean;
+}
+
+/** An object (one physical table) with its fields, system fields included. */
+export interface ObjectMeta {
+  name: string;
+  label: string;
+  description?: string | null;
+  fields: FieldMeta[];
+}
+
+/** System columns every object table has. */
+export const SYSTEM_FIELDS: FieldMeta[] = [
+  { name: 'id', label: 'ID', type: 'uuid', required: true, unique: true, indexed: true, system: true },
+  { name: 'created_at', label: 'Created at', type: 'datetime', required: true, unique: false, indexed: false, system: true },
+  { name: 'updated_at', label: 'Updated at', type: 'datetime', required: true, unique: false, indexed: false, system: true },
+];
