@@ -1,0 +1,27 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { AuthModule } from './auth/auth.module';
+import type { AppConfig } from './config/app-config';
+import { ConfigModule } from './config/config.module';
+import { DataModule } from './data/data.module';
+import { DatabaseModule } from './database/database.module';
+import { HealthModule } from './health/health.module';
+import { MetadataModule } from './metadata/metadata.module';
+import { SeedModule } from './seed/seed.module';
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule.forRoot(databaseUrl),
+        AuthModule,
+        MetadataModule,
+        DataModule,
+        SeedModule,
+        HealthModule,
+      ],
+    };
+  }
+}

@@ -1,0 +1,24 @@
+import { defineEntity, InferEntity, p } from '@mikro-orm/core';
+
+/** An API key. Only a SHA-256 hash of the secret is stored; the secret is shown once, at creation. */
+export const ApiKeyEntity = defineEntity({
+  name: 'ApiKey',
+  tableName: 'api_keys',
+  properties: {
+    id: p.uuid().primary(),
+    name: p.string(),
+    /** First characters of the secret, so people can tell keys apart in listings. */
+    prefix: p.string(),
+    secretHash: p.string().unique(),
+    role: p.string().$type<ApiKeyRole>(),
+    /** Who the key acts for; chats and other owned rows belong to a subject. */
+    subject: p.string(),
+    revoked: p.boolean().default(false),
+    createdAt: p.datetime(),
+    lastUsedAt: p.datetime().nullable(),
+  },
+});
+export type ApiKey = InferEntity<typeof ApiKeyEntity>;
+
+export const API_KEY_ROLES = ['admin', 'member'] as const;
+export type ApiKeyRole = (typeof API_KEY_ROLES)[number];

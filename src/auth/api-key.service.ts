@@ -1,0 +1,106 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { DomainError } from '../common/domain-error';
+import { ApiKey, ApiKeyEntity, ApiKeyRole } from './api-key.entity';
+import { Caller } from './auth.decorators';
+import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
+
+export interface CreatedApiKey {
+  key: ApiKey;
+  /** The secret, returned once and never stored. */
+  secret: string;
+}
+
+@Injectable()
+export class ApiKeyService {
+  private readonly logger = new Logger(ApiKeyService.name);
+
+  constructor(
+    private readonly em: EntityManager,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** The caller behind a bearer secret, or undefined for an unknown or revoked key. */
+  async authenticate(secret: string): Promise<Caller | undefined> {
+    const key = await this.em.fork().findOne(ApiKeyEntity, { secretHash: hashSecret(secret), revoked: false });
+    return key ? { keyId: key.id, role: key.role, subject: key.subject } : undefined;
+  }
+
+  async create(input: { name: string; role: ApiKeyRole; subject?: string }): Promise<CreatedApiKey> {
+    const secret = generateSecret();
+    const em = this.em.fork();
+    const key = this.build(em, secret, input.name, input.role, input.subject);
+    await em.persist(key).flush();
+    return { key, secret };
+  }
+
+  list(): Promise<ApiKey[]> {
+    return this.em.fork().find(ApiKeyEntity, {}, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  }
+
+  /** Revokes a key. The last active admin key cannot be revoked: nobody could administer the server. */
+  async revoke(id: string): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
+      if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${id}" not found`);
+      if (key.role === 'admin') {
+        // Serialise concurrent revocations of admin keys so two of them cannot both pass the check.
+        await em.execute('select pg_advisory_xact_lock(727002)');
+        const admins = await em.count(ApiKeyEntity, { role: 'admin', revoked: false });
+        if (admins <= 1) throw new DomainError('last_admin_key', 'Cannot revoke the last active admin key');
+      }
+      key.revoked = true;
+    });
+  }
+
+  /**
+   * At start: ADMIN_API_KEY becomes an active admin key; with no key at all and no ADMIN_API_KEY,
+   * a generated admin secret is written to DATA_DIR/admin-api-key (0600). The secret is never logged.
+   */
+  async ensureAdminKey(): Promise<void> {
+    const em = this.em.fork();
+    if (this.config.adminApiKey) {
+      const existing = await em.findOne(ApiKeyEntity, { secretHash: hashSecret(this.config.adminApiKey) });
+      if (existing) {
+        existing.role = 'admin';
+        existing.revoked = false;
+      } else {
+        em.persist(this.build(em, this.config.adminApiKey, 'ADMIN_API_KEY', 'admin', 'admin'));
+      }
+      await em.flush();
+      return;
+    }
+    if ((await em.count(ApiKeyEntity, {})) > 0) return;
+    const secret = generateSecret();
+    em.persist(this.build(em, secret, 'initial admin key', 'admin', 'admin'));
+    await em.flush();
+    await mkdir(this.config.dataDir, { recursive: true });
+    const file = join(this.config.dataDir, 'admin-api-key');
+    await writeFile(file, secret + '\n', { mode: 0o600 });
+    await chmod(file, 0o600);
+    this.logger.log(`created an admin API key; its secret is in ${file}`);
+  }
+
+  private build(em: EntityManager, secret: string, name: string, role: ApiKeyRole, subject?: string): ApiKey {
+    const id = randomUUID();
+    return em.create(ApiKeyEntity, {
+      id,
+      name,
+      prefix: secretPrefix(secret),
+      secretHash: hashSecret(secret),
+      role,
+      subject: subject ?? `key:${id}`,
+      revoked: false,
+      createdAt: new Date(),
+      lastUsedAt: null,
+    });
+  }
+}
+
+export function isUuid(value: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}

@@ -1,0 +1,93 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from './domain-error';
+import { statusForCode } from './error-codes';
+
+export interface ErrorBody {
+  error: string;
+  code: string;
+  details?: unknown;
+  requestId?: string;
+}
+
+/** Postgres SQLSTATEs that reach here only if a service did not translate them; mapped, never a 500. */
+const PG_ERRORS: Record<string, { code: string; message: string }> = {
+  '23505': { code: 'unique_violation', message: 'A record with this value already exists' },
+  '23503': { code: 'invalid_reference', message: 'A referenced record does not exist or is still referenced' },
+  '23502': { code: 'invalid_value', message: 'A required value is missing' },
+  '22P02': { code: 'invalid_value', message: 'A value has the wrong format' },
+  '22007': { code: 'invalid_value', message: 'A date or time value has the wrong format' },
+  '22008': { code: 'invalid_value', message: 'A date or time value is out of range' },
+  '22003': { code: 'invalid_value', message: 'A number is out of range' },
+  '57014': { code: 'query_timeout', message: 'The query took too long and was cancelled' },
+};
+
+/**
+ * The one place where failures become HTTP: domain errors by their code, framework errors by
+ * their status, anything unexpected as a 500 carrying the request id (the stack goes to the log).
+ */
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpError');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
+    const request = http.getRequest<FastifyRequest>();
+    const { status, body } = this.toResponse(exception, request);
+    if (status >= 500) {
+      this.logger.error({ msg: 'request failed', requestId: request.id, err: describe(exception) });
+    }
+    if (reply.sent || reply.raw.headersSent) {
+      // A streaming response already started: the stream itself reports errors.
+      reply.raw.end();
+      return;
+    }
+    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+  }
+
+  private toResponse(exception: unknown, request: FastifyRequest): { status: number; body: ErrorBody } {
+    if (exception instanceof DomainError) {
+      const body: ErrorBody = { error: exception.message, code: exception.code };
+      if (exception.details !== undefined) body.details = exception.details;
+      return { status: statusForCode(exception.code), body };
+    }
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      const response = exception.getResponse();
+      const message =
+        typeof response === 'object' && response && 'message' in response
+          ? String((response as { message: unknown }).message)
+          : exception.message;
+      const code = status === 404 ? 'route_not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : codeForStatus(status);
+      return { status, body: { error: message, code } };
+    }
+    const fastifyError = exception as { statusCode?: number; code?: string; message?: string };
+    if (typeof fastifyError?.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
+      // Fastify's own errors: malformed JSON, empty JSON body, wrong content type, body too large.
+      const code =
+        fastifyError.statusCode === 413 ? 'payload_too_large'
+        : fastifyError.statusCode === 415 ? 'unsupported_media_type'
+        : fastifyError.code?.startsWith('FST_ERR_CTP') ? 'invalid_json'
+        : codeForStatus(fastifyError.statusCode);
+      return { status: fastifyError.statusCode, body: { error: fastifyError.message ?? 'Bad request', code } };
+    }
+    const pg = typeof fastifyError?.code === 'string' ? PG_ERRORS[fastifyError.code] : undefined;
+    if (pg) return { status: statusForCode(pg.code), body: { error: pg.message, code: pg.code } };
+    return {
+      status: HttpStatus.INTERNAL_SERVER_ERROR,
+      body: { error: 'Internal server error', code: 'internal_error', requestId: String(request.id) },
+    };
+  }
+}
+
+function codeForStatus(status: number): string {
+  if (status === 400) return 'bad_request';
+  if (status === 409) return 'conflict';
+  if (status === 429) return 'rate_limited';
+  return status >= 500 ? 'internal_error' : 'bad_request';
+}
+
+function describe(error: unknown): unknown {
+  return error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : error;
+}

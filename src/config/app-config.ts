@@ -1,0 +1,104 @@
+import { resolve } from 'node:path';
+
+/**
+ * Typed configuration, read from the environment once at start (see API.md "Running").
+ * A bad value stops the start with a message naming the variable.
+ */
+export interface AppConfig {
+  port: number;
+  host: string;
+  /** External PostgreSQL; undefined means "start the embedded Postgres under dataDir". */
+  databaseUrl?: string;
+  dataDir: string;
+  embeddedPostgresPort: number;
+  adminApiKey?: string;
+  openaiApiKey?: string;
+  openaiBaseUrl?: string;
+  llmModel: string;
+  /** Send freeform client tools as function tools with one string parameter (for endpoints without custom tools). */
+  llmCustomToolsAsFunctions: boolean;
+  seed: boolean;
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Per-call timeout of a tool, milliseconds. */
+  toolTimeoutMs: number;
+  /** statement_timeout of the data tools' read-only transactions, milliseconds. */
+  toolStatementTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`Invalid configuration: ${variable} ${message}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = str(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+  if (['false', '0', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return raw;
+}
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+
+/** Builds and validates the configuration; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env): AppConfig {
+  const logLevel = (str(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const adminApiKey = str(env, 'ADMIN_API_KEY');
+  if (adminApiKey !== undefined && adminApiKey.length < 16) {
+    throw new ConfigError('ADMIN_API_KEY', 'must be at least 16 characters');
+  }
+  return {
+    port: int(env, 'PORT', 3000, 0, 65535),
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    dataDir: resolve(str(env, 'DATA_DIR') ?? './.data'),
+    embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
+    adminApiKey,
+    openaiApiKey: str(env, 'OPENAI_API_KEY'),
+    openaiBaseUrl: url(env, 'OPENAI_BASE_URL', ['http:', 'https:']),
+    llmModel: str(env, 'LLM_MODEL') ?? 'gpt-4o-mini',
+    llmCustomToolsAsFunctions: bool(env, 'LLM_CUSTOM_TOOLS_AS_FUNCTIONS', false),
+    seed: bool(env, 'SEED', true),
+    logLevel: logLevel as AppConfig['logLevel'],
+    toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
+    toolStatementTimeoutMs: int(env, 'TOOL_STATEMENT_TIMEOUT_MS', 5_000, 100, 600_000),
+  };
+}
+
+/** Injection token of the AppConfig object. */
+export const APP_CONFIG = Symbol('APP_CONFIG');

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { MetadataModule } from '../metadata/metadata.module';
+import { DataService } from './data.service';
+import { RecordsController } from './records.controller';
+import { RecordsService } from './records.service';
+
+@Module({
+  imports: [MetadataModule],
+  controllers: [RecordsController],
+  providers: [DataService, RecordsService],
+  exports: [DataService],
+})
+export class DataModule {}

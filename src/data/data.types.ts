@@ -1,0 +1,39 @@
+/** A query over one object's records (the `where` language of API.md). */
+export interface FindQuery {
+  where?: unknown;
+  orderBy?: unknown;
+  fields?: unknown;
+  /** Already clamped by the caller (records API: 1..1000; tools: 1..200). */
+  limit: number;
+  offset: number;
+}
+
+export interface FindResult {
+  records: Record<string, unknown>[];
+  total: number;
+}
+
+export const AGGREGATE_FUNCTIONS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] as const;
+export type AggregateFunction = (typeof AGGREGATE_FUNCTIONS)[number];
+
+export interface AggregationSpec {
+  function: AggregateFunction;
+  /** Omitted only for `count` (count of records). */
+  field?: string;
+  alias: string;
+}
+
+export interface AggregateQuery {
+  where?: unknown;
+  groupBy?: unknown;
+  aggregations: unknown;
+  /** `[{ field: <alias or group field>, order }]`: top-N when combined with limit. */
+  orderBy?: unknown;
+  /** Groups returned, already clamped by the caller. */
+  limit: number;
+}
+
+/** The most rows one engine call returns, whatever the caller asked for. */
+export const MAX_ENGINE_LIMIT = 1000;
+export const MAX_GROUP_BY_FIELDS = 3;
+export const MAX_AGGREGATIONS = 20;

@@ -1,0 +1,107 @@
+import { DomainError } from '../common/domain-error';
+import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
+import { describeValue, isPlainObject } from './field-value.codec';
+import { clip, columnRef, requireField } from './where.compiler';
+
+/** Default cap on caller-chosen sort fields (the trailing id tiebreaker does not count). */
+export const DEFAULT_MAX_ORDER_BY_FIELDS = 5;
+/** Most names accepted in one `fields` selection (duplicates included), so parsing stays bounded. */
+export const MAX_PROJECTION_ITEMS = 500;
+
+/** Sorting a jsonb document or an array of options has no meaning a user would expect. */
+const UNSORTABLE_TYPES: readonly FieldMeta['type'][] = ['json', 'multiselect'];
+
+const ORDER_BY_SHAPE = 'orderBy expects [{"field": "amount", "order": "desc"}] (order: "asc" or "desc", default "asc")';
+
+/**
+ * ORDER BY list (without the keywords), e.g. `"amount" DESC NULLS LAST, "id" ASC`.
+ * Accepts undefined/null/[], one `{ field, order? }` or an array of them. Nulls always sort last (the
+ * default for ASC, explicit for DESC). `"id" ASC` is appended unless id is already ordered, so pages are
+ * stable. Throws unknown_field or invalid_order_by.
+ */
+export function compileOrderBy(
+  object: ObjectMeta,
+  orderBy: unknown,
+  options: { tableAlias?: string; maxFields?: number } = {},
+): string {
+  const maxFields = options.maxFields ?? DEFAULT_MAX_ORDER_BY_FIELDS;
+  if (!Number.isInteger(maxFields) || maxFields < 1) throw new Error(`maxFields must be a positive integer`);
+
+  const items = orderBy === undefined || orderBy === null ? [] : Array.isArray(orderBy) ? orderBy : [orderBy];
+  if (items.length > maxFields) {
+    throw invalidOrderBy(`orderBy accepts at most ${maxFields} fields, got ${items.length}`, { maxFields });
+  }
+
+  const seen = new Set<string>();
+  const terms = items.map((item) => {
+    const { field, descending } = parseItem(object, item);
+    if (seen.has(field.name)) throw invalidOrderBy(`orderBy lists field "${field.name}" twice`, { field: field.name });
+    seen.add(field.name);
+    const column = columnRef(field.name, options.tableAlias);
+    return descending ? `${column} DESC NULLS LAST` : `${column} ASC`;
+  });
+  if (!seen.has('id')) terms.push(`${columnRef('id', options.tableAlias)} ASC`);
+  return terms.join(', ');
+}
+
+function parseItem(object: ObjectMeta, item: unknown): { field: FieldMeta; descending: boolean } {
+  if (!isPlainObject(item)) throw invalidOrderBy(`${ORDER_BY_SHAPE}; got ${describeValue(item)}`);
+  const extra = Object.keys(item).filter((key) => key !== 'field' && key !== 'order');
+  if (extra.length > 0) {
+    // e.g. "direction": silently ignoring it would sort the wrong way.
+    throw invalidOrderBy(`${ORDER_BY_SHAPE}; unexpected key "${clip(extra[0])}"`, { key: clip(extra[0]) });
+  }
+  if (typeof item.field !== 'string') throw invalidOrderBy(`${ORDER_BY_SHAPE}; "field" must be a field name`);
+  const field = requireField(object, item.field);
+  if (UNSORTABLE_TYPES.includes(field.type)) {
+    throw invalidOrderBy(`Field "${field.name}" (${field.type}) cannot be sorted`, {
+      field: field.name,
+      type: field.type,
+      sortableFields: object.fields.filter((f) => !UNSORTABLE_TYPES.includes(f.type)).map((f) => f.name),
+    });
+  }
+  const order = item.order === undefined || item.order === null ? 'asc' : item.order;
+  if (typeof order !== 'string' || !['asc', 'desc'].includes(order.toLowerCase())) {
+    throw invalidOrderBy(`${ORDER_BY_SHAPE}; got order ${describeValue(order)} for field "${field.name}"`, {
+      field: field.name,
+    });
+  }
+  return { field, descending: order.toLowerCase() === 'desc' };
+}
+
+function invalidOrderBy(message: string, details: Record<string, unknown> = {}): DomainError {
+  return new DomainError('invalid_order_by', message, details);
+}
+
+/**
+ * SELECT list for a `fields` selection: an array of names or a comma-separated string. `id` always comes
+ * first; the rest keep the requested order, duplicates dropped. Undefined, null, [] or "" select every
+ * field in metadata order. Throws unknown_field, or invalid_fields for a wrong shape.
+ */
+export function compileProjection(
+  object: ObjectMeta,
+  fields: unknown,
+  options: { tableAlias?: string } = {},
+): { sql: string; fields: FieldMeta[] } {
+  const names = projectionNames(fields);
+  const selected =
+    names.length === 0
+      ? object.fields
+      : [...new Set(['id', ...names])].map((name) => requireField(object, name));
+  return { sql: selected.map((field) => columnRef(field.name, options.tableAlias)).join(', '), fields: selected };
+}
+
+function projectionNames(fields: unknown): string[] {
+  if (fields === undefined || fields === null) return [];
+  const shape = 'fields expects an array of field names or a comma-separated string like "name,amount"';
+  const names = typeof fields === 'string' ? fields.split(',') : fields;
+  if (!Array.isArray(names) || names.some((name) => typeof name !== 'string')) {
+    throw new DomainError('invalid_fields', `${shape}; got ${describeValue(fields)}`);
+  }
+  if (names.length > MAX_PROJECTION_ITEMS) {
+    throw new DomainError('invalid_fields', `fields lists more than ${MAX_PROJECTION_ITEMS} names`, {
+      max: MAX_PROJECTION_ITEMS,
+    });
+  }
+  return (names as string[]).map((name) => name.trim()).filter((name) => name.length > 0);
+}

@@ -1,0 +1,351 @@
+import { DomainError } from '../common/domain-error';
+import { quoteIdent } from '../database/sql-identifier';
+import { SqlParams } from '../database/sql-params';
+import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
+import { bindCast, describeValue, encodeFieldValue, isPlainObject } from './field-value.codec';
+
+/**
+ * Compiles the `where` JSON language into one parameterized SQL boolean expression.
+ *
+ *   { "stage": "won" }                          equality ($eq); null means IS NULL
+ *   { "amount": { "$gt": 100, "$lte": 500 } }   operators on one field are ANDed
+ *   { "$or": [ {...}, {...} ] }, "$and": [...]  non-empty arrays of where objects
+ *   { "$not": { ... } }                         complement of a where object
+ * Several keys in one object are ANDed.
+ *
+ * Semantics worth knowing:
+ *   - $ne, $nin, $notContains and $not keep rows whose value is NULL ("not won" includes "no stage").
+ *     $not is `NOT COALESCE(expr, FALSE)` so it is the exact complement of its operand.
+ *   - $in / $nin bind one array parameter (`= ANY($1::text[])`); a null item also matches/excludes NULL.
+ *   - $contains/$notContains/$startsWith/$endsWith are case-insensitive ILIKE on text-like fields,
+ *     with %, _ and \ in the operand matched literally.
+ *   - Ordering operators ($gt $gte $lt $lte $between) work on numbers, dates and date-times, and on
+ *     text-like fields as alphabetical ranges in the database collation. $between is inclusive; a low
+ *     bound above the high bound matches nothing.
+ *   - multiselect: $contains = has the option(s) (`@>`), $in = has any of them (`&&`), $eq = exactly this
+ *     set, regardless of order (`@>` and `<@`).
+ *   - json: only $eq/$ne (jsonb equality, key order insensitive) and $null.
+ *   - boolean and uuid/lookup: equality only.
+ * Every bound value carries a cast from `bindCast` (`$1::numeric`, `$2::timestamptz`, `$3::uuid[]`, ...).
+ */
+
+export const FIELD_OPERATORS = [
+  '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$between',
+  '$contains', '$notContains', '$startsWith', '$endsWith', '$null',
+] as const;
+export type FieldOperator = (typeof FIELD_OPERATORS)[number];
+
+export const LOGICAL_OPERATORS = ['$and', '$or', '$not'] as const;
+
+/** Deepest nesting of where objects ($and/$or/$not each add a level; the top object is level 1). */
+export const MAX_WHERE_DEPTH = 8;
+/** Most field conditions (operator applications) in one where. */
+export const MAX_WHERE_CONDITIONS = 200;
+/** Most items in one $in / $nin list. */
+export const MAX_IN_VALUES = 1000;
+
+const EQUALITY: FieldOperator[] = ['$eq', '$ne', '$in', '$nin', '$null'];
+const ORDERING: FieldOperator[] = ['$gt', '$gte', '$lt', '$lte', '$between'];
+const PATTERN: FieldOperator[] = ['$contains', '$notContains', '$startsWith', '$endsWith'];
+
+const ALLOWED: Record<FieldMeta['type'], readonly FieldOperator[]> = {
+  text: [...EQUALITY, ...ORDERING, ...PATTERN],
+  textarea: [...EQUALITY, ...ORDERING, ...PATTERN],
+  email: [...EQUALITY, ...ORDERING, ...PATTERN],
+  url: [...EQUALITY, ...ORDERING, ...PATTERN],
+  phone: [...EQUALITY, ...ORDERING, ...PATTERN],
+  select: [...EQUALITY, ...ORDERING, ...PATTERN],
+  number: [...EQUALITY, ...ORDERING],
+  currency: [...EQUALITY, ...ORDERING],
+  percent: [...EQUALITY, ...ORDERING],
+  integer: [...EQUALITY, ...ORDERING],
+  date: [...EQUALITY, ...ORDERING],
+  datetime: [...EQUALITY, ...ORDERING],
+  boolean: EQUALITY,
+  lookup: EQUALITY,
+  uuid: EQUALITY,
+  multiselect: [...EQUALITY, '$contains', '$notContains'],
+  json: ['$eq', '$ne', '$null'],
+};
+
+const COMPARISON_SQL: Partial<Record<FieldOperator, string>> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
+
+/** ESCAPE clause for ILIKE; E'' syntax so it means one backslash whatever standard_conforming_strings says. */
+const LIKE_ESCAPE = "ESCAPE E'\\\\'";
+
+/** Operators a where condition may use on this field, in canonical order (shown to callers in errors). */
+export function operatorsForField(field: Pick<FieldMeta, 'type'>): FieldOperator[] {
+  const allowed = ALLOWED[field.type];
+  return FIELD_OPERATORS.filter((operator) => allowed.includes(operator));
+}
+
+/** `"col"` or `"alias"."col"`, both through quoteIdent. */
+export function columnRef(name: string, tableAlias?: string): string {
+  return tableAlias === undefined ? quoteIdent(name) : `${quoteIdent(tableAlias)}.${quoteIdent(name)}`;
+}
+
+/** The field called `name`, or an unknown_field error listing every field of the object. */
+export function requireField(object: ObjectMeta, name: string): FieldMeta {
+  const field = object.fields.find((candidate) => candidate.name === name);
+  if (field) return field;
+  throw new DomainError('unknown_field', `Unknown field "${clip(name)}" on object "${object.name}"`, {
+    field: clip(name),
+    object: object.name,
+    availableFields: object.fields.map((candidate) => candidate.name),
+  });
+}
+
+/** Caller-supplied names are echoed in errors, but never at unbounded length. */
+export function clip(text: string, max = 100): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+interface CompileState {
+  object: ObjectMeta;
+  params: SqlParams;
+  tableAlias?: string;
+  conditions: number;
+}
+
+/**
+ * Returns a SQL boolean expression for `where` (`TRUE` when it is undefined, null or {}), adding every
+ * value to `params`. Throws DomainError: invalid_where, unknown_field, unknown_operator, invalid_operator,
+ * invalid_value, too_many_values.
+ */
+export function compileWhere(
+  object: ObjectMeta,
+  where: unknown,
+  params: SqlParams,
+  options: { tableAlias?: string } = {},
+): string {
+  if (where === undefined || where === null) return 'TRUE';
+  const state: CompileState = { object, params, tableAlias: options.tableAlias, conditions: 0 };
+  return compileNode(where, 1, state, 'where');
+}
+
+function compileNode(node: unknown, depth: number, state: CompileState, path: string): string {
+  if (!isPlainObject(node)) {
+    const hint = Array.isArray(node) ? ' (combine conditions with {"$and": [...]} or {"$or": [...]})' : '';
+    throw invalidWhere(`${path} must be an object like {"status": "won"}, got ${describeValue(node)}${hint}`, path);
+  }
+  if (depth > MAX_WHERE_DEPTH) {
+    throw invalidWhere(`where is nested deeper than ${MAX_WHERE_DEPTH} levels`, path, { maxDepth: MAX_WHERE_DEPTH });
+  }
+  const parts = Object.keys(node).map((key) =>
+    key.startsWith('$')
+      ? compileLogical(key, node[key], depth, state, path)
+      : compileField(requireField(state.object, key), node[key], state),
+  );
+  return parts.length === 0 ? 'TRUE' : join(parts, 'AND');
+}
+
+function compileLogical(key: string, value: unknown, depth: number, state: CompileState, path: string): string {
+  if (key === '$and' || key === '$or') {
+    if (!Array.isArray(value) || value.length === 0) {
+      throw invalidWhere(`${key} expects a non-empty array of where objects, got ${describeValue(value)}`, `${path}.${key}`);
+    }
+    if (value.length > MAX_WHERE_CONDITIONS) {
+      throw invalidWhere(`${key} has more than ${MAX_WHERE_CONDITIONS} items`, `${path}.${key}`, {
+        maxConditions: MAX_WHERE_CONDITIONS,
+      });
+    }
+    const parts = value.map((item, index) => compileNode(item, depth + 1, state, `${path}.${key}[${index}]`));
+    return join(parts, key === '$and' ? 'AND' : 'OR');
+  }
+  if (key === '$not') {
+    if (!isPlainObject(value) || Object.keys(value).length === 0) {
+      throw invalidWhere(`$not expects a non-empty where object, got ${describeValue(value)}`, `${path}.$not`);
+    }
+    return `NOT COALESCE(${compileNode(value, depth + 1, state, `${path}.$not`)}, FALSE)`;
+  }
+  const isFieldOperator = (FIELD_OPERATORS as readonly string[]).includes(key);
+  const message = isFieldOperator
+    ? `Operator "${key}" must be used inside a field condition, e.g. {"amount": {"${key}": ...}}`
+    : `Unknown operator "${clip(key)}"; at this level use a field name or one of $and, $or, $not`;
+  throw new DomainError('unknown_operator', message, {
+    operator: clip(key),
+    field: null,
+    availableOperators: [...LOGICAL_OPERATORS],
+  });
+}
+
+/** A field's condition: an operator object, or any other value as shorthand for $eq. */
+function compileField(field: FieldMeta, spec: unknown, state: CompileState): string {
+  if (!isPlainObject(spec)) return compileOperator(field, '$eq', spec, state);
+  const operators = Object.keys(spec);
+  if (operators.length === 0) {
+    throw invalidWhere(`Condition for field "${field.name}" is empty; use e.g. {"$eq": ...}`, field.name);
+  }
+  const parts = operators.map((operator) => compileOperator(field, checkOperator(field, operator), spec[operator], state));
+  return join(parts, 'AND');
+}
+
+/** Refuses names outside the language (unknown_operator) and operators the field type forbids (invalid_operator). */
+function checkOperator(field: FieldMeta, operator: string): FieldOperator {
+  const availableOperators = operatorsForField(field);
+  if (!(FIELD_OPERATORS as readonly string[]).includes(operator)) {
+    const hint =
+      field.type === 'json' && !operator.startsWith('$')
+        ? `; to compare a json field with an object use {"${field.name}": {"$eq": {...}}}`
+        : `; use one of ${availableOperators.join(', ')}`;
+    throw new DomainError('unknown_operator', `Unknown operator "${clip(operator)}" on field "${field.name}"${hint}`, {
+      operator: clip(operator),
+      field: field.name,
+      availableOperators,
+    });
+  }
+  if (!availableOperators.includes(operator as FieldOperator)) {
+    throw new DomainError(
+      'invalid_operator',
+      `Operator "${operator}" is not allowed on ${field.type} field "${field.name}"; use one of ${availableOperators.join(', ')}`,
+      { operator, field: field.name, type: field.type, availableOperators },
+    );
+  }
+  return operator as FieldOperator;
+}
+
+function compileOperator(field: FieldMeta, operator: FieldOperator, operand: unknown, state: CompileState): string {
+  state.conditions += 1;
+  if (state.conditions > MAX_WHERE_CONDITIONS) {
+    throw invalidWhere(`where has more than ${MAX_WHERE_CONDITIONS} conditions`, field.name, {
+      maxConditions: MAX_WHERE_CONDITIONS,
+    });
+  }
+  const column = columnRef(field.name, state.tableAlias);
+  switch (operator) {
+    case '$eq':
+    case '$ne':
+      return compileEquality(field, operator, operand, column, state);
+    case '$gt':
+    case '$gte':
+    case '$lt':
+    case '$lte':
+      return `${column} ${COMPARISON_SQL[operator]} ${bind(field, operator, operand, state)}`;
+    case '$between':
+      return compileBetween(field, operand, column, state);
+    case '$in':
+    case '$nin':
+      return compileIn(field, operator, operand, column, state);
+    case '$contains':
+    case '$notContains':
+    case '$startsWith':
+    case '$endsWith':
+      return field.type === 'multiselect'
+        ? compileHasOptions(field, operator, operand, column, state)
+        : compileLike(field, operator, operand, column, state);
+    case '$null':
+      if (typeof operand !== 'boolean') {
+        throw invalidOperand(field, operator, 'true (value is empty) or false (value is set)', operand);
+      }
+      return `${column} ${operand ? 'IS NULL' : 'IS NOT NULL'}`;
+  }
+}
+
+/** Encodes a non-null operand with the field codec and binds it with its cast. */
+function bind(field: FieldMeta, operator: FieldOperator, operand: unknown, state: CompileState): string {
+  if (operand === null || operand === undefined) {
+    throw invalidOperand(field, operator, 'a non-null value (use {"$null": true} to match empty values)', operand);
+  }
+  return `${state.params.add(encodeFieldValue(field, operand, { operator }))}::${bindCast(field)}`;
+}
+
+function compileEquality(
+  field: FieldMeta,
+  operator: '$eq' | '$ne',
+  operand: unknown,
+  column: string,
+  state: CompileState,
+): string {
+  if (operand === null) return `${column} ${operator === '$eq' ? 'IS NULL' : 'IS NOT NULL'}`;
+  if (Array.isArray(operand) && field.type !== 'multiselect' && field.type !== 'json') {
+    throw invalidOperand(field, operator, 'a single value (use $in / $nin to match any of several values)', operand);
+  }
+  const value = bind(field, operator, operand, state);
+  if (field.type === 'multiselect') {
+    // Same set of options in any order; COALESCE makes $ne keep rows whose value is NULL.
+    const sameSet = `(${column} @> ${value} AND ${column} <@ ${value})`;
+    return operator === '$eq' ? sameSet : `NOT COALESCE(${sameSet}, FALSE)`;
+  }
+  return operator === '$eq' ? `${column} = ${value}` : `${column} IS DISTINCT FROM ${value}`;
+}
+
+function compileBetween(field: FieldMeta, operand: unknown, column: string, state: CompileState): string {
+  if (!Array.isArray(operand) || operand.length !== 2) {
+    throw invalidOperand(field, '$between', 'an array of exactly two values [low, high]', operand);
+  }
+  const low = bind(field, '$between', operand[0], state);
+  const high = bind(field, '$between', operand[1], state);
+  return `${column} BETWEEN ${low} AND ${high}`;
+}
+
+/**
+ * One array parameter instead of one parameter per item: a stable SQL shape whatever the list length.
+ * Null items are pulled out and turned into IS NULL / IS NOT NULL, which `= ANY` cannot express.
+ */
+function compileIn(field: FieldMeta, operator: '$in' | '$nin', operand: unknown, column: string, state: CompileState): string {
+  if (!Array.isArray(operand) || operand.length === 0) {
+    throw invalidOperand(field, operator, 'a non-empty array of values', operand);
+  }
+  if (operand.length > MAX_IN_VALUES) {
+    throw new DomainError(
+      'too_many_values',
+      `${operator} on field "${field.name}" has ${operand.length} values; at most ${MAX_IN_VALUES} are allowed`,
+      { operator, field: field.name, count: operand.length, max: MAX_IN_VALUES },
+    );
+  }
+  const values = operand.filter((item) => item !== null).map((item) => encodeFieldValue(field, item, { operator }));
+  const withNull = values.length < operand.length;
+  if (values.length === 0) return `${column} ${operator === '$in' ? 'IS NULL' : 'IS NOT NULL'}`;
+
+  const list = `${state.params.add(values)}::${bindCast(field)}${field.type === 'multiselect' ? '' : '[]'}`;
+  // multiselect: the record has any of the options (overlap), not "equals one of them".
+  const matches = field.type === 'multiselect' ? `${column} && ${list}` : `${column} = ANY(${list})`;
+  if (operator === '$in') return withNull ? `(${matches} OR ${column} IS NULL)` : matches;
+  return withNull ? `(${column} IS NOT NULL AND NOT (${matches}))` : `(${column} IS NULL OR NOT (${matches}))`;
+}
+
+/** Case-insensitive substring/prefix/suffix match; the operand's own %, _ and \ are matched literally. */
+function compileLike(
+  field: FieldMeta,
+  operator: '$contains' | '$notContains' | '$startsWith' | '$endsWith',
+  operand: unknown,
+  column: string,
+  state: CompileState,
+): string {
+  if (typeof operand !== 'string') throw invalidOperand(field, operator, 'a string', operand);
+  const text = encodeFieldValue(field, operand, { operator }) as string;
+  const escaped = text.replace(/[\\%_]/g, (char) => `\\${char}`);
+  const pattern =
+    operator === '$startsWith' ? `${escaped}%` : operator === '$endsWith' ? `%${escaped}` : `%${escaped}%`;
+  const value = `${state.params.add(pattern)}::text`;
+  if (operator === '$notContains') return `(${column} IS NULL OR ${column} NOT ILIKE ${value} ${LIKE_ESCAPE})`;
+  return `${column} ILIKE ${value} ${LIKE_ESCAPE}`;
+}
+
+/** multiselect $contains / $notContains: the value holds every given option (`@>`). */
+function compileHasOptions(
+  field: FieldMeta,
+  operator: '$contains' | '$notContains' | '$startsWith' | '$endsWith',
+  operand: unknown,
+  column: string,
+  state: CompileState,
+): string {
+  const contains = `${column} @> ${bind(field, operator, operand, state)}`;
+  return operator === '$contains' ? contains : `(${column} IS NULL OR NOT (${contains}))`;
+}
+
+function join(parts: string[], connective: 'AND' | 'OR'): string {
+  return parts.length === 1 ? parts[0] : `(${parts.join(` ${connective} `)})`;
+}
+
+function invalidWhere(message: string, path: string, extra: Record<string, unknown> = {}): DomainError {
+  return new DomainError('invalid_where', message, { path: clip(path, 200), ...extra });
+}
+
+function invalidOperand(field: FieldMeta, operator: FieldOperator, expected: string, received: unknown): DomainError {
+  return new DomainError(
+    'invalid_value',
+    `Field "${field.name}" expects ${expected} for ${operator}, got ${describeValue(received)}`,
+    { field: field.name, type: field.type, operator, expected },
+  );
+}

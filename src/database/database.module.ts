@@ -1,0 +1,29 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { MikroOrmModule } from '@mikro-orm/nestjs';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { DATABASE_URL } from './database.constants';
+import { MigrationRunner } from './migration.runner';
+import { ormOptions } from './orm.config';
+
+/**
+ * MikroORM on the given PostgreSQL URL (the embedded cluster is started before Nest, in main.ts,
+ * so that it outlives the application during shutdown) and migrations on start.
+ */
+@Global()
+@Module({})
+export class DatabaseModule {
+  static forRoot(databaseUrl: string): DynamicModule {
+    const urlProvider = { provide: DATABASE_URL, useValue: databaseUrl };
+    return {
+      module: DatabaseModule,
+      imports: [
+        MikroOrmModule.forRootAsync({
+          driver: PostgreSqlDriver,
+          useFactory: () => ({ ...ormOptions(databaseUrl), autoLoadEntities: true, registerRequestContext: true }),
+        }),
+      ],
+      providers: [urlProvider, MigrationRunner],
+      exports: [urlProvider],
+    };
+  }
+}

@@ -1,0 +1,4 @@
+import { MigrationInitial } from './migration-20261122-initial';
+
+/** Every migration, in order. Applied on start; committed with the code that needs it. */
+export const MIGRATIONS = [MigrationInitial];

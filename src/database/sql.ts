@@ -1,0 +1,18 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { CompiledQuery } from 'kysely';
+
+/**
+ * Runs SQL with real bind parameters ($1, $2, ...) on the EntityManager's connection, inside its
+ * transaction when there is one. (MikroORM's `em.execute` interpolates values into the text on the
+ * client; everything built from user input goes through here instead.)
+ */
+export async function runSql<T = Record<string, unknown>>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  const result = await em.getKysely().executeQuery<T>(CompiledQuery.raw(sql, [...params]));
+  return result.rows;
+}
+
+/** Like runSql, for statements whose row count matters (UPDATE/DELETE). */
+export async function runSqlCount(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<number> {
+  const result = await em.getKysely().executeQuery(CompiledQuery.raw(sql, [...params]));
+  return Number(result.numAffectedRows ?? result.rows.length);
+}

@@ -1,0 +1,114 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested,
+} from 'class-validator';
+import { FIELD_TYPES, type FieldType } from './object-metadata.types';
+
+export class CreateFieldDto {
+  @ApiProperty({ example: 'amount', description: 'snake_case, at most 63 characters' })
+  @IsString()
+  name: string;
+
+  @ApiProperty({ example: 'Amount' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(255)
+  label: string;
+
+  @ApiProperty({ enum: FIELD_TYPES })
+  @IsIn(FIELD_TYPES)
+  type: FieldType;
+
+  @ApiPropertyOptional() @IsOptional() @IsBoolean() required?: boolean;
+  @ApiPropertyOptional() @IsOptional() @IsBoolean() unique?: boolean;
+  @ApiPropertyOptional({ description: 'Create an index on this field' }) @IsOptional() @IsBoolean() indexed?: boolean;
+
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
+
+  @ApiPropertyOptional({ type: [String], description: 'Allowed values; required for select and multiselect' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(500)
+  @IsString({ each: true })
+  @MaxLength(255, { each: true })
+  options?: string[];
+
+  @ApiPropertyOptional({ description: 'Target object name; required for lookup' })
+  @IsOptional()
+  @IsString()
+  reference?: string;
+}
+
+export class CreateObjectDto {
+  @ApiProperty({ example: 'deal', description: 'snake_case, at most 63 characters' })
+  @IsString()
+  name: string;
+
+  @ApiProperty({ example: 'Deal' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(255)
+  label: string;
+
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
+
+  @ApiPropertyOptional({ type: [CreateFieldDto] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(500)
+  @ValidateNested({ each: true })
+  @Type(() => CreateFieldDto)
+  fields?: CreateFieldDto[];
+}
+
+export class UpdateObjectDto {
+  @ApiPropertyOptional() @IsOptional() @IsString() @IsNotEmpty() @MaxLength(255) label?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
+}
+
+export class UpdateFieldDto {
+  @ApiPropertyOptional() @IsOptional() @IsString() @IsNotEmpty() @MaxLength(255) label?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
+  @ApiPropertyOptional() @IsOptional() @IsBoolean() required?: boolean;
+  @ApiPropertyOptional() @IsOptional() @IsBoolean() unique?: boolean;
+  @ApiPropertyOptional() @IsOptional() @IsBoolean() indexed?: boolean;
+
+  @ApiPropertyOptional({ type: [String] })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(500)
+  @IsString({ each: true })
+  @MaxLength(255, { each: true })
+  options?: string[];
+}
+
+export class FieldResponse {
+  @ApiProperty() name: string;
+  @ApiProperty() label: string;
+  @ApiProperty({ enum: FIELD_TYPES }) type: FieldType;
+  @ApiProperty() required: boolean;
+  @ApiProperty() unique: boolean;
+  @ApiProperty() indexed: boolean;
+  @ApiPropertyOptional() description?: string;
+  @ApiPropertyOptional({ type: [String] }) options?: string[];
+  @ApiPropertyOptional() reference?: string;
+}
+
+export class ObjectResponse {
+  @ApiProperty() name: string;
+  @ApiProperty() label: string;
+  @ApiProperty({ nullable: true }) description: string | null;
+  @ApiProperty({ type: [FieldResponse] }) fields: FieldResponse[];
+}
+
+export class ObjectSummaryResponse {
+  @ApiProperty() name: string;
+  @ApiProperty() label: string;
+  @ApiProperty({ nullable: true }) description: string | null;
+  @ApiProperty() fieldCount: number;
+}
+
+export class ObjectListResponse {
+  @ApiProperty({ type: [ObjectSummaryResponse] }) objects: ObjectSummaryResponse[];
+}

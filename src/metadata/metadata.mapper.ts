@@ -1,0 +1,27 @@
+import { FieldResponse, ObjectResponse } from './metadata.dto';
+import { FieldMeta, FieldType, ObjectMeta } from './object-metadata.types';
+
+export function toFieldResponse(field: FieldMeta): FieldResponse {
+  const response: FieldResponse = {
+    name: field.name,
+    label: field.label,
+    type: field.type as FieldType,
+    required: field.required,
+    unique: field.unique,
+    indexed: field.indexed,
+  };
+  if (field.description) response.description = field.description;
+  if (field.options) response.options = field.options;
+  if (field.reference) response.reference = field.reference;
+  return response;
+}
+
+/** The admin view of an object: its own fields, without the system columns. */
+export function toObjectResponse(object: ObjectMeta): ObjectResponse {
+  return {
+    name: object.name,
+    label: object.label,
+    description: object.description ?? null,
+    fields: object.fields.filter((f) => !f.system).map(toFieldResponse),
+  };
+}

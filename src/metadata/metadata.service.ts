@@ -1,0 +1,307 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DomainError } from '../common/domain-error';
+import { runSql } from '../database/sql';
+import { objectTable, quoteIdent } from '../database/sql-identifier';
+import { CreateFieldDto, CreateObjectDto, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
+import { assertValidName } from './metadata.naming';
+import {
+  FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity,
+} from './object-definition.entity';
+import { FIELD_TYPES, FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
+import { ObjectTableDdl } from './object-table.ddl';
+
+/** Fields per object: far below Postgres' 1,600 columns, far above any sane spreadsheet. */
+const MAX_FIELDS = 500;
+/** Advisory lock taken by every metadata write, so concurrent DDL cannot interleave. */
+const METADATA_LOCK_KEY = 727_010;
+
+export interface ObjectSummary {
+  name: string;
+  label: string;
+  description: string | null;
+  fieldCount: number;
+}
+
+/**
+ * Object and field definitions, and the physical tables behind them. Each change to metadata and
+ * its DDL commit in one transaction: a failed statement leaves both as they were.
+ */
+@Injectable()
+export class MetadataService {
+  constructor(private readonly em: EntityManager) {}
+
+  async listObjects(em: EntityManager = this.em.fork()): Promise<ObjectSummary[]> {
+    const rows = await runSql<{ name: string; label: string; description: string | null; field_count: string }>(
+      em,
+      `select o.name, o.label, o.description, count(f.id) as field_count
+         from object_definitions o left join field_definitions f on f.object_id = o.id
+        group by o.id order by o.name`,
+    );
+    return rows.map((r) => ({ name: r.name, label: r.label, description: r.description, fieldCount: Number(r.field_count) }));
+  }
+
+  /** The object with its fields (system fields first); `object_not_found` when absent. */
+  async getObject(name: string, em: EntityManager = this.em.fork()): Promise<ObjectMeta> {
+    const object = typeof name === 'string' ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
+    if (!object) {
+      const available = (await this.listObjects(em)).map((o) => o.name);
+      throw new DomainError('object_not_found', `Object "${String(name)}" not found`, { availableObjects: available });
+    }
+    const fields = await em.find(FieldDefinitionEntity, { objectId: object.id }, { orderBy: { position: 'asc' } });
+    return toObjectMeta(object, fields);
+  }
+
+  async createObject(dto: CreateObjectDto): Promise<ObjectMeta> {
+    assertValidName('object', dto.name);
+    const fields = dto.fields ?? [];
+    if (fields.length > MAX_FIELDS) throw new DomainError('too_many_fields', `An object has at most ${MAX_FIELDS} fields`);
+    const seen = new Set<string>();
+    for (const field of fields) {
+      if (seen.has(field.name)) throw new DomainError('duplicate_field', `Field "${field.name}" is defined twice`);
+      seen.add(field.name);
+    }
+    return this.write(async (em) => {
+      if (await em.findOne(ObjectDefinitionEntity, { name: dto.name })) {
+        throw new DomainError('object_exists', `Object "${dto.name}" already exists`);
+      }
+      const now = new Date();
+      const object = em.create(ObjectDefinitionEntity, {
+        id: randomUUID(), name: dto.name, label: dto.label, description: dto.description ?? null, createdAt: now, updatedAt: now,
+      });
+      // Flushed first: field rows reference it, and the ORM does not order plain foreign-key columns.
+      await em.persist(object).flush();
+      await runSql(em, ObjectTableDdl.createTable(dto.name));
+      for (const [position, fieldDto] of fields.entries()) {
+        await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true });
+      }
+      await em.flush();
+      return this.getObject(dto.name, em);
+    });
+  }
+
+  async updateObject(name: string, dto: UpdateObjectDto): Promise<ObjectMeta> {
+    return this.write(async (em) => {
+      const object = await this.findDefinition(em, name);
+      if (dto.label !== undefined) object.label = dto.label;
+      if (dto.description !== undefined) object.description = dto.description;
+      object.updatedAt = new Date();
+      await em.flush();
+      return this.getObject(name, em);
+    });
+  }
+
+  /** Drops the object and its table; 409 while another object's lookup points at it. */
+  async deleteObject(name: string): Promise<void> {
+    await this.write(async (em) => {
+      const object = await this.findDefinition(em, name);
+      const referencing = await runSql<{ object_name: string; field_name: string }>(
+        em,
+        `select o.name as object_name, f.name as field_name
+           from field_definitions f join object_definitions o on o.id = f.object_id
+          where f.type = 'lookup' and f.reference = $1 and o.id <> $2 order by 1, 2`,
+        [name, object.id],
+      );
+      if (referencing.length) {
+        throw new DomainError(
+          'object_referenced',
+          `Object "${name}" is referenced by ${referencing.map((r) => `${r.object_name}.${r.field_name}`).join(', ')}`,
+          { referencedBy: referencing.map((r) => ({ object: r.object_name, field: r.field_name })) },
+        );
+      }
+      await runSql(em, ObjectTableDdl.dropTable(name));
+      await em.nativeDelete(FieldDefinitionEntity, { objectId: object.id });
+      em.remove(object);
+      await em.flush();
+    });
+  }
+
+  async addField(objectName: string, dto: CreateFieldDto): Promise<FieldMeta> {
+    return this.write(async (em) => {
+      const object = await this.findDefinition(em, objectName);
+      const count = await em.count(FieldDefinitionEntity, { objectId: object.id });
+      if (count >= MAX_FIELDS) throw new DomainError('too_many_fields', `An object has at most ${MAX_FIELDS} fields`);
+      if (await em.findOne(FieldDefinitionEntity, { objectId: object.id, name: dto.name })) {
+        throw new DomainError('field_exists', `Field "${dto.name}" already exists on "${objectName}"`);
+      }
+      const last = await em.findOne(FieldDefinitionEntity, { objectId: object.id }, { orderBy: { position: 'desc' } });
+      const tableEmpty = !dto.required || (await this.isEmpty(em, objectName));
+      await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, { selfName: objectName, tableEmpty });
+      object.updatedAt = new Date();
+      await em.flush();
+      return findField(await this.getObject(objectName, em), dto.name);
+    });
+  }
+
+  async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto): Promise<FieldMeta> {
+    return this.write(async (em) => {
+      const object = await this.findDefinition(em, objectName);
+      const field = await this.findFieldDefinition(em, object, fieldName);
+      const type = field.type as FieldType;
+      if (dto.options !== undefined) {
+        if (type !== 'select' && type !== 'multiselect') {
+          throw new DomainError('unexpected_options', `Only select and multiselect fields have options; "${fieldName}" is ${type}`);
+        }
+        field.options = validateOptions(fieldName, dto.options);
+      }
+      if (dto.required !== undefined && dto.required !== field.required) {
+        if (dto.required && (await this.hasNulls(em, objectName, fieldName))) {
+          throw new DomainError('field_has_empty_values', `Some "${objectName}" records have no "${fieldName}"; fill them before making it required`);
+        }
+        await runSql(em, ObjectTableDdl.setRequired(objectName, fieldName, dto.required));
+        field.required = dto.required;
+      }
+      const unique = dto.unique ?? field.unique;
+      const indexed = dto.indexed ?? field.indexed;
+      if (unique !== field.unique || indexed !== field.indexed) {
+        assertUniqueAllowed(fieldName, type, unique);
+        for (const sql of ObjectTableDdl.dropIndexes(objectName, fieldName)) await runSql(em, sql);
+        const meta = toFieldMeta({ ...field, unique, indexed });
+        try {
+          for (const sql of ObjectTableDdl.indexes(objectName, meta)) await runSql(em, sql);
+        } catch (error) {
+          if ((error as { code?: string }).code === '23505') {
+            throw new DomainError('unique_violation', `"${fieldName}" has duplicate values; it cannot be made unique`);
+          }
+          throw error;
+        }
+        field.unique = unique;
+        field.indexed = indexed;
+      }
+      if (dto.label !== undefined) field.label = dto.label;
+      if (dto.description !== undefined) field.description = dto.description;
+      field.updatedAt = new Date();
+      await em.flush();
+      return toFieldMeta(field);
+    });
+  }
+
+  async deleteField(objectName: string, fieldName: string): Promise<void> {
+    await this.write(async (em) => {
+      const object = await this.findDefinition(em, objectName);
+      const field = await this.findFieldDefinition(em, object, fieldName);
+      await runSql(em, ObjectTableDdl.dropField(objectName, fieldName));
+      em.remove(field);
+      object.updatedAt = new Date();
+      await em.flush();
+    });
+  }
+
+  /** One serialised transaction per metadata write; DDL and metadata rows commit or roll back together. */
+  private write<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.em.fork().transactional(async (em) => {
+      await runSql(em, 'select pg_advisory_xact_lock($1)', [METADATA_LOCK_KEY]);
+      return work(em);
+    });
+  }
+
+  private async addFieldInTransaction(
+    em: EntityManager,
+    object: ObjectDefinition,
+    dto: CreateFieldDto,
+    position: number,
+    context: { selfName: string; tableEmpty: boolean },
+  ): Promise<void> {
+    const field = await this.validateField(em, dto, context.selfName);
+    if (field.required && !context.tableEmpty) {
+      throw new DomainError('object_not_empty', `"${object.name}" has records; add "${field.name}" as optional, fill it, then make it required`);
+    }
+    const now = new Date();
+    em.create(FieldDefinitionEntity, {
+      id: randomUUID(), objectId: object.id, name: field.name, label: field.label, type: field.type as string,
+      required: field.required, unique: field.unique, indexed: field.indexed, description: field.description ?? null,
+      options: field.options ?? null, reference: field.reference ?? null, position, createdAt: now, updatedAt: now,
+    });
+    for (const sql of ObjectTableDdl.addField(object.name, field)) await runSql(em, sql);
+  }
+
+  /** Checks one field definition against the rules of its type; returns the normalised field. */
+  private async validateField(em: EntityManager, dto: CreateFieldDto, selfName: string): Promise<FieldMeta> {
+    assertValidName('field', dto.name);
+    if (!(FIELD_TYPES as readonly string[]).includes(dto.type)) {
+      throw new DomainError('invalid_field_type', `Unknown field type "${String(dto.type)}"`, { availableTypes: FIELD_TYPES });
+    }
+    const field: FieldMeta = {
+      name: dto.name, label: dto.label, type: dto.type, required: dto.required ?? false, unique: dto.unique ?? false,
+      indexed: dto.indexed ?? false, description: dto.description ?? null,
+    };
+    if (dto.type === 'select' || dto.type === 'multiselect') {
+      if (!dto.options?.length) throw new DomainError('missing_options', `Field "${dto.name}" of type ${dto.type} needs options`);
+      field.options = validateOptions(dto.name, dto.options);
+    } else if (dto.options !== undefined) {
+      throw new DomainError('unexpected_options', `Only select and multiselect fields have options; "${dto.name}" is ${dto.type}`);
+    }
+    if (dto.type === 'lookup') {
+      if (!dto.reference) throw new DomainError('missing_reference', `Lookup field "${dto.name}" needs a reference object`);
+      const exists = dto.reference === selfName || (await em.findOne(ObjectDefinitionEntity, { name: dto.reference }));
+      if (!exists) {
+        throw new DomainError('unknown_reference', `Lookup field "${dto.name}" references "${dto.reference}", which does not exist`);
+      }
+      field.reference = dto.reference;
+    } else if (dto.reference !== undefined) {
+      throw new DomainError('unexpected_reference', `Only lookup fields have a reference; "${dto.name}" is ${dto.type}`);
+    }
+    assertUniqueAllowed(dto.name, dto.type, field.unique);
+    return field;
+  }
+
+  private async findDefinition(em: EntityManager, name: string): Promise<ObjectDefinition> {
+    const object = await em.findOne(ObjectDefinitionEntity, { name });
+    if (!object) throw new DomainError('object_not_found', `Object "${name}" not found`);
+    return object;
+  }
+
+  private async findFieldDefinition(em: EntityManager, object: ObjectDefinition, name: string): Promise<FieldDefinition> {
+    const field = await em.findOne(FieldDefinitionEntity, { objectId: object.id, name });
+    if (!field) throw new DomainError('field_not_found', `Field "${name}" not found on "${object.name}"`);
+    return field;
+  }
+
+  private async isEmpty(em: EntityManager, objectName: string): Promise<boolean> {
+    return (await runSql(em, `select 1 from ${objectTable(objectName)} limit 1`)).length === 0;
+  }
+
+  private async hasNulls(em: EntityManager, objectName: string, fieldName: string): Promise<boolean> {
+    const column = quoteIdent(findField(await this.getObject(objectName, em), fieldName).name);
+    return (await runSql(em, `select 1 from ${objectTable(objectName)} where ${column} is null limit 1`)).length > 0;
+  }
+}
+
+function validateOptions(fieldName: string, options: string[]): string[] {
+  const trimmed = options.map((o) => o.trim());
+  if (trimmed.some((o) => !o)) throw new DomainError('invalid_options', `Options of "${fieldName}" must be non-empty strings`);
+  if (new Set(trimmed).size !== trimmed.length) throw new DomainError('invalid_options', `Options of "${fieldName}" must be unique`);
+  return trimmed;
+}
+
+function assertUniqueAllowed(fieldName: string, type: FieldType, unique: boolean): void {
+  if (unique && (type === 'multiselect' || type === 'json' || type === 'boolean')) {
+    throw new DomainError('invalid_unique', `A ${type} field ("${fieldName}") cannot be unique`);
+  }
+}
+
+function findField(object: ObjectMeta, name: string): FieldMeta {
+  const field = object.fields.find((f) => f.name === name && !f.system);
+  if (!field) throw new DomainError('field_not_found', `Field "${name}" not found on "${object.name}"`);
+  return field;
+}
+
+function toFieldMeta(field: Pick<FieldDefinition, 'name' | 'label' | 'type' | 'required' | 'unique' | 'indexed' | 'description' | 'options' | 'reference'>): FieldMeta {
+  const meta: FieldMeta = {
+    name: field.name, label: field.label, type: field.type as FieldType, required: field.required,
+    unique: field.unique, indexed: field.indexed, description: field.description ?? null,
+  };
+  if (field.options) meta.options = field.options;
+  if (field.reference) meta.reference = field.reference;
+  return meta;
+}
+
+function toObjectMeta(object: ObjectDefinition, fields: FieldDefinition[]): ObjectMeta {
+  return {
+    name: object.name,
+    label: object.label,
+    description: object.description ?? null,
+    fields: [...SYSTEM_FIELDS, ...fields.map(toFieldMeta)],
+  };
+}

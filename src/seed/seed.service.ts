@@ -1,0 +1,78 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ApiKeyService } from '../auth/api-key.service';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { projectRoot } from '../common/project-root';
+import { DATABASE_URL } from '../database/database.constants';
+import { withStartupLock } from '../database/migration.runner';
+import { DataService } from '../data/data.service';
+import { CreateObjectDto } from '../metadata/metadata.dto';
+import { MetadataService } from '../metadata/metadata.service';
+import { generateCrmSample } from './crm-sample.data';
+
+const INSERT_BATCH = 500;
+
+/**
+ * Start-up data: the admin key, then (SEED=true) the sample objects of seeds/ with their records.
+ * Never overwrites: an object that exists is left alone, and records go only into objects created now.
+ */
+@Injectable()
+export class SeedService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(SeedService.name);
+  /** Other modules (agents) add their own seeding steps here; they run under the same lock. */
+  private readonly steps: Array<{ name: string; run: () => Promise<void> }> = [];
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(DATABASE_URL) private readonly databaseUrl: string,
+    private readonly keys: ApiKeyService,
+    private readonly metadata: MetadataService,
+    private readonly data: DataService,
+    private readonly em: EntityManager,
+  ) {}
+
+  register(name: string, run: () => Promise<void>): void {
+    this.steps.push({ name, run });
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await withStartupLock(this.databaseUrl, async () => {
+      await this.keys.ensureAdminKey();
+      if (!this.config.seed) return;
+      await this.seedObjects();
+      for (const step of this.steps) await step.run();
+    });
+  }
+
+  private async seedObjects(): Promise<void> {
+    const dir = join(projectRoot(), 'seeds', 'objects');
+    const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as { objects: string[] };
+    const existing = new Set((await this.metadata.listObjects()).map((o) => o.name));
+    const created: string[] = [];
+    for (const name of manifest.objects) {
+      if (existing.has(name)) continue;
+      const definition = JSON.parse(await readFile(join(dir, `${name}.json`), 'utf8')) as CreateObjectDto;
+      await this.metadata.createObject(definition);
+      created.push(name);
+    }
+    if (!created.length) return;
+    if (created.length !== manifest.objects.length) {
+      // Sample records link across all sample objects; with some of them pre-existing they cannot load cleanly.
+      this.logger.warn(`created sample objects ${created.join(', ')} without records: other sample objects already existed`);
+      return;
+    }
+    const started = Date.now();
+    const sample = generateCrmSample();
+    await this.em.fork().transactional(async (em) => {
+      for (const { name, records } of sample.objects) {
+        for (let i = 0; i < records.length; i += INSERT_BATCH) {
+          await this.data.insertMany(name, records.slice(i, i + INSERT_BATCH), em);
+        }
+        this.logger.log(`seeded ${records.length} ${name} records`);
+      }
+    });
+    this.logger.log(`sample data loaded in ${Date.now() - started} ms`);
+  }
+}
