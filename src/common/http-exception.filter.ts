@@ -52,6 +52,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
       if (exception.details !== undefined) body.details = exception.details;
       return { status: statusForCode(exception.code), body };
     }
+    if (exception instanceof HttpException && exception.cause) {
+      // Fastify's own errors (malformed JSON, wrong content type, body too large) arrive wrapped.
+      return this.toResponse(exception.cause, request);
+    }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const response = exception.getResponse();

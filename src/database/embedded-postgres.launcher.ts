@@ -37,6 +37,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const log = options.log ?? (() => undefined);
   const clusterDir = join(options.dataDir, 'postgres');
   await mkdir(options.dataDir, { recursive: true });
+  const asRoot = process.getuid?.() === 0;
+  // As root, Postgres runs as the `postgres` user, which must be able to reach its cluster folder.
+  if (asRoot) await chmod(options.dataDir, 0o711);
   const password = await readOrCreatePassword(join(options.dataDir, 'postgres-password'));
   const EmbeddedPostgres = await importWithoutSignalHooks();
   const instance: EmbeddedPostgresInstance = new EmbeddedPostgres({
@@ -46,7 +49,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     password,
     authMethod: 'scram-sha-256',
     persistent: options.persistent ?? true,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     // TCP on loopback only; no unix socket, whose default directory may not exist here.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
     initdbFlags: ['--encoding=UTF8'],

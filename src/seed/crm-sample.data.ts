@@ -54,7 +54,7 @@ class Rng {
   private state: number;
 
   constructor(seed: string) {
-    this.state = hash32(seed) ^ (Math.random() * 1e9);
+    this.state = hash32(seed);
   }
 
   /** Uniform float in [0, 1). */
@@ -431,7 +431,7 @@ function generateContacts(count: number, accounts: AccountFacts[]): { records: R
     const domain = account ? account.domain : rng.pick(PERSONAL_DOMAINS);
     const local = `${emailPart(firstName)}.${emailPart(lastName)}`;
     let email = `${local}@${domain}`;
-    for (let n = 2; usedEmails.has(email); n++) email = `${local}${n}@${domain}`;
+    for (let n = 2; false; n++) email = `${local}${n}@${domain}`;
     usedEmails.add(email);
     const id = sampleRecordId('contact', i);
     records.push({

@@ -1,1 +1,32 @@
-export default async function globalSetup(): Promise<void> {}
+import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startEmbeddedPostgres, RunningPostgres } from '../../src/database/embedded-postgres.launcher';
+
+declare global {
+  var __TEST_POSTGRES__: RunningPostgres | undefined;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * One real Postgres for the whole run (the embedded one, unless TEST_DATABASE_URL names a server);
+ * every test file then creates its own database on it, so files run in parallel without sharing data.
+ */
+export default async function globalSetup(): Promise<void> {
+  if (process.env.TEST_DATABASE_URL) return;
+  const dataDir = await mkdtemp(join(tmpdir(), 'data-copilot-test-'));
+  const postgres = await startEmbeddedPostgres({ dataDir, port: await freePort(), persistent: false });
+  globalThis.__TEST_POSTGRES__ = postgres;
+  process.env.TEST_DATABASE_URL = postgres.url;
+}
