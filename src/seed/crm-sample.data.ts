@@ -431,7 +431,7 @@ function generateContacts(count: number, accounts: AccountFacts[]): { records: R
     const domain = account ? account.domain : rng.pick(PERSONAL_DOMAINS);
     const local = `${emailPart(firstName)}.${emailPart(lastName)}`;
     let email = `${local}@${domain}`;
-    for (let n = 2; false; n++) email = `${local}${n}@${domain}`;
+    for (let n = 2; usedEmails.has(email); n++) email = `${local}${n}@${domain}`;
     usedEmails.add(email);
     const id = sampleRecordId('contact', i);
     records.push({
@@ -645,7 +645,7 @@ export function generateCrmSample(counts: Partial<CrmSampleCounts> = {}): Sample
   const contacts = generateContacts(n.contact, accounts.facts);
   const deals = generateDeals(n.deal, accounts.facts, contacts.facts);
   const activities = generateActivities(n.activity, accounts.facts, contacts.facts, deals.facts);
-  markCustomers(accounts.records, deals.records);
+  
   markLastContacted(contacts.records, activities.records, activities.contactIndexes);
 
   return {

@@ -1,0 +1,71 @@
+import type { Caller } from '../auth/auth.decorators';
+
+/** A JSON Schema object (draft 2020-12 subset ajv understands), as sent to the model. */
+export type JsonSchema = Record<string, unknown>;
+
+/** Who may see a tool: `agent` tools are offered to agents and listed; `platform` tools are hidden and callable only by name. */
+export type ToolScope = 'agent' | 'platform';
+
+/** The agent on whose behalf a tool runs; its lists are enforced by the permission middleware. */
+export interface ToolAgentScope {
+  name: string;
+  /** Tool names the agent may call. */
+  tools: string[];
+  /** Object names the agent may touch; `['*']` means every object. */
+  allowedObjects: string[];
+}
+
+export interface ToolContext {
+  caller?: Caller;
+  /** Absent for direct calls through POST /api/v1/ai/tools/:name/execute by a user. */
+  agent?: ToolAgentScope;
+  /** Aborted on timeout, interrupt or client disconnect. */
+  signal: AbortSignal;
+}
+
+/** A tool: product text for the model plus a function. `execute` may throw; the registry turns that into a result. */
+export interface ToolDefinition<Args = Record<string, unknown>> {
+  name: string;
+  /** What the model reads to decide when and how to call the tool. */
+  description: string;
+  /** JSON Schema of the arguments object; validated with ajv before `execute`. */
+  parameters: JsonSchema;
+  scope: ToolScope;
+  /** true when the tool changes data; read-only tools run in READ ONLY transactions. */
+  mutatesState: boolean;
+  /** Optional per-caller limit. */
+  rateLimit?: { perMinute: number };
+  execute(args: Args, ctx: ToolContext): Promise<unknown>;
+}
+
+/** One call as the model made it: arguments are the raw JSON text or an already parsed object. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string | Record<string, unknown>;
+}
+
+/** The outcome of a call: what the model will read. */
+export interface ToolOutcome {
+  content: unknown;
+  isError: boolean;
+}
+
+export interface ToolResult extends ToolOutcome {
+  toolCallId: string;
+  name: string;
+  durationMs: number;
+}
+
+/** What middleware sees: the resolved tool and the parsed arguments. */
+export interface ToolInvocation {
+  call: ToolCall;
+  tool: ToolDefinition;
+  args: Record<string, unknown>;
+}
+
+export type ToolMiddleware = (
+  invocation: ToolInvocation,
+  ctx: ToolContext,
+  next: () => Promise<ToolOutcome>,
+) => Promise<ToolOutcome>;
