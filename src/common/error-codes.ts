@@ -32,7 +32,14 @@ export const ERROR_STATUS: Record<string, HttpStatus> = {
   query_timeout: HttpStatus.SERVICE_UNAVAILABLE,
   database_unavailable: HttpStatus.SERVICE_UNAVAILABLE,
   llm_not_configured: HttpStatus.SERVICE_UNAVAILABLE,
-  llm_error: HttpStatus.BAD_GATEWAY,
+  llm_rate_limited: HttpStatus.TOO_MANY_REQUESTS,
+  llm_timeout: HttpStatus.GATEWAY_TIMEOUT,
+  llm_auth_failed: HttpStatus.BAD_GATEWAY,
+  llm_bad_request: HttpStatus.BAD_GATEWAY,
+  llm_unavailable: HttpStatus.BAD_GATEWAY,
+  llm_invalid_response: HttpStatus.BAD_GATEWAY,
+  llm_aborted: HttpStatus.SERVICE_UNAVAILABLE,
+  agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
   internal_error: HttpStatus.INTERNAL_SERVER_ERROR,
 };
 

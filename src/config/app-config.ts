@@ -17,6 +17,10 @@ export interface AppConfig {
   llmModel: string;
   /** Send freeform client tools as function tools with one string parameter (for endpoints without custom tools). */
   llmCustomToolsAsFunctions: boolean;
+  /** Retries of a failed model call (rate limits, 5xx, connection errors), with backoff. */
+  llmMaxRetries: number;
+  /** Timeout of one model call, milliseconds. */
+  llmTimeoutMs: number;
   seed: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Per-call timeout of a tool, milliseconds. */
@@ -93,6 +97,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     openaiBaseUrl: url(env, 'OPENAI_BASE_URL', ['http:', 'https:']),
     llmModel: str(env, 'LLM_MODEL') ?? 'gpt-4o-mini',
     llmCustomToolsAsFunctions: bool(env, 'LLM_CUSTOM_TOOLS_AS_FUNCTIONS', false),
+    llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
+    llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
     seed: bool(env, 'SEED', true),
     logLevel: logLevel as AppConfig['logLevel'],
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),

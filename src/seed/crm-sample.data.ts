@@ -353,6 +353,7 @@ function companyBaseName(rng: Rng, used: Set<string>, index: number): { base: st
   }
 }
 
+/** Lower-case ASCII without spaces or punctuation, for domains and email local parts. */
 function slug(text: string): string {
   return text.normalize('NFD').replace(/[^A-Za-z0-9 ]/g, '').trim().toLowerCase().replace(/ +/g, '');
 }
@@ -411,11 +412,6 @@ interface ContactFacts {
   accountIndex: number | null;
 }
 
-/** Lower-case ASCII email local part, e.g. "Müller" → "muller", "de Vries" → "devries". */
-function emailPart(text: string): string {
-  return slug(text);
-}
-
 function generateContacts(count: number, accounts: AccountFacts[]): { records: Row[]; facts: ContactFacts[] } {
   const rng = new Rng('contact');
   // Bigger companies have more people we talk to.
@@ -429,7 +425,7 @@ function generateContacts(count: number, accounts: AccountFacts[]): { records: R
     const firstName = rng.pick(FIRST_NAMES);
     const lastName = rng.pick(LAST_NAMES);
     const domain = account ? account.domain : rng.pick(PERSONAL_DOMAINS);
-    const local = `${emailPart(firstName)}.${emailPart(lastName)}`;
+    const local = `${slug(firstName)}.${slug(lastName)}`; // "Müller" → "muller"
     let email = `${local}@${domain}`;
     for (let n = 2; usedEmails.has(email); n++) email = `${local}${n}@${domain}`;
     usedEmails.add(email);
@@ -645,7 +641,7 @@ export function generateCrmSample(counts: Partial<CrmSampleCounts> = {}): Sample
   const contacts = generateContacts(n.contact, accounts.facts);
   const deals = generateDeals(n.deal, accounts.facts, contacts.facts);
   const activities = generateActivities(n.activity, accounts.facts, contacts.facts, deals.facts);
-  
+  markCustomers(accounts.records, deals.records);
   markLastContacted(contacts.records, activities.records, activities.contactIndexes);
 
   return {

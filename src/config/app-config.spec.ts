@@ -1,0 +1,115 @@
+import { resolve } from 'node:path';
+import { ConfigError, loadConfig } from './app-config';
+
+/** Runs loadConfig and returns the ConfigError it throws (fails the test when it does not throw one). */
+function configErrorOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('applies the defaults of API.md when nothing is set', () => {
+    const config = loadConfig({});
+
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      dataDir: resolve('./.data'),
+      llmModel: 'gpt-4o-mini',
+      seed: true,
+      logLevel: 'info',
+    });
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.adminApiKey).toBeUndefined();
+    expect(config.openaiApiKey).toBeUndefined();
+    expect(config.openaiBaseUrl).toBeUndefined();
+  });
+
+  it('reads every documented variable', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgres://app:secret@db.internal:5432/copilot',
+      DATA_DIR: '/var/lib/copilot',
+      ADMIN_API_KEY: 'an-admin-key-of-enough-length',
+      OPENAI_API_KEY: 'sk-live',
+      OPENAI_BASE_URL: 'http://localhost:11434/v1',
+      LLM_MODEL: 'llama3.1',
+      SEED: 'false',
+      LOG_LEVEL: 'WARN',
+    });
+
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      databaseUrl: 'postgres://app:secret@db.internal:5432/copilot',
+      dataDir: '/var/lib/copilot',
+      adminApiKey: 'an-admin-key-of-enough-length',
+      openaiApiKey: 'sk-live',
+      openaiBaseUrl: 'http://localhost:11434/v1',
+      llmModel: 'llama3.1',
+      seed: false,
+      logLevel: 'warn',
+    });
+  });
+
+  it('accepts postgresql:// URLs and https base URLs', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgresql://localhost/db', OPENAI_BASE_URL: 'https://api.openai.com/v1' });
+    expect(config.databaseUrl).toBe('postgresql://localhost/db');
+    expect(config.openaiBaseUrl).toBe('https://api.openai.com/v1');
+  });
+
+  it('treats empty and blank values as unset', () => {
+    const config = loadConfig({ PORT: '', ADMIN_API_KEY: '', DATABASE_URL: '   ', SEED: '' });
+    expect(config.port).toBe(3000);
+    expect(config.adminApiKey).toBeUndefined();
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.seed).toBe(true);
+  });
+
+  it.each([
+    ['true', true],
+    ['1', true],
+    ['yes', true],
+    ['FALSE', false],
+    ['0', false],
+    ['off', false],
+  ])('reads SEED=%s as %s', (value, expected) => {
+    expect(loadConfig({ SEED: value }).seed).toBe(expected);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['PORT', '80.5'],
+    ['DATABASE_URL', 'notaurl'],
+    ['DATABASE_URL', 'mysql://localhost/db'],
+    ['SEED', 'maybe'],
+    ['LOG_LEVEL', 'loud'],
+    ['ADMIN_API_KEY', 'short'],
+    ['ADMIN_API_KEY', '123456789012345'],
+    ['OPENAI_BASE_URL', 'ftp://models.example.com'],
+    ['OPENAI_BASE_URL', 'not a url'],
+  ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
+    const error = configErrorOf({ [variable]: value });
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.variable).toBe(variable);
+    expect(error.message).toContain(variable);
+  });
+
+  it('accepts an ADMIN_API_KEY of exactly 16 characters', () => {
+    expect(loadConfig({ ADMIN_API_KEY: '1234567890123456' }).adminApiKey).toBe('1234567890123456');
+  });
+
+  it('names the bad variable even when the other values are valid', () => {
+    const error = configErrorOf({ PORT: '3001', SEED: 'true', DATABASE_URL: 'postgres://localhost/db', LOG_LEVEL: 'debug', OPENAI_BASE_URL: 'ftp://x' });
+    expect(error.variable).toBe('OPENAI_BASE_URL');
+  });
+});

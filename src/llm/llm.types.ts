@@ -1,0 +1,53 @@
+import type OpenAI from 'openai';
+
+export type LlmMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+export type LlmTool = OpenAI.Chat.Completions.ChatCompletionTool;
+
+export interface LlmUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+/** One tool call the model made. `kind: 'custom'` calls carry raw text input in `arguments`. */
+export interface LlmToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+  kind: 'function' | 'custom';
+}
+
+export interface LlmRequest {
+  model: string;
+  messages: LlmMessage[];
+  tools?: LlmTool[];
+  temperature?: number;
+  maxTokens?: number;
+  stop?: string | string[];
+  signal?: AbortSignal;
+}
+
+export interface LlmResponse {
+  model: string;
+  content: string;
+  toolCalls: LlmToolCall[];
+  /** The endpoint's finish reason: stop, length, tool_calls, content_filter, ... */
+  finishReason: string;
+  usage: LlmUsage;
+}
+
+/** Live events while a response streams in. */
+export interface LlmStreamHandlers {
+  onTextDelta?(delta: string): void;
+  onToolCallStart?(call: { id: string; name: string }): void;
+}
+
+export const ZERO_USAGE: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+export function addUsage(a: LlmUsage, b: LlmUsage): LlmUsage {
+  return {
+    promptTokens: a.promptTokens + b.promptTokens,
+    completionTokens: a.completionTokens + b.completionTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+}
