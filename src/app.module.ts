@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
 import type { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -7,6 +8,7 @@ import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { SeedModule } from './seed/seed.module';
+import { ToolsModule } from './tools/tools.module';
 
 @Module({})
 export class AppModule {
@@ -20,6 +22,8 @@ export class AppModule {
         MetadataModule,
         DataModule,
         SeedModule,
+        ToolsModule,
+        AgentsModule,
         HealthModule,
       ],
     };

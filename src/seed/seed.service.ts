@@ -22,7 +22,7 @@ const INSERT_BATCH = 500;
 export class SeedService implements OnApplicationBootstrap {
   private readonly logger = new Logger(SeedService.name);
   /** Other modules (agents) add their own seeding steps here; they run under the same lock. */
-  private readonly steps: Array<{ name: string; run: () => Promise<void> }> = [];
+  private readonly steps: Array<{ name: string; run: () => Promise<void>; always: boolean }> = [];
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -33,16 +33,16 @@ export class SeedService implements OnApplicationBootstrap {
     private readonly em: EntityManager,
   ) {}
 
-  register(name: string, run: () => Promise<void>): void {
-    this.steps.push({ name, run });
+  /** Adds a start-up step; `always` steps (built-ins such as the data_chat agent) run even with SEED=false. */
+  register(name: string, run: () => Promise<void>, options: { always?: boolean } = {}): void {
+    this.steps.push({ name, run, always: options.always ?? false });
   }
 
   async onApplicationBootstrap(): Promise<void> {
     await withStartupLock(this.databaseUrl, async () => {
       await this.keys.ensureAdminKey();
-      if (!this.config.seed) return;
-      await this.seedObjects();
-      for (const step of this.steps) await step.run();
+      if (this.config.seed) await this.seedObjects();
+      for (const step of this.steps) if (step.always || this.config.seed) await step.run();
     });
   }
 

@@ -1,4 +1,5 @@
+import { MigrationAgents } from './migration-20261122-agents';
 import { MigrationInitial } from './migration-20261122-initial';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
-export const MIGRATIONS = [MigrationInitial];
+export const MIGRATIONS = [MigrationInitial, MigrationAgents];

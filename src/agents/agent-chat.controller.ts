@@ -1,0 +1,41 @@
+import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Caller, Roles } from '../auth/auth.decorators';
+import { AgentChatDto, AgentChatResponse } from './agent-chat.dto';
+import { AgentChatService } from './agent-chat.service';
+import { UiMessageStreamWriter } from './ui-message-stream';
+
+@ApiTags('agents')
+@ApiBearerAuth()
+@Controller('api/v1/ai/agents')
+export class AgentChatController {
+  constructor(private readonly chats: AgentChatService) {}
+
+  /** Runs one agent turn over the given conversation; JSON, or the AI SDK UI message stream with `stream: true`. */
+  @Post(':agentName/chat')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiProduces('application/json', 'text/event-stream')
+  async chat(
+    @Caller() caller: Caller,
+    @Param('agentName') agentName: string,
+    @Body() dto: AgentChatDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<AgentChatResponse | void> {
+    const prepared = await this.chats.prepare(caller, agentName, dto);
+    const signal = abortWhenClientLeaves(reply);
+    if (!dto.stream) return this.chats.complete(prepared, signal);
+    reply.hijack();
+    await this.chats.stream(prepared, new UiMessageStreamWriter(reply.raw), signal);
+  }
+}
+
+/** Aborts the turn (model call and tools) when the client disconnects before the response is done. */
+function abortWhenClientLeaves(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}

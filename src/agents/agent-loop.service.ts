@@ -1,0 +1,217 @@
+import { Injectable } from '@nestjs/common';
+import { DomainError } from '../common/domain-error';
+import { LlmService } from '../llm/llm.service';
+import { addUsage, LlmMessage, LlmResponse, LlmTool, LlmToolCall, LlmUsage, ZERO_USAGE } from '../llm/llm.types';
+import { ToolRegistry } from '../tools/tool.registry';
+import type { ToolContext, ToolResult } from '../tools/tool.types';
+
+/** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */
+export interface AgentTurn {
+  model: string;
+  temperature?: number;
+  /** Completion tokens per model call. */
+  maxTokens?: number;
+  stop?: string | string[];
+  /** Tool definitions offered to the model while iterations remain. */
+  tools: LlmTool[];
+  /** Names executed here through the tool registry. Any other name the model calls is a client tool. */
+  builtInTools: ReadonlySet<string>;
+  /** Names the client executes; a call to one pauses the turn in requires_action. */
+  clientTools: ReadonlySet<string>;
+  maxIterations: number;
+  /** Tool rounds already spent in this turn (a durable chat resuming after client tool results). */
+  iterationsUsed?: number;
+  /** Token budget of the whole turn. */
+  tokenBudget: number;
+  /** Tokens already spent in this turn. */
+  tokensUsed?: number;
+  /** Epoch ms by which the turn must end. */
+  deadline: number;
+  toolContext: Omit<ToolContext, 'signal'>;
+}
+
+export interface ExecutedToolCall {
+  id: string;
+  name: string;
+  arguments: unknown;
+  result: unknown;
+  isError: boolean;
+}
+
+/** One model step as it was appended to the conversation. */
+export interface TurnStep {
+  assistant: LlmMessage;
+  /** Tool messages of the built-in calls, in call order. */
+  toolMessages: LlmMessage[];
+  toolResults: ToolResult[];
+  usage: LlmUsage;
+  final: boolean;
+}
+
+export interface TurnHooks {
+  /** Present = stream the model's text as it arrives. */
+  onTextDelta?(delta: string): void;
+  onStepStart?(): void;
+  onToolCall?(call: { id: string; name: string; arguments: unknown; client: boolean }): void;
+  onToolResult?(result: ToolResult): void;
+  /** Runs after each step is appended, before the next starts: durable chats persist it here. */
+  onStep?(step: TurnStep): Promise<void>;
+}
+
+export type TurnFinishReason = 'stop' | 'length' | 'max_iterations';
+
+export interface TurnResult {
+  status: 'completed' | 'requires_action';
+  content: string;
+  model: string;
+  finishReason: TurnFinishReason;
+  toolCalls: ExecutedToolCall[];
+  /** Client tool calls waiting for results (status requires_action). */
+  pendingToolCalls: LlmToolCall[];
+  usage: LlmUsage;
+  iterationsUsed: number;
+}
+
+/**
+ * THE tool-call loop. Call the model; no tool calls → done. Otherwise append the assistant
+ * message, run the built-in calls (bounded concurrency, results in call order), append one tool
+ * message per call, repeat. After `maxIterations` tool rounds, one last call without tools.
+ * Client tool calls end the turn in `requires_action`. The deadline and token budget are enforced.
+ * The stateless chat endpoint and the durable chat worker both drive this; they differ only in
+ * where `messages` live.
+ */
+@Injectable()
+export class AgentLoop {
+  constructor(
+    private readonly llm: LlmService,
+    private readonly registry: ToolRegistry,
+  ) {}
+
+  async runTurn(turn: AgentTurn, messages: LlmMessage[], hooks: TurnHooks = {}, signal?: AbortSignal): Promise<TurnResult> {
+    const remainingMs = turn.deadline - Date.now();
+    if (remainingMs <= 0) throw deadlineError();
+    const deadline = AbortSignal.timeout(remainingMs);
+    const turnSignal = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    const toolCalls: ExecutedToolCall[] = [];
+    let iterations = turn.iterationsUsed ?? 0;
+    let usage: LlmUsage = ZERO_USAGE;
+    const spent = () => (turn.tokensUsed ?? 0) + usage.totalTokens;
+
+    for (;;) {
+      const budgetLeft = turn.tokenBudget - spent();
+      if (budgetLeft <= 0) {
+        return { status: 'completed', content: lastAssistantText(messages), model: turn.model, finishReason: 'length', toolCalls, pendingToolCalls: [], usage, iterationsUsed: iterations };
+      }
+      const withTools = iterations < turn.maxIterations && turn.tools.length > 0;
+      hooks.onStepStart?.();
+      const response = await this.callModel(turn, messages, withTools, Math.min(turn.maxTokens ?? budgetLeft, budgetLeft), hooks, turnSignal, deadline);
+      usage = addUsage(usage, response.usage);
+
+      if (!withTools || response.toolCalls.length === 0) {
+        const assistant: LlmMessage = { role: 'assistant', content: response.content };
+        messages.push(assistant);
+        await hooks.onStep?.({ assistant, toolMessages: [], toolResults: [], usage: response.usage, final: true });
+        const finishReason: TurnFinishReason = !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
+          ? 'max_iterations'
+          : response.finishReason === 'length' ? 'length' : 'stop';
+        return { status: 'completed', content: response.content, model: response.model, finishReason, toolCalls, pendingToolCalls: [], usage, iterationsUsed: iterations };
+      }
+
+      iterations++;
+      const assistant = assistantWithToolCalls(response);
+      messages.push(assistant);
+      const builtIn = response.toolCalls.filter((call) => !turn.clientTools.has(call.name));
+      const client = response.toolCalls.filter((call) => turn.clientTools.has(call.name));
+      for (const call of response.toolCalls) {
+        hooks.onToolCall?.({ id: call.id, name: call.name, arguments: parseArguments(call.arguments), client: turn.clientTools.has(call.name) });
+      }
+      const results = await this.registry.executeAll(
+        builtIn.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
+        { ...turn.toolContext, signal: turnSignal },
+      );
+      if (deadline.aborted) throw deadlineError();
+      const toolMessages: LlmMessage[] = results.map((result) => ({
+        role: 'tool',
+        tool_call_id: result.toolCallId,
+        content: toolMessageContent(result),
+      }));
+      messages.push(...toolMessages);
+      results.forEach((result, i) => {
+        hooks.onToolResult?.(result);
+        toolCalls.push({ id: result.toolCallId, name: result.name, arguments: parseArguments(builtIn[i].arguments), result: result.content, isError: result.isError });
+      });
+      await hooks.onStep?.({ assistant, toolMessages, toolResults: results, usage: response.usage, final: false });
+      if (client.length) {
+        return { status: 'requires_action', content: response.content, model: response.model, finishReason: 'stop', toolCalls, pendingToolCalls: client, usage, iterationsUsed: iterations };
+      }
+    }
+  }
+
+  private async callModel(
+    turn: AgentTurn,
+    messages: LlmMessage[],
+    withTools: boolean,
+    maxTokens: number,
+    hooks: TurnHooks,
+    signal: AbortSignal,
+    deadline: AbortSignal,
+  ): Promise<LlmResponse> {
+    try {
+      return await this.llm.complete(
+        {
+          model: turn.model,
+          messages,
+          tools: withTools ? turn.tools : undefined,
+          temperature: turn.temperature,
+          maxTokens,
+          stop: turn.stop,
+          signal,
+        },
+        hooks.onTextDelta ? { onTextDelta: hooks.onTextDelta } : undefined,
+      );
+    } catch (error) {
+      if (deadline.aborted) throw deadlineError();
+      throw error;
+    }
+  }
+}
+
+function deadlineError(): DomainError {
+  return new DomainError('agent_timeout', 'The agent did not finish within its time limit (guardrails.maxExecutionTimeSec)');
+}
+
+function assistantWithToolCalls(response: LlmResponse): LlmMessage {
+  return {
+    role: 'assistant',
+    content: response.content || null,
+    tool_calls: response.toolCalls.map((call) =>
+      call.kind === 'custom'
+        ? { id: call.id, type: 'custom' as const, custom: { name: call.name, input: call.arguments } }
+        : { id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } },
+    ),
+  };
+}
+
+/** The tool message the model reads; failures say so first, so the model knows to recover. */
+export function toolMessageContent(result: { content: unknown; isError: boolean }): string {
+  const body = typeof result.content === 'string' ? result.content : JSON.stringify(result.content ?? null);
+  return result.isError ? `Tool call failed: ${body}` : body;
+}
+
+export function parseArguments(raw: string | Record<string, unknown>): unknown {
+  if (typeof raw !== 'string') return raw;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function lastAssistantText(messages: LlmMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message.role === 'assistant' && typeof message.content === 'string' && message.content) return message.content;
+  }
+  return '';
+}
+

@@ -1,0 +1,111 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min,
+  ValidateNested,
+} from 'class-validator';
+import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
+import { Agent } from './agent.entity';
+import { AGENT_NAME_PATTERN, type AgentAccess, type AgentGuardrails, type AgentModelSettings, type AgentPlanning } from './agent.types';
+
+export class AgentModelDto implements AgentModelSettings {
+  @ApiPropertyOptional({ example: 'gpt-4o-mini' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
+  @ApiPropertyOptional({ minimum: 0, maximum: 2 }) @IsOptional() @IsNumber() @Min(0) @Max(2) temperature?: number;
+  @ApiPropertyOptional({ minimum: 1 }) @IsOptional() @IsInt() @Min(1) @Max(1_000_000) maxTokens?: number;
+}
+
+export class AgentPlanningDto implements AgentPlanning {
+  @ApiProperty({ minimum: 1, maximum: 50, default: 10 }) @IsInt() @Min(1) @Max(50) maxIterations: number;
+}
+
+export class AgentGuardrailsDto implements AgentGuardrails {
+  @ApiProperty({ minimum: 1, maximum: 3600 }) @IsInt() @Min(1) @Max(3600) maxExecutionTimeSec: number;
+  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) @Max(10_000_000) maxTokensPerInvocation: number;
+}
+
+export class AgentAccessDto implements AgentAccess {
+  @ApiPropertyOptional({ enum: API_KEY_ROLES, isArray: true })
+  @IsOptional() @IsArray() @IsIn(API_KEY_ROLES, { each: true }) roles?: ApiKeyRole[];
+
+  @ApiPropertyOptional({ type: [String], description: 'API key subjects allowed to use the agent' })
+  @IsOptional() @IsArray() @ArrayMaxSize(1000) @IsString({ each: true }) @MaxLength(255, { each: true }) subjects?: string[];
+}
+
+/** Body of POST /agents and PUT /agents/:name (PUT replaces the whole spec). */
+export class AgentSpecDto {
+  @ApiProperty({ example: 'sales_analyst' })
+  @IsString()
+  @Matches(AGENT_NAME_PATTERN, { message: 'name must be lower-case letters, digits, _ or -, starting with a letter, at most 63 characters' })
+  name: string;
+
+  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(255) label: string;
+  @ApiPropertyOptional({ default: 'assistant' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(255) role?: string;
+  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
+  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(50_000) instructions: string;
+
+  @ApiPropertyOptional({ type: AgentModelDto })
+  @IsOptional() @ValidateNested() @Type(() => AgentModelDto) model?: AgentModelDto;
+
+  @ApiPropertyOptional({ type: [String], description: 'Tool names the agent may call' })
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @IsString({ each: true }) tools?: string[];
+
+  @ApiPropertyOptional({ type: [String], description: 'Object names the agent may use; ["*"] = all' })
+  @IsOptional() @IsArray() @ArrayMaxSize(1000) @IsString({ each: true }) allowedObjects?: string[];
+
+  @ApiPropertyOptional({ type: AgentPlanningDto })
+  @IsOptional() @ValidateNested() @Type(() => AgentPlanningDto) planning?: AgentPlanningDto;
+
+  @ApiPropertyOptional({ type: AgentGuardrailsDto })
+  @IsOptional() @ValidateNested() @Type(() => AgentGuardrailsDto) guardrails?: AgentGuardrailsDto;
+
+  @ApiPropertyOptional({ type: AgentAccessDto })
+  @IsOptional() @ValidateNested() @Type(() => AgentAccessDto) access?: AgentAccessDto;
+
+  @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() active?: boolean;
+}
+
+export class AgentSummaryResponse {
+  @ApiProperty() name: string;
+  @ApiProperty() label: string;
+  @ApiProperty() role: string;
+  @ApiProperty() active: boolean;
+}
+
+export class AgentListResponse {
+  @ApiProperty({ type: [AgentSummaryResponse] }) agents: AgentSummaryResponse[];
+}
+
+export class AgentResponse extends AgentSummaryResponse {
+  @ApiProperty({ nullable: true }) description: string | null;
+  @ApiProperty() instructions: string;
+  @ApiProperty({ type: AgentModelDto }) model: AgentModelSettings;
+  @ApiProperty({ type: [String] }) tools: string[];
+  @ApiProperty({ type: [String] }) allowedObjects: string[];
+  @ApiProperty({ type: AgentPlanningDto }) planning: AgentPlanning;
+  @ApiProperty({ type: AgentGuardrailsDto }) guardrails: AgentGuardrails;
+  @ApiProperty({ type: AgentAccessDto }) access: AgentAccess;
+  @ApiProperty() version: number;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+}
+
+export function toAgentSummary(agent: Agent): AgentSummaryResponse {
+  return { name: agent.name, label: agent.label, role: agent.role, active: agent.active };
+}
+
+export function toAgentResponse(agent: Agent): AgentResponse {
+  return {
+    ...toAgentSummary(agent),
+    description: agent.description ?? null,
+    instructions: agent.instructions,
+    model: agent.model,
+    tools: agent.tools,
+    allowedObjects: agent.allowedObjects,
+    planning: agent.planning,
+    guardrails: agent.guardrails,
+    access: agent.access,
+    version: agent.version,
+    createdAt: agent.createdAt.toISOString(),
+    updatedAt: agent.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,27 @@
+import { defineEntity, InferEntity, p } from '@mikro-orm/core';
+import type { AgentAccess, AgentGuardrails, AgentModelSettings, AgentPlanning } from './agent.types';
+
+/** An admin-defined agent: instructions, model settings, the tools and objects it may use, its limits. */
+export const AgentEntity = defineEntity({
+  name: 'Agent',
+  tableName: 'agents',
+  properties: {
+    id: p.uuid().primary(),
+    name: p.string().unique(),
+    label: p.string(),
+    role: p.string(),
+    description: p.text().nullable(),
+    instructions: p.text(),
+    model: p.json<AgentModelSettings>(),
+    tools: p.json<string[]>(),
+    allowedObjects: p.json<string[]>(),
+    planning: p.json<AgentPlanning>(),
+    guardrails: p.json<AgentGuardrails>(),
+    access: p.json<AgentAccess>(),
+    active: p.boolean(),
+    version: p.integer(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+});
+export type Agent = InferEntity<typeof AgentEntity>;

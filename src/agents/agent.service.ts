@@ -1,0 +1,162 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validate } from 'class-validator';
+import { randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Caller } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import { projectRoot } from '../common/project-root';
+import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
+import { SeedService } from '../seed/seed.service';
+import { ToolRegistry } from '../tools/tool.registry';
+import { AgentSpecDto } from './agent.dto';
+import { Agent, AgentEntity } from './agent.entity';
+import { AGENT_DEFAULTS, AgentSpec } from './agent.types';
+
+/** Agent specs: CRUD for admins, loading and access checks for the runtime, built-ins from seeds/agents. */
+@Injectable()
+export class AgentService implements OnModuleInit {
+  private readonly logger = new Logger(AgentService.name);
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly tools: ToolRegistry,
+    private readonly seeds: SeedService,
+  ) {}
+
+  onModuleInit(): void {
+    this.seeds.register('agents', () => this.seedAgents(), { always: true });
+  }
+
+  /** Agents the caller may use (admins see all). */
+  async listFor(caller: Caller): Promise<Agent[]> {
+    const agents = await this.em.fork().find(AgentEntity, {}, { orderBy: { name: 'asc' } });
+    return agents.filter((agent) => mayUse(agent, caller));
+  }
+
+  async get(name: string): Promise<Agent> {
+    const agent = await this.em.fork().findOne(AgentEntity, { name });
+    if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+    return agent;
+  }
+
+  async create(dto: AgentSpecDto): Promise<Agent> {
+    const em = this.em.fork();
+    if (await em.findOne(AgentEntity, { name: dto.name })) {
+      throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
+    }
+    const now = new Date();
+    const agent = em.create(AgentEntity, { id: randomUUID(), ...this.normalise(dto), version: 1, createdAt: now, updatedAt: now });
+    await em.persist(agent).flush();
+    return agent;
+  }
+
+  /** Replaces the whole spec; the version goes up by one. */
+  async replace(name: string, dto: AgentSpecDto): Promise<Agent> {
+    if (dto.name !== name) throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
+    const em = this.em.fork();
+    const agent = await em.findOne(AgentEntity, { name });
+    if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+    em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
+    await em.flush();
+    return agent;
+  }
+
+  async delete(name: string): Promise<void> {
+    const deleted = await this.em.fork().nativeDelete(AgentEntity, { name });
+    if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+  }
+
+  /**
+   * The agent a caller wants to run: 404 when missing or no longer valid (e.g. it names a tool
+   * that no longer exists), 403 when inactive or the caller is not in its access lists.
+   */
+  async loadForRun(name: string, caller: Caller): Promise<AgentSpec> {
+    const agent = typeof name === 'string' && name.length <= 63 ? await this.em.fork().findOne(AgentEntity, { name }) : null;
+    if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+    const problem = this.findProblem(agent);
+    if (problem) throw new DomainError('agent_not_found', `Agent "${name}" is invalid: ${problem}`);
+    if (!agent.active) throw new DomainError('agent_inactive', `Agent "${name}" is inactive`);
+    if (!mayUse(agent, caller)) throw new DomainError('agent_forbidden', `You may not use agent "${name}"`);
+    return toSpec(agent);
+  }
+
+  private normalise(dto: AgentSpecDto): Omit<AgentSpec, 'version'> {
+    const tools = [...new Set(dto.tools ?? [])];
+    const unknown = tools.filter((tool) => !this.tools.get(tool));
+    if (unknown.length) {
+      throw new DomainError('unknown_tool', `Unknown tool${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`, {
+        availableTools: this.tools.list().map((t) => t.name),
+      });
+    }
+    const allowedObjects = [...new Set(dto.allowedObjects ?? ['*'])];
+    const badObject = allowedObjects.find((o) => o !== '*' && !IDENTIFIER_PATTERN.test(o));
+    if (badObject !== undefined) throw new DomainError('validation_failed', `allowedObjects: "${badObject}" is not an object name or "*"`);
+    return {
+      name: dto.name,
+      label: dto.label,
+      role: dto.role ?? 'assistant',
+      description: dto.description ?? null,
+      instructions: dto.instructions,
+      model: { ...dto.model },
+      tools,
+      allowedObjects,
+      planning: { maxIterations: dto.planning?.maxIterations ?? AGENT_DEFAULTS.maxIterations },
+      guardrails: {
+        maxExecutionTimeSec: dto.guardrails?.maxExecutionTimeSec ?? AGENT_DEFAULTS.maxExecutionTimeSec,
+        maxTokensPerInvocation: dto.guardrails?.maxTokensPerInvocation ?? AGENT_DEFAULTS.maxTokensPerInvocation,
+      },
+      access: { ...dto.access },
+      active: dto.active ?? true,
+    };
+  }
+
+  /** A stored agent can go stale (a tool removed in an upgrade): such an agent is not run. */
+  private findProblem(agent: Agent): string | undefined {
+    const missing = agent.tools.filter((tool) => !this.tools.get(tool));
+    if (missing.length) return `it names unknown tools ${missing.join(', ')}`;
+    const iterations = agent.planning?.maxIterations;
+    if (!Number.isInteger(iterations) || iterations < 1 || iterations > 50) return 'planning.maxIterations must be 1..50';
+    return undefined;
+  }
+
+  /** Built-in agents from seeds/agents/*.json: created when absent, never overwritten. */
+  private async seedAgents(): Promise<void> {
+    const dir = join(projectRoot(), 'seeds', 'agents');
+    for (const file of (await readdir(dir)).filter((f) => f.endsWith('.json')).sort()) {
+      const dto = plainToInstance(AgentSpecDto, JSON.parse(await readFile(join(dir, file), 'utf8')));
+      const errors = await validate(dto, { whitelist: true, forbidNonWhitelisted: true });
+      if (errors.length) throw new Error(`seeds/agents/${file} is invalid: ${errors.map((e) => e.toString()).join('; ')}`);
+      if (await this.em.fork().findOne(AgentEntity, { name: dto.name })) continue;
+      await this.create(dto);
+      this.logger.log(`created built-in agent ${dto.name}`);
+    }
+  }
+}
+
+function mayUse(agent: Agent, caller: Caller): boolean {
+  if (caller.role === 'admin') return true;
+  const { roles, subjects } = agent.access ?? {};
+  if (!roles && !subjects) return true;
+  return (roles ?? []).includes(caller.role) || (subjects ?? []).includes(caller.subject);
+}
+
+export function toSpec(agent: Agent): AgentSpec {
+  return {
+    name: agent.name,
+    label: agent.label,
+    role: agent.role,
+    description: agent.description ?? null,
+    instructions: agent.instructions,
+    model: agent.model,
+    tools: agent.tools,
+    allowedObjects: agent.allowedObjects,
+    planning: agent.planning,
+    guardrails: agent.guardrails,
+    access: agent.access,
+    active: agent.active,
+    version: agent.version,
+  };
+}

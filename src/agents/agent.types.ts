@@ -1,0 +1,52 @@
+import type { ApiKeyRole } from '../auth/api-key.entity';
+
+export interface AgentModelSettings {
+  /** Model name; absent = LLM_MODEL. */
+  model?: string;
+  temperature?: number;
+  /** Most completion tokens per model call. */
+  maxTokens?: number;
+}
+
+export interface AgentPlanning {
+  /** Model calls with tools before a final answer is forced (1..50, default 10). */
+  maxIterations: number;
+}
+
+export interface AgentGuardrails {
+  /** Deadline of one whole turn, seconds. */
+  maxExecutionTimeSec: number;
+  /** Token budget of one whole turn (all model calls together). */
+  maxTokensPerInvocation: number;
+}
+
+/** Who may use the agent: callers whose role or subject is listed. Admins always may. Absent lists = everyone. */
+export interface AgentAccess {
+  roles?: ApiKeyRole[];
+  subjects?: string[];
+}
+
+/** An agent as the runtime and the API see it. */
+export interface AgentSpec {
+  name: string;
+  label: string;
+  role: string;
+  description: string | null;
+  instructions: string;
+  model: AgentModelSettings;
+  tools: string[];
+  allowedObjects: string[];
+  planning: AgentPlanning;
+  guardrails: AgentGuardrails;
+  access: AgentAccess;
+  active: boolean;
+  version: number;
+}
+
+export const AGENT_DEFAULTS = {
+  maxIterations: 10,
+  maxExecutionTimeSec: 120,
+  maxTokensPerInvocation: 100_000,
+} as const;
+
+export const AGENT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;

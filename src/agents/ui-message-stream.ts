@@ -1,0 +1,105 @@
+import type { ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { ToolResult } from '../tools/tool.types';
+import type { TurnHooks, TurnResult } from './agent-loop.service';
+
+const KEEP_ALIVE_MS = 15_000;
+
+/**
+ * Writes one agent turn as a Vercel AI SDK UI message stream (protocol v1, SSE), so `useChat`
+ * clients render it unchanged: start, steps with text deltas and tool input/output parts, then
+ * `finish` and `[DONE]`, or an `error` part and `[DONE]`. Never ends silently.
+ */
+export class UiMessageStreamWriter {
+  private textId?: string;
+  private stepOpen = false;
+  private closed = false;
+  private readonly keepAlive: NodeJS.Timeout;
+
+  constructor(private readonly raw: ServerResponse) {
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-vercel-ai-ui-message-stream': 'v1',
+      'x-accel-buffering': 'no',
+    });
+    raw.flushHeaders();
+    // Comments keep proxies from closing an idle connection while a tool runs.
+    this.keepAlive = setInterval(() => this.send(': keep-alive\n\n'), KEEP_ALIVE_MS);
+    this.keepAlive.unref();
+    this.write({ type: 'start', messageId: randomUUID() });
+  }
+
+  /** Loop hooks that translate its events into stream parts. */
+  hooks(): TurnHooks {
+    return {
+      onStepStart: () => {
+        this.write({ type: 'start-step' });
+        this.stepOpen = true;
+      },
+      onTextDelta: (delta) => {
+        if (!this.textId) {
+          this.textId = randomUUID();
+          this.write({ type: 'text-start', id: this.textId });
+        }
+        this.write({ type: 'text-delta', id: this.textId, delta });
+      },
+      onToolCall: (call) => {
+        this.closeText();
+        this.write({ type: 'tool-input-start', toolCallId: call.id, toolName: call.name });
+        this.write({ type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.arguments });
+      },
+      onToolResult: (result: ToolResult) => {
+        if (result.isError) {
+          this.write({ type: 'tool-output-error', toolCallId: result.toolCallId, errorText: JSON.stringify(result.content) });
+        } else {
+          this.write({ type: 'tool-output-available', toolCallId: result.toolCallId, output: result.content });
+        }
+      },
+      onStep: async () => this.closeStep(),
+    };
+  }
+
+  finish(result: TurnResult): void {
+    this.closeStep();
+    this.write({
+      type: 'finish',
+      finishReason: result.finishReason === 'max_iterations' ? 'other' : result.finishReason,
+      messageMetadata: { finishReason: result.finishReason, model: result.model, usage: result.usage },
+    });
+    this.end();
+  }
+
+  fail(errorText: string): void {
+    this.closeStep();
+    this.write({ type: 'error', errorText });
+    this.end();
+  }
+
+  private closeText(): void {
+    if (this.textId) this.write({ type: 'text-end', id: this.textId });
+    this.textId = undefined;
+  }
+
+  private closeStep(): void {
+    this.closeText();
+    if (this.stepOpen) this.write({ type: 'finish-step' });
+    this.stepOpen = false;
+  }
+
+  private write(part: Record<string, unknown>): void {
+    this.send(`data: ${JSON.stringify(part)}\n\n`);
+  }
+
+  private send(text: string): void {
+    if (!this.closed && !this.raw.destroyed) this.raw.write(text);
+  }
+
+  private end(): void {
+    this.send('data: [DONE]\n\n');
+    this.closed = true;
+    clearInterval(this.keepAlive);
+    this.raw.end();
+  }
+}
