@@ -14,6 +14,7 @@ export interface ErrorBody {
 const PG_ERRORS: Record<string, { code: string; message: string }> = {
   '23505': { code: 'unique_violation', message: 'A record with this value already exists' },
   '23503': { code: 'invalid_reference', message: 'A referenced record does not exist or is still referenced' },
+  '23001': { code: 'record_referenced', message: 'The record is still referenced by other records' },
   '23502': { code: 'invalid_value', message: 'A required value is missing' },
   '22P02': { code: 'invalid_value', message: 'A value has the wrong format' },
   '22007': { code: 'invalid_value', message: 'A date or time value has the wrong format' },

@@ -35,6 +35,8 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   mutatesState: boolean;
   /** Optional per-caller limit. */
   rateLimit?: { perMinute: number };
+  /** Overrides the default per-call timeout (config.toolTimeoutMs) for this tool. */
+  timeoutMs?: number;
   execute(args: Args, ctx: ToolContext): Promise<unknown>;
 }
 
@@ -57,6 +59,11 @@ export interface ToolResult extends ToolOutcome {
   durationMs: number;
 }
 
+/** The content of an error outcome: what the model reads to recover. */
+export interface ToolErrorContent {
+  error: { code: string; message: string; details?: unknown };
+}
+
 /** What middleware sees: the resolved tool and the parsed arguments. */
 export interface ToolInvocation {
   call: ToolCall;
@@ -64,8 +71,13 @@ export interface ToolInvocation {
   args: Record<string, unknown>;
 }
 
+/**
+ * Wraps the rest of the chain. Call `next()` to continue; `next(ctx)` continues with a replaced
+ * context (e.g. the timeout middleware passes a signal of its own). Returning without calling
+ * `next` short-circuits the call (permission denied, rate limited).
+ */
 export type ToolMiddleware = (
   invocation: ToolInvocation,
   ctx: ToolContext,
-  next: () => Promise<ToolOutcome>,
+  next: (ctx?: ToolContext) => Promise<ToolOutcome>,
 ) => Promise<ToolOutcome>;

@@ -2,7 +2,7 @@ import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type U
 import { ToolRegistry } from '../../src/tools/tool.registry';
 import { sentMessages, sentToolNames, startAppWithMockLlm } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
-import { bearer, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 const DATA_TOOLS = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'];
 
@@ -324,7 +324,6 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
 describe('chat without a configured model endpoint', () => {
   it('answers 503 llm_not_configured while the rest of the API works', async () => {
-    const { startTestApp } = await import('../support/test-app');
     const t = await startTestApp();
     try {
       const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(t.adminKey)).send({ messages: [{ role: 'user', content: 'x' }] }).expect(503);

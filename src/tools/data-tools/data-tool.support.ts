@@ -1,0 +1,107 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { DomainError } from '../../common/domain-error';
+import type { DataService } from '../../data/data.service';
+import type { MetadataService } from '../../metadata/metadata.service';
+import { mayUseObject } from '../tool.middlewares';
+import { withReadOnlyTransaction } from '../read-only-data';
+import type { JsonSchema, ToolContext } from '../tool.types';
+
+/** What the data tools need; built once by ToolsModule. */
+export interface DataToolDeps {
+  data: DataService;
+  metadata: MetadataService;
+  /** Root EntityManager; each call forks it into its own READ ONLY transaction. */
+  em: EntityManager;
+  statementTimeoutMs: number;
+}
+
+/** The most field names an unknown_field error lists, so one typo does not flood the context. */
+export const MAX_LISTED_FIELDS = 40;
+
+/**
+ * Runs `fn` in a READ ONLY transaction with the statement timeout, and shapes engine errors for the
+ * model: field lists capped, object lists limited to what the agent may use.
+ */
+export async function readData<T>(deps: DataToolDeps, ctx: ToolContext, fn: (em: EntityManager) => Promise<T>): Promise<T> {
+  try {
+    return await withReadOnlyTransaction(deps.em, deps.statementTimeoutMs, fn);
+  } catch (error) {
+    throw error instanceof DomainError ? refineError(error, ctx) : error;
+  }
+}
+
+function refineError(error: DomainError, ctx: ToolContext): DomainError {
+  const details = (error.details ?? {}) as Record<string, unknown>;
+  if (error.code === 'unknown_field' && Array.isArray(details.availableFields)) {
+    const all = details.availableFields as string[];
+    const shown = all.slice(0, MAX_LISTED_FIELDS);
+    const more = all.length - shown.length;
+    const message =
+      `${error.message}. Available fields: ${shown.join(', ')}${more > 0 ? ` (and ${more} more)` : ''}. ` +
+      'Call describe_object to see every field with its type.';
+    return new DomainError(error.code, message, { ...details, availableFields: shown, ...(more > 0 ? { moreFields: more } : {}) });
+  }
+  if (error.code === 'object_not_found' && Array.isArray(details.availableObjects)) {
+    const agent = ctx.agent;
+    const available = (details.availableObjects as string[]).filter((name) => !agent || mayUseObject(agent.allowedObjects, name));
+    return new DomainError(error.code, `${error.message}. Available objects: ${available.join(', ') || 'none'}. Call list_objects to see them.`, {
+      ...details,
+      availableObjects: available,
+    });
+  }
+  return error;
+}
+
+/**
+ * A page size from whatever the model sent: a number or numeric string, floored; <= 0, NaN or not a
+ * number gives the default; above the maximum gives the maximum.
+ */
+export function clampLimit(value: unknown, defaultLimit: number, maxLimit: number): number {
+  const n = Math.floor(toNumber(value));
+  if (Number.isNaN(n) || n <= 0) return defaultLimit;
+  return Math.min(n, maxLimit);
+}
+
+/** Records to skip: a number or numeric string, floored; negative or not a number gives 0. */
+export function clampOffset(value: unknown): number {
+  const n = Math.floor(toNumber(value));
+  if (Number.isNaN(n) || n < 0) return 0;
+  // Far past any table; keeps the bound parameter a sane integer.
+  return Math.min(n, Number.MAX_SAFE_INTEGER);
+}
+
+function toNumber(value: unknown): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string' && value.trim() !== '') return Number(value.trim());
+  return Number.NaN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema fragments shared by the tools (what the model reads).
+
+export const OBJECT_NAME_PARAM: JsonSchema = {
+  type: 'string',
+  description: 'API name of the object, e.g. "deal", as returned by list_objects.',
+};
+
+export const WHERE_PARAM: JsonSchema = {
+  type: 'object',
+  description:
+    'Filter. Keys are field names (see describe_object); a plain value means equality. ' +
+    'Field operators: $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $between ([low, high], inclusive), ' +
+    '$contains, $notContains, $startsWith, $endsWith (case-insensitive text matching), $null (true = empty, false = set). ' +
+    'Combine with $and: [...], $or: [...], $not: {...}; several keys in one object are ANDed. ' +
+    'Dates as "YYYY-MM-DD", date-times as ISO 8601. Lookup fields hold the id of the referenced record. ' +
+    'Examples: {"stage": "won"}; {"amount": {"$gte": 10000}, "close_date": {"$between": ["2025-01-01", "2025-03-31"]}}; ' +
+    '{"$or": [{"stage": "won"}, {"stage": {"$in": ["proposal", "negotiation"]}}]}; {"name": {"$contains": "acme"}}.',
+  additionalProperties: true,
+};
+
+export const FIELDS_PARAM: JsonSchema = {
+  type: 'array',
+  description: 'Field names to return (id is always included). Omit to get every field; ask only for what you need to keep results small.',
+  items: { type: 'string' },
+  maxItems: 100,
+};
+
+export const SORT_ORDER_PARAM: JsonSchema = { type: 'string', enum: ['asc', 'desc'], description: 'Default "asc".' };

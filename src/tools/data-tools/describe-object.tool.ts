@@ -1,0 +1,64 @@
+import type { FieldMeta } from '../../metadata/object-metadata.types';
+import { defineTool } from '../tool.define';
+import type { ToolDefinition } from '../tool.types';
+import { DataToolDeps, OBJECT_NAME_PARAM, readData } from './data-tool.support';
+
+export interface DescribeObjectArgs {
+  objectName: string;
+}
+
+export interface DescribedField {
+  name: string;
+  label: string;
+  type: string;
+  required: boolean;
+  description?: string;
+  options?: string[];
+  reference?: string;
+  /** Set by the server (id, created_at, updated_at): readable, filterable and sortable. */
+  system?: true;
+}
+
+export interface DescribeObjectResult {
+  name: string;
+  label: string;
+  description: string | null;
+  fields: DescribedField[];
+}
+
+export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<DescribeObjectArgs> {
+  return defineTool<DescribeObjectArgs>({
+    name: 'describe_object',
+    description:
+      'Describe one object: every field with its name, label, type (text, number, currency, date, select, lookup, ...), ' +
+      'whether it is required, the allowed options of select fields and the object a lookup field points to. ' +
+      'System fields id, created_at and updated_at are included (marked system) and can be filtered and sorted on. ' +
+      'Call this before query_records, get_record or aggregate_data to use exact field names and option values.',
+    parameters: {
+      type: 'object',
+      properties: { objectName: OBJECT_NAME_PARAM },
+      required: ['objectName'],
+      additionalProperties: false,
+    },
+    scope: 'agent',
+    mutatesState: false,
+    async execute(args, ctx): Promise<DescribeObjectResult> {
+      const object = await readData(deps, ctx, (em) => deps.metadata.getObject(args.objectName, em));
+      return {
+        name: object.name,
+        label: object.label,
+        description: object.description ?? null,
+        fields: object.fields.map(describeField),
+      };
+    },
+  });
+}
+
+function describeField(field: FieldMeta): DescribedField {
+  const out: DescribedField = { name: field.name, label: field.label, type: field.type, required: field.required };
+  if (field.description) out.description = field.description;
+  if (field.options) out.options = field.options;
+  if (field.reference) out.reference = field.reference;
+  if (field.system) out.system = true;
+  return out;
+}

@@ -1,0 +1,36 @@
+import { defineTool } from '../tool.define';
+import { mayUseObject } from '../tool.middlewares';
+import type { ToolDefinition } from '../tool.types';
+import { DataToolDeps, readData } from './data-tool.support';
+
+export interface ObjectListItem {
+  name: string;
+  label: string;
+  description: string | null;
+  fieldCount: number;
+}
+
+export interface ListObjectsResult {
+  objects: ObjectListItem[];
+  totalCount: number;
+}
+
+export function createListObjectsTool(deps: DataToolDeps): ToolDefinition<Record<string, never>> {
+  return defineTool<Record<string, never>>({
+    name: 'list_objects',
+    description:
+      'List the business objects (tables) you can query, such as accounts or deals: name, label, description and number of fields. ' +
+      'Call this first when you do not know which object holds the data, then describe_object to learn its fields.',
+    parameters: { type: 'object', properties: {}, additionalProperties: false },
+    scope: 'agent',
+    mutatesState: false,
+    async execute(_args, ctx): Promise<ListObjectsResult> {
+      const all = await readData(deps, ctx, (em) => deps.metadata.listObjects(em));
+      const agent = ctx.agent;
+      const objects = all
+        .filter((o) => !agent || mayUseObject(agent.allowedObjects, o.name))
+        .map((o) => ({ name: o.name, label: o.label, description: o.description, fieldCount: o.fieldCount }));
+      return { objects, totalCount: objects.length };
+    },
+  });
+}

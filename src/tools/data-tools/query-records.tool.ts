@@ -1,0 +1,74 @@
+import { defineTool } from '../tool.define';
+import type { ToolDefinition } from '../tool.types';
+import {
+  clampLimit, clampOffset, DataToolDeps, FIELDS_PARAM, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM,
+} from './data-tool.support';
+
+export const QUERY_DEFAULT_LIMIT = 20;
+export const QUERY_MAX_LIMIT = 200;
+
+export interface QueryRecordsArgs {
+  objectName: string;
+  where?: Record<string, unknown>;
+  fields?: string[];
+  orderBy?: Array<{ field: string; order?: 'asc' | 'desc' }>;
+  /** Loosely typed on purpose: the tool clamps whatever the model sends. */
+  limit?: unknown;
+  offset?: unknown;
+}
+
+export interface QueryRecordsResult {
+  /** Records in this page. */
+  count: number;
+  /** Records matching `where` in total. */
+  total: number;
+  hasMore: boolean;
+  records: Record<string, unknown>[];
+}
+
+export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<QueryRecordsArgs> {
+  return defineTool<QueryRecordsArgs>({
+    name: 'query_records',
+    description:
+      'Find records of one object with optional filters, field selection, sorting and paging. ' +
+      'Call describe_object first to learn the field names and select options. ' +
+      `Returns { count, total, hasMore, records }: total is the number of matching records, at most ${QUERY_MAX_LIMIT} records per call ` +
+      `(default ${QUERY_DEFAULT_LIMIT}); page with offset while hasMore is true. ` +
+      'To count, sum or average, use aggregate_data instead of fetching records. ' +
+      'Example: {"objectName": "deal", "where": {"stage": "won", "amount": {"$gt": 50000}}, ' +
+      '"fields": ["name", "amount", "close_date"], "orderBy": [{"field": "amount", "order": "desc"}], "limit": 10}.',
+    parameters: {
+      type: 'object',
+      properties: {
+        objectName: OBJECT_NAME_PARAM,
+        where: WHERE_PARAM,
+        fields: FIELDS_PARAM,
+        orderBy: {
+          type: 'array',
+          description: 'Sort order, e.g. [{"field": "amount", "order": "desc"}]. Empty values sort last.',
+          items: {
+            type: 'object',
+            properties: { field: { type: 'string', description: 'Field name.' }, order: SORT_ORDER_PARAM },
+            required: ['field'],
+            additionalProperties: false,
+          },
+          maxItems: 5,
+        },
+        limit: { description: `Records to return, 1 to ${QUERY_MAX_LIMIT} (whole number). Default ${QUERY_DEFAULT_LIMIT}.` },
+        offset: { description: 'Records to skip, for paging (whole number). Default 0.' },
+      },
+      required: ['objectName'],
+      additionalProperties: false,
+    },
+    scope: 'agent',
+    mutatesState: false,
+    async execute(args, ctx): Promise<QueryRecordsResult> {
+      const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
+      const offset = clampOffset(args.offset);
+      const { records, total } = await readData(deps, ctx, (em) =>
+        deps.data.find(args.objectName, { where: args.where, fields: args.fields, orderBy: args.orderBy, limit, offset }, em),
+      );
+      return { count: records.length, total, hasMore: offset + records.length < total, records };
+    },
+  });
+}

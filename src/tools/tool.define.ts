@@ -1,0 +1,40 @@
+import { DomainError } from '../common/domain-error';
+import type { JsonSchema, ToolDefinition, ToolErrorContent, ToolOutcome } from './tool.types';
+
+/** Identity with type inference: keeps a tool's argument type next to its schema. */
+export function defineTool<Args>(definition: ToolDefinition<Args>): ToolDefinition<Args> {
+  return definition;
+}
+
+/** The function-tool shape of the OpenAI Chat Completions `tools` array. */
+export interface OpenAiFunctionTool {
+  type: 'function';
+  function: { name: string; description: string; parameters: JsonSchema };
+}
+
+/** A registered tool as the model is offered it. */
+export function toOpenAiTool(definition: Pick<ToolDefinition<never>, 'name' | 'description' | 'parameters'>): OpenAiFunctionTool {
+  return {
+    type: 'function',
+    function: { name: definition.name, description: definition.description, parameters: definition.parameters },
+  };
+}
+
+export function errorContent(code: string, message: string, details?: unknown): ToolErrorContent {
+  return details === undefined ? { error: { code, message } } : { error: { code, message, details } };
+}
+
+export function errorOutcome(code: string, message: string, details?: unknown): ToolOutcome {
+  return { content: errorContent(code, message, details), isError: true };
+}
+
+export function domainErrorOutcome(error: DomainError): ToolOutcome {
+  return errorOutcome(error.code, error.message, error.details);
+}
+
+/** The error code of an outcome, if it is an error result built by the helpers above. */
+export function outcomeErrorCode(outcome: ToolOutcome): string | undefined {
+  if (!outcome.isError) return undefined;
+  const content = outcome.content as Partial<ToolErrorContent> | null;
+  return typeof content?.error?.code === 'string' ? content.error.code : undefined;
+}
