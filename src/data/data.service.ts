@@ -207,8 +207,10 @@ function translateWriteError(object: ObjectMeta, error: unknown): DomainError | 
     const field = pg.constraint === `${object.name}_pkey` ? 'id' : fieldFor('key');
     return new DomainError('unique_violation', `Another "${object.name}" record already has this ${field ?? 'value'}`, field ? { field } : undefined);
   }
-  if (pg.code === '23503') {
-    const field = fieldFor('fk');
+  // 23503: a lookup of this record points nowhere (insert/update). 23001: lookups are ON DELETE RESTRICT,
+  // so deleting a record that other records still point to fails with restrict_violation, not 23503.
+  if (pg.code === '23503' || pg.code === '23001') {
+    const field = pg.code === '23503' ? fieldFor('fk') : undefined;
     if (field) {
       const target = object.fields.find((f) => f.name === field)?.reference;
       return new DomainError('invalid_reference', `Lookup "${field}" points to a "${target}" record that does not exist`, { field });

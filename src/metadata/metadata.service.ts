@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { runSql } from '../database/sql';
-import { objectTable, quoteIdent } from '../database/sql-identifier';
+import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
 import { CreateFieldDto, CreateObjectDto, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { assertValidName } from './metadata.naming';
 import {
@@ -44,7 +44,7 @@ export class MetadataService {
 
   /** The object with its fields (system fields first); `object_not_found` when absent. */
   async getObject(name: string, em: EntityManager = this.em.fork()): Promise<ObjectMeta> {
-    const object = typeof name === 'string' ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
+    const object = isStorableName(name) ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
     if (!object) {
       const available = (await this.listObjects(em)).map((o) => o.name);
       throw new DomainError('object_not_found', `Object "${String(name)}" not found`, { availableObjects: available });
@@ -120,6 +120,7 @@ export class MetadataService {
   async addField(objectName: string, dto: CreateFieldDto): Promise<FieldMeta> {
     return this.write(async (em) => {
       const object = await this.findDefinition(em, objectName);
+      assertValidName('field', dto.name);
       const count = await em.count(FieldDefinitionEntity, { objectId: object.id });
       if (count >= MAX_FIELDS) throw new DomainError('too_many_fields', `An object has at most ${MAX_FIELDS} fields`);
       if (await em.findOne(FieldDefinitionEntity, { objectId: object.id, name: dto.name })) {
@@ -234,7 +235,8 @@ export class MetadataService {
     }
     if (dto.type === 'lookup') {
       if (!dto.reference) throw new DomainError('missing_reference', `Lookup field "${dto.name}" needs a reference object`);
-      const exists = dto.reference === selfName || (await em.findOne(ObjectDefinitionEntity, { name: dto.reference }));
+      const exists =
+        dto.reference === selfName || (isStorableName(dto.reference) && (await em.findOne(ObjectDefinitionEntity, { name: dto.reference })));
       if (!exists) {
         throw new DomainError('unknown_reference', `Lookup field "${dto.name}" references "${dto.reference}", which does not exist`);
       }
@@ -247,13 +249,13 @@ export class MetadataService {
   }
 
   private async findDefinition(em: EntityManager, name: string): Promise<ObjectDefinition> {
-    const object = await em.findOne(ObjectDefinitionEntity, { name });
+    const object = isStorableName(name) ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
     if (!object) throw new DomainError('object_not_found', `Object "${name}" not found`);
     return object;
   }
 
   private async findFieldDefinition(em: EntityManager, object: ObjectDefinition, name: string): Promise<FieldDefinition> {
-    const field = await em.findOne(FieldDefinitionEntity, { objectId: object.id, name });
+    const field = isStorableName(name) ? await em.findOne(FieldDefinitionEntity, { objectId: object.id, name }) : null;
     if (!field) throw new DomainError('field_not_found', `Field "${name}" not found on "${object.name}"`);
     return field;
   }
@@ -266,6 +268,14 @@ export class MetadataService {
     const column = quoteIdent(findField(await this.getObject(objectName, em), fieldName).name);
     return (await runSql(em, `select 1 from ${objectTable(objectName)} where ${column} is null limit 1`)).length > 0;
   }
+}
+
+/**
+ * Only names that passed assertValidName are ever stored, so nothing else needs a lookup; this also keeps
+ * caller-supplied path names that Postgres cannot even compare (NUL bytes) away from the database.
+ */
+function isStorableName(name: unknown): name is string {
+  return typeof name === 'string' && IDENTIFIER_PATTERN.test(name);
 }
 
 function validateOptions(fieldName: string, options: string[]): string[] {

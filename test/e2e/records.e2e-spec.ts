@@ -1,0 +1,623 @@
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+
+type Row = Record<string, unknown>;
+
+const UNKNOWN_ID = '7d1c4c36-1b7a-4d5e-9a60-3a1f2b9c8e01';
+
+const GADGET_FIELDS = [
+  { name: 'title', label: 'Title', type: 'text', required: true },
+  { name: 'contact_email', label: 'Email', type: 'email', unique: true },
+  { name: 'homepage', label: 'Homepage', type: 'url' },
+  { name: 'weight', label: 'Weight', type: 'number' },
+  { name: 'price', label: 'Price', type: 'currency' },
+  { name: 'quantity', label: 'Quantity', type: 'integer' },
+  { name: 'active', label: 'Active', type: 'boolean' },
+  { name: 'released_on', label: 'Released on', type: 'date' },
+  { name: 'launched_at', label: 'Launched at', type: 'datetime' },
+  { name: 'status', label: 'Status', type: 'select', options: ['draft', 'live', 'retired'] },
+  { name: 'tags', label: 'Tags', type: 'multiselect', options: ['red', 'green', 'blue'] },
+  { name: 'maker', label: 'Maker', type: 'lookup', reference: 'maker' },
+  { name: 'specs', label: 'Specs', type: 'json' },
+];
+
+/** The 60 list-test items: deterministic values with ties, nulls and LIKE metacharacters in names. */
+function itemRecord(i: number): Row {
+  const pad = String(i).padStart(2, '0');
+  const specialNames: Record<number, string> = { 3: 'Item 03 is 100% done', 4: 'item_04 under_score', 5: 'ITEM 05 upper' };
+  const flagSets = [null, ['x'], ['y', 'z'], ['x', 'z']];
+  return {
+    name: specialNames[i] ?? `item ${pad}`,
+    amount: i % 7 === 0 ? null : ((i * 37) % 100) + 0.5,
+    qty: i % 5,
+    category: i % 10 === 9 ? null : ['a', 'b', 'c'][i % 3],
+    flags: flagSets[i % 4],
+    active: i % 2 === 0,
+    day: `2024-01-${String(1 + (i % 28)).padStart(2, '0')}`,
+    at: new Date(Date.UTC(2024, 0, 1) + i * 3_600_000).toISOString(),
+  };
+}
+
+describe('records API', () => {
+  let t: TestApp;
+  let makerId: string;
+
+  const admin = () => bearer(t.adminKey);
+  const ids = (records: Row[]) => records.map((r) => r.id as string);
+
+  function list(object: string, query: Record<string, unknown> = {}) {
+    const params: Record<string, string> = {};
+    for (const [key, value] of Object.entries(query)) params[key] = typeof value === 'string' ? value : JSON.stringify(value);
+    return t.http.get(`/api/v1/objects/${object}/records`).query(params).set(admin());
+  }
+
+  async function sqlIds(sqlWhere: string, params: unknown[] = [], orderBy = 'id'): Promise<string[]> {
+    const rows = await t.sql<{ id: string }>(`select id from data.item where ${sqlWhere} order by ${orderBy}`, params);
+    return rows.map((r) => r.id);
+  }
+
+  async function count(table: string): Promise<number> {
+    const [row] = await t.sql<{ count: string }>(`select count(*) from data.${table}`);
+    return Number(row.count);
+  }
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    await t.http.post('/api/v1/objects').set(admin()).send({ name: 'maker', label: 'Maker', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] }).expect(201);
+    await t.http.post('/api/v1/objects').set(admin()).send({ name: 'gadget', label: 'Gadget', fields: GADGET_FIELDS }).expect(201);
+    makerId = (await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Acme' }).expect(201)).body.id;
+
+    await t.http.post('/api/v1/objects').set(admin()).send({
+      name: 'item',
+      label: 'Item',
+      fields: [
+        { name: 'name', label: 'Name', type: 'text' },
+        { name: 'amount', label: 'Amount', type: 'number' },
+        { name: 'qty', label: 'Quantity', type: 'integer' },
+        { name: 'category', label: 'Category', type: 'select', options: ['a', 'b', 'c'] },
+        { name: 'flags', label: 'Flags', type: 'multiselect', options: ['x', 'y', 'z'] },
+        { name: 'active', label: 'Active', type: 'boolean' },
+        { name: 'day', label: 'Day', type: 'date' },
+        { name: 'at', label: 'At', type: 'datetime' },
+      ],
+    }).expect(201);
+    for (let start = 0; start < 60; start += 10) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, k) => t.http.post('/api/v1/objects/item/records').set(admin()).send(itemRecord(start + k)).expect(201)),
+      );
+    }
+  });
+  afterAll(() => t.close());
+
+  describe('create, read, update, delete', () => {
+    const full = () => ({
+      title: 'Widget',
+      contact_email: 'sales@widget.example',
+      homepage: 'https://widget.example/products?id=1',
+      weight: 1.25,
+      price: 19.99,
+      quantity: 3,
+      active: true,
+      released_on: '2024-03-31',
+      launched_at: '2024-03-31T14:30:00+02:00',
+      status: 'live',
+      tags: ['red', 'blue'],
+      maker: makerId,
+      specs: { size: { w: 10, h: 20 }, colors: ['red', 'blue'], note: null },
+    });
+
+    it('creates a record with every field type and returns it with id and timestamps (201)', async () => {
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send(full()).expect(201);
+
+      expect(res.body).toEqual({
+        ...full(),
+        id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+        launched_at: '2024-03-31T12:30:00.000Z',
+      });
+      expect(Number.isNaN(Date.parse(res.body.created_at))).toBe(false);
+
+      const [row] = await t.sql<Row>(
+        `select title, contact_email, homepage, weight, price::text as price, quantity::text as quantity, active,
+                released_on::text as released_on, launched_at = '2024-03-31T12:30:00Z'::timestamptz as launched_ok,
+                status, tags, maker::text as maker, specs
+           from data.gadget where id = $1`,
+        [res.body.id],
+      );
+      expect(row).toEqual({
+        title: 'Widget', contact_email: 'sales@widget.example', homepage: 'https://widget.example/products?id=1', weight: 1.25,
+        price: '19.99', quantity: '3', active: true, released_on: '2024-03-31', launched_ok: true, status: 'live',
+        tags: ['red', 'blue'], maker: makerId, specs: { size: { w: 10, h: 20 }, colors: ['red', 'blue'], note: null },
+      });
+    });
+
+    it('reads a record by id exactly as it was returned on create', async () => {
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ ...full(), contact_email: 'read@widget.example' }).expect(201);
+      const res = await t.http.get(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(200);
+      expect(res.body).toEqual(created.body);
+    });
+
+    it('stores omitted optional fields as null', async () => {
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Bare' }).expect(201);
+      for (const field of GADGET_FIELDS.filter((f) => f.name !== 'title')) expect(res.body[field.name]).toBeNull();
+    });
+
+    it('patches only the given fields, clears a field set to null, and returns the record (200)', async () => {
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ ...full(), contact_email: 'patch@widget.example' }).expect(201);
+
+      const res = await t.http
+        .patch(`/api/v1/objects/gadget/records/${created.body.id}`)
+        .set(admin())
+        .send({ status: 'retired', price: 5, tags: ['green'], homepage: null })
+        .expect(200);
+
+      expect(res.body).toEqual({
+        ...created.body,
+        status: 'retired',
+        price: 5,
+        tags: ['green'],
+        homepage: null,
+        updated_at: expect.any(String),
+      });
+      const again = await t.http.get(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(200);
+      expect(again.body).toEqual(res.body);
+    });
+
+    it('deletes a record (204), after which it is 404 record_not_found', async () => {
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Short-lived' }).expect(201);
+
+      await t.http.delete(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(204);
+
+      const res = await t.http.get(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(404);
+      expect(res.body.code).toBe('record_not_found');
+      expect(await t.sql('select 1 from data.gadget where id = $1', [created.body.id])).toEqual([]);
+      const again = await t.http.delete(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(404);
+      expect(again.body.code).toBe('record_not_found');
+    });
+
+    it('keeps a client-chosen id and answers 409 unique_violation for a taken one', async () => {
+      const id = 'a1b2c3d4-0000-4000-8000-000000000001';
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ id, title: 'Chosen id' }).expect(201);
+      expect(res.body.id).toBe(id);
+      const dup = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ id, title: 'Same id' }).expect(409);
+      expect(dup.body).toMatchObject({ code: 'unique_violation', details: { field: 'id' } });
+    });
+
+    it.each([
+      ['an unknown id', UNKNOWN_ID],
+      ['a malformed id', 'not-an-id'],
+      ['a numeric id', '42'],
+    ])('answers 404 record_not_found to get, patch and delete of %s', async (_case, id) => {
+      const responses = [
+        await t.http.get(`/api/v1/objects/gadget/records/${id}`).set(admin()),
+        await t.http.patch(`/api/v1/objects/gadget/records/${id}`).set(admin()).send({ title: 'x' }),
+        await t.http.delete(`/api/v1/objects/gadget/records/${id}`).set(admin()),
+      ];
+      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(3).fill([404, 'record_not_found']));
+    });
+
+    it('answers 404 object_not_found for records of an unknown object', async () => {
+      const responses = [
+        await t.http.get('/api/v1/objects/nope/records').set(admin()),
+        await t.http.post('/api/v1/objects/nope/records').set(admin()).send({ title: 'x' }),
+        await t.http.get(`/api/v1/objects/nope/records/${UNKNOWN_ID}`).set(admin()),
+        await t.http.post('/api/v1/objects/nope/aggregate').set(admin()).send({ aggregations: [{ function: 'count', alias: 'n' }] }),
+      ];
+      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(4).fill([404, 'object_not_found']));
+    });
+  });
+
+  describe('write validation', () => {
+    it('refuses a record without a required field with 400 missing_required_field naming it', async () => {
+      const before = await count('gadget');
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ price: 1 }).expect(400);
+      expect(res.body).toMatchObject({ code: 'missing_required_field', details: { fields: ['title'] } });
+      expect(res.body.error).toContain('title');
+      const nulled = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: null }).expect(400);
+      expect(nulled.body).toMatchObject({ code: 'missing_required_field', details: { fields: ['title'] } });
+      expect(await count('gadget')).toBe(before);
+    });
+
+    it('refuses to clear a required field in a patch', async () => {
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Keep me' }).expect(201);
+      const res = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ title: null }).expect(400);
+      expect(res.body.code).toBe('missing_required_field');
+      const [row] = await t.sql<{ title: string }>('select title from data.gadget where id = $1', [created.body.id]);
+      expect(row.title).toBe('Keep me');
+    });
+
+    it.each([
+      ['title', 42],
+      ['title', { text: 'x' }],
+      ['contact_email', 'not-an-email'],
+      ['homepage', 'ftp://files.example'],
+      ['homepage', 'javascript:alert(1)'],
+      ['weight', '1.5'],
+      ['weight', true],
+      ['price', '19.99'],
+      ['price', 1e16],
+      ['quantity', 1.5],
+      ['quantity', '3'],
+      ['active', 'yes'],
+      ['active', 1],
+      ['released_on', '2024-02-30'],
+      ['released_on', '31.03.2024'],
+      ['launched_at', 'yesterday'],
+      ['launched_at', '2024-13-01T00:00:00Z'],
+      ['status', 'archived'],
+      ['status', 'LIVE'],
+      ['tags', ['purple']],
+      ['tags', 'red'],
+      ['maker', 'not-a-uuid'],
+      ['maker', 17],
+    ])('refuses %s = %j with 400 invalid_value naming the field', async (field, value) => {
+      const before = await count('gadget');
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Typed', [field]: value }).expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_value', details: { field } });
+      expect(res.body.error).toContain(field);
+      expect(await count('gadget')).toBe(before);
+    });
+
+    it('lists the allowed options when a select value is not one of them', async () => {
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', status: 'archived' }).expect(400);
+      expect(res.body.details.options).toEqual(['draft', 'live', 'retired']);
+    });
+
+    it('refuses a lookup to a nonexistent record with 400 invalid_reference naming the field', async () => {
+      const before = await count('gadget');
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Orphan', maker: UNKNOWN_ID }).expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
+      expect(res.body.error).toContain('maker');
+      expect(await count('gadget')).toBe(before);
+
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Linked', maker: makerId }).expect(201);
+      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ maker: UNKNOWN_ID }).expect(400);
+      expect(patch.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
+    });
+
+    it('answers 409 unique_violation naming the field on insert and on update', async () => {
+      await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'First', contact_email: 'unique@widget.example' }).expect(201);
+      const second = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Second', contact_email: 'other@widget.example' }).expect(201);
+
+      const insert = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Copy', contact_email: 'unique@widget.example' }).expect(409);
+      expect(insert.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
+      const update = await t.http.patch(`/api/v1/objects/gadget/records/${second.body.id}`).set(admin()).send({ contact_email: 'unique@widget.example' }).expect(409);
+      expect(update.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
+
+      const rows = await t.sql(`select 1 from data.gadget where contact_email = 'unique@widget.example'`);
+      expect(rows).toHaveLength(1);
+    });
+
+    it('answers 409 record_referenced when deleting a record a lookup points to, and keeps it', async () => {
+      const maker = await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Referenced Inc' }).expect(201);
+      const gadget = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Points to maker', maker: maker.body.id }).expect(201);
+
+      const res = await t.http.delete(`/api/v1/objects/maker/records/${maker.body.id}`).set(admin()).expect(409);
+
+      expect(res.body.code).toBe('record_referenced');
+      await t.http.get(`/api/v1/objects/maker/records/${maker.body.id}`).set(admin()).expect(200);
+
+      await t.http.delete(`/api/v1/objects/gadget/records/${gadget.body.id}`).set(admin()).expect(204);
+      await t.http.delete(`/api/v1/objects/maker/records/${maker.body.id}`).set(admin()).expect(204);
+    });
+
+    it('answers 409 record_referenced when deleting a record its own object still points to', async () => {
+      await t.http.post('/api/v1/objects').set(admin()).send({ name: 'folder', label: 'Folder', fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'folder' }] }).expect(201);
+      const root = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({}).expect(201);
+      const child = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({ parent: root.body.id }).expect(201);
+
+      const res = await t.http.delete(`/api/v1/objects/folder/records/${root.body.id}`).set(admin()).expect(409);
+
+      expect(res.body.code).toBe('record_referenced');
+      await t.http.delete(`/api/v1/objects/folder/records/${child.body.id}`).set(admin()).expect(204);
+      await t.http.delete(`/api/v1/objects/folder/records/${root.body.id}`).set(admin()).expect(204);
+    });
+
+    it('refuses unknown fields with 400 unknown_field listing the available fields', async () => {
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', colour: 'red' }).expect(400);
+      expect(res.body.code).toBe('unknown_field');
+      expect(res.body.details.availableFields).toEqual(expect.arrayContaining(['id', 'title', 'price', 'maker']));
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'y' }).expect(201);
+      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ colour: 'red' }).expect(400);
+      expect(patch.body.code).toBe('unknown_field');
+    });
+
+    it.each([['created_at'], ['updated_at']])('refuses to write the system field %s with 400 read_only_field', async (field) => {
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', [field]: '2020-01-01T00:00:00Z' }).expect(400);
+      expect(res.body.code).toBe('read_only_field');
+    });
+
+    it('refuses to change a record id with 400 read_only_field', async () => {
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Fixed id' }).expect(201);
+      const res = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ id: UNKNOWN_ID }).expect(400);
+      expect(res.body.code).toBe('read_only_field');
+    });
+
+    it('refuses an empty patch with 400 invalid_record', async () => {
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Nothing to do' }).expect(201);
+      const res = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({}).expect(400);
+      expect(res.body.code).toBe('invalid_record');
+    });
+
+    it.each([['[]'], ['"a string"'], ['42'], ['null']])('refuses the JSON body %s with 400 invalid_record', async (raw) => {
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).set('content-type', 'application/json').send(raw).expect(400);
+      expect(res.body.code).toBe('invalid_record');
+    });
+
+    it('refuses malformed JSON with 400 invalid_json', async () => {
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).set('content-type', 'application/json').send('{"title": "x",}').expect(400);
+      expect(res.body.code).toBe('invalid_json');
+    });
+  });
+
+  describe('listing', () => {
+    it('returns records, total, limit and offset with the default limit of 50', async () => {
+      const res = await list('item').expect(200);
+      expect(res.body).toMatchObject({ total: 60, limit: 50, offset: 0 });
+      expect(res.body.records).toHaveLength(50);
+      expect(Object.keys(res.body.records[0])).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
+    });
+
+    it('orders by id when no orderBy is given', async () => {
+      const res = await list('item', { limit: 1000 }).expect(200);
+      expect(ids(res.body.records)).toEqual(await sqlIds('true', [], 'id'));
+    });
+
+    it('clamps a limit above 1000 to 1000', async () => {
+      const res = await list('item', { limit: '5000' }).expect(200);
+      expect(res.body).toMatchObject({ limit: 1000, total: 60 });
+      expect(res.body.records).toHaveLength(60);
+    });
+
+    it.each([
+      ['limit=0', { limit: '0' }],
+      ['limit=abc', { limit: 'abc' }],
+      ['limit=-5', { limit: '-5' }],
+      ['limit=2.5', { limit: '2.5' }],
+      ['offset=abc', { offset: 'abc' }],
+      ['offset=-1', { offset: '-1' }],
+      ['an unknown query parameter', { sort: 'name' }],
+    ])('refuses %s with 400 validation_failed', async (_case, query) => {
+      const res = await list('item', query).expect(400);
+      expect(res.body.code).toBe('validation_failed');
+    });
+
+    it('reports the real total on a page past the end', async () => {
+      const res = await list('item', { offset: '500', where: { active: true } }).expect(200);
+      expect(res.body).toMatchObject({ records: [], total: 30, offset: 500 });
+    });
+
+    it('gives a total equal to a direct SQL count of the same filter, whatever the page size', async () => {
+      const res = await list('item', { where: { active: true, amount: { $gt: 30 } }, limit: '3' }).expect(200);
+      const [{ count: expected }] = await t.sql<{ count: string }>('select count(*) from data.item where active and amount > 30');
+      expect(res.body.total).toBe(Number(expected));
+      expect(res.body.records).toHaveLength(3);
+    });
+
+    it('pages stably: pages concatenated equal one full ordered scan, without duplicates, even with ties', async () => {
+      for (const orderBy of [[{ field: 'category' }], [{ field: 'qty', order: 'desc' }, { field: 'active' }], undefined]) {
+        const full = await list('item', { limit: '1000', ...(orderBy ? { orderBy } : {}) }).expect(200);
+        const paged: string[] = [];
+        for (let offset = 0; ; offset += 7) {
+          const page = await list('item', { limit: '7', offset: String(offset), ...(orderBy ? { orderBy } : {}) }).expect(200);
+          expect(page.body.total).toBe(60);
+          if (page.body.records.length === 0) break;
+          paged.push(...ids(page.body.records));
+        }
+        expect(paged).toEqual(ids(full.body.records));
+        expect(new Set(paged).size).toBe(60);
+      }
+    });
+
+    it('sorts by orderBy with nulls last and id as the final tiebreaker, like SQL does', async () => {
+      const desc = await list('item', { orderBy: [{ field: 'amount', order: 'desc' }], limit: '1000' }).expect(200);
+      expect(ids(desc.body.records)).toEqual(await sqlIds('true', [], 'amount desc nulls last, id'));
+      expect(desc.body.records.at(-1).amount).toBeNull();
+
+      const multi = await list('item', { orderBy: [{ field: 'category', order: 'asc' }, { field: 'name', order: 'DESC' }], limit: '1000' }).expect(200);
+      expect(ids(multi.body.records)).toEqual(await sqlIds('true', [], 'category asc nulls last, name desc nulls last, id'));
+    });
+
+    it('projects the requested fields, always with id first', async () => {
+      const res = await list('item', { fields: 'name,amount', limit: '5' }).expect(200);
+      for (const record of res.body.records) expect(Object.keys(record)).toEqual(['id', 'name', 'amount']);
+      const dup = await list('item', { fields: 'qty, id ,qty', limit: '1' }).expect(200);
+      expect(Object.keys(dup.body.records[0])).toEqual(['id', 'qty']);
+    });
+
+    it.each([
+      ['where', { where: { colour: 'red' } }],
+      ['a nested where', { where: { $or: [{ name: 'x' }, { $not: { colour: 'red' } }] } }],
+      ['orderBy', { orderBy: [{ field: 'colour' }] }],
+      ['fields', { fields: 'name,colour' }],
+    ])('answers an unknown field in %s with 400 unknown_field and the available fields', async (_case, query) => {
+      const res = await list('item', query).expect(400);
+      expect(res.body.code).toBe('unknown_field');
+      expect(res.body.details).toMatchObject({ field: 'colour' });
+      expect(res.body.details.availableFields).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
+    });
+
+    it.each([
+      ['an unknown field operator', { amount: { $like: 5 } }, 'unknown_operator'],
+      ['an operator without $', { amount: { gt: 5 } }, 'unknown_operator'],
+      ['an unknown top-level operator', { $xor: [{ qty: 1 }] }, 'unknown_operator'],
+      ['a field operator at top level', { $gt: 5 }, 'unknown_operator'],
+      ['$contains on a number', { amount: { $contains: '5' } }, 'invalid_operator'],
+      ['$gt on a boolean', { active: { $gt: false } }, 'invalid_operator'],
+      ['a string for a number', { amount: { $gt: 'ten' } }, 'invalid_value'],
+      ['an unknown option', { category: 'zzz' }, 'invalid_value'],
+      ['$between with one bound', { amount: { $between: [1] } }, 'invalid_value'],
+      ['$null with a string', { amount: { $null: 'yes' } }, 'invalid_value'],
+      ['$in with a scalar', { qty: { $in: 3 } }, 'invalid_value'],
+      ['an empty $or', { $or: [] }, 'invalid_where'],
+      ['an array as where', [{ qty: 1 }], 'invalid_where'],
+    ])('answers %s with 400 %s', async (_case, where, code) => {
+      const res = await list('item', { where }).expect(400);
+      expect(res.body.code).toBe(code);
+      if (code === 'unknown_operator') expect(res.body.details.availableOperators).toEqual(expect.any(Array));
+    });
+
+    it('refuses $in with more than 1,000 values with 400 too_many_values', async () => {
+      const values = Array.from({ length: 1001 }, (_, i) => i);
+      const res = await t.http.get('/api/v1/objects/item/records').query({ where: JSON.stringify({ qty: { $in: values } }) }).set(admin()).expect(400);
+      expect(res.body).toMatchObject({ code: 'too_many_values', details: { max: 1000 } });
+      const ok = await t.http.get('/api/v1/objects/item/records').query({ where: JSON.stringify({ qty: { $in: values.slice(0, 1000) } }) }).set(admin()).expect(200);
+      expect(ok.body.total).toBe(60);
+    });
+
+    it.each([
+      ['where', 'invalid_where'],
+      ['orderBy', 'invalid_order_by'],
+    ])('answers malformed JSON in %s with 400 %s', async (param, code) => {
+      const res = await list('item', { [param]: '{"qty": ' }).expect(400);
+      expect(res.body.code).toBe(code);
+    });
+
+    it.each([
+      ['"desc" without field', [{ order: 'desc' }]],
+      ['an unknown direction', [{ field: 'qty', order: 'up' }]],
+      ['a misspelled key', [{ field: 'qty', direction: 'desc' }]],
+      ['a multiselect field', [{ field: 'flags' }]],
+      ['the same field twice', [{ field: 'qty' }, { field: 'qty', order: 'desc' }]],
+    ])('answers an orderBy with %s with 400 invalid_order_by', async (_case, orderBy) => {
+      const res = await list('item', { orderBy }).expect(400);
+      expect(res.body.code).toBe('invalid_order_by');
+    });
+  });
+
+  describe('where operators match the same rows as SQL', () => {
+    it.each<[string, unknown, string, unknown[]?]>([
+      ['equality shorthand', { category: 'a' }, `category = 'a'`],
+      ['$eq', { qty: { $eq: 3 } }, 'qty = 3'],
+      ['null shorthand', { category: null }, 'category is null'],
+      ['$ne (keeps nulls)', { category: { $ne: 'a' } }, `category is distinct from 'a'`],
+      ['$gt', { amount: { $gt: 50.5 } }, 'amount > 50.5'],
+      ['$gte', { amount: { $gte: 50.5 } }, 'amount >= 50.5'],
+      ['$lt', { amount: { $lt: 20 } }, 'amount < 20'],
+      ['$lte', { amount: { $lte: 20.5 } }, 'amount <= 20.5'],
+      ['two operators on one field', { amount: { $gt: 10, $lt: 40 } }, 'amount > 10 and amount < 40'],
+      ['$between (inclusive)', { amount: { $between: [22.5, 59.5] } }, 'amount between 22.5 and 59.5'],
+      ['$in', { category: { $in: ['a', 'c'] } }, `category in ('a', 'c')`],
+      ['$in with null', { category: { $in: ['b', null] } }, `(category = 'b' or category is null)`],
+      ['$nin (keeps nulls)', { qty: { $nin: [0, 1] } }, 'qty not in (0, 1)'],
+      ['$nin on a nullable field', { category: { $nin: ['a'] } }, `(category is null or category <> 'a')`],
+      ['$contains (case-insensitive)', { name: { $contains: 'ITEM 0' } }, `name ilike '%item 0%'`],
+      ['$contains with a literal %', { name: { $contains: '100%' } }, `strpos(name, '100%') > 0`],
+      ['$contains with a literal _', { name: { $contains: '_' } }, `strpos(name, '_') > 0`],
+      ['$notContains', { name: { $notContains: 'item 1' } }, `name not ilike '%item 1%'`],
+      ['$startsWith', { name: { $startsWith: 'item 2' } }, `name ilike 'item 2%'`],
+      ['$endsWith', { name: { $endsWith: '7' } }, `name like '%7'`],
+      ['$null: true', { amount: { $null: true } }, 'amount is null'],
+      ['$null: false', { amount: { $null: false } }, 'amount is not null'],
+      ['boolean equality', { active: false }, 'not active'],
+      ['date $gte', { day: { $gte: '2024-01-20' } }, `day >= '2024-01-20'`],
+      ['datetime $lt with an offset', { at: { $lt: '2024-01-02T02:00:00+02:00' } }, `at < '2024-01-02T00:00:00Z'`],
+      ['multiselect $contains', { flags: { $contains: 'z' } }, `flags @> '{z}'`],
+      ['multiselect $in (any of)', { flags: { $in: ['y', 'x'] } }, `flags && '{x,y}'`],
+      ['multiselect $eq (same set)', { flags: { $eq: ['z', 'y'] } }, `flags @> '{y,z}' and flags <@ '{y,z}'`],
+      ['$and', { $and: [{ category: 'a' }, { qty: { $gte: 2 } }] }, `category = 'a' and qty >= 2`],
+      ['$or', { $or: [{ category: 'c' }, { amount: { $null: true } }] }, `category = 'c' or amount is null`],
+      ['$not (exact complement)', { $not: { category: 'a' } }, `not coalesce(category = 'a', false)`],
+      [
+        'nested combinators',
+        { $and: [{ $or: [{ qty: 1 }, { qty: 2 }] }, { $not: { $or: [{ active: true }, { amount: { $lt: 30 } }] } }] },
+        '(qty = 1 or qty = 2) and not coalesce(active or amount < 30, false)',
+      ],
+    ])('%s', async (_case, where, sqlWhere) => {
+      const expected = await sqlIds(sqlWhere);
+      expect(expected.length).toBeGreaterThan(0);
+      expect(expected.length).toBeLessThan(60);
+
+      const res = await list('item', { where, limit: '1000', fields: 'id' }).expect(200);
+
+      expect(ids(res.body.records).sort()).toEqual([...expected].sort());
+      expect(res.body.total).toBe(expected.length);
+    });
+  });
+
+  describe('aggregate', () => {
+    const aggregate = (body: unknown) => t.http.post('/api/v1/objects/item/aggregate').set(admin()).send(body as object);
+
+    it('computes count, sum, avg, min, max and count_distinct per group like SQL', async () => {
+      const res = await aggregate({
+        groupBy: ['category'],
+        aggregations: [
+          { function: 'count', alias: 'records' },
+          { function: 'count', field: 'amount', alias: 'with_amount' },
+          { function: 'sum', field: 'qty', alias: 'qty_sum' },
+          { function: 'avg', field: 'amount', alias: 'amount_avg' },
+          { function: 'min', field: 'day', alias: 'first_day' },
+          { function: 'max', field: 'amount', alias: 'amount_max' },
+          { function: 'count_distinct', field: 'qty', alias: 'qty_kinds' },
+        ],
+      }).expect(200);
+
+      const expected = await t.sql<Row>(
+        `select category, count(*)::int as records, count(amount)::int as with_amount, sum(qty)::int as qty_sum,
+                avg(amount) as amount_avg, min(day)::text as first_day, max(amount) as amount_max, count(distinct qty)::int as qty_kinds
+           from data.item group by category order by category asc nulls last`,
+      );
+      expect(res.body.rows).toHaveLength(expected.length);
+      res.body.rows.forEach((row: Row, i: number) => {
+        const { amount_avg, ...rest } = expected[i];
+        expect(row).toEqual({ ...rest, amount_avg: expect.any(Number) });
+        expect(row.amount_avg as number).toBeCloseTo(amount_avg as number, 9);
+      });
+      expect(res.body.rows.map((r: Row) => r.category)).toEqual(['a', 'b', 'c', null]);
+    });
+
+    it('aggregates without groupBy into one row, honouring where', async () => {
+      const res = await aggregate({
+        where: { active: true },
+        aggregations: [{ function: 'count', alias: 'n' }, { function: 'sum', field: 'amount', alias: 'total' }],
+      }).expect(200);
+      const [expected] = await t.sql<{ n: number; total: number }>('select count(*)::int as n, sum(amount) as total from data.item where active');
+      expect(res.body.rows).toEqual([{ n: expected.n, total: expect.any(Number) }]);
+      expect(res.body.rows[0].total).toBeCloseTo(expected.total, 9);
+    });
+
+    it('orders groups by an aggregation alias and limits them (top N)', async () => {
+      const res = await aggregate({
+        groupBy: ['qty'],
+        aggregations: [{ function: 'sum', field: 'amount', alias: 'total' }],
+        orderBy: [{ field: 'total', order: 'desc' }],
+        limit: 2,
+      }).expect(200);
+      const expected = await t.sql<{ qty: string; total: number }>(
+        'select qty, sum(amount) as total from data.item group by qty order by total desc nulls last, qty limit 2',
+      );
+      expect(res.body.rows.map((r: Row) => r.qty)).toEqual(expected.map((r) => Number(r.qty)));
+      expect(res.body.rows[0].total).toBeGreaterThan(res.body.rows[1].total);
+    });
+
+    it('names an unknown function in a 400 invalid_aggregate_function', async () => {
+      const res = await aggregate({ aggregations: [{ function: 'median', field: 'amount', alias: 'm' }] }).expect(400);
+      expect(res.body.code).toBe('invalid_aggregate_function');
+      expect(res.body.error).toContain('median');
+      expect(res.body.details).toMatchObject({ function: 'median', availableFunctions: ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] });
+    });
+
+    it.each([
+      ['an unknown aggregation field', { aggregations: [{ function: 'sum', field: 'colour', alias: 's' }] }, 'unknown_field'],
+      ['an unknown groupBy field', { groupBy: ['colour'], aggregations: [{ function: 'count', alias: 'n' }] }, 'unknown_field'],
+      ['an orderBy that is neither alias nor group', { aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'qty' }] }, 'unknown_field'],
+      ['sum of a text field', { aggregations: [{ function: 'sum', field: 'name', alias: 's' }] }, 'invalid_aggregation'],
+      ['sum without a field', { aggregations: [{ function: 'sum', alias: 's' }] }, 'invalid_aggregation'],
+      ['an empty aggregation list', { aggregations: [] }, 'invalid_aggregation'],
+      ['a duplicate alias', { aggregations: [{ function: 'count', alias: 'n' }, { function: 'sum', field: 'qty', alias: 'n' }] }, 'invalid_aggregation'],
+      ['a missing alias', { aggregations: [{ function: 'count' }] }, 'invalid_aggregation'],
+      ['missing aggregations', { groupBy: ['qty'] }, 'validation_failed'],
+      ['an unknown body property', { aggregations: [{ function: 'count', alias: 'n' }], having: 'x' }, 'validation_failed'],
+      ['a non-numeric limit', { aggregations: [{ function: 'count', alias: 'n' }], limit: 'all' }, 'validation_failed'],
+      ['a bad orderBy direction', { groupBy: ['qty'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: 'sideways' }] }, 'invalid_order_by'],
+    ])('answers %s with 400 %s', async (_case, body, code) => {
+      const res = await aggregate(body).expect(400);
+      expect(res.body.code).toBe(code);
+    });
+
+    it('lists the available fields when an aggregation names an unknown one', async () => {
+      const res = await aggregate({ aggregations: [{ function: 'max', field: 'colour', alias: 'm' }] }).expect(400);
+      expect(res.body.details.availableFields).toEqual(expect.arrayContaining(['amount', 'qty', 'day']));
+    });
+  });
+});

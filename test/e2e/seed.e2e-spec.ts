@@ -1,0 +1,148 @@
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+
+type Row = Record<string, unknown>;
+
+const SAMPLE_OBJECTS = ['account', 'activity', 'contact', 'deal'];
+
+describe('sample CRM seed (SEED=true)', () => {
+  let t: TestApp;
+
+  const admin = () => bearer(t.adminKey);
+  const list = (object: string, query: Record<string, unknown> = {}) => {
+    const params: Record<string, string> = {};
+    for (const [key, value] of Object.entries(query)) params[key] = typeof value === 'string' ? value : JSON.stringify(value);
+    return t.http.get(`/api/v1/objects/${object}/records`).query(params).set(admin());
+  };
+
+  async function sqlCount(table: string, where = 'true', params: unknown[] = []): Promise<number> {
+    const [row] = await t.sql<{ count: string }>(`select count(*) from data.${table} where ${where}`, params);
+    return Number(row.count);
+  }
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SEED: 'true' } });
+  });
+  afterAll(() => t.close());
+
+  it('lists the seeded objects account, contact, deal and activity', async () => {
+    const res = await t.http.get('/api/v1/objects').set(admin()).expect(200);
+    expect(res.body.objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
+    for (const object of res.body.objects) {
+      expect(object).toEqual({ name: object.name, label: expect.any(String), description: expect.any(String), fieldCount: expect.any(Number) });
+      expect(object.fieldCount).toBeGreaterThanOrEqual(5);
+    }
+  });
+
+  it('defines deal with a stage select, a currency amount, a close date, an owner and lookups to account and contact', async () => {
+    const res = await t.http.get('/api/v1/objects/deal').set(admin()).expect(200);
+    const field = (name: string) => res.body.fields.find((f: { name: string }) => f.name === name);
+    expect(field('stage')).toMatchObject({ type: 'select', options: expect.arrayContaining(['won', 'lost']) });
+    expect(field('amount')).toMatchObject({ type: 'currency' });
+    expect(field('close_date')).toMatchObject({ type: 'date' });
+    expect(field('owner')).toMatchObject({ type: 'text' });
+    expect(res.body.fields.filter((f: { type: string }) => f.type === 'lookup').map((f: { reference: string }) => f.reference).sort()).toEqual(['account', 'contact']);
+  });
+
+  it('loads at least 200 accounts, 1,000 contacts and 2,000 deals, and the API total equals the SQL count', async () => {
+    const minimum: Record<string, number> = { account: 200, contact: 1000, deal: 2000, activity: 1 };
+    for (const object of SAMPLE_OBJECTS) {
+      const res = await list(object, { limit: '1' }).expect(200);
+      const expected = await sqlCount(object);
+      expect({ object, total: res.body.total }).toEqual({ object, total: expected });
+      expect(expected).toBeGreaterThanOrEqual(minimum[object]);
+    }
+  });
+
+  it('returns the same count for "won deals above 10,000" as the same WHERE in SQL', async () => {
+    const res = await list('deal', { where: { stage: 'won', amount: { $gt: 10000 } }, limit: '1000' }).expect(200);
+
+    const expected = await sqlCount('deal', `stage = 'won' and amount > 10000`);
+    expect(expected).toBeGreaterThan(0);
+    expect(res.body.total).toBe(expected);
+    expect(res.body.records).toHaveLength(Math.min(expected, 1000));
+    for (const deal of res.body.records) {
+      expect(deal.stage).toBe('won');
+      expect(deal.amount).toBeGreaterThan(10000);
+    }
+  });
+
+  it('returns the same rows as SQL for a filter with combinators, dates and nulls', async () => {
+    const where = {
+      $or: [{ stage: { $in: ['proposal', 'negotiation'] } }, { close_date: { $between: ['2025-01-01', '2025-03-31'] } }],
+      owner: { $null: false },
+      $not: { deal_type: 'renewal' },
+    };
+    const expected = await t.sql<{ id: string }>(
+      `select id from data.deal
+        where (stage in ('proposal', 'negotiation') or close_date between '2025-01-01' and '2025-03-31')
+          and owner is not null and not coalesce(deal_type = 'renewal', false)
+        order by id`,
+    );
+    expect(expected.length).toBeGreaterThan(0);
+
+    const res = await list('deal', { where, fields: 'id', limit: '1000' }).expect(200);
+
+    expect(res.body.total).toBe(expected.length);
+    expect(res.body.records.map((r: Row) => r.id)).toEqual(expected.slice(0, 1000).map((r) => r.id));
+  });
+
+  it('clamps a page to 1,000 records while reporting the full total', async () => {
+    const res = await list('deal', { limit: '5000' }).expect(200);
+    expect(res.body).toMatchObject({ limit: 1000, offset: 0, total: await sqlCount('deal') });
+    expect(res.body.records).toHaveLength(1000);
+  });
+
+  it('aggregates won revenue per owner exactly like SQL', async () => {
+    const res = await t.http
+      .post('/api/v1/objects/deal/aggregate')
+      .set(admin())
+      .send({ where: { stage: 'won' }, groupBy: ['owner'], aggregations: [{ function: 'sum', field: 'amount', alias: 'revenue' }, { function: 'count', alias: 'deals' }], orderBy: [{ field: 'revenue', order: 'desc' }], limit: 1000 })
+      .expect(200);
+    const expected = await t.sql<{ owner: string | null; revenue: string; deals: number }>(
+      `select owner, sum(amount)::text as revenue, count(*)::int as deals from data.deal where stage = 'won'
+        group by owner order by sum(amount) desc nulls last, owner asc`,
+    );
+    expect(res.body.rows).toEqual(expected.map((r) => ({ owner: r.owner, revenue: Number(r.revenue), deals: r.deals })));
+  });
+
+  it('keeps every lookup pointing at an existing record', async () => {
+    const dangling = await t.sql(
+      `select 1 from data.deal d left join data.account a on a.id = d.account where a.id is null
+       union all select 1 from data.contact c left join data.account a on a.id = c.account where c.account is not null and a.id is null`,
+    );
+    expect(dangling).toEqual([]);
+  });
+
+  describe('restarting on the same database', () => {
+    it('neither duplicates nor overwrites: counts, edits, deletions and added fields survive', async () => {
+      const counts: Record<string, number> = {};
+      for (const object of SAMPLE_OBJECTS) counts[object] = await sqlCount(object);
+      const [deal] = (await list('deal', { limit: '1', orderBy: [{ field: 'amount', order: 'desc' }] }).expect(200)).body.records;
+      await t.http.patch(`/api/v1/objects/deal/records/${deal.id}`).set(admin()).send({ name: 'Edited by a user', amount: 1.5 }).expect(200);
+      const [activity] = (await list('activity', { limit: '1' }).expect(200)).body.records;
+      await t.http.delete(`/api/v1/objects/activity/records/${activity.id}`).set(admin()).expect(204);
+      await t.http.patch('/api/v1/objects/account').set(admin()).send({ label: 'Customer account' }).expect(200);
+      await t.http.post('/api/v1/objects/contact/fields').set(admin()).send({ name: 'nickname', label: 'Nickname', type: 'text' }).expect(201);
+      const fieldCount = Number((await t.sql<{ n: string }>('select count(*) as n from field_definitions'))[0].n);
+
+      const restarted = await startTestApp({ database: t.database, env: { SEED: 'true' } });
+      try {
+        const objects = await restarted.http.get('/api/v1/objects').set(admin()).expect(200);
+        expect(objects.body.objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
+        for (const object of ['account', 'contact', 'deal']) expect(await sqlCount(object)).toBe(counts[object]);
+        expect(await sqlCount('activity')).toBe(counts.activity - 1);
+        expect(await sqlCount('activity', 'id = $1', [activity.id])).toBe(0);
+
+        const edited = await restarted.http.get(`/api/v1/objects/deal/records/${deal.id}`).set(admin()).expect(200);
+        expect(edited.body).toMatchObject({ name: 'Edited by a user', amount: 1.5 });
+        const account = await restarted.http.get('/api/v1/objects/account').set(admin()).expect(200);
+        expect(account.body.label).toBe('Customer account');
+        const contact = await restarted.http.get('/api/v1/objects/contact').set(admin()).expect(200);
+        expect(contact.body.fields.map((f: { name: string }) => f.name)).toContain('nickname');
+        expect(Number((await t.sql<{ n: string }>('select count(*) as n from field_definitions'))[0].n)).toBe(fieldCount);
+      } finally {
+        await restarted.close();
+      }
+    });
+  });
+});
