@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
+import { ChatsModule } from './chats/chats.module';
 import type { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
@@ -24,6 +25,7 @@ export class AppModule {
         SeedModule,
         ToolsModule,
         AgentsModule,
+        ChatsModule,
         HealthModule,
       ],
     };

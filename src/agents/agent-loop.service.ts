@@ -44,7 +44,11 @@ export interface TurnStep {
   /** Tool messages of the built-in calls, in call order. */
   toolMessages: LlmMessage[];
   toolResults: ToolResult[];
+  /** Client tool calls of this step; when present the turn pauses in requires_action after this step. */
+  pendingClientCalls: LlmToolCall[];
   usage: LlmUsage;
+  /** Tool rounds used so far in the turn, this step included. */
+  iterationsUsed: number;
   final: boolean;
 }
 
@@ -110,7 +114,7 @@ export class AgentLoop {
       if (!withTools || response.toolCalls.length === 0) {
         const assistant: LlmMessage = { role: 'assistant', content: response.content };
         messages.push(assistant);
-        await hooks.onStep?.({ assistant, toolMessages: [], toolResults: [], usage: response.usage, final: true });
+        await hooks.onStep?.({ assistant, toolMessages: [], toolResults: [], pendingClientCalls: [], usage: response.usage, iterationsUsed: iterations, final: true });
         const finishReason: TurnFinishReason = !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
           ? 'max_iterations'
           : response.finishReason === 'length' ? 'length' : 'stop';
@@ -140,7 +144,7 @@ export class AgentLoop {
         hooks.onToolResult?.(result);
         toolCalls.push({ id: result.toolCallId, name: result.name, arguments: parseArguments(builtIn[i].arguments), result: result.content, isError: result.isError });
       });
-      await hooks.onStep?.({ assistant, toolMessages, toolResults: results, usage: response.usage, final: false });
+      await hooks.onStep?.({ assistant, toolMessages, toolResults: results, pendingClientCalls: client, usage: response.usage, iterationsUsed: iterations, final: false });
       if (client.length) {
         return { status: 'requires_action', content: response.content, model: response.model, finishReason: 'stop', toolCalls, pendingToolCalls: client, usage, iterationsUsed: iterations };
       }

@@ -56,7 +56,8 @@ export class AgentRuntime {
   }
 
   turn(agent: AgentSpec, caller: Caller, options: ChatOptions, extra: { clientTools?: LlmTool[]; clientToolNames?: string[] } = {}): AgentTurn {
-    const builtIn = this.registry.resolve(agent.tools).tools.map((t) => t.name);
+    const clientNames = new Set(extra.clientToolNames ?? []);
+    const builtIn = this.registry.resolve(agent.tools).tools.map((t) => t.name).filter((name) => !clientNames.has(name));
     return {
       model: agent.model.model ?? this.llm.defaultModel,
       temperature: options.temperature ?? agent.model.temperature,
@@ -64,7 +65,7 @@ export class AgentRuntime {
       stop: options.stop,
       tools: [...this.agentTools(agent), ...(extra.clientTools ?? [])],
       builtInTools: new Set(builtIn),
-      clientTools: new Set(extra.clientToolNames ?? []),
+      clientTools: clientNames,
       maxIterations: agent.planning.maxIterations,
       tokenBudget: agent.guardrails.maxTokensPerInvocation,
       deadline: Date.now() + agent.guardrails.maxExecutionTimeSec * 1000,

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { SseWriter } from '../common/sse.writer';
 import type { ToolResult } from '../tools/tool.types';
 import type { TurnHooks, TurnResult } from './agent-loop.service';
 
@@ -13,21 +14,10 @@ const KEEP_ALIVE_MS = 15_000;
 export class UiMessageStreamWriter {
   private textId?: string;
   private stepOpen = false;
-  private closed = false;
-  private readonly keepAlive: NodeJS.Timeout;
+  private readonly sse: SseWriter;
 
-  constructor(private readonly raw: ServerResponse) {
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-vercel-ai-ui-message-stream': 'v1',
-      'x-accel-buffering': 'no',
-    });
-    raw.flushHeaders();
-    // Comments keep proxies from closing an idle connection while a tool runs.
-    this.keepAlive = setInterval(() => this.send(': keep-alive\n\n'), KEEP_ALIVE_MS);
-    this.keepAlive.unref();
+  constructor(raw: ServerResponse, keepAliveMs = KEEP_ALIVE_MS) {
+    this.sse = new SseWriter(raw, { keepAliveMs, headers: { 'x-vercel-ai-ui-message-stream': 'v1' } });
     this.write({ type: 'start', messageId: randomUUID() });
   }
 
@@ -89,17 +79,11 @@ export class UiMessageStreamWriter {
   }
 
   private write(part: Record<string, unknown>): void {
-    this.send(`data: ${JSON.stringify(part)}\n\n`);
-  }
-
-  private send(text: string): void {
-    if (!this.closed && !this.raw.destroyed) this.raw.write(text);
+    this.sse.send(part);
   }
 
   private end(): void {
-    this.send('data: [DONE]\n\n');
-    this.closed = true;
-    clearInterval(this.keepAlive);
-    this.raw.end();
+    this.sse.send('[DONE]');
+    this.sse.close();
   }
 }

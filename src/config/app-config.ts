@@ -21,6 +21,22 @@ export interface AppConfig {
   llmMaxRetries: number;
   /** Timeout of one model call, milliseconds. */
   llmTimeoutMs: number;
+  /** Durable chats: whether this replica runs the chat worker. */
+  chatWorkerEnabled: boolean;
+  /** Chats one replica runs at the same time. */
+  chatWorkerConcurrency: number;
+  /** Safety-net poll for pending chats (NOTIFY wakes workers at once), milliseconds. */
+  chatPollIntervalMs: number;
+  /** How often a replica refreshes the heartbeat of its running chats, milliseconds. */
+  chatHeartbeatIntervalMs: number;
+  /** A running chat whose heartbeat is older than this is taken back to pending, milliseconds. */
+  chatStaleAfterMs: number;
+  /** How long a chat waits in requires_action for tool results, milliseconds. */
+  chatActionTimeoutMs: number;
+  /** Attempts of a turn whose model call fails with a retryable error. */
+  chatMaxAttempts: number;
+  /** Keep-alive comment interval of SSE streams, milliseconds. */
+  sseKeepAliveMs: number;
   seed: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Per-call timeout of a tool, milliseconds. */
@@ -99,6 +115,14 @@ export function loadConfig(env: Env = process.env): AppConfig {
     llmCustomToolsAsFunctions: bool(env, 'LLM_CUSTOM_TOOLS_AS_FUNCTIONS', false),
     llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
     llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
+    chatWorkerEnabled: bool(env, 'CHAT_WORKER_ENABLED', true),
+    chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 4, 1, 256),
+    chatPollIntervalMs: int(env, 'CHAT_POLL_INTERVAL_MS', 5_000, 50, 600_000),
+    chatHeartbeatIntervalMs: int(env, 'CHAT_HEARTBEAT_INTERVAL_MS', 5_000, 50, 600_000),
+    chatStaleAfterMs: int(env, 'CHAT_STALE_AFTER_MS', 30_000, 100, 3_600_000),
+    chatActionTimeoutMs: int(env, 'CHAT_ACTION_TIMEOUT_MS', 600_000, 100, 86_400_000),
+    chatMaxAttempts: int(env, 'CHAT_MAX_ATTEMPTS', 3, 1, 20),
+    sseKeepAliveMs: int(env, 'SSE_KEEPALIVE_MS', 15_000, 100, 600_000),
     seed: bool(env, 'SEED', true),
     logLevel: logLevel as AppConfig['logLevel'],
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),

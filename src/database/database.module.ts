@@ -4,6 +4,7 @@ import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { DATABASE_URL } from './database.constants';
 import { MigrationRunner } from './migration.runner';
 import { ormOptions } from './orm.config';
+import { PgPubSub } from './pg-pubsub.service';
 
 /**
  * MikroORM on the given PostgreSQL URL (the embedded cluster is started before Nest, in main.ts,
@@ -22,8 +23,8 @@ export class DatabaseModule {
           useFactory: () => ({ ...ormOptions(databaseUrl), autoLoadEntities: true, registerRequestContext: true }),
         }),
       ],
-      providers: [urlProvider, MigrationRunner],
-      exports: [urlProvider],
+      providers: [urlProvider, MigrationRunner, PgPubSub],
+      exports: [urlProvider, PgPubSub],
     };
   }
 }

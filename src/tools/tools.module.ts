@@ -5,6 +5,7 @@ import { DataModule } from '../data/data.module';
 import { DataService } from '../data/data.service';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
+import { createAskUserTool } from './ask-user.tool';
 import { createDataTools } from './data-tools';
 import {
   auditMiddleware, outputCapMiddleware, permissionMiddleware, rateLimitMiddleware, timeoutMiddleware,
@@ -30,6 +31,7 @@ function createToolRegistry(config: AppConfig, data: DataService, metadata: Meta
   for (const tool of createDataTools({ data, metadata, em, statementTimeoutMs: config.toolStatementTimeoutMs })) {
     registry.register(tool);
   }
+  registry.register(createAskUserTool());
   return registry;
 }
 

@@ -1,5 +1,6 @@
 import { MigrationAgents } from './migration-20261122-agents';
+import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
-export const MIGRATIONS = [MigrationInitial, MigrationAgents];
+export const MIGRATIONS = [MigrationInitial, MigrationAgents, MigrationChats];

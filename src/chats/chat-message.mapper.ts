@@ -1,0 +1,75 @@
+import { parseArguments, toolMessageContent, TurnStep } from '../agents/agent-loop.service';
+import type { LlmMessage, LlmToolCall } from '../llm/llm.types';
+import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
+
+/** Persisted messages → the conversation the model sees (tool results one message per call). */
+export function toLlmMessages(rows: ChatMessageRow[]): LlmMessage[] {
+  const messages: LlmMessage[] = [];
+  for (const row of rows) {
+    const text = row.parts.filter((p): p is Extract<ChatPart, { type: 'text' }> => p.type === 'text').map((p) => p.text).join('');
+    if (row.role === 'user') {
+      messages.push({ role: 'user', content: text });
+    } else if (row.role === 'assistant') {
+      const calls = row.parts.filter((p): p is Extract<ChatPart, { type: 'tool-call' }> => p.type === 'tool-call');
+      messages.push(
+        calls.length
+          ? {
+              role: 'assistant',
+              content: text || null,
+              tool_calls: calls.map((call) =>
+                call.kind === 'custom'
+                  ? { id: call.toolCallId, type: 'custom' as const, custom: { name: call.toolName, input: String(call.input) } }
+                  : { id: call.toolCallId, type: 'function' as const, function: { name: call.toolName, arguments: typeof call.input === 'string' ? call.input : JSON.stringify(call.input) } },
+              ),
+            }
+          : { role: 'assistant', content: text },
+      );
+    } else {
+      for (const part of row.parts) {
+        if (part.type !== 'tool-result') continue;
+        messages.push({ role: 'tool', tool_call_id: part.toolCallId, content: toolMessageContent({ content: part.output, isError: part.isError }) });
+      }
+    }
+  }
+  return messages;
+}
+
+/** The assistant message of a step as parts: its text, then its tool calls. */
+export function assistantParts(step: TurnStep, calls: LlmToolCall[]): ChatPart[] {
+  const parts: ChatPart[] = [];
+  const content = step.assistant.role === 'assistant' && typeof step.assistant.content === 'string' ? step.assistant.content : '';
+  if (content) parts.push({ type: 'text', text: content });
+  for (const call of calls) {
+    parts.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.kind === 'custom' ? call.arguments : parseArguments(call.arguments), kind: call.kind });
+  }
+  return parts;
+}
+
+/** Tool calls of an assistant message, in order. */
+export function stepToolCalls(step: TurnStep): LlmToolCall[] {
+  if (step.assistant.role !== 'assistant' || !step.assistant.tool_calls) return [];
+  return step.assistant.tool_calls.map((call) =>
+    call.type === 'custom'
+      ? { id: call.id, name: call.custom.name, arguments: call.custom.input, kind: 'custom' as const }
+      : { id: call.id, name: call.function.name, arguments: call.function.arguments, kind: 'function' as const },
+  );
+}
+
+export function toolResultParts(step: TurnStep): ChatPart[] {
+  return step.toolResults.map((result) => ({
+    type: 'tool-result' as const, toolCallId: result.toolCallId, toolName: result.name, output: result.content, isError: result.isError,
+  }));
+}
+
+/**
+ * What the client sees of a pending call: parsed JSON arguments for function tools, raw text for
+ * freeform (custom) tools, also when they travelled as a one-string-parameter function.
+ */
+export function toPendingCall(call: LlmToolCall, freeformAsFunction: ReadonlySet<string>): PendingToolCall {
+  if (call.kind === 'custom') return { id: call.id, name: call.name, arguments: call.arguments };
+  const parsed = parseArguments(call.arguments);
+  if (freeformAsFunction.has(call.name) && parsed && typeof parsed === 'object' && 'input' in parsed) {
+    return { id: call.id, name: call.name, arguments: String((parsed as { input: unknown }).input) };
+  }
+  return { id: call.id, name: call.name, arguments: parsed };
+}

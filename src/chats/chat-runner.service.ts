@@ -1,0 +1,163 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AgentLoop, TurnStep } from '../agents/agent-loop.service';
+import { AgentRuntime } from '../agents/agent-runtime.service';
+import { AgentService } from '../agents/agent.service';
+import type { Caller } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { LlmError } from '../llm/llm-error';
+import { ChatEvents } from './chat-events.service';
+import { assistantParts, stepToolCalls, toLlmMessages, toolResultParts, toPendingCall } from './chat-message.mapper';
+import { ChatRepository } from './chat.repository';
+import { ChatRow } from './chat.types';
+import { clientToolSet } from './client-tools';
+
+/** This worker no longer owns the chat (interrupted, deleted, or taken over after a stale heartbeat). */
+class LostClaim extends Error {}
+
+const DELTA_FLUSH_MS = 50;
+
+/**
+ * Runs one claimed chat until it waits for the user, for client tools, or fails, driving the one
+ * tool-call loop with persistence hooks: each step commits (with an ownership check under the row
+ * lock) before the next starts, so a crash loses at most the step in flight and never doubles one.
+ */
+@Injectable()
+export class ChatRunner {
+  private readonly logger = new Logger(ChatRunner.name);
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly repo: ChatRepository,
+    private readonly events: ChatEvents,
+    private readonly agents: AgentService,
+    private readonly runtime: AgentRuntime,
+    private readonly loop: AgentLoop,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async run(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<void> {
+    const deltas = new DeltaBatcher((delta) => void this.events.publish({ type: 'message_part', chatId: chat.id, owner: chat.owner, delta }).catch(() => undefined));
+    try {
+      await this.publishStatus(chat, 'running');
+      const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
+      const agent = await this.agents.loadForRun(chat.agent, caller);
+      const client = clientToolSet(chat.dynamicTools, agent.tools, this.config.llmCustomToolsAsFunctions);
+      const history = await this.repo.messages(this.em.fork(), chat.id);
+      const messages = [await this.runtime.systemMessage(agent, chat.context ?? undefined), ...toLlmMessages(history)];
+      const turn = this.runtime.turn(agent, caller, {}, { clientTools: client.tools, clientToolNames: client.names });
+      turn.iterationsUsed = chat.turnIterations;
+      turn.tokensUsed = chat.turnTokens;
+      let tokens = chat.turnTokens;
+      let settled = false;
+      const result = await this.loop.runTurn(turn, messages, {
+        onTextDelta: (delta) => deltas.push(delta),
+        onStep: async (step) => {
+          deltas.flush();
+          tokens += step.usage.totalTokens;
+          settled = await this.persistStep(chat, workerId, step, tokens, client.freeformAsFunction);
+        },
+      }, signal);
+      // The token budget can end a turn without a final model step: settle it here.
+      if (!settled && result.status === 'completed') await this.settle(chat, workerId, 'waiting');
+    } catch (error) {
+      deltas.flush();
+      if (error instanceof LostClaim || signal.aborted) return;
+      await this.fail(chat, workerId, error).catch((e) => {
+        if (!(e instanceof LostClaim)) this.logger.error(`could not record the failure of chat ${chat.id}: ${String(e)}`);
+      });
+    }
+  }
+
+  /** Commits one step; returns true when the chat left `running` with it (final answer or client tools). */
+  private async persistStep(chat: ChatRow, workerId: string, step: TurnStep, tokens: number, freeform: ReadonlySet<string>): Promise<boolean> {
+    const calls = stepToolCalls(step);
+    return this.owned(chat, workerId, async (em) => {
+      const assistantId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step, calls), step.usage);
+      await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: assistantId }, em);
+      if (step.toolResults.length) {
+        const toolId = await this.repo.insertMessage(em, chat.id, 'tool', toolResultParts(step));
+        await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: toolId }, em);
+      }
+      await this.repo.recordProgress(em, chat.id, step.iterationsUsed, tokens);
+      if (step.final) {
+        await this.repo.setStatus(em, chat.id, 'waiting', { lastError: null, attempts: 0 });
+        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'waiting' }, em);
+        return true;
+      }
+      if (step.pendingClientCalls.length) {
+        const pending = step.pendingClientCalls.map((call) => toPendingCall(call, freeform));
+        await this.repo.setStatus(em, chat.id, 'requires_action', { pendingToolCalls: pending, actionExpiresInMs: this.config.chatActionTimeoutMs, attempts: 0 });
+        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'requires_action' }, em);
+        await this.events.publish({ type: 'action_required', chatId: chat.id, owner: chat.owner }, em);
+        return true;
+      }
+      return false;
+    });
+  }
+
+  private async settle(chat: ChatRow, workerId: string, status: 'waiting'): Promise<void> {
+    await this.owned(chat, workerId, async (em) => {
+      await this.repo.setStatus(em, chat.id, status, { attempts: 0 });
+      await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status }, em);
+    });
+  }
+
+  /** Retryable model failures go back to pending with backoff; the rest (or the last attempt) end in error. */
+  private async fail(chat: ChatRow, workerId: string, error: unknown): Promise<void> {
+    const attempt = chat.attempts + 1;
+    const retryable = error instanceof LlmError && error.retryable && attempt < this.config.chatMaxAttempts;
+    const code = error instanceof DomainError ? error.code : 'internal_error';
+    const message = error instanceof DomainError ? error.message : 'The chat failed unexpectedly';
+    if (!(error instanceof DomainError)) this.logger.error(`chat ${chat.id} failed: ${(error as Error)?.stack ?? String(error)}`);
+    await this.owned(chat, workerId, async (em) => {
+      if (retryable) {
+        const delayMs = Math.min(30_000, 1_000 * 2 ** (attempt - 1));
+        await this.repo.setStatus(em, chat.id, 'pending', { attempts: attempt, availableInMs: delayMs, lastError: { code, message } });
+        await this.events.publish({ type: 'retry', chatId: chat.id, owner: chat.owner, attempt, delayMs, error: message }, em);
+        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
+      } else {
+        await this.repo.setStatus(em, chat.id, 'error', { attempts: attempt, lastError: { code, message } });
+        await this.events.publish({ type: 'error', chatId: chat.id, owner: chat.owner, code, message }, em);
+        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'error' }, em);
+      }
+    });
+  }
+
+  /** Runs `work` in a transaction only while this worker still owns the running chat (checked under the row lock). */
+  private async owned<T>(chat: ChatRow, workerId: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.em.fork().transactional(async (em) => {
+      const current = await this.repo.find(em, chat.id, undefined, { lock: true });
+      if (!current || current.status !== 'running' || current.workerId !== workerId) throw new LostClaim();
+      return work(em);
+    });
+  }
+
+  private publishStatus(chat: ChatRow, status: 'running'): Promise<void> {
+    return this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status });
+  }
+}
+
+/** Groups text deltas for NOTIFY: one event per ~50 ms instead of one per token. */
+class DeltaBatcher {
+  private buffer = '';
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly send: (delta: string) => void) {}
+
+  push(delta: string): void {
+    this.buffer += delta;
+    if (this.buffer.length > 3000) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), DELTA_FLUSH_MS);
+  }
+
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.buffer) return;
+    const delta = this.buffer;
+    this.buffer = '';
+    this.send(delta);
+  }
+}

@@ -1,0 +1,105 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import type { Caller } from '../auth/auth.decorators';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { SseWriter } from '../common/sse.writer';
+import { ChatEvents, ChatEventOrResync } from './chat-events.service';
+import { ChatRepository } from './chat.repository';
+import { ChatService } from './chat.service';
+import { toChatResponse, toMessageResponse } from './chat.dto';
+
+/**
+ * SSE streams of chats. Events over NOTIFY are hints; what a client receives is re-read from the
+ * tables, serialised per connection and tracked by message id, so a resumed stream (Last-Event-ID
+ * or ?afterId) delivers every persisted message exactly once, on any replica.
+ */
+@Injectable()
+export class ChatStreamService implements BeforeApplicationShutdown {
+  private readonly open = new Set<SseWriter>();
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly repo: ChatRepository,
+    private readonly events: ChatEvents,
+    private readonly chats: ChatService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** Open streams would keep the HTTP server from closing. */
+  beforeApplicationShutdown(): void {
+    for (const writer of this.open) writer.close();
+  }
+
+  /** Validates before the first byte, so a 404 is a normal JSON error. */
+  async streamChat(caller: Caller, chatId: string, afterId: number, raw: ServerResponse): Promise<void> {
+    await this.chats.get(caller, chatId);
+    const writer = this.track(new SseWriter(raw, { keepAliveMs: this.config.sseKeepAliveMs }));
+    let lastId = afterId;
+    let queue = Promise.resolve();
+    // Everything a client sees goes through this queue: messages, then statuses, in commit order.
+    const enqueue = (task: () => Promise<void>) => {
+      queue = queue.then(task).catch(() => writer.close());
+    };
+    const sendMessages = async () => {
+      for (;;) {
+        const rows = await this.repo.messages(this.em.fork(), chatId, lastId, 500);
+        for (const row of rows) {
+          writer.send(toMessageResponse(row), { event: 'message', id: row.id });
+          lastId = row.id;
+        }
+        if (rows.length < 500) return;
+      }
+    };
+    const sendStatus = async () => {
+      const chat = await this.repo.find(this.em.fork(), chatId, caller.subject);
+      if (!chat) {
+        writer.send({ status: 'deleted' }, { event: 'status' });
+        writer.close();
+        return;
+      }
+      const view = toChatResponse(chat);
+      writer.send({ status: chat.status, lastError: chat.lastError }, { event: 'status' });
+      if (chat.status === 'requires_action') writer.send({ pendingToolCalls: view.pendingToolCalls }, { event: 'action_required' });
+    };
+    const unsubscribe = this.events.subscribe((event: ChatEventOrResync) => {
+      if (event.type === 'resync') return enqueue(async () => { await sendMessages(); await sendStatus(); });
+      if (!('chatId' in event) || event.chatId !== chatId) return;
+      switch (event.type) {
+        case 'message': return enqueue(sendMessages);
+        case 'message_part': return enqueue(async () => writer.send({ delta: event.delta }, { event: 'message_part' }));
+        case 'status': return enqueue(async () => { await sendMessages(); await sendStatus(); });
+        case 'retry': return enqueue(async () => writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }));
+        case 'error': return enqueue(async () => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
+        case 'deleted': return enqueue(sendStatus);
+        default: return;
+      }
+    });
+    writer.onClose(unsubscribe);
+    // Subscribed first, then caught up: nothing committed in between can be missed.
+    enqueue(async () => { await sendMessages(); await sendStatus(); });
+  }
+
+  /** The caller's chat list changes, for sidebars and inboxes. */
+  watch(caller: Caller, raw: ServerResponse): void {
+    const writer = this.track(new SseWriter(raw, { keepAliveMs: this.config.sseKeepAliveMs }));
+    const unsubscribe = this.events.subscribe((event) => {
+      if (!('owner' in event) || event.owner !== caller.subject) return;
+      switch (event.type) {
+        case 'created': return writer.send({ chatId: event.chatId, status: event.status }, { event: 'created' });
+        case 'status': return writer.send({ chatId: event.chatId, status: event.status }, { event: 'status_change' });
+        case 'action_required': return writer.send({ chatId: event.chatId }, { event: 'action_required' });
+        case 'deleted': return writer.send({ chatId: event.chatId }, { event: 'deleted' });
+        default: return;
+      }
+    });
+    writer.onClose(unsubscribe);
+    writer.send({ subject: caller.subject }, { event: 'ready' });
+  }
+
+  private track(writer: SseWriter): SseWriter {
+    this.open.add(writer);
+    writer.onClose(() => this.open.delete(writer));
+    return writer;
+  }
+}

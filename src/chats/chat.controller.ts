@@ -1,0 +1,103 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Caller, Roles } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import {
+  ChatListResponse, ChatMessagesResponse, ChatResponse, CreateChatDto, ListChatsQueryDto, MessagesQueryDto, PostMessageDto,
+  toChatResponse, toMessageResponse, ToolResultsDto,
+} from './chat.dto';
+import { ChatService } from './chat.service';
+import { ChatStreamService } from './chat-stream.service';
+
+@ApiTags('chats')
+@ApiBearerAuth()
+@Controller('api/v1/chats')
+export class ChatController {
+  constructor(
+    private readonly chats: ChatService,
+    private readonly streams: ChatStreamService,
+  ) {}
+
+  @Post()
+  @Roles('admin', 'member')
+  async create(@Caller() caller: Caller, @Body() dto: CreateChatDto): Promise<ChatResponse> {
+    return toChatResponse(await this.chats.create(caller, dto));
+  }
+
+  @Get()
+  @Roles('admin', 'member')
+  async list(@Caller() caller: Caller, @Query() query: ListChatsQueryDto): Promise<ChatListResponse> {
+    const chats = await this.chats.list(caller, Number(query.limit ?? 50), Number(query.offset ?? 0));
+    return { chats: chats.map(toChatResponse) };
+  }
+
+  /** SSE: created / status_change / action_required / deleted for the caller's chats. */
+  @Get('watch')
+  @Roles('admin', 'member')
+  @ApiProduces('text/event-stream')
+  watch(@Caller() caller: Caller, @Res() reply: FastifyReply): void {
+    reply.hijack();
+    this.streams.watch(caller, reply.raw);
+  }
+
+  @Get(':id')
+  @Roles('admin', 'member')
+  async get(@Caller() caller: Caller, @Param('id') id: string): Promise<ChatResponse> {
+    return toChatResponse(await this.chats.get(caller, id));
+  }
+
+  @Delete(':id')
+  @Roles('admin', 'member')
+  @HttpCode(204)
+  async delete(@Caller() caller: Caller, @Param('id') id: string): Promise<void> {
+    await this.chats.delete(caller, id);
+  }
+
+  @Get(':id/messages')
+  @Roles('admin', 'member')
+  async messages(@Caller() caller: Caller, @Param('id') id: string, @Query() query: MessagesQueryDto): Promise<ChatMessagesResponse> {
+    const rows = await this.chats.messages(caller, id, Number(query.afterId ?? 0));
+    return { messages: rows.map(toMessageResponse) };
+  }
+
+  @Post(':id/messages')
+  @Roles('admin', 'member')
+  @HttpCode(202)
+  async postMessage(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: PostMessageDto): Promise<void> {
+    await this.chats.postMessage(caller, id, dto.message);
+  }
+
+  @Post(':id/tool-results')
+  @Roles('admin', 'member')
+  @HttpCode(204)
+  async toolResults(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: ToolResultsDto): Promise<void> {
+    await this.chats.postToolResults(caller, id, dto.results);
+  }
+
+  @Post(':id/interrupt')
+  @Roles('admin', 'member')
+  @HttpCode(202)
+  async interrupt(@Caller() caller: Caller, @Param('id') id: string): Promise<void> {
+    await this.chats.interrupt(caller, id);
+  }
+
+  /** SSE: status, message_part, message (id: = message id), action_required, retry, error. Resumes from Last-Event-ID or ?afterId. */
+  @Get(':id/stream')
+  @Roles('admin', 'member')
+  @ApiProduces('text/event-stream')
+  @ApiHeader({ name: 'Last-Event-ID', required: false })
+  async stream(
+    @Caller() caller: Caller,
+    @Param('id') id: string,
+    @Query() query: MessagesQueryDto,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const cursor = lastEventId ?? query.afterId ?? '0';
+    if (!/^\d{1,18}$/.test(cursor)) throw new DomainError('validation_failed', 'Last-Event-ID must be a message id');
+    await this.chats.get(caller, id);
+    reply.hijack();
+    await this.streams.streamChat(caller, id, Number(cursor), reply.raw);
+  }
+}

@@ -1,0 +1,105 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsDefined, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested,
+} from 'class-validator';
+import { ChatContextDto } from '../agents/agent-chat.dto';
+import { CHAT_STATUSES, type ChatMessageRow, type ChatRow, type ChatStatus, type PendingToolCall } from './chat.types';
+
+const MAX_MESSAGE = 100_000;
+
+export class CreateChatDto {
+  @ApiProperty({ example: 'data_chat' }) @IsString() @IsNotEmpty() @MaxLength(63) agent: string;
+  @ApiProperty({ example: 'Which deals did we win last quarter?' }) @IsString() @IsNotEmpty() @MaxLength(MAX_MESSAGE) message: string;
+  @ApiPropertyOptional({ type: ChatContextDto }) @IsOptional() @ValidateNested() @Type(() => ChatContextDto) context?: ChatContextDto;
+  @ApiPropertyOptional({ maxLength: 255 }) @IsOptional() @IsString() @MaxLength(255) title?: string;
+
+  @ApiPropertyOptional({
+    description: 'Tools the client executes: { name, description, inputSchema } or { type: "custom", name, description } (raw text input)',
+    type: 'array', items: { type: 'object' },
+  })
+  @IsOptional() @IsArray() dynamicTools?: unknown[];
+}
+
+export class PostMessageDto {
+  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(MAX_MESSAGE) message: string;
+}
+
+export class ToolResultDto {
+  @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(200) toolCallId: string;
+  @ApiProperty({ description: 'Any JSON value (text for freeform tools)' }) @IsDefined() output: unknown;
+  @ApiPropertyOptional() @IsOptional() @IsBoolean() isError?: boolean;
+}
+
+export class ToolResultsDto {
+  @ApiProperty({ type: [ToolResultDto] })
+  @IsArray() @ArrayNotEmpty({ message: 'results must contain at least one result' }) @ArrayMaxSize(64)
+  @ValidateNested({ each: true }) @Type(() => ToolResultDto)
+  results: ToolResultDto[];
+}
+
+export class ListChatsQueryDto {
+  @ApiPropertyOptional({ default: 50 }) @IsOptional() @Matches(/^\d{1,4}$/) limit?: string;
+  @ApiPropertyOptional({ default: 0 }) @IsOptional() @Matches(/^\d{1,9}$/) offset?: string;
+}
+
+export class MessagesQueryDto {
+  @ApiPropertyOptional({ description: 'Only messages with a larger id (the stream cursor)' })
+  @IsOptional() @Matches(/^\d{1,18}$/, { message: 'afterId must be a message id' }) afterId?: string;
+}
+
+export class PendingToolCallResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() name: string;
+  @ApiProperty() arguments: unknown;
+}
+
+export class ChatResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() agent: string;
+  @ApiProperty({ nullable: true }) title: string | null;
+  @ApiProperty({ enum: CHAT_STATUSES }) status: ChatStatus;
+  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true }) context: Record<string, string> | null;
+  @ApiPropertyOptional({ type: [PendingToolCallResponse] }) pendingToolCalls?: PendingToolCall[];
+  @ApiPropertyOptional({ nullable: true }) actionExpiresAt?: string | null;
+  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true }) lastError: { code: string; message: string } | null;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+}
+
+export class ChatListResponse {
+  @ApiProperty({ type: [ChatResponse] }) chats: ChatResponse[];
+}
+
+export class ChatMessageResponse {
+  @ApiProperty() id: number;
+  @ApiProperty({ enum: ['user', 'assistant', 'tool'] }) role: string;
+  @ApiProperty({ type: 'array', items: { type: 'object' } }) parts: unknown[];
+  @ApiProperty() createdAt: string;
+}
+
+export class ChatMessagesResponse {
+  @ApiProperty({ type: [ChatMessageResponse] }) messages: ChatMessageResponse[];
+}
+
+export function toChatResponse(chat: ChatRow): ChatResponse {
+  const response: ChatResponse = {
+    id: chat.id,
+    agent: chat.agent,
+    title: chat.title,
+    status: chat.status,
+    context: chat.context,
+    lastError: chat.lastError,
+    createdAt: chat.createdAt.toISOString(),
+    updatedAt: chat.updatedAt.toISOString(),
+  };
+  if (chat.status === 'requires_action') {
+    response.pendingToolCalls = chat.pendingToolCalls ?? [];
+    response.actionExpiresAt = chat.actionExpiresAt?.toISOString() ?? null;
+  }
+  return response;
+}
+
+export function toMessageResponse(message: ChatMessageRow): ChatMessageResponse {
+  return { id: message.id, role: message.role, parts: message.parts, createdAt: message.createdAt.toISOString() };
+}

@@ -1,0 +1,161 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { AgentService } from '../agents/agent.service';
+import type { Caller } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { LlmService } from '../llm/llm.service';
+import { ChatEvents } from './chat-events.service';
+import { ChatRepository } from './chat.repository';
+import { ChatMessageRow, ChatPart, ChatRow, PendingToolCall } from './chat.types';
+import { CreateChatDto, ToolResultDto } from './chat.dto';
+import { validateDynamicTools } from './client-tools';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The durable chat API: every state change happens in one transaction under the chat's row lock
+ * and publishes its event on commit. Workers (ChatWorker) pick up `pending` chats.
+ */
+@Injectable()
+export class ChatService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly repo: ChatRepository,
+    private readonly events: ChatEvents,
+    private readonly agents: AgentService,
+    private readonly llm: LlmService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async create(caller: Caller, dto: CreateChatDto): Promise<ChatRow> {
+    const agent = await this.agents.loadForRun(dto.agent, caller);
+    const dynamicTools = validateDynamicTools(dto.dynamicTools, agent.tools);
+    this.llm.assertConfigured();
+    return this.em.fork().transactional(async (em) => {
+      const chat = await this.repo.insertChat(em, {
+        id: randomUUID(), owner: caller.subject, ownerRole: caller.role, agent: agent.name,
+        title: dto.title ?? dto.message.slice(0, 80), context: contextOf(dto.context), dynamicTools,
+      });
+      const messageId = await this.repo.insertMessage(em, chat.id, 'user', [{ type: 'text', text: dto.message }]);
+      await this.events.publish({ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }, em);
+      await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
+      return chat;
+    });
+  }
+
+  list(caller: Caller, limit: number, offset: number): Promise<ChatRow[]> {
+    return this.repo.listOwned(this.em.fork(), caller.subject, Math.min(Math.max(limit, 1), 200), offset);
+  }
+
+  /** The caller's chat; another owner's chat is as unknown as a missing one. */
+  async get(caller: Caller, id: string, em: EntityManager = this.em.fork(), lock = false): Promise<ChatRow> {
+    const chat = UUID.test(id) ? await this.repo.find(em, id, caller.subject, { lock }) : undefined;
+    if (!chat) throw new DomainError('chat_not_found', `Chat "${id}" not found`);
+    return chat;
+  }
+
+  async messages(caller: Caller, id: string, afterId: number): Promise<ChatMessageRow[]> {
+    const em = this.em.fork();
+    await this.get(caller, id, em);
+    return this.repo.messages(em, id, afterId);
+  }
+
+  /** A new user turn: from waiting or error only. */
+  async postMessage(caller: Caller, id: string, message: string): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const chat = await this.get(caller, id, em, true);
+      if (chat.status !== 'waiting' && chat.status !== 'error') {
+        throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, { status: chat.status });
+      }
+      const messageId = await this.repo.insertMessage(em, id, 'user', [{ type: 'text', text: message }]);
+      await this.repo.setStatus(em, id, 'pending', { resetTurn: true, lastError: null });
+      await this.events.publish({ type: 'message', chatId: id, owner: chat.owner, messageId }, em);
+      await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'pending' }, em);
+    });
+  }
+
+  /**
+   * Results for every pending client tool call, in one request. Checked under the row lock, so of
+   * concurrent posts exactly one succeeds and the others find the chat no longer waiting (409).
+   */
+  async postToolResults(caller: Caller, id: string, results: ToolResultDto[]): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const chat = await this.get(caller, id, em, true);
+      if (chat.status !== 'requires_action') {
+        throw new DomainError('chat_not_waiting_for_tools', `The chat is ${chat.status}, not waiting for tool results`, { status: chat.status });
+      }
+      const pending = chat.pendingToolCalls ?? [];
+      checkResultIds(pending, results);
+      const byId = new Map(pending.map((call) => [call.id, call]));
+      const parts: ChatPart[] = results.map((result) => ({
+        type: 'tool-result', toolCallId: result.toolCallId, toolName: byId.get(result.toolCallId)!.name,
+        output: result.output, isError: result.isError ?? false,
+      }));
+      const messageId = await this.repo.insertMessage(em, id, 'tool', parts);
+      await this.repo.setStatus(em, id, 'pending');
+      await this.events.publish({ type: 'message', chatId: id, owner: chat.owner, messageId }, em);
+      await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'pending' }, em);
+    });
+  }
+
+  /** Stops the chat: a running model call is cancelled (its worker loses the claim) and the chat waits. */
+  async interrupt(caller: Caller, id: string): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const chat = await this.get(caller, id, em, true);
+      if (chat.status === 'waiting' || chat.status === 'error') return;
+      if (chat.status === 'requires_action') {
+        await this.writeMissingResults(em, chat, 'interrupted', 'The user interrupted the chat before this tool returned');
+      }
+      await this.repo.setStatus(em, id, 'waiting', { resetTurn: true });
+      await this.events.publish({ type: 'interrupt', chatId: id, owner: chat.owner }, em);
+      await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'waiting' }, em);
+    });
+  }
+
+  async delete(caller: Caller, id: string): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const chat = await this.get(caller, id, em, true);
+      await this.repo.deleteChat(em, id);
+      await this.events.publish({ type: 'interrupt', chatId: id, owner: chat.owner }, em);
+      await this.events.publish({ type: 'deleted', chatId: id, owner: chat.owner }, em);
+    });
+  }
+
+  /**
+   * Error results for pending calls nobody answered, so the history stays a valid conversation
+   * (every tool call followed by its result) for the next user message.
+   */
+  async writeMissingResults(em: EntityManager, chat: ChatRow, code: string, message: string): Promise<void> {
+    const pending: PendingToolCall[] = chat.pendingToolCalls ?? [];
+    if (!pending.length) return;
+    const parts: ChatPart[] = pending.map((call) => ({
+      type: 'tool-result', toolCallId: call.id, toolName: call.name, output: { error: { code, message } }, isError: true,
+    }));
+    const messageId = await this.repo.insertMessage(em, chat.id, 'tool', parts);
+    await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
+  }
+
+  get actionTimeoutMs(): number {
+    return this.config.chatActionTimeoutMs;
+  }
+}
+
+function contextOf(context: CreateChatDto['context']): Record<string, string> | null {
+  if (!context) return null;
+  const entries = Object.entries(context).filter(([, v]) => typeof v === 'string' && v !== '');
+  return entries.length ? Object.fromEntries(entries) : null;
+}
+
+/** 400 unless the results name each pending call exactly once. */
+function checkResultIds(pending: PendingToolCall[], results: ToolResultDto[]): void {
+  const expected = new Set(pending.map((call) => call.id));
+  const seen = new Set<string>();
+  const duplicate = results.find((r) => (seen.has(r.toolCallId) ? true : (seen.add(r.toolCallId), false)));
+  if (duplicate) throw new DomainError('invalid_tool_results', `Tool call "${duplicate.toolCallId}" has more than one result`);
+  const extra = results.filter((r) => !expected.has(r.toolCallId)).map((r) => r.toolCallId);
+  if (extra.length) throw new DomainError('invalid_tool_results', `Unknown tool call ids: ${extra.join(', ')}`, { expected: [...expected] });
+  const missing = [...expected].filter((callId) => !seen.has(callId));
+  if (missing.length) throw new DomainError('invalid_tool_results', `Missing results for tool calls: ${missing.join(', ')}`, { missing });
+}

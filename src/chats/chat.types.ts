@@ -1,0 +1,69 @@
+import type { ApiKeyRole } from '../auth/api-key.entity';
+import type { LlmUsage } from '../llm/llm.types';
+
+export const CHAT_STATUSES = ['waiting', 'pending', 'running', 'requires_action', 'error'] as const;
+export type ChatStatus = (typeof CHAT_STATUSES)[number];
+
+/** Parts of a persisted message. */
+export type ChatPart =
+  | { type: 'text'; text: string }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; kind?: 'function' | 'custom' }
+  | { type: 'tool-result'; toolCallId: string; toolName: string; output: unknown; isError: boolean };
+
+export type ChatRole = 'user' | 'assistant' | 'tool';
+
+export interface ChatMessageRow {
+  id: number;
+  chatId: string;
+  role: ChatRole;
+  parts: ChatPart[];
+  usage: LlmUsage | null;
+  createdAt: Date;
+}
+
+/** A tool the client declares and executes itself. */
+export type DynamicTool =
+  | { type?: 'function'; name: string; description?: string; inputSchema: Record<string, unknown> }
+  | { type: 'custom'; name: string; description?: string };
+
+/** A call waiting for the client (or a human, for ask_user). `arguments` is raw text for custom tools. */
+export interface PendingToolCall {
+  id: string;
+  name: string;
+  arguments: unknown;
+}
+
+export interface ChatRow {
+  id: string;
+  owner: string;
+  ownerRole: ApiKeyRole;
+  agent: string;
+  title: string | null;
+  status: ChatStatus;
+  context: Record<string, string> | null;
+  dynamicTools: DynamicTool[];
+  pendingToolCalls: PendingToolCall[] | null;
+  actionExpiresAt: Date | null;
+  workerId: string | null;
+  heartbeatAt: Date | null;
+  availableAt: Date;
+  attempts: number;
+  turnIterations: number;
+  turnTokens: number;
+  lastError: { code: string; message: string } | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What goes over NOTIFY: hints only; content is re-read from the tables. */
+export type ChatEvent =
+  | { type: 'created'; chatId: string; owner: string; status: ChatStatus }
+  | { type: 'status'; chatId: string; owner: string; status: ChatStatus }
+  | { type: 'message'; chatId: string; owner: string; messageId: number }
+  | { type: 'message_part'; chatId: string; owner: string; delta: string }
+  | { type: 'action_required'; chatId: string; owner: string }
+  | { type: 'retry'; chatId: string; owner: string; attempt: number; delayMs: number; error: string }
+  | { type: 'error'; chatId: string; owner: string; code: string; message: string }
+  | { type: 'deleted'; chatId: string; owner: string }
+  | { type: 'interrupt'; chatId: string; owner: string }
+  | { type: 'wake' };

@@ -1,0 +1,138 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { ChatEvents } from './chat-events.service';
+import { ChatRunner } from './chat-runner.service';
+import { ChatRepository } from './chat.repository';
+import { ChatService } from './chat.service';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * The chat worker of this replica. Claims pending chats (FOR UPDATE SKIP LOCKED), woken at once by
+ * NOTIFY and by a slow poll as a safety net; runs at most `chatWorkerConcurrency` at a time;
+ * heart-beats them in one statement; takes back stale chats of dead replicas; expires unanswered
+ * client tool calls. On shutdown it cancels its runs and hands the chats back as pending.
+ */
+@Injectable()
+export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(ChatWorker.name);
+  readonly workerId = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private unsubscribe?: () => void;
+  private stopping = false;
+  private claiming = false;
+  private claimAgain = false;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly repo: ChatRepository,
+    private readonly events: ChatEvents,
+    private readonly runner: ChatRunner,
+    private readonly chats: ChatService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.unsubscribe = this.events.subscribe((event) => {
+      if (event.type === 'interrupt' || event.type === 'deleted') this.running.get(event.chatId)?.controller.abort();
+      if (!this.config.chatWorkerEnabled) return;
+      if (event.type === 'resync' || event.type === 'wake' || ((event.type === 'status' || event.type === 'created') && event.status === 'pending')) {
+        void this.claim();
+      }
+    });
+    if (!this.config.chatWorkerEnabled) return;
+    this.every(this.config.chatPollIntervalMs, () => this.claim());
+    this.every(this.config.chatHeartbeatIntervalMs, () => this.maintain());
+    void this.claim();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    for (const timer of this.timers) clearInterval(timer);
+    this.unsubscribe?.();
+    if (!this.running.size) return;
+    for (const { controller } of this.running.values()) controller.abort();
+    await Promise.race([
+      Promise.allSettled([...this.running.values()].map((r) => r.done)),
+      new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
+    ]);
+    const released = await this.repo.release(this.em.fork(), this.workerId);
+    for (const chat of released) await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' });
+    if (released.length) this.logger.log(`handed ${released.length} chat(s) back as pending`);
+  }
+
+  /** Claims as many pending chats as there are free slots; re-runs if woken while claiming. */
+  async claim(): Promise<void> {
+    if (this.stopping) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    this.claiming = true;
+    try {
+      do {
+        this.claimAgain = false;
+        const free = this.config.chatWorkerConcurrency - this.running.size;
+        if (free <= 0) break;
+        const chats = await this.repo.claim(this.em.fork(), this.workerId, free);
+        for (const chat of chats) this.start(chat);
+        if (chats.length === free) this.claimAgain = true;
+      } while (this.claimAgain && !this.stopping);
+    } catch (error) {
+      this.logger.warn(`claiming chats failed: ${(error as Error).message}`);
+    } finally {
+      this.claiming = false;
+    }
+  }
+
+  private start(chat: Parameters<ChatRunner['run']>[0]): void {
+    const controller = new AbortController();
+    const done = this.runner
+      .run(chat, this.workerId, controller.signal)
+      .catch((error) => this.logger.error(`chat ${chat.id} run crashed: ${String(error)}`))
+      .finally(() => {
+        this.running.delete(chat.id);
+        // A slot is free: there may be more work waiting.
+        if (!this.stopping) void this.claim();
+      });
+    this.running.set(chat.id, { controller, done });
+  }
+
+  /** Heartbeat of our chats, recovery of stale ones, expiry of unanswered client tool calls. */
+  private async maintain(): Promise<void> {
+    if (this.stopping) return;
+    try {
+      await this.repo.heartbeat(this.em.fork(), this.workerId, [...this.running.keys()]);
+      const recovered = await this.repo.recoverStale(this.em.fork(), this.config.chatStaleAfterMs);
+      for (const chat of recovered) {
+        this.logger.warn(`chat ${chat.id} had a stale heartbeat; back to pending`);
+        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' });
+      }
+      await this.expireActions();
+    } catch (error) {
+      this.logger.warn(`chat maintenance failed: ${(error as Error).message}`);
+    }
+  }
+
+  private async expireActions(): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      for (const chat of await this.repo.lockExpiredActions(em, 100)) {
+        const message = 'No tool results arrived before the requires_action timeout';
+        await this.chats.writeMissingResults(em, chat, 'tool_results_timeout', message);
+        await this.repo.setStatus(em, chat.id, 'error', { lastError: { code: 'tool_results_timeout', message }, resetTurn: true });
+        await this.events.publish({ type: 'error', chatId: chat.id, owner: chat.owner, code: 'tool_results_timeout', message }, em);
+        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'error' }, em);
+      }
+    });
+  }
+
+  private every(ms: number, task: () => Promise<void>): void {
+    const timer = setInterval(() => void task(), ms);
+    timer.unref();
+    this.timers.push(timer);
+  }
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
+import { LlmModule } from '../llm/llm.module';
+import { ChatController } from './chat.controller';
+import { ChatEvents } from './chat-events.service';
+import { ChatRunner } from './chat-runner.service';
+import { ChatStreamService } from './chat-stream.service';
+import { ChatRepository } from './chat.repository';
+import { ChatService } from './chat.service';
+import { ChatWorker } from './chat.worker';
+
+@Module({
+  imports: [AgentsModule, LlmModule],
+  controllers: [ChatController],
+  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService],
+})
+export class ChatsModule {}

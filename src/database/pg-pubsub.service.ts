@@ -1,0 +1,96 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Client } from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DATABASE_URL } from './database.constants';
+import { runSql } from './sql';
+
+/** One channel for the whole app; payloads carry a `type` and stay small (hints, not content). */
+export const PUBSUB_CHANNEL = 'data_copilot_events';
+/** Postgres caps NOTIFY payloads at 8000 bytes; stay well below. */
+const MAX_PAYLOAD = 7000;
+
+type Listener = (event: Record<string, unknown>) => void;
+
+/**
+ * Cross-replica events over Postgres LISTEN/NOTIFY: Postgres is the only coordination point.
+ * Publishing inside a transaction delivers on commit, so a hint never precedes its data. Every
+ * replica (this one included) receives every event through its LISTEN connection; after a lost
+ * connection it reconnects and emits `{ type: 'resync' }` so listeners re-read what they may have missed.
+ */
+@Injectable()
+export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(PgPubSub.name);
+  private readonly listeners = new Set<Listener>();
+  private client?: Client;
+  private stopped = false;
+
+  constructor(
+    @Inject(DATABASE_URL) private readonly databaseUrl: string,
+    private readonly em: EntityManager,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.connect();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    await this.client?.end().catch(() => undefined);
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Sends an event; with `em` inside a transaction it goes out on commit. */
+  async publish(event: Record<string, unknown>, em: EntityManager = this.em.fork()): Promise<void> {
+    let payload = JSON.stringify(event);
+    if (payload.length > MAX_PAYLOAD) payload = JSON.stringify({ ...event, delta: undefined, truncated: true });
+    await runSql(em, 'select pg_notify($1, $2)', [PUBSUB_CHANNEL, payload]);
+  }
+
+  private async connect(): Promise<void> {
+    const client = new Client({ connectionString: this.databaseUrl });
+    client.on('notification', (message) => {
+      if (message.channel !== PUBSUB_CHANNEL || !message.payload) return;
+      try {
+        this.emit(JSON.parse(message.payload) as Record<string, unknown>);
+      } catch {
+        this.logger.warn('ignored a malformed notification');
+      }
+    });
+    client.on('error', (error) => this.logger.warn(`LISTEN connection error: ${error.message}`));
+    client.on('end', () => {
+      if (!this.stopped) void this.reconnect();
+    });
+    await client.connect();
+    await client.query(`listen ${PUBSUB_CHANNEL}`);
+    this.client = client;
+  }
+
+  private async reconnect(): Promise<void> {
+    for (let attempt = 1; !this.stopped; attempt++) {
+      await sleep(Math.min(5000, 100 * 2 ** attempt));
+      try {
+        await this.connect();
+        this.logger.log('LISTEN connection restored');
+        this.emit({ type: 'resync' });
+        return;
+      } catch (error) {
+        this.logger.warn(`LISTEN reconnect failed: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  private emit(event: Record<string, unknown>): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.logger.error(`event listener failed: ${(error as Error).message}`);
+      }
+    }
+  }
+}

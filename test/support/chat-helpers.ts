@@ -1,0 +1,93 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import http from 'node:http';
+import { bearer, TestApp } from './test-app';
+
+/** Polls GET /chats/:id until `predicate` holds (or fails after `timeoutMs`). */
+export async function waitForChat(t: TestApp, id: string, predicate: (chat: any) => boolean, key = t.adminKey, timeoutMs = 10_000): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  let last: any;
+  while (Date.now() < until) {
+    last = (await t.http.get(`/api/v1/chats/${id}`).set(bearer(key))).body;
+    if (predicate(last)) return last;
+    await sleep(25);
+  }
+  throw new Error(`chat ${id} never reached the expected state; last: ${JSON.stringify(last)}`);
+}
+
+export const hasStatus = (...statuses: string[]) => (chat: { status: string }) => statuses.includes(chat.status);
+
+export interface SseEvent {
+  event: string;
+  id?: string;
+  data: any;
+}
+
+/** A live SSE connection to the app's HTTP server that collects parsed events. */
+export class SseClient {
+  readonly events: SseEvent[] = [];
+  private request?: http.ClientRequest;
+  private response?: http.IncomingMessage;
+
+  static async open(baseUrl: string, path: string, key: string, headers: Record<string, string> = {}): Promise<SseClient> {
+    const client = new SseClient();
+    await new Promise<void>((resolve, reject) => {
+      client.request = http.get(`${baseUrl}${path}`, { headers: { ...bearer(key), accept: 'text/event-stream', ...headers } }, (res) => {
+        client.response = res;
+        if (res.statusCode !== 200) return reject(new Error(`SSE status ${res.statusCode}`));
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          let index: number;
+          while ((index = buffer.indexOf('\n\n')) >= 0) {
+            const frame = buffer.slice(0, index);
+            buffer = buffer.slice(index + 2);
+            client.parse(frame);
+          }
+        });
+        res.on('error', () => undefined);
+        resolve();
+      });
+      client.request.on('error', reject);
+    });
+    return client;
+  }
+
+  private parse(frame: string): void {
+    let event = 'message';
+    let id: string | undefined;
+    const data: string[] = [];
+    for (const line of frame.split('\n')) {
+      if (line.startsWith(':')) continue;
+      if (line.startsWith('event: ')) event = line.slice(7);
+      else if (line.startsWith('id: ')) id = line.slice(4);
+      else if (line.startsWith('data: ')) data.push(line.slice(6));
+    }
+    if (!data.length) return;
+    this.events.push({ event, id, data: JSON.parse(data.join('\n')) });
+  }
+
+  of(type: string): SseEvent[] {
+    return this.events.filter((e) => e.event === type);
+  }
+
+  async waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs = 10_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (!predicate(this.events)) {
+      if (Date.now() > until) throw new Error(`SSE condition not met; events: ${JSON.stringify(this.events.map((e) => [e.event, e.id, e.data?.status]))}`);
+      await sleep(20);
+    }
+  }
+
+  close(): void {
+    this.request?.destroy();
+    this.response?.destroy();
+  }
+}
+
+/** Base URL of a test app's server, listening on a random loopback port. */
+export async function listen(t: TestApp): Promise<string> {
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = t.app.getHttpServer().address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}
