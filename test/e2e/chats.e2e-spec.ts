@@ -83,6 +83,27 @@ describe('durable chats', () => {
     expect(resumed.of('message').map((e) => e.data.id)).toEqual(messages.slice(2).map((e) => e.data.id));
   });
 
+  it('resumes a dropped stream mid-chat with every persisted message exactly once', async () => {
+    llm.enqueue(
+      { ...MockReply.toolCall('list_objects', {}), delayMs: 150 },
+      { ...MockReply.toolCall('describe_object', { objectName: 'deal' }), delayMs: 150 },
+      { ...MockReply.toolCall('describe_object', { objectName: 'account' }), delayMs: 150 },
+      MockReply.text('finished'),
+    );
+    const id = (await create({ agent: 'data_chat', message: 'explore' }).expect(201)).body.id;
+    const first = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, t.adminKey);
+    await first.waitFor((events) => events.filter((e) => e.event === 'message').length >= 2);
+    first.close();
+    const seen = first.of('message');
+    const resumed = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream?afterId=${seen.at(-1)!.id}`, t.adminKey);
+    await resumed.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
+    resumed.close();
+    const all = [...seen, ...resumed.of('message')].map((e) => e.data.id);
+    const persisted = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).body.messages.map((m: { id: number }) => m.id);
+    expect(persisted).toHaveLength(8);
+    expect(all).toEqual(persisted);
+  });
+
   it('hides another owner\'s chat behind a 404', async () => {
     llm.enqueue(MockReply.text('hi'));
     const id = (await create({ agent: 'data_chat', message: 'mine' }).expect(201)).body.id;
@@ -98,5 +119,209 @@ describe('durable chats', () => {
     }
     const list = await t.http.get('/api/v1/chats').set(bearer(otherKey)).expect(200);
     expect(list.body.chats.map((c: { id: string }) => c.id)).not.toContain(id);
+  });
+
+  /** A chat paused in requires_action on `show_form` (call id `form_1`). */
+  async function pausedChat(extraCalls: Array<{ id: string; name: string; arguments: Record<string, unknown> }> = []): Promise<string> {
+    llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }, ...extraCalls]));
+    const id = (await create({ agent: 'data_chat', message: 'form please', dynamicTools: [FORM_TOOL, { ...FORM_TOOL, name: 'pick_date' }] }).expect(201)).body.id;
+    await waitForChat(t, id, hasStatus('requires_action'));
+    return id;
+  }
+
+  describe('tool results', () => {
+    it.each([
+      ['an empty list', { results: [] }],
+      ['no results field', {}],
+      ['a result without toolCallId', { results: [{ output: 1 }] }],
+      ['a result without output', { results: [{ toolCallId: 'form_1' }] }],
+    ])('rejects %s with 400', async (_label, body) => {
+      const id = await pausedChat();
+      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send(body).expect(400);
+      expect((await waitForChat(t, id, () => true)).status).toBe('requires_action');
+      await t.http.post(`/api/v1/chats/${id}/interrupt`).set(bearer(t.adminKey)).expect(202);
+    });
+
+    it.each([
+      ['a missing id', [{ toolCallId: 'form_1', output: 1 }]],
+      ['an extra id', [{ toolCallId: 'form_1', output: 1 }, { toolCallId: 'date_1', output: 2 }, { toolCallId: 'nope', output: 3 }]],
+      ['a duplicate id', [{ toolCallId: 'form_1', output: 1 }, { toolCallId: 'form_1', output: 1 }, { toolCallId: 'date_1', output: 2 }]],
+    ])('rejects %s with 400 invalid_tool_results and keeps waiting', async (_label, results) => {
+      const id = await pausedChat([{ id: 'date_1', name: 'pick_date', arguments: { title: 'When?' } }]);
+      const res = await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results }).expect(400);
+      expect(res.body.code).toBe('invalid_tool_results');
+      const chat = await waitForChat(t, id, () => true);
+      expect(chat.status).toBe('requires_action');
+      expect(chat.pendingToolCalls.map((c: { id: string }) => c.id)).toEqual(['form_1', 'date_1']);
+      await t.http.post(`/api/v1/chats/${id}/interrupt`).set(bearer(t.adminKey)).expect(202);
+    });
+
+    it('answers 409 when the chat is not waiting for tool results', async () => {
+      llm.enqueue(MockReply.text('plain answer'));
+      const id = (await create({ agent: 'data_chat', message: 'hi' }).expect(201)).body.id;
+      await waitForChat(t, id, hasStatus('waiting'));
+      const res = await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'x', output: 1 }] }).expect(409);
+      expect(res.body.code).toBe('chat_not_waiting_for_tools');
+    });
+
+    it('accepts exactly one of 20 concurrent posts', async () => {
+      const id = await pausedChat();
+      llm.enqueue(MockReply.text('done'));
+      const posts = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+        t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'form_1', output: { n: i } }] })));
+      const statuses = posts.map((r) => r.status).sort();
+      expect(statuses.filter((s) => s === 204)).toHaveLength(1);
+      expect(statuses.filter((s) => s === 409)).toHaveLength(19);
+      await waitForChat(t, id, hasStatus('waiting'));
+      const messages = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).body.messages;
+      expect(messages.filter((m: { role: string }) => m.role === 'tool')).toHaveLength(1);
+    });
+  });
+
+  describe('turns', () => {
+    it('answers 409 to a new message while the chat is pending, running or requires_action, and accepts it when waiting', async () => {
+      llm.enqueue({ ...MockReply.text('slow answer'), delayMs: 400 });
+      const id = (await create({ agent: 'data_chat', message: 'first' }).expect(201)).body.id;
+      const busy = await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(409);
+      expect(busy.body.code).toBe('chat_busy');
+      await waitForChat(t, id, hasStatus('running'));
+      await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(409);
+      await waitForChat(t, id, hasStatus('waiting'));
+      llm.enqueue(MockReply.text('second answer'));
+      await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'));
+      expect(sentMessages(llm, 1).filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['first', 'slow answer', 'second']);
+
+      const paused = await pausedChat();
+      await t.http.post(`/api/v1/chats/${paused}/messages`).set(bearer(t.adminKey)).send({ message: 'x' }).expect(409);
+    });
+
+    it('interrupts a running model call and returns the chat to waiting', async () => {
+      llm.enqueue(MockReply.hang());
+      const id = (await create({ agent: 'data_chat', message: 'never answered' }).expect(201)).body.id;
+      await llm.waitForRequests(1);
+      await t.http.post(`/api/v1/chats/${id}/interrupt`).set(bearer(t.adminKey)).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'));
+      await sleep(200);
+      expect(llm.requests[0].aborted).toBe(true);
+      expect((await waitForChat(t, id, () => true)).status).toBe('waiting');
+      // The chat takes the next message normally.
+      llm.enqueue(MockReply.text('back'));
+      await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'again' }).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'));
+      const messages = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).body.messages;
+      expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'user', 'assistant']);
+    });
+
+    it('retries a failing model call, then records the error with its code', async () => {
+      llm.enqueue(MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }));
+      const id = (await create({ agent: 'data_chat', message: 'x' }).expect(201)).body.id;
+      const failed = await waitForChat(t, id, hasStatus('error'), t.adminKey, 20_000);
+      expect(failed.lastError.code).toBe('llm_unavailable');
+      expect(llm.requests).toHaveLength(3);
+      // From error, a new message starts a new turn.
+      llm.enqueue(MockReply.text('recovered'));
+      await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'retry please' }).expect(202);
+      const ok = await waitForChat(t, id, hasStatus('waiting'));
+      expect(ok.lastError).toBeNull();
+    });
+  });
+
+  describe('client tool declarations', () => {
+    it.each([
+      ['a bad name', [{ ...FORM_TOOL, name: 'bad name!' }]],
+      ['a 65-character name', [{ ...FORM_TOOL, name: 'a'.repeat(65) }]],
+      ['duplicate names', [FORM_TOOL, FORM_TOOL]],
+      ['more than 64 tools', Array.from({ length: 65 }, (_, i) => ({ ...FORM_TOOL, name: `tool_${i}` }))],
+      ['a name shadowing an agent tool', [{ ...FORM_TOOL, name: 'query_records' }]],
+      ['a schema that does not compile', [{ ...FORM_TOOL, inputSchema: { type: 'object', properties: { a: { type: 'not-a-type' } } } }]],
+      ['a missing schema', [{ name: 'x', description: 'y' }]],
+      ['a schema on a custom tool', [{ type: 'custom', name: 'x', inputSchema: { type: 'object' } }]],
+      ['not an array', { name: 'x' }],
+    ])('rejects %s with 400', async (_label, dynamicTools) => {
+      const res = await create({ agent: 'data_chat', message: 'x', dynamicTools }).expect(400);
+      expect(res.body.code).toMatch(/invalid_dynamic_tools|validation_failed/);
+      expect(llm.requests).toHaveLength(0);
+    });
+
+    it('answers 404 for an unknown agent and 400 for a missing message', async () => {
+      await create({ agent: 'nobody', message: 'x' }).expect(404);
+      await create({ agent: 'data_chat' }).expect(400);
+      await create({ agent: 'data_chat', message: 'x', tools: [] }).expect(400);
+    });
+
+    it('sends freeform tools as OpenAI custom tools', async () => {
+      llm.enqueue(MockReply.text('ok'));
+      const id = (await create({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'run_sql_in_ide', description: 'Runs text in the IDE' }] }).expect(201)).body.id;
+      await waitForChat(t, id, hasStatus('waiting'));
+      const tools = llm.requests[0].body!.tools as Array<Record<string, any>>;
+      expect(tools.at(-1)).toEqual({ type: 'custom', custom: { name: 'run_sql_in_ide', description: 'Runs text in the IDE' } });
+    });
+
+    it('lets an agent ask the user through ask_user', async () => {
+      await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
+        name: 'curious', label: 'Curious', instructions: 'Ask when unsure.', tools: ['query_records', 'ask_user'],
+      }).expect(201);
+      llm.enqueue(MockReply.toolCall('ask_user', { question: 'Which quarter?' }), MockReply.text('Q3 it is'));
+      const id = (await create({ agent: 'curious', message: 'sales?' }).expect(201)).body.id;
+      const paused = await waitForChat(t, id, hasStatus('requires_action'));
+      expect(paused.pendingToolCalls).toEqual([{ id: expect.any(String), name: 'ask_user', arguments: { question: 'Which quarter?' } }]);
+      expect(sentToolNames(llm, 0)).toEqual(['query_records', 'ask_user']);
+      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: paused.pendingToolCalls[0].id, output: 'Q3' }] }).expect(204);
+      await waitForChat(t, id, hasStatus('waiting'));
+      expect(sentMessages(llm, 1).find((m) => m.role === 'tool')!.content).toBe('Q3');
+    });
+  });
+
+  it('sends action_required and status changes to the owner\'s watch stream only', async () => {
+    const watch = await SseClient.open(baseUrl, '/api/v1/chats/watch', t.adminKey);
+    const otherWatch = await SseClient.open(baseUrl, '/api/v1/chats/watch', otherKey);
+    const id = await pausedChat();
+    await watch.waitFor((events) => events.some((e) => e.event === 'action_required' && e.data.chatId === id));
+    expect(watch.events.some((e) => e.event === 'created' && e.data.chatId === id)).toBe(true);
+    await t.http.delete(`/api/v1/chats/${id}`).set(bearer(t.adminKey)).expect(204);
+    await watch.waitFor((events) => events.some((e) => e.event === 'deleted' && e.data.chatId === id));
+    watch.close();
+    otherWatch.close();
+    expect(otherWatch.events.filter((e) => e.data.chatId === id)).toEqual([]);
+  });
+});
+
+describe('durable chats: requires_action expiry', () => {
+  it('errors with tool_results_timeout and writes error results so the next turn has a valid history', async () => {
+    const { t, llm } = await startAppWithMockLlm({ env: { CHAT_ACTION_TIMEOUT_MS: '300', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_POLL_INTERVAL_MS: '200' } });
+    try {
+      llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }]));
+      const id = (await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [FORM_TOOL] }).expect(201)).body.id;
+      const failed = await waitForChat(t, id, hasStatus('error'));
+      expect(failed.lastError.code).toBe('tool_results_timeout');
+      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'form_1', output: 1 }] }).expect(409);
+      llm.enqueue(MockReply.text('sorry about that'));
+      await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'still there?' }).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'));
+      const sent = sentMessages(llm, 1);
+      const toolMessage = sent.find((m) => m.role === 'tool')!;
+      expect(toolMessage.tool_call_id).toBe('form_1');
+      expect(toolMessage.content).toContain('tool_results_timeout');
+      expect(sent.at(-1)).toEqual({ role: 'user', content: 'still there?' });
+    } finally {
+      await t.close();
+      await llm.close();
+    }
+  });
+
+  it('sends freeform tools as one-string functions when the endpoint lacks custom tools', async () => {
+    const { t, llm } = await startAppWithMockLlm({ env: { LLM_CUSTOM_TOOLS_AS_FUNCTIONS: 'true', CHAT_POLL_INTERVAL_MS: '200' } });
+    try {
+      llm.enqueue(MockReply.toolCall('patch_file', { input: 'line 1\nline 2' }));
+      const id = (await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'patch_file', description: 'Apply a patch' }] }).expect(201)).body.id;
+      const paused = await waitForChat(t, id, hasStatus('requires_action'));
+      expect(paused.pendingToolCalls[0].arguments).toBe('line 1\nline 2');
+      const tools = llm.requests[0].body!.tools as Array<Record<string, any>>;
+      expect(tools.at(-1)).toMatchObject({ type: 'function', function: { name: 'patch_file', parameters: { properties: { input: { type: 'string' } }, required: ['input'] } } });
+    } finally {
+      await t.close();
+      await llm.close();
+    }
   });
 });
