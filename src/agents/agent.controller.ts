@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { Caller, Roles } from '../auth/auth.decorators';
-import { AgentListResponse, AgentResponse, AgentSpecDto, toAgentResponse, toAgentSummary } from './agent.dto';
+import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
+import { toAgentResponse, toAgentSummary } from './agent.mapper';
 import { AgentService } from './agent.service';
 
 @ApiTags('agents')

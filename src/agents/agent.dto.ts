@@ -5,7 +5,6 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
-import { Agent } from './agent.entity';
 import { AGENT_NAME_PATTERN, type AgentAccess, type AgentGuardrails, type AgentModelSettings, type AgentPlanning } from './agent.types';
 
 export class AgentModelDto implements AgentModelSettings {
@@ -87,25 +86,4 @@ export class AgentResponse extends AgentSummaryResponse {
   @ApiProperty() version: number;
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
-}
-
-export function toAgentSummary(agent: Agent): AgentSummaryResponse {
-  return { name: agent.name, label: agent.label, role: agent.role, active: agent.active };
-}
-
-export function toAgentResponse(agent: Agent): AgentResponse {
-  return {
-    ...toAgentSummary(agent),
-    description: agent.description ?? null,
-    instructions: agent.instructions,
-    model: agent.model,
-    tools: agent.tools,
-    allowedObjects: agent.allowedObjects,
-    planning: agent.planning,
-    guardrails: agent.guardrails,
-    access: agent.access,
-    version: agent.version,
-    createdAt: agent.createdAt.toISOString(),
-    updatedAt: agent.updatedAt.toISOString(),
-  };
 }

@@ -13,6 +13,7 @@ import { SeedService } from '../seed/seed.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
+import { toSpec } from './agent.mapper';
 import { AGENT_DEFAULTS, AgentSpec } from './agent.types';
 
 /** Agent specs: CRUD for admins, loading and access checks for the runtime, built-ins from seeds/agents. */
@@ -141,22 +142,4 @@ function mayUse(agent: Agent, caller: Caller): boolean {
   const { roles, subjects } = agent.access ?? {};
   if (!roles && !subjects) return true;
   return (roles ?? []).includes(caller.role) || (subjects ?? []).includes(caller.subject);
-}
-
-export function toSpec(agent: Agent): AgentSpec {
-  return {
-    name: agent.name,
-    label: agent.label,
-    role: agent.role,
-    description: agent.description ?? null,
-    instructions: agent.instructions,
-    model: agent.model,
-    tools: agent.tools,
-    allowedObjects: agent.allowedObjects,
-    planning: agent.planning,
-    guardrails: agent.guardrails,
-    access: agent.access,
-    active: agent.active,
-    version: agent.version,
-  };
 }

@@ -1,10 +1,9 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AgentService } from '../agents/agent.service';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
-import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRepository } from './chat.repository';
@@ -26,7 +25,6 @@ export class ChatService {
     private readonly events: ChatEvents,
     private readonly agents: AgentService,
     private readonly llm: LlmService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async create(caller: Caller, dto: CreateChatDto): Promise<ChatRow> {
@@ -135,10 +133,6 @@ export class ChatService {
     }));
     const messageId = await this.repo.insertMessage(em, chat.id, 'tool', parts);
     await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
-  }
-
-  get actionTimeoutMs(): number {
-    return this.config.chatActionTimeoutMs;
   }
 }
 

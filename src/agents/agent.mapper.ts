@@ -1,0 +1,31 @@
+import type { AgentResponse, AgentSummaryResponse } from './agent.dto';
+import type { Agent } from './agent.entity';
+import type { AgentSpec } from './agent.types';
+
+/** The stored agent as the runtime sees it. */
+export function toSpec(agent: Agent): AgentSpec {
+  return {
+    name: agent.name,
+    label: agent.label,
+    role: agent.role,
+    description: agent.description ?? null,
+    instructions: agent.instructions,
+    model: agent.model,
+    tools: agent.tools,
+    allowedObjects: agent.allowedObjects,
+    planning: agent.planning,
+    guardrails: agent.guardrails,
+    access: agent.access,
+    active: agent.active,
+    version: agent.version,
+  };
+}
+
+export function toAgentSummary(agent: Agent): AgentSummaryResponse {
+  return { name: agent.name, label: agent.label, role: agent.role, active: agent.active };
+}
+
+/** The admin view: the whole spec plus timestamps. */
+export function toAgentResponse(agent: Agent): AgentResponse {
+  return { ...toSpec(agent), createdAt: agent.createdAt.toISOString(), updatedAt: agent.updatedAt.toISOString() };
+}
