@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DataService } from '../../data/data.service';
 import type { MetadataService } from '../../metadata/metadata.service';
+import { createAskUserTool } from '../ask-user.tool';
 import { ToolRegistry } from '../tool.registry';
 import { createDataTools, DATA_TOOL_NAMES } from './index';
 
@@ -29,6 +30,12 @@ describe('data tool schemas', () => {
 
   it.each(DATA_TOOL_NAMES.map((name) => [name]))('%s: name, description and parameters', (name) => {
     const tool = tools.find((t) => t.name === name)!;
+    expect({ name: tool.name, description: tool.description, parameters: tool.parameters }).toMatchSnapshot();
+  });
+
+  it('ask_user: name, description and parameters (hidden from listings, paused on in durable chats)', () => {
+    const tool = createAskUserTool();
+    expect(tool.scope).toBe('platform');
     expect({ name: tool.name, description: tool.description, parameters: tool.parameters }).toMatchSnapshot();
   });
 });
