@@ -28,7 +28,7 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
  */
 export async function createApp(config: AppConfig, databaseUrl: string): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
-    logger: config.logLevel === 'silent' ? false : { level: config.logLevel === 'debug' ? 'debug' : 'info' },
+    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
     genReqId: requestId,
     bodyLimit: 2 * 1024 * 1024,
     // While draining on shutdown, new requests get a 503 instead of hanging.

@@ -94,8 +94,26 @@ export class AgentLoop {
   async runTurn(turn: AgentTurn, messages: LlmMessage[], hooks: TurnHooks = {}, signal?: AbortSignal): Promise<TurnResult> {
     const remainingMs = turn.deadline - Date.now();
     if (remainingMs <= 0) throw deadlineError();
-    const deadline = AbortSignal.timeout(remainingMs);
-    const turnSignal = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    // A timer we clear at the end, not AbortSignal.timeout/any: those keep the turn (and its
+    // conversation) reachable until the deadline passes, long after a fast turn has finished.
+    const controller = new AbortController();
+    const deadline = new AbortController();
+    const timer = setTimeout(() => {
+      deadline.abort();
+      controller.abort();
+    }, remainingMs);
+    const onAbort = () => controller.abort();
+    if (signal?.aborted) controller.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.iterate(turn, messages, hooks, controller.signal, deadline.signal);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async iterate(turn: AgentTurn, messages: LlmMessage[], hooks: TurnHooks, turnSignal: AbortSignal, deadline: AbortSignal): Promise<TurnResult> {
     const toolCalls: ExecutedToolCall[] = [];
     let iterations = turn.iterationsUsed ?? 0;
     let usage: LlmUsage = ZERO_USAGE;

@@ -1,10 +1,11 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
+import { PgPubSub } from '../database/pg-pubsub.service';
 import { ApiKey, ApiKeyEntity, ApiKeyRole } from './api-key.entity';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
@@ -15,19 +16,41 @@ export interface CreatedApiKey {
   secret: string;
 }
 
+/** How long a verified key is trusted without asking the database again (revocations clear it at once). */
+const AUTH_CACHE_TTL_MS = 30_000;
+const AUTH_CACHE_MAX = 10_000;
+const API_KEY_REVOKED = 'api_key_revoked';
+
 @Injectable()
-export class ApiKeyService {
+export class ApiKeyService implements OnModuleInit {
   private readonly logger = new Logger(ApiKeyService.name);
+  /** secret hash → caller; only valid keys are cached, so a new key works at once. */
+  private readonly verified = new Map<string, { caller: Caller; until: number }>();
 
   constructor(
     private readonly em: EntityManager,
+    private readonly pubsub: PgPubSub,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  onModuleInit(): void {
+    // A key revoked on any replica stops working on every replica.
+    this.pubsub.subscribe((event) => {
+      if (event.type === API_KEY_REVOKED || event.type === 'resync') this.verified.clear();
+    });
+  }
+
   /** The caller behind a bearer secret, or undefined for an unknown or revoked key. */
   async authenticate(secret: string): Promise<Caller | undefined> {
-    const key = await this.em.fork().findOne(ApiKeyEntity, { secretHash: hashSecret(secret), revoked: false });
-    return key ? { keyId: key.id, role: key.role, subject: key.subject } : undefined;
+    const hash = hashSecret(secret);
+    const cached = this.verified.get(hash);
+    if (cached && cached.until > Date.now()) return cached.caller;
+    const key = await this.em.fork().findOne(ApiKeyEntity, { secretHash: hash, revoked: false });
+    if (!key) return undefined;
+    const caller: Caller = { keyId: key.id, role: key.role, subject: key.subject };
+    if (this.verified.size >= AUTH_CACHE_MAX) this.verified.clear();
+    this.verified.set(hash, { caller, until: Date.now() + AUTH_CACHE_TTL_MS });
+    return caller;
   }
 
   async create(input: { name: string; role: ApiKeyRole; subject?: string }): Promise<CreatedApiKey> {
@@ -54,7 +77,9 @@ export class ApiKeyService {
         if (admins <= 1) throw new DomainError('last_admin_key', 'Cannot revoke the last active admin key');
       }
       key.revoked = true;
+      await this.pubsub.publish({ type: API_KEY_REVOKED }, em);
     });
+    this.verified.clear();
   }
 
   /**

@@ -28,6 +28,7 @@ export const ERROR_STATUS: Record<string, HttpStatus> = {
   unique_violation: HttpStatus.CONFLICT,
   last_admin_key: HttpStatus.CONFLICT,
   chat_busy: HttpStatus.CONFLICT,
+  metadata_changed: HttpStatus.CONFLICT,
   chat_not_waiting_for_tools: HttpStatus.CONFLICT,
   payload_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   rate_limited: HttpStatus.TOO_MANY_REQUESTS,

@@ -30,23 +30,24 @@ export class DataService {
   ) {}
 
   async find(objectName: string, query: FindQuery, em: EntityManager = this.em.fork()): Promise<FindResult> {
-    const object = await this.metadata.getObject(objectName, em);
-    const params = new SqlParams();
-    const projection = compileProjection(object, query.fields);
-    const where = compileWhere(object, query.where, params);
-    const orderBy = compileOrderBy(object, query.orderBy);
-    const limit = params.add(Math.min(Math.max(1, Math.floor(query.limit)), MAX_ENGINE_LIMIT));
-    const offset = params.add(Math.max(0, Math.floor(query.offset)));
-    // One statement: the window count gives the total without a second scan of the filter.
-    const rows = await runSql<Record<string, unknown>>(
-      em,
-      `select ${projection.sql}, count(*) over () as "__total" from ${objectTable(object.name)}
-        where ${where} order by ${orderBy} limit ${limit} offset ${offset}`,
-      params.values,
-    );
-    let total = rows.length ? Number(rows[0].__total) : 0;
-    if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, em, object);
-    return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
+    return this.withObject(objectName, em, async (object) => {
+      const params = new SqlParams();
+      const projection = compileProjection(object, query.fields);
+      const where = compileWhere(object, query.where, params);
+      const orderBy = compileOrderBy(object, query.orderBy);
+      const limit = params.add(Math.min(Math.max(1, Math.floor(query.limit)), MAX_ENGINE_LIMIT));
+      const offset = params.add(Math.max(0, Math.floor(query.offset)));
+      // One statement: the window count gives the total without a second scan of the filter.
+      const rows = await runSql<Record<string, unknown>>(
+        em,
+        `select ${projection.sql}, count(*) over () as "__total" from ${objectTable(object.name)}
+          where ${where} order by ${orderBy} limit ${limit} offset ${offset}`,
+        params.values,
+      );
+      let total = rows.length ? Number(rows[0].__total) : 0;
+      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, em, object);
+      return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
+    });
   }
 
   async count(objectName: string, where: unknown, em: EntityManager = this.em.fork(), known?: ObjectMeta): Promise<number> {
@@ -59,47 +60,49 @@ export class DataService {
 
   /** One record by id, or `record_not_found` (a malformed id is not found too). */
   async findOne(objectName: string, id: unknown, fields?: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
-    const object = await this.metadata.getObject(objectName, em);
-    const projection = compileProjection(object, fields);
-    if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
-    const rows = await runSql(em, `select ${projection.sql} from ${objectTable(object.name)} where "id" = $1::uuid`, [id]);
-    if (!rows.length) throw notFound(object.name, id);
-    return decodeRow(object, rows[0]);
+    return this.withObject(objectName, em, async (object) => {
+      const projection = compileProjection(object, fields);
+      if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
+      const rows = await runSql(em, `select ${projection.sql} from ${objectTable(object.name)} where "id" = $1::uuid`, [id]);
+      if (!rows.length) throw notFound(object.name, id);
+      return decodeRow(object, rows[0]);
+    });
   }
 
   /** Grouped aggregates. Functions, fields and aliases are checked before any SQL is built. */
   async aggregate(objectName: string, query: AggregateQuery, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>[]> {
-    const object = await this.metadata.getObject(objectName, em);
-    const aggregations = parseAggregations(object, query.aggregations);
-    const groupBy = parseGroupBy(object, query.groupBy);
-    const aliases = new Set(aggregations.map((a) => a.alias));
-    for (const field of groupBy) {
-      if (aliases.has(field.name)) throw new DomainError('invalid_aggregation', `Alias "${field.name}" collides with a group-by field`);
-    }
-    const params = new SqlParams();
-    const where = compileWhere(object, query.where, params);
-    const selects = [
-      ...groupBy.map((f) => quoteIdent(f.name)),
-      ...aggregations.map((a) => `${aggregateSql(object, a)} as ${quoteIdent(a.alias)}`),
-    ];
-    const orderBy = compileAggregateOrderBy(query.orderBy, groupBy, aggregations);
-    const limit = params.add(Math.min(Math.max(1, Math.floor(query.limit)), MAX_ENGINE_LIMIT));
-    const sql =
-      `select ${selects.join(', ')} from ${objectTable(object.name)} where ${where}` +
-      (groupBy.length ? ` group by ${groupBy.map((f) => quoteIdent(f.name)).join(', ')}` : '') +
-      (orderBy ? ` order by ${orderBy}` : '') +
-      ` limit ${limit}`;
-    const rows = await runSql<Record<string, unknown>>(em, sql, params.values);
-    // min/max keep their field's type (a date stays a date); counts, sums and averages are numbers.
-    const typed = aggregations.filter((a) => a.field && (a.function === 'min' || a.function === 'max'));
-    const resultObject: ObjectMeta = {
-      ...object,
-      fields: [...groupBy, ...typed.map((a) => ({ ...requireField(object, a.field!), name: a.alias }))],
-    };
-    return rows.map((row) => {
-      const out = decodeRow(resultObject, pick(row, resultObject.fields.map((f) => f.name)));
-      for (const a of aggregations) if (!typed.includes(a)) out[a.alias] = decodeAggregate(row[a.alias]);
-      return out;
+    return this.withObject(objectName, em, async (object) => {
+      const aggregations = parseAggregations(object, query.aggregations);
+      const groupBy = parseGroupBy(object, query.groupBy);
+      const aliases = new Set(aggregations.map((a) => a.alias));
+      for (const field of groupBy) {
+        if (aliases.has(field.name)) throw new DomainError('invalid_aggregation', `Alias "${field.name}" collides with a group-by field`);
+      }
+      const params = new SqlParams();
+      const where = compileWhere(object, query.where, params);
+      const selects = [
+        ...groupBy.map((f) => quoteIdent(f.name)),
+        ...aggregations.map((a) => `${aggregateSql(object, a)} as ${quoteIdent(a.alias)}`),
+      ];
+      const orderBy = compileAggregateOrderBy(query.orderBy, groupBy, aggregations);
+      const limit = params.add(Math.min(Math.max(1, Math.floor(query.limit)), MAX_ENGINE_LIMIT));
+      const sql =
+        `select ${selects.join(', ')} from ${objectTable(object.name)} where ${where}` +
+        (groupBy.length ? ` group by ${groupBy.map((f) => quoteIdent(f.name)).join(', ')}` : '') +
+        (orderBy ? ` order by ${orderBy}` : '') +
+        ` limit ${limit}`;
+      const rows = await runSql<Record<string, unknown>>(em, sql, params.values);
+      // min/max keep their field's type (a date stays a date); counts, sums and averages are numbers.
+      const typed = aggregations.filter((a) => a.field && (a.function === 'min' || a.function === 'max'));
+      const resultObject: ObjectMeta = {
+        ...object,
+        fields: [...groupBy, ...typed.map((a) => ({ ...requireField(object, a.field!), name: a.alias }))],
+      };
+      return rows.map((row) => {
+        const out = decodeRow(resultObject, pick(row, resultObject.fields.map((f) => f.name)));
+        for (const a of aggregations) if (!typed.includes(a)) out[a.alias] = decodeAggregate(row[a.alias]);
+        return out;
+      });
     });
   }
 
@@ -110,44 +113,66 @@ export class DataService {
 
   /** Inserts records in one statement (all or nothing); each is validated like a single insert. */
   async insertMany(objectName: string, inputs: unknown[], em: EntityManager = this.em.fork()): Promise<Record<string, unknown>[]> {
-    const object = await this.metadata.getObject(objectName, em);
-    if (!inputs.length) return [];
-    const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-    const columns = [...new Set(encoded.flatMap((values) => [...values.keys()]))];
-    const fields = columns.map((name) => requireField(object, name));
-    const params = new SqlParams();
-    const rowsSql = encoded.map(
-      (values) => `(${fields.map((f) => (values.has(f.name) ? `${params.add(values.get(f.name))}::${bindCast(f)}` : 'default')).join(', ')})`,
-    );
-    const sql = columns.length
-      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning *`
-      : `insert into ${objectTable(object.name)} default values returning *`;
-    const rows = await this.writeSql(object, em, sql, params.values);
-    return rows.map((row) => decodeRow(object, row));
+    return this.withObject(objectName, em, async (object) => {
+      if (!inputs.length) return [];
+      const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
+      const columns = [...new Set(encoded.flatMap((values) => [...values.keys()]))];
+      const fields = columns.map((name) => requireField(object, name));
+      const params = new SqlParams();
+      const rowsSql = encoded.map(
+        (values) => `(${fields.map((f) => (values.has(f.name) ? `${params.add(values.get(f.name))}::${bindCast(f)}` : 'default')).join(', ')})`,
+      );
+      const sql = columns.length
+        ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning *`
+        : `insert into ${objectTable(object.name)} default values returning *`;
+      const rows = await this.writeSql(object, em, sql, params.values);
+      return rows.map((row) => decodeRow(object, row));
+    });
   }
 
   /** Partial update: only the given fields change; `updated_at` moves forward. */
   async update(objectName: string, id: unknown, input: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
-    const object = await this.metadata.getObject(objectName, em);
-    const values = encodeWrite(object, input, 'update');
-    if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
-    const params = new SqlParams();
-    const sets = [...values.entries()].map(([name, value]) => {
-      const field = requireField(object, name);
-      return `${quoteIdent(name)} = ${params.add(value)}::${bindCast(field)}`;
+    return this.withObject(objectName, em, async (object) => {
+      const values = encodeWrite(object, input, 'update');
+      if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
+      const params = new SqlParams();
+      const sets = [...values.entries()].map(([name, value]) => {
+        const field = requireField(object, name);
+        return `${quoteIdent(name)} = ${params.add(value)}::${bindCast(field)}`;
+      });
+      sets.push(`"updated_at" = now()`);
+      const sql = `update ${objectTable(object.name)} set ${sets.join(', ')} where "id" = ${params.add(id)}::uuid returning *`;
+      const rows = await this.writeSql(object, em, sql, params.values);
+      if (!rows.length) throw notFound(object.name, id);
+      return decodeRow(object, rows[0]);
     });
-    sets.push(`"updated_at" = now()`);
-    const sql = `update ${objectTable(object.name)} set ${sets.join(', ')} where "id" = ${params.add(id)}::uuid returning *`;
-    const rows = await this.writeSql(object, em, sql, params.values);
-    if (!rows.length) throw notFound(object.name, id);
-    return decodeRow(object, rows[0]);
   }
 
   async delete(objectName: string, id: unknown, em: EntityManager = this.em.fork()): Promise<void> {
+    return this.withObject(objectName, em, async (object) => {
+      if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
+      const rows = await this.writeSql(object, em, `delete from ${objectTable(object.name)} where "id" = $1::uuid returning "id"`, [id]);
+      if (!rows.length) throw notFound(object.name, id);
+    });
+  }
+
+  /**
+   * Runs `work` with the object's (cached) definition. If the table no longer matches it (another
+   * replica changed the object a moment ago), the cache is dropped and the call runs once more.
+   */
+  private async withObject<T>(objectName: string, em: EntityManager, work: (object: ObjectMeta) => Promise<T>): Promise<T> {
     const object = await this.metadata.getObject(objectName, em);
-    if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
-    const rows = await this.writeSql(object, em, `delete from ${objectTable(object.name)} where "id" = $1::uuid returning "id"`, [id]);
-    if (!rows.length) throw notFound(object.name, id);
+    try {
+      return await work(object);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code !== '42703' && code !== '42P01') throw error;
+      this.metadata.invalidate();
+      if (em.isInTransaction()) {
+        throw new DomainError('metadata_changed', `The definition of "${objectName}" changed while the query ran; try again`);
+      }
+      return work(await this.metadata.getObject(objectName, em));
+    }
   }
 
   /** Runs a write and turns constraint violations into errors that name the field. */

@@ -1,7 +1,8 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
+import { PgPubSub } from '../database/pg-pubsub.service';
 import { runSql } from '../database/sql';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
 import { CreateFieldDto, CreateObjectDto, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
@@ -14,6 +15,8 @@ import { ObjectTableDdl } from './object-table.ddl';
 
 /** Fields per object: far below Postgres' 1,600 columns, far above any sane spreadsheet. */
 const MAX_FIELDS = 500;
+/** Event telling every replica to drop its cached definitions. */
+const METADATA_CHANGED = 'metadata_changed';
 /** Advisory lock taken by every metadata write, so concurrent DDL cannot interleave. */
 const METADATA_LOCK_KEY = 727_010;
 
@@ -29,8 +32,31 @@ export interface ObjectSummary {
  * its DDL commit in one transaction: a failed statement leaves both as they were.
  */
 @Injectable()
-export class MetadataService {
-  constructor(private readonly em: EntityManager) {}
+export class MetadataService implements OnModuleInit {
+  /**
+   * Object definitions by name, shared by every request of this replica. Every metadata write
+   * clears it here and, through NOTIFY, on every other replica; `generation` keeps a load that
+   * raced with a write from storing what it read before the write.
+   */
+  private readonly cache = new Map<string, ObjectMeta>();
+  private generation = 0;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly pubsub: PgPubSub,
+  ) {}
+
+  onModuleInit(): void {
+    this.pubsub.subscribe((event) => {
+      if (event.type === METADATA_CHANGED || event.type === 'resync') this.invalidate();
+    });
+  }
+
+  /** Forgets every cached definition (after a write, or when a query met a schema that moved on). */
+  invalidate(): void {
+    this.generation++;
+    this.cache.clear();
+  }
 
   async listObjects(em: EntityManager = this.em.fork()): Promise<ObjectSummary[]> {
     const rows = await runSql<{ name: string; label: string; description: string | null; field_count: string }>(
@@ -42,8 +68,18 @@ export class MetadataService {
     return rows.map((r) => ({ name: r.name, label: r.label, description: r.description, fieldCount: Number(r.field_count) }));
   }
 
-  /** The object with its fields (system fields first); `object_not_found` when absent. */
+  /** The object with its fields (system fields first), from the cache; `object_not_found` when absent. */
   async getObject(name: string, em: EntityManager = this.em.fork()): Promise<ObjectMeta> {
+    const cached = this.cache.get(name);
+    if (cached) return cached;
+    const generation = this.generation;
+    const object = await this.loadObject(name, em);
+    if (generation === this.generation) this.cache.set(name, deepFreeze(object));
+    return object;
+  }
+
+  /** Reads the definition from the database (inside metadata writes: their own uncommitted state). */
+  private async loadObject(name: string, em: EntityManager): Promise<ObjectMeta> {
     const object = isStorableName(name) ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
     if (!object) {
       const available = (await this.listObjects(em)).map((o) => o.name);
@@ -77,7 +113,7 @@ export class MetadataService {
         await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true });
       }
       await em.flush();
-      return this.getObject(dto.name, em);
+      return this.loadObject(dto.name, em);
     });
   }
 
@@ -88,7 +124,7 @@ export class MetadataService {
       if (dto.description !== undefined) object.description = dto.description;
       object.updatedAt = new Date();
       await em.flush();
-      return this.getObject(name, em);
+      return this.loadObject(name, em);
     });
   }
 
@@ -131,7 +167,7 @@ export class MetadataService {
       await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, { selfName: objectName, tableEmpty });
       object.updatedAt = new Date();
       await em.flush();
-      return findField(await this.getObject(objectName, em), dto.name);
+      return findField(await this.loadObject(objectName, em), dto.name);
     });
   }
 
@@ -190,11 +226,18 @@ export class MetadataService {
   }
 
   /** One serialised transaction per metadata write; DDL and metadata rows commit or roll back together. */
-  private write<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return this.em.fork().transactional(async (em) => {
-      await runSql(em, 'select pg_advisory_xact_lock($1)', [METADATA_LOCK_KEY]);
-      return work(em);
-    });
+  private async write<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    try {
+      return await this.em.fork().transactional(async (em) => {
+        await runSql(em, 'select pg_advisory_xact_lock($1)', [METADATA_LOCK_KEY]);
+        const result = await work(em);
+        // Delivered on commit, to this replica too.
+        await this.pubsub.publish({ type: METADATA_CHANGED }, em);
+        return result;
+      });
+    } finally {
+      this.invalidate();
+    }
   }
 
   private async addFieldInTransaction(
@@ -265,7 +308,7 @@ export class MetadataService {
   }
 
   private async hasNulls(em: EntityManager, objectName: string, fieldName: string): Promise<boolean> {
-    const column = quoteIdent(findField(await this.getObject(objectName, em), fieldName).name);
+    const column = quoteIdent(findField(await this.loadObject(objectName, em), fieldName).name);
     return (await runSql(em, `select 1 from ${objectTable(objectName)} where ${column} is null limit 1`)).length > 0;
   }
 }
@@ -314,4 +357,13 @@ function toObjectMeta(object: ObjectDefinition, fields: FieldDefinition[]): Obje
     description: object.description ?? null,
     fields: [...SYSTEM_FIELDS, ...fields.map(toFieldMeta)],
   };
+}
+
+/** Cached definitions are shared by concurrent requests: freezing makes an accidental mutation throw. */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }

@@ -19,7 +19,7 @@ describe('durable chats', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({
-      env: { SEED: 'true', CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_ACTION_TIMEOUT_MS: '60000', SSE_KEEPALIVE_MS: '1000', LOG_LEVEL: 'warn' },
+      env: { SEED: 'true', CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_ACTION_TIMEOUT_MS: '60000', SSE_KEEPALIVE_MS: '1000' },
     }));
     baseUrl = await listen(t);
     otherKey = (await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'other', role: 'member', subject: 'someone-else' }).expect(201)).body.secret;

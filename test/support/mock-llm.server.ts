@@ -209,7 +209,8 @@ export class MockLlmServer {
   ) {}
 
   /** Starts a server on a random free port of 127.0.0.1. */
-  static async start(): Promise<MockLlmServer> {
+  /** Listens on 127.0.0.1, on `options.port` or a random free port (the default, for tests). */
+  static async start(options: { port?: number } = {}): Promise<MockLlmServer> {
     // The handler needs the instance and the instance needs the listening port, hence the holder.
     const holder: { instance?: MockLlmServer } = {};
     const server = createServer((req, res) => {
@@ -217,7 +218,7 @@ export class MockLlmServer {
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
+      server.listen(options.port ?? 0, '127.0.0.1', () => {
         server.off('error', reject);
         resolve();
       });

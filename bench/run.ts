@@ -1,0 +1,639 @@
+/**
+ * `npm run bench`: starts an embedded PostgreSQL, the mock model server and the real application
+ * (bench/server.ts, in a child process), measures bounded loads over loopback, writes BENCHMARKS.md
+ * and prints it, then stops and deletes everything it started. Not part of `npm test`.
+ */
+import { ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { openSync, closeSync, readFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { arch, cpus, loadavg, platform, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
+import { projectRoot } from '../src/common/project-root';
+import { RunningPostgres, startEmbeddedPostgres } from '../src/database/embedded-postgres.launcher';
+import { DynamicStep, MockLlmServer, MockReply } from '../test/support/mock-llm.server';
+import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runLoad, timeRuns } from './load';
+import { BenchReport, Goal, MemoryReading, renderReport, ScenarioResult, throughput, TimedStep } from './report';
+import type { ChildMessage, ParentMessage, StartupTimings } from './server';
+
+const COMMAND = 'npm run bench';
+const WARMUP_REQUESTS = 100;
+const SCALE_ROWS = 200_000;
+const SCALE_RUNS = 15;
+
+function log(message: string): void {
+  process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)}s] ${message}\n`);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Statement counts and execution time in PostgreSQL (pg_stat_statements, loaded by the bench's own
+ * cluster), to show how much of a request is database work and how many round trips it makes.
+ */
+class DbStats {
+  private constructor(private readonly client: Client, private readonly database: string) {}
+
+  static async open(url: string, database: string): Promise<DbStats> {
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    await client.query('create extension if not exists pg_stat_statements');
+    return new DbStats(client, database);
+  }
+
+  async reset(): Promise<void> {
+    await this.client.query('select pg_stat_statements_reset()');
+  }
+
+  /** Statements of the app's database since the last reset, most called first (our own queries left out). */
+  async read(): Promise<Array<{ query: string; calls: number; totalMs: number }>> {
+    const { rows } = await this.client.query<{ query: string; calls: string; total_ms: number }>(
+      `select s.query, s.calls, s.total_exec_time::float8 as total_ms
+         from pg_stat_statements s join pg_database d on d.oid = s.dbid
+        where d.datname = $1 and s.query not ilike '%pg_stat_statements%'
+        order by s.calls desc, s.total_exec_time desc`,
+      [this.database],
+    );
+    return rows.map((r) => ({ query: r.query, calls: Number(r.calls), totalMs: r.total_ms }));
+  }
+
+  close(): Promise<void> {
+    return this.client.end();
+  }
+}
+
+/** The application process, driven over IPC. */
+class AppProcess {
+  private readonly waiting: Array<{ type: ChildMessage['type']; resolve: (m: ChildMessage) => void }> = [];
+  private exited = false;
+  private failure?: string;
+
+  private constructor(private readonly child: ChildProcess, private readonly logFile: string) {
+    child.on('message', (message: ChildMessage) => {
+      if (message.type === 'failed') this.failure = message.error;
+      const index = this.waiting.findIndex((w) => w.type === message.type);
+      if (index >= 0) this.waiting.splice(index, 1)[0].resolve(message);
+    });
+    child.on('exit', (code) => {
+      this.exited = true;
+      for (const w of this.waiting.splice(0)) {
+        w.resolve({ type: 'failed', error: this.failure ?? `app process exited with code ${code}; log tail:\n${this.logTail()}` });
+      }
+    });
+  }
+
+  static start(env: Record<string, string>, logFile: string): AppProcess {
+    const fd = openSync(logFile, 'a');
+    try {
+      const child = fork(join(__dirname, 'server.js'), [], {
+        // BENCH_APP_EXEC_ARGV: extra node flags for the app process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+        execArgv: ['--enable-source-maps', '--expose-gc', ...(process.env.BENCH_APP_EXEC_ARGV ?? '').split(' ').filter(Boolean)],
+        env: { PATH: process.env.PATH ?? '', ...env },
+        stdio: ['ignore', fd, fd, 'ipc'],
+      });
+      return new AppProcess(child, logFile);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  private request<T extends ChildMessage['type']>(type: T, message?: ParentMessage): Promise<Extract<ChildMessage, { type: T }>> {
+    if (this.exited) return Promise.reject(new Error(this.failure ?? 'app process is not running'));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({
+        type,
+        resolve: (m) => (m.type === 'failed' ? reject(new Error(`app process failed: ${m.error}`)) : resolve(m as Extract<ChildMessage, { type: T }>)),
+      });
+      if (message) this.child.send(message);
+    });
+  }
+
+  ready() {
+    return this.request('ready');
+  }
+
+  async memory(label: string): Promise<MemoryReading> {
+    const { memory, liveHeap } = await this.request('memory', { type: 'memory' });
+    return { label, rss: memory.rss, heapUsed: memory.heapUsed, heapTotal: memory.heapTotal, external: memory.external, liveHeap };
+  }
+
+  async stop(): Promise<number | undefined> {
+    if (this.exited) return undefined;
+    const stopped = await this.request('stopped', { type: 'stop' }).catch(() => undefined);
+    await this.waitForExit(10_000);
+    return stopped?.closeMs;
+  }
+
+  /** Last resort: the process by its own id, never by name. */
+  kill(): void {
+    if (!this.exited) this.child.kill('SIGKILL');
+  }
+
+  private waitForExit(timeoutMs: number): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.kill();
+        resolve();
+      }, timeoutMs);
+      this.child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  logTail(): string {
+    try {
+      return readFileSync(this.logFile, 'utf8').split('\n').slice(-20).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+}
+
+// -----------------------------------------------------------------------------------------------
+// Scenarios
+// -----------------------------------------------------------------------------------------------
+
+interface Scenario {
+  name: string;
+  description: string;
+  /** Requests at concurrency 1 and at concurrency 8. */
+  counts: [number, number];
+  make(i: number): HttpRequest;
+  check(res: HttpResponse): boolean;
+  /** Called before each measured (or warm-up) run with its request count. */
+  before?(requests: number): void;
+  after?(): void;
+}
+
+const q = (params: Record<string, unknown>) =>
+  Object.entries(params)
+    .map(([k, v]) => `${k}=${encodeURIComponent(typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v))}`)
+    .join('&');
+
+function scenarios(llm: MockLlmServer): Scenario[] {
+  const chatStep: DynamicStep = (request) => {
+    const messages = (request.body?.messages ?? []) as Array<{ role?: string }>;
+    if (messages.at(-1)?.role === 'tool') {
+      return MockReply.text('The five largest won deals are listed above; the largest is worth 9,180,000 USD.');
+    }
+    return MockReply.toolCall('query_records', {
+      objectName: 'deal',
+      where: { stage: 'won' },
+      fields: ['name', 'amount', 'close_date'],
+      orderBy: [{ field: 'amount', order: 'desc' }],
+      limit: 5,
+    });
+  };
+  return [
+    {
+      name: 'records page',
+      description: 'GET deal records: `stage $in [proposal, negotiation]`, `amount $gt`, orderBy amount desc, limit 50',
+      counts: [500, 2000],
+      make: (i) => ({
+        method: 'GET',
+        path:
+          '/api/v1/objects/deal/records?' +
+          q({
+            where: { stage: { $in: ['proposal', 'negotiation'] }, amount: { $gt: 10_000 + (i % 10) * 1_000 } },
+            orderBy: [{ field: 'amount', order: 'desc' }],
+            limit: 50,
+          }),
+      }),
+      check: (res) => (JSON.parse(res.body) as { records: unknown[] }).records.length === 50,
+    },
+    {
+      name: 'deep page',
+      description: 'GET deal records: orderBy close_date, limit 50, offset 1900 (of 2,000)',
+      counts: [500, 2000],
+      make: () => ({
+        method: 'GET',
+        path: '/api/v1/objects/deal/records?' + q({ orderBy: [{ field: 'close_date', order: 'asc' }], limit: 50, offset: 1900 }),
+      }),
+      check: (res) => {
+        const body = JSON.parse(res.body) as { records: unknown[]; total: number };
+        return body.records.length === 50 && body.total === 2000;
+      },
+    },
+    {
+      name: 'aggregate',
+      description: 'POST deal aggregate: groupBy stage, count + sum(amount)',
+      counts: [500, 2000],
+      make: () => ({
+        method: 'POST',
+        path: '/api/v1/objects/deal/aggregate',
+        body: {
+          groupBy: ['stage'],
+          aggregations: [
+            { function: 'count', alias: 'deals' },
+            { function: 'sum', field: 'amount', alias: 'total' },
+          ],
+        },
+      }),
+      check: (res) => (JSON.parse(res.body) as { rows: unknown[] }).rows.length === 6,
+    },
+    {
+      name: 'tool execute',
+      description: 'POST tools/query_records/execute: won deals, 3 fields, orderBy amount desc, limit 20',
+      counts: [500, 2000],
+      make: () => ({
+        method: 'POST',
+        path: '/api/v1/ai/tools/query_records/execute',
+        body: {
+          arguments: {
+            objectName: 'deal',
+            where: { stage: 'won' },
+            fields: ['name', 'amount', 'close_date'],
+            orderBy: [{ field: 'amount', order: 'desc' }],
+            limit: 20,
+          },
+        },
+      }),
+      check: (res) => {
+        const body = JSON.parse(res.body) as { isError: boolean; result: { count: number } };
+        return !body.isError && body.result.count === 20;
+      },
+    },
+    {
+      name: 'agent chat',
+      description: 'POST agents/data_chat/chat: model → query_records → model (mock model, no delay)',
+      counts: [200, 800],
+      make: () => ({
+        method: 'POST',
+        path: '/api/v1/ai/agents/data_chat/chat',
+        body: { messages: [{ role: 'user', content: 'Which won deals are the largest?' }] },
+      }),
+      check: (res) => {
+        const body = JSON.parse(res.body) as { finishReason: string; toolCalls: Array<{ isError: boolean; result: { count: number } }> };
+        return body.finishReason === 'stop' && body.toolCalls.length === 1 && !body.toolCalls[0].isError && body.toolCalls[0].result.count === 5;
+      },
+      before: (requests) => {
+        llm.reset();
+        for (let i = 0; i < requests * 2; i++) llm.enqueue(chatStep);
+      },
+      after: () => {
+        if (llm.pendingSteps !== 0) throw new Error(`mock model: ${llm.pendingSteps} scripted steps left unused`);
+        llm.reset();
+      },
+    },
+  ];
+}
+
+async function runScenario(client: HttpClient, s: Scenario, db: DbStats): Promise<ScenarioResult> {
+  const runs: LoadResult[] = [];
+  const measure = async (requests: number, concurrency: number) => {
+    s.before?.(requests);
+    const result = await runLoad({ client, requests, concurrency, make: s.make, check: s.check });
+    s.after?.();
+    return result;
+  };
+  const warmup = await measure(WARMUP_REQUESTS, 8);
+  if (warmup.errors) throw new Error(`${s.name}: warm-up failed: ${warmup.errorSamples.join('\n')}`);
+  let database: ScenarioResult['database'];
+  for (const [index, concurrency] of [1, 8].entries()) {
+    if (concurrency === 1) await db.reset();
+    const result = await measure(s.counts[index], concurrency);
+    if (concurrency === 1) {
+      const statements = await db.read();
+      const perRequest = (n: number) => n / result.requests;
+      database = {
+        statementsPerRequest: perRequest(statements.reduce((sum, st) => sum + st.calls, 0)),
+        dbMsPerRequest: perRequest(statements.reduce((sum, st) => sum + st.totalMs, 0)),
+        top: statements.slice(0, 8).map((st) => ({ query: st.query, perRequest: perRequest(st.calls), meanMs: st.totalMs / st.calls })),
+      };
+      log(`${s.name}: ${database.statementsPerRequest.toFixed(1)} statements and ${database.dbMsPerRequest.toFixed(2)} ms of execution in PostgreSQL per request`);
+    }
+    const l = result.latencies;
+    log(
+      `${s.name} c=${concurrency}: ${result.requests} req, ${result.errors} errors, p50 ${percentile(l, 50).toFixed(2)} ms, ` +
+        `p95 ${percentile(l, 95).toFixed(2)} ms, p99 ${percentile(l, 99).toFixed(2)} ms, ${throughput(result).toFixed(0)} req/s`,
+    );
+    for (const sample of result.errorSamples) log(`  error: ${sample}`);
+    runs.push(result);
+  }
+  return { name: s.name, description: s.description, runs, database };
+}
+
+// -----------------------------------------------------------------------------------------------
+// Data engine at scale
+// -----------------------------------------------------------------------------------------------
+
+async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: string): Promise<BenchReport['scale']> {
+  await admin.json(
+    {
+      method: 'POST',
+      path: '/api/v1/objects',
+      body: {
+        name: 'bench_event',
+        label: 'Bench event',
+        description: 'Synthetic rows for the data-engine benchmark',
+        fields: [
+          { name: 'category', label: 'Category', type: 'select', options: Array.from({ length: 10 }, (_, i) => `c${i}`), indexed: true },
+          { name: 'region', label: 'Region', type: 'select', options: ['emea', 'amer', 'apac'] },
+          { name: 'amount', label: 'Amount', type: 'currency' },
+          { name: 'quantity', label: 'Quantity', type: 'integer' },
+          { name: 'happened_on', label: 'Happened on', type: 'date' },
+        ],
+      },
+    },
+    201,
+  );
+  let started = performance.now();
+  await sql(
+    databaseUrl,
+    `insert into "data"."bench_event" ("category", "region", "amount", "quantity", "happened_on")
+     select 'c' || (g % 10), (array['emea', 'amer', 'apac'])[1 + g % 3], ((g::bigint * 7919) % 100000) / 100.0,
+            1 + (g * 31) % 50, date '2024-01-01' + (g % 730)
+     from generate_series(1, $1::int) as g`,
+    [SCALE_ROWS],
+  );
+  const insertMs = performance.now() - started;
+  started = performance.now();
+  await sql(databaseUrl, 'analyze "data"."bench_event"');
+  const analyzeMs = performance.now() - started;
+  log(`scale: inserted ${SCALE_ROWS} rows in ${insertMs.toFixed(0)} ms, analyze ${analyzeMs.toFixed(0)} ms`);
+
+  const [expected] = await sql<{ n: string; groups: string; total: string }>(
+    databaseUrl,
+    `select (select count(*) from "data"."bench_event" where "category" = 'c3' and "amount" > 500) as n,
+            (select count(distinct "category") from "data"."bench_event") as groups,
+            (select sum("amount") from "data"."bench_event") as total`,
+  );
+  const filter = { category: 'c3', amount: { $gt: 500 } };
+  const steps: Array<{ name: string; description: string; request: HttpRequest; check(body: any): boolean }> = [
+    {
+      name: 'aggregate, all rows',
+      description: 'POST aggregate: groupBy category, count + sum(amount) + avg(quantity)',
+      request: {
+        method: 'POST',
+        path: '/api/v1/objects/bench_event/aggregate',
+        body: {
+          groupBy: ['category'],
+          aggregations: [
+            { function: 'count', alias: 'n' },
+            { function: 'sum', field: 'amount', alias: 'total' },
+            { function: 'avg', field: 'quantity', alias: 'avg_quantity' },
+          ],
+        },
+      },
+      check: (body: { rows: Array<{ n: number; total: number }> }) =>
+        body.rows.length === Number(expected.groups) &&
+        body.rows.reduce((sum, r) => sum + r.n, 0) === SCALE_ROWS &&
+        Math.abs(body.rows.reduce((sum, r) => sum + r.total, 0) - Number(expected.total)) < 1,
+    },
+    {
+      name: 'filtered count',
+      description: 'POST aggregate: count where category = c3 and amount > 500',
+      request: { method: 'POST', path: '/api/v1/objects/bench_event/aggregate', body: { where: filter, aggregations: [{ function: 'count', alias: 'n' }] } },
+      check: (body: { rows: Array<{ n: number }> }) => body.rows[0]?.n === Number(expected.n),
+    },
+    {
+      name: 'filtered page with total',
+      description: 'GET records: same filter, orderBy amount desc, limit 50 (total by window count)',
+      request: {
+        method: 'GET',
+        path: '/api/v1/objects/bench_event/records?' + q({ where: filter, orderBy: [{ field: 'amount', order: 'desc' }], limit: 50 }),
+      },
+      check: (body: { records: unknown[]; total: number }) => body.records.length === 50 && body.total === Number(expected.n),
+    },
+  ];
+  const timed: TimedStep[] = [];
+  for (const step of steps) {
+    for (let i = 0; i < 3; i++) {
+      const body = await member.json(step.request);
+      if (!step.check(body)) throw new Error(`scale: ${step.name} returned a wrong result: ${JSON.stringify(body).slice(0, 500)}`);
+    }
+    const durations = await timeRuns(SCALE_RUNS, async () => {
+      await member.json(step.request);
+    });
+    log(`scale: ${step.name}: p50 ${percentile(durations, 50).toFixed(1)} ms, p95 ${percentile(durations, 95).toFixed(1)} ms`);
+    timed.push({ name: step.name, description: step.description, durations });
+  }
+  return { rows: SCALE_ROWS, insertMs, analyzeMs, steps: timed };
+}
+
+// -----------------------------------------------------------------------------------------------
+// Goals
+// -----------------------------------------------------------------------------------------------
+
+function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
+  const run = (name: string, concurrency: number) => report.scenarios.find((s) => s.name === name)?.runs.find((r) => r.concurrency === concurrency);
+  const p95 = (name: string, concurrency: number) => percentile(run(name, concurrency)?.latencies ?? [], 95);
+  const step = (name: string) => percentile(report.scale.steps.find((s) => s.name === name)?.durations ?? [], 95);
+  const latencyGoal = (label: string, value: number, limit: number): Goal => ({
+    name: label,
+    target: `< ${limit} ms`,
+    measured: `${value.toFixed(1)} ms`,
+    met: value < limit,
+  });
+  const records8 = run('records page', 8);
+  const afterLoad = report.memory.find((m) => m.label.startsWith('after the HTTP load'));
+  const peakRss = Math.max(...report.memory.map((m) => m.rss));
+  const liveGrowth = report.memory.length ? report.memory[report.memory.length - 1].liveHeap - report.memory[0].liveHeap : 0;
+  const errors = report.scenarios.reduce((sum, s) => sum + s.runs.reduce((n, r) => n + r.errors, 0), 0);
+  const initNoSeed = report.startup.initToListenMs - report.startup.seedMs;
+  return [
+    latencyGoal('records page (50 deals, filtered + sorted), p95 at 8 in flight', p95('records page', 8), 50),
+    {
+      name: 'records page throughput at 8 in flight',
+      target: '>= 200 req/s',
+      measured: records8 ? `${throughput(records8).toFixed(0)} req/s` : 'n/a',
+      met: records8 ? throughput(records8) >= 200 : false,
+    },
+    latencyGoal('deep page (offset 1900), p95 at 8 in flight', p95('deep page', 8), 100),
+    latencyGoal('aggregate over 2,000 deals, p95 at 8 in flight', p95('aggregate', 8), 50),
+    latencyGoal('tool execute query_records, p95 at 8 in flight', p95('tool execute', 8), 50),
+    latencyGoal('agent chat overhead (one tool round, model time excluded), p95 at 8 in flight', p95('agent chat', 8), 100),
+    latencyGoal(`aggregate over ${report.scale.rows.toLocaleString('en-US')} rows, p95`, step('aggregate, all rows'), 500),
+    latencyGoal(`filtered count over ${report.scale.rows.toLocaleString('en-US')} rows, p95`, step('filtered count'), 500),
+    {
+      name: 'app start on an empty database (createApp + migrations → listening, seeding excluded)',
+      target: '< 5000 ms',
+      measured: `${initNoSeed.toFixed(0)} ms`,
+      met: initNoSeed < 5000,
+    },
+    { name: 'sample-data seeding', target: '< 15000 ms', measured: `${report.startup.seedMs.toFixed(0)} ms`, met: report.startup.seedMs < 15000 },
+    {
+      name: 'live JS heap after the HTTP load (after a full GC)',
+      target: '< 150 MB',
+      measured: afterLoad ? `${(afterLoad.liveHeap / 1024 / 1024).toFixed(0)} MB` : 'n/a',
+      met: afterLoad ? afterLoad.liveHeap < 150 * 1024 * 1024 : false,
+    },
+    {
+      name: 'live JS heap growth across all load (leak check: last reading minus first)',
+      target: '< 25 MB',
+      measured: `${(liveGrowth / 1024 / 1024).toFixed(1)} MB`,
+      met: liveGrowth < 25 * 1024 * 1024,
+    },
+    { name: 'RSS of the app process, highest reading', target: '< 600 MB', measured: `${(peakRss / 1024 / 1024).toFixed(0)} MB`, met: peakRss < 600 * 1024 * 1024 },
+    { name: 'failed requests in all HTTP scenarios', target: '0', measured: String(errors), met: errors === 0 },
+  ];
+}
+
+// -----------------------------------------------------------------------------------------------
+// Main
+// -----------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const benchStarted = performance.now();
+  const loadBefore = loadavg();
+  const root = await mkdtemp(join(tmpdir(), 'data-copilot-bench-'));
+  // As root, Postgres runs as the `postgres` user, which must be able to pass through this folder.
+  await chmod(root, 0o711);
+  const cleanups: Array<() => Promise<void> | void> = [() => rm(root, { recursive: true, force: true })];
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      for (const step of cleanups.reverse()) {
+        try {
+          await step();
+        } catch (error) {
+          log(`cleanup: ${String(error)}`);
+        }
+      }
+    })());
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`${signal}: cleaning up`);
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  try {
+    log(`temporary folder ${root}`);
+    let started = performance.now();
+    const pgOptions = { dataDir: join(root, 'pg'), port: await freePort(), persistent: true };
+    const first = await startEmbeddedPostgres(pgOptions);
+    const postgresStartMs = performance.now() - started;
+    // pg_stat_statements must be preloaded: set it, restart. The cluster is deleted with the temporary folder.
+    await sql(first.url, "alter system set shared_preload_libraries = 'pg_stat_statements'");
+    await first.stop();
+    const postgres: RunningPostgres = await startEmbeddedPostgres(pgOptions);
+    cleanups.push(() => postgres.stop());
+    await sql(postgres.url, 'create database bench_app');
+    const databaseUrl = postgres.urlFor('bench_app');
+    const [{ server_version: postgresVersion }] = await sql<{ server_version: string }>(databaseUrl, 'show server_version');
+    log(`PostgreSQL ${postgresVersion} started in ${postgresStartMs.toFixed(0)} ms`);
+
+    const db = await DbStats.open(databaseUrl, 'bench_app');
+    cleanups.push(() => db.close());
+    const llm = await MockLlmServer.start();
+    cleanups.push(() => llm.close());
+
+    const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
+    const app = AppProcess.start(
+      {
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: databaseUrl,
+        DATA_DIR: join(root, 'app-data'),
+        ADMIN_API_KEY: adminKey,
+        OPENAI_BASE_URL: llm.url,
+        OPENAI_API_KEY: 'sk-bench',
+        LLM_MODEL: 'mock-model',
+        LLM_MAX_RETRIES: '0',
+        SEED: 'true',
+        LOG_LEVEL: 'info',
+      },
+      join(root, 'app.log'),
+    );
+    cleanups.push(() => app.kill());
+    const ready = await app.ready();
+    const startup: StartupTimings = ready.timings;
+    log(
+      `app listening on 127.0.0.1:${ready.port} (pid ${app.pid}): create ${startup.createMs.toFixed(0)} ms, ` +
+        `migrations ${startup.migrationsMs.toFixed(0)} ms, seeding ${startup.seedMs.toFixed(0)} ms`,
+    );
+
+    const admin = new HttpClient(ready.port, { authorization: `Bearer ${adminKey}` });
+    cleanups.push(() => admin.close());
+    const { secret } = await admin.json<{ secret: string }>({ method: 'POST', path: '/api/v1/api-keys', body: { name: 'bench member', role: 'member' } }, 201);
+    const member = new HttpClient(ready.port, { authorization: `Bearer ${secret}` }, 16);
+    cleanups.push(() => member.close());
+
+    const memory: MemoryReading[] = [];
+    memory.push(await app.memory('after start and seeding, before any load'));
+    const results: ScenarioResult[] = [];
+    for (const scenario of scenarios(llm)) results.push(await runScenario(member, scenario, db));
+    memory.push(await app.memory('after the HTTP load (all scenarios above)'));
+    const scale = await scaleRun(admin, member, databaseUrl);
+    memory.push(await app.memory(`after the ${SCALE_ROWS.toLocaleString('en-US')}-row run`));
+
+    admin.close();
+    member.close();
+    const shutdownMs = await app.stop();
+
+    const notes: string[] = [
+      `Load average of the machine when the run started (1/5/15 min): ${loadBefore.map((l) => l.toFixed(2)).join(' / ')}; ` +
+        `when it ended: ${loadavg().map((l) => l.toFixed(2)).join(' / ')}. Other work on the machine shows up in every figure.`,
+    ];
+    const errors = results.flatMap((s) => s.runs.flatMap((r) => r.errorSamples.map((e) => `${s.name} c=${r.concurrency}: ${e}`)));
+    notes.push(...errors.slice(0, 10).map((e) => `error sample: \`${e.replace(/\|/g, '\\|').replace(/`/g, "'")}\``));
+    const partial: Omit<BenchReport, 'goals'> = {
+      command: COMMAND,
+      date: new Date().toISOString(),
+      machine: {
+        cores: cpus().length,
+        cpuModel: cpus()[0]?.model?.trim() ?? 'unknown CPU',
+        totalMemoryBytes: totalmem(),
+        node: process.version,
+        platform: `${platform()} ${arch()}`,
+        postgres: postgresVersion,
+      },
+      totalSeconds: 0,
+      postgresStartMs,
+      startup,
+      shutdownMs,
+      scenarios: results,
+      memory,
+      scale,
+      notes,
+    };
+    await cleanup();
+    partial.totalSeconds = (performance.now() - benchStarted) / 1000;
+    const report: BenchReport = { ...partial, goals: goals(partial) };
+    const markdown = renderReport(report);
+    const file = join(projectRoot(), 'BENCHMARKS.md');
+    await writeFile(file, markdown);
+    process.stdout.write(markdown + '\n');
+    log(`wrote ${file}`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);
