@@ -36,7 +36,11 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    await this.client?.end().catch(() => undefined);
+    const client = this.client;
+    if (!client) return;
+    // A LISTEN connection that stopped answering must not hold up shutdown.
+    const timeout = new Promise<void>((resolve) => setTimeout(resolve, 2_000).unref());
+    await Promise.race([client.end().catch(() => undefined), timeout]);
   }
 
   subscribe(listener: Listener): () => void {
