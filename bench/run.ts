@@ -7,7 +7,7 @@ import { ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freePort } from '../test/support/free-port';
 import { arch, cpus, loadavg, platform, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -26,17 +26,6 @@ const SCALE_RUNS = 15;
 
 function log(message: string): void {
   process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)}s] ${message}\n`);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {

@@ -36,7 +36,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const reply = http.getResponse<FastifyReply>();
     const request = http.getRequest<FastifyRequest>();
     const { status, body } = this.toResponse(exception, request);
-    if (status >= 500) {
+    if (status >= 500 && exception instanceof DomainError) {
+      // An expected condition (model endpoint down, not configured): one line, no stack.
+      this.logger.warn({ msg: 'request failed', requestId: request.id, code: exception.code, error: exception.message });
+    } else if (status >= 500) {
       this.logger.error({ msg: 'request failed', requestId: request.id, err: describe(exception) });
     }
     if (reply.sent || reply.raw.headersSent) {

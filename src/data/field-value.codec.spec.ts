@@ -8,10 +8,7 @@ import {
   encodeFieldValue,
   parseTextArray,
 } from './field-value.codec';
-
-function field(name: string, type: FieldType | 'uuid', extra: Partial<FieldMeta> = {}): FieldMeta {
-  return { name, label: name, type, required: false, unique: false, indexed: false, ...extra };
-}
+import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const f = {
   name: field('name', 'text'),
@@ -33,17 +30,6 @@ const f = {
 };
 
 const deal: ObjectMeta = { name: 'deal', label: 'Deal', fields: [...Object.values(f), ...SYSTEM_FIELDS] };
-
-/** Runs `fn`, expects a DomainError and returns it for further assertions. */
-function domainError(fn: () => unknown): DomainError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DomainError);
-    return error as DomainError;
-  }
-  throw new Error('expected a DomainError, nothing was thrown');
-}
 
 function expectInvalid(fieldMeta: FieldMeta, value: unknown, operator?: string): DomainError {
   const error = domainError(() => encodeFieldValue(fieldMeta, value, operator ? { operator } : undefined));

@@ -1,10 +1,7 @@
 import { DomainError } from '../common/domain-error';
 import { FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
 import { DEFAULT_MAX_ORDER_BY_FIELDS, compileOrderBy, compileProjection } from './order-by.compiler';
-
-function field(name: string, type: FieldType, extra: Partial<FieldMeta> = {}): FieldMeta {
-  return { name, label: name, type, required: false, unique: false, indexed: false, ...extra };
-}
+import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const deal: ObjectMeta = {
   name: 'deal',
@@ -24,16 +21,6 @@ const deal: ObjectMeta = {
   ],
 };
 const fieldNames = deal.fields.map((f) => f.name);
-
-function domainError(fn: () => unknown): DomainError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DomainError);
-    return error as DomainError;
-  }
-  throw new Error('expected a DomainError, nothing was thrown');
-}
 
 describe('compileOrderBy', () => {
   it.each([undefined, null, []])('orders by id alone for %p', (orderBy) => {

@@ -8,10 +8,7 @@ import {
   compileWhere,
   operatorsForField,
 } from './where.compiler';
-
-function field(name: string, type: FieldType, extra: Partial<FieldMeta> = {}): FieldMeta {
-  return { name, label: name, type, required: false, unique: false, indexed: false, ...extra };
-}
+import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const deal: ObjectMeta = {
   name: 'deal',
@@ -40,16 +37,6 @@ function compile(where: unknown, options?: { tableAlias?: string }): { sql: stri
   const params = new SqlParams();
   const sql = compileWhere(deal, where, params, options);
   return { sql, values: params.values };
-}
-
-function domainError(fn: () => unknown): DomainError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(DomainError);
-    return error as DomainError;
-  }
-  throw new Error('expected a DomainError, nothing was thrown');
 }
 
 function compileError(where: unknown): DomainError {

@@ -1,22 +1,11 @@
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { freePort } from './free-port';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbeddedPostgres, RunningPostgres } from '../../src/database/embedded-postgres.launcher';
 
 declare global {
   var __TEST_POSTGRES__: RunningPostgres | undefined;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /**
