@@ -23,8 +23,9 @@ export class AgentChatController {
     @Body() dto: AgentChatDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<AgentChatResponse | void> {
-    const prepared = await this.chats.prepare(caller, agentName, dto);
+    // Listening before the first await: a client that leaves during the checks still cancels the turn.
     const signal = abortWhenClientLeaves(reply);
+    const prepared = await this.chats.prepare(caller, agentName, dto);
     if (!dto.stream) return this.chats.complete(prepared, signal);
     reply.hijack();
     await this.chats.stream(prepared, new UiMessageStreamWriter(reply.raw), signal);
@@ -37,5 +38,6 @@ function abortWhenClientLeaves(reply: FastifyReply): AbortSignal {
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) controller.abort();
   });
+  if (reply.raw.destroyed) controller.abort();
   return controller.signal;
 }

@@ -152,6 +152,8 @@ export class AgentLoop {
         { ...turn.toolContext, signal: turnSignal },
       );
       if (deadline.aborted) throw deadlineError();
+      // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
+      if (turnSignal.aborted) throw new DomainError('turn_aborted', 'The turn was cancelled');
       const toolMessages: LlmMessage[] = results.map((result) => ({
         role: 'tool',
         tool_call_id: result.toolCallId,

@@ -17,6 +17,8 @@ import { clientToolSet } from './client-tools';
 class LostClaim extends Error {}
 
 const DELTA_FLUSH_MS = 50;
+/** Text per NOTIFY, well below Postgres' 8000-byte payload limit once wrapped in JSON. */
+const MAX_DELTA_BYTES = 3000;
 
 /**
  * Runs one claimed chat until it waits for the user, for client tools, or fails, driving the one
@@ -38,9 +40,9 @@ export class ChatRunner {
   ) {}
 
   async run(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<void> {
-    const deltas = new DeltaBatcher((delta) => void this.events.publish({ type: 'message_part', chatId: chat.id, owner: chat.owner, delta }).catch(() => undefined));
+    const deltas = new DeltaBatcher((delta) => this.events.publish({ type: 'message_part', chatId: chat.id, owner: chat.owner, delta }));
     try {
-      await this.publishStatus(chat, 'running');
+      await this.owned(chat, workerId, (em) => this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em));
       const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
       const agent = await this.agents.loadForRun(chat.agent, caller);
       const client = clientToolSet(chat.dynamicTools, agent.tools, this.config.llmCustomToolsAsFunctions);
@@ -62,8 +64,12 @@ export class ChatRunner {
       // The token budget can end a turn without a final model step: settle it here.
       if (!settled && result.status === 'completed') await this.settle(chat, workerId, 'waiting');
     } catch (error) {
+      if (error instanceof LostClaim || signal.aborted) {
+        // The chat moved on (interrupt, takeover): text of the abandoned step must not reach streams.
+        deltas.discard();
+        return;
+      }
       deltas.flush();
-      if (error instanceof LostClaim || signal.aborted) return;
       await this.fail(chat, workerId, error).catch((e) => {
         if (!(e instanceof LostClaim)) this.logger.error(`could not record the failure of chat ${chat.id}: ${String(e)}`);
       });
@@ -129,35 +135,60 @@ export class ChatRunner {
   private async owned<T>(chat: ChatRow, workerId: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
     return this.em.fork().transactional(async (em) => {
       const current = await this.repo.find(em, chat.id, undefined, { lock: true });
-      if (!current || current.status !== 'running' || current.workerId !== workerId) throw new LostClaim();
+      if (!current || current.status !== 'running' || current.workerId !== workerId || current.claimToken !== chat.claimToken) {
+        throw new LostClaim();
+      }
       return work(em);
     });
   }
-
-  private publishStatus(chat: ChatRow, status: 'running'): Promise<void> {
-    return this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status });
-  }
 }
 
-/** Groups text deltas for NOTIFY: one event per ~50 ms instead of one per token. */
+/** Groups text deltas for NOTIFY: one event per ~50 ms instead of one per token, sent in order. */
 class DeltaBatcher {
   private buffer = '';
   private timer?: NodeJS.Timeout;
+  private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly send: (delta: string) => void) {}
+  constructor(private readonly send: (delta: string) => Promise<void>) {}
 
   push(delta: string): void {
     this.buffer += delta;
-    if (this.buffer.length > 3000) this.flush();
+    if (Buffer.byteLength(this.buffer) > MAX_DELTA_BYTES) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), DELTA_FLUSH_MS);
   }
 
   flush(): void {
+    this.clearTimer();
+    if (!this.buffer) return;
+    for (const piece of splitByBytes(this.buffer, MAX_DELTA_BYTES)) {
+      // Chained, so deltas commit (and reach streams) in the order they were produced.
+      this.chain = this.chain.then(() => this.send(piece)).catch(() => undefined);
+    }
+    this.buffer = '';
+  }
+
+  discard(): void {
+    this.clearTimer();
+    this.buffer = '';
+  }
+
+  private clearTimer(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (!this.buffer) return;
-    const delta = this.buffer;
-    this.buffer = '';
-    this.send(delta);
   }
+}
+
+/** Splits text into pieces of at most `maxBytes` UTF-8 bytes (NOTIFY payloads are capped in bytes). */
+function splitByBytes(text: string, maxBytes: number): string[] {
+  const pieces: string[] = [];
+  let piece = '';
+  for (const char of text) {
+    if (Buffer.byteLength(piece + char) > maxBytes) {
+      pieces.push(piece);
+      piece = '';
+    }
+    piece += char;
+  }
+  if (piece) pieces.push(piece);
+  return pieces;
 }

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsDefined, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested,
+  Allow, ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested,
 } from 'class-validator';
 import { ChatContextDto } from '../agents/agent-chat.dto';
 import { CHAT_STATUSES, type ChatMessageRow, type ChatRow, type ChatStatus, type PendingToolCall } from './chat.types';
@@ -27,7 +27,8 @@ export class PostMessageDto {
 
 export class ToolResultDto {
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(200) toolCallId: string;
-  @ApiProperty({ description: 'Any JSON value (text for freeform tools)' }) @IsDefined() output: unknown;
+  /** Any JSON value, null included; only a missing `output` is refused (by the service). */
+  @ApiProperty({ description: 'Any JSON value, null included (text for freeform tools)' }) @Allow() output: unknown;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() isError?: boolean;
 }
 

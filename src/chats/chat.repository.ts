@@ -5,7 +5,7 @@ import type { LlmUsage } from '../llm/llm.types';
 import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus, DynamicTool } from './chat.types';
 
 const CHAT_COLUMNS = `id, owner, owner_role, agent, title, status, context, dynamic_tools, pending_tool_calls,
-  action_expires_at, worker_id, heartbeat_at, available_at, attempts, turn_iterations, turn_tokens, last_error,
+  action_expires_at, worker_id, claim_token, heartbeat_at, available_at, attempts, turn_iterations, turn_tokens, last_error,
   created_at, updated_at`;
 
 type Row = Record<string, unknown>;
@@ -86,6 +86,7 @@ export class ChatRepository {
       em,
       `update chats set status = $2::text, updated_at = now(),
           worker_id = case when $2::text = 'running' then worker_id else null end,
+          claim_token = case when $2::text = 'running' then claim_token else null end,
           heartbeat_at = case when $2::text = 'running' then heartbeat_at else null end,
           pending_tool_calls = case when $2::text = 'requires_action' then $3::jsonb else null end,
           action_expires_at = case when $2::text = 'requires_action' then now() + ($4::integer * interval '1 millisecond') else null end,
@@ -108,16 +109,19 @@ export class ChatRepository {
     await runSql(em, `update chats set turn_iterations = $2, turn_tokens = $3, heartbeat_at = now(), updated_at = now() where id = $1::uuid`, [id, iterations, tokens]);
   }
 
-  /** Claims up to `limit` pending chats for a worker; concurrent workers skip each other's rows. */
-  async claim(em: EntityManager, workerId: string, limit: number): Promise<ChatRow[]> {
+  /**
+   * Claims up to `limit` pending chats for a worker (each with a fresh claim token); concurrent
+   * workers skip each other's rows, and a worker skips chats it is still unwinding (`busy`).
+   */
+  async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ChatRow[]> {
     const rows = await runSql<Row>(
       em,
-      `update chats set status = 'running', worker_id = $1, heartbeat_at = now(), updated_at = now()
+      `update chats set status = 'running', worker_id = $1, claim_token = gen_random_uuid(), heartbeat_at = now(), updated_at = now()
         where id = any(array(
-          select id from chats where status = 'pending' and available_at <= now()
+          select id from chats where status = 'pending' and available_at <= now() and not (id = any($3::uuid[]))
            order by available_at, id limit $2 for update skip locked))
         returning ${CHAT_COLUMNS}`,
-      [workerId, limit],
+      [workerId, limit, busy],
     );
     return rows.map(toChat);
   }
@@ -128,14 +132,19 @@ export class ChatRepository {
     await runSql(em, `update chats set heartbeat_at = now() where worker_id = $1 and status = 'running' and id = any($2::uuid[])`, [workerId, ids]);
   }
 
-  /** Running chats whose worker stopped heart-beating go back to pending. */
-  async recoverStale(em: EntityManager, staleAfterMs: number): Promise<Array<{ id: string; owner: string }>> {
+  /** Running chats whose replica stopped heart-beating go back to pending; after `maxAttempts` such losses, to error. */
+  async recoverStale(em: EntityManager, staleAfterMs: number, maxAttempts: number): Promise<Array<{ id: string; owner: string; status: ChatStatus }>> {
     return runSql(
       em,
-      `update chats set status = 'pending', worker_id = null, heartbeat_at = null, updated_at = now(), available_at = now()
+      `update chats set worker_id = null, claim_token = null, heartbeat_at = null, updated_at = now(), available_at = now(),
+          attempts = attempts + 1,
+          status = case when attempts + 1 >= $2 then 'error' else 'pending' end,
+          last_error = case when attempts + 1 >= $2
+            then '{"code":"worker_lost","message":"The replica running this chat stopped responding too many times"}'::jsonb
+            else last_error end
         where status = 'running' and heartbeat_at < now() - ($1::integer * interval '1 millisecond')
-        returning id, owner`,
-      [staleAfterMs],
+        returning id, owner, status`,
+      [staleAfterMs, maxAttempts],
     );
   }
 
@@ -154,7 +163,7 @@ export class ChatRepository {
   async release(em: EntityManager, workerId: string): Promise<Array<{ id: string; owner: string }>> {
     return runSql(
       em,
-      `update chats set status = 'pending', worker_id = null, heartbeat_at = null, updated_at = now(), available_at = now()
+      `update chats set status = 'pending', worker_id = null, claim_token = null, heartbeat_at = null, updated_at = now(), available_at = now()
         where worker_id = $1 and status = 'running' returning id, owner`,
       [workerId],
     );
@@ -183,6 +192,7 @@ function toChat(row: Row): ChatRow {
     pendingToolCalls: (row.pending_tool_calls as ChatRow['pendingToolCalls']) ?? null,
     actionExpiresAt: asDate(row.action_expires_at),
     workerId: (row.worker_id as string | null) ?? null,
+    claimToken: (row.claim_token as string | null) ?? null,
     heartbeatAt: asDate(row.heartbeat_at),
     availableAt: asDate(row.available_at)!,
     attempts: Number(row.attempts),

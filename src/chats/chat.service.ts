@@ -144,6 +144,8 @@ function contextOf(context: CreateChatDto['context']): Record<string, string> | 
 
 /** 400 unless the results name each pending call exactly once. */
 function checkResultIds(pending: PendingToolCall[], results: ToolResultDto[]): void {
+  const withoutOutput = results.find((r) => r.output === undefined);
+  if (withoutOutput) throw new DomainError('validation_failed', `Result for "${withoutOutput.toolCallId}" has no output (null is fine)`);
   const expected = new Set(pending.map((call) => call.id));
   const seen = new Set<string>();
   const duplicate = results.find((r) => (seen.has(r.toolCallId) ? true : (seen.add(r.toolCallId), false)));

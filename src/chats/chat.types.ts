@@ -45,6 +45,8 @@ export interface ChatRow {
   pendingToolCalls: PendingToolCall[] | null;
   actionExpiresAt: Date | null;
   workerId: string | null;
+  /** Set by each claim; a run may write only while the row still carries its token. */
+  claimToken: string | null;
   heartbeatAt: Date | null;
   availableAt: Date;
   attempts: number;

@@ -78,7 +78,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
         this.claimAgain = false;
         const free = this.config.chatWorkerConcurrency - this.running.size;
         if (free <= 0) break;
-        const chats = await this.repo.claim(this.em.fork(), this.workerId, free);
+        const chats = await this.repo.claim(this.em.fork(), this.workerId, free, [...this.running.keys()]);
         for (const chat of chats) this.start(chat);
         if (chats.length === free) this.claimAgain = true;
       } while (this.claimAgain && !this.stopping);
@@ -91,15 +91,17 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
 
   private start(chat: Parameters<ChatRunner['run']>[0]): void {
     const controller = new AbortController();
-    const done = this.runner
+    const entry: { controller: AbortController; done: Promise<void> } = { controller, done: Promise.resolve() };
+    entry.done = this.runner
       .run(chat, this.workerId, controller.signal)
       .catch((error) => this.logger.error(`chat ${chat.id} run crashed: ${String(error)}`))
       .finally(() => {
-        this.running.delete(chat.id);
+        // Only our own entry: a later run of the same chat must keep its slot and heartbeat.
+        if (this.running.get(chat.id) === entry) this.running.delete(chat.id);
         // A slot is free: there may be more work waiting.
         if (!this.stopping) void this.claim();
       });
-    this.running.set(chat.id, { controller, done });
+    this.running.set(chat.id, entry);
   }
 
   /** Heartbeat of our chats, recovery of stale ones, expiry of unanswered client tool calls. */
@@ -107,10 +109,10 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     if (this.stopping) return;
     try {
       await this.repo.heartbeat(this.em.fork(), this.workerId, [...this.running.keys()]);
-      const recovered = await this.repo.recoverStale(this.em.fork(), this.config.chatStaleAfterMs);
+      const recovered = await this.repo.recoverStale(this.em.fork(), this.config.chatStaleAfterMs, this.config.chatMaxAttempts);
       for (const chat of recovered) {
-        this.logger.warn(`chat ${chat.id} had a stale heartbeat; back to pending`);
-        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' });
+        this.logger.warn(`chat ${chat.id} had a stale heartbeat; now ${chat.status}`);
+        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: chat.status });
       }
       await this.expireActions();
     } catch (error) {

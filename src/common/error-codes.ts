@@ -45,6 +45,7 @@ export const ERROR_STATUS: Record<string, HttpStatus> = {
   llm_invalid_response: HttpStatus.BAD_GATEWAY,
   llm_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
+  turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   internal_error: HttpStatus.INTERNAL_SERVER_ERROR,
 };
 

@@ -24,6 +24,8 @@ export class SseWriter {
     this.keepAlive = setInterval(() => this.write(': keep-alive\n\n'), options.keepAliveMs);
     this.keepAlive.unref();
     raw.once('close', () => this.finish());
+    // The client may have left while the request was being checked: 'close' has fired already.
+    if (raw.destroyed || raw.writableEnded) this.finish();
   }
 
   get isClosed(): boolean {

@@ -24,6 +24,7 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
   private readonly listeners = new Set<Listener>();
   private client?: Client;
   private stopped = false;
+  private reconnecting = false;
 
   constructor(
     @Inject(DATABASE_URL) private readonly databaseUrl: string,
@@ -51,12 +52,21 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
   /** Sends an event; with `em` inside a transaction it goes out on commit. */
   async publish(event: Record<string, unknown>, em: EntityManager = this.em.fork()): Promise<void> {
     let payload = JSON.stringify(event);
-    if (payload.length > MAX_PAYLOAD) payload = JSON.stringify({ ...event, delta: undefined, truncated: true });
+    if (Buffer.byteLength(payload) > MAX_PAYLOAD) payload = JSON.stringify({ ...event, delta: undefined, truncated: true });
     await runSql(em, 'select pg_notify($1, $2)', [PUBSUB_CHANNEL, payload]);
   }
 
+  /** Opens the LISTEN connection; the end handler is attached only once it works, so a failed attempt starts nothing. */
   private async connect(): Promise<void> {
     const client = new Client({ connectionString: this.databaseUrl });
+    client.on('error', (error) => this.logger.warn(`LISTEN connection error: ${error.message}`));
+    try {
+      await client.connect();
+      await client.query(`listen ${PUBSUB_CHANNEL}`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
     client.on('notification', (message) => {
       if (message.channel !== PUBSUB_CHANNEL || !message.payload) return;
       try {
@@ -65,26 +75,32 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
         this.logger.warn('ignored a malformed notification');
       }
     });
-    client.on('error', (error) => this.logger.warn(`LISTEN connection error: ${error.message}`));
-    client.on('end', () => {
+    client.once('end', () => {
+      if (this.client === client) this.client = undefined;
       if (!this.stopped) void this.reconnect();
     });
-    await client.connect();
-    await client.query(`listen ${PUBSUB_CHANNEL}`);
     this.client = client;
   }
 
+  /** One reconnect loop at a time, with capped backoff, until connected or stopped. */
   private async reconnect(): Promise<void> {
-    for (let attempt = 1; !this.stopped; attempt++) {
-      await sleep(Math.min(5000, 100 * 2 ** attempt));
-      try {
-        await this.connect();
-        this.logger.log('LISTEN connection restored');
-        this.emit({ type: 'resync' });
-        return;
-      } catch (error) {
-        this.logger.warn(`LISTEN reconnect failed: ${(error as Error).message}`);
+    if (this.reconnecting) return;
+    this.reconnecting = true;
+    try {
+      for (let attempt = 1; !this.stopped; attempt++) {
+        await sleep(Math.min(5000, 100 * 2 ** attempt));
+        if (this.stopped) return;
+        try {
+          await this.connect();
+          this.logger.log('LISTEN connection restored');
+          this.emit({ type: 'resync' });
+          return;
+        } catch (error) {
+          this.logger.warn(`LISTEN reconnect failed: ${(error as Error).message}`);
+        }
       }
+    } finally {
+      this.reconnecting = false;
     }
   }
 

@@ -99,16 +99,21 @@ export class LlmService {
         handlers.onTextDelta?.(delta.content);
       }
       for (const part of delta.tool_calls ?? []) {
+        // Function calls stream `function.{name,arguments}`; freeform (custom) calls stream `custom.{name,input}`.
+        const custom = part.type === 'custom' || part.custom !== undefined;
+        const name = custom ? part.custom?.name : part.function?.name;
+        const fragment = custom ? part.custom?.input : part.function?.arguments;
         let call = calls.get(part.index);
         if (!call) {
-          call = { id: part.id ?? `call_${part.index}`, name: part.function?.name ?? '', arguments: '', kind: 'function' };
+          call = { id: part.id ?? `call_${part.index}`, name: name ?? '', arguments: '', kind: custom ? 'custom' : 'function' };
           calls.set(part.index, call);
           if (call.name) handlers.onToolCallStart?.({ id: call.id, name: call.name });
-        } else if (part.function?.name && !call.name) {
-          call.name = part.function.name;
+        } else if (name && !call.name) {
+          call.name = name;
         }
+        if (custom) call.kind = 'custom';
         if (part.id && call.id.startsWith('call_') && part.id !== call.id) call.id = part.id;
-        if (part.function?.arguments) call.arguments += part.function.arguments;
+        if (fragment) call.arguments += fragment;
       }
       if (choice.finish_reason) finishReason = choice.finish_reason;
     }

@@ -156,6 +156,14 @@ describe('durable chats', () => {
       await t.http.post(`/api/v1/chats/${id}/interrupt`).set(bearer(t.adminKey)).expect(202);
     });
 
+    it('accepts null as a tool output', async () => {
+      const id = await pausedChat();
+      llm.enqueue(MockReply.text('nothing there'));
+      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'form_1', output: null }] }).expect(204);
+      await waitForChat(t, id, hasStatus('waiting'));
+      expect(sentMessages(llm, 1).find((m) => m.role === 'tool')!.content).toBe('null');
+    });
+
     it('answers 409 when the chat is not waiting for tool results', async () => {
       llm.enqueue(MockReply.text('plain answer'));
       const id = (await create({ agent: 'data_chat', message: 'hi' }).expect(201)).body.id;
@@ -213,6 +221,19 @@ describe('durable chats', () => {
       expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'user', 'assistant']);
     });
 
+    it('lets a run write only while the chat still carries its claim token', async () => {
+      llm.enqueue({ ...MockReply.text('too late'), delayMs: 400 });
+      const id = (await create({ agent: 'data_chat', message: 'x' }).expect(201)).body.id;
+      await llm.waitForRequests(1);
+      // Another claim took the chat over while the model was answering.
+      await t.sql(`update chats set claim_token = gen_random_uuid() where id = $1`, [id]);
+      await sleep(800);
+      const rows = await t.sql<{ role: string }>(`select role from chat_messages where chat_id = $1 order by id`, [id]);
+      expect(rows.map((r) => r.role)).toEqual(['user']);
+      expect((await waitForChat(t, id, () => true)).status).toBe('running');
+      await t.http.post(`/api/v1/chats/${id}/interrupt`).set(bearer(t.adminKey)).expect(202);
+    });
+
     it('retries a failing model call, then records the error with its code', async () => {
       llm.enqueue(MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }));
       const id = (await create({ agent: 'data_chat', message: 'x' }).expect(201)).body.id;
@@ -250,12 +271,20 @@ describe('durable chats', () => {
       await create({ agent: 'data_chat', message: 'x', tools: [] }).expect(400);
     });
 
-    it('sends freeform tools as OpenAI custom tools', async () => {
-      llm.enqueue(MockReply.text('ok'));
+    it('sends freeform tools as OpenAI custom tools and pauses on their calls with the raw text', async () => {
+      llm.enqueue(
+        MockReply.toolCalls([{ id: 'custom_1', type: 'custom', name: 'run_sql_in_ide', arguments: 'select 1;\nselect 2;' }]),
+        MockReply.text('ran it'),
+      );
       const id = (await create({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'run_sql_in_ide', description: 'Runs text in the IDE' }] }).expect(201)).body.id;
-      await waitForChat(t, id, hasStatus('waiting'));
+      const paused = await waitForChat(t, id, hasStatus('requires_action'));
+      expect(paused.pendingToolCalls).toEqual([{ id: 'custom_1', name: 'run_sql_in_ide', arguments: 'select 1;\nselect 2;' }]);
       const tools = llm.requests[0].body!.tools as Array<Record<string, any>>;
       expect(tools.at(-1)).toEqual({ type: 'custom', custom: { name: 'run_sql_in_ide', description: 'Runs text in the IDE' } });
+      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'custom_1', output: 'ok: 2 statements' }] }).expect(204);
+      await waitForChat(t, id, hasStatus('waiting'));
+      const replayed = sentMessages(llm, 1).find((m) => m.role === 'assistant')!;
+      expect(replayed.tool_calls).toEqual([{ id: 'custom_1', type: 'custom', custom: { name: 'run_sql_in_ide', input: 'select 1;\nselect 2;' } }]);
     });
 
     it('lets an agent ask the user through ask_user', async () => {

@@ -97,6 +97,8 @@ export interface MockToolCall {
    * feed the application malformed JSON arguments.
    */
   arguments: Record<string, unknown> | unknown[] | string;
+  /** `custom`: a freeform tool call; `arguments` (a string) is sent as `custom.input`. Default `function`. */
+  type?: 'function' | 'custom';
 }
 
 /** The assistant calls one or more tools (optionally with some text alongside). */
@@ -445,11 +447,11 @@ export class MockLlmServer {
     const toolCalls = step.kind === 'toolCalls' ? this.normaliseToolCalls(exchange, step.toolCalls) : undefined;
     const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
     if (toolCalls) {
-      message.tool_calls = toolCalls.map((call) => ({
-        id: call.id,
-        type: 'function',
-        function: { name: call.name, arguments: call.arguments },
-      }));
+      message.tool_calls = toolCalls.map((call) =>
+        call.type === 'custom'
+          ? { id: call.id, type: 'custom', custom: { name: call.name, input: call.arguments } }
+          : { id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } },
+      );
     }
     sendJson(
       exchange.res,
@@ -488,10 +490,14 @@ export class MockLlmServer {
         const fragments = splitFragments(call.arguments, ARGUMENT_FRAGMENT_CHARS);
         // First delta of a call carries its identity, later ones only argument fragments,
         // which is what the SDK's accumulator expects.
-        const opening = { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } };
+        const custom = call.type === 'custom';
+        const opening = custom
+          ? { index, id: call.id, type: 'custom', custom: { name: call.name, input: '' } }
+          : { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } };
         if (!(await writer.delta({ tool_calls: [opening] }))) return;
         for (const fragment of fragments) {
-          if (!(await writer.delta({ tool_calls: [{ index, function: { arguments: fragment } }] }))) return;
+          const part = custom ? { index, custom: { input: fragment } } : { index, function: { arguments: fragment } };
+          if (!(await writer.delta({ tool_calls: [part] }))) return;
         }
       }
     }
@@ -563,11 +569,12 @@ export class MockLlmServer {
     };
   }
 
-  private normaliseToolCalls(exchange: Exchange, calls: MockToolCall[]): Array<{ id: string; name: string; arguments: string }> {
+  private normaliseToolCalls(exchange: Exchange, calls: MockToolCall[]): Array<{ id: string; name: string; arguments: string; type: 'function' | 'custom' }> {
     return calls.map((call, position) => ({
       id: call.id ?? `call_mock_${exchange.record.index + 1}_${position + 1}`,
       name: call.name,
       arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+      type: call.type ?? 'function',
     }));
   }
 }

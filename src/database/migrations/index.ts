@@ -1,6 +1,7 @@
 import { MigrationAgents } from './migration-20261122-agents';
+import { MigrationChatClaims } from './migration-20261122-chat-claims';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
-export const MIGRATIONS = [MigrationInitial, MigrationAgents, MigrationChats];
+export const MIGRATIONS = [MigrationInitial, MigrationAgents, MigrationChats, MigrationChatClaims];
