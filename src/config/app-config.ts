@@ -17,6 +17,8 @@ export interface AppConfig {
   llmModel: string;
   /** Send freeform client tools as function tools with one string parameter (for endpoints without custom tools). */
   llmCustomToolsAsFunctions: boolean;
+  /** Request field for the completion limit: OpenAI's reasoning models want max_completion_tokens, most others max_tokens. */
+  llmMaxTokensParam: 'max_tokens' | 'max_completion_tokens';
   /** Retries of a failed model call (rate limits, 5xx, connection errors), with backoff. */
   llmMaxRetries: number;
   /** Timeout of one model call, milliseconds. */
@@ -90,6 +92,13 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+function oneOf<const T extends readonly string[]>(env: Env, name: string, values: T, fallback: T[number]): T[number] {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  if (!values.includes(raw)) throw new ConfigError(name, `must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw;
+}
+
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 
 /** Builds and validates the configuration; throws ConfigError naming the first bad variable. */
@@ -113,6 +122,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     openaiBaseUrl: url(env, 'OPENAI_BASE_URL', ['http:', 'https:']),
     llmModel: str(env, 'LLM_MODEL') ?? 'gpt-4o-mini',
     llmCustomToolsAsFunctions: bool(env, 'LLM_CUSTOM_TOOLS_AS_FUNCTIONS', false),
+    llmMaxTokensParam: oneOf(env, 'LLM_MAX_TOKENS_PARAM', ['max_tokens', 'max_completion_tokens'] as const, 'max_tokens'),
     llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
     llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
     chatWorkerEnabled: bool(env, 'CHAT_WORKER_ENABLED', true),

@@ -50,7 +50,7 @@ export class LlmService {
       messages: request.messages,
       ...(request.tools?.length ? { tools: request.tools } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+      ...(request.maxTokens !== undefined ? { [this.config.llmMaxTokensParam]: request.maxTokens } : {}),
       ...(request.stop !== undefined ? { stop: request.stop } : {}),
     };
     try {

@@ -322,6 +322,21 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 });
 
+describe('chat with LLM_MAX_TOKENS_PARAM=max_completion_tokens', () => {
+  it('sends the completion limit under that name', async () => {
+    const { t, llm } = await startAppWithMockLlm({ env: { LLM_MAX_TOKENS_PARAM: 'max_completion_tokens' } });
+    try {
+      llm.enqueue(MockReply.text('ok'));
+      await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(t.adminKey)).send({ messages: [{ role: 'user', content: 'x' }], options: { maxTokens: 77 } }).expect(200);
+      expect(llm.requests[0].body!.max_completion_tokens).toBe(77);
+      expect(llm.requests[0].body!.max_tokens).toBeUndefined();
+    } finally {
+      await t.close();
+      await llm.close();
+    }
+  });
+});
+
 describe('chat without a configured model endpoint', () => {
   it('answers 503 llm_not_configured while the rest of the API works', async () => {
     const t = await startTestApp();
