@@ -31,10 +31,10 @@ export class AgentService implements OnModuleInit {
     this.seeds.register('agents', () => this.seedAgents(), { always: true });
   }
 
-  /** Agents the caller may use (admins see all). */
+  /** Agents the caller may use: active and within its access. Admins see every agent, inactive ones too, to manage them. */
   async listFor(caller: Caller): Promise<Agent[]> {
     const agents = await this.em.fork().find(AgentEntity, {}, { orderBy: { name: 'asc' } });
-    return agents.filter((agent) => mayUse(agent, caller));
+    return caller.role === 'admin' ? agents : agents.filter((agent) => agent.active && mayUse(agent, caller));
   }
 
   async get(name: string): Promise<Agent> {

@@ -89,6 +89,9 @@ export class ApiKeyService implements OnModuleInit {
   async ensureAdminKey(): Promise<void> {
     const em = this.em.fork();
     if (this.config.adminApiKey) {
+      if (this.config.adminApiKey.length < 16) {
+        this.logger.warn('ADMIN_API_KEY is shorter than 16 characters: anyone who guesses it is an admin; use a long random secret');
+      }
       const existing = await em.findOne(ApiKeyEntity, { secretHash: hashSecret(this.config.adminApiKey) });
       if (existing) {
         existing.role = 'admin';

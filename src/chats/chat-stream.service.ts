@@ -5,6 +5,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { SseWriter } from '../common/sse.writer';
 import { ChatEvents, ChatEventOrResync } from './chat-events.service';
+import type { ChatStatus } from './chat.types';
 import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 import { toChatResponse, toMessageResponse } from './chat.dto';
@@ -62,13 +63,23 @@ export class ChatStreamService implements BeforeApplicationShutdown {
       writer.send({ status: chat.status, lastError: chat.lastError }, { event: 'status' });
       if (chat.status === 'requires_action') writer.send({ pendingToolCalls: view.pendingToolCalls }, { event: 'action_required' });
     };
+    const sendTransition = async (status: ChatStatus) => {
+      if (status !== 'requires_action' && status !== 'error') return writer.send({ status, lastError: null }, { event: 'status' });
+      // These carry details (pending calls, the error) that only the table has.
+      const chat = await this.repo.find(this.em.fork(), chatId, caller.subject);
+      writer.send({ status, lastError: chat?.lastError ?? null }, { event: 'status' });
+      if (status === 'requires_action' && chat?.status === 'requires_action') {
+        writer.send({ pendingToolCalls: toChatResponse(chat).pendingToolCalls }, { event: 'action_required' });
+      }
+    };
     const unsubscribe = this.events.subscribe((event: ChatEventOrResync) => {
       if (event.type === 'resync') return enqueue(async () => { await sendMessages(); await sendStatus(); });
       if (!('chatId' in event) || event.chatId !== chatId) return;
       switch (event.type) {
         case 'message': return enqueue(sendMessages);
         case 'message_part': return enqueue(async () => writer.send({ delta: event.delta }, { event: 'message_part' }));
-        case 'status': return enqueue(async () => { await sendMessages(); await sendStatus(); });
+        // The event's own status, in commit order: a stream shows every transition, not just the latest.
+        case 'status': return enqueue(async () => { await sendMessages(); await sendTransition(event.status); });
         case 'retry': return enqueue(async () => writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }));
         case 'error': return enqueue(async () => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
         case 'deleted': return enqueue(sendStatus);

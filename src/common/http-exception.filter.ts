@@ -7,7 +7,6 @@ export interface ErrorBody {
   error: string;
   code: string;
   details?: unknown;
-  requestId?: string;
 }
 
 /** Postgres SQLSTATEs that reach here only if a service did not translate them; mapped, never a 500. */
@@ -84,7 +83,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (pg) return { status: statusForCode(pg.code), body: { error: pg.message, code: pg.code } };
     return {
       status: HttpStatus.INTERNAL_SERVER_ERROR,
-      body: { error: 'Internal server error', code: 'internal_error', requestId: String(request.id) },
+      body: { error: 'Internal server error', code: 'internal_error', details: { requestId: String(request.id) } },
     };
   }
 }

@@ -1,11 +1,19 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { DomainError } from './domain-error';
 
+/** Constraints that explain the most basic problem come first ("is required" before "at most 500 items"). */
+const FIRST = ['isDefined', 'isArray', 'isObject', 'isString', 'isBoolean', 'isNumber', 'isInt', 'arrayNotEmpty', 'isNotEmpty'];
+
+function byPriority([a]: [string, string], [b]: [string, string]): number {
+  const rank = (name: string) => (FIRST.includes(name) ? FIRST.indexOf(name) : FIRST.length);
+  return rank(a) - rank(b);
+}
+
 /** Flattens nested class-validator errors into "path: message" strings. */
 function flatten(errors: ValidationError[], parent = ''): string[] {
   return errors.flatMap((error) => {
     const path = parent ? `${parent}.${error.property}` : error.property;
-    const own = Object.values(error.constraints ?? {}).map((message) =>
+    const own = Object.entries(error.constraints ?? {}).sort(byPriority).map(([, message]) =>
       message.startsWith(error.property) ? `${path}${message.slice(error.property.length)}` : `${path}: ${message}`,
     );
     return [...own, ...flatten(error.children ?? [], path)];

@@ -107,10 +107,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
   }
+  // API.md: any value becomes an admin key with exactly that secret (a short one is warned about at start).
   const adminApiKey = str(env, 'ADMIN_API_KEY');
-  if (adminApiKey !== undefined && adminApiKey.length < 16) {
-    throw new ConfigError('ADMIN_API_KEY', 'must be at least 16 characters');
-  }
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',

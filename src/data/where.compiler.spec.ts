@@ -325,26 +325,29 @@ describe('compileWhere', () => {
 
     it('refuses unknown operators with the operators valid for the field', () => {
       const error = compileError({ amount: { $gt: 1, $like: '%1' } });
-      expect(error.code).toBe('unknown_operator');
+      expect(error.code).toBe('unknown_field');
       expect(error.details).toEqual({
         operator: '$like',
         field: 'amount',
         availableOperators: ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$between', '$null'],
+        availableFields: deal.fields.map((f) => f.name),
       });
       expect(compileError({ amount: { gt: 1 } }).details).toMatchObject({ operator: 'gt', field: 'amount' });
     });
 
     it('explains how to compare a json field with an object', () => {
       const error = compileError({ meta: { plan: 'pro' } });
-      expect(error.code).toBe('unknown_operator');
+      expect(error.code).toBe('unknown_field');
       expect(error.message).toContain('{"meta": {"$eq": {...}}}');
     });
 
     it('refuses field operators and unknown $ keys at the combinator level', () => {
       const misplaced = compileError({ $gt: 5 });
-      expect(misplaced.code).toBe('unknown_operator');
-      expect(misplaced.details).toEqual({ operator: '$gt', field: null, availableOperators: ['$and', '$or', '$not'] });
-      expect(compileError({ $nor: [{ stage: 'won' }] }).code).toBe('unknown_operator');
+      expect(misplaced.code).toBe('unknown_field');
+      expect(misplaced.details).toEqual({
+        operator: '$gt', field: null, availableOperators: ['$and', '$or', '$not'], availableFields: deal.fields.map((f) => f.name),
+      });
+      expect(compileError({ $nor: [{ stage: 'won' }] }).code).toBe('unknown_field');
     });
 
     it.each([
@@ -396,7 +399,7 @@ describe('compileWhere', () => {
 
     it('never lets a hostile operator reach SQL', () => {
       const error = compileError({ amount: { '$gt; DROP TABLE deal; --': 1 } });
-      expect(error.code).toBe('unknown_operator');
+      expect(error.code).toBe('unknown_field');
       expect(error.details).toMatchObject({ operator: '$gt; DROP TABLE deal; --', field: 'amount' });
     });
 

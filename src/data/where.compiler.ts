@@ -109,7 +109,7 @@ interface CompileState {
 
 /**
  * Returns a SQL boolean expression for `where` (`TRUE` when it is undefined, null or {}), adding every
- * value to `params`. Throws DomainError: invalid_where, unknown_field, unknown_operator, invalid_operator,
+ * value to `params`. Throws DomainError: invalid_where, unknown_field (unknown fields and operators), invalid_operator,
  * invalid_value, too_many_values.
  */
 export function compileWhere(
@@ -162,10 +162,12 @@ function compileLogical(key: string, value: unknown, depth: number, state: Compi
   const message = isFieldOperator
     ? `Operator "${key}" must be used inside a field condition, e.g. {"amount": {"${key}": ...}}`
     : `Unknown operator "${clip(key)}"; at this level use a field name or one of $and, $or, $not`;
-  throw new DomainError('unknown_operator', message, {
+  // API.md: an unknown field or operator is `unknown_field` with the available fields.
+  throw new DomainError('unknown_field', message, {
     operator: clip(key),
     field: null,
     availableOperators: [...LOGICAL_OPERATORS],
+    availableFields: state.object.fields.map((f) => f.name),
   });
 }
 
@@ -176,22 +178,23 @@ function compileField(field: FieldMeta, spec: unknown, state: CompileState): str
   if (operators.length === 0) {
     throw invalidWhere(`Condition for field "${field.name}" is empty; use e.g. {"$eq": ...}`, field.name);
   }
-  const parts = operators.map((operator) => compileOperator(field, checkOperator(field, operator), spec[operator], state));
+  const parts = operators.map((operator) => compileOperator(field, checkOperator(field, operator, state.object), spec[operator], state));
   return join(parts, 'AND');
 }
 
-/** Refuses names outside the language (unknown_operator) and operators the field type forbids (invalid_operator). */
-function checkOperator(field: FieldMeta, operator: string): FieldOperator {
+/** Refuses names outside the language (unknown_field, as API.md has it) and operators the field type forbids (invalid_operator). */
+function checkOperator(field: FieldMeta, operator: string, object: ObjectMeta): FieldOperator {
   const availableOperators = operatorsForField(field);
   if (!(FIELD_OPERATORS as readonly string[]).includes(operator)) {
     const hint =
       field.type === 'json' && !operator.startsWith('$')
         ? `; to compare a json field with an object use {"${field.name}": {"$eq": {...}}}`
         : `; use one of ${availableOperators.join(', ')}`;
-    throw new DomainError('unknown_operator', `Unknown operator "${clip(operator)}" on field "${field.name}"${hint}`, {
+    throw new DomainError('unknown_field', `Unknown operator "${clip(operator)}" on field "${field.name}"${hint}`, {
       operator: clip(operator),
       field: field.name,
       availableOperators,
+      availableFields: object.fields.map((f) => f.name),
     });
   }
   if (!availableOperators.includes(operator as FieldOperator)) {

@@ -154,6 +154,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     expect(llm.requests).toHaveLength(0);
   });
 
+  it('names the basic problem first when messages are missing', async () => {
+    const res = await chat({}).expect(400);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.error).toMatch(/^messages (must be an array|should not be empty|must contain at least one message)/);
+  });
+
   it.each([
     ['empty messages', { messages: [] }],
     ['missing messages', {}],
@@ -227,6 +233,9 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     const list = await t.http.get('/api/v1/ai/agents').set(bearer(memberKey)).expect(200);
     expect(list.body.agents.map((a: { name: string }) => a.name)).not.toContain('admins_only');
     expect(list.body.agents.map((a: { name: string }) => a.name)).toContain('data_chat');
+    expect(list.body.agents.map((a: { name: string }) => a.name)).not.toContain('sleepy');
+    const adminList = await t.http.get('/api/v1/ai/agents').set(bearer(t.adminKey)).expect(200);
+    expect(adminList.body.agents).toContainEqual(expect.objectContaining({ name: 'sleepy', active: false }));
     expect(llm.requests).toHaveLength(0);
   });
 

@@ -438,10 +438,10 @@ describe('records API', () => {
     });
 
     it.each([
-      ['an unknown field operator', { amount: { $like: 5 } }, 'unknown_operator'],
-      ['an operator without $', { amount: { gt: 5 } }, 'unknown_operator'],
-      ['an unknown top-level operator', { $xor: [{ qty: 1 }] }, 'unknown_operator'],
-      ['a field operator at top level', { $gt: 5 }, 'unknown_operator'],
+      ['an unknown field operator', { amount: { $like: 5 } }, 'unknown_field'],
+      ['an operator without $', { amount: { gt: 5 } }, 'unknown_field'],
+      ['an unknown top-level operator', { $xor: [{ qty: 1 }] }, 'unknown_field'],
+      ['a field operator at top level', { $gt: 5 }, 'unknown_field'],
       ['$contains on a number', { amount: { $contains: '5' } }, 'invalid_operator'],
       ['$gt on a boolean', { active: { $gt: false } }, 'invalid_operator'],
       ['a string for a number', { amount: { $gt: 'ten' } }, 'invalid_value'],
@@ -451,10 +451,11 @@ describe('records API', () => {
       ['$in with a scalar', { qty: { $in: 3 } }, 'invalid_value'],
       ['an empty $or', { $or: [] }, 'invalid_where'],
       ['an array as where', [{ qty: 1 }], 'invalid_where'],
-    ])('answers %s with 400 %s', async (_case, where, code) => {
+    ])('answers %s with 400 %s', async (label, where, code) => {
       const res = await list('item', { where }).expect(400);
       expect(res.body.code).toBe(code);
-      if (code === 'unknown_operator') expect(res.body.details.availableOperators).toEqual(expect.any(Array));
+      if (code === 'unknown_field') expect(res.body.details.availableFields).toEqual(expect.arrayContaining(['id', 'amount', 'qty']));
+      if (label.includes('operator')) expect(res.body.details.availableOperators).toEqual(expect.any(Array));
     });
 
     it('refuses $in with more than 1,000 values with 400 too_many_values', async () => {
