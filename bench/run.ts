@@ -484,12 +484,81 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
     },
     { name: 'RSS of the app process, highest reading', target: '< 600 MB', measured: `${(peakRss / 1024 / 1024).toFixed(0)} MB`, met: peakRss < 600 * 1024 * 1024 },
     { name: 'failed requests in all HTTP scenarios', target: '0', measured: String(errors), met: errors === 0 },
+    {
+      name: `durable chats: all ${report.durable.chats} answered, each with exactly 4 messages`,
+      target: `${report.durable.chats} / ${report.durable.chats * 4}`,
+      measured: `${report.durable.completed} / ${report.durable.messages}`,
+      met: report.durable.errors === 0 && report.durable.completed === report.durable.chats && report.durable.messages === report.durable.chats * 4,
+    },
+    {
+      name: 'durable chat throughput (one replica, 4 chats at a time, one tool round each)',
+      target: '>= 30 chats/s',
+      measured: `${(report.durable.chats / (report.durable.wallMs / 1000)).toFixed(1)} chats/s`,
+      met: report.durable.chats / (report.durable.wallMs / 1000) >= 30,
+    },
+    latencyGoal('durable chat, POST to answered, p95 (200 chats from 16 clients, queueing included)', percentile(report.durable.durations, 95), 2000),
   ];
 }
 
 // -----------------------------------------------------------------------------------------------
 // Main
 // -----------------------------------------------------------------------------------------------
+
+const DURABLE_CHATS = 200;
+const DURABLE_CREATORS = 16;
+
+/**
+ * Durable chats end to end: `DURABLE_CHATS` chats created by 16 concurrent clients, each run by the
+ * worker (model → query_records → model), measured from the POST to the chat reaching `waiting`.
+ * Status is polled every 20 ms, which adds a little load of its own.
+ */
+async function durableRun(member: HttpClient, llm: MockLlmServer, databaseUrl: string): Promise<BenchReport['durable']> {
+  llm.reset();
+  const step: DynamicStep = (request) =>
+    ((request.body?.messages ?? []) as Array<{ role?: string }>).at(-1)?.role === 'tool'
+      ? MockReply.text('Done.')
+      : MockReply.toolCall('query_records', { objectName: 'deal', where: { stage: 'won' }, fields: ['name', 'amount'], limit: 5 });
+  for (let i = 0; i < DURABLE_CHATS * 2; i++) llm.enqueue(step);
+  const latencies: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < DURABLE_CHATS) {
+      next++;
+      const begin = performance.now();
+      try {
+        const chat = await member.json<{ id: string }>({ method: 'POST', path: '/api/v1/chats', body: { agent: 'data_chat', message: 'Largest won deals?' } }, 201);
+        for (;;) {
+          const { status } = await member.json<{ status: string }>({ method: 'GET', path: `/api/v1/chats/${chat.id}` });
+          if (status === 'waiting') break;
+          if (status === 'error') throw new Error('chat ended in error');
+          if (performance.now() - begin > 60_000) throw new Error('chat did not finish within 60 s');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        latencies.push(performance.now() - begin);
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: DURABLE_CREATORS }, worker));
+  const wallMs = performance.now() - started;
+  const [{ n, messages }] = await sql<{ n: string; messages: string }>(
+    databaseUrl,
+    `select count(distinct c.id) as n, count(m.id) as messages from chats c join chat_messages m on m.chat_id = c.id where c.status = 'waiting'`,
+  );
+  llm.reset();
+  return {
+    chats: DURABLE_CHATS,
+    creators: DURABLE_CREATORS,
+    wallMs,
+    errors,
+    completed: Number(n),
+    messages: Number(messages),
+    durations: latencies.sort((a, b) => a - b),
+  };
+}
 
 async function main(): Promise<void> {
   const benchStarted = performance.now();
@@ -573,6 +642,8 @@ async function main(): Promise<void> {
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios(llm)) results.push(await runScenario(member, scenario, db));
     memory.push(await app.memory('after the HTTP load (all scenarios above)'));
+    const durable = await durableRun(member, llm, databaseUrl);
+    log(`durable chats: ${durable.completed}/${durable.chats} in ${durable.wallMs.toFixed(0)} ms`);
     const scale = await scaleRun(admin, member, databaseUrl);
     memory.push(await app.memory(`after the ${SCALE_ROWS.toLocaleString('en-US')}-row run`));
 
@@ -604,6 +675,7 @@ async function main(): Promise<void> {
       scenarios: results,
       memory,
       scale,
+      durable,
       notes,
     };
     await cleanup();
