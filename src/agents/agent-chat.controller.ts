@@ -4,7 +4,6 @@ import type { FastifyReply } from 'fastify';
 import { Caller, Roles } from '../auth/auth.decorators';
 import { AgentChatDto, AgentChatResponse } from './agent-chat.dto';
 import { AgentChatService } from './agent-chat.service';
-import { UiMessageStreamWriter } from './ui-message-stream';
 
 @ApiTags('agents')
 @ApiBearerAuth()
@@ -28,7 +27,7 @@ export class AgentChatController {
     const prepared = await this.chats.prepare(caller, agentName, dto);
     if (!dto.stream) return this.chats.complete(prepared, signal);
     reply.hijack();
-    await this.chats.stream(prepared, new UiMessageStreamWriter(reply.raw), signal);
+    await this.chats.stream(prepared, reply.raw, signal);
   }
 }
 

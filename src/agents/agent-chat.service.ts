@@ -1,6 +1,8 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
 import { LlmMessage } from '../llm/llm.types';
 import { AgentLoop, AgentTurn, TurnResult } from './agent-loop.service';
@@ -27,6 +29,7 @@ export class AgentChatService {
     private readonly runtime: AgentRuntime,
     private readonly loop: AgentLoop,
     private readonly llm: LlmService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   /** Checks in the contract's order: body (400), agent (404), access (403), LLM endpoint (503). */
@@ -47,7 +50,8 @@ export class AgentChatService {
   }
 
   /** Streams the turn; failures after the first byte become an `error` part, never a silent stall. */
-  async stream(chat: PreparedChat, writer: UiMessageStreamWriter, signal: AbortSignal): Promise<void> {
+  async stream(chat: PreparedChat, raw: ServerResponse, signal: AbortSignal): Promise<void> {
+    const writer = new UiMessageStreamWriter(raw, this.config.sseKeepAliveMs);
     try {
       writer.finish(await this.loop.runTurn(chat.turn, chat.messages, writer.hooks(), signal));
     } catch (error) {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { LlmService } from '../llm/llm.service';
 import { addUsage, LlmMessage, LlmResponse, LlmTool, LlmToolCall, LlmUsage, ZERO_USAGE } from '../llm/llm.types';
+import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult } from '../tools/tool.types';
 
@@ -41,6 +42,8 @@ export interface ExecutedToolCall {
 /** One model step as it was appended to the conversation. */
 export interface TurnStep {
   assistant: LlmMessage;
+  /** The tool calls of `assistant`, as the model made them (empty on a final step). */
+  toolCalls: LlmToolCall[];
   /** Tool messages of the built-in calls, in call order. */
   toolMessages: LlmMessage[];
   toolResults: ToolResult[];
@@ -132,7 +135,7 @@ export class AgentLoop {
       if (!withTools || response.toolCalls.length === 0) {
         const assistant: LlmMessage = { role: 'assistant', content: response.content };
         messages.push(assistant);
-        await hooks.onStep?.({ assistant, toolMessages: [], toolResults: [], pendingClientCalls: [], usage: response.usage, iterationsUsed: iterations, final: true });
+        await hooks.onStep?.({ assistant, toolCalls: [], toolMessages: [], toolResults: [], pendingClientCalls: [], usage: response.usage, iterationsUsed: iterations, final: true });
         const finishReason: TurnFinishReason = !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
           ? 'max_iterations'
           : response.finishReason === 'length' ? 'length' : 'stop';
@@ -142,13 +145,15 @@ export class AgentLoop {
       iterations++;
       const assistant = assistantWithToolCalls(response);
       messages.push(assistant);
-      const builtIn = response.toolCalls.filter((call) => !turn.clientTools.has(call.name));
-      const client = response.toolCalls.filter((call) => turn.clientTools.has(call.name));
-      for (const call of response.toolCalls) {
-        hooks.onToolCall?.({ id: call.id, name: call.name, arguments: parseArguments(call.arguments), client: turn.clientTools.has(call.name) });
+      // Parsed once per call, for hooks and the response; the registry parses (strictly) for execution.
+      const calls = response.toolCalls.map((call) => ({ call, shown: readableArguments(call.arguments), client: turn.clientTools.has(call.name) }));
+      const builtIn = calls.filter((c) => !c.client);
+      const client = calls.filter((c) => c.client).map((c) => c.call);
+      for (const { call, shown, client: isClient } of calls) {
+        hooks.onToolCall?.({ id: call.id, name: call.name, arguments: shown, client: isClient });
       }
       const results = await this.registry.executeAll(
-        builtIn.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
+        builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
         { ...turn.toolContext, signal: turnSignal },
       );
       if (deadline.aborted) throw deadlineError();
@@ -162,9 +167,9 @@ export class AgentLoop {
       messages.push(...toolMessages);
       results.forEach((result, i) => {
         hooks.onToolResult?.(result);
-        toolCalls.push({ id: result.toolCallId, name: result.name, arguments: parseArguments(builtIn[i].arguments), result: result.content, isError: result.isError });
+        toolCalls.push({ id: result.toolCallId, name: result.name, arguments: builtIn[i].shown, result: result.content, isError: result.isError });
       });
-      await hooks.onStep?.({ assistant, toolMessages, toolResults: results, pendingClientCalls: client, usage: response.usage, iterationsUsed: iterations, final: false });
+      await hooks.onStep?.({ assistant, toolCalls: response.toolCalls, toolMessages, toolResults: results, pendingClientCalls: client, usage: response.usage, iterationsUsed: iterations, final: false });
       if (client.length) {
         return { status: 'requires_action', content: response.content, model: response.model, finishReason: 'stop', toolCalls, pendingToolCalls: client, usage, iterationsUsed: iterations };
       }
@@ -220,15 +225,6 @@ function assistantWithToolCalls(response: LlmResponse): LlmMessage {
 export function toolMessageContent(result: { content: unknown; isError: boolean }): string {
   const body = typeof result.content === 'string' ? result.content : JSON.stringify(result.content ?? null);
   return result.isError ? `Tool call failed: ${body}` : body;
-}
-
-export function parseArguments(raw: string | Record<string, unknown>): unknown {
-  if (typeof raw !== 'string') return raw;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return raw;
-  }
 }
 
 function lastAssistantText(messages: LlmMessage[]): string {

@@ -5,6 +5,7 @@ import { LlmMessage, LlmTool } from '../llm/llm.types';
 import { MetadataService } from '../metadata/metadata.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { toOpenAiTool } from '../tools/tool.define';
+import { mayUseObject } from '../tools/tool.middlewares';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentTurn } from './agent-loop.service';
 import { AgentSpec } from './agent.types';
@@ -44,7 +45,7 @@ export class AgentRuntime {
     let content = agent.instructions;
     if (lines.length) {
       content += `\n\n--- Current Context ---\n${lines.join('\n')}`;
-      const schema = context?.objectName && mayUseObject(agent, context.objectName) ? await this.compactSchema(context.objectName) : undefined;
+      const schema = context?.objectName && mayUseObject(agent.allowedObjects, context.objectName) ? await this.compactSchema(context.objectName) : undefined;
       if (schema) content += `\n${schema}`;
     }
     return { role: 'system', content };
@@ -93,8 +94,4 @@ export class AgentRuntime {
     });
     return `Schema of ${object.name} (${object.label}):\n${fields.join('\n')}`;
   }
-}
-
-export function mayUseObject(agent: Pick<AgentSpec, 'allowedObjects'>, objectName: string): boolean {
-  return agent.allowedObjects.includes('*') || agent.allowedObjects.includes(objectName);
 }

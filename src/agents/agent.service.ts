@@ -86,7 +86,7 @@ export class AgentService implements OnModuleInit {
 
   private normalise(dto: AgentSpecDto): Omit<AgentSpec, 'version'> {
     const tools = [...new Set(dto.tools ?? [])];
-    const unknown = tools.filter((tool) => !this.tools.get(tool));
+    const { unknown } = this.tools.resolve(tools);
     if (unknown.length) {
       throw new DomainError('unknown_tool', `Unknown tool${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`, {
         availableTools: this.tools.list().map((t) => t.name),
@@ -116,7 +116,7 @@ export class AgentService implements OnModuleInit {
 
   /** A stored agent can go stale (a tool removed in an upgrade): such an agent is not run. */
   private findProblem(agent: Agent): string | undefined {
-    const missing = agent.tools.filter((tool) => !this.tools.get(tool));
+    const missing = this.tools.resolve(agent.tools).unknown;
     if (missing.length) return `it names unknown tools ${missing.join(', ')}`;
     const iterations = agent.planning?.maxIterations;
     if (!Number.isInteger(iterations) || iterations < 1 || iterations > 50) return 'planning.maxIterations must be 1..50';

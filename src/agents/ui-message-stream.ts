@@ -4,8 +4,6 @@ import { SseWriter } from '../common/sse.writer';
 import type { ToolResult } from '../tools/tool.types';
 import type { TurnHooks, TurnResult } from './agent-loop.service';
 
-const KEEP_ALIVE_MS = 15_000;
-
 /**
  * Writes one agent turn as a Vercel AI SDK UI message stream (protocol v1, SSE), so `useChat`
  * clients render it unchanged: start, steps with text deltas and tool input/output parts, then
@@ -16,7 +14,7 @@ export class UiMessageStreamWriter {
   private stepOpen = false;
   private readonly sse: SseWriter;
 
-  constructor(raw: ServerResponse, keepAliveMs = KEEP_ALIVE_MS) {
+  constructor(raw: ServerResponse, keepAliveMs: number) {
     this.sse = new SseWriter(raw, { keepAliveMs, headers: { 'x-vercel-ai-ui-message-stream': 'v1' } });
     this.write({ type: 'start', messageId: randomUUID() });
   }

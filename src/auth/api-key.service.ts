@@ -5,7 +5,9 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
+import { isUuid } from '../common/uuid';
 import { PgPubSub } from '../database/pg-pubsub.service';
+import { runSql } from '../database/sql';
 import { ApiKey, ApiKeyEntity, ApiKeyRole } from './api-key.entity';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
@@ -20,6 +22,8 @@ export interface CreatedApiKey {
 const AUTH_CACHE_TTL_MS = 30_000;
 const AUTH_CACHE_MAX = 10_000;
 const API_KEY_REVOKED = 'api_key_revoked';
+/** Serialises revocations of admin keys, so two of them cannot both pass the last-admin check. */
+const ADMIN_REVOKE_LOCK_KEY = 727_002;
 
 @Injectable()
 export class ApiKeyService implements OnModuleInit {
@@ -71,8 +75,7 @@ export class ApiKeyService implements OnModuleInit {
       const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
       if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${id}" not found`);
       if (key.role === 'admin') {
-        // Serialise concurrent revocations of admin keys so two of them cannot both pass the check.
-        await em.execute('select pg_advisory_xact_lock(727002)');
+        await runSql(em, 'select pg_advisory_xact_lock($1)', [ADMIN_REVOKE_LOCK_KEY]);
         const admins = await em.count(ApiKeyEntity, { role: 'admin', revoked: false });
         if (admins <= 1) throw new DomainError('last_admin_key', 'Cannot revoke the last active admin key');
       }
@@ -129,6 +132,3 @@ export class ApiKeyService implements OnModuleInit {
   }
 }
 
-export function isUuid(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-}

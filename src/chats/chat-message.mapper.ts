@@ -1,5 +1,6 @@
-import { parseArguments, toolMessageContent, TurnStep } from '../agents/agent-loop.service';
+import { toolMessageContent, TurnStep } from '../agents/agent-loop.service';
 import type { LlmMessage, LlmToolCall } from '../llm/llm.types';
+import { readableArguments } from '../tools/tool.arguments';
 import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
 
 /** Persisted messages → the conversation the model sees (tool results one message per call). */
@@ -35,24 +36,14 @@ export function toLlmMessages(rows: ChatMessageRow[]): LlmMessage[] {
 }
 
 /** The assistant message of a step as parts: its text, then its tool calls. */
-export function assistantParts(step: TurnStep, calls: LlmToolCall[]): ChatPart[] {
+export function assistantParts(step: TurnStep): ChatPart[] {
   const parts: ChatPart[] = [];
   const content = step.assistant.role === 'assistant' && typeof step.assistant.content === 'string' ? step.assistant.content : '';
   if (content) parts.push({ type: 'text', text: content });
-  for (const call of calls) {
-    parts.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.kind === 'custom' ? call.arguments : parseArguments(call.arguments), kind: call.kind });
+  for (const call of step.toolCalls) {
+    parts.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.kind === 'custom' ? call.arguments : readableArguments(call.arguments), kind: call.kind });
   }
   return parts;
-}
-
-/** Tool calls of an assistant message, in order. */
-export function stepToolCalls(step: TurnStep): LlmToolCall[] {
-  if (step.assistant.role !== 'assistant' || !step.assistant.tool_calls) return [];
-  return step.assistant.tool_calls.map((call) =>
-    call.type === 'custom'
-      ? { id: call.id, name: call.custom.name, arguments: call.custom.input, kind: 'custom' as const }
-      : { id: call.id, name: call.function.name, arguments: call.function.arguments, kind: 'function' as const },
-  );
 }
 
 export function toolResultParts(step: TurnStep): ChatPart[] {
@@ -67,7 +58,7 @@ export function toolResultParts(step: TurnStep): ChatPart[] {
  */
 export function toPendingCall(call: LlmToolCall, freeformAsFunction: ReadonlySet<string>): PendingToolCall {
   if (call.kind === 'custom') return { id: call.id, name: call.name, arguments: call.arguments };
-  const parsed = parseArguments(call.arguments);
+  const parsed = readableArguments(call.arguments);
   if (freeformAsFunction.has(call.name) && parsed && typeof parsed === 'object' && 'input' in parsed) {
     return { id: call.id, name: call.name, arguments: String((parsed as { input: unknown }).input) };
   }

@@ -8,7 +8,7 @@ import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmError } from '../llm/llm-error';
 import { ChatEvents } from './chat-events.service';
-import { assistantParts, stepToolCalls, toLlmMessages, toolResultParts, toPendingCall } from './chat-message.mapper';
+import { assistantParts, toLlmMessages, toolResultParts, toPendingCall } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import { ChatRow } from './chat.types';
 import { clientToolSet } from './client-tools';
@@ -78,9 +78,8 @@ export class ChatRunner {
 
   /** Commits one step; returns true when the chat left `running` with it (final answer or client tools). */
   private async persistStep(chat: ChatRow, workerId: string, step: TurnStep, tokens: number, freeform: ReadonlySet<string>): Promise<boolean> {
-    const calls = stepToolCalls(step);
     return this.owned(chat, workerId, async (em) => {
-      const assistantId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step, calls), step.usage);
+      const assistantId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step), step.usage);
       await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: assistantId }, em);
       if (step.toolResults.length) {
         const toolId = await this.repo.insertMessage(em, chat.id, 'tool', toolResultParts(step));

@@ -32,10 +32,13 @@ export class ChatStreamService implements BeforeApplicationShutdown {
     for (const writer of this.open) writer.close();
   }
 
-  /** Validates before the first byte, so a 404 is a normal JSON error. */
-  async streamChat(caller: Caller, chatId: string, afterId: number, raw: ServerResponse): Promise<void> {
+  /**
+   * Checks the chat first and only then calls `open` for the raw response, so a 404 is still a
+   * normal JSON error.
+   */
+  async streamChat(caller: Caller, chatId: string, afterId: number, open: () => ServerResponse): Promise<void> {
     await this.chats.get(caller, chatId);
-    const writer = this.track(new SseWriter(raw, { keepAliveMs: this.config.sseKeepAliveMs }));
+    const writer = this.track(new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs }));
     let lastId = afterId;
     let queue = Promise.resolve();
     // Everything a client sees goes through this queue: messages, then statuses, in commit order.
@@ -52,23 +55,23 @@ export class ChatStreamService implements BeforeApplicationShutdown {
         if (rows.length < 500) return;
       }
     };
-    const sendStatus = async () => {
+    /**
+     * A status event. Statuses from NOTIFY are sent as they came, in commit order, so every transition
+     * shows; requires_action and error (and a catch-up without a known status) re-read the chat for
+     * the details only the table has.
+     */
+    const sendStatus = async (status?: ChatStatus) => {
+      if (status && status !== 'requires_action' && status !== 'error') {
+        return writer.send({ status, lastError: null }, { event: 'status' });
+      }
       const chat = await this.repo.find(this.em.fork(), chatId, caller.subject);
       if (!chat) {
         writer.send({ status: 'deleted' }, { event: 'status' });
         writer.close();
         return;
       }
-      const view = toChatResponse(chat);
-      writer.send({ status: chat.status, lastError: chat.lastError }, { event: 'status' });
-      if (chat.status === 'requires_action') writer.send({ pendingToolCalls: view.pendingToolCalls }, { event: 'action_required' });
-    };
-    const sendTransition = async (status: ChatStatus) => {
-      if (status !== 'requires_action' && status !== 'error') return writer.send({ status, lastError: null }, { event: 'status' });
-      // These carry details (pending calls, the error) that only the table has.
-      const chat = await this.repo.find(this.em.fork(), chatId, caller.subject);
-      writer.send({ status, lastError: chat?.lastError ?? null }, { event: 'status' });
-      if (status === 'requires_action' && chat?.status === 'requires_action') {
+      writer.send({ status: status ?? chat.status, lastError: chat.lastError }, { event: 'status' });
+      if (chat.status === 'requires_action' && (status ?? chat.status) === 'requires_action') {
         writer.send({ pendingToolCalls: toChatResponse(chat).pendingToolCalls }, { event: 'action_required' });
       }
     };
@@ -79,10 +82,10 @@ export class ChatStreamService implements BeforeApplicationShutdown {
         case 'message': return enqueue(sendMessages);
         case 'message_part': return enqueue(async () => writer.send({ delta: event.delta }, { event: 'message_part' }));
         // The event's own status, in commit order: a stream shows every transition, not just the latest.
-        case 'status': return enqueue(async () => { await sendMessages(); await sendTransition(event.status); });
+        case 'status': return enqueue(async () => { await sendMessages(); await sendStatus(event.status); });
         case 'retry': return enqueue(async () => writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }));
         case 'error': return enqueue(async () => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
-        case 'deleted': return enqueue(sendStatus);
+        case 'deleted': return enqueue(() => sendStatus());
         default: return;
       }
     });
@@ -92,8 +95,8 @@ export class ChatStreamService implements BeforeApplicationShutdown {
   }
 
   /** The caller's chat list changes, for sidebars and inboxes. */
-  watch(caller: Caller, raw: ServerResponse): void {
-    const writer = this.track(new SseWriter(raw, { keepAliveMs: this.config.sseKeepAliveMs }));
+  watch(caller: Caller, open: () => ServerResponse): void {
+    const writer = this.track(new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs }));
     const unsubscribe = this.events.subscribe((event) => {
       if (!('owner' in event) || event.owner !== caller.subject) return;
       switch (event.type) {

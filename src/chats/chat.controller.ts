@@ -37,8 +37,7 @@ export class ChatController {
   @Roles('admin', 'member')
   @ApiProduces('text/event-stream')
   watch(@Caller() caller: Caller, @Res() reply: FastifyReply): void {
-    reply.hijack();
-    this.streams.watch(caller, reply.raw);
+    this.streams.watch(caller, () => hijack(reply));
   }
 
   @Get(':id')
@@ -96,8 +95,12 @@ export class ChatController {
   ): Promise<void> {
     const cursor = lastEventId ?? query.afterId ?? '0';
     if (!/^\d{1,18}$/.test(cursor)) throw new DomainError('validation_failed', 'Last-Event-ID must be a message id');
-    await this.chats.get(caller, id);
-    reply.hijack();
-    await this.streams.streamChat(caller, id, Number(cursor), reply.raw);
+    await this.streams.streamChat(caller, id, Number(cursor), () => hijack(reply));
   }
+}
+
+/** Takes the raw response over from Fastify, for a stream written by hand. */
+function hijack(reply: FastifyReply) {
+  reply.hijack();
+  return reply.raw;
 }

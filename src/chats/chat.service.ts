@@ -4,14 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { AgentService } from '../agents/agent.service';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
+import { isUuid } from '../common/uuid';
 import { LlmService } from '../llm/llm.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRepository } from './chat.repository';
 import { ChatMessageRow, ChatPart, ChatRow, PendingToolCall } from './chat.types';
 import { CreateChatDto, ToolResultDto } from './chat.dto';
 import { validateDynamicTools } from './client-tools';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The durable chat API: every state change happens in one transaction under the chat's row lock
@@ -49,7 +48,7 @@ export class ChatService {
 
   /** The caller's chat; another owner's chat is as unknown as a missing one. */
   async get(caller: Caller, id: string, em: EntityManager = this.em.fork(), lock = false): Promise<ChatRow> {
-    const chat = UUID.test(id) ? await this.repo.find(em, id, caller.subject, { lock }) : undefined;
+    const chat = isUuid(id) ? await this.repo.find(em, id, caller.subject, { lock }) : undefined;
     if (!chat) throw new DomainError('chat_not_found', `Chat "${id}" not found`);
     return chat;
   }

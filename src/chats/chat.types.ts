@@ -67,5 +67,4 @@ export type ChatEvent =
   | { type: 'retry'; chatId: string; owner: string; attempt: number; delayMs: number; error: string }
   | { type: 'error'; chatId: string; owner: string; code: string; message: string }
   | { type: 'deleted'; chatId: string; owner: string }
-  | { type: 'interrupt'; chatId: string; owner: string }
-  | { type: 'wake' };
+  | { type: 'interrupt'; chatId: string; owner: string };

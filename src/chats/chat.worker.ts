@@ -40,7 +40,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     this.unsubscribe = this.events.subscribe((event) => {
       if (event.type === 'interrupt' || event.type === 'deleted') this.running.get(event.chatId)?.controller.abort();
       if (!this.config.chatWorkerEnabled) return;
-      if (event.type === 'resync' || event.type === 'wake' || ((event.type === 'status' || event.type === 'created') && event.status === 'pending')) {
+      if (event.type === 'resync' || ((event.type === 'status' || event.type === 'created') && event.status === 'pending')) {
         void this.claim();
       }
     });

@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import { isUuid } from '../common/uuid';
 import { runSql } from '../database/sql';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
@@ -14,8 +15,6 @@ import {
 import { bindCast, decodeRow, encodeFieldValue, isPlainObject } from './field-value.codec';
 import { compileOrderBy, compileProjection } from './order-by.compiler';
 import { clip, compileWhere, requireField } from './where.compiler';
-
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The data engine: find / count / findOne / aggregate / insert / update / delete over object
@@ -45,24 +44,25 @@ export class DataService {
         params.values,
       );
       let total = rows.length ? Number(rows[0].__total) : 0;
-      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, em, object);
+      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, em);
       return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
     });
   }
 
-  async count(objectName: string, where: unknown, em: EntityManager = this.em.fork(), known?: ObjectMeta): Promise<number> {
-    const object = known ?? (await this.metadata.getObject(objectName, em));
-    const params = new SqlParams();
-    const sql = `select count(*) as "count" from ${objectTable(object.name)} where ${compileWhere(object, where, params)}`;
-    const [row] = await runSql<{ count: string }>(em, sql, params.values);
-    return Number(row.count);
+  async count(objectName: string, where: unknown, em: EntityManager = this.em.fork()): Promise<number> {
+    return this.withObject(objectName, em, async (object) => {
+      const params = new SqlParams();
+      const sql = `select count(*) as "count" from ${objectTable(object.name)} where ${compileWhere(object, where, params)}`;
+      const [row] = await runSql<{ count: string }>(em, sql, params.values);
+      return Number(row.count);
+    });
   }
 
   /** One record by id, or `record_not_found` (a malformed id is not found too). */
   async findOne(objectName: string, id: unknown, fields?: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
     return this.withObject(objectName, em, async (object) => {
       const projection = compileProjection(object, fields);
-      if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
+      if (!isUuid(id)) throw notFound(object.name, id);
       const rows = await runSql(em, `select ${projection.sql} from ${objectTable(object.name)} where "id" = $1::uuid`, [id]);
       if (!rows.length) throw notFound(object.name, id);
       return decodeRow(object, rows[0]);
@@ -134,7 +134,7 @@ export class DataService {
   async update(objectName: string, id: unknown, input: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
     return this.withObject(objectName, em, async (object) => {
       const values = encodeWrite(object, input, 'update');
-      if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
+      if (!isUuid(id)) throw notFound(object.name, id);
       const params = new SqlParams();
       const sets = [...values.entries()].map(([name, value]) => {
         const field = requireField(object, name);
@@ -150,7 +150,7 @@ export class DataService {
 
   async delete(objectName: string, id: unknown, em: EntityManager = this.em.fork()): Promise<void> {
     return this.withObject(objectName, em, async (object) => {
-      if (typeof id !== 'string' || !UUID_PATTERN.test(id)) throw notFound(object.name, id);
+      if (!isUuid(id)) throw notFound(object.name, id);
       const rows = await this.writeSql(object, em, `delete from ${objectTable(object.name)} where "id" = $1::uuid returning "id"`, [id]);
       if (!rows.length) throw notFound(object.name, id);
     });

@@ -1,4 +1,5 @@
 import { DomainError } from '../common/domain-error';
+import { isUuid } from '../common/uuid';
 import { FIELD_COLUMN_TYPES, FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
 /**
@@ -45,7 +46,6 @@ const PATTERN_OPERATORS = new Set(['$contains', '$notContains', '$startsWith', '
 
 /** Loose on purpose: one @, no spaces, a dot in the domain. Deliverability is not our business. */
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
 /** Date, optional time (T or space), optional fraction, optional offset (Z, ±HH, ±HHMM, ±HH:MM). */
 const DATETIME_PATTERN =
@@ -123,7 +123,7 @@ export function encodeFieldValue(field: FieldMeta, value: unknown, context: Enco
       return encodeDatetime(field, value, context);
     case 'lookup':
     case 'uuid':
-      if (typeof value !== 'string' || !UUID_PATTERN.test(value)) {
+      if (!isUuid(value)) {
         fail(field, context, 'a UUID like "3f2b8c1e-6a4d-4f7e-9b21-0c5d8e7a9f10"', value);
       }
       return value.toLowerCase();

@@ -10,9 +10,3 @@ export async function runSql<T = Record<string, unknown>>(em: EntityManager, sql
   const result = await em.getKysely().executeQuery<T>(CompiledQuery.raw(sql, [...params]));
   return result.rows;
 }
-
-/** Like runSql, for statements whose row count matters (UPDATE/DELETE). */
-export async function runSqlCount(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<number> {
-  const result = await em.getKysely().executeQuery(CompiledQuery.raw(sql, [...params]));
-  return Number(result.numAffectedRows ?? result.rows.length);
-}

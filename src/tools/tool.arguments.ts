@@ -33,6 +33,19 @@ export class ToolArgumentsCompiler {
 }
 
 /** Parses raw arguments: a JSON text or an object; an empty text means "no arguments". */
+/**
+ * Arguments as the model sent them, for display and history: parsed when they are JSON, the raw text
+ * otherwise (freeform input, or JSON the model got wrong, which the caller should see as sent).
+ */
+export function readableArguments(raw: string | Record<string, unknown>): unknown {
+  if (typeof raw !== 'string') return raw;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
 export function parseArguments(toolName: string, raw: unknown): Record<string, unknown> | DomainError {
   let value = raw;
   if (typeof raw === 'string') {
