@@ -46,7 +46,7 @@ export class ChatRunner {
       const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
       const agent = await this.agents.loadForRun(chat.agent, caller);
       const client = clientToolSet(chat.dynamicTools, agent.tools, this.config.llmCustomToolsAsFunctions);
-      const history = await this.repo.messages(this.em.fork(), chat.id);
+      const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
       const messages = [await this.runtime.systemMessage(agent, chat.context ?? undefined), ...toLlmMessages(history)];
       const turn = this.runtime.turn(agent, caller, {}, { clientTools: client.tools, clientToolNames: client.names });
       turn.iterationsUsed = chat.turnIterations;

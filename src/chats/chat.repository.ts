@@ -60,11 +60,12 @@ export class ChatRepository {
     return Number(row.id);
   }
 
-  async messages(em: EntityManager, chatId: string, afterId = 0, limit = 1000): Promise<ChatMessageRow[]> {
+  /** Messages after `afterId` in order; `limit` null = all of them (the model needs the whole history). */
+  async messages(em: EntityManager, chatId: string, afterId: number, limit: number | null): Promise<ChatMessageRow[]> {
     const rows = await runSql<Row>(
       em,
       `select id, chat_id, role, parts, usage, created_at from chat_messages
-        where chat_id = $1::uuid and id > $2 order by id limit $3`,
+        where chat_id = $1::uuid and id > $2 order by id limit $3::integer`,
       [chatId, afterId, limit],
     );
     return rows.map((row) => ({

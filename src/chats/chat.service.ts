@@ -12,6 +12,9 @@ import { ChatMessageRow, ChatPart, ChatRow, PendingToolCall } from './chat.types
 import { CreateChatDto, ToolResultDto } from './chat.dto';
 import { validateDynamicTools } from './client-tools';
 
+/** Messages per GET /messages response; clients page on with ?afterId=. */
+const MESSAGES_PAGE = 1000;
+
 /**
  * The durable chat API: every state change happens in one transaction under the chat's row lock
  * and publishes its event on commit. Workers (ChatWorker) pick up `pending` chats.
@@ -56,7 +59,7 @@ export class ChatService {
   async messages(caller: Caller, id: string, afterId: number): Promise<ChatMessageRow[]> {
     const em = this.em.fork();
     await this.get(caller, id, em);
-    return this.repo.messages(em, id, afterId);
+    return this.repo.messages(em, id, afterId, MESSAGES_PAGE);
   }
 
   /** A new user turn: from waiting or error only. */

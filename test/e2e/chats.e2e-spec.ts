@@ -104,6 +104,28 @@ describe('durable chats', () => {
     expect(all).toEqual(persisted);
   });
 
+  it('gives the model the whole history of a long chat, and GET /messages pages of 1000', async () => {
+    llm.enqueue(MockReply.text('first'));
+    const id = (await create({ agent: 'data_chat', message: 'start' }).expect(201)).body.id;
+    await waitForChat(t, id, hasStatus('waiting'));
+    await t.sql(
+      `insert into chat_messages (chat_id, role, parts)
+       select $1::uuid, case when i % 2 = 0 then 'user' else 'assistant' end, jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'm' || i))
+         from generate_series(1, 1200) as i`,
+      [id],
+    );
+    llm.enqueue(MockReply.text('read it all'));
+    await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'last' }).expect(202);
+    await waitForChat(t, id, hasStatus('waiting'));
+    const sent = sentMessages(llm, 1).filter((m) => m.role !== 'system');
+    expect(sent).toHaveLength(2 + 1200 + 1);
+    expect(sent.at(-1)).toEqual({ role: 'user', content: 'last' });
+    const page = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).body.messages;
+    expect(page).toHaveLength(1000);
+    const rest = (await t.http.get(`/api/v1/chats/${id}/messages?afterId=${page.at(-1).id}`).set(bearer(t.adminKey)).expect(200)).body.messages;
+    expect(rest).toHaveLength(2 + 1200 + 2 - 1000);
+  });
+
   it('hides another owner\'s chat behind a 404', async () => {
     llm.enqueue(MockReply.text('hi'));
     const id = (await create({ agent: 'data_chat', message: 'mine' }).expect(201)).body.id;
