@@ -1,13 +1,15 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
-import { ChatsModule } from './chats/chats.module';
+import { DurableChatsModule } from './chats/durable/durable-chats.module';
+import { StatelessChatModule } from './chats/stateless/stateless-chat.module';
 import type { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
+import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
 
@@ -25,7 +27,9 @@ export class AppModule {
         SeedModule,
         ToolsModule,
         AgentsModule,
-        ChatsModule,
+        RuntimeModule,
+        StatelessChatModule,
+        DurableChatsModule,
         HealthModule,
       ],
     };

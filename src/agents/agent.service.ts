@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
 import { randomUUID } from 'node:crypto';
@@ -9,7 +9,6 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { projectRoot } from '../common/project-root';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
-import { SeedService } from '../seed/seed.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
@@ -18,18 +17,13 @@ import { AGENT_DEFAULTS, AgentSpec } from './agent.types';
 
 /** Agent specs: CRUD for admins, loading and access checks for the runtime, built-ins from seeds/agents. */
 @Injectable()
-export class AgentService implements OnModuleInit {
+export class AgentService {
   private readonly logger = new Logger(AgentService.name);
 
   constructor(
     private readonly em: EntityManager,
     private readonly tools: ToolRegistry,
-    private readonly seeds: SeedService,
   ) {}
-
-  onModuleInit(): void {
-    this.seeds.register('agents', () => this.seedAgents(), { always: true });
-  }
 
   /** Agents the caller may use: active and within its access. Admins see every agent, inactive ones too, to manage them. */
   async listFor(caller: Caller): Promise<Agent[]> {
@@ -124,7 +118,7 @@ export class AgentService implements OnModuleInit {
   }
 
   /** Built-in agents from seeds/agents/*.json: created when absent, never overwritten. */
-  private async seedAgents(): Promise<void> {
+  async ensureBuiltIns(): Promise<void> {
     const dir = join(projectRoot(), 'seeds', 'agents');
     for (const file of (await readdir(dir)).filter((f) => f.endsWith('.json')).sort()) {
       const dto = plainToInstance(AgentSpecDto, JSON.parse(await readFile(join(dir, file), 'utf8')));

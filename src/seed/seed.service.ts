@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { EntityManager } from '@mikro-orm/postgresql';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AgentService } from '../agents/agent.service';
 import { ApiKeyService } from '../auth/api-key.service';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { projectRoot } from '../common/project-root';
@@ -15,34 +16,30 @@ import { generateCrmSample } from './crm-sample.data';
 const INSERT_BATCH = 500;
 
 /**
- * Start-up data: the admin key, then (SEED=true) the sample objects of seeds/ with their records.
+ * Start-up data: the admin key, then (SEED=true) the sample objects of seeds/ with their records, then the
+ * built-in agents.
  * Never overwrites: an object that exists is left alone, and records go only into objects created now.
  */
 @Injectable()
 export class SeedService implements OnApplicationBootstrap {
   private readonly logger = new Logger(SeedService.name);
-  /** Other modules (agents) add their own seeding steps here; they run under the same lock. */
-  private readonly steps: Array<{ name: string; run: () => Promise<void>; always: boolean }> = [];
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(DATABASE_URL) private readonly databaseUrl: string,
     private readonly keys: ApiKeyService,
+    private readonly agents: AgentService,
     private readonly metadata: MetadataService,
     private readonly data: DataService,
     private readonly em: EntityManager,
   ) {}
 
-  /** Adds a start-up step; `always` steps (built-ins such as the data_chat agent) run even with SEED=false. */
-  register(name: string, run: () => Promise<void>, options: { always?: boolean } = {}): void {
-    this.steps.push({ name, run, always: options.always ?? false });
-  }
-
   async onApplicationBootstrap(): Promise<void> {
     await withStartupLock(this.databaseUrl, async () => {
       await this.keys.ensureAdminKey();
       if (this.config.seed) await this.seedObjects();
-      for (const step of this.steps) if (step.always || this.config.seed) await step.run();
+      // Built-in agents exist even with SEED=false: the API promises data_chat.
+      await this.agents.ensureBuiltIns();
     });
   }
 

@@ -3,7 +3,7 @@ import { Type } from 'class-transformer';
 import {
   Allow, ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested,
 } from 'class-validator';
-import { ChatContextDto } from '../agents/agent-chat.dto';
+import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { CHAT_STATUSES, type ChatMessageRow, type ChatRow, type ChatStatus, type PendingToolCall } from './chat.types';
 
 const MAX_MESSAGE = 100_000;

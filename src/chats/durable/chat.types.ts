@@ -1,5 +1,6 @@
-import type { ApiKeyRole } from '../auth/api-key.entity';
-import type { LlmUsage } from '../llm/llm.types';
+import type { ApiKeyRole } from '../../auth/api-key.entity';
+import type { LlmUsage } from '../../llm/llm.types';
+import type { DynamicTool } from '../../runtime/client-tools';
 
 export const CHAT_STATUSES = ['waiting', 'pending', 'running', 'requires_action', 'error'] as const;
 export type ChatStatus = (typeof CHAT_STATUSES)[number];
@@ -21,10 +22,6 @@ export interface ChatMessageRow {
   createdAt: Date;
 }
 
-/** A tool the client declares and executes itself. */
-export type DynamicTool =
-  | { type?: 'function'; name: string; description?: string; inputSchema: Record<string, unknown> }
-  | { type: 'custom'; name: string; description?: string };
 
 /** A call waiting for the client (or a human, for ask_user). `arguments` is raw text for custom tools. */
 export interface PendingToolCall {

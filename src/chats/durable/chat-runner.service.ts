@@ -1,17 +1,15 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AgentLoop, TurnStep } from '../agents/agent-loop.service';
-import { AgentRuntime } from '../agents/agent-runtime.service';
-import { AgentService } from '../agents/agent.service';
-import type { Caller } from '../auth/auth.decorators';
-import { DomainError } from '../common/domain-error';
-import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { LlmError } from '../llm/llm-error';
+import { AgentLoop, TurnStep } from '../../runtime/agent-loop.service';
+import { AgentRuntime } from '../../runtime/agent-runtime.service';
+import type { Caller } from '../../auth/auth.decorators';
+import { DomainError } from '../../common/domain-error';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config';
+import { LlmError } from '../../llm/llm-error';
 import { ChatEvents } from './chat-events.service';
 import { assistantParts, toLlmMessages, toolResultParts, toPendingCall } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import { ChatRow } from './chat.types';
-import { clientToolSet } from './client-tools';
 
 /** This worker no longer owns the chat (interrupted, deleted, or taken over after a stale heartbeat). */
 class LostClaim extends Error {}
@@ -33,7 +31,6 @@ export class ChatRunner {
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
     private readonly events: ChatEvents,
-    private readonly agents: AgentService,
     private readonly runtime: AgentRuntime,
     private readonly loop: AgentLoop,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -44,13 +41,15 @@ export class ChatRunner {
     try {
       await this.owned(chat, workerId, (em) => this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em));
       const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
-      const agent = await this.agents.loadForRun(chat.agent, caller);
-      const client = clientToolSet(chat.dynamicTools, agent.tools, this.config.llmCustomToolsAsFunctions);
       const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
-      const messages = [await this.runtime.systemMessage(agent, chat.context ?? undefined), ...toLlmMessages(history)];
-      const turn = this.runtime.turn(agent, caller, {}, { clientTools: client.tools, clientToolNames: client.names });
-      turn.iterationsUsed = chat.turnIterations;
-      turn.tokensUsed = chat.turnTokens;
+      const { turn, messages, clientTools } = await this.runtime.prepareTurn({
+        caller,
+        agentName: chat.agent,
+        history: toLlmMessages(history),
+        context: chat.context,
+        dynamicTools: chat.dynamicTools,
+        progress: { iterationsUsed: chat.turnIterations, tokensUsed: chat.turnTokens },
+      });
       let tokens = chat.turnTokens;
       let settled = false;
       const result = await this.loop.runTurn(turn, messages, {
@@ -58,7 +57,7 @@ export class ChatRunner {
         onStep: async (step) => {
           deltas.flush();
           tokens += step.usage.totalTokens;
-          settled = await this.persistStep(chat, workerId, step, tokens, client.freeformAsFunction);
+          settled = await this.persistStep(chat, workerId, step, tokens, clientTools.freeformAsFunction);
         },
       }, signal);
       // The token budget can end a turn without a final model step: settle it here.

@@ -3,24 +3,10 @@ import { Type } from 'class-transformer';
 import {
   ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested,
 } from 'class-validator';
-import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
-import type { ChatContext } from './agent-runtime.service';
+import { ChatContextDto } from '../../runtime/chat-context.dto';
+import { ChatOptionsDto } from '../../runtime/chat-options.dto';
 
-/** One line of text, no line breaks: context values go into the system message. */
-const SINGLE_LINE = /^[^\r\n]*$/;
-
-export class ChatContextDto implements ChatContext {
-  @ApiPropertyOptional({ example: 'deal' })
-  @IsOptional() @IsString() @Matches(IDENTIFIER_PATTERN, { message: 'context.objectName must be an object name' }) objectName?: string;
-
-  @ApiPropertyOptional()
-  @IsOptional() @IsString() @MaxLength(200) @Matches(SINGLE_LINE, { message: 'context.recordId must be one line' }) recordId?: string;
-
-  @ApiPropertyOptional()
-  @IsOptional() @IsString() @MaxLength(200) @Matches(SINGLE_LINE, { message: 'context.viewName must be one line' }) viewName?: string;
-}
-
-export class AgentChatDto {
+export class StatelessChatDto {
   @ApiProperty({ type: 'array', items: { type: 'object', properties: { role: { enum: ['user', 'assistant'] }, content: { type: 'string' } } } })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
@@ -30,7 +16,8 @@ export class AgentChatDto {
   @ApiPropertyOptional({ type: ChatContextDto })
   @IsOptional() @ValidateNested() @Type(() => ChatContextDto) context?: ChatContextDto;
 
-  @ApiPropertyOptional({ description: 'temperature (0..2), maxTokens (positive integer, not above the agent\'s), stop (string or up to 4 strings); other keys are ignored' })
+  /** Checked by the runtime against ChatOptionsDto; keys other than its three are ignored, never forwarded. */
+  @ApiPropertyOptional({ type: ChatOptionsDto, description: 'maxTokens may not exceed the agent\'s; other keys are ignored' })
   @IsOptional() @IsObject() options?: Record<string, unknown>;
 
   @ApiPropertyOptional({ default: false, description: 'Stream the Vercel AI SDK UI message stream (v1)' })
@@ -56,7 +43,7 @@ export class ChatToolCallResponse {
   @ApiProperty() isError: boolean;
 }
 
-export class AgentChatResponse {
+export class StatelessChatResponse {
   @ApiProperty() content: string;
   @ApiProperty() model: string;
   @ApiProperty({ enum: ['stop', 'length', 'max_iterations'] }) finishReason: 'stop' | 'length' | 'max_iterations';

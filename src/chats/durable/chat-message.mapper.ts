@@ -1,6 +1,6 @@
-import { toolMessageContent, TurnStep } from '../agents/agent-loop.service';
-import type { LlmMessage, LlmToolCall } from '../llm/llm.types';
-import { readableArguments } from '../tools/tool.arguments';
+import { toolMessageContent, TurnStep } from '../../runtime/agent-loop.service';
+import type { LlmMessage, LlmToolCall } from '../../llm/llm.types';
+import { readableArguments } from '../../tools/tool.arguments';
 import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
 
 /** Persisted messages → the conversation the model sees (tool results one message per call). */

@@ -1,9 +1,9 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import type { Caller } from '../auth/auth.decorators';
-import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { SseWriter } from '../common/sse.writer';
+import type { Caller } from '../../auth/auth.decorators';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config';
+import { SseWriter } from '../../common/sse.writer';
 import { ChatEvents, ChatEventOrResync } from './chat-events.service';
 import type { ChatStatus } from './chat.types';
 import { ChatRepository } from './chat.repository';

@@ -15,8 +15,6 @@ export interface AgentTurn {
   stop?: string | string[];
   /** Tool definitions offered to the model while iterations remain. */
   tools: LlmTool[];
-  /** Names executed here through the tool registry. Any other name the model calls is a client tool. */
-  builtInTools: ReadonlySet<string>;
   /** Names the client executes; a call to one pauses the turn in requires_action. */
   clientTools: ReadonlySet<string>;
   maxIterations: number;

@@ -2,7 +2,11 @@ import Ajv from 'ajv';
 import { DomainError } from '../common/domain-error';
 import type { LlmTool } from '../llm/llm.types';
 import { ASK_USER_TOOL } from '../tools/ask-user.tool';
-import type { DynamicTool } from './chat.types';
+
+/** A tool the client declares and executes itself. */
+export type DynamicTool =
+  | { type?: 'function'; name: string; description?: string; inputSchema: Record<string, unknown> }
+  | { type: 'custom'; name: string; description?: string };
 
 const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const MAX_DYNAMIC_TOOLS = 64;
@@ -65,7 +69,7 @@ export interface ClientToolSet {
   freeformAsFunction: Set<string>;
 }
 
-export function clientToolSet(dynamicTools: DynamicTool[], agentTools: readonly string[], customAsFunctions: boolean): ClientToolSet {
+export function clientToolSet(dynamicTools: readonly DynamicTool[], agentTools: readonly string[], customAsFunctions: boolean): ClientToolSet {
   const freeformAsFunction = new Set<string>();
   const tools: LlmTool[] = dynamicTools.map((tool) => {
     const description = tool.description ?? '';

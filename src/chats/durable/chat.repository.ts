@@ -1,8 +1,9 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { runSql } from '../database/sql';
-import type { LlmUsage } from '../llm/llm.types';
-import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus, DynamicTool } from './chat.types';
+import { runSql } from '../../database/sql';
+import type { LlmUsage } from '../../llm/llm.types';
+import type { DynamicTool } from '../../runtime/client-tools';
+import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus } from './chat.types';
 
 const CHAT_COLUMNS = `id, owner, owner_role, agent, title, status, context, dynamic_tools, pending_tool_calls,
   action_expires_at, worker_id, claim_token, heartbeat_at, available_at, attempts, turn_iterations, turn_tokens, last_error,

@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Caller, Roles } from '../auth/auth.decorators';
-import { DomainError } from '../common/domain-error';
+import { Caller, Roles } from '../../auth/auth.decorators';
+import { DomainError } from '../../common/domain-error';
 import {
   ChatListResponse, ChatMessagesResponse, ChatResponse, CreateChatDto, ListChatsQueryDto, MessagesQueryDto, PostMessageDto,
   toChatResponse, toMessageResponse, ToolResultsDto,

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
-import { AgentsModule } from '../agents/agents.module';
-import { LlmModule } from '../llm/llm.module';
+import { AgentsModule } from '../../agents/agents.module';
+import { LlmModule } from '../../llm/llm.module';
+import { RuntimeModule } from '../../runtime/runtime.module';
 import { ChatController } from './chat.controller';
 import { ChatEvents } from './chat-events.service';
 import { ChatRunner } from './chat-runner.service';
@@ -10,8 +11,9 @@ import { ChatService } from './chat.service';
 import { ChatWorker } from './chat.worker';
 
 @Module({
-  imports: [AgentsModule, LlmModule],
+  imports: [AgentsModule, RuntimeModule, LlmModule],
   controllers: [ChatController],
   providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService],
 })
-export class ChatsModule {}
+/** Durable chats: persisted conversations run by a worker on any replica, with client tools and SSE streams. */
+export class DurableChatsModule {}

@@ -1,15 +1,15 @@
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Caller, Roles } from '../auth/auth.decorators';
-import { AgentChatDto, AgentChatResponse } from './agent-chat.dto';
-import { AgentChatService } from './agent-chat.service';
+import { Caller, Roles } from '../../auth/auth.decorators';
+import { StatelessChatDto, StatelessChatResponse } from './stateless-chat.dto';
+import { StatelessChatService } from './stateless-chat.service';
 
 @ApiTags('agents')
 @ApiBearerAuth()
 @Controller('api/v1/ai/agents')
-export class AgentChatController {
-  constructor(private readonly chats: AgentChatService) {}
+export class StatelessChatController {
+  constructor(private readonly chats: StatelessChatService) {}
 
   /** Runs one agent turn over the given conversation; JSON, or the AI SDK UI message stream with `stream: true`. */
   @Post(':agentName/chat')
@@ -19,9 +19,9 @@ export class AgentChatController {
   async chat(
     @Caller() caller: Caller,
     @Param('agentName') agentName: string,
-    @Body() dto: AgentChatDto,
+    @Body() dto: StatelessChatDto,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<AgentChatResponse | void> {
+  ): Promise<StatelessChatResponse | void> {
     // Listening before the first await: a client that leaves during the checks still cancels the turn.
     const signal = abortWhenClientLeaves(reply);
     const prepared = await this.chats.prepare(caller, agentName, dto);

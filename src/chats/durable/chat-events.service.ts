@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { PgPubSub } from '../database/pg-pubsub.service';
+import { PgPubSub } from '../../database/pg-pubsub.service';
 import type { ChatEvent } from './chat.types';
 
 export type ChatEventOrResync = ChatEvent | { type: 'resync' };

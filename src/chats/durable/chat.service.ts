@@ -1,16 +1,16 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { AgentService } from '../agents/agent.service';
-import type { Caller } from '../auth/auth.decorators';
-import { DomainError } from '../common/domain-error';
-import { isUuid } from '../common/uuid';
-import { LlmService } from '../llm/llm.service';
+import { AgentService } from '../../agents/agent.service';
+import type { Caller } from '../../auth/auth.decorators';
+import { DomainError } from '../../common/domain-error';
+import { isUuid } from '../../common/uuid';
+import { LlmService } from '../../llm/llm.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRepository } from './chat.repository';
 import { ChatMessageRow, ChatPart, ChatRow, PendingToolCall } from './chat.types';
 import { CreateChatDto, ToolResultDto } from './chat.dto';
-import { validateDynamicTools } from './client-tools';
+import { validateDynamicTools } from '../../runtime/client-tools';
 
 /** Messages per GET /messages response; clients page on with ?afterId=. */
 const MESSAGES_PAGE = 1000;

@@ -1,0 +1,131 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AgentService } from '../agents/agent.service';
+import type { AgentSpec } from '../agents/agent.types';
+import type { Caller } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { LlmService } from '../llm/llm.service';
+import { LlmMessage, LlmTool } from '../llm/llm.types';
+import { MetadataService } from '../metadata/metadata.service';
+import { ObjectMeta } from '../metadata/object-metadata.types';
+import { toOpenAiTool } from '../tools/tool.define';
+import { mayUseObject } from '../tools/tool.middlewares';
+import { ToolRegistry } from '../tools/tool.registry';
+import { AgentTurn } from './agent-loop.service';
+import type { ChatContext } from './chat-context.dto';
+import { parseChatOptions } from './chat-options.dto';
+import { ClientToolSet, clientToolSet, DynamicTool } from './client-tools';
+
+/** What a front door knows about a turn, in its own terms turned into ours. */
+export interface TurnRequest {
+  caller: Caller;
+  agentName: string;
+  /** The conversation so far, without a system message; the front door has checked its own wire format. */
+  history: LlmMessage[];
+  /** Raw caller options: only temperature, maxTokens and stop are read (ChatOptionsDto); the rest is ignored. */
+  options?: unknown;
+  context?: ChatContext | null;
+  /** Tools the client executes itself, already validated (durable chats store them with the chat). */
+  dynamicTools?: readonly DynamicTool[] | null;
+  /** Spent so far, when a turn resumes after client tool results. */
+  progress?: { iterationsUsed: number; tokensUsed: number };
+}
+
+/** A turn ready for the loop. Built before any byte is streamed, so every refusal is a plain error. */
+export interface PreparedTurn {
+  agent: AgentSpec;
+  turn: AgentTurn;
+  /** System message first, then the history. */
+  messages: LlmMessage[];
+  clientTools: ClientToolSet;
+}
+
+/**
+ * Turns an agent spec into what the loop runs: the system message (instructions, the current
+ * context and a compact schema of the context object) and the tools the model is offered. Only the
+ * agent's declared tools are offered, once each, and only they can execute. Every front door
+ * (stateless, durable) builds its turn here.
+ */
+@Injectable()
+export class AgentRuntime {
+  constructor(
+    private readonly agents: AgentService,
+    private readonly llm: LlmService,
+    private readonly registry: ToolRegistry,
+    private readonly metadata: MetadataService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** Checks in the contract's order: options (400), agent (404), access (403), agent limits (400), LLM endpoint (503). */
+  async prepareTurn(request: TurnRequest): Promise<PreparedTurn> {
+    const options = parseChatOptions(request.options);
+    const agent = await this.agents.loadForRun(request.agentName, request.caller);
+    const agentMax = agent.model.maxTokens;
+    if (options.maxTokens !== undefined && agentMax !== undefined && options.maxTokens > agentMax) {
+      throw new DomainError('invalid_option', `options.maxTokens may not exceed the agent's maxTokens (${agentMax})`);
+    }
+    this.llm.assertConfigured();
+    const clientTools = clientToolSet(request.dynamicTools ?? [], agent.tools, this.config.llmCustomToolsAsFunctions);
+    const agentTools = this.registry.resolve(agent.tools).tools;
+    // ask_user is an agent tool the client answers: offered to the model, never executed here.
+    const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
+    const turn: AgentTurn = {
+      model: agent.model.model ?? this.llm.defaultModel,
+      temperature: options.temperature ?? agent.model.temperature,
+      maxTokens: options.maxTokens ?? agent.model.maxTokens,
+      stop: options.stop,
+      tools: [...agentTools.map((tool) => toOpenAiTool(tool) as LlmTool), ...clientTools.tools],
+      clientTools: new Set(clientTools.names),
+      maxIterations: agent.planning.maxIterations,
+      iterationsUsed: request.progress?.iterationsUsed,
+      tokenBudget: agent.guardrails.maxTokensPerInvocation,
+      tokensUsed: request.progress?.tokensUsed,
+      deadline: Date.now() + agent.guardrails.maxExecutionTimeSec * 1000,
+      toolContext: {
+        caller: request.caller,
+        agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects },
+      },
+    };
+    const system = await this.systemMessage(agent, request.context ?? undefined);
+    return { agent, turn, messages: [system, ...request.history], clientTools };
+  }
+
+  private async systemMessage(agent: AgentSpec, context?: ChatContext): Promise<LlmMessage> {
+    const lines: string[] = [];
+    if (context?.objectName) lines.push(`Current object: ${context.objectName}`);
+    if (context?.recordId) lines.push(`Selected record ID: ${context.recordId}`);
+    if (context?.viewName) lines.push(`Current view: ${context.viewName}`);
+    let content = agent.instructions;
+    if (lines.length) {
+      content += `\n\n--- Current Context ---\n${lines.join('\n')}`;
+      const schema =
+        context?.objectName && mayUseObject(agent.allowedObjects, context.objectName)
+          ? await this.compactSchema(context.objectName)
+          : undefined;
+      if (schema) content += `\n${schema}`;
+    }
+    return { role: 'system', content };
+  }
+
+  /** One line per field: `amount (currency)`, `stage (select: a | b)`, `account (lookup → account)`. */
+  private async compactSchema(objectName: string): Promise<string | undefined> {
+    let object: ObjectMeta;
+    try {
+      object = await this.metadata.getObject(objectName);
+    } catch {
+      return undefined;
+    }
+    const fields = object.fields.map((field) => {
+      const details = [
+        field.type === 'lookup'
+          ? `lookup → ${field.reference}`
+          : field.options
+            ? `${field.type}: ${field.options.join(' | ')}`
+            : field.type,
+        field.required && !field.system ? 'required' : undefined,
+      ].filter(Boolean);
+      return `- ${field.name} (${details.join(', ')})`;
+    });
+    return `Schema of ${object.name} (${object.label}):\n${fields.join('\n')}`;
+  }
+}
