@@ -11,10 +11,17 @@ export type DynamicTool =
 const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const MAX_DYNAMIC_TOOLS = 64;
 const MAX_SCHEMA_BYTES = 64 * 1024;
+/** All schemas of one request together; a chat's tools travel to the model with every call. */
+const MAX_TOTAL_SCHEMA_BYTES = 256 * 1024;
 const MAX_DESCRIPTION = 4000;
 
-/** Compiles client schemas only to check them; unknown keywords and formats are allowed, as models see them anyway. */
-const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: false });
+/**
+ * Client schemas are only sent to the model, never used to validate here, so they are checked
+ * against the JSON Schema meta-schema and nothing more: no validator code is generated (whose cost
+ * grows faster than the schema: seconds of blocked event loop for a 100 KB schema) and no schema is
+ * added to this instance, so one client's `$id` can neither collide with nor be `$ref`ed by another's.
+ */
+const metaSchema = new Ajv({ strict: false, validateFormats: false, addUsedSchema: false });
 
 function invalid(message: string, details?: unknown): DomainError {
   return new DomainError('invalid_dynamic_tools', message, details);
@@ -30,6 +37,7 @@ export function validateDynamicTools(input: unknown, agentTools: readonly string
   if (!Array.isArray(input)) throw invalid('dynamicTools must be an array');
   if (input.length > MAX_DYNAMIC_TOOLS) throw invalid(`At most ${MAX_DYNAMIC_TOOLS} dynamic tools`);
   const seen = new Set<string>();
+  let totalBytes = 0;
   return input.map((tool, index) => {
     const at = `dynamicTools[${index}]`;
     if (typeof tool !== 'object' || tool === null || Array.isArray(tool)) throw invalid(`${at} must be an object`);
@@ -50,14 +58,48 @@ export function validateDynamicTools(input: unknown, agentTools: readonly string
     if (typeof inputSchema !== 'object' || inputSchema === null || Array.isArray(inputSchema)) {
       throw invalid(`${at}.inputSchema must be a JSON Schema object`);
     }
-    if (JSON.stringify(inputSchema).length > MAX_SCHEMA_BYTES) throw invalid(`${at}.inputSchema is larger than 64 KB`);
-    try {
-      ajv.compile(inputSchema);
-    } catch (error) {
-      throw invalid(`${at}.inputSchema is not a valid JSON Schema: ${(error as Error).message}`);
-    }
+    const bytes = JSON.stringify(inputSchema).length;
+    if (bytes > MAX_SCHEMA_BYTES) throw invalid(`${at}.inputSchema is larger than 64 KB`);
+    totalBytes += bytes;
+    if (totalBytes > MAX_TOTAL_SCHEMA_BYTES) throw invalid('The inputSchemas of all dynamic tools together are larger than 256 KB');
+    const problem = schemaProblem(inputSchema);
+    if (problem) throw invalid(`${at}.inputSchema is not a valid JSON Schema: ${problem}`);
     return { type: 'function', name, ...(description ? { description } : {}), inputSchema: inputSchema as Record<string, unknown> };
   });
+}
+
+/** Why a schema is not valid JSON Schema (meta-schema errors, a bad regular expression), or undefined. */
+function schemaProblem(schema: object): string | undefined {
+  try {
+    if (!metaSchema.validateSchema(schema)) return metaSchema.errorsText(metaSchema.errors, { dataVar: 'inputSchema' });
+  } catch (error) {
+    // An unknown `$schema` dialect, or nesting too deep for the checker.
+    return (error as Error).message;
+  }
+  return badPattern(schema);
+}
+
+/** `pattern` and `patternProperties` must be regular expressions; walked without recursion. */
+function badPattern(schema: object): string | undefined {
+  const stack: unknown[] = [schema];
+  while (stack.length) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    const { pattern, patternProperties } = node as { pattern?: unknown; patternProperties?: unknown };
+    const patterns = [
+      ...(typeof pattern === 'string' ? [pattern] : []),
+      ...(typeof patternProperties === 'object' && patternProperties !== null ? Object.keys(patternProperties) : []),
+    ];
+    for (const source of patterns) {
+      try {
+        new RegExp(source, 'u');
+      } catch {
+        return `"${source.slice(0, 100)}" is not a valid regular expression`;
+      }
+    }
+    stack.push(...Object.values(node));
+  }
+  return undefined;
 }
 
 export interface ClientToolSet {

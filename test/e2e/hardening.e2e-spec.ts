@@ -1,0 +1,82 @@
+import { startAppWithMockLlm, sentToolNames } from '../support/agent-fixtures';
+import { hasStatus, waitForChat } from '../support/chat-helpers';
+import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bearer, TestApp } from '../support/test-app';
+
+/** What a member key can send that must neither stall, exhaust nor confuse the server. */
+describe('hardening against hostile member input', () => {
+  let t: TestApp;
+  let llm: MockLlmServer;
+  let alice: string;
+  let bob: string;
+
+  const createChat = (key: string, dynamicTools: unknown[]) =>
+    t.http.post('/api/v1/chats').set(bearer(key)).send({ agent: 'data_chat', message: 'hi', dynamicTools });
+
+  beforeAll(async () => {
+    ({ t, llm } = await startAppWithMockLlm());
+    const member = async (name: string) =>
+      ((await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201)).body as { secret: string }).secret;
+    alice = await member('alice');
+    bob = await member('bob');
+  });
+  afterAll(async () => {
+    await t.close();
+    await llm.close();
+  });
+  beforeEach(() => llm.reset());
+
+  describe('client tool schemas are checked without being kept (finding 2)', () => {
+    const tool = (name: string, inputSchema: Record<string, unknown>) => ({ name, description: 'A client tool.', inputSchema });
+
+    it('accepts the same $id from two keys, and both chats reach the model with their own schema', async () => {
+      llm.enqueue(MockReply.text('one'), MockReply.text('two'));
+      const a = await createChat(alice, [tool('pick_a', { $id: 'shared', type: 'object', properties: { a: { type: 'string' } } })]).expect(201);
+      const b = await createChat(bob, [tool('pick_b', { $id: 'shared', type: 'object', properties: { b: { type: 'number' } } })]).expect(201);
+      await waitForChat(t, (a.body as { id: string }).id, hasStatus('waiting'), alice);
+      await waitForChat(t, (b.body as { id: string }).id, hasStatus('waiting'), bob);
+      const sent = [0, 1].flatMap((i) => sentToolNames(llm, i));
+      expect(sent).toEqual(expect.arrayContaining(['pick_a', 'pick_b']));
+      // A third chat of the first key, after the others, still works: nothing was registered.
+      llm.enqueue(MockReply.text('three'));
+      const again = await createChat(alice, [tool('pick_a', { $id: 'shared', type: 'object' })]).expect(201);
+      await waitForChat(t, (again.body as { id: string }).id, hasStatus('waiting'), alice);
+    });
+
+    it('answers a $ref the same whether or not another key declared that $id (no cross-key resolution)', async () => {
+      llm.enqueue(MockReply.text('ok'));
+      const declared = await createChat(alice, [tool('secret_form', { $id: 'alice-form', type: 'object', properties: { ssn: { type: 'string' } } })]);
+      expect(declared.status).toBe(201);
+      await waitForChat(t, (declared.body as { id: string }).id, hasStatus('waiting'), alice);
+      llm.enqueue(MockReply.text('ok'), MockReply.text('ok'));
+      const toDeclared = await createChat(bob, [tool('peek', { $ref: 'alice-form' })]);
+      const toUnknown = await createChat(bob, [tool('peek', { $ref: 'nobody-declared-this' })]);
+      expect(toDeclared.status).toBe(toUnknown.status);
+      for (const res of [toDeclared, toUnknown]) {
+        if (res.status === 201) await waitForChat(t, (res.body as { id: string }).id, hasStatus('waiting'), bob);
+      }
+      expect(JSON.stringify(llm.requests.map((r) => r.body?.tools))).not.toContain('ssn":{"type":"string"}},"$ref');
+    });
+
+    it('accepts 900 patterned properties (checked against the meta-schema, no code generated)', async () => {
+      const patternProperties = Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`^field_${i}_[a-z]+$`, { type: 'string' }]));
+      llm.enqueue(MockReply.text('ok'));
+      const res = await createChat(alice, [tool('wide', { type: 'object', patternProperties })]).expect(201);
+      await waitForChat(t, (res.body as { id: string }).id, hasStatus('waiting'), alice);
+    });
+
+    it.each([
+      ['an invalid regular expression', [tool('bad_re', { type: 'object', properties: { a: { type: 'string', pattern: '([a-z' } } })]],
+      ['an invalid patternProperties key', [tool('bad_pp', { type: 'object', patternProperties: { '(unclosed': { type: 'string' } } })]],
+      ['an unknown meta-schema', [tool('future', { $schema: 'https://example.invalid/schema', type: 'object' })]],
+      [
+        'schemas over 256 KB together',
+        Array.from({ length: 5 }, (_, i) => tool(`big_${i}`, { type: 'object', description: 'x'.repeat(60_000) })),
+      ],
+    ])('rejects %s with 400 invalid_dynamic_tools', async (_label, tools) => {
+      const res = await createChat(alice, tools).expect(400);
+      expect((res.body as { code: string }).code).toBe('invalid_dynamic_tools');
+      expect(llm.requests).toHaveLength(0);
+    });
+  });
+});
