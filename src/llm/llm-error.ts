@@ -14,20 +14,25 @@ const CODES: Record<LlmErrorKind, string> = {
   invalid_response: 'llm_invalid_response',
 };
 
-/** A failed model call, classified. `retryable` says whether trying again later can help. */
+/**
+ * A failed model call, classified. `retryable` says whether trying again later can help. The
+ * message is ours; the provider's own text (which can name internal hosts or echo key fragments)
+ * is kept in `upstreamMessage` for the log only, never for a caller or a stored chat.
+ */
 export class LlmError extends DomainError {
   constructor(
     readonly kind: LlmErrorKind,
     message: string,
     readonly retryable: boolean,
     readonly status?: number,
+    readonly upstreamMessage?: string,
   ) {
     super(CODES[kind], message, status === undefined ? { kind } : { kind, status });
     this.name = 'LlmError';
   }
 }
 
-/** Turns whatever the SDK threw into an LlmError; messages never include the API key. */
+/** Turns whatever the SDK threw into an LlmError whose message is one of ours, never the provider's text. */
 export function classifyLlmError(error: unknown): LlmError {
   if (error instanceof LlmError) return error;
   if (error instanceof OpenAI.APIUserAbortError || (error as Error)?.name === 'AbortError') {
@@ -41,14 +46,15 @@ export function classifyLlmError(error: unknown): LlmError {
   }
   if (error instanceof OpenAI.APIError) {
     const status = error.status;
-    const detail = error.message ? `: ${error.message.slice(0, 300)}` : '';
-    if (status === 429) return new LlmError('rate_limited', `The model endpoint is rate limiting requests${detail}`, true, status);
-    if (status === 401 || status === 403) return new LlmError('auth', `The model endpoint rejected the API key${detail}`, false, status);
-    if (status === 408) return new LlmError('timeout', `The model endpoint timed out${detail}`, true, status);
+    const upstream = error.message ? error.message.slice(0, 1000) : undefined;
+    if (status === 429) return new LlmError('rate_limited', 'The model endpoint is rate limiting requests', true, status, upstream);
+    if (status === 401 || status === 403) return new LlmError('auth', 'The model endpoint rejected the API key', false, status, upstream);
+    if (status === 408) return new LlmError('timeout', 'The model endpoint timed out', true, status, upstream);
     if (status !== undefined && status >= 400 && status < 500) {
-      return new LlmError('bad_request', `The model endpoint rejected the request${detail}`, false, status);
+      return new LlmError('bad_request', 'The model endpoint rejected the request', false, status, upstream);
     }
-    return new LlmError('unavailable', `The model endpoint failed${detail}`, true, status);
+    return new LlmError('unavailable', 'The model endpoint failed', true, status, upstream);
   }
-  return new LlmError('invalid_response', `The model call failed: ${(error as Error)?.message ?? String(error)}`, true);
+  const upstream = (error as Error)?.message ?? String(error);
+  return new LlmError('invalid_response', 'The model endpoint sent an answer that could not be read', true, undefined, upstream);
 }

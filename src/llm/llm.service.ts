@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
@@ -14,6 +14,7 @@ type ChatParams = Omit<OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStre
  */
 @Injectable()
 export class LlmService {
+  private readonly logger = new Logger(LlmService.name);
   private readonly client?: OpenAI;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
@@ -54,9 +55,15 @@ export class LlmService {
       ...(request.stop !== undefined ? { stop: request.stop } : {}),
     };
     try {
-      return handlers ? await this.streamed(params, request.signal, handlers) : await this.single(params, request.signal);
+      const response = handlers ? await this.streamed(params, request.signal, handlers) : await this.single(params, request.signal);
+      return wellFormedResponse(response);
     } catch (error) {
-      throw classifyLlmError(error);
+      const classified = classifyLlmError(error);
+      if (classified.kind !== 'aborted') {
+        // The provider's own words go to the operator's log only.
+        this.logger.warn({ msg: 'model call failed', code: classified.code, status: classified.status, upstream: classified.upstreamMessage });
+      }
+      throw classified;
     }
   }
 
@@ -88,6 +95,8 @@ export class LlmService {
     let finishReason = 'stop';
     let usage: LlmUsage = ZERO_USAGE;
     const calls = new Map<number, LlmToolCall>();
+    // A surrogate pair split across two chunks must not turn into U+FFFD in the live text.
+    let heldSurrogate = '';
     for await (const chunk of stream) {
       if (chunk.model) model = chunk.model;
       if (chunk.usage) usage = mapUsage(chunk.usage);
@@ -96,7 +105,10 @@ export class LlmService {
       const delta = choice.delta ?? {};
       if (delta.content) {
         content += delta.content;
-        handlers.onTextDelta?.(delta.content);
+        let text = heldSurrogate + delta.content;
+        heldSurrogate = endsWithHighSurrogate(text) ? text.slice(-1) : '';
+        if (heldSurrogate) text = text.slice(0, -1);
+        if (text) handlers.onTextDelta?.(wellFormed(text));
       }
       for (const part of delta.tool_calls ?? []) {
         // Function calls stream `function.{name,arguments}`; freeform (custom) calls stream `custom.{name,input}`.
@@ -118,8 +130,59 @@ export class LlmService {
       if (choice.finish_reason) finishReason = choice.finish_reason;
     }
     if (signal?.aborted) throw new LlmError('aborted', 'The model call was cancelled', false);
+    if (heldSurrogate) handlers.onTextDelta?.(wellFormed(heldSurrogate));
     return { model, content, toolCalls: [...calls.values()], finishReason, usage };
   }
+}
+
+/**
+ * Model text as Postgres and JSON can carry it: NUL characters and unpaired UTF-16 surrogates
+ * (which models do emit) become U+FFFD, so storing an answer can never fail on its characters.
+ */
+export function wellFormed(text: string): string {
+  return text.toWellFormed().replaceAll('\u0000', '\uFFFD');
+}
+
+/**
+ * JSON arguments can spell a NUL or a lone surrogate as an escape (`\\u0000`), which only appears
+ * once parsed: such a text is parsed, cleaned key by key and written again. Text that is not JSON
+ * (freeform input, a model's broken JSON) is cleaned as text.
+ */
+function wellFormedArguments(text: string): string {
+  const cleaned = wellFormed(text);
+  if (!/\\u/i.test(cleaned)) return cleaned;
+  try {
+    return JSON.stringify(wellFormedValue(JSON.parse(cleaned)));
+  } catch {
+    return cleaned;
+  }
+}
+
+function wellFormedValue(value: unknown): unknown {
+  if (typeof value === 'string') return wellFormed(value);
+  if (Array.isArray(value)) return value.map(wellFormedValue);
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [wellFormed(key), wellFormedValue(item)]));
+  }
+  return value;
+}
+
+function endsWithHighSurrogate(text: string): boolean {
+  const last = text.charCodeAt(text.length - 1);
+  return last >= 0xd800 && last <= 0xdbff;
+}
+
+function wellFormedResponse(response: LlmResponse): LlmResponse {
+  return {
+    ...response,
+    content: wellFormed(response.content),
+    toolCalls: response.toolCalls.map((call) => ({
+      ...call,
+      id: wellFormed(call.id),
+      name: wellFormed(call.name),
+      arguments: wellFormedArguments(call.arguments),
+    })),
+  };
 }
 
 function mapUsage(usage: OpenAI.CompletionUsage | null | undefined): LlmUsage {

@@ -79,4 +79,51 @@ describe('hardening against hostile member input', () => {
       expect(llm.requests).toHaveLength(0);
     });
   });
+
+  describe('model output is stored whatever its characters (finding 8)', () => {
+    it('stores an answer with NUL, an unpaired surrogate and a surrogate pair split across chunks', async () => {
+      llm.enqueue(MockReply.text(['Total: 42\u0000 ', 'lone \ud800 end', ' smile \ud83d', '\ude00']));
+      const res = await createChat(alice, []).expect(201);
+      const id = (res.body as { id: string }).id;
+      const chat = (await waitForChat(t, id, hasStatus('waiting', 'error'), alice)) as { status: string };
+      expect(chat.status).toBe('waiting');
+      const messages = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(alice)).expect(200)).body as {
+        messages: Array<{ role: string; parts: Array<{ type: string; text?: string }> }>;
+      };
+      const answer = messages.messages.find((m) => m.role === 'assistant')!;
+      expect(answer.parts).toEqual([{ type: 'text', text: 'Total: 42\uFFFD lone \uFFFD end smile \u{1F600}' }]);
+    });
+
+    it('stores a client tool call whose arguments hold a NUL', async () => {
+      llm.enqueue(MockReply.toolCall('show_form', '{"title":"a\\u0000b"}'));
+      const form = { name: 'show_form', description: 'Show a form.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } } };
+      const res = await createChat(alice, [form]).expect(201);
+      const chat = (await waitForChat(t, (res.body as { id: string }).id, hasStatus('requires_action', 'error'), alice)) as {
+        status: string;
+        pendingToolCalls: Array<{ name: string; arguments: unknown }>;
+      };
+      expect(chat.status).toBe('requires_action');
+      expect(chat.pendingToolCalls[0]).toMatchObject({ name: 'show_form', arguments: { title: 'a\uFFFDb' } });
+    });
+  });
+
+  describe("the provider's error text stays in the log (finding 9)", () => {
+    const leaky = 'Incorrect API key provided: sk-live-9f8e7d6c. Upstream http://10.20.30.40:8443/v1 refused.';
+
+    it('answers a stateless chat with the classified message only', async () => {
+      llm.enqueue(MockReply.httpError(400, { message: leaky }));
+      const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(alice)).send({ messages: [{ role: 'user', content: 'hi' }] });
+      expect(res.status).toBe(502);
+      expect((res.body as { code: string }).code).toBe('llm_bad_request');
+      expect(JSON.stringify(res.body)).not.toMatch(/sk-live|10\.20\.30\.40|Incorrect API key/);
+    });
+
+    it('records the classified message as a durable chat\'s lastError', async () => {
+      llm.enqueue(MockReply.httpError(401, { message: leaky }));
+      const res = await createChat(alice, []).expect(201);
+      const chat = (await waitForChat(t, (res.body as { id: string }).id, hasStatus('error'), alice)) as { lastError: { code: string } };
+      expect(chat.lastError.code).toBe('llm_auth_failed');
+      expect(JSON.stringify(chat)).not.toMatch(/sk-live|10\.20\.30\.40|Incorrect API key/);
+    });
+  });
 });
