@@ -207,6 +207,16 @@ describe('encodeFieldValue', () => {
       },
     );
 
+    it.each(['0001-01-01T00:30:00+01:00', '9999-12-31T23:30:00-05:00'])('refuses %j, outside years 1..9999 once in UTC', (value) => {
+      expectInvalid(f.closedAt, value);
+    });
+
+    it('accepts the first and last instants of years 1..9999', () => {
+      expect(encodeFieldValue(f.closedAt, '0001-01-01T00:00:00Z')).toBe('0001-01-01T00:00:00Z');
+      expect(encodeFieldValue(f.closedAt, '0001-01-01T01:00:00+01:00')).toBe('0001-01-01T01:00:00+01:00');
+      expect(encodeFieldValue(f.closedAt, '9999-12-31T23:59:59.999999Z')).toBe('9999-12-31T23:59:59.999999Z');
+    });
+
     it('refuses epoch numbers but accepts valid Date objects', () => {
       expectInvalid(f.closedAt, 1_711_891_800_000);
       expect(encodeFieldValue(f.closedAt, new Date('2024-03-31T14:30:00.000Z'))).toBe('2024-03-31T14:30:00.000Z');

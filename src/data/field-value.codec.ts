@@ -214,7 +214,8 @@ function encodeDate(field: FieldMeta, value: unknown, context: EncodeContext): s
 function encodeDatetime(field: FieldMeta, value: unknown, context: EncodeContext): string {
   const expected = 'an ISO 8601 date-time like "2024-03-31T14:30:00Z" (or a date "2024-03-31" for midnight UTC)';
   if (value instanceof Date) {
-    if (Number.isNaN(value.getTime())) fail(field, context, expected, value);
+    const time = value.getTime();
+    if (Number.isNaN(time) || time < FIRST_INSTANT_MS || time >= AFTER_LAST_INSTANT_MS) fail(field, context, expected, value);
     return value.toISOString();
   }
   const match = typeof value === 'string' ? DATETIME_PATTERN.exec(value) : null;
@@ -224,7 +225,31 @@ function encodeDatetime(field: FieldMeta, value: unknown, context: EncodeContext
   if (!isCalendarDate(+year, +month, +day) || +hour > 23 || +minute > 59 || +second > 59 || !validOffset) {
     return fail(field, context, expected, value);
   }
-  return `${year}-${month}-${day}T${hour}:${minute}:${second}${fraction}${normaliseOffset(offset)}`;
+  const normalised = normaliseOffset(offset);
+  // An offset can carry a date in years 1..9999 out of them in UTC, which reads back as "… BC" or a 5-digit year.
+  const instant = utcMillis(+year, +month, +day, +hour, +minute, +second) - offsetMinutes(normalised) * 60_000;
+  if (instant < FIRST_INSTANT_MS || instant >= AFTER_LAST_INSTANT_MS) {
+    return fail(field, context, 'a date-time from year 1 to 9999 (in UTC)', value);
+  }
+  return `${year}-${month}-${day}T${hour}:${minute}:${second}${fraction}${normalised}`;
+}
+
+/** Milliseconds since the epoch; years below 100 are taken literally (Date.UTC would add 1900). */
+function utcMillis(year: number, month: number, day: number, hour = 0, minute = 0, second = 0): number {
+  const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second));
+  date.setUTCFullYear(year);
+  return date.getTime();
+}
+
+/** The range a datetime field holds: ISO 8601 with four-digit years, which is what it reads back as. */
+const FIRST_INSTANT_MS = utcMillis(1, 1, 1);
+const AFTER_LAST_INSTANT_MS = utcMillis(10000, 1, 1);
+
+/** `Z` → 0, `+05:30` → 330, `-03:00` → -180. */
+function offsetMinutes(offset: string): number {
+  if (offset === 'Z') return 0;
+  const minutes = Number(offset.slice(1, 3)) * 60 + Number(offset.slice(4, 6));
+  return offset[0] === '-' ? -minutes : minutes;
 }
 
 function isValidOffset(offset: string): boolean {

@@ -126,4 +126,29 @@ describe('hardening against hostile member input', () => {
       expect(JSON.stringify(chat)).not.toMatch(/sk-live|10\.20\.30\.40|Incorrect API key/);
     });
   });
+
+  describe('datetimes outside years 1..9999 (finding 13)', () => {
+    beforeAll(async () => {
+      await t.http.post('/api/v1/objects').set(bearer(t.adminKey)).send({
+        name: 'meeting', label: 'Meeting', fields: [{ name: 'starts_at', label: 'Starts at', type: 'datetime' }],
+      }).expect(201);
+    });
+
+    it.each(['0001-01-01T00:30:00+01:00', '9999-12-31T23:30:00-05:00'])('refuses %j with 400 invalid_value', async (startsAt) => {
+      const res = await t.http.post('/api/v1/objects/meeting/records').set(bearer(alice)).send({ starts_at: startsAt }).expect(400);
+      expect(res.body as { code: string; error: string }).toMatchObject({ code: 'invalid_value', error: expect.stringContaining('starts_at') as unknown });
+    });
+
+    it('stores the edges of the range and reads them back as ISO 8601', async () => {
+      for (const [sent, read] of [
+        ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+        ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+      ]) {
+        const created = await t.http.post('/api/v1/objects/meeting/records').set(bearer(alice)).send({ starts_at: sent }).expect(201);
+        const id = (created.body as { id: string }).id;
+        const got = await t.http.get(`/api/v1/objects/meeting/records/${id}`).set(bearer(alice)).expect(200);
+        expect((got.body as { starts_at: string }).starts_at).toBe(read);
+      }
+    });
+  });
 });
