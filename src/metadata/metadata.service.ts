@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
+import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { runSql } from '../database/sql';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
@@ -17,8 +18,6 @@ import { ObjectTableDdl } from './object-table.ddl';
 const MAX_FIELDS = 500;
 /** Event telling every replica to drop its cached definitions. */
 const METADATA_CHANGED = 'metadata_changed';
-/** Advisory lock taken by every metadata write, so concurrent DDL cannot interleave. */
-const METADATA_LOCK_KEY = 727_010;
 
 export interface ObjectSummary {
   name: string;
@@ -229,7 +228,7 @@ export class MetadataService implements OnModuleInit {
   private async write<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
     try {
       return await this.em.fork().transactional(async (em) => {
-        await runSql(em, 'select pg_advisory_xact_lock($1)', [METADATA_LOCK_KEY]);
+        await lockForTransaction(em, ADVISORY_LOCK.metadata);
         const result = await work(em);
         // Delivered on commit, to this replica too.
         await this.pubsub.publish({ type: METADATA_CHANGED }, em);
