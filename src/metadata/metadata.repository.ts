@@ -1,6 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { runSql } from '../database/sql';
 import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
 import { indexName } from './metadata.naming';
@@ -20,11 +19,6 @@ export interface ObjectSummary {
  */
 @Injectable()
 export class MetadataRepository {
-  /** Serialises metadata writes; held until `em`'s transaction ends. */
-  lock(em: EntityManager): Promise<void> {
-    return lockForTransaction(em, ADVISORY_LOCK.metadata);
-  }
-
   /** Every object with its number of fields, by name. */
   async summaries(em: EntityManager): Promise<ObjectSummary[]> {
     const rows = await runSql<{ name: string; label: string; description: string | null; field_count: string }>(

@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
+import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { MetadataCache } from './metadata.cache';
@@ -187,7 +188,7 @@ export class MetadataService {
   private async write<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
     try {
       return await this.em.fork().transactional(async (em) => {
-        await this.repo.lock(em);
+        await lockForTransaction(em, ADVISORY_LOCK.metadata);
         const result = await work(em);
         // Delivered on commit, to this replica too.
         await this.cache.publishChange(em);
