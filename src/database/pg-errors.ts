@@ -1,4 +1,4 @@
-/** Postgres SQLSTATEs the app reacts to, by name. */
+/** Postgres SQLSTATEs by name, so code that reads one says which condition it means. */
 export const UNIQUE_VIOLATION = '23505';
 export const FOREIGN_KEY_VIOLATION = '23503';
 /** Lookups are ON DELETE RESTRICT: deleting a record others still point to fails with this, not 23503. */

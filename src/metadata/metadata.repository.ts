@@ -54,6 +54,7 @@ export class MetadataRepository {
     );
   }
 
+  /** Drops the object's table with its records. */
   async dropTable(em: EntityManager, objectName: string): Promise<void> {
     await runSql(em, `drop table ${objectTable(objectName)}`);
   }
@@ -72,10 +73,12 @@ export class MetadataRepository {
     await this.createIndexes(em, objectName, field);
   }
 
+  /** Drops a field's column (its indexes and foreign key go with it). */
   async dropColumn(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
     await runSql(em, `alter table ${objectTable(objectName)} drop column ${quoteIdent(fieldName)}`);
   }
 
+  /** Adds or drops the column's NOT NULL. */
   async setRequired(em: EntityManager, objectName: string, fieldName: string, required: boolean): Promise<void> {
     await runSql(em, `alter table ${objectTable(objectName)} alter column ${quoteIdent(fieldName)} ${required ? 'set' : 'drop'} not null`);
   }
@@ -103,6 +106,7 @@ export class MetadataRepository {
     }
   }
 
+  /** True when the object's table has no records. */
   async isEmpty(em: EntityManager, objectName: string): Promise<boolean> {
     return (await runSql(em, `select 1 from ${objectTable(objectName)} limit 1`)).length === 0;
   }

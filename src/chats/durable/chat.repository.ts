@@ -43,6 +43,7 @@ export type StatusChange = {
  */
 @Injectable()
 export class ChatRepository {
+  /** A new chat, pending for a worker. */
   async insertChat(em: EntityManager, chat: {
     id: string; owner: string; ownerRole: ChatRow['ownerRole']; agent: string; title: string | null;
     context: Record<string, string> | null; dynamicTools: DynamicTool[];
