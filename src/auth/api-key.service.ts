@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
+import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PgPubSub } from '../database/pg-pubsub.service';
-import { runSql } from '../database/sql';
 import { ApiKey, ApiKeyEntity, ApiKeyRole } from './api-key.entity';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
@@ -22,8 +22,6 @@ export interface CreatedApiKey {
 const AUTH_CACHE_TTL_MS = 30_000;
 const AUTH_CACHE_MAX = 10_000;
 const API_KEY_REVOKED = 'api_key_revoked';
-/** Serialises revocations of admin keys, so two of them cannot both pass the last-admin check. */
-const ADMIN_REVOKE_LOCK_KEY = 727_002;
 
 @Injectable()
 export class ApiKeyService implements OnModuleInit {
@@ -75,7 +73,7 @@ export class ApiKeyService implements OnModuleInit {
       const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
       if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${id}" not found`);
       if (key.role === 'admin') {
-        await runSql(em, 'select pg_advisory_xact_lock($1)', [ADMIN_REVOKE_LOCK_KEY]);
+        await lockForTransaction(em, ADVISORY_LOCK.adminRevoke);
         const admins = await em.count(ApiKeyEntity, { role: 'admin', revoked: false });
         if (admins <= 1) throw new DomainError('last_admin_key', 'Cannot revoke the last active admin key');
       }

@@ -1,5 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import {
+  DATETIME_FIELD_OVERFLOW, FOREIGN_KEY_VIOLATION, INVALID_DATETIME_FORMAT, INVALID_TEXT_REPRESENTATION, NOT_NULL_VIOLATION,
+  NUMERIC_VALUE_OUT_OF_RANGE, QUERY_CANCELED, RESTRICT_VIOLATION, UNIQUE_VIOLATION, sqlState,
+} from '../database/pg-errors';
 import { DomainError } from './domain-error';
 import { statusForCode } from './error-codes';
 
@@ -11,15 +15,15 @@ export interface ErrorBody {
 
 /** Postgres SQLSTATEs that reach here only if a service did not translate them; mapped, never a 500. */
 const PG_ERRORS: Record<string, { code: string; message: string }> = {
-  '23505': { code: 'unique_violation', message: 'A record with this value already exists' },
-  '23503': { code: 'invalid_reference', message: 'A referenced record does not exist or is still referenced' },
-  '23001': { code: 'record_referenced', message: 'The record is still referenced by other records' },
-  '23502': { code: 'invalid_value', message: 'A required value is missing' },
-  '22P02': { code: 'invalid_value', message: 'A value has the wrong format' },
-  '22007': { code: 'invalid_value', message: 'A date or time value has the wrong format' },
-  '22008': { code: 'invalid_value', message: 'A date or time value is out of range' },
-  '22003': { code: 'invalid_value', message: 'A number is out of range' },
-  '57014': { code: 'query_timeout', message: 'The query took too long and was cancelled' },
+  [UNIQUE_VIOLATION]: { code: 'unique_violation', message: 'A record with this value already exists' },
+  [FOREIGN_KEY_VIOLATION]: { code: 'invalid_reference', message: 'A referenced record does not exist or is still referenced' },
+  [RESTRICT_VIOLATION]: { code: 'record_referenced', message: 'The record is still referenced by other records' },
+  [NOT_NULL_VIOLATION]: { code: 'invalid_value', message: 'A required value is missing' },
+  [INVALID_TEXT_REPRESENTATION]: { code: 'invalid_value', message: 'A value has the wrong format' },
+  [INVALID_DATETIME_FORMAT]: { code: 'invalid_value', message: 'A date or time value has the wrong format' },
+  [DATETIME_FIELD_OVERFLOW]: { code: 'invalid_value', message: 'A date or time value is out of range' },
+  [NUMERIC_VALUE_OUT_OF_RANGE]: { code: 'invalid_value', message: 'A number is out of range' },
+  [QUERY_CANCELED]: { code: 'query_timeout', message: 'The query took too long and was cancelled' },
 };
 
 /**
@@ -79,7 +83,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
         : codeForStatus(fastifyError.statusCode);
       return { status: fastifyError.statusCode, body: { error: fastifyError.message ?? 'Bad request', code } };
     }
-    const pg = typeof fastifyError?.code === 'string' ? PG_ERRORS[fastifyError.code] : undefined;
+    const state = sqlState(exception);
+    const pg = state === undefined ? undefined : PG_ERRORS[state];
     if (pg) return { status: statusForCode(pg.code), body: { error: pg.message, code: pg.code } };
     return {
       status: HttpStatus.INTERNAL_SERVER_ERROR,

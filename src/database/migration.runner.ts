@@ -1,10 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { MikroORM } from '@mikro-orm/postgresql';
-import { Client } from 'pg';
+import { ADVISORY_LOCK, withSessionLock } from './advisory-locks';
 import { DATABASE_URL } from './database.constants';
-
-/** Advisory lock key shared by every replica: one of them migrates and seeds at a time. */
-const STARTUP_LOCK_KEY = 727_001;
 
 /**
  * Applies committed migrations before anything else touches the database. Replicas starting
@@ -20,22 +17,9 @@ export class MigrationRunner implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    await withStartupLock(this.databaseUrl, async () => {
+    await withSessionLock(this.databaseUrl, ADVISORY_LOCK.startup, async () => {
       const applied = await this.orm.migrator.up();
       if (applied.length) this.logger.log(`applied migrations: ${applied.map((m) => m.name).join(', ')}`);
     });
-  }
-}
-
-/** Runs `work` while holding the cluster-wide startup lock (a session advisory lock on its own connection). */
-export async function withStartupLock<T>(databaseUrl: string, work: () => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    await client.query('select pg_advisory_lock($1)', [STARTUP_LOCK_KEY]);
-    return await work();
-  } finally {
-    await client.query('select pg_advisory_unlock($1)', [STARTUP_LOCK_KEY]).catch(() => undefined);
-    await client.end().catch(() => undefined);
   }
 }

@@ -3,7 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Client } from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DATABASE_URL } from './database.constants';
-import { runSql } from './sql';
+import { listen, notify } from './pg-notify';
 
 /** One channel for the whole app; payloads carry a `type` and stay small (hints, not content). */
 export const PUBSUB_CHANNEL = 'data_copilot_events';
@@ -53,7 +53,7 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
   async publish(event: Record<string, unknown>, em: EntityManager = this.em.fork()): Promise<void> {
     let payload = JSON.stringify(event);
     if (Buffer.byteLength(payload) > MAX_PAYLOAD) payload = JSON.stringify({ ...event, delta: undefined, truncated: true });
-    await runSql(em, 'select pg_notify($1, $2)', [PUBSUB_CHANNEL, payload]);
+    await notify(em, PUBSUB_CHANNEL, payload);
   }
 
   /** Opens the LISTEN connection; the end handler is attached only once it works, so a failed attempt starts nothing. */
@@ -62,7 +62,7 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
     client.on('error', (error) => this.logger.warn(`LISTEN connection error: ${error.message}`));
     try {
       await client.connect();
-      await client.query(`listen ${PUBSUB_CHANNEL}`);
+      await listen(client, PUBSUB_CHANNEL);
     } catch (error) {
       await client.end().catch(() => undefined);
       throw error;

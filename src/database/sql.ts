@@ -7,6 +7,11 @@ import { CompiledQuery } from 'kysely';
  * client; everything built from user input goes through here instead.)
  */
 export async function runSql<T = Record<string, unknown>>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
-  const result = await em.getKysely().executeQuery<T>(CompiledQuery.raw(sql, [...params]));
+  return runQuery<T>(em, CompiledQuery.raw(sql, [...params]));
+}
+
+/** Runs a compiled query (text plus bound parameters) like runSql; returns its rows. */
+export async function runQuery<T>(em: EntityManager, query: CompiledQuery<T>): Promise<T[]> {
+  const result = await em.getKysely().executeQuery<T>(query);
   return result.rows;
 }

@@ -1,13 +1,15 @@
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { Module } from '@nestjs/common';
+import { MetadataCache } from './metadata.cache';
 import { MetadataController } from './metadata.controller';
+import { MetadataRepository } from './metadata.repository';
 import { MetadataService } from './metadata.service';
 import { FieldDefinitionEntity, ObjectDefinitionEntity } from './object-definition.entity';
 
 @Module({
   imports: [MikroOrmModule.forFeature([ObjectDefinitionEntity, FieldDefinitionEntity])],
   controllers: [MetadataController],
-  providers: [MetadataService],
+  providers: [MetadataCache, MetadataRepository, MetadataService],
   exports: [MetadataService],
 })
 export class MetadataModule {}

@@ -1,81 +1,46 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
-import { PgPubSub } from '../database/pg-pubsub.service';
-import { runSql } from '../database/sql';
-import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
+import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
+import { UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
+import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
+import { MetadataCache } from './metadata.cache';
 import { CreateFieldDto, CreateObjectDto, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
+import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { assertValidName } from './metadata.naming';
 import {
   FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity,
 } from './object-definition.entity';
 import { FIELD_TYPES, FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
-import { ObjectTableDdl } from './object-table.ddl';
 
 /** Fields per object: far below Postgres' 1,600 columns, far above any sane spreadsheet. */
 const MAX_FIELDS = 500;
-/** Event telling every replica to drop its cached definitions. */
-const METADATA_CHANGED = 'metadata_changed';
-/** Advisory lock taken by every metadata write, so concurrent DDL cannot interleave. */
-const METADATA_LOCK_KEY = 727_010;
-
-export interface ObjectSummary {
-  name: string;
-  label: string;
-  description: string | null;
-  fieldCount: number;
-}
 
 /**
  * Object and field definitions, and the physical tables behind them. Each change to metadata and
  * its DDL commit in one transaction: a failed statement leaves both as they were.
  */
 @Injectable()
-export class MetadataService implements OnModuleInit {
-  /**
-   * Object definitions by name, shared by every request of this replica. Every metadata write
-   * clears it here and, through NOTIFY, on every other replica; `generation` keeps a load that
-   * raced with a write from storing what it read before the write.
-   */
-  private readonly cache = new Map<string, ObjectMeta>();
-  private generation = 0;
-
+export class MetadataService {
   constructor(
     private readonly em: EntityManager,
-    private readonly pubsub: PgPubSub,
+    private readonly cache: MetadataCache,
+    private readonly repo: MetadataRepository,
   ) {}
-
-  onModuleInit(): void {
-    this.pubsub.subscribe((event) => {
-      if (event.type === METADATA_CHANGED || event.type === 'resync') this.invalidate();
-    });
-  }
 
   /** Forgets every cached definition (after a write, or when a query met a schema that moved on). */
   invalidate(): void {
-    this.generation++;
-    this.cache.clear();
+    this.cache.invalidate();
   }
 
   async listObjects(em: EntityManager = this.em.fork()): Promise<ObjectSummary[]> {
-    const rows = await runSql<{ name: string; label: string; description: string | null; field_count: string }>(
-      em,
-      `select o.name, o.label, o.description, count(f.id) as field_count
-         from object_definitions o left join field_definitions f on f.object_id = o.id
-        group by o.id order by o.name`,
-    );
-    return rows.map((r) => ({ name: r.name, label: r.label, description: r.description, fieldCount: Number(r.field_count) }));
+    return this.repo.summaries(em);
   }
 
   /** The object with its fields (system fields first), from the cache; `object_not_found` when absent. */
   async getObject(name: string, em: EntityManager = this.em.fork()): Promise<ObjectMeta> {
-    const cached = this.cache.get(name);
-    if (cached) return cached;
-    const generation = this.generation;
-    const object = await this.loadObject(name, em);
-    if (generation === this.generation) this.cache.set(name, deepFreeze(object));
-    return object;
+    return this.cache.get(name, () => this.loadObject(name, em));
   }
 
   /** Reads the definition from the database (inside metadata writes: their own uncommitted state). */
@@ -108,7 +73,7 @@ export class MetadataService implements OnModuleInit {
       });
       // Flushed first: field rows reference it, and the ORM does not order plain foreign-key columns.
       await em.persist(object).flush();
-      await runSql(em, ObjectTableDdl.createTable(dto.name));
+      await this.repo.createTable(em, dto.name);
       for (const [position, fieldDto] of fields.entries()) {
         await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true });
       }
@@ -132,21 +97,15 @@ export class MetadataService implements OnModuleInit {
   async deleteObject(name: string): Promise<void> {
     await this.write(async (em) => {
       const object = await this.findDefinition(em, name);
-      const referencing = await runSql<{ object_name: string; field_name: string }>(
-        em,
-        `select o.name as object_name, f.name as field_name
-           from field_definitions f join object_definitions o on o.id = f.object_id
-          where f.type = 'lookup' and f.reference = $1 and o.id <> $2 order by 1, 2`,
-        [name, object.id],
-      );
+      const referencing = await this.repo.referencingFields(em, name, object.id);
       if (referencing.length) {
         throw new DomainError(
           'object_referenced',
-          `Object "${name}" is referenced by ${referencing.map((r) => `${r.object_name}.${r.field_name}`).join(', ')}`,
-          { referencedBy: referencing.map((r) => ({ object: r.object_name, field: r.field_name })) },
+          `Object "${name}" is referenced by ${referencing.map((r) => `${r.object}.${r.field}`).join(', ')}`,
+          { referencedBy: referencing },
         );
       }
-      await runSql(em, ObjectTableDdl.dropTable(name));
+      await this.repo.dropTable(em, name);
       await em.nativeDelete(FieldDefinitionEntity, { objectId: object.id });
       em.remove(object);
       await em.flush();
@@ -163,7 +122,7 @@ export class MetadataService implements OnModuleInit {
         throw new DomainError('field_exists', `Field "${dto.name}" already exists on "${objectName}"`);
       }
       const last = await em.findOne(FieldDefinitionEntity, { objectId: object.id }, { orderBy: { position: 'desc' } });
-      const tableEmpty = !dto.required || (await this.isEmpty(em, objectName));
+      const tableEmpty = !dto.required || (await this.repo.isEmpty(em, objectName));
       await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, { selfName: objectName, tableEmpty });
       object.updatedAt = new Date();
       await em.flush();
@@ -186,19 +145,19 @@ export class MetadataService implements OnModuleInit {
         if (dto.required && (await this.hasNulls(em, objectName, fieldName))) {
           throw new DomainError('field_has_empty_values', `Some "${objectName}" records have no "${fieldName}"; fill them before making it required`);
         }
-        await runSql(em, ObjectTableDdl.setRequired(objectName, fieldName, dto.required));
+        await this.repo.setRequired(em, objectName, fieldName, dto.required);
         field.required = dto.required;
       }
       const unique = dto.unique ?? field.unique;
       const indexed = dto.indexed ?? field.indexed;
       if (unique !== field.unique || indexed !== field.indexed) {
         assertUniqueAllowed(fieldName, type, unique);
-        for (const sql of ObjectTableDdl.dropIndexes(objectName, fieldName)) await runSql(em, sql);
+        await this.repo.dropIndexes(em, objectName, fieldName);
         const meta = toFieldMeta({ ...field, unique, indexed });
         try {
-          for (const sql of ObjectTableDdl.indexes(objectName, meta)) await runSql(em, sql);
+          await this.repo.createIndexes(em, objectName, meta);
         } catch (error) {
-          if ((error as { code?: string }).code === '23505') {
+          if (sqlState(error) === UNIQUE_VIOLATION) {
             throw new DomainError('unique_violation', `"${fieldName}" has duplicate values; it cannot be made unique`);
           }
           throw error;
@@ -218,7 +177,7 @@ export class MetadataService implements OnModuleInit {
     await this.write(async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
-      await runSql(em, ObjectTableDdl.dropField(objectName, fieldName));
+      await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();
       await em.flush();
@@ -229,10 +188,10 @@ export class MetadataService implements OnModuleInit {
   private async write<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
     try {
       return await this.em.fork().transactional(async (em) => {
-        await runSql(em, 'select pg_advisory_xact_lock($1)', [METADATA_LOCK_KEY]);
+        await lockForTransaction(em, ADVISORY_LOCK.metadata);
         const result = await work(em);
         // Delivered on commit, to this replica too.
-        await this.pubsub.publish({ type: METADATA_CHANGED }, em);
+        await this.cache.publishChange(em);
         return result;
       });
     } finally {
@@ -257,7 +216,7 @@ export class MetadataService implements OnModuleInit {
       required: field.required, unique: field.unique, indexed: field.indexed, description: field.description ?? null,
       options: field.options ?? null, reference: field.reference ?? null, position, createdAt: now, updatedAt: now,
     });
-    for (const sql of ObjectTableDdl.addField(object.name, field)) await runSql(em, sql);
+    await this.repo.addColumn(em, object.name, field);
   }
 
   /** Checks one field definition against the rules of its type; returns the normalised field. */
@@ -303,13 +262,8 @@ export class MetadataService implements OnModuleInit {
     return field;
   }
 
-  private async isEmpty(em: EntityManager, objectName: string): Promise<boolean> {
-    return (await runSql(em, `select 1 from ${objectTable(objectName)} limit 1`)).length === 0;
-  }
-
   private async hasNulls(em: EntityManager, objectName: string, fieldName: string): Promise<boolean> {
-    const column = quoteIdent(findField(await this.loadObject(objectName, em), fieldName).name);
-    return (await runSql(em, `select 1 from ${objectTable(objectName)} where ${column} is null limit 1`)).length > 0;
+    return this.repo.hasNulls(em, objectName, findField(await this.loadObject(objectName, em), fieldName).name);
   }
 }
 
@@ -357,13 +311,4 @@ function toObjectMeta(object: ObjectDefinition, fields: FieldDefinition[]): Obje
     description: object.description ?? null,
     fields: [...SYSTEM_FIELDS, ...fields.map(toFieldMeta)],
   };
-}
-
-/** Cached definitions are shared by concurrent requests: freezing makes an accidental mutation throw. */
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

@@ -7,7 +7,7 @@ import { ApiKeyService } from '../auth/api-key.service';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { projectRoot } from '../common/project-root';
 import { DATABASE_URL } from '../database/database.constants';
-import { withStartupLock } from '../database/migration.runner';
+import { ADVISORY_LOCK, withSessionLock } from '../database/advisory-locks';
 import { DataService } from '../data/data.service';
 import { CreateObjectDto } from '../metadata/metadata.dto';
 import { MetadataService } from '../metadata/metadata.service';
@@ -35,7 +35,7 @@ export class SeedService implements OnApplicationBootstrap {
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    await withStartupLock(this.databaseUrl, async () => {
+    await withSessionLock(this.databaseUrl, ADVISORY_LOCK.startup, async () => {
       await this.keys.ensureAdminKey();
       if (this.config.seed) await this.seedObjects();
       // Built-in agents exist even with SEED=false: the API promises data_chat.

@@ -1,11 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { DomainError } from '../common/domain-error';
+import { DATA_EXCEPTION_CLASS, QUERY_CANCELED, READ_ONLY_SQL_TRANSACTION, sqlState } from '../database/pg-errors';
 import { runSql } from '../database/sql';
-
-/** SQLSTATEs a read-only tool call can hit, turned into errors the model can act on. */
-const PG_QUERY_CANCELED = '57014';
-const PG_READ_ONLY_TRANSACTION = '25006';
-const PG_DATA_EXCEPTION_CLASS = '22';
 
 /**
  * Runs `fn` in a transaction of its own (on a fork of `em`) that cannot write and whose statements
@@ -32,10 +28,11 @@ export async function withReadOnlyTransaction<T>(
   }
 }
 
+/** SQLSTATEs a read-only tool call can hit, turned into errors the model can act on. */
 function translateReadOnlyError(error: unknown, statementTimeoutMs: number): DomainError | undefined {
   if (error instanceof DomainError) return undefined;
   const code = sqlState(error);
-  if (code === PG_QUERY_CANCELED) {
+  if (code === QUERY_CANCELED) {
     return new DomainError(
       'query_timeout',
       `The query took longer than ${statementTimeoutMs} ms and was cancelled. Ask for less: add filters to where, ` +
@@ -43,21 +40,11 @@ function translateReadOnlyError(error: unknown, statementTimeoutMs: number): Dom
       { statementTimeoutMs },
     );
   }
-  if (code === PG_READ_ONLY_TRANSACTION) {
+  if (code === READ_ONLY_SQL_TRANSACTION) {
     return new DomainError('read_only_transaction', 'This tool can only read data; changing records is not possible here.');
   }
-  if (code?.startsWith(PG_DATA_EXCEPTION_CLASS)) {
+  if (code?.startsWith(DATA_EXCEPTION_CLASS)) {
     return new DomainError('invalid_value', 'A value in the query has the wrong format or is out of range for its field. Check the field types with describe_object.');
-  }
-  return undefined;
-}
-
-/** The SQLSTATE of a pg error, also when an ORM layer wrapped it. */
-function sqlState(error: unknown): string | undefined {
-  for (let current = error, depth = 0; current && depth < 5; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
   }
   return undefined;
 }

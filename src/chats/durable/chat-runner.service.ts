@@ -86,13 +86,13 @@ export class ChatRunner {
       }
       await this.repo.recordProgress(em, chat.id, step.iterationsUsed, tokens);
       if (step.final) {
-        await this.repo.setStatus(em, chat.id, 'waiting', { lastError: null, attempts: 0 });
+        await this.repo.setStatus(em, chat.id, { status: 'waiting', lastError: null, attempts: 0 });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'waiting' }, em);
         return true;
       }
       if (step.pendingClientCalls.length) {
         const pending = step.pendingClientCalls.map((call) => toPendingCall(call, freeform));
-        await this.repo.setStatus(em, chat.id, 'requires_action', { pendingToolCalls: pending, actionExpiresInMs: this.config.chatActionTimeoutMs, attempts: 0 });
+        await this.repo.setStatus(em, chat.id, { status: 'requires_action', pendingToolCalls: pending, actionExpiresInMs: this.config.chatActionTimeoutMs, attempts: 0 });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'requires_action' }, em);
         await this.events.publish({ type: 'action_required', chatId: chat.id, owner: chat.owner }, em);
         return true;
@@ -103,7 +103,7 @@ export class ChatRunner {
 
   private async settle(chat: ChatRow, workerId: string, status: 'waiting'): Promise<void> {
     await this.owned(chat, workerId, async (em) => {
-      await this.repo.setStatus(em, chat.id, status, { attempts: 0 });
+      await this.repo.setStatus(em, chat.id, { status, attempts: 0 });
       await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status }, em);
     });
   }
@@ -118,11 +118,11 @@ export class ChatRunner {
     await this.owned(chat, workerId, async (em) => {
       if (retryable) {
         const delayMs = Math.min(30_000, 1_000 * 2 ** (attempt - 1));
-        await this.repo.setStatus(em, chat.id, 'pending', { attempts: attempt, availableInMs: delayMs, lastError: { code, message } });
+        await this.repo.setStatus(em, chat.id, { status: 'pending', attempts: attempt, availableInMs: delayMs, lastError: { code, message } });
         await this.events.publish({ type: 'retry', chatId: chat.id, owner: chat.owner, attempt, delayMs, error: message }, em);
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
       } else {
-        await this.repo.setStatus(em, chat.id, 'error', { attempts: attempt, lastError: { code, message } });
+        await this.repo.setStatus(em, chat.id, { status: 'error', attempts: attempt, lastError: { code, message } });
         await this.events.publish({ type: 'error', chatId: chat.id, owner: chat.owner, code, message }, em);
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'error' }, em);
       }

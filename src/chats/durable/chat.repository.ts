@@ -1,114 +1,154 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { runSql } from '../../database/sql';
+import { Kysely, Selectable, sql } from 'kysely';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
-import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus } from './chat.types';
+import { ChatDatabase, ChatsTable } from './chat.tables';
+import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 
-const CHAT_COLUMNS = `id, owner, owner_role, agent, title, status, context, dynamic_tools, pending_tool_calls,
-  action_expires_at, worker_id, claim_token, heartbeat_at, available_at, attempts, turn_iterations, turn_tokens, last_error,
-  created_at, updated_at`;
+/** Every column of `chats`: what a statement returns for a ChatRow. */
+const CHAT_COLUMNS = [
+  'id', 'owner', 'owner_role', 'agent', 'title', 'status', 'context', 'dynamic_tools', 'pending_tool_calls',
+  'action_expires_at', 'worker_id', 'claim_token', 'heartbeat_at', 'available_at', 'attempts', 'turn_iterations', 'turn_tokens', 'last_error',
+  'created_at', 'updated_at',
+] as const satisfies ReadonlyArray<keyof ChatsTable>;
 
-type Row = Record<string, unknown>;
+/** A chat that leaves `running` loses its claim: no worker, no token, no heartbeat. */
+const NO_CLAIM = { worker_id: null, claim_token: null, heartbeat_at: null } as const;
+
+const WORKER_LOST = { code: 'worker_lost', message: 'The replica running this chat stopped responding too many times' };
 
 /**
- * Every SQL statement about chats. State changes that workers race on (claims, heartbeats,
- * ownership checks, status transitions) are single statements or run under the chat's row lock.
+ * A status change of one chat (`running` is reached only by claim). The claim always ends; pending
+ * tool calls and their deadline exist only in `requires_action`; nothing else changes unless asked.
+ */
+export type StatusChange = {
+  /** Sets last_error, or clears it with null; kept when absent. */
+  lastError?: ChatRow['lastError'];
+  /** A new turn: its iteration and token counters, and attempts unless given, back to 0. */
+  resetTurn?: boolean;
+  /** Attempts so far; kept when absent (0 with resetTurn). */
+  attempts?: number;
+  /** Workers may claim the chat only after this delay (retry backoff); none when absent. */
+  availableInMs?: number;
+} & (
+  | { status: 'requires_action'; pendingToolCalls: PendingToolCall[]; actionExpiresInMs: number }
+  | { status: Exclude<ChatStatus, 'running' | 'requires_action'> }
+);
+
+/**
+ * Every SQL statement about chats, on typed Kysely bound to the caller's EntityManager (and so to
+ * its transaction). State changes that workers race on (claims, heartbeats, ownership checks,
+ * status transitions) are single statements or run under the chat's row lock.
  */
 @Injectable()
 export class ChatRepository {
+  /** A new chat, pending for a worker. */
   async insertChat(em: EntityManager, chat: {
-    id: string; owner: string; ownerRole: string; agent: string; title: string | null;
+    id: string; owner: string; ownerRole: ChatRow['ownerRole']; agent: string; title: string | null;
     context: Record<string, string> | null; dynamicTools: DynamicTool[];
   }): Promise<ChatRow> {
-    const [row] = await runSql<Row>(
-      em,
-      `insert into chats (id, owner, owner_role, agent, title, status, context, dynamic_tools)
-       values ($1, $2, $3, $4, $5, 'pending', $6::jsonb, $7::jsonb) returning ${CHAT_COLUMNS}`,
-      [chat.id, chat.owner, chat.ownerRole, chat.agent, chat.title, json(chat.context), json(chat.dynamicTools)],
-    );
+    const row = await db(em)
+      .insertInto('chats')
+      .values({
+        id: chat.id, owner: chat.owner, owner_role: chat.ownerRole, agent: chat.agent, title: chat.title, status: 'pending',
+        context: json(chat.context), dynamic_tools: json(chat.dynamicTools),
+      })
+      .returning(CHAT_COLUMNS)
+      .executeTakeFirstOrThrow();
     return toChat(row);
   }
 
+  /** The chat (only if `owner` owns it, when given); `lock` takes its row lock for the caller's transaction. */
   async find(em: EntityManager, id: string, owner?: string, options: { lock?: boolean } = {}): Promise<ChatRow | undefined> {
-    const rows = await runSql<Row>(
-      em,
-      `select ${CHAT_COLUMNS} from chats where id = $1::uuid ${owner === undefined ? '' : 'and owner = $2'} ${options.lock ? 'for update' : ''}`,
-      owner === undefined ? [id] : [id, owner],
-    );
-    return rows[0] ? toChat(rows[0]) : undefined;
+    const row = await db(em)
+      .selectFrom('chats')
+      .select(CHAT_COLUMNS)
+      .where('id', '=', id)
+      .$if(owner !== undefined, (qb) => qb.where('owner', '=', owner!))
+      .$if(options.lock === true, (qb) => qb.forUpdate())
+      .executeTakeFirst();
+    return row ? toChat(row) : undefined;
   }
 
+  /** The owner's chats, most recently updated first. */
   async listOwned(em: EntityManager, owner: string, limit: number, offset: number): Promise<ChatRow[]> {
-    const rows = await runSql<Row>(
-      em,
-      `select ${CHAT_COLUMNS} from chats where owner = $1 order by updated_at desc, id limit $2 offset $3`,
-      [owner, limit, offset],
-    );
+    const rows = await db(em)
+      .selectFrom('chats')
+      .select(CHAT_COLUMNS)
+      .where('owner', '=', owner)
+      .orderBy('updated_at', 'desc')
+      .orderBy('id')
+      .limit(limit)
+      .offset(offset)
+      .execute();
     return rows.map(toChat);
   }
 
+  /** Deletes the chat; its messages go with it (on delete cascade). */
   async deleteChat(em: EntityManager, id: string): Promise<void> {
-    await runSql(em, `delete from chats where id = $1::uuid`, [id]);
+    await db(em).deleteFrom('chats').where('id', '=', id).execute();
   }
 
+  /** Appends a message; returns its id, the stream cursor. */
   async insertMessage(em: EntityManager, chatId: string, role: ChatRole, parts: ChatPart[], usage?: LlmUsage): Promise<number> {
-    const [row] = await runSql<{ id: string }>(
-      em,
-      `insert into chat_messages (chat_id, role, parts, usage) values ($1::uuid, $2, $3::jsonb, $4::jsonb) returning id`,
-      [chatId, role, json(parts), usage ? json(usage) : null],
-    );
+    const row = await db(em)
+      .insertInto('chat_messages')
+      .values({ chat_id: chatId, role, parts: json(parts), usage: usage ? json(usage) : null })
+      .returning('id')
+      .executeTakeFirstOrThrow();
     return Number(row.id);
   }
 
   /** Messages after `afterId` in order; `limit` null = all of them (the model needs the whole history). */
   async messages(em: EntityManager, chatId: string, afterId: number, limit: number | null): Promise<ChatMessageRow[]> {
-    const rows = await runSql<Row>(
-      em,
-      `select id, chat_id, role, parts, usage, created_at from chat_messages
-        where chat_id = $1::uuid and id > $2 order by id limit $3::integer`,
-      [chatId, afterId, limit],
-    );
+    const rows = await db(em)
+      .selectFrom('chat_messages')
+      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'created_at'])
+      .where('chat_id', '=', chatId)
+      .where('id', '>', afterId)
+      .orderBy('id')
+      .$if(limit !== null, (qb) => qb.limit(limit!))
+      .execute();
     return rows.map((row) => ({
       id: Number(row.id),
-      chatId: String(row.chat_id),
-      role: row.role as ChatRole,
-      parts: row.parts as ChatPart[],
-      usage: (row.usage as LlmUsage | null) ?? null,
+      chatId: row.chat_id,
+      role: row.role,
+      parts: row.parts,
+      usage: row.usage ?? null,
       createdAt: asDate(row.created_at)!,
     }));
   }
 
-  /** Moves a chat to another status and sets or clears the fields that go with it. */
-  async setStatus(em: EntityManager, id: string, status: ChatStatus, fields: {
-    pendingToolCalls?: unknown; actionExpiresInMs?: number; lastError?: { code: string; message: string } | null;
-    resetTurn?: boolean; availableInMs?: number; attempts?: number;
-  } = {}): Promise<void> {
-    await runSql(
-      em,
-      `update chats set status = $2::text, updated_at = now(),
-          worker_id = case when $2::text = 'running' then worker_id else null end,
-          claim_token = case when $2::text = 'running' then claim_token else null end,
-          heartbeat_at = case when $2::text = 'running' then heartbeat_at else null end,
-          pending_tool_calls = case when $2::text = 'requires_action' then $3::jsonb else null end,
-          action_expires_at = case when $2::text = 'requires_action' then now() + ($4::integer * interval '1 millisecond') else null end,
-          last_error = case when $5::boolean then $6::jsonb else last_error end,
-          turn_iterations = case when $7::boolean then 0 else turn_iterations end,
-          turn_tokens = case when $7::boolean then 0 else turn_tokens end,
-          attempts = coalesce($9::integer, case when $7::boolean then 0 else attempts end),
-          available_at = now() + ($8::integer * interval '1 millisecond')
-        where id = $1::uuid`,
-      [
-        id, status, json(fields.pendingToolCalls ?? null), fields.actionExpiresInMs ?? 0,
-        fields.lastError !== undefined, json(fields.lastError ?? null), fields.resetTurn ?? false,
-        fields.availableInMs ?? 0, fields.attempts ?? null,
-      ],
-    );
+  /** Moves a chat to another status (under the caller's row lock); see StatusChange. */
+  async setStatus(em: EntityManager, id: string, change: StatusChange): Promise<void> {
+    const actionRequired = change.status === 'requires_action';
+    await db(em)
+      .updateTable('chats')
+      // An undefined value leaves its column out of the SET list: only what changes is written.
+      .set({
+        status: change.status,
+        updated_at: now(),
+        ...NO_CLAIM,
+        pending_tool_calls: actionRequired ? json(change.pendingToolCalls) : null,
+        action_expires_at: actionRequired ? msFromNow(change.actionExpiresInMs) : null,
+        last_error: change.lastError === undefined ? undefined : json(change.lastError),
+        turn_iterations: change.resetTurn ? 0 : undefined,
+        turn_tokens: change.resetTurn ? 0 : undefined,
+        attempts: change.attempts ?? (change.resetTurn ? 0 : undefined),
+        available_at: msFromNow(change.availableInMs ?? 0),
+      })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Progress of the turn, written with each persisted step. */
   async recordProgress(em: EntityManager, id: string, iterations: number, tokens: number): Promise<void> {
-    await runSql(em, `update chats set turn_iterations = $2, turn_tokens = $3, heartbeat_at = now(), updated_at = now() where id = $1::uuid`, [id, iterations, tokens]);
+    await db(em)
+      .updateTable('chats')
+      .set({ turn_iterations: iterations, turn_tokens: tokens, heartbeat_at: now(), updated_at: now() })
+      .where('id', '=', id)
+      .execute();
   }
 
   /**
@@ -116,91 +156,141 @@ export class ChatRepository {
    * workers skip each other's rows, and a worker skips chats it is still unwinding (`busy`).
    */
   async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ChatRow[]> {
-    const rows = await runSql<Row>(
-      em,
-      `update chats set status = 'running', worker_id = $1, claim_token = gen_random_uuid(), heartbeat_at = now(), updated_at = now()
-        where id = any(array(
-          select id from chats where status = 'pending' and available_at <= now() and not (id = any($3::uuid[]))
-           order by available_at, id limit $2 for update skip locked))
-        returning ${CHAT_COLUMNS}`,
-      [workerId, limit, busy],
-    );
+    const kysely = db(em);
+    const claimable = kysely
+      .selectFrom('chats')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('available_at', '<=', now())
+      .where((eb) => eb.not(eb('id', '=', eb.fn.any(uuids(busy)))))
+      .orderBy('available_at')
+      .orderBy('id')
+      .limit(limit)
+      .forUpdate()
+      .skipLocked();
+    const rows = await kysely
+      .updateTable('chats')
+      .set({ status: 'running', worker_id: workerId, claim_token: sql<string>`gen_random_uuid()`, heartbeat_at: now(), updated_at: now() })
+      // array(...) evaluates the locking subquery once, before the update, so each locked row is claimed exactly once.
+      .where((eb) => eb('id', '=', eb.fn.any(sql<string[]>`array(${claimable})`)))
+      .returning(CHAT_COLUMNS)
+      .execute();
     return rows.map(toChat);
   }
 
   /** One statement per replica per interval for all of its running chats. */
   async heartbeat(em: EntityManager, workerId: string, ids: string[]): Promise<void> {
     if (!ids.length) return;
-    await runSql(em, `update chats set heartbeat_at = now() where worker_id = $1 and status = 'running' and id = any($2::uuid[])`, [workerId, ids]);
+    await db(em)
+      .updateTable('chats')
+      .set({ heartbeat_at: now() })
+      .where('worker_id', '=', workerId)
+      .where('status', '=', 'running')
+      .where((eb) => eb('id', '=', eb.fn.any(uuids(ids))))
+      .execute();
   }
 
   /** Running chats whose replica stopped heart-beating go back to pending; after `maxAttempts` such losses, to error. */
   async recoverStale(em: EntityManager, staleAfterMs: number, maxAttempts: number): Promise<Array<{ id: string; owner: string; status: ChatStatus }>> {
-    return runSql(
-      em,
-      `update chats set worker_id = null, claim_token = null, heartbeat_at = null, updated_at = now(), available_at = now(),
-          attempts = attempts + 1,
-          status = case when attempts + 1 >= $2 then 'error' else 'pending' end,
-          last_error = case when attempts + 1 >= $2
-            then '{"code":"worker_lost","message":"The replica running this chat stopped responding too many times"}'::jsonb
-            else last_error end
-        where status = 'running' and heartbeat_at < now() - ($1::integer * interval '1 millisecond')
-        returning id, owner, status`,
-      [staleAfterMs, maxAttempts],
-    );
+    return db(em)
+      .updateTable('chats')
+      .set((eb) => {
+        // Every expression of a SET list reads the row as it was, so this is the attempt count after the loss.
+        const exhausted = eb(eb('attempts', '+', 1), '>=', maxAttempts);
+        return {
+          ...NO_CLAIM,
+          updated_at: now(),
+          available_at: now(),
+          attempts: eb('attempts', '+', 1),
+          status: eb.case().when(exhausted).then('error' as const).else('pending' as const).end(),
+          // Typed as the JSON text the column is written with; the current value passes through unchanged.
+          last_error: eb.case().when(exhausted).then(json(WORKER_LOST)).else(eb.ref('last_error').$castTo<string | null>()).end(),
+        };
+      })
+      .where('status', '=', 'running')
+      .where('heartbeat_at', '<', msFromNow(-staleAfterMs))
+      .returning(['id', 'owner', 'status'])
+      .execute();
   }
 
   /** Chats whose client did not answer in time, locked for the caller's transaction. */
   async lockExpiredActions(em: EntityManager, limit: number): Promise<ChatRow[]> {
-    const rows = await runSql<Row>(
-      em,
-      `select ${CHAT_COLUMNS} from chats where status = 'requires_action' and action_expires_at < now()
-        order by action_expires_at limit $1 for update skip locked`,
-      [limit],
-    );
+    const rows = await db(em)
+      .selectFrom('chats')
+      .select(CHAT_COLUMNS)
+      .where('status', '=', 'requires_action')
+      .where('action_expires_at', '<', now())
+      .orderBy('action_expires_at')
+      .limit(limit)
+      .forUpdate()
+      .skipLocked()
+      .execute();
     return rows.map(toChat);
   }
 
   /** On shutdown: this worker's chats go back to pending for another replica. */
   async release(em: EntityManager, workerId: string): Promise<Array<{ id: string; owner: string }>> {
-    return runSql(
-      em,
-      `update chats set status = 'pending', worker_id = null, claim_token = null, heartbeat_at = null, updated_at = now(), available_at = now()
-        where worker_id = $1 and status = 'running' returning id, owner`,
-      [workerId],
-    );
+    return db(em)
+      .updateTable('chats')
+      .set({ status: 'pending', ...NO_CLAIM, updated_at: now(), available_at: now() })
+      .where('worker_id', '=', workerId)
+      .where('status', '=', 'running')
+      .returning(['id', 'owner'])
+      .execute();
   }
 }
 
-function json(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
+/** Typed Kysely on `em`'s connection, inside its transaction when there is one. */
+function db(em: EntityManager): Kysely<ChatDatabase> {
+  return em.getKysely<ChatDatabase>();
 }
 
-function asDate(value: unknown): Date | null {
-  if (value === null || value === undefined) return null;
-  return value instanceof Date ? value : new Date(String(value));
+function now() {
+  return sql<Date>`now()`;
 }
 
-function toChat(row: Row): ChatRow {
+/** `now()` moved by `ms` milliseconds (into the past when negative). */
+function msFromNow(ms: number) {
+  return sql<Date>`now() + (${ms}::integer * interval '1 millisecond')`;
+}
+
+/** One uuid[] parameter, for `= any(...)`. */
+function uuids(ids: string[]) {
+  return sql<string[]>`${ids}::uuid[]`;
+}
+
+/** JSON text for a jsonb column; null stays SQL NULL. */
+function json(value: object): string;
+function json(value: object | null): string | null;
+function json(value: object | null): string | null {
+  return value === null ? null : JSON.stringify(value);
+}
+
+function asDate(value: Date | string | null): Date | null {
+  if (value === null) return null;
+  return value instanceof Date ? value : new Date(value);
+}
+
+function toChat(row: Selectable<ChatsTable>): ChatRow {
   return {
-    id: String(row.id),
-    owner: String(row.owner),
-    ownerRole: row.owner_role as ChatRow['ownerRole'],
-    agent: String(row.agent),
-    title: (row.title as string | null) ?? null,
-    status: row.status as ChatStatus,
-    context: (row.context as Record<string, string> | null) ?? null,
-    dynamicTools: (row.dynamic_tools as DynamicTool[]) ?? [],
-    pendingToolCalls: (row.pending_tool_calls as ChatRow['pendingToolCalls']) ?? null,
+    id: row.id,
+    owner: row.owner,
+    ownerRole: row.owner_role,
+    agent: row.agent,
+    title: row.title ?? null,
+    status: row.status,
+    context: row.context ?? null,
+    dynamicTools: row.dynamic_tools ?? [],
+    pendingToolCalls: row.pending_tool_calls ?? null,
     actionExpiresAt: asDate(row.action_expires_at),
-    workerId: (row.worker_id as string | null) ?? null,
-    claimToken: (row.claim_token as string | null) ?? null,
+    workerId: row.worker_id ?? null,
+    claimToken: row.claim_token ?? null,
     heartbeatAt: asDate(row.heartbeat_at),
     availableAt: asDate(row.available_at)!,
     attempts: Number(row.attempts),
     turnIterations: Number(row.turn_iterations),
     turnTokens: Number(row.turn_tokens),
-    lastError: (row.last_error as ChatRow['lastError']) ?? null,
+    lastError: row.last_error ?? null,
     createdAt: asDate(row.created_at)!,
     updatedAt: asDate(row.updated_at)!,
   };

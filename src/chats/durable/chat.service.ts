@@ -70,7 +70,7 @@ export class ChatService {
         throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, { status: chat.status });
       }
       const messageId = await this.repo.insertMessage(em, id, 'user', [{ type: 'text', text: message }]);
-      await this.repo.setStatus(em, id, 'pending', { resetTurn: true, lastError: null });
+      await this.repo.setStatus(em, id, { status: 'pending', resetTurn: true, lastError: null });
       await this.events.publish({ type: 'message', chatId: id, owner: chat.owner, messageId }, em);
       await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'pending' }, em);
     });
@@ -94,7 +94,7 @@ export class ChatService {
         output: result.output, isError: result.isError ?? false,
       }));
       const messageId = await this.repo.insertMessage(em, id, 'tool', parts);
-      await this.repo.setStatus(em, id, 'pending');
+      await this.repo.setStatus(em, id, { status: 'pending' });
       await this.events.publish({ type: 'message', chatId: id, owner: chat.owner, messageId }, em);
       await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'pending' }, em);
     });
@@ -108,7 +108,7 @@ export class ChatService {
       if (chat.status === 'requires_action') {
         await this.writeMissingResults(em, chat, 'interrupted', 'The user interrupted the chat before this tool returned');
       }
-      await this.repo.setStatus(em, id, 'waiting', { resetTurn: true });
+      await this.repo.setStatus(em, id, { status: 'waiting', resetTurn: true });
       await this.events.publish({ type: 'interrupt', chatId: id, owner: chat.owner }, em);
       await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'waiting' }, em);
     });

@@ -125,7 +125,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
       for (const chat of await this.repo.lockExpiredActions(em, 100)) {
         const message = 'No tool results arrived before the requires_action timeout';
         await this.chats.writeMissingResults(em, chat, 'tool_results_timeout', message);
-        await this.repo.setStatus(em, chat.id, 'error', { lastError: { code: 'tool_results_timeout', message }, resetTurn: true });
+        await this.repo.setStatus(em, chat.id, { status: 'error', lastError: { code: 'tool_results_timeout', message }, resetTurn: true });
         await this.events.publish({ type: 'error', chatId: chat.id, owner: chat.owner, code: 'tool_results_timeout', message }, em);
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'error' }, em);
       }

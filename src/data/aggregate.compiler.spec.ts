@@ -1,0 +1,201 @@
+import { DomainError } from '../common/domain-error';
+import { ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
+import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
+import { AGGREGATE_FUNCTIONS, AggregateQuery, MAX_ENGINE_LIMIT } from './data.types';
+import { domainError, field } from '../../test/support/metadata-fixtures';
+
+const deal: ObjectMeta = {
+  name: 'deal',
+  label: 'Deal',
+  fields: [
+    field('name', 'text'),
+    field('stage', 'select', { options: ['lead', 'won', 'lost'] }),
+    field('amount', 'currency'),
+    field('quantity', 'integer'),
+    field('close_date', 'date'),
+    field('notes', 'textarea'),
+    field('meta', 'json'),
+    ...SYSTEM_FIELDS,
+  ],
+};
+const fieldNames = deal.fields.map((f) => f.name);
+
+/** Compiles and returns the SQL text and the bound values, so each case can assert both exactly. */
+function compile(query: Partial<AggregateQuery>): { sql: string; values: readonly unknown[] } {
+  const { query: compiled } = compileAggregate(deal, { aggregations: [], limit: 100, ...query });
+  return { sql: compiled.sql, values: compiled.parameters };
+}
+
+function compileError(query: Partial<AggregateQuery>): DomainError {
+  return domainError(() => compile(query));
+}
+
+describe('compileAggregate', () => {
+  describe('SQL', () => {
+    it('counts records without grouping', () => {
+      expect(compile({ aggregations: [{ function: 'count', alias: 'n' }], limit: 10 })).toEqual({
+        sql: 'select count(*) as "n" from "data"."deal" where TRUE limit $1',
+        values: [10],
+      });
+    });
+
+    it('compiles every function on fields, grouped, ordered by the group-by fields by default', () => {
+      expect(
+        compile({
+          groupBy: ['stage'],
+          aggregations: [
+            { function: 'sum', field: 'amount', alias: 'total' },
+            { function: 'avg', field: 'amount', alias: 'average' },
+            { function: 'min', field: 'close_date', alias: 'first_close' },
+            { function: 'max', field: 'amount', alias: 'biggest' },
+            { function: 'count_distinct', field: 'name', alias: 'names' },
+            { function: 'count', field: 'stage', alias: 'staged' },
+          ],
+        }),
+      ).toEqual({
+        sql:
+          'select "stage", sum("amount") as "total", avg("amount") as "average", min("close_date") as "first_close", ' +
+          'max("amount") as "biggest", count(distinct "name") as "names", count("stage") as "staged" ' +
+          'from "data"."deal" where TRUE group by "stage" order by "stage" asc limit $1',
+        values: [100],
+      });
+    });
+
+    it('groups by several fields (a single name is accepted too), duplicates dropped', () => {
+      expect(compile({ groupBy: ['stage', 'quantity', 'stage'], aggregations: [{ function: 'count', alias: 'n' }] }).sql).toBe(
+        'select "stage", "quantity", count(*) as "n" from "data"."deal" where TRUE group by "stage", "quantity" ' +
+          'order by "stage" asc, "quantity" asc limit $1',
+      );
+      expect(compile({ groupBy: 'stage', aggregations: [{ function: 'count', alias: 'n' }] }).sql).toBe(
+        'select "stage", count(*) as "n" from "data"."deal" where TRUE group by "stage" order by "stage" asc limit $1',
+      );
+    });
+
+    it('orders by an alias (nulls last) before the group-by fields: top-N with limit', () => {
+      expect(
+        compile({
+          groupBy: ['stage'],
+          aggregations: [{ function: 'sum', field: 'amount', alias: 'total' }],
+          orderBy: [{ field: 'total', order: 'DESC' }],
+          limit: 3,
+        }),
+      ).toEqual({
+        sql:
+          'select "stage", sum("amount") as "total" from "data"."deal" where TRUE group by "stage" ' +
+          'order by "total" desc nulls last, "stage" asc limit $1',
+        values: [3],
+      });
+    });
+
+    it('accepts one orderBy object, defaulting to asc, on an alias or a group-by field', () => {
+      expect(compile({ aggregations: [{ function: 'count', alias: 'n' }], orderBy: { field: 'n' } }).sql).toBe(
+        'select count(*) as "n" from "data"."deal" where TRUE order by "n" asc nulls last limit $1',
+      );
+      expect(compile({ groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: { field: 'stage', order: 'desc' } }).sql).toBe(
+        'select "stage", count(*) as "n" from "data"."deal" where TRUE group by "stage" order by "stage" desc nulls last, "stage" asc limit $1',
+      );
+    });
+
+    it.each([
+      [5000, MAX_ENGINE_LIMIT],
+      [0, 1],
+      [-3, 1],
+      [2.9, 2],
+    ])('binds limit %p as %p', (limit, bound) => {
+      expect(compile({ aggregations: [{ function: 'count', alias: 'n' }], limit }).values).toEqual([bound]);
+    });
+
+    it('binds the where values first and the limit last', () => {
+      expect(
+        compile({
+          where: { stage: 'won', amount: { $gt: 100 } },
+          groupBy: ['quantity'],
+          aggregations: [{ function: 'max', field: 'close_date', alias: 'last_close' }],
+          limit: 25,
+        }),
+      ).toEqual({
+        sql:
+          'select "quantity", max("close_date") as "last_close" from "data"."deal" ' +
+          'where ("stage" = $1::text AND "amount" > $2::numeric) group by "quantity" order by "quantity" asc limit $3',
+        values: ['won', 100, 25],
+      });
+    });
+  });
+
+  describe('refusals', () => {
+    it('refuses an unknown function, naming the ones there are', () => {
+      const error = compileError({ aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] });
+      expect(error.code).toBe('invalid_aggregate_function');
+      expect(error.details).toEqual({ function: 'drop_table', availableFunctions: AGGREGATE_FUNCTIONS });
+    });
+
+    it('refuses an unknown field in aggregations and in groupBy, listing the fields', () => {
+      for (const query of [
+        { aggregations: [{ function: 'sum', field: 'price', alias: 'total' }] },
+        { groupBy: ['price'], aggregations: [{ function: 'count', alias: 'n' }] },
+      ]) {
+        const error = compileError(query);
+        expect(error.code).toBe('unknown_field');
+        expect(error.details).toEqual({ field: 'price', object: 'deal', availableFields: fieldNames });
+      }
+    });
+
+    it.each([undefined, '', 'Total', '1st', 'total sum', 'x"; drop table deal; --', 'a'.repeat(64)])('refuses the alias %p', (alias) => {
+      const error = compileError({ aggregations: [{ function: 'count', alias }] });
+      expect(error.code).toBe('invalid_aggregation');
+      expect(error.message).toContain('must be snake_case');
+    });
+
+    it('refuses an alias used twice or taken by a group-by field', () => {
+      expect(compileError({ aggregations: [{ function: 'count', alias: 'n' }, { function: 'sum', field: 'amount', alias: 'n' }] }).message).toBe(
+        'Alias "n" is used twice',
+      );
+      expect(compileError({ groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'stage' }] }).message).toBe(
+        'Alias "stage" collides with a group-by field',
+      );
+    });
+
+    it('refuses functions on fields they do not fit, and grouping by free text or json', () => {
+      expect(compileError({ aggregations: [{ function: 'sum', field: 'name', alias: 's' }] }).code).toBe('invalid_aggregation');
+      expect(compileError({ aggregations: [{ function: 'max', field: 'meta', alias: 'm' }] }).code).toBe('invalid_aggregation');
+      expect(compileError({ aggregations: [{ function: 'avg', alias: 'a' }] }).message).toBe('avg needs a field');
+      expect(compileError({ groupBy: ['notes'], aggregations: [{ function: 'count', alias: 'n' }] }).code).toBe('invalid_group_by');
+      expect(compileError({ groupBy: ['meta'], aggregations: [{ function: 'count', alias: 'n' }] }).code).toBe('invalid_group_by');
+    });
+
+    it('refuses aggregations that are not a non-empty array', () => {
+      expect(compileError({ aggregations: [] }).code).toBe('invalid_aggregation');
+      expect(compileError({ aggregations: 'count' }).code).toBe('invalid_aggregation');
+    });
+
+    it('refuses ordering by a name that is neither an alias nor a group-by field', () => {
+      const error = compileError({ groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'amount' }] });
+      expect(error.code).toBe('unknown_field');
+      expect(error.details).toEqual({ field: 'amount', availableFields: ['stage', 'n'] });
+      expect(compileError({ aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: 'up' }] }).code).toBe('invalid_order_by');
+    });
+
+    it('checks the where like find does', () => {
+      expect(compileError({ where: { price: 1 }, aggregations: [{ function: 'count', alias: 'n' }] }).code).toBe('unknown_field');
+    });
+  });
+});
+
+describe('decodeAggregateRows', () => {
+  it('turns counts, sums and averages into numbers and keeps min/max in their field type', () => {
+    const compiled = compileAggregate(deal, {
+      groupBy: ['stage'],
+      aggregations: [
+        { function: 'count', alias: 'n' },
+        { function: 'avg', field: 'amount', alias: 'average' },
+        { function: 'min', field: 'close_date', alias: 'first_close' },
+        { function: 'max', field: 'name', alias: 'last_name' },
+      ],
+      limit: 10,
+    });
+    const rows = [{ stage: 'won', n: '3', average: '1500.5000000000000000', first_close: '2024-01-02', last_name: '42' }];
+    expect(decodeAggregateRows(deal, compiled, rows)).toEqual([
+      { stage: 'won', first_close: '2024-01-02', last_name: '42', n: 3, average: 1500.5 },
+    ]);
+  });
+});

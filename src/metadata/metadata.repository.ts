@@ -1,0 +1,118 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable } from '@nestjs/common';
+import { runSql } from '../database/sql';
+import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
+import { indexName } from './metadata.naming';
+import { FIELD_COLUMN_TYPES, FieldMeta, FieldType } from './object-metadata.types';
+
+export interface ObjectSummary {
+  name: string;
+  label: string;
+  description: string | null;
+  fieldCount: number;
+}
+
+/**
+ * Every SQL statement about metadata: the DDL of object tables and the queries the ORM does not
+ * express. Identifiers come from validated metadata names through quoteIdent; values are bound.
+ * Each method runs on `em`, so DDL commits or rolls back with the metadata rows of its transaction.
+ */
+@Injectable()
+export class MetadataRepository {
+  /** Every object with its number of fields, by name. */
+  async summaries(em: EntityManager): Promise<ObjectSummary[]> {
+    const rows = await runSql<{ name: string; label: string; description: string | null; field_count: string }>(
+      em,
+      `select o.name, o.label, o.description, count(f.id) as field_count
+         from object_definitions o left join field_definitions f on f.object_id = o.id
+        group by o.id order by o.name`,
+    );
+    return rows.map((r) => ({ name: r.name, label: r.label, description: r.description, fieldCount: Number(r.field_count) }));
+  }
+
+  /** Lookup fields of other objects that point at `objectName`, ordered by object and field. */
+  async referencingFields(em: EntityManager, objectName: string, objectId: string): Promise<Array<{ object: string; field: string }>> {
+    const rows = await runSql<{ object_name: string; field_name: string }>(
+      em,
+      `select o.name as object_name, f.name as field_name
+         from field_definitions f join object_definitions o on o.id = f.object_id
+        where f.type = 'lookup' and f.reference = $1 and o.id <> $2 order by 1, 2`,
+      [objectName, objectId],
+    );
+    return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
+  }
+
+  /** The object's table with its system columns. */
+  async createTable(em: EntityManager, objectName: string): Promise<void> {
+    await runSql(
+      em,
+      `create table ${objectTable(objectName)} (
+         "id" uuid primary key default gen_random_uuid(),
+         "created_at" timestamptz not null default now(),
+         "updated_at" timestamptz not null default now()
+       )`,
+    );
+  }
+
+  /** Drops the object's table with its records. */
+  async dropTable(em: EntityManager, objectName: string): Promise<void> {
+    await runSql(em, `drop table ${objectTable(objectName)}`);
+  }
+
+  /** Adds one field: the column, its foreign key, its indexes. */
+  async addColumn(em: EntityManager, objectName: string, field: FieldMeta): Promise<void> {
+    const type = FIELD_COLUMN_TYPES[field.type as FieldType];
+    await runSql(em, `alter table ${objectTable(objectName)} add column ${quoteIdent(field.name)} ${type}${field.required ? ' not null' : ''}`);
+    if (field.type === 'lookup' && field.reference) {
+      await runSql(
+        em,
+        `alter table ${objectTable(objectName)} add constraint ${quoteIdent(indexName(objectName, field.name, 'fk'))} ` +
+          `foreign key (${quoteIdent(field.name)}) references ${objectTable(field.reference)} ("id") on delete restrict`,
+      );
+    }
+    await this.createIndexes(em, objectName, field);
+  }
+
+  /** Drops a field's column (its indexes and foreign key go with it). */
+  async dropColumn(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
+    await runSql(em, `alter table ${objectTable(objectName)} drop column ${quoteIdent(fieldName)}`);
+  }
+
+  /** Adds or drops the column's NOT NULL. */
+  async setRequired(em: EntityManager, objectName: string, fieldName: string, required: boolean): Promise<void> {
+    await runSql(em, `alter table ${objectTable(objectName)} alter column ${quoteIdent(fieldName)} ${required ? 'set' : 'drop'} not null`);
+  }
+
+  /** Unique index when unique; plain (GIN for arrays) index when indexed or a lookup. */
+  async createIndexes(em: EntityManager, objectName: string, field: FieldMeta): Promise<void> {
+    if (field.unique) {
+      await runSql(
+        em,
+        `create unique index ${quoteIdent(indexName(objectName, field.name, 'key'))} on ${objectTable(objectName)} (${quoteIdent(field.name)})`,
+      );
+    } else if (field.indexed || field.type === 'lookup') {
+      const using = field.type === 'multiselect' || field.type === 'json' ? ' using gin' : '';
+      await runSql(
+        em,
+        `create index ${quoteIdent(indexName(objectName, field.name, 'idx'))} on ${objectTable(objectName)}${using} (${quoteIdent(field.name)})`,
+      );
+    }
+  }
+
+  /** Drops the field's unique and plain index, whichever exist. */
+  async dropIndexes(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
+    for (const kind of ['key', 'idx'] as const) {
+      await runSql(em, `drop index if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(indexName(objectName, fieldName, kind))}`);
+    }
+  }
+
+  /** True when the object's table has no records. */
+  async isEmpty(em: EntityManager, objectName: string): Promise<boolean> {
+    return (await runSql(em, `select 1 from ${objectTable(objectName)} limit 1`)).length === 0;
+  }
+
+  /** True when some record has no value in `fieldName` (a column known to metadata). */
+  async hasNulls(em: EntityManager, objectName: string, fieldName: string): Promise<boolean> {
+    return (await runSql(em, `select 1 from ${objectTable(objectName)} where ${quoteIdent(fieldName)} is null limit 1`)).length > 0;
+  }
+}
