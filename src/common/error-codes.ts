@@ -24,6 +24,8 @@ export const ERROR_STATUS: Record<string, HttpStatus> = {
   field_exists: HttpStatus.CONFLICT,
   agent_exists: HttpStatus.CONFLICT,
   object_referenced: HttpStatus.CONFLICT,
+  object_in_use: HttpStatus.CONFLICT,
+  options_in_use: HttpStatus.CONFLICT,
   record_referenced: HttpStatus.CONFLICT,
   unique_violation: HttpStatus.CONFLICT,
   last_admin_key: HttpStatus.CONFLICT,

@@ -115,4 +115,25 @@ export class MetadataRepository {
   async hasNulls(em: EntityManager, objectName: string, fieldName: string): Promise<boolean> {
     return (await runSql(em, `select 1 from ${objectTable(objectName)} where ${quoteIdent(fieldName)} is null limit 1`)).length > 0;
   }
+
+  /**
+   * Agents whose allowedObjects name the object. Read here, in the metadata write's transaction, so
+   * an object cannot be dropped while an agent still grants it (a re-created namesake would inherit it).
+   */
+  async agentsAllowing(em: EntityManager, objectName: string): Promise<string[]> {
+    const rows = await runSql<{ name: string }>(em, `select name from agents where allowed_objects ? $1 order by name`, [objectName]);
+    return rows.map((r) => r.name);
+  }
+
+  /** How many records hold each of `options` in a select (text) or multiselect (text[]) column; unused ones are absent. */
+  async optionUse(em: EntityManager, objectName: string, field: { name: string; type: FieldType }, options: string[]): Promise<Record<string, number>> {
+    const column = quoteIdent(field.name);
+    const sql =
+      field.type === 'multiselect'
+        ? `select o.option, count(*) as n from ${objectTable(objectName)} t, unnest(t.${column}) as o(option)
+            where o.option = any($1::text[]) group by o.option`
+        : `select t.${column} as option, count(*) as n from ${objectTable(objectName)} t where t.${column} = any($1::text[]) group by 1`;
+    const rows = await runSql<{ option: string; n: string }>(em, sql, [options]);
+    return Object.fromEntries(rows.map((r) => [r.option, Number(r.n)]));
+  }
 }

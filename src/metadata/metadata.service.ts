@@ -97,6 +97,14 @@ export class MetadataService {
   async deleteObject(name: string): Promise<void> {
     await this.write(async (em) => {
       const object = await this.findDefinition(em, name);
+      const agents = await this.repo.agentsAllowing(em, name);
+      if (agents.length) {
+        throw new DomainError(
+          'object_in_use',
+          `Object "${name}" is named in the allowedObjects of agent${agents.length > 1 ? 's' : ''} ${agents.join(', ')}; remove it there first`,
+          { agents },
+        );
+      }
       const referencing = await this.repo.referencingFields(em, name, object.id);
       if (referencing.length) {
         throw new DomainError(
@@ -139,7 +147,19 @@ export class MetadataService {
         if (type !== 'select' && type !== 'multiselect') {
           throw new DomainError('unexpected_options', `Only select and multiselect fields have options; "${fieldName}" is ${type}`);
         }
-        field.options = validateOptions(fieldName, dto.options);
+        if (!dto.options.length) throw new DomainError('missing_options', `Field "${fieldName}" of type ${type} needs options`);
+        const options = validateOptions(fieldName, dto.options);
+        const removed = (field.options ?? []).filter((option) => !options.includes(option));
+        const inUse = removed.length ? await this.repo.optionUse(em, objectName, { name: fieldName, type }, removed) : {};
+        if (Object.keys(inUse).length) {
+          const counts = Object.entries(inUse).map(([option, count]) => `"${option}" (${count})`).join(', ');
+          throw new DomainError(
+            'options_in_use',
+            `Records of "${objectName}" still use ${counts}; change them before removing these options`,
+            { inUse },
+          );
+        }
+        field.options = options;
       }
       if (dto.required !== undefined && dto.required !== field.required) {
         if (dto.required && (await this.hasNulls(em, objectName, fieldName))) {

@@ -151,4 +151,53 @@ describe('hardening against hostile member input', () => {
       }
     });
   });
+
+  describe('metadata that would leave stale grants or orphaned values (finding 15)', () => {
+    const admin = () => bearer(t.adminKey);
+
+    it('refuses to delete an object an agent still names in allowedObjects, with 409 listing the agents', async () => {
+      await t.http.post('/api/v1/objects').set(admin()).send({ name: 'contract', label: 'Contract', fields: [{ name: 'title', label: 'Title', type: 'text' }] }).expect(201);
+      await t.http.post('/api/v1/ai/agents').set(admin()).send({ name: 'contracts_bot', label: 'Contracts', instructions: 'x', tools: ['query_records'], allowedObjects: ['contract'] }).expect(201);
+      const refused = await t.http.delete('/api/v1/objects/contract').set(admin()).expect(409);
+      expect(refused.body).toMatchObject({ code: 'object_in_use', details: { agents: ['contracts_bot'] } });
+      await t.http.get('/api/v1/objects/contract').set(admin()).expect(200);
+      await t.http.delete('/api/v1/ai/agents/contracts_bot').set(admin()).expect(204);
+      await t.http.delete('/api/v1/objects/contract').set(admin()).expect(204);
+    });
+
+    describe('narrowing select options', () => {
+      beforeAll(async () => {
+        await t.http.post('/api/v1/objects').set(admin()).send({
+          name: 'ticket', label: 'Ticket', fields: [
+            { name: 'priority', label: 'Priority', type: 'select', options: ['low', 'high', 'urgent'] },
+            { name: 'tags', label: 'Tags', type: 'multiselect', options: ['bug', 'ui', 'api'] },
+          ],
+        }).expect(201);
+        for (const record of [{ priority: 'low', tags: ['bug'] }, { priority: 'high', tags: ['bug', 'ui'] }, { priority: 'high' }]) {
+          await t.http.post('/api/v1/objects/ticket/records').set(bearer(alice)).send(record).expect(201);
+        }
+      });
+
+      it('answers 409 with the counts of records still using a removed select option', async () => {
+        const res = await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: ['low'] }).expect(409);
+        expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { high: 2 } } });
+        const field = (await t.http.get('/api/v1/objects/ticket').set(admin()).expect(200)).body as { fields: Array<{ name: string; options?: string[] }> };
+        expect(field.fields.find((f) => f.name === 'priority')!.options).toEqual(['low', 'high', 'urgent']);
+      });
+
+      it('answers 409 for multiselect options still in use, and removes unused options', async () => {
+        const res = await t.http.patch('/api/v1/objects/ticket/fields/tags').set(admin()).send({ options: ['api'] }).expect(409);
+        expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { bug: 2, ui: 1 } } });
+        const ok = await t.http.patch('/api/v1/objects/ticket/fields/tags').set(admin()).send({ options: ['bug', 'ui'] }).expect(200);
+        expect((ok.body as { options: string[] }).options).toEqual(['bug', 'ui']);
+        await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: ['low', 'high'] }).expect(200);
+      });
+
+      it('refuses a select left with no options (400), on update as on create', async () => {
+        const res = await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: [] }).expect(400);
+        expect((res.body as { code: string }).code).toBe('missing_options');
+        await t.http.post('/api/v1/objects/ticket/fields').set(admin()).send({ name: 'stage', label: 'Stage', type: 'select', required: true, options: [] }).expect(400);
+      });
+    });
+  });
 });
