@@ -1,16 +1,16 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from './domain-error';
-import { statusForCode } from './error-codes';
+import { ErrorCode, statusForCode } from './error-codes';
 
 export interface ErrorBody {
   error: string;
-  code: string;
+  code: ErrorCode;
   details?: unknown;
 }
 
 /** Postgres SQLSTATEs that reach here only if a service did not translate them; mapped, never a 500. */
-const PG_ERRORS: Record<string, { code: string; message: string }> = {
+const PG_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
   '23505': { code: 'unique_violation', message: 'A record with this value already exists' },
   '23503': { code: 'invalid_reference', message: 'A referenced record does not exist or is still referenced' },
   '23001': { code: 'record_referenced', message: 'The record is still referenced by other records' },
@@ -66,7 +66,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
         typeof response === 'object' && response && 'message' in response
           ? String((response as { message: unknown }).message)
           : exception.message;
-      const code = status === 404 ? 'route_not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : codeForStatus(status);
+      const code: ErrorCode = status === 404 ? 'route_not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : codeForStatus(status);
       return { status, body: { error: message, code } };
     }
     const fastifyError = exception as { statusCode?: number; code?: string; message?: string };
@@ -88,7 +88,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
   }
 }
 
-function codeForStatus(status: number): string {
+function codeForStatus(status: number): ErrorCode {
   if (status === 400) return 'bad_request';
   if (status === 409) return 'conflict';
   if (status === 429) return 'rate_limited';

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import type { ErrorCode } from '../common/error-codes';
 import { DataService } from './data.service';
 import { AggregateDto, RecordListResponse, RecordsQueryDto } from './records.dto';
 
@@ -45,7 +46,7 @@ function clampLimit(limit: number): number {
   return Math.min(limit, RECORDS_MAX_LIMIT);
 }
 
-function parseJsonParam(name: string, raw: string | undefined, code: string): unknown {
+function parseJsonParam(name: string, raw: string | undefined, code: ErrorCode): unknown {
   if (raw === undefined || raw === '') return undefined;
   try {
     return JSON.parse(raw);

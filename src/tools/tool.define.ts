@@ -1,4 +1,5 @@
 import { DomainError } from '../common/domain-error';
+import type { ErrorCode } from '../common/error-codes';
 import type { JsonSchema, ToolDefinition, ToolErrorContent, ToolOutcome } from './tool.types';
 
 /** Identity with type inference: keeps a tool's argument type next to its schema. */
@@ -20,11 +21,11 @@ export function toOpenAiTool(definition: Pick<ToolDefinition<never>, 'name' | 'd
   };
 }
 
-export function errorContent(code: string, message: string, details?: unknown): ToolErrorContent {
+export function errorContent(code: ErrorCode, message: string, details?: unknown): ToolErrorContent {
   return details === undefined ? { error: { code, message } } : { error: { code, message, details } };
 }
 
-export function errorOutcome(code: string, message: string, details?: unknown): ToolOutcome {
+export function errorOutcome(code: ErrorCode, message: string, details?: unknown): ToolOutcome {
   return { content: errorContent(code, message, details), isError: true };
 }
 

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { AgentService } from '../../agents/agent.service';
 import type { Caller } from '../../auth/auth.decorators';
 import { DomainError } from '../../common/domain-error';
+import type { ErrorCode } from '../../common/error-codes';
 import { isUuid } from '../../common/uuid';
 import { LlmService } from '../../llm/llm.service';
 import { ChatEvents } from './chat-events.service';
@@ -127,7 +128,7 @@ export class ChatService {
    * Error results for pending calls nobody answered, so the history stays a valid conversation
    * (every tool call followed by its result) for the next user message.
    */
-  async writeMissingResults(em: EntityManager, chat: ChatRow, code: string, message: string): Promise<void> {
+  async writeMissingResults(em: EntityManager, chat: ChatRow, code: ErrorCode, message: string): Promise<void> {
     const pending: PendingToolCall[] = chat.pendingToolCalls ?? [];
     if (!pending.length) return;
     const parts: ChatPart[] = pending.map((call) => ({
