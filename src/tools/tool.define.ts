@@ -2,6 +2,9 @@ import { DomainError } from '../common/domain-error';
 import type { ErrorCode } from '../common/error-codes';
 import type { JsonSchema, ToolDefinition, ToolErrorContent, ToolOutcome } from './tool.types';
 
+/** What a tool name may be: what the OpenAI API accepts for function names. */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
 /** Identity with type inference: keeps a tool's argument type next to its schema. */
 export function defineTool<Args>(definition: ToolDefinition<Args>): ToolDefinition<Args> {
   return definition;
