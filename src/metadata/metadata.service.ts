@@ -5,16 +5,17 @@ import { DomainError } from '../common/domain-error';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { runSql } from '../database/sql';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
-import { CreateFieldDto, CreateObjectDto, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
+import {
+  CreateFieldDto, CreateObjectDto, FieldResponse, ObjectListResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto,
+} from './metadata.dto';
+import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { assertValidName } from './metadata.naming';
 import {
   FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity,
 } from './object-definition.entity';
-import { FIELD_TYPES, FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
+import { FIELD_TYPES, FieldMeta, FieldType, MAX_FIELDS, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
 import { ObjectTableDdl } from './object-table.ddl';
 
-/** Fields per object: far below Postgres' 1,600 columns, far above any sane spreadsheet. */
-const MAX_FIELDS = 500;
 /** Event telling every replica to drop its cached definitions. */
 const METADATA_CHANGED = 'metadata_changed';
 /** Advisory lock taken by every metadata write, so concurrent DDL cannot interleave. */
@@ -78,6 +79,14 @@ export class MetadataService implements OnModuleInit {
     return object;
   }
 
+  async listObjectsForApi(): Promise<ObjectListResponse> {
+    return { objects: await this.listObjects() };
+  }
+
+  async describeObject(name: string): Promise<ObjectResponse> {
+    return toObjectResponse(await this.getObject(name));
+  }
+
   /** Reads the definition from the database (inside metadata writes: their own uncommitted state). */
   private async loadObject(name: string, em: EntityManager): Promise<ObjectMeta> {
     const object = isStorableName(name) ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
@@ -89,7 +98,7 @@ export class MetadataService implements OnModuleInit {
     return toObjectMeta(object, fields);
   }
 
-  async createObject(dto: CreateObjectDto): Promise<ObjectMeta> {
+  async createObject(dto: CreateObjectDto): Promise<ObjectResponse> {
     assertValidName('object', dto.name);
     const fields = dto.fields ?? [];
     if (fields.length > MAX_FIELDS) throw new DomainError('too_many_fields', `An object has at most ${MAX_FIELDS} fields`);
@@ -113,18 +122,18 @@ export class MetadataService implements OnModuleInit {
         await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true });
       }
       await em.flush();
-      return this.loadObject(dto.name, em);
+      return toObjectResponse(await this.loadObject(dto.name, em));
     });
   }
 
-  async updateObject(name: string, dto: UpdateObjectDto): Promise<ObjectMeta> {
+  async updateObject(name: string, dto: UpdateObjectDto): Promise<ObjectResponse> {
     return this.write(async (em) => {
       const object = await this.findDefinition(em, name);
       if (dto.label !== undefined) object.label = dto.label;
       if (dto.description !== undefined) object.description = dto.description;
       object.updatedAt = new Date();
       await em.flush();
-      return this.loadObject(name, em);
+      return toObjectResponse(await this.loadObject(name, em));
     });
   }
 
@@ -153,7 +162,7 @@ export class MetadataService implements OnModuleInit {
     });
   }
 
-  async addField(objectName: string, dto: CreateFieldDto): Promise<FieldMeta> {
+  async addField(objectName: string, dto: CreateFieldDto): Promise<FieldResponse> {
     return this.write(async (em) => {
       const object = await this.findDefinition(em, objectName);
       assertValidName('field', dto.name);
@@ -167,11 +176,11 @@ export class MetadataService implements OnModuleInit {
       await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, { selfName: objectName, tableEmpty });
       object.updatedAt = new Date();
       await em.flush();
-      return findField(await this.loadObject(objectName, em), dto.name);
+      return toFieldResponse(findField(await this.loadObject(objectName, em), dto.name));
     });
   }
 
-  async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto): Promise<FieldMeta> {
+  async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto): Promise<FieldResponse> {
     return this.write(async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
@@ -210,7 +219,7 @@ export class MetadataService implements OnModuleInit {
       if (dto.description !== undefined) field.description = dto.description;
       field.updatedAt = new Date();
       await em.flush();
-      return toFieldMeta(field);
+      return toFieldResponse(toFieldMeta(field));
     });
   }
 
