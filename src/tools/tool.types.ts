@@ -32,8 +32,6 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   /** JSON Schema of the arguments object; validated with ajv before `execute`. */
   parameters: JsonSchema;
   scope: ToolScope;
-  /** true when the tool changes data; read-only tools run in READ ONLY transactions. */
-  mutatesState: boolean;
   /** Optional per-caller limit. */
   rateLimit?: { perMinute: number };
   /** Overrides the default per-call timeout (config.toolTimeoutMs) for this tool. */

@@ -87,7 +87,6 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
       additionalProperties: false,
     },
     scope: 'agent',
-    mutatesState: false,
     async execute(args, ctx): Promise<AggregateDataResult> {
       const limit = clampLimit(args.limit, AGGREGATE_DEFAULT_GROUPS, AGGREGATE_MAX_GROUPS);
       const rows = await readData(deps, ctx, (em) =>

@@ -60,7 +60,6 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
       additionalProperties: false,
     },
     scope: 'agent',
-    mutatesState: false,
     async execute(args, ctx): Promise<QueryRecordsResult> {
       const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
       const offset = clampOffset(args.offset);
