@@ -124,7 +124,6 @@ export class ApiKeyService implements OnModuleInit {
       subject: subject ?? `key:${id}`,
       revoked: false,
       createdAt: new Date(),
-      lastUsedAt: null,
     });
   }
 }
