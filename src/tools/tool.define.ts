@@ -1,6 +1,7 @@
+import type OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
 import type { ErrorCode } from '../common/error-codes';
-import type { JsonSchema, ToolDefinition, ToolErrorContent, ToolOutcome } from './tool.types';
+import type { ToolDefinition, ToolErrorContent, ToolOutcome } from './tool.types';
 
 /** What a tool name may be: what the OpenAI API accepts for function names. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -10,14 +11,10 @@ export function defineTool<Args>(definition: ToolDefinition<Args>): ToolDefiniti
   return definition;
 }
 
-/** The function-tool shape of the OpenAI Chat Completions `tools` array. */
-export interface OpenAiFunctionTool {
-  type: 'function';
-  function: { name: string; description: string; parameters: JsonSchema };
-}
-
 /** A registered tool as the model is offered it. */
-export function toOpenAiTool(definition: Pick<ToolDefinition<never>, 'name' | 'description' | 'parameters'>): OpenAiFunctionTool {
+export function toOpenAiTool(
+  definition: Pick<ToolDefinition<never>, 'name' | 'description' | 'parameters'>,
+): OpenAI.Chat.Completions.ChatCompletionFunctionTool {
   return {
     type: 'function',
     function: { name: definition.name, description: definition.description, parameters: definition.parameters },
