@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
 import { runSql } from '../database/sql';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
@@ -12,7 +13,7 @@ import {
   AGGREGATE_FUNCTIONS, AggregateQuery, AggregationSpec, FindQuery, FindResult, MAX_AGGREGATIONS, MAX_ENGINE_LIMIT,
   MAX_GROUP_BY_FIELDS,
 } from './data.types';
-import { bindCast, decodeRow, encodeFieldValue, isPlainObject } from './field-value.codec';
+import { bindCast, decodeRow, encodeFieldValue } from './field-value.codec';
 import { compileOrderBy, compileProjection } from './order-by.compiler';
 import { clip, compileWhere, requireField } from './where.compiler';
 

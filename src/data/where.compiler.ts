@@ -1,8 +1,9 @@
 import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
 import { quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { bindCast, describeValue, encodeFieldValue, isPlainObject } from './field-value.codec';
+import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
 
 /**
  * Compiles the `where` JSON language into one parameterized SQL boolean expression.
