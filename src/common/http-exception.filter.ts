@@ -66,7 +66,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
         typeof response === 'object' && response && 'message' in response
           ? String((response as { message: unknown }).message)
           : exception.message;
-      const code: ErrorCode = status === 404 ? 'route_not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : codeForStatus(status);
+      const code = status === 404 ? 'route_not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : codeForStatus(status);
       return { status, body: { error: message, code } };
     }
     const fastifyError = exception as { statusCode?: number; code?: string; message?: string };
