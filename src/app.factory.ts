@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
 import { HttpExceptionFilter } from './common/http-exception.filter';
+import { registerJsonBodyParser } from './common/json-body.parser';
 import { createValidationPipe } from './common/validation.pipe';
 
 const NEST_LEVELS: Record<AppConfig['logLevel'], LogLevel[]> = {
@@ -38,6 +39,7 @@ export async function createApp(config: AppConfig, databaseUrl: string): Promise
     logger: new ConsoleLogger({ json: true, logLevels: NEST_LEVELS[config.logLevel] }),
     abortOnError: false,
   });
+  registerJsonBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new HttpExceptionFilter());
   const fastify = app.getHttpAdapter().getInstance();

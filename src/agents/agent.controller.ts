@@ -2,7 +2,6 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nest
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { Caller, Roles } from '../auth/auth.decorators';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
-import { toAgentResponse, toAgentSummary } from './agent.mapper';
 import { AgentService } from './agent.service';
 
 @ApiTags('agents')
@@ -14,26 +13,26 @@ export class AgentController {
   /** Only the agents the caller may use. */
   @Get()
   @Roles('admin', 'member')
-  async list(@Caller() caller: Caller): Promise<AgentListResponse> {
-    return { agents: (await this.agents.listFor(caller)).map(toAgentSummary) };
+  list(@Caller() caller: Caller): Promise<AgentListResponse> {
+    return this.agents.listFor(caller);
   }
 
   @Get(':name')
   @Roles('admin')
-  async get(@Param('name') name: string): Promise<AgentResponse> {
-    return toAgentResponse(await this.agents.get(name));
+  get(@Param('name') name: string): Promise<AgentResponse> {
+    return this.agents.get(name);
   }
 
   @Post()
   @Roles('admin')
-  async create(@Body() dto: AgentSpecDto): Promise<AgentResponse> {
-    return toAgentResponse(await this.agents.create(dto));
+  create(@Body() dto: AgentSpecDto): Promise<AgentResponse> {
+    return this.agents.create(dto);
   }
 
   @Put(':name')
   @Roles('admin')
-  async replace(@Param('name') name: string, @Body() dto: AgentSpecDto): Promise<AgentResponse> {
-    return toAgentResponse(await this.agents.replace(name, dto));
+  replace(@Param('name') name: string, @Body() dto: AgentSpecDto): Promise<AgentResponse> {
+    return this.agents.replace(name, dto);
   }
 
   @Delete(':name')

@@ -5,7 +5,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
-import { AGENT_NAME_PATTERN, type AgentAccess, type AgentGuardrails, type AgentModelSettings, type AgentPlanning } from './agent.types';
+import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_NAME_PATTERN, type AgentAccess, type AgentGuardrails, type AgentModelSettings, type AgentPlanning } from './agent.types';
 
 export class AgentModelDto implements AgentModelSettings {
   @ApiPropertyOptional({ example: 'gpt-4o-mini' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
@@ -14,7 +14,8 @@ export class AgentModelDto implements AgentModelSettings {
 }
 
 export class AgentPlanningDto implements AgentPlanning {
-  @ApiProperty({ minimum: 1, maximum: 50, default: 10 }) @IsInt() @Min(1) @Max(50) maxIterations: number;
+  @ApiProperty({ minimum: 1, maximum: AGENT_MAX_ITERATIONS, default: AGENT_DEFAULTS.maxIterations })
+  @IsInt() @Min(1) @Max(AGENT_MAX_ITERATIONS) maxIterations: number;
 }
 
 export class AgentGuardrailsDto implements AgentGuardrails {

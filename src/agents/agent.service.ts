@@ -10,10 +10,10 @@ import { DomainError } from '../common/domain-error';
 import { projectRoot } from '../common/project-root';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { ToolRegistry } from '../tools/tool.registry';
-import { AgentSpecDto } from './agent.dto';
+import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
-import { toSpec } from './agent.mapper';
-import { AGENT_DEFAULTS, AgentSpec } from './agent.types';
+import { toAgentResponse, toAgentSummary, toSpec } from './agent.mapper';
+import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AgentSpec } from './agent.types';
 
 /** Agent specs: CRUD for admins, loading and access checks for the runtime, built-ins from seeds/agents. */
 @Injectable()
@@ -26,18 +26,19 @@ export class AgentService {
   ) {}
 
   /** Agents the caller may use: active and within its access. Admins see every agent, inactive ones too, to manage them. */
-  async listFor(caller: Caller): Promise<Agent[]> {
+  async listFor(caller: Caller): Promise<AgentListResponse> {
     const agents = await this.em.fork().find(AgentEntity, {}, { orderBy: { name: 'asc' } });
-    return caller.role === 'admin' ? agents : agents.filter((agent) => agent.active && mayUse(agent, caller));
+    const visible = caller.role === 'admin' ? agents : agents.filter((agent) => agent.active && mayUse(agent, caller));
+    return { agents: visible.map(toAgentSummary) };
   }
 
-  async get(name: string): Promise<Agent> {
+  async get(name: string): Promise<AgentResponse> {
     const agent = await this.em.fork().findOne(AgentEntity, { name });
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
-    return agent;
+    return toAgentResponse(agent);
   }
 
-  async create(dto: AgentSpecDto): Promise<Agent> {
+  async create(dto: AgentSpecDto): Promise<AgentResponse> {
     const em = this.em.fork();
     if (await em.findOne(AgentEntity, { name: dto.name })) {
       throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
@@ -45,18 +46,18 @@ export class AgentService {
     const now = new Date();
     const agent = em.create(AgentEntity, { id: randomUUID(), ...this.normalise(dto), version: 1, createdAt: now, updatedAt: now });
     await em.persist(agent).flush();
-    return agent;
+    return toAgentResponse(agent);
   }
 
   /** Replaces the whole spec; the version goes up by one. */
-  async replace(name: string, dto: AgentSpecDto): Promise<Agent> {
+  async replace(name: string, dto: AgentSpecDto): Promise<AgentResponse> {
     if (dto.name !== name) throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
     const em = this.em.fork();
     const agent = await em.findOne(AgentEntity, { name });
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
     em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
     await em.flush();
-    return agent;
+    return toAgentResponse(agent);
   }
 
   async delete(name: string): Promise<void> {
@@ -113,7 +114,9 @@ export class AgentService {
     const missing = this.tools.resolve(agent.tools).unknown;
     if (missing.length) return `it names unknown tools ${missing.join(', ')}`;
     const iterations = agent.planning?.maxIterations;
-    if (!Number.isInteger(iterations) || iterations < 1 || iterations > 50) return 'planning.maxIterations must be 1..50';
+    if (!Number.isInteger(iterations) || iterations < 1 || iterations > AGENT_MAX_ITERATIONS) {
+      return `planning.maxIterations must be 1..${AGENT_MAX_ITERATIONS}`;
+    }
     return undefined;
   }
 

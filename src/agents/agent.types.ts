@@ -9,7 +9,7 @@ export interface AgentModelSettings {
 }
 
 export interface AgentPlanning {
-  /** Model calls with tools before a final answer is forced (1..50, default 10). */
+  /** Model calls with tools before a final answer is forced (1..AGENT_MAX_ITERATIONS, default AGENT_DEFAULTS.maxIterations). */
   maxIterations: number;
 }
 
@@ -42,6 +42,9 @@ export interface AgentSpec {
   active: boolean;
   version: number;
 }
+
+/** Most tool rounds one turn may plan; an agent asking for more is refused (API) or not run (stored). */
+export const AGENT_MAX_ITERATIONS = 50;
 
 export const AGENT_DEFAULTS = {
   maxIterations: 10,

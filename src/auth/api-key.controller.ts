@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { Roles } from './auth.decorators';
-import { ApiKeyListResponse, CreateApiKeyDto, CreatedApiKeyResponse, toApiKeyResponse } from './api-key.dto';
+import { ApiKeyListResponse, CreateApiKeyDto, CreatedApiKeyResponse } from './api-key.dto';
 import { ApiKeyService } from './api-key.service';
 
 @ApiTags('api-keys')
@@ -12,15 +12,14 @@ export class ApiKeyController {
 
   @Post()
   @Roles('admin')
-  async create(@Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
-    const { key, secret } = await this.keys.create(dto);
-    return { ...toApiKeyResponse(key), secret };
+  create(@Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
+    return this.keys.create(dto);
   }
 
   @Get()
   @Roles('admin')
-  async list(): Promise<ApiKeyListResponse> {
-    return { apiKeys: (await this.keys.list()).map(toApiKeyResponse) };
+  list(): Promise<ApiKeyListResponse> {
+    return this.keys.list();
   }
 
   @Delete(':id')

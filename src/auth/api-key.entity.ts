@@ -15,7 +15,6 @@ export const ApiKeyEntity = defineEntity({
     subject: p.string(),
     revoked: p.boolean().default(false),
     createdAt: p.datetime(),
-    lastUsedAt: p.datetime().nullable(),
   },
 });
 export type ApiKey = InferEntity<typeof ApiKeyEntity>;

@@ -11,12 +11,7 @@ import { PgPubSub } from '../database/pg-pubsub.service';
 import { ApiKey, ApiKeyEntity, ApiKeyRole } from './api-key.entity';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
-
-export interface CreatedApiKey {
-  key: ApiKey;
-  /** The secret, returned once and never stored. */
-  secret: string;
-}
+import { ApiKeyListResponse, CreatedApiKeyResponse, toApiKeyResponse } from './api-key.dto';
 
 /** How long a verified key is trusted without asking the database again (revocations clear it at once). */
 const AUTH_CACHE_TTL_MS = 30_000;
@@ -55,16 +50,18 @@ export class ApiKeyService implements OnModuleInit {
     return caller;
   }
 
-  async create(input: { name: string; role: ApiKeyRole; subject?: string }): Promise<CreatedApiKey> {
+  /** The secret is in this response only; it is never stored. */
+  async create(input: { name: string; role: ApiKeyRole; subject?: string }): Promise<CreatedApiKeyResponse> {
     const secret = generateSecret();
     const em = this.em.fork();
     const key = this.build(em, secret, input.name, input.role, input.subject);
     await em.persist(key).flush();
-    return { key, secret };
+    return { ...toApiKeyResponse(key), secret };
   }
 
-  list(): Promise<ApiKey[]> {
-    return this.em.fork().find(ApiKeyEntity, {}, { orderBy: { createdAt: 'asc', id: 'asc' } });
+  async list(): Promise<ApiKeyListResponse> {
+    const keys = await this.em.fork().find(ApiKeyEntity, {}, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return { apiKeys: keys.map(toApiKeyResponse) };
   }
 
   /** Revokes a key. The last active admin key cannot be revoked: nobody could administer the server. */
@@ -125,7 +122,6 @@ export class ApiKeyService implements OnModuleInit {
       subject: subject ?? `key:${id}`,
       revoked: false,
       createdAt: new Date(),
-      lastUsedAt: null,
     });
   }
 }

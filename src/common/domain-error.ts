@@ -1,10 +1,12 @@
+import type { ErrorCode } from './error-codes';
+
 /**
- * A failure a caller can act on. Services throw these with a stable snake_case code; the one
- * exception filter (src/common/http-exception.filter.ts) decides the HTTP status from the code.
+ * A failure a caller can act on. Services throw these with a stable snake_case code from the
+ * catalog (src/common/error-codes.ts); the one exception filter decides the HTTP status from it.
  */
 export class DomainError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
   ) {

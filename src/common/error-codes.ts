@@ -1,17 +1,29 @@
 import { HttpStatus } from '@nestjs/common';
 
 /**
- * The one table from domain error codes to HTTP statuses. A code not listed is a 400: domain
- * errors describe something the caller can fix.
+ * Every error code the server produces, with its HTTP status. `DomainError` and tool error
+ * results accept only these keys, so a new or misspelt code fails to compile instead of
+ * silently becoming a 400.
  */
-export const ERROR_STATUS: Record<string, HttpStatus> = {
+export const ERRORS = {
+  // Authentication and access.
   unauthorized: HttpStatus.UNAUTHORIZED,
   forbidden: HttpStatus.FORBIDDEN,
   agent_inactive: HttpStatus.FORBIDDEN,
   agent_forbidden: HttpStatus.FORBIDDEN,
   tool_not_allowed: HttpStatus.FORBIDDEN,
   object_not_allowed: HttpStatus.FORBIDDEN,
-  not_found: HttpStatus.NOT_FOUND,
+
+  // The request itself: body, query, JSON, framework errors.
+  bad_request: HttpStatus.BAD_REQUEST,
+  validation_failed: HttpStatus.BAD_REQUEST,
+  invalid_json: HttpStatus.BAD_REQUEST,
+  payload_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
+  unsupported_media_type: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+  rate_limited: HttpStatus.TOO_MANY_REQUESTS,
+  conflict: HttpStatus.CONFLICT,
+
+  // Missing things.
   route_not_found: HttpStatus.NOT_FOUND,
   object_not_found: HttpStatus.NOT_FOUND,
   field_not_found: HttpStatus.NOT_FOUND,
@@ -20,6 +32,8 @@ export const ERROR_STATUS: Record<string, HttpStatus> = {
   agent_not_found: HttpStatus.NOT_FOUND,
   tool_not_found: HttpStatus.NOT_FOUND,
   chat_not_found: HttpStatus.NOT_FOUND,
+
+  // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
   field_exists: HttpStatus.CONFLICT,
   agent_exists: HttpStatus.CONFLICT,
@@ -32,12 +46,61 @@ export const ERROR_STATUS: Record<string, HttpStatus> = {
   chat_busy: HttpStatus.CONFLICT,
   metadata_changed: HttpStatus.CONFLICT,
   chat_not_waiting_for_tools: HttpStatus.CONFLICT,
-  payload_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
-  rate_limited: HttpStatus.TOO_MANY_REQUESTS,
-  unsupported_media_type: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+
+  // Metadata definitions.
+  invalid_name: HttpStatus.BAD_REQUEST,
+  reserved_name: HttpStatus.BAD_REQUEST,
+  invalid_identifier: HttpStatus.BAD_REQUEST,
+  invalid_field_type: HttpStatus.BAD_REQUEST,
+  duplicate_field: HttpStatus.BAD_REQUEST,
+  too_many_fields: HttpStatus.BAD_REQUEST,
+  missing_options: HttpStatus.BAD_REQUEST,
+  invalid_options: HttpStatus.BAD_REQUEST,
+  unexpected_options: HttpStatus.BAD_REQUEST,
+  missing_reference: HttpStatus.BAD_REQUEST,
+  unknown_reference: HttpStatus.BAD_REQUEST,
+  unexpected_reference: HttpStatus.BAD_REQUEST,
+  invalid_unique: HttpStatus.BAD_REQUEST,
+  object_not_empty: HttpStatus.BAD_REQUEST,
+  field_has_empty_values: HttpStatus.BAD_REQUEST,
+
+  // Records, queries and aggregations.
+  invalid_record: HttpStatus.BAD_REQUEST,
+  unknown_field: HttpStatus.BAD_REQUEST,
+  read_only_field: HttpStatus.BAD_REQUEST,
+  missing_required_field: HttpStatus.BAD_REQUEST,
+  invalid_value: HttpStatus.BAD_REQUEST,
+  invalid_option: HttpStatus.BAD_REQUEST,
+  invalid_reference: HttpStatus.BAD_REQUEST,
+  invalid_fields: HttpStatus.BAD_REQUEST,
+  invalid_where: HttpStatus.BAD_REQUEST,
+  invalid_operator: HttpStatus.BAD_REQUEST,
+  too_many_values: HttpStatus.BAD_REQUEST,
+  invalid_order_by: HttpStatus.BAD_REQUEST,
+  invalid_group_by: HttpStatus.BAD_REQUEST,
+  invalid_aggregation: HttpStatus.BAD_REQUEST,
+  invalid_aggregate_function: HttpStatus.BAD_REQUEST,
+  read_only_transaction: HttpStatus.BAD_REQUEST,
   query_timeout: HttpStatus.SERVICE_UNAVAILABLE,
+
+  // Agents, chats and tools.
+  unknown_tool: HttpStatus.BAD_REQUEST,
+  invalid_message: HttpStatus.BAD_REQUEST,
+  invalid_dynamic_tools: HttpStatus.BAD_REQUEST,
+  invalid_tool_results: HttpStatus.BAD_REQUEST,
+  invalid_arguments: HttpStatus.BAD_REQUEST,
+  ask_user_unavailable: HttpStatus.BAD_REQUEST,
+  agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
+  turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   tool_timeout: HttpStatus.GATEWAY_TIMEOUT,
-  database_unavailable: HttpStatus.SERVICE_UNAVAILABLE,
+
+  // Only in tool results and a chat's lastError, never an HTTP response of their own.
+  tool_aborted: HttpStatus.BAD_REQUEST,
+  tool_failed: HttpStatus.BAD_REQUEST,
+  tool_results_timeout: HttpStatus.BAD_REQUEST,
+  interrupted: HttpStatus.BAD_REQUEST,
+
+  // The model endpoint.
   llm_not_configured: HttpStatus.SERVICE_UNAVAILABLE,
   llm_rate_limited: HttpStatus.TOO_MANY_REQUESTS,
   llm_timeout: HttpStatus.GATEWAY_TIMEOUT,
@@ -46,11 +109,14 @@ export const ERROR_STATUS: Record<string, HttpStatus> = {
   llm_unavailable: HttpStatus.BAD_GATEWAY,
   llm_invalid_response: HttpStatus.BAD_GATEWAY,
   llm_aborted: HttpStatus.SERVICE_UNAVAILABLE,
-  agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
-  turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
-  internal_error: HttpStatus.INTERNAL_SERVER_ERROR,
-};
 
-export function statusForCode(code: string): HttpStatus {
-  return ERROR_STATUS[code] ?? HttpStatus.BAD_REQUEST;
+  // The server itself.
+  database_unavailable: HttpStatus.SERVICE_UNAVAILABLE,
+  internal_error: HttpStatus.INTERNAL_SERVER_ERROR,
+} as const satisfies Record<string, HttpStatus>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export function statusForCode(code: ErrorCode): HttpStatus {
+  return ERRORS[code];
 }

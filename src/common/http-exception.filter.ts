@@ -5,16 +5,16 @@ import {
   NUMERIC_VALUE_OUT_OF_RANGE, QUERY_CANCELED, RESTRICT_VIOLATION, UNIQUE_VIOLATION, sqlState,
 } from '../database/pg-errors';
 import { DomainError } from './domain-error';
-import { statusForCode } from './error-codes';
+import { ErrorCode, statusForCode } from './error-codes';
 
 export interface ErrorBody {
   error: string;
-  code: string;
+  code: ErrorCode;
   details?: unknown;
 }
 
 /** Postgres SQLSTATEs that reach here only if a service did not translate them; mapped, never a 500. */
-const PG_ERRORS: Record<string, { code: string; message: string }> = {
+const PG_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
   [UNIQUE_VIOLATION]: { code: 'unique_violation', message: 'A record with this value already exists' },
   [FOREIGN_KEY_VIOLATION]: { code: 'invalid_reference', message: 'A referenced record does not exist or is still referenced' },
   [RESTRICT_VIOLATION]: { code: 'record_referenced', message: 'The record is still referenced by other records' },
@@ -93,7 +93,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
   }
 }
 
-function codeForStatus(status: number): string {
+function codeForStatus(status: number): ErrorCode {
   if (status === 400) return 'bad_request';
   if (status === 409) return 'conflict';
   if (status === 429) return 'rate_limited';

@@ -1,5 +1,6 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { DomainError } from './domain-error';
+import { nulPathOf } from './json-body.parser';
 
 /** Constraints that explain the most basic problem come first ("is required" before "at most 500 items"). */
 const FIRST = ['isDefined', 'isArray', 'isObject', 'isString', 'isBoolean', 'isNumber', 'isInt', 'arrayNotEmpty', 'isNotEmpty'];
@@ -20,29 +21,15 @@ function flatten(errors: ValidationError[], parent = ''): string[] {
   });
 }
 
-/** Deepest nesting searched for NUL characters; DTOs are far shallower. */
-const MAX_NUL_SEARCH_DEPTH = 64;
-
-/** Path of the first key or string holding a NUL character, which Postgres text and jsonb cannot store. */
-function findNul(value: unknown, path: string, depth = 0): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path || 'body' : undefined;
-  if (typeof value !== 'object' || value === null || depth >= MAX_NUL_SEARCH_DEPTH) return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const itemPath = path ? `${path}.${key}` : key;
-    const found = key.includes('\u0000') ? itemPath : findNul(item, itemPath, depth + 1);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}
-
 /**
- * Refuses NUL characters in DTO bodies before they reach the database (where they would be a driver error,
- * not a 400). Bodies without a DTO (records) are checked field by field by the data engine.
+ * Refuses NUL characters (which Postgres text and jsonb cannot store) in DTO bodies before they reach
+ * the database, where they would be a driver error, not a 400. The JSON body parser finds them at any
+ * depth; bodies without a DTO (records) are checked field by field by the data engine.
  */
 class AppValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.type === 'body' && this.toValidate(metadata)) {
-      const path = findNul(value, '');
+      const path = nulPathOf(value);
       if (path !== undefined) {
         const message = `${path} must not contain NUL (\\u0000) characters`;
         throw new DomainError('validation_failed', message, { errors: [message] });

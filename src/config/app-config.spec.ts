@@ -13,7 +13,7 @@ function configErrorOf(env: Record<string, string>): ConfigError {
 }
 
 describe('loadConfig', () => {
-  it('applies the defaults of API.md when nothing is set', () => {
+  it('applies the documented defaults when nothing is set', () => {
     const config = loadConfig({});
 
     expect(config).toMatchObject({
@@ -102,7 +102,7 @@ describe('loadConfig', () => {
     expect(error.message).toContain(variable);
   });
 
-  it('accepts any ADMIN_API_KEY, short ones included (API.md: that exact secret becomes an admin key)', () => {
+  it('accepts any ADMIN_API_KEY, short ones included (that exact secret becomes an admin key)', () => {
     expect(loadConfig({ ADMIN_API_KEY: '1234567890123456' }).adminApiKey).toBe('1234567890123456');
     expect(loadConfig({ ADMIN_API_KEY: 'short' }).adminApiKey).toBe('short');
   });

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 
 /**
- * Typed configuration, read from the environment once at start (see API.md "Running").
+ * Typed configuration, read from the environment once at start.
  * A bad value stops the start with a message naming the variable.
  */
 export interface AppConfig {
@@ -107,7 +107,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
   }
-  // API.md: any value becomes an admin key with exactly that secret (a short one is warned about at start).
+  // Any value becomes an admin key with exactly that secret (a short one is warned about at start).
   const adminApiKey = str(env, 'ADMIN_API_KEY');
   return {
     port: int(env, 'PORT', 3000, 0, 65535),

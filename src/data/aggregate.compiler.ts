@@ -4,7 +4,8 @@ import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-ide
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, NUMERIC_TYPES, ObjectMeta, TEMPORAL_TYPES, TEXT_TYPES } from '../metadata/object-metadata.types';
 import { AGGREGATE_FUNCTIONS, AggregateQuery, AggregationSpec, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from './data.types';
-import { decodeRow, isPlainObject } from './field-value.codec';
+import { isPlainObject } from '../common/plain-object';
+import { decodeRow } from './field-value.codec';
 import { engineLimit } from './records.compiler';
 import { clip, compileWhere, requireField } from './where.compiler';
 

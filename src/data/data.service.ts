@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
 import {
   FOREIGN_KEY_VIOLATION, RESTRICT_VIOLATION, UNDEFINED_COLUMN, UNDEFINED_TABLE, UNIQUE_VIOLATION, sqlState,
@@ -12,7 +13,7 @@ import { indexName } from '../metadata/metadata.naming';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
 import { AggregateQuery, FindQuery, FindResult } from './data.types';
-import { decodeRow, encodeFieldValue, isPlainObject } from './field-value.codec';
+import { decodeRow, encodeFieldValue } from './field-value.codec';
 import {
   compileCount, compileDelete, compileFind, compileFindOne, compileInsert, compileUpdate,
 } from './records.compiler';

@@ -1,4 +1,4 @@
-/** A query over one object's records (the `where` language of API.md). */
+/** A query over one object's records (`where` in the filter language of where.compiler.ts). */
 export interface FindQuery {
   where?: unknown;
   orderBy?: unknown;

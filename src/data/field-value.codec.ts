@@ -1,4 +1,5 @@
 import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
 import { FIELD_COLUMN_TYPES, FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
@@ -296,12 +297,6 @@ function isJsonValue(value: unknown, depth: number): boolean {
     return Object.entries(value).every(([key, item]) => !key.includes('\u0000') && isJsonValue(item, depth + 1));
   }
   return false;
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 /** Throws the invalid_value error; the message names the field, what it expects and what it got. */

@@ -1,6 +1,7 @@
 import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { describeValue, isPlainObject } from './field-value.codec';
+import { describeValue } from './field-value.codec';
 import { clip, columnRef, requireField } from './where.compiler';
 
 /** Default cap on caller-chosen sort fields (the trailing id tiebreaker does not count). */

@@ -1,8 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDefined, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsDefined, IsInt, IsOptional, IsString, MaxLength, Min, ValidateIf } from 'class-validator';
+import { PaginationQueryDto } from '../common/pagination.dto';
 
 /** Query string of GET /records. JSON-valued parameters are parsed and checked by the service. */
-export class RecordsQueryDto {
+export class RecordsQueryDto extends PaginationQueryDto {
   @ApiPropertyOptional({ description: 'JSON filter, e.g. {"stage":"won","amount":{"$gt":1000}}' })
   @IsOptional() @IsString() @MaxLength(20_000) where?: string;
 
@@ -11,12 +12,6 @@ export class RecordsQueryDto {
 
   @ApiPropertyOptional({ description: 'Comma-separated field names; id is always included' })
   @IsOptional() @IsString() @MaxLength(5_000) fields?: string;
-
-  @ApiPropertyOptional({ description: 'Page size, 1..1000 (larger values are clamped); default 50' })
-  @IsOptional() @Matches(/^\d{1,9}$/, { message: 'limit must be a whole number' }) limit?: string;
-
-  @ApiPropertyOptional({ description: 'Records to skip; default 0' })
-  @IsOptional() @Matches(/^\d{1,9}$/, { message: 'offset must be a whole number' }) offset?: string;
 }
 
 export class RecordListResponse {
@@ -38,5 +33,10 @@ export class AggregateDto {
   @IsDefined()
   aggregations: unknown;
   @ApiPropertyOptional({ type: 'array', items: { type: 'object' } }) @IsOptional() orderBy?: unknown;
-  @ApiPropertyOptional({ description: 'Groups returned, 1..1000; default 50' }) @IsOptional() limit?: unknown;
+  /** null is refused like any other non-number, hence ValidateIf rather than IsOptional. */
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'Groups returned; larger values are clamped to 1000; default 50' })
+  @ValidateIf((dto: AggregateDto) => dto.limit !== undefined)
+  @IsInt({ message: 'limit must be a positive whole number' })
+  @Min(1, { message: 'limit must be a positive whole number' })
+  limit?: number;
 }

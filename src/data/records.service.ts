@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import type { ErrorCode } from '../common/error-codes';
+import { clampLimit } from '../common/limits';
 import { DataService } from './data.service';
 import { AggregateDto, RecordListResponse, RecordsQueryDto } from './records.dto';
 
@@ -12,8 +14,8 @@ export class RecordsService {
   constructor(private readonly data: DataService) {}
 
   async list(objectName: string, query: RecordsQueryDto): Promise<RecordListResponse> {
-    const limit = clampLimit(query.limit === undefined ? RECORDS_DEFAULT_LIMIT : Number(query.limit));
-    const offset = query.offset === undefined ? 0 : Number(query.offset);
+    const limit = clampLimit(query.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT);
+    const offset = query.offset ?? 0;
     const { records, total } = await this.data.find(objectName, {
       where: parseJsonParam('where', query.where, 'invalid_where'),
       orderBy: parseJsonParam('orderBy', query.orderBy, 'invalid_order_by'),
@@ -25,27 +27,18 @@ export class RecordsService {
   }
 
   async aggregate(objectName: string, dto: AggregateDto): Promise<{ rows: Record<string, unknown>[] }> {
-    const limit = dto.limit === undefined ? RECORDS_DEFAULT_LIMIT : dto.limit;
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
-      throw new DomainError('validation_failed', 'limit must be a positive whole number');
-    }
     const rows = await this.data.aggregate(objectName, {
       where: dto.where,
       groupBy: dto.groupBy,
       aggregations: dto.aggregations,
       orderBy: dto.orderBy,
-      limit: clampLimit(limit),
+      limit: clampLimit(dto.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT),
     });
     return { rows };
   }
 }
 
-function clampLimit(limit: number): number {
-  if (limit < 1) throw new DomainError('validation_failed', 'limit must be at least 1');
-  return Math.min(limit, RECORDS_MAX_LIMIT);
-}
-
-function parseJsonParam(name: string, raw: string | undefined, code: string): unknown {
+function parseJsonParam(name: string, raw: string | undefined, code: ErrorCode): unknown {
   if (raw === undefined || raw === '') return undefined;
   try {
     return JSON.parse(raw);

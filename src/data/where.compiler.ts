@@ -1,8 +1,9 @@
 import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
 import { quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { bindCast, describeValue, encodeFieldValue, isPlainObject } from './field-value.codec';
+import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
 
 /**
  * Compiles the `where` JSON language into one parameterized SQL boolean expression.
@@ -162,7 +163,7 @@ function compileLogical(key: string, value: unknown, depth: number, state: Compi
   const message = isFieldOperator
     ? `Operator "${key}" must be used inside a field condition, e.g. {"amount": {"${key}": ...}}`
     : `Unknown operator "${clip(key)}"; at this level use a field name or one of $and, $or, $not`;
-  // API.md: an unknown field or operator is `unknown_field` with the available fields.
+  // An unknown field and an unknown operator are both `unknown_field`, with the available fields.
   throw new DomainError('unknown_field', message, {
     operator: clip(key),
     field: null,
@@ -182,7 +183,7 @@ function compileField(field: FieldMeta, spec: unknown, state: CompileState): str
   return join(parts, 'AND');
 }
 
-/** Refuses names outside the language (unknown_field, as API.md has it) and operators the field type forbids (invalid_operator). */
+/** Refuses names outside the language (unknown_field, like an unknown field) and operators the field type forbids (invalid_operator). */
 function checkOperator(field: FieldMeta, operator: string, object: ObjectMeta): FieldOperator {
   const availableOperators = operatorsForField(field);
   if (!(FIELD_OPERATORS as readonly string[]).includes(operator)) {

@@ -1,10 +1,11 @@
 import OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
+import type { ErrorCode } from '../common/error-codes';
 
 /** Kinds of model failure, each with its own HTTP status and retry advice. */
 export type LlmErrorKind = 'rate_limited' | 'timeout' | 'auth' | 'bad_request' | 'unavailable' | 'aborted' | 'invalid_response';
 
-const CODES: Record<LlmErrorKind, string> = {
+const CODES: Record<LlmErrorKind, ErrorCode> = {
   rate_limited: 'llm_rate_limited',
   timeout: 'llm_timeout',
   auth: 'llm_auth_failed',

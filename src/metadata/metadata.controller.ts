@@ -4,7 +4,6 @@ import { Roles } from '../auth/auth.decorators';
 import {
   CreateFieldDto, CreateObjectDto, FieldResponse, ObjectListResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto,
 } from './metadata.dto';
-import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataService } from './metadata.service';
 
 @ApiTags('objects')
@@ -15,26 +14,26 @@ export class MetadataController {
 
   @Get()
   @Roles('admin', 'member')
-  async list(): Promise<ObjectListResponse> {
-    return { objects: await this.metadata.listObjects() };
+  list(): Promise<ObjectListResponse> {
+    return this.metadata.listObjectsForApi();
   }
 
   @Get(':name')
   @Roles('admin', 'member')
-  async get(@Param('name') name: string): Promise<ObjectResponse> {
-    return toObjectResponse(await this.metadata.getObject(name));
+  get(@Param('name') name: string): Promise<ObjectResponse> {
+    return this.metadata.describeObject(name);
   }
 
   @Post()
   @Roles('admin')
-  async create(@Body() dto: CreateObjectDto): Promise<ObjectResponse> {
-    return toObjectResponse(await this.metadata.createObject(dto));
+  create(@Body() dto: CreateObjectDto): Promise<ObjectResponse> {
+    return this.metadata.createObject(dto);
   }
 
   @Patch(':name')
   @Roles('admin')
-  async update(@Param('name') name: string, @Body() dto: UpdateObjectDto): Promise<ObjectResponse> {
-    return toObjectResponse(await this.metadata.updateObject(name, dto));
+  update(@Param('name') name: string, @Body() dto: UpdateObjectDto): Promise<ObjectResponse> {
+    return this.metadata.updateObject(name, dto);
   }
 
   @Delete(':name')
@@ -46,14 +45,14 @@ export class MetadataController {
 
   @Post(':name/fields')
   @Roles('admin')
-  async addField(@Param('name') name: string, @Body() dto: CreateFieldDto): Promise<FieldResponse> {
-    return toFieldResponse(await this.metadata.addField(name, dto));
+  addField(@Param('name') name: string, @Body() dto: CreateFieldDto): Promise<FieldResponse> {
+    return this.metadata.addField(name, dto);
   }
 
   @Patch(':name/fields/:field')
   @Roles('admin')
-  async updateField(@Param('name') name: string, @Param('field') field: string, @Body() dto: UpdateFieldDto): Promise<FieldResponse> {
-    return toFieldResponse(await this.metadata.updateField(name, field, dto));
+  updateField(@Param('name') name: string, @Param('field') field: string, @Body() dto: UpdateFieldDto): Promise<FieldResponse> {
+    return this.metadata.updateField(name, field, dto);
   }
 
   @Delete(':name/fields/:field')

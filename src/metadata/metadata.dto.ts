@@ -3,7 +3,10 @@ import { Type } from 'class-transformer';
 import {
   ArrayMaxSize, IsArray, IsBoolean, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested,
 } from 'class-validator';
-import { FIELD_TYPES, type FieldType } from './object-metadata.types';
+import { FIELD_TYPES, type FieldType, MAX_FIELDS } from './object-metadata.types';
+
+/** Options of one select or multiselect field. */
+const MAX_OPTIONS = 500;
 
 export class CreateFieldDto {
   @ApiProperty({ example: 'amount', description: 'snake_case, at most 63 characters' })
@@ -29,7 +32,7 @@ export class CreateFieldDto {
   @ApiPropertyOptional({ type: [String], description: 'Allowed values; required for select and multiselect' })
   @IsOptional()
   @IsArray()
-  @ArrayMaxSize(500)
+  @ArrayMaxSize(MAX_OPTIONS)
   @IsString({ each: true })
   @MaxLength(255, { each: true })
   options?: string[];
@@ -56,7 +59,7 @@ export class CreateObjectDto {
   @ApiPropertyOptional({ type: [CreateFieldDto] })
   @IsOptional()
   @IsArray()
-  @ArrayMaxSize(500)
+  @ArrayMaxSize(MAX_FIELDS)
   @ValidateNested({ each: true })
   @Type(() => CreateFieldDto)
   fields?: CreateFieldDto[];
@@ -77,7 +80,7 @@ export class UpdateFieldDto {
   @ApiPropertyOptional({ type: [String] })
   @IsOptional()
   @IsArray()
-  @ArrayMaxSize(500)
+  @ArrayMaxSize(MAX_OPTIONS)
   @IsString({ each: true })
   @MaxLength(255, { each: true })
   options?: string[];

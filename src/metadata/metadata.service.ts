@@ -6,16 +6,16 @@ import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { MetadataCache } from './metadata.cache';
-import { CreateFieldDto, CreateObjectDto, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
+import {
+  CreateFieldDto, CreateObjectDto, FieldResponse, ObjectListResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto,
+} from './metadata.dto';
+import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { assertValidName } from './metadata.naming';
 import {
   FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity,
 } from './object-definition.entity';
-import { FIELD_TYPES, FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
-
-/** Fields per object: far below Postgres' 1,600 columns, far above any sane spreadsheet. */
-const MAX_FIELDS = 500;
+import { FIELD_TYPES, FieldMeta, FieldType, MAX_FIELDS, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
 
 /**
  * Object and field definitions, and the physical tables behind them. Each change to metadata and
@@ -43,6 +43,14 @@ export class MetadataService {
     return this.cache.get(name, () => this.loadObject(name, em));
   }
 
+  async listObjectsForApi(): Promise<ObjectListResponse> {
+    return { objects: await this.listObjects() };
+  }
+
+  async describeObject(name: string): Promise<ObjectResponse> {
+    return toObjectResponse(await this.getObject(name));
+  }
+
   /** Reads the definition from the database (inside metadata writes: their own uncommitted state). */
   private async loadObject(name: string, em: EntityManager): Promise<ObjectMeta> {
     const object = isStorableName(name) ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
@@ -54,7 +62,7 @@ export class MetadataService {
     return toObjectMeta(object, fields);
   }
 
-  async createObject(dto: CreateObjectDto): Promise<ObjectMeta> {
+  async createObject(dto: CreateObjectDto): Promise<ObjectResponse> {
     assertValidName('object', dto.name);
     const fields = dto.fields ?? [];
     if (fields.length > MAX_FIELDS) throw new DomainError('too_many_fields', `An object has at most ${MAX_FIELDS} fields`);
@@ -78,18 +86,18 @@ export class MetadataService {
         await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true });
       }
       await em.flush();
-      return this.loadObject(dto.name, em);
+      return toObjectResponse(await this.loadObject(dto.name, em));
     });
   }
 
-  async updateObject(name: string, dto: UpdateObjectDto): Promise<ObjectMeta> {
+  async updateObject(name: string, dto: UpdateObjectDto): Promise<ObjectResponse> {
     return this.write(async (em) => {
       const object = await this.findDefinition(em, name);
       if (dto.label !== undefined) object.label = dto.label;
       if (dto.description !== undefined) object.description = dto.description;
       object.updatedAt = new Date();
       await em.flush();
-      return this.loadObject(name, em);
+      return toObjectResponse(await this.loadObject(name, em));
     });
   }
 
@@ -120,7 +128,7 @@ export class MetadataService {
     });
   }
 
-  async addField(objectName: string, dto: CreateFieldDto): Promise<FieldMeta> {
+  async addField(objectName: string, dto: CreateFieldDto): Promise<FieldResponse> {
     return this.write(async (em) => {
       const object = await this.findDefinition(em, objectName);
       assertValidName('field', dto.name);
@@ -134,11 +142,11 @@ export class MetadataService {
       await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, { selfName: objectName, tableEmpty });
       object.updatedAt = new Date();
       await em.flush();
-      return findField(await this.loadObject(objectName, em), dto.name);
+      return toFieldResponse(findField(await this.loadObject(objectName, em), dto.name));
     });
   }
 
-  async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto): Promise<FieldMeta> {
+  async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto): Promise<FieldResponse> {
     return this.write(async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
@@ -189,7 +197,7 @@ export class MetadataService {
       if (dto.description !== undefined) field.description = dto.description;
       field.updatedAt = new Date();
       await em.flush();
-      return toFieldMeta(field);
+      return toFieldResponse(toFieldMeta(field));
     });
   }
 

@@ -7,6 +7,9 @@ export const FIELD_TYPES = [
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
+/** Fields per object: far below Postgres' 1,600 columns, far above any sane spreadsheet. */
+export const MAX_FIELDS = 500;
+
 /** Postgres column type of each field type. Money and percentages are exact decimals, never floats. */
 export const FIELD_COLUMN_TYPES: Record<FieldType, string> = {
   text: 'text', textarea: 'text', email: 'text', url: 'text', phone: 'text',

@@ -5,7 +5,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
-import { LlmMessage, LlmTool } from '../llm/llm.types';
+import { LlmMessage } from '../llm/llm.types';
 import { MetadataService } from '../metadata/metadata.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { toOpenAiTool } from '../tools/tool.define';
@@ -74,7 +74,7 @@ export class AgentRuntime {
       temperature: options.temperature ?? agent.model.temperature,
       maxTokens: options.maxTokens ?? agent.model.maxTokens,
       stop: options.stop,
-      tools: [...agentTools.map((tool) => toOpenAiTool(tool) as LlmTool), ...clientTools.tools],
+      tools: [...agentTools.map((tool) => toOpenAiTool(tool)), ...clientTools.tools],
       clientTools: new Set(clientTools.names),
       maxIterations: agent.planning.maxIterations,
       iterationsUsed: request.progress?.iterationsUsed,

@@ -2,13 +2,13 @@ import Ajv from 'ajv';
 import { DomainError } from '../common/domain-error';
 import type { LlmTool } from '../llm/llm.types';
 import { ASK_USER_TOOL } from '../tools/ask-user.tool';
+import { TOOL_NAME_PATTERN } from '../tools/tool.define';
 
 /** A tool the client declares and executes itself. */
 export type DynamicTool =
   | { type?: 'function'; name: string; description?: string; inputSchema: Record<string, unknown> }
   | { type: 'custom'; name: string; description?: string };
 
-const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const MAX_DYNAMIC_TOOLS = 64;
 const MAX_SCHEMA_BYTES = 64 * 1024;
 /** All schemas of one request together; a chat's tools travel to the model with every call. */
@@ -28,7 +28,7 @@ function invalid(message: string, details?: unknown): DomainError {
 }
 
 /**
- * Checks the tools a client declares at chat creation: names `^[a-zA-Z0-9_-]{1,64}$`, unique, at
+ * Checks the tools a client declares at chat creation: names as for any tool (TOOL_NAME_PATTERN), unique, at
  * most 64, not shadowing the agent's tools; function tools need an `inputSchema` that compiles as
  * JSON Schema; `{ type: 'custom' }` tools take raw text and have no schema.
  */
@@ -43,7 +43,7 @@ export function validateDynamicTools(input: unknown, agentTools: readonly string
     if (typeof tool !== 'object' || tool === null || Array.isArray(tool)) throw invalid(`${at} must be an object`);
     const { type, name, description, inputSchema, ...rest } = tool as Record<string, unknown>;
     if (Object.keys(rest).length) throw invalid(`${at} has unknown properties: ${Object.keys(rest).join(', ')}`);
-    if (typeof name !== 'string' || !NAME_PATTERN.test(name)) throw invalid(`${at}.name must match ^[a-zA-Z0-9_-]{1,64}$`);
+    if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name)) throw invalid(`${at}.name must match ${TOOL_NAME_PATTERN.source}`);
     if (seen.has(name)) throw invalid(`Dynamic tool "${name}" is declared twice`);
     seen.add(name);
     if (agentTools.includes(name) || name === ASK_USER_TOOL) throw invalid(`Dynamic tool "${name}" would shadow a tool of the agent`);

@@ -27,7 +27,6 @@ export function createAskUserTool(): ToolDefinition<AskUserArgs> {
       additionalProperties: false,
     },
     scope: 'platform',
-    mutatesState: false,
     async execute(): Promise<never> {
       throw new DomainError('ask_user_unavailable', 'ask_user works only in durable chats (POST /api/v1/chats); answer with what you have instead');
     },

@@ -1,30 +1,31 @@
+import type OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
-import type { JsonSchema, ToolDefinition, ToolErrorContent, ToolOutcome } from './tool.types';
+import type { ErrorCode } from '../common/error-codes';
+import type { ToolDefinition, ToolErrorContent, ToolOutcome } from './tool.types';
+
+/** What a tool name may be: what the OpenAI API accepts for function names. */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** Identity with type inference: keeps a tool's argument type next to its schema. */
 export function defineTool<Args>(definition: ToolDefinition<Args>): ToolDefinition<Args> {
   return definition;
 }
 
-/** The function-tool shape of the OpenAI Chat Completions `tools` array. */
-export interface OpenAiFunctionTool {
-  type: 'function';
-  function: { name: string; description: string; parameters: JsonSchema };
-}
-
 /** A registered tool as the model is offered it. */
-export function toOpenAiTool(definition: Pick<ToolDefinition<never>, 'name' | 'description' | 'parameters'>): OpenAiFunctionTool {
+export function toOpenAiTool(
+  definition: Pick<ToolDefinition<never>, 'name' | 'description' | 'parameters'>,
+): OpenAI.Chat.Completions.ChatCompletionFunctionTool {
   return {
     type: 'function',
     function: { name: definition.name, description: definition.description, parameters: definition.parameters },
   };
 }
 
-export function errorContent(code: string, message: string, details?: unknown): ToolErrorContent {
+export function errorContent(code: ErrorCode, message: string, details?: unknown): ToolErrorContent {
   return details === undefined ? { error: { code, message } } : { error: { code, message, details } };
 }
 
-export function errorOutcome(code: string, message: string, details?: unknown): ToolOutcome {
+export function errorOutcome(code: ErrorCode, message: string, details?: unknown): ToolOutcome {
   return { content: errorContent(code, message, details), isError: true };
 }
 

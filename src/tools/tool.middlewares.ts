@@ -1,4 +1,5 @@
 import { Logger, type LoggerService } from '@nestjs/common';
+import { isPlainObject } from '../common/plain-object';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
 import type { ToolMiddleware, ToolOutcome } from './tool.types';
 
@@ -209,10 +210,6 @@ function largestArrayKey(content: Record<string, unknown>): string | undefined {
 
 function size(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value) ?? 'null', 'utf8');
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function formatBytes(bytes: number): string {

@@ -19,7 +19,6 @@ function echoTool(overrides: Partial<ToolDefinition> = {}): ToolDefinition {
       additionalProperties: false,
     },
     scope: 'agent',
-    mutatesState: false,
     execute: async (args) => ({ echoed: args }),
     ...overrides,
   });

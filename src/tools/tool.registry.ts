@@ -1,12 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { ArgumentValidator, parseArguments, ToolArgumentsCompiler } from './tool.arguments';
-import { domainErrorOutcome, errorOutcome } from './tool.define';
+import { domainErrorOutcome, errorOutcome, TOOL_NAME_PATTERN } from './tool.define';
 import type {
   ToolCall, ToolContext, ToolDefinition, ToolInvocation, ToolMiddleware, ToolOutcome, ToolResult, ToolScope,
 } from './tool.types';
 
-const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const DEFAULT_TOOL_CONCURRENCY = 4;
 
 interface Registered {

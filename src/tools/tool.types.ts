@@ -1,4 +1,5 @@
 import type { Caller } from '../auth/auth.decorators';
+import type { ErrorCode } from '../common/error-codes';
 
 /** A JSON Schema object (draft 2020-12 subset ajv understands), as sent to the model. */
 export type JsonSchema = Record<string, unknown>;
@@ -31,8 +32,6 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   /** JSON Schema of the arguments object; validated with ajv before `execute`. */
   parameters: JsonSchema;
   scope: ToolScope;
-  /** true when the tool changes data; read-only tools run in READ ONLY transactions. */
-  mutatesState: boolean;
   /** Optional per-caller limit. */
   rateLimit?: { perMinute: number };
   /** Overrides the default per-call timeout (config.toolTimeoutMs) for this tool. */
@@ -61,7 +60,7 @@ export interface ToolResult extends ToolOutcome {
 
 /** The content of an error outcome: what the model reads to recover. */
 export interface ToolErrorContent {
-  error: { code: string; message: string; details?: unknown };
+  error: { code: ErrorCode; message: string; details?: unknown };
 }
 
 /** What middleware sees: the resolved tool and the parsed arguments. */

@@ -21,7 +21,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     memberKey = res.body.secret;
     // A tool that always throws, to see the loop recover from it.
     t.app.get(ToolRegistry).register({
-      name: 'explode', description: 'Always fails.', scope: 'agent', mutatesState: false,
+      name: 'explode', description: 'Always fails.', scope: 'agent',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
       execute: async () => { throw new Error('kaboom with secret internals'); },
     });

@@ -156,7 +156,7 @@ describe('SQL injection attempts', () => {
   });
 
   describe('in operators, directions, functions and aliases', () => {
-    it.each([...PAYLOADS, ...OPERATOR_PAYLOADS])('refuses the operator %j with 400 unknown_field (as API.md has it)', async (payload) => {
+    it.each([...PAYLOADS, ...OPERATOR_PAYLOADS])('refuses the operator %j with 400 unknown_field, like an unknown field', async (payload) => {
       const onField = await list({ where: { amount: { [payload]: 1 } } }).expect(400);
       expect(onField.body.code).toBe('unknown_field');
       const topLevel = await list({ where: { [`$${payload}`]: [{ name: 'alpha' }] } }).expect(400);

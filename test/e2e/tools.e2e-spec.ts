@@ -283,7 +283,6 @@ describe('tools API and the five data tools (seeded CRM)', () => {
         description: 'Test only: tries to write inside a read-only transaction.',
         parameters: { type: 'object', properties: {}, additionalProperties: false },
         scope: 'platform',
-        mutatesState: false,
         execute: () => withReadOnlyTransaction(em, 5000, (tx) => data.insert('deal', { name: 'Injected', account: randomAccount, stage: 'won' }, tx)),
       }));
       registry.register(defineTool({
@@ -291,7 +290,6 @@ describe('tools API and the five data tools (seeded CRM)', () => {
         description: 'Test only: tries a raw UPDATE inside a read-only transaction.',
         parameters: { type: 'object', properties: {}, additionalProperties: false },
         scope: 'platform',
-        mutatesState: false,
         execute: () => withReadOnlyTransaction(em, 5000, (tx) => runSql(tx, `update data.deal set amount = 0`)),
       }));
       registry.register(defineTool({
@@ -299,7 +297,6 @@ describe('tools API and the five data tools (seeded CRM)', () => {
         description: 'Test only: sleeps longer than its statement timeout.',
         parameters: { type: 'object', properties: {}, additionalProperties: false },
         scope: 'platform',
-        mutatesState: false,
         execute: () => withReadOnlyTransaction(em, 100, (tx) => runSql(tx, 'select pg_sleep(2)')),
       }));
     });

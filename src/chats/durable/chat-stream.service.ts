@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import type { Caller } from '../../auth/auth.decorators';
+import { DomainError } from '../../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
 import { SseWriter } from '../../common/sse.writer';
 import { ChatEvents, ChatEventOrResync } from './chat-events.service';
@@ -33,13 +34,19 @@ export class ChatStreamService implements BeforeApplicationShutdown {
   }
 
   /**
-   * Checks the chat first and only then calls `open` for the raw response, so a 404 is still a
-   * normal JSON error.
+   * Checks the cursor and the chat first and only then calls `open` for the raw response, so a 400
+   * or 404 is still a normal JSON error. A Last-Event-ID header wins over ?afterId.
    */
-  async streamChat(caller: Caller, chatId: string, afterId: number, open: () => ServerResponse): Promise<void> {
+  async streamChat(
+    caller: Caller, chatId: string, resume: { lastEventId?: string; afterId?: number }, open: () => ServerResponse,
+  ): Promise<void> {
+    let lastId = resume.afterId ?? 0;
+    if (resume.lastEventId !== undefined) {
+      if (!/^\d{1,18}$/.test(resume.lastEventId)) throw new DomainError('validation_failed', 'Last-Event-ID must be a message id');
+      lastId = Number(resume.lastEventId);
+    }
     await this.chats.get(caller, chatId);
     const writer = this.track(new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs }));
-    let lastId = afterId;
     let queue = Promise.resolve();
     // Everything a client sees goes through this queue: messages, then statuses, in commit order.
     const enqueue = (task: () => Promise<void>) => {

@@ -2,10 +2,10 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, R
 import { ApiBearerAuth, ApiHeader, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller, Roles } from '../../auth/auth.decorators';
-import { DomainError } from '../../common/domain-error';
+import { hijack } from '../../common/fastify-reply';
+import { PaginationQueryDto } from '../../common/pagination.dto';
 import {
-  ChatListResponse, ChatMessagesResponse, ChatResponse, CreateChatDto, ListChatsQueryDto, MessagesQueryDto, PostMessageDto,
-  toChatResponse, toMessageResponse, ToolResultsDto,
+  ChatListResponse, ChatMessagesResponse, ChatResponse, CreateChatDto, MessagesQueryDto, PostMessageDto, ToolResultsDto,
 } from './chat.dto';
 import { ChatService } from './chat.service';
 import { ChatStreamService } from './chat-stream.service';
@@ -21,15 +21,14 @@ export class ChatController {
 
   @Post()
   @Roles('admin', 'member')
-  async create(@Caller() caller: Caller, @Body() dto: CreateChatDto): Promise<ChatResponse> {
-    return toChatResponse(await this.chats.create(caller, dto));
+  create(@Caller() caller: Caller, @Body() dto: CreateChatDto): Promise<ChatResponse> {
+    return this.chats.create(caller, dto);
   }
 
   @Get()
   @Roles('admin', 'member')
-  async list(@Caller() caller: Caller, @Query() query: ListChatsQueryDto): Promise<ChatListResponse> {
-    const chats = await this.chats.list(caller, Number(query.limit ?? 50), Number(query.offset ?? 0));
-    return { chats: chats.map(toChatResponse) };
+  list(@Caller() caller: Caller, @Query() query: PaginationQueryDto): Promise<ChatListResponse> {
+    return this.chats.list(caller, query);
   }
 
   /** SSE: created / status_change / action_required / deleted for the caller's chats. */
@@ -42,8 +41,8 @@ export class ChatController {
 
   @Get(':id')
   @Roles('admin', 'member')
-  async get(@Caller() caller: Caller, @Param('id') id: string): Promise<ChatResponse> {
-    return toChatResponse(await this.chats.get(caller, id));
+  get(@Caller() caller: Caller, @Param('id') id: string): Promise<ChatResponse> {
+    return this.chats.view(caller, id);
   }
 
   @Delete(':id')
@@ -55,9 +54,8 @@ export class ChatController {
 
   @Get(':id/messages')
   @Roles('admin', 'member')
-  async messages(@Caller() caller: Caller, @Param('id') id: string, @Query() query: MessagesQueryDto): Promise<ChatMessagesResponse> {
-    const rows = await this.chats.messages(caller, id, Number(query.afterId ?? 0));
-    return { messages: rows.map(toMessageResponse) };
+  messages(@Caller() caller: Caller, @Param('id') id: string, @Query() query: MessagesQueryDto): Promise<ChatMessagesResponse> {
+    return this.chats.messages(caller, id, query);
   }
 
   @Post(':id/messages')
@@ -93,14 +91,6 @@ export class ChatController {
     @Headers('last-event-id') lastEventId: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const cursor = lastEventId ?? query.afterId ?? '0';
-    if (!/^\d{1,18}$/.test(cursor)) throw new DomainError('validation_failed', 'Last-Event-ID must be a message id');
-    await this.streams.streamChat(caller, id, Number(cursor), () => hijack(reply));
+    await this.streams.streamChat(caller, id, { lastEventId, afterId: query.afterId }, () => hijack(reply));
   }
-}
-
-/** Takes the raw response over from Fastify, for a stream written by hand. */
-function hijack(reply: FastifyReply) {
-  reply.hijack();
-  return reply.raw;
 }

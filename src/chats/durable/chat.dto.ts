@@ -1,8 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  Allow, ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, Matches, MaxLength, ValidateNested,
+  Allow, ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested,
 } from 'class-validator';
+import { QueryInt } from '../../common/pagination.dto';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { CHAT_STATUSES, type ChatMessageRow, type ChatRow, type ChatStatus, type PendingToolCall } from './chat.types';
 
@@ -39,14 +40,9 @@ export class ToolResultsDto {
   results: ToolResultDto[];
 }
 
-export class ListChatsQueryDto {
-  @ApiPropertyOptional({ default: 50 }) @IsOptional() @Matches(/^\d{1,4}$/) limit?: string;
-  @ApiPropertyOptional({ default: 0 }) @IsOptional() @Matches(/^\d{1,9}$/) offset?: string;
-}
-
 export class MessagesQueryDto {
-  @ApiPropertyOptional({ description: 'Only messages with a larger id (the stream cursor)' })
-  @IsOptional() @Matches(/^\d{1,18}$/, { message: 'afterId must be a message id' }) afterId?: string;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Only messages with a larger id (the stream cursor)' })
+  @QueryInt(0, Number.MAX_SAFE_INTEGER, 'afterId must be a message id') afterId?: number;
 }
 
 export class PendingToolCallResponse {

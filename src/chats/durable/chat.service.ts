@@ -4,16 +4,23 @@ import { randomUUID } from 'node:crypto';
 import { AgentService } from '../../agents/agent.service';
 import type { Caller } from '../../auth/auth.decorators';
 import { DomainError } from '../../common/domain-error';
+import type { ErrorCode } from '../../common/error-codes';
+import { clampLimit } from '../../common/limits';
+import type { PaginationQueryDto } from '../../common/pagination.dto';
 import { isUuid } from '../../common/uuid';
 import { LlmService } from '../../llm/llm.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRepository } from './chat.repository';
-import { ChatMessageRow, ChatPart, ChatRow, PendingToolCall } from './chat.types';
-import { CreateChatDto, ToolResultDto } from './chat.dto';
+import { ChatPart, ChatRow, PendingToolCall } from './chat.types';
+import {
+  ChatListResponse, ChatMessagesResponse, ChatResponse, CreateChatDto, MessagesQueryDto, toChatResponse, toMessageResponse, ToolResultDto,
+} from './chat.dto';
 import { validateDynamicTools } from '../../runtime/client-tools';
 
 /** Messages per GET /messages response; clients page on with ?afterId=. */
 const MESSAGES_PAGE = 1000;
+const CHATS_DEFAULT_LIMIT = 50;
+const CHATS_MAX_LIMIT = 200;
 
 /**
  * The durable chat API: every state change happens in one transaction under the chat's row lock
@@ -29,11 +36,11 @@ export class ChatService {
     private readonly llm: LlmService,
   ) {}
 
-  async create(caller: Caller, dto: CreateChatDto): Promise<ChatRow> {
+  async create(caller: Caller, dto: CreateChatDto): Promise<ChatResponse> {
     const agent = await this.agents.loadForRun(dto.agent, caller);
     const dynamicTools = validateDynamicTools(dto.dynamicTools, agent.tools);
     this.llm.assertConfigured();
-    return this.em.fork().transactional(async (em) => {
+    const created = await this.em.fork().transactional(async (em) => {
       const chat = await this.repo.insertChat(em, {
         id: randomUUID(), owner: caller.subject, ownerRole: caller.role, agent: agent.name,
         title: dto.title ?? dto.message.slice(0, 80), context: contextOf(dto.context), dynamicTools,
@@ -43,10 +50,17 @@ export class ChatService {
       await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
       return chat;
     });
+    return toChatResponse(created);
   }
 
-  list(caller: Caller, limit: number, offset: number): Promise<ChatRow[]> {
-    return this.repo.listOwned(this.em.fork(), caller.subject, Math.min(Math.max(limit, 1), 200), offset);
+  async list(caller: Caller, query: PaginationQueryDto): Promise<ChatListResponse> {
+    const limit = clampLimit(query.limit, CHATS_DEFAULT_LIMIT, CHATS_MAX_LIMIT);
+    const chats = await this.repo.listOwned(this.em.fork(), caller.subject, limit, query.offset ?? 0);
+    return { chats: chats.map(toChatResponse) };
+  }
+
+  async view(caller: Caller, id: string): Promise<ChatResponse> {
+    return toChatResponse(await this.get(caller, id));
   }
 
   /** The caller's chat; another owner's chat is as unknown as a missing one. */
@@ -56,10 +70,11 @@ export class ChatService {
     return chat;
   }
 
-  async messages(caller: Caller, id: string, afterId: number): Promise<ChatMessageRow[]> {
+  async messages(caller: Caller, id: string, query: MessagesQueryDto): Promise<ChatMessagesResponse> {
     const em = this.em.fork();
     await this.get(caller, id, em);
-    return this.repo.messages(em, id, afterId, MESSAGES_PAGE);
+    const rows = await this.repo.messages(em, id, query.afterId ?? 0, MESSAGES_PAGE);
+    return { messages: rows.map(toMessageResponse) };
   }
 
   /** A new user turn: from waiting or error only. */
@@ -127,7 +142,7 @@ export class ChatService {
    * Error results for pending calls nobody answered, so the history stays a valid conversation
    * (every tool call followed by its result) for the next user message.
    */
-  async writeMissingResults(em: EntityManager, chat: ChatRow, code: string, message: string): Promise<void> {
+  async writeMissingResults(em: EntityManager, chat: ChatRow, code: ErrorCode, message: string): Promise<void> {
     const pending: PendingToolCall[] = chat.pendingToolCalls ?? [];
     if (!pending.length) return;
     const parts: ChatPart[] = pending.map((call) => ({

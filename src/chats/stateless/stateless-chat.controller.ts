@@ -2,6 +2,7 @@ import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller, Roles } from '../../auth/auth.decorators';
+import { abortWhenClientLeaves, hijack } from '../../common/fastify-reply';
 import { StatelessChatDto, StatelessChatResponse } from './stateless-chat.dto';
 import { StatelessChatService } from './stateless-chat.service';
 
@@ -16,27 +17,13 @@ export class StatelessChatController {
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiProduces('application/json', 'text/event-stream')
-  async chat(
+  chat(
     @Caller() caller: Caller,
     @Param('agentName') agentName: string,
     @Body() dto: StatelessChatDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<StatelessChatResponse | void> {
-    // Listening before the first await: a client that leaves during the checks still cancels the turn.
-    const signal = abortWhenClientLeaves(reply);
-    const prepared = await this.chats.prepare(caller, agentName, dto);
-    if (!dto.stream) return this.chats.complete(prepared, signal);
-    reply.hijack();
-    await this.chats.stream(prepared, reply.raw, signal);
+    // Listening before the service awaits anything: a client that leaves during the checks still cancels the turn.
+    return this.chats.chat(caller, agentName, dto, abortWhenClientLeaves(reply), () => hijack(reply));
   }
-}
-
-/** Aborts the turn (model call and tools) when the client disconnects before the response is done. */
-function abortWhenClientLeaves(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
-  });
-  if (reply.raw.destroyed) controller.abort();
-  return controller.signal;
 }

@@ -22,18 +22,31 @@ export class StatelessChatService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  /**
+   * One turn: the JSON answer, or with `stream: true` the UI message stream written to the raw
+   * response that `open` hands over (only after the checks, so they still answer as JSON errors).
+   */
+  async chat(
+    caller: Caller, agentName: string, dto: StatelessChatDto, signal: AbortSignal, open: () => ServerResponse,
+  ): Promise<StatelessChatResponse | undefined> {
+    const prepared = await this.prepare(caller, agentName, dto);
+    if (!dto.stream) return this.complete(prepared, signal);
+    await this.stream(prepared, open(), signal);
+    return undefined;
+  }
+
   /** Checks in the contract's order: body (400), then the runtime's (agent 404, access 403, LLM endpoint 503). */
-  prepare(caller: Caller, agentName: string, dto: StatelessChatDto): Promise<PreparedTurn> {
+  private prepare(caller: Caller, agentName: string, dto: StatelessChatDto): Promise<PreparedTurn> {
     const history = parseMessages(dto.messages);
     return this.runtime.prepareTurn({ caller, agentName, history, options: dto.options, context: dto.context });
   }
 
-  async complete(prepared: PreparedTurn, signal: AbortSignal): Promise<StatelessChatResponse> {
+  private async complete(prepared: PreparedTurn, signal: AbortSignal): Promise<StatelessChatResponse> {
     return toResponse(await this.loop.runTurn(prepared.turn, prepared.messages, {}, signal));
   }
 
   /** Streams the turn; failures after the first byte become an `error` part, never a silent stall. */
-  async stream(prepared: PreparedTurn, raw: ServerResponse, signal: AbortSignal): Promise<void> {
+  private async stream(prepared: PreparedTurn, raw: ServerResponse, signal: AbortSignal): Promise<void> {
     const writer = new UiMessageStreamWriter(raw, this.config.sseKeepAliveMs);
     try {
       writer.finish(await this.loop.runTurn(prepared.turn, prepared.messages, writer.hooks(), signal));

@@ -1,7 +1,8 @@
+import { clampLimit } from '../../common/limits';
 import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from '../../data/data.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import { clampLimit, DataToolDeps, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM } from './data-tool.support';
+import { DataToolDeps, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM } from './data-tool.support';
 
 export const AGGREGATE_DEFAULT_GROUPS = 50;
 export const AGGREGATE_MAX_GROUPS = 200;
@@ -86,7 +87,6 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
       additionalProperties: false,
     },
     scope: 'agent',
-    mutatesState: false,
     async execute(args, ctx): Promise<AggregateDataResult> {
       const limit = clampLimit(args.limit, AGGREGATE_DEFAULT_GROUPS, AGGREGATE_MAX_GROUPS);
       const rows = await readData(deps, ctx, (em) =>

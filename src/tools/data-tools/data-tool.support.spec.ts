@@ -1,5 +1,6 @@
 import { DomainError } from '../../common/domain-error';
-import { clampLimit, clampOffset, readData } from './data-tool.support';
+import { clampLimit, clampOffset } from '../../common/limits';
+import { readData } from './data-tool.support';
 
 describe('clampLimit (query_records: default 20, max 200)', () => {
   it.each([

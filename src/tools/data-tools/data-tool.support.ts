@@ -52,30 +52,6 @@ function refineError(error: DomainError, ctx: ToolContext): DomainError {
   return error;
 }
 
-/**
- * A page size from whatever the model sent: a number or numeric string, floored; <= 0, NaN or not a
- * number gives the default; above the maximum gives the maximum.
- */
-export function clampLimit(value: unknown, defaultLimit: number, maxLimit: number): number {
-  const n = Math.floor(toNumber(value));
-  if (Number.isNaN(n) || n <= 0) return defaultLimit;
-  return Math.min(n, maxLimit);
-}
-
-/** Records to skip: a number or numeric string, floored; negative or not a number gives 0. */
-export function clampOffset(value: unknown): number {
-  const n = Math.floor(toNumber(value));
-  if (Number.isNaN(n) || n < 0) return 0;
-  // Far past any table; keeps the bound parameter a sane integer.
-  return Math.min(n, Number.MAX_SAFE_INTEGER);
-}
-
-function toNumber(value: unknown): number {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'string' && value.trim() !== '') return Number(value.trim());
-  return Number.NaN;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Schema fragments shared by the tools (what the model reads).
 

@@ -41,7 +41,6 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
       additionalProperties: false,
     },
     scope: 'agent',
-    mutatesState: false,
     async execute(args, ctx): Promise<DescribeObjectResult> {
       const object = await readData(deps, ctx, (em) => deps.metadata.getObject(args.objectName, em));
       return {

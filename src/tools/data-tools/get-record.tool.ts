@@ -26,7 +26,6 @@ export function createGetRecordTool(deps: DataToolDeps): ToolDefinition<GetRecor
       additionalProperties: false,
     },
     scope: 'agent',
-    mutatesState: false,
     async execute(args, ctx): Promise<Record<string, unknown>> {
       return readData(deps, ctx, (em) => deps.data.findOne(args.objectName, args.recordId, args.fields, em));
     },

@@ -23,7 +23,6 @@ export function createListObjectsTool(deps: DataToolDeps): ToolDefinition<Record
       'Call this first when you do not know which object holds the data, then describe_object to learn its fields.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     scope: 'agent',
-    mutatesState: false,
     async execute(_args, ctx): Promise<ListObjectsResult> {
       const all = await readData(deps, ctx, (em) => deps.metadata.listObjects(em));
       const agent = ctx.agent;

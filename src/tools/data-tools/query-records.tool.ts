@@ -1,8 +1,7 @@
+import { clampLimit, clampOffset } from '../../common/limits';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import {
-  clampLimit, clampOffset, DataToolDeps, FIELDS_PARAM, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM,
-} from './data-tool.support';
+import { DataToolDeps, FIELDS_PARAM, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM } from './data-tool.support';
 
 export const QUERY_DEFAULT_LIMIT = 20;
 export const QUERY_MAX_LIMIT = 200;
@@ -61,7 +60,6 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
       additionalProperties: false,
     },
     scope: 'agent',
-    mutatesState: false,
     async execute(args, ctx): Promise<QueryRecordsResult> {
       const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
       const offset = clampOffset(args.offset);

@@ -17,9 +17,28 @@ describe('data tool schemas', () => {
     statementTimeoutMs: 5000,
   });
 
-  it('offers the five data tools to agents, none of them writing', () => {
+  it('offers the five data tools to agents', () => {
     expect(tools.map((t) => t.name)).toEqual([...DATA_TOOL_NAMES]);
-    for (const tool of tools) expect({ name: tool.name, scope: tool.scope, mutatesState: tool.mutatesState }).toEqual({ name: tool.name, scope: 'agent', mutatesState: false });
+    for (const tool of tools) expect({ name: tool.name, scope: tool.scope }).toEqual({ name: tool.name, scope: 'agent' });
+  });
+
+  it.each(DATA_TOOL_NAMES.map((name) => [name]))('%s writes nothing: the engine runs only inside a READ ONLY transaction', async (name) => {
+    const statements: string[] = [];
+    const tx = { getKysely: () => ({ executeQuery: async (query: { sql: string }) => (statements.push(query.sql), { rows: [] }) }) };
+    const stop = new Error('stop here');
+    const usedEm: unknown[] = [];
+    // Every engine call records the EntityManager it was given, then ends the call.
+    const engine = new Proxy({}, { get: () => async (...args: unknown[]) => { usedEm.push(args.at(-1)); throw stop; } });
+    const [tool] = createDataTools({
+      data: engine as DataService,
+      metadata: engine as MetadataService,
+      em: { fork: () => ({ transactional: async (work: (em: unknown) => Promise<unknown>) => work(tx) }) } as unknown as EntityManager,
+      statementTimeoutMs: 5000,
+    }).filter((t) => t.name === name);
+    const args = { objectName: 'deal', recordId: '00000000-0000-4000-8000-000000000000', aggregations: [{ function: 'count', alias: 'n' }] };
+    await expect(tool.execute(args as never, { signal: new AbortController().signal })).rejects.toBe(stop);
+    expect(statements[0]).toBe('SET TRANSACTION READ ONLY');
+    expect(usedEm).toEqual([tx]);
   });
 
   it('compiles every schema with ajv', () => {
