@@ -22,7 +22,7 @@ export class MigrationRunner implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     await withStartupLock(this.databaseUrl, async () => {
       const applied = await this.orm.migrator.up();
-      if (applied.length) this.logger.log(`applied migrations: ${applied.map((m) => m.name).join(', ')}`);
+      if (applied.length) this.logger.log({ msg: 'applied migrations', migrations: applied.map((m) => m.name) });
     });
   }
 }
