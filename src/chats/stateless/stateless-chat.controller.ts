@@ -20,12 +20,18 @@ export class StatelessChatController {
     @Caller() caller: Caller,
     @Param('agentName') agentName: string,
     @Body() dto: StatelessChatDto,
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<StatelessChatResponse | void> {
+    // Not `passthrough`: Nest would then send the handler's result, also after a hijacked stream,
+    // and Fastify warns "Reply was already sent". The handler sends both kinds of answer itself.
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     // Listening before the first await: a client that leaves during the checks still cancels the turn.
     const signal = abortWhenClientLeaves(reply);
     const prepared = await this.chats.prepare(caller, agentName, dto);
-    if (!dto.stream) return this.chats.complete(prepared, signal);
+    if (!dto.stream) {
+      const response: StatelessChatResponse = await this.chats.complete(prepared, signal);
+      void reply.status(200).send(response);
+      return;
+    }
     reply.hijack();
     await this.chats.stream(prepared, reply.raw, signal);
   }
