@@ -1,21 +1,20 @@
-import { ConsoleLogger, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
+import type { DestinationStream } from 'pino';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
 import { createValidationPipe } from './common/validation.pipe';
+import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
+import { RequestLogController } from './observability/request-log.controller';
 
-const NEST_LEVELS: Record<AppConfig['logLevel'], LogLevel[]> = {
-  debug: ['debug', 'verbose', 'log', 'warn', 'error', 'fatal'],
-  info: ['log', 'warn', 'error', 'fatal'],
-  warn: ['warn', 'error', 'fatal'],
-  error: ['error', 'fatal'],
-  silent: [],
-};
+export interface CreateAppOptions {
+  /** Where log lines go instead of stdout (tests read them). */
+  logDestination?: DestinationStream;
+}
 
 /** Request ids: the caller's x-request-id when it is sane, otherwise a new UUID. */
 function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
@@ -24,28 +23,33 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
 }
 
 /**
- * Builds the application (not yet listening): Fastify with JSON request logs carrying a request
- * id, the global validation pipe and error filter, and OpenAPI docs at /docs.
+ * Builds the application (not yet listening): Fastify and Nest on the one logger (a line per
+ * request carrying its request id), the global validation pipe and error filter, and OpenAPI docs
+ * at /docs.
  */
-export async function createApp(config: AppConfig, databaseUrl: string): Promise<NestFastifyApplication> {
+export async function createApp(config: AppConfig, databaseUrl: string, options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
+  configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
   const adapter = new FastifyAdapter({
-    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    loggerInstance: httpLogger(),
+    logController: new RequestLogController({ requestIdLogLabel: 'requestId' }),
     genReqId: requestId,
     bodyLimit: 2 * 1024 * 1024,
     // While draining on shutdown, new requests get a 503 instead of hanging.
     return503OnClosing: true,
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, databaseUrl), adapter, {
-    logger: new ConsoleLogger({ json: true, logLevels: NEST_LEVELS[config.logLevel] }),
+    logger: nestLogger,
     abortOnError: false,
   });
   registerJsonBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new HttpExceptionFilter());
   const fastify = app.getHttpAdapter().getInstance();
-  fastify.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
+  fastify.addHook('onRequest', async (request, reply) => {
+    // On the raw response, so that hijacked replies (event streams) carry it too.
+    reply.raw.setHeader('x-request-id', request.id);
   });
+  fastify.addHook('preHandler', requestLogContext);
   const document = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()

@@ -1,32 +1,34 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
 import { ConfigError, loadConfig } from './config/app-config';
 import { RunningPostgres, startEmbeddedPostgres } from './database/embedded-postgres.launcher';
-
-function log(level: 'info' | 'error', msg: string, extra: Record<string, unknown> = {}): void {
-  process.stdout.write(JSON.stringify({ level, time: new Date().toISOString(), context: 'main', msg, ...extra }) + '\n');
-}
+import { configureLogging, mainLogger as log } from './observability/logger';
 
 async function main(): Promise<void> {
+  // Until the configuration is read: the defaults, so that a bad value is reported in the usual shape.
+  configureLogging({ level: 'info', format: 'json' });
   let config;
   try {
     config = loadConfig(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      log('error', error.message, { variable: error.variable });
+      log.error({ msg: 'invalid configuration', variable: error.variable, error: error.message });
       process.exit(1);
     }
     throw error;
   }
+  configureLogging({ level: config.logLevel, format: config.logFormat });
 
   let postgres: RunningPostgres | undefined;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    log('info', `starting embedded Postgres in ${config.dataDir} on port ${config.embeddedPostgresPort}`);
+    log.info({ msg: 'starting embedded Postgres', dataDir: config.dataDir, port: config.embeddedPostgresPort });
+    const postgresLogger = new Logger('postgres');
     postgres = await startEmbeddedPostgres({
       dataDir: config.dataDir,
       port: config.embeddedPostgresPort,
-      log: (message) => { if (config.logLevel === 'debug') log('info', message, { context: 'postgres' }); },
+      log: (message) => postgresLogger.debug({ msg: message }),
     });
     databaseUrl = postgres.url;
   }
@@ -36,23 +38,23 @@ async function main(): Promise<void> {
     throw error;
   });
   await app.listen({ port: config.port, host: config.host });
-  log('info', `listening on http://${config.host}:${config.port} (docs at /docs)`);
+  log.info({ msg: `listening on http://${config.host}:${config.port} (docs at /docs)` });
 
   // Shutdown order: stop taking requests and drain them, stop workers and the ORM, then Postgres.
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log('info', `${signal} received, shutting down`);
+    log.info({ msg: 'shutting down', signal });
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
     try {
       await app.close();
       await postgres?.stop();
-      log('info', 'stopped');
+      log.info({ msg: 'stopped' });
       process.exit(0);
     } catch (error) {
-      log('error', 'shutdown failed', { err: String(error) });
+      log.error({ msg: 'shutdown failed', err: error });
       process.exit(1);
     }
   };
@@ -61,6 +63,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  log('error', 'start failed', { err: error instanceof Error ? error.stack ?? error.message : String(error) });
+  log.fatal({ msg: 'start failed', err: error });
   process.exit(1);
 });

@@ -129,7 +129,7 @@ export class AgentService {
       if (errors.length) throw new Error(`seeds/agents/${file} is invalid: ${errors.map((e) => e.toString()).join('; ')}`);
       if (await this.em.fork().findOne(AgentEntity, { name: dto.name })) continue;
       await this.create(dto);
-      this.logger.log(`created built-in agent ${dto.name}`);
+      this.logger.log({ msg: 'created built-in agent', agent: dto.name });
     }
   }
 }

@@ -88,7 +88,7 @@ export class ApiKeyService implements OnModuleInit {
     const em = this.em.fork();
     if (this.config.adminApiKey) {
       if (this.config.adminApiKey.length < 16) {
-        this.logger.warn('ADMIN_API_KEY is shorter than 16 characters: anyone who guesses it is an admin; use a long random secret');
+        this.logger.warn({ msg: 'ADMIN_API_KEY is shorter than 16 characters: anyone who guesses it is an admin; use a long random secret' });
       }
       const existing = await em.findOne(ApiKeyEntity, { secretHash: hashSecret(this.config.adminApiKey) });
       if (existing) {
@@ -108,7 +108,7 @@ export class ApiKeyService implements OnModuleInit {
     const file = join(this.config.dataDir, 'admin-api-key');
     await writeFile(file, secret + '\n', { mode: 0o600 });
     await chmod(file, 0o600);
-    this.logger.log(`created an admin API key; its secret is in ${file}`);
+    this.logger.log({ msg: 'created an admin API key; its secret is in the file', file });
   }
 
   private build(em: EntityManager, secret: string, name: string, role: ApiKeyRole, subject?: string): ApiKey {

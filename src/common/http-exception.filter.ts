@@ -41,9 +41,10 @@ export class HttpExceptionFilter implements ExceptionFilter {
     const { status, body } = this.toResponse(exception, request);
     if (status >= 500 && exception instanceof DomainError) {
       // An expected condition (model endpoint down, not configured): one line, no stack.
-      this.logger.warn({ msg: 'request failed', requestId: request.id, code: exception.code, error: exception.message });
+      // The request id comes with the log context of the request.
+      this.logger.warn({ msg: 'request failed', code: exception.code, error: exception.message });
     } else if (status >= 500) {
-      this.logger.error({ msg: 'request failed', requestId: request.id, err: describe(exception) });
+      this.logger.error({ msg: 'request failed', err: describe(exception) });
     }
     if (reply.sent || reply.raw.headersSent) {
       // A streaming response already started: the stream itself reports errors.

@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       llmModel: 'gpt-4o-mini',
       seed: true,
       logLevel: 'info',
+      logFormat: 'json',
     });
     expect(config.databaseUrl).toBeUndefined();
     expect(config.adminApiKey).toBeUndefined();
@@ -64,6 +65,13 @@ describe('loadConfig', () => {
     expect(config.openaiBaseUrl).toBe('https://api.openai.com/v1');
   });
 
+  it.each([
+    ['json', 'json'],
+    ['pretty', 'pretty'],
+  ])('reads LOG_FORMAT=%s', (value, expected) => {
+    expect(loadConfig({ LOG_FORMAT: value }).logFormat).toBe(expected);
+  });
+
   it('treats empty and blank values as unset', () => {
     const config = loadConfig({ PORT: '', ADMIN_API_KEY: '', DATABASE_URL: '   ', SEED: '' });
     expect(config.port).toBe(3000);
@@ -92,6 +100,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://localhost/db'],
     ['SEED', 'maybe'],
     ['LOG_LEVEL', 'loud'],
+    ['LOG_FORMAT', 'xml'],
     ['OPENAI_BASE_URL', 'ftp://models.example.com'],
     ['OPENAI_BASE_URL', 'not a url'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {

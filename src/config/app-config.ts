@@ -41,6 +41,8 @@ export interface AppConfig {
   sseKeepAliveMs: number;
   seed: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** `json`: one JSON object per line; `pretty`: the same lines made readable for a terminal. */
+  logFormat: 'json' | 'pretty';
   /** Per-call timeout of a tool, milliseconds. */
   toolTimeoutMs: number;
   /** statement_timeout of the data tools' read-only transactions, milliseconds. */
@@ -133,6 +135,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sseKeepAliveMs: int(env, 'SSE_KEEPALIVE_MS', 15_000, 100, 600_000),
     seed: bool(env, 'SEED', true),
     logLevel: logLevel as AppConfig['logLevel'],
+    logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
     toolStatementTimeoutMs: int(env, 'TOOL_STATEMENT_TIMEOUT_MS', 5_000, 100, 600_000),
   };

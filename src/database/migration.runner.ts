@@ -19,7 +19,7 @@ export class MigrationRunner implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     await withSessionLock(this.databaseUrl, ADVISORY_LOCK.startup, async () => {
       const applied = await this.orm.migrator.up();
-      if (applied.length) this.logger.log(`applied migrations: ${applied.map((m) => m.name).join(', ')}`);
+      if (applied.length) this.logger.log({ msg: 'applied migrations', migrations: applied.map((m) => m.name) });
     });
   }
 }

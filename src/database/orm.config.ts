@@ -1,5 +1,6 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { OrmLogger } from '../observability/orm.logger';
 import { MIGRATIONS } from './migrations';
 
 /** MikroORM options for a connection URL. Entities come from each module's `forFeature`. */
@@ -14,5 +15,8 @@ export function ormOptions(clientUrl: string) {
     discovery: { warnWhenNoEntities: false },
     ensureDatabase: false,
     debug: false,
+    // Through the application's logger, in its line shape; no colour codes in anything it writes.
+    loggerFactory: (options) => new OrmLogger(options),
+    colors: false,
   });
 }

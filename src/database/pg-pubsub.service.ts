@@ -59,7 +59,7 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
   /** Opens the LISTEN connection; the end handler is attached only once it works, so a failed attempt starts nothing. */
   private async connect(): Promise<void> {
     const client = new Client({ connectionString: this.databaseUrl });
-    client.on('error', (error) => this.logger.warn(`LISTEN connection error: ${error.message}`));
+    client.on('error', (error) => this.logger.warn({ msg: 'LISTEN connection error', error: error.message }));
     try {
       await client.connect();
       await listen(client, PUBSUB_CHANNEL);
@@ -72,7 +72,7 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
       try {
         this.emit(JSON.parse(message.payload) as Record<string, unknown>);
       } catch {
-        this.logger.warn('ignored a malformed notification');
+        this.logger.warn({ msg: 'ignored a malformed notification' });
       }
     });
     client.once('end', () => {
@@ -92,11 +92,11 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
         if (this.stopped) return;
         try {
           await this.connect();
-          this.logger.log('LISTEN connection restored');
+          this.logger.log({ msg: 'LISTEN connection restored' });
           this.emit({ type: 'resync' });
           return;
         } catch (error) {
-          this.logger.warn(`LISTEN reconnect failed: ${(error as Error).message}`);
+          this.logger.warn({ msg: 'LISTEN reconnect failed', attempt, error: (error as Error).message });
         }
       }
     } finally {
@@ -109,7 +109,7 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
       try {
         listener(event);
       } catch (error) {
-        this.logger.error(`event listener failed: ${(error as Error).message}`);
+        this.logger.error({ msg: 'event listener failed', err: error });
       }
     }
   }

@@ -57,7 +57,7 @@ export class SeedService implements OnApplicationBootstrap {
     if (!created.length) return;
     if (created.length !== manifest.objects.length) {
       // Sample records link across all sample objects; with some of them pre-existing they cannot load cleanly.
-      this.logger.warn(`created sample objects ${created.join(', ')} without records: other sample objects already existed`);
+      this.logger.warn({ msg: 'created sample objects without records: other sample objects already existed', objects: created });
       return;
     }
     const started = Date.now();
@@ -67,9 +67,9 @@ export class SeedService implements OnApplicationBootstrap {
         for (let i = 0; i < records.length; i += INSERT_BATCH) {
           await this.data.insertMany(name, records.slice(i, i + INSERT_BATCH), em);
         }
-        this.logger.log(`seeded ${records.length} ${name} records`);
+        this.logger.log({ msg: 'seeded records', object: name, count: records.length });
       }
     });
-    this.logger.log(`sample data loaded in ${Date.now() - started} ms`);
+    this.logger.log({ msg: 'sample data loaded', durationMs: Date.now() - started });
   }
 }

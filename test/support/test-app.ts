@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import type { DestinationStream } from 'pino';
 import request from 'supertest';
 import { createApp } from '../../src/app.factory';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
@@ -28,6 +29,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Reuse a database (a second replica on the same data). */
   database?: TestDatabase;
+  /** Where the app's log lines go instead of stdout. */
+  logDestination?: DestinationStream;
 }
 
 /** Starts the real application on its own database, initialised and ready for requests. */
@@ -42,7 +45,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     DATABASE_URL: database.url,
     ...options.env,
   });
-  const app = await createApp(config, database.url);
+  const app = await createApp(config, database.url, { logDestination: options.logDestination });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   const client = new Client({ connectionString: database.url });

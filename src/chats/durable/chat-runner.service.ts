@@ -14,6 +14,9 @@ import { ChatRow } from './chat.types';
 /** This worker no longer owns the chat (interrupted, deleted, or taken over after a stale heartbeat). */
 class LostClaim extends Error {}
 
+/** Where a run left the chat; `abandoned`: another party (interrupt, deletion, takeover) moved it on. */
+type RunOutcome = 'waiting' | 'requires_action' | 'pending' | 'error' | 'abandoned';
+
 const DELTA_FLUSH_MS = 50;
 /** Text per NOTIFY, well below Postgres' 8000-byte payload limit once wrapped in JSON. */
 const MAX_DELTA_BYTES = 3000;
@@ -36,7 +39,14 @@ export class ChatRunner {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  /** One line per run, with where it left the chat (the chat id comes from the worker's log context). */
   async run(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<void> {
+    const started = performance.now();
+    const status = await this.runTurn(chat, workerId, signal);
+    this.logger.log({ msg: 'chat run finished', status, durationMs: Math.round(performance.now() - started) });
+  }
+
+  private async runTurn(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<RunOutcome> {
     const deltas = new DeltaBatcher((delta) => this.events.publish({ type: 'message_part', chatId: chat.id, owner: chat.owner, delta }));
     try {
       await this.owned(chat, workerId, (em) => this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em));
@@ -62,15 +72,18 @@ export class ChatRunner {
       }, signal);
       // The token budget can end a turn without a final model step: settle it here.
       if (!settled && result.status === 'completed') await this.settle(chat, workerId, 'waiting');
+      return result.status === 'completed' ? 'waiting' : 'requires_action';
     } catch (error) {
       if (error instanceof LostClaim || signal.aborted) {
         // The chat moved on (interrupt, takeover): text of the abandoned step must not reach streams.
         deltas.discard();
-        return;
+        return 'abandoned';
       }
       deltas.flush();
-      await this.fail(chat, workerId, error).catch((e) => {
-        if (!(e instanceof LostClaim)) this.logger.error(`could not record the failure of chat ${chat.id}: ${String(e)}`);
+      return this.fail(chat, workerId, error).catch((e) => {
+        if (e instanceof LostClaim) return 'abandoned' as const;
+        this.logger.error({ msg: 'could not record the failure of the chat', err: e });
+        return 'error' as const;
       });
     }
   }
@@ -109,22 +122,24 @@ export class ChatRunner {
   }
 
   /** Retryable model failures go back to pending with backoff; the rest (or the last attempt) end in error. */
-  private async fail(chat: ChatRow, workerId: string, error: unknown): Promise<void> {
+  private async fail(chat: ChatRow, workerId: string, error: unknown): Promise<'pending' | 'error'> {
     const attempt = chat.attempts + 1;
     const retryable = error instanceof LlmError && error.retryable && attempt < this.config.chatMaxAttempts;
     const code = error instanceof DomainError ? error.code : 'internal_error';
     const message = error instanceof DomainError ? error.message : 'The chat failed unexpectedly';
-    if (!(error instanceof DomainError)) this.logger.error(`chat ${chat.id} failed: ${(error as Error)?.stack ?? String(error)}`);
-    await this.owned(chat, workerId, async (em) => {
+    if (!(error instanceof DomainError)) this.logger.error({ msg: 'chat run failed', err: error });
+    return this.owned(chat, workerId, async (em) => {
       if (retryable) {
         const delayMs = Math.min(30_000, 1_000 * 2 ** (attempt - 1));
         await this.repo.setStatus(em, chat.id, { status: 'pending', attempts: attempt, availableInMs: delayMs, lastError: { code, message } });
         await this.events.publish({ type: 'retry', chatId: chat.id, owner: chat.owner, attempt, delayMs, error: message }, em);
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
+        return 'pending';
       } else {
         await this.repo.setStatus(em, chat.id, { status: 'error', attempts: attempt, lastError: { code, message } });
         await this.events.publish({ type: 'error', chatId: chat.id, owner: chat.owner, code, message }, em);
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'error' }, em);
+        return 'error';
       }
     });
   }

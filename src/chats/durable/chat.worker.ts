@@ -3,6 +3,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBoo
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
+import { runInLogContext } from '../../observability/logger';
 import { ChatEvents } from './chat-events.service';
 import { ChatRunner } from './chat-runner.service';
 import { ChatRepository } from './chat.repository';
@@ -62,7 +63,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     ]);
     const released = await this.repo.release(this.em.fork(), this.workerId);
     for (const chat of released) await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' });
-    if (released.length) this.logger.log(`handed ${released.length} chat(s) back as pending`);
+    if (released.length) this.logger.log({ msg: 'handed chats back as pending', count: released.length });
   }
 
   /** Claims as many pending chats as there are free slots; re-runs if woken while claiming. */
@@ -83,7 +84,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
         if (chats.length === free) this.claimAgain = true;
       } while (this.claimAgain && !this.stopping);
     } catch (error) {
-      this.logger.warn(`claiming chats failed: ${(error as Error).message}`);
+      this.logger.warn({ msg: 'claiming chats failed', error: (error as Error).message });
     } finally {
       this.claiming = false;
     }
@@ -92,9 +93,10 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private start(chat: Parameters<ChatRunner['run']>[0]): void {
     const controller = new AbortController();
     const entry: { controller: AbortController; done: Promise<void> } = { controller, done: Promise.resolve() };
-    entry.done = this.runner
-      .run(chat, this.workerId, controller.signal)
-      .catch((error) => this.logger.error(`chat ${chat.id} run crashed: ${String(error)}`))
+    // Every line of the run, down to the tools it calls, carries the chat id.
+    const run = runInLogContext({ chatId: chat.id }, () => this.runner.run(chat, this.workerId, controller.signal));
+    entry.done = run
+      .catch((error) => this.logger.error({ msg: 'chat run crashed', chatId: chat.id, err: error }))
       .finally(() => {
         // Only our own entry: a later run of the same chat must keep its slot and heartbeat.
         if (this.running.get(chat.id) === entry) this.running.delete(chat.id);
@@ -111,12 +113,12 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
       await this.repo.heartbeat(this.em.fork(), this.workerId, [...this.running.keys()]);
       const recovered = await this.repo.recoverStale(this.em.fork(), this.config.chatStaleAfterMs, this.config.chatMaxAttempts);
       for (const chat of recovered) {
-        this.logger.warn(`chat ${chat.id} had a stale heartbeat; now ${chat.status}`);
+        this.logger.warn({ msg: 'took back a chat with a stale heartbeat', chatId: chat.id, status: chat.status });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: chat.status });
       }
       await this.expireActions();
     } catch (error) {
-      this.logger.warn(`chat maintenance failed: ${(error as Error).message}`);
+      this.logger.warn({ msg: 'chat maintenance failed', error: (error as Error).message });
     }
   }
 

@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller, Roles } from '../../auth/auth.decorators';
 import { abortWhenClientLeaves, hijack } from '../../common/fastify-reply';
@@ -17,13 +17,17 @@ export class StatelessChatController {
   @Roles('admin', 'member')
   @HttpCode(200)
   @ApiProduces('application/json', 'text/event-stream')
-  chat(
+  @ApiOkResponse({ type: StatelessChatResponse, description: 'The answer (JSON), or the UI message stream when streaming' })
+  async chat(
     @Caller() caller: Caller,
     @Param('agentName') agentName: string,
     @Body() dto: StatelessChatDto,
-    @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<StatelessChatResponse | void> {
+    // Not `passthrough`: Nest would then send the handler's result, also after a hijacked stream,
+    // and Fastify warns "Reply was already sent". The handler sends the JSON answer itself.
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     // Listening before the service awaits anything: a client that leaves during the checks still cancels the turn.
-    return this.chats.chat(caller, agentName, dto, abortWhenClientLeaves(reply), () => hijack(reply));
+    const response = await this.chats.chat(caller, agentName, dto, abortWhenClientLeaves(reply), () => hijack(reply));
+    if (response) void reply.status(200).send(response);
   }
 }

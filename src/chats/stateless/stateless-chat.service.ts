@@ -51,7 +51,7 @@ export class StatelessChatService {
     try {
       writer.finish(await this.loop.runTurn(prepared.turn, prepared.messages, writer.hooks(), signal));
     } catch (error) {
-      if (!(error instanceof DomainError)) this.logger.error({ msg: 'streamed chat failed', err: String(error) });
+      if (!(error instanceof DomainError)) this.logger.error({ msg: 'streamed chat failed', err: error });
       writer.fail(error instanceof DomainError ? error.message : 'The agent failed unexpectedly');
     }
   }
