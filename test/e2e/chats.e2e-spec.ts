@@ -3,7 +3,7 @@ import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatListResponse, ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import { parsedContent, startAppWithMockLlm, sentMessages, sentToolNames } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
-import { expected } from '../support/matchers';
+import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
@@ -320,7 +320,7 @@ describe('durable chats', () => {
       llm.enqueue(MockReply.toolCall('ask_user', { question: 'Which quarter?' }), MockReply.text('Q3 it is'));
       const id = bodyOf<ChatResponse>(await create({ agent: 'curious', message: 'sales?' }).expect(201)).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));
-      expect(paused.pendingToolCalls).toEqual([{ id: expected.any(String), name: 'ask_user', arguments: { question: 'Which quarter?' } }]);
+      expect(paused.pendingToolCalls).toEqual([{ id: match.any(String), name: 'ask_user', arguments: { question: 'Which quarter?' } }]);
       expect(sentToolNames(llm, 0)).toEqual(['query_records', 'ask_user']);
       await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: paused.pendingToolCalls![0].id, output: 'Q3' }] }).expect(204);
       await waitForChat(t, id, hasStatus('waiting'));

@@ -4,7 +4,7 @@
  * type-checked lint rules refuse as a property of an expected object; these return the very same
  * matchers as `unknown`. (Inside arrays or as a whole expected value, plain `expect.any()` is fine.)
  */
-export const expected = {
+export const match = {
   any: (classType: unknown): unknown => expect.any(classType),
   stringMatching: (pattern: string | RegExp): unknown => expect.stringMatching(pattern),
   stringContaining: (text: string): unknown => expect.stringContaining(text),

@@ -33,3 +33,8 @@ export interface RecordBody {
 export interface RecordPage extends RecordListResponse {
   records: RecordBody[];
 }
+
+/** The `id` of what a response carries: a created record, chat, API key, ... */
+export function idOf(res: Response): string {
+  return bodyOf<{ id: string }>(res).id;
+}
