@@ -19,7 +19,7 @@ export interface SentToolCall {
   custom?: { name: string; input: string };
 }
 
-/** A message as the app sends it to the model (Chat Completions wire format; its content is always text). */
+/** A message as the app sends it to the model (Chat Completions wire format; this app sends content as plain text). */
 export interface SentMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   /** null only for an assistant message that carries nothing but tool calls. */
@@ -33,7 +33,7 @@ export function sentMessages(llm: MockLlmServer, index: number): SentMessage[] {
   return (llm.requests[index].body?.messages ?? []) as SentMessage[];
 }
 
-/** The JSON text of a message's content (a tool message carries its tool's result so), parsed. */
+/** A message's content parsed as JSON: what a tool message carries is its tool's result as JSON text. */
 export function parsedContent<T = unknown>(message: SentMessage): T {
   return JSON.parse(message.content as string) as T;
 }
