@@ -52,7 +52,7 @@ export class HttpClient {
   }
 
   /** Sends and expects `status`; returns the parsed JSON body. */
-  async json<T = any>(req: HttpRequest, status = 200): Promise<T> {
+  async json<T = unknown>(req: HttpRequest, status = 200): Promise<T> {
     const res = await this.send(req);
     if (res.status !== status) {
       throw new Error(`${req.method} ${req.path}: expected ${status}, got ${res.status}: ${res.body.slice(0, 500)}`);
@@ -70,7 +70,7 @@ export interface LoadOptions {
   requests: number;
   concurrency: number;
   /** The i-th request (0-based). */
-  make(i: number): HttpRequest;
+  make: (i: number) => HttpRequest;
   expectStatus?: number;
   /** Optional body check; a thrown error or `false` counts the request as an error. */
   check?(res: HttpResponse, i: number): boolean | void;

@@ -165,7 +165,7 @@ export function renderReport(r: BenchReport): string {
     '',
     'RSS is what the operating system sees; it includes JS heap that V8 has reserved (heap total) but that is not',
     'live, plus code, native memory and buffers. V8 grows its heap under allocation churn and gives it back lazily,',
-    'so RSS after a burst says little about leaks; \"live heap\" (heap used right after a forced full GC) does.',
+    'so RSS after a burst says little about leaks; "live heap" (heap used right after a forced full GC) does.',
     '',
     '| when | RSS | JS heap used | JS heap total | live heap after GC | external |',
     '|---|---|---|---|---|---|',

@@ -176,8 +176,8 @@ interface Scenario {
   description: string;
   /** Requests at concurrency 1 and at concurrency 8. */
   counts: [number, number];
-  make(i: number): HttpRequest;
-  check(res: HttpResponse): boolean;
+  make: (i: number) => HttpRequest;
+  check: (res: HttpResponse) => boolean;
   /** Called before each measured (or warm-up) run with its request count. */
   before?(requests: number): void;
   after?(): void;
@@ -377,7 +377,7 @@ async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: stri
             (select sum("amount") from "data"."bench_event") as total`,
   );
   const filter = { category: 'c3', amount: { $gt: 500 } };
-  const steps: Array<{ name: string; description: string; request: HttpRequest; check(body: any): boolean }> = [
+  const steps: Array<{ name: string; description: string; request: HttpRequest; check(body: unknown): boolean }> = [
     {
       name: 'aggregate, all rows',
       description: 'POST aggregate: groupBy category, count + sum(amount) + avg(quantity)',
@@ -587,7 +587,7 @@ async function main(): Promise<void> {
 
   try {
     log(`temporary folder ${root}`);
-    let started = performance.now();
+    const started = performance.now();
     const pgOptions = { dataDir: join(root, 'pg'), port: await freePort(), persistent: true };
     const first = await startEmbeddedPostgres(pgOptions);
     const postgresStartMs = performance.now() - started;

@@ -27,11 +27,11 @@ function answer(request: RecordedRequest) {
       }],
     };
   }
-  let rows: Array<Record<string, unknown>> = [];
+  let rows: Array<{ stage: string | null; deals: number; total_amount: number | null }>;
   try {
-    rows = JSON.parse(toolMessage!.content ?? '{}').rows ?? [];
+    rows = (JSON.parse(toolMessage.content ?? '{}') as { rows?: typeof rows }).rows ?? [];
   } catch {
-    return { kind: 'text' as const, content: `The tool failed: ${toolMessage!.content}` };
+    return { kind: 'text' as const, content: `The tool failed: ${toolMessage.content}` };
   }
   const lines = rows.map((r) => `| ${r.stage} | ${r.deals} | ${Number(r.total_amount ?? 0).toLocaleString('en-US')} |`);
   return { kind: 'text' as const, content: ['Deals by stage:', '', '| stage | deals | total amount |', '|---|---|---|', ...lines].join('\n') };

@@ -1,7 +1,13 @@
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage } from 'ai';
+import type { AgentListResponse } from '../../src/agents/agent.dto';
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
+import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
+import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import { ToolRegistry } from '../../src/tools/tool.registry';
-import { sentMessages, sentToolNames, startAppWithMockLlm } from '../support/agent-fixtures';
+import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 const DATA_TOOLS = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'];
@@ -18,12 +24,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
     const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'member', role: 'member' }).expect(201);
-    memberKey = res.body.secret;
+    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
     // A tool that always throws, to see the loop recover from it.
     t.app.get(ToolRegistry).register({
       name: 'explode', description: 'Always fails.', scope: 'agent',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
-      execute: async () => { throw new Error('kaboom with secret internals'); },
+      execute: () => Promise.reject(new Error('kaboom with secret internals')),
     });
   });
   afterAll(async () => {
@@ -56,20 +62,21 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
         objectName: 'deal', where: { stage: 'won' }, aggregations: [{ function: 'sum', field: 'amount', alias: 'won_total' }, { function: 'count', alias: 'n' }],
       }),
       (req) => {
-        const tool = (req.body!.messages as Array<Record<string, any>>).find((m) => m.role === 'tool')!;
-        const rows = JSON.parse(tool.content).rows;
+        const tool = (req.body!.messages as SentMessage[]).find((m) => m.role === 'tool')!;
+        const rows = parsedContent<{ rows: Array<{ n: number; won_total: number }> }>(tool).rows;
         return MockReply.text(`Won: ${rows[0].n} deals worth ${rows[0].won_total}`);
       },
     );
     const res = await ask('How much did we win?').expect(200);
     const [expected] = await t.sql<{ n: string; total: string }>(`select count(*) as n, sum(amount) as total from data.deal where stage = 'won'`);
-    expect(res.body.content).toBe(`Won: ${Number(expected.n)} deals worth ${Number(expected.total)}`);
-    expect(res.body.toolCalls).toHaveLength(1);
-    expect(res.body.toolCalls[0]).toMatchObject({ name: 'aggregate_data', isError: false, result: { rows: [{ won_total: Number(expected.total), n: Number(expected.n) }] } });
+    const body = bodyOf<StatelessChatResponse>(res);
+    expect(body.content).toBe(`Won: ${Number(expected.n)} deals worth ${Number(expected.total)}`);
+    expect(body.toolCalls).toHaveLength(1);
+    expect(body.toolCalls[0]).toMatchObject({ name: 'aggregate_data', isError: false, result: { rows: [{ won_total: Number(expected.total), n: Number(expected.n) }] } });
     const second = sentMessages(llm, 1);
     const assistant = second.find((m) => m.role === 'assistant')!;
-    expect(assistant.tool_calls[0].function.name).toBe('aggregate_data');
-    expect(second.find((m) => m.role === 'tool')!.tool_call_id).toBe(assistant.tool_calls[0].id);
+    expect(assistant.tool_calls![0].function!.name).toBe('aggregate_data');
+    expect(second.find((m) => m.role === 'tool')!.tool_call_id).toBe(assistant.tool_calls![0].id);
   });
 
   it('runs several rounds until the model answers', async () => {
@@ -80,10 +87,11 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       MockReply.text('Done'),
     );
     const res = await ask('Biggest lost deals?').expect(200);
-    expect(res.body.toolCalls.map((c: { name: string }) => c.name)).toEqual(['list_objects', 'describe_object', 'query_records']);
-    expect(res.body.toolCalls.every((c: { isError: boolean }) => !c.isError)).toBe(true);
+    const { toolCalls } = bodyOf<StatelessChatResponse>(res);
+    expect(toolCalls.map((c: { name: string }) => c.name)).toEqual(['list_objects', 'describe_object', 'query_records']);
+    expect(toolCalls.every((c: { isError: boolean }) => !c.isError)).toBe(true);
     const [top] = await t.sql<{ amount: string }>(`select amount from data.deal where stage = 'lost' order by amount desc nulls last, id limit 1`);
-    expect(res.body.toolCalls[2].result.records[0].amount).toBe(Number(top.amount));
+    expect((toolCalls[2].result as QueryRecordsResult).records[0].amount).toBe(Number(top.amount));
     expect(llm.requests).toHaveLength(4);
     expect(sentMessages(llm, 3).filter((m) => m.role === 'tool')).toHaveLength(3);
   });
@@ -98,12 +106,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       MockReply.text('ok'),
     );
     const res = await ask('counts').expect(200);
-    expect(res.body.toolCalls.map((c: { id: string }) => c.id)).toEqual(['call_a', 'call_b', 'call_c']);
+    expect(bodyOf<StatelessChatResponse>(res).toolCalls.map((c: { id: string }) => c.id)).toEqual(['call_a', 'call_b', 'call_c']);
     const tools = sentMessages(llm, 1).filter((m) => m.role === 'tool');
     expect(tools.map((m) => m.tool_call_id)).toEqual(['call_a', 'call_b', 'call_c']);
-    expect(JSON.parse(tools[0].content).rows[0].n).toBe(200);
-    expect(JSON.parse(tools[1].content).name).toBe('contact');
-    expect(JSON.parse(tools[2].content).rows[0].n).toBe(2000);
+    expect(parsedContent<AggregateDataResult>(tools[0]).rows[0].n).toBe(200);
+    expect(parsedContent<{ name: string }>(tools[1]).name).toBe('contact');
+    expect(parsedContent<AggregateDataResult>(tools[2]).rows[0].n).toBe(2000);
   });
 
   it('stops after maxIterations tool rounds with one last call without tools', async () => {
@@ -113,8 +121,8 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     for (let i = 0; i < 3; i++) llm.enqueue(MockReply.toolCall('list_objects', {}));
     llm.enqueue(MockReply.text('Forced answer'));
     const res = await chat({ messages: [{ role: 'user', content: 'go' }] }, 'looper').expect(200);
-    expect(res.body.finishReason).toBe('max_iterations');
-    expect(res.body.content).toBe('Forced answer');
+    expect(bodyOf<StatelessChatResponse>(res).finishReason).toBe('max_iterations');
+    expect(bodyOf<StatelessChatResponse>(res).content).toBe('Forced answer');
     expect(llm.requests).toHaveLength(4);
     expect(sentToolNames(llm, 2)).toEqual(['list_objects']);
     expect(llm.requests[3].body!.tools).toBeUndefined();
@@ -134,8 +142,8 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       MockReply.text('Recovered'),
     );
     const res = await chat({ messages: [{ role: 'user', content: 'try' }] }, 'fragile').expect(200);
-    expect(res.body.content).toBe('Recovered');
-    expect(res.body.toolCalls.map((c: { isError: boolean }) => c.isError)).toEqual([true, true, true, true]);
+    expect(bodyOf<StatelessChatResponse>(res).content).toBe('Recovered');
+    expect(bodyOf<StatelessChatResponse>(res).toolCalls.map((c: { isError: boolean }) => c.isError)).toEqual([true, true, true, true]);
     const tools = sentMessages(llm, 1).filter((m) => m.role === 'tool');
     expect(tools).toHaveLength(4);
     for (const message of tools) expect(message.content).toMatch(/^Tool call failed: /);
@@ -150,14 +158,14 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     ['unknown', { role: 'wizard', content: 'x' }],
   ])('rejects a %s-role message with 400', async (_label, message) => {
     const res = await chat({ messages: [message] }).expect(400);
-    expect(res.body.code).toBe('invalid_message');
+    expect(errorOf(res).code).toBe('invalid_message');
     expect(llm.requests).toHaveLength(0);
   });
 
   it('names the basic problem first when messages are missing', async () => {
     const res = await chat({}).expect(400);
-    expect(res.body.code).toBe('validation_failed');
-    expect(res.body.error).toMatch(/^messages (must be an array|should not be empty|must contain at least one message)/);
+    expect(errorOf(res).code).toBe('validation_failed');
+    expect(errorOf(res).error).toMatch(/^messages (must be an array|should not be empty|must contain at least one message)/);
   });
 
   it.each([
@@ -201,7 +209,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       name: 'small', label: 'Small', instructions: 'x', tools: [], model: { maxTokens: 50 },
     }).expect(201);
     const res = await chat({ messages: [{ role: 'user', content: 'x' }], options: { maxTokens: 51 } }, 'small').expect(400);
-    expect(res.body.code).toBe('invalid_option');
+    expect(errorOf(res).code).toBe('invalid_option');
   });
 
   it('sends context values as a JSON data block in a user message, never in the system role, with the schema of the context object', async () => {
@@ -239,24 +247,24 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('answers 404 for an unknown agent and for a stored agent that is no longer valid', async () => {
-    expect((await chat({ messages: [{ role: 'user', content: 'x' }] }, 'nope').expect(404)).body.code).toBe('agent_not_found');
+    expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'nope').expect(404)).code).toBe('agent_not_found');
     await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({ name: 'stale', label: 'Stale', instructions: 'x', tools: ['list_objects'] }).expect(201);
     await t.sql(`update agents set tools = '["removed_tool"]' where name = 'stale'`);
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'stale').expect(404);
-    expect(res.body.code).toBe('agent_not_found');
+    expect(errorOf(res).code).toBe('agent_not_found');
   });
 
   it('answers 403 for an inactive agent and for a caller outside the agent\'s access', async () => {
     await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({ name: 'sleepy', label: 'S', instructions: 'x', active: false }).expect(201);
-    expect((await chat({ messages: [{ role: 'user', content: 'x' }] }, 'sleepy').expect(403)).body.code).toBe('agent_inactive');
+    expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'sleepy').expect(403)).code).toBe('agent_inactive');
     await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({ name: 'admins_only', label: 'A', instructions: 'x', access: { roles: ['admin'] } }).expect(201);
-    expect((await chat({ messages: [{ role: 'user', content: 'x' }] }, 'admins_only', memberKey).expect(403)).body.code).toBe('agent_forbidden');
+    expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'admins_only', memberKey).expect(403)).code).toBe('agent_forbidden');
     const list = await t.http.get('/api/v1/ai/agents').set(bearer(memberKey)).expect(200);
-    expect(list.body.agents.map((a: { name: string }) => a.name)).not.toContain('admins_only');
-    expect(list.body.agents.map((a: { name: string }) => a.name)).toContain('data_chat');
-    expect(list.body.agents.map((a: { name: string }) => a.name)).not.toContain('sleepy');
+    expect(bodyOf<AgentListResponse>(list).agents.map((a: { name: string }) => a.name)).not.toContain('admins_only');
+    expect(bodyOf<AgentListResponse>(list).agents.map((a: { name: string }) => a.name)).toContain('data_chat');
+    expect(bodyOf<AgentListResponse>(list).agents.map((a: { name: string }) => a.name)).not.toContain('sleepy');
     const adminList = await t.http.get('/api/v1/ai/agents').set(bearer(t.adminKey)).expect(200);
-    expect(adminList.body.agents).toContainEqual(expect.objectContaining({ name: 'sleepy', active: false }));
+    expect(bodyOf<AgentListResponse>(adminList).agents).toContainEqual(expect.objectContaining({ name: 'sleepy', active: false }));
     expect(llm.requests).toHaveLength(0);
   });
 
@@ -266,7 +274,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     }).expect(201);
     llm.enqueue(MockReply.hang());
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'hasty').expect(504);
-    expect(res.body.code).toBe('agent_timeout');
+    expect(errorOf(res).code).toBe('agent_timeout');
     await new Promise((r) => setTimeout(r, 100));
     expect(llm.requests[0].aborted).toBe(true);
   });
@@ -279,15 +287,15 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'thrifty').expect(200);
     expect(llm.requests[0].body!.max_tokens).toBe(300);
     expect(llm.requests[1].body!.max_tokens).toBe(30);
-    expect(res.body.usage.totalTokens).toBe(300);
+    expect(bodyOf<StatelessChatResponse>(res).usage.totalTokens).toBe(300);
     // The budget is spent: a further round would not be started.
-    expect(res.body.content).toBe('short');
+    expect(bodyOf<StatelessChatResponse>(res).content).toBe('short');
   });
 
   it('maps a model endpoint failure to a classified error', async () => {
     llm.enqueue(MockReply.httpError(429, { message: 'slow down' }));
     const res = await ask('x').expect(429);
-    expect(res.body.code).toBe('llm_rate_limited');
+    expect(errorOf(res).code).toBe('llm_rate_limited');
     expect(JSON.stringify(res.body)).not.toContain('sk-test-key');
   });
 
@@ -299,12 +307,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       const stream = parsed.pipeThrough(new TransformStream({
         transform(result, controller) {
           if (!result.success) throw result.error;
-          chunks.push(result.value as { type: string });
+          chunks.push(result.value);
           controller.enqueue(result.value);
         },
       }));
       let message: UIMessage | undefined;
-      for await (const m of readUIMessageStream({ stream })) message = m as UIMessage;
+      for await (const m of readUIMessageStream({ stream })) message = m;
       return { message, chunks };
     }
 
@@ -325,7 +333,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       const { message, chunks } = await readStream(text);
       expect(chunks.filter((c) => c.type === 'text-delta').length).toBeGreaterThan(1);
       expect(chunks.at(-1)?.type).toBe('finish');
-      const toolPart = message!.parts.find((p) => p.type.startsWith('tool-') || p.type === 'dynamic-tool') as Record<string, any>;
+      const toolPart = message!.parts.find((p) => p.type.startsWith('tool-') || p.type === 'dynamic-tool') as { state: string; output: AggregateDataResult };
       expect(toolPart.state).toBe('output-available');
       expect(toolPart.output.rows[0].n).toBe(2000);
       const answer = message!.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
@@ -372,7 +380,7 @@ describe('chat without a configured model endpoint', () => {
     const t = await startTestApp();
     try {
       const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(t.adminKey)).send({ messages: [{ role: 'user', content: 'x' }] }).expect(503);
-      expect(res.body.code).toBe('llm_not_configured');
+      expect(errorOf(res).code).toBe('llm_not_configured');
       await t.http.post('/api/v1/ai/agents/missing/chat').set(bearer(t.adminKey)).send({ messages: [{ role: 'user', content: 'x' }] }).expect(404);
       await t.http.get('/api/v1/ai/agents').set(bearer(t.adminKey)).expect(200);
       await t.http.get('/api/v1/objects').set(bearer(t.adminKey)).expect(200);

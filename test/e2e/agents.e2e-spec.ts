@@ -1,3 +1,6 @@
+import type { AgentResponse } from '../../src/agents/agent.dto';
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 describe('agents API', () => {
@@ -11,24 +14,24 @@ describe('agents API', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    memberKey = (await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'm', role: 'member' }).expect(201)).body.secret;
+    memberKey = bodyOf<CreatedApiKeyResponse>(await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'm', role: 'member' }).expect(201)).secret;
   });
   afterAll(() => t.close());
 
   it('creates the built-in data_chat agent with the five data tools on first start', async () => {
     const res = await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200);
     expect(res.body).toMatchObject({ name: 'data_chat', active: true, version: 1, allowedObjects: ['*'] });
-    expect(res.body.tools).toEqual(['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data']);
+    expect(bodyOf<AgentResponse>(res).tools).toEqual(['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data']);
   });
 
   it('never overwrites data_chat on restart', async () => {
-    const current = (await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200)).body;
+    const current = bodyOf<AgentResponse>(await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200));
     await t.http.put('/api/v1/ai/agents/data_chat').set(admin()).send({ ...current, instructions: 'Edited by an admin', version: undefined, createdAt: undefined, updatedAt: undefined }).expect(200);
     const second = await startTestApp({ database: t.database });
     try {
       const res = await second.http.get('/api/v1/ai/agents/data_chat').set(bearer(second.adminKey)).expect(200);
-      expect(res.body.instructions).toBe('Edited by an admin');
-      expect(res.body.version).toBe(2);
+      expect(bodyOf<AgentResponse>(res).instructions).toBe('Edited by an admin');
+      expect(bodyOf<AgentResponse>(res).version).toBe(2);
     } finally {
       await second.close();
     }
@@ -61,7 +64,7 @@ describe('agents API', () => {
     ['an unknown access role', { access: { roles: ['root'] } }, 'validation_failed'],
   ])('rejects %s with 400', async (_label, overrides, code) => {
     const res = await t.http.post('/api/v1/ai/agents').set(admin()).send(spec({ name: 'bad_agent', ...overrides })).expect(400);
-    expect(res.body.code).toBe(code);
+    expect(errorOf(res).code).toBe(code);
   });
 
   it('rejects a PUT whose body names another agent', async () => {

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ApiKeyListResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
+import { match } from '../support/matchers';
+import { bodyOf, errorOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TEST_ADMIN_KEY, TestApp } from '../support/test-app';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -12,7 +16,7 @@ describe('auth and API keys', () => {
   /** Creates a key through the API as the test admin and returns the whole 201 body. */
   async function createKey(role: 'admin' | 'member', name = `${role} key`) {
     const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role }).expect(201);
-    return res.body as { id: string; name: string; role: string; subject: string; prefix: string; revoked: boolean; createdAt: string; secret: string };
+    return bodyOf<CreatedApiKeyResponse>(res);
   }
 
   beforeAll(async () => {
@@ -29,7 +33,7 @@ describe('auth and API keys', () => {
   describe('authentication', () => {
     it('answers 401 unauthorized without an Authorization header', async () => {
       const res = await t.http.get('/api/v1/objects').expect(401);
-      expect(res.body).toEqual({ error: expect.any(String), code: 'unauthorized' });
+      expect(res.body).toEqual({ error: match.any(String), code: 'unauthorized' });
     });
 
     it.each([
@@ -40,12 +44,12 @@ describe('auth and API keys', () => {
       ['the key without a scheme', TEST_ADMIN_KEY],
     ])('answers 401 for a malformed header (%s)', async (_case, header) => {
       const res = await t.http.get('/api/v1/objects').set('Authorization', header).expect(401);
-      expect(res.body.code).toBe('unauthorized');
+      expect(errorOf(res).code).toBe('unauthorized');
     });
 
     it('answers 401 for an unknown key', async () => {
       const res = await t.http.get('/api/v1/objects').set(bearer('dck_this-key-was-never-issued-to-anyone')).expect(401);
-      expect(res.body.code).toBe('unauthorized');
+      expect(errorOf(res).code).toBe('unauthorized');
     });
 
     it('answers 401 for a key that differs from a real one only in case', async () => {
@@ -59,10 +63,10 @@ describe('auth and API keys', () => {
     it('needs a key on every API route family', async () => {
       for (const path of ['/api/v1/objects', '/api/v1/objects/note', '/api/v1/objects/note/records', '/api/v1/api-keys']) {
         const res = await t.http.get(path);
-        expect({ path, status: res.status, code: res.body.code }).toEqual({ path, status: 401, code: 'unauthorized' });
+        expect({ path, status: res.status, code: errorOf(res).code }).toEqual({ path, status: 401, code: 'unauthorized' });
       }
       const post = await t.http.post('/api/v1/objects/note/records').send({ title: 'sneaky' }).expect(401);
-      expect(post.body.code).toBe('unauthorized');
+      expect(errorOf(post).code).toBe('unauthorized');
       const [{ count }] = await t.sql<{ count: string }>(`select count(*) from data.note where title = 'sneaky'`);
       expect(Number(count)).toBe(0);
     });
@@ -73,14 +77,14 @@ describe('auth and API keys', () => {
       const created = await createKey('member', 'laptop');
 
       expect(created).toEqual({
-        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        id: match.stringMatching(/^[0-9a-f-]{36}$/),
         name: 'laptop',
         role: 'member',
-        subject: expect.any(String),
+        subject: match.any(String),
         prefix: created.secret.slice(0, 8),
         revoked: false,
-        createdAt: expect.any(String),
-        secret: expect.any(String),
+        createdAt: match.any(String),
+        secret: match.any(String),
       });
       expect(created.secret.length).toBeGreaterThanOrEqual(32);
       expect(Number.isNaN(Date.parse(created.createdAt))).toBe(false);
@@ -96,7 +100,7 @@ describe('auth and API keys', () => {
 
     it('keeps a caller-chosen subject', async () => {
       const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'bot', role: 'member', subject: 'svc:reporting' }).expect(201);
-      expect(res.body.subject).toBe('svc:reporting');
+      expect(bodyOf<CreatedApiKeyResponse>(res).subject).toBe('svc:reporting');
     });
 
     it.each([
@@ -112,14 +116,14 @@ describe('auth and API keys', () => {
     ])('refuses %s with 400 validation_failed and creates nothing', async (_case, body) => {
       const before = await t.sql<{ count: string }>('select count(*) from api_keys');
       const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send(body).expect(400);
-      expect(res.body).toMatchObject({ code: 'validation_failed', error: expect.any(String) });
+      expect(res.body).toMatchObject({ code: 'validation_failed', error: match.any(String) });
       const after = await t.sql<{ count: string }>('select count(*) from api_keys');
       expect(after[0].count).toBe(before[0].count);
     });
 
     it('refuses malformed JSON with 400 invalid_json', async () => {
       const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).set('content-type', 'application/json').send('{"name": "x", role:').expect(400);
-      expect(res.body.code).toBe('invalid_json');
+      expect(errorOf(res).code).toBe('invalid_json');
     });
   });
 
@@ -129,7 +133,7 @@ describe('auth and API keys', () => {
 
       const res = await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
 
-      const listed = res.body.apiKeys.find((k: { id: string }) => k.id === created.id);
+      const listed = bodyOf<ApiKeyListResponse>(res).apiKeys.find((k: { id: string }) => k.id === created.id);
       expect(listed).toEqual({
         id: created.id, name: 'listed key', role: 'member', subject: created.subject, prefix: created.prefix, revoked: false, createdAt: created.createdAt,
       });
@@ -137,12 +141,12 @@ describe('auth and API keys', () => {
       expect(text).not.toContain(created.secret);
       expect(text).not.toContain(TEST_ADMIN_KEY);
       expect(text).not.toContain(sha256(created.secret));
-      for (const key of res.body.apiKeys) expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'name', 'prefix', 'revoked', 'role', 'subject']);
+      for (const key of bodyOf<ApiKeyListResponse>(res).apiKeys) expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'name', 'prefix', 'revoked', 'role', 'subject']);
     });
 
     it('includes the ADMIN_API_KEY admin key', async () => {
       const res = await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
-      expect(res.body.apiKeys).toEqual(expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: TEST_ADMIN_KEY.slice(0, 8), revoked: false })]));
+      expect(bodyOf<ApiKeyListResponse>(res).apiKeys).toEqual(expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: TEST_ADMIN_KEY.slice(0, 8), revoked: false })]));
     });
   });
 
@@ -154,9 +158,9 @@ describe('auth and API keys', () => {
       await t.http.delete(`/api/v1/api-keys/${created.id}`).set(bearer(t.adminKey)).expect(204);
 
       const res = await t.http.get('/api/v1/objects').set(bearer(created.secret)).expect(401);
-      expect(res.body.code).toBe('unauthorized');
+      expect(errorOf(res).code).toBe('unauthorized');
       const list = await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
-      expect(list.body.apiKeys.find((k: { id: string }) => k.id === created.id)).toMatchObject({ revoked: true });
+      expect(bodyOf<ApiKeyListResponse>(list).apiKeys.find((k: { id: string }) => k.id === created.id)).toMatchObject({ revoked: true });
     });
 
     it('answers 404 api_key_not_found for an unknown, a malformed or an already revoked id', async () => {
@@ -165,7 +169,7 @@ describe('auth and API keys', () => {
 
       for (const id of ['7d1c4c36-1b7a-4d5e-9a60-3a1f2b9c8e01', 'not-a-uuid', created.id]) {
         const res = await t.http.delete(`/api/v1/api-keys/${id}`).set(bearer(t.adminKey));
-        expect({ id, status: res.status, code: res.body.code }).toEqual({ id, status: 404, code: 'api_key_not_found' });
+        expect({ id, status: res.status, code: errorOf(res).code }).toEqual({ id, status: 404, code: 'api_key_not_found' });
       }
     });
 
@@ -181,7 +185,7 @@ describe('auth and API keys', () => {
 
     it('refuses with 409 last_admin_key to revoke the last active admin key', async () => {
       const list = await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
-      const admins = (list.body.apiKeys as Array<{ id: string; role: string; revoked: boolean; prefix: string }>).filter((k) => k.role === 'admin' && !k.revoked);
+      const admins = bodyOf<ApiKeyListResponse>(list).apiKeys.filter((k) => k.role === 'admin' && !k.revoked);
       const own = admins.find((k) => k.prefix === TEST_ADMIN_KEY.slice(0, 8))!;
       for (const other of admins.filter((k) => k.id !== own.id)) {
         await t.http.delete(`/api/v1/api-keys/${other.id}`).set(bearer(t.adminKey)).expect(204);
@@ -189,7 +193,7 @@ describe('auth and API keys', () => {
 
       const res = await t.http.delete(`/api/v1/api-keys/${own.id}`).set(bearer(t.adminKey)).expect(409);
 
-      expect(res.body.code).toBe('last_admin_key');
+      expect(errorOf(res).code).toBe('last_admin_key');
       await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
       const [row] = await t.sql<{ revoked: boolean }>('select revoked from api_keys where id = $1', [own.id]);
       expect(row.revoked).toBe(false);
@@ -199,13 +203,13 @@ describe('auth and API keys', () => {
   describe('member keys', () => {
     it('can read objects and read and write records', async () => {
       const list = await t.http.get('/api/v1/objects').set(bearer(memberKey)).expect(200);
-      expect(list.body.objects.map((o: { name: string }) => o.name)).toContain('note');
+      expect(bodyOf<ObjectListResponse>(list).objects.map((o: { name: string }) => o.name)).toContain('note');
       await t.http.get('/api/v1/objects/note').set(bearer(memberKey)).expect(200);
 
       const created = await t.http.post('/api/v1/objects/note/records').set(bearer(memberKey)).send({ title: 'by member' }).expect(201);
-      await t.http.get(`/api/v1/objects/note/records/${created.body.id}`).set(bearer(memberKey)).expect(200);
+      await t.http.get(`/api/v1/objects/note/records/${idOf(created)}`).set(bearer(memberKey)).expect(200);
       const records = await t.http.get('/api/v1/objects/note/records').set(bearer(memberKey)).expect(200);
-      expect(records.body.records.map((r: { title: string }) => r.title)).toContain('by member');
+      expect(bodyOf<RecordPage>(records).records.map((r) => r.title)).toContain('by member');
       await t.http.post('/api/v1/objects/note/aggregate').set(bearer(memberKey)).send({ aggregations: [{ function: 'count', alias: 'n' }] }).expect(200);
     });
 
@@ -220,10 +224,10 @@ describe('auth and API keys', () => {
       const req = t.http[method.toLowerCase() as 'post' | 'patch' | 'delete'](path).set(bearer(memberKey));
       const res = await (body ? req.send(body) : req).expect(403);
 
-      expect(res.body.code).toBe('forbidden');
+      expect(errorOf(res).code).toBe('forbidden');
       const note = await t.http.get('/api/v1/objects/note').set(bearer(t.adminKey)).expect(200);
       expect(note.body).toMatchObject({ label: 'Note', fields: [expect.objectContaining({ name: 'title', label: 'Title' })] });
-      expect(note.body.fields).toHaveLength(1);
+      expect(bodyOf<ObjectResponse>(note).fields).toHaveLength(1);
       const tables = await t.sql(`select table_name from information_schema.tables where table_schema = 'data' and table_name = 'member_object'`);
       expect(tables).toEqual([]);
     });
@@ -235,7 +239,7 @@ describe('auth and API keys', () => {
         await t.http.post('/api/v1/api-keys').set(bearer(memberKey)).send({ name: 'escalate', role: 'admin' }),
         await t.http.delete(`/api/v1/api-keys/${victim.id}`).set(bearer(memberKey)),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual([
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual([
         [403, 'forbidden'],
         [403, 'forbidden'],
         [403, 'forbidden'],
@@ -276,10 +280,10 @@ describe('auth and API keys', () => {
         // The replica's start created an admin key with exactly that secret, visible to every replica.
         await t.http.post('/api/v1/api-keys').set(bearer(otherSecret)).send({ name: 'made by env admin', role: 'member' }).expect(201);
         const list = await t.http.get('/api/v1/api-keys').set(bearer(otherSecret)).expect(200);
-        const envKey = list.body.apiKeys.find((k: { prefix: string; revoked: boolean }) => k.prefix === otherSecret.slice(0, 8) && !k.revoked);
+        const envKey = bodyOf<ApiKeyListResponse>(list).apiKeys.find((k: { prefix: string; revoked: boolean }) => k.prefix === otherSecret.slice(0, 8) && !k.revoked);
         expect(envKey).toMatchObject({ role: 'admin' });
 
-        await t.http.delete(`/api/v1/api-keys/${envKey.id}`).set(bearer(t.adminKey)).expect(204);
+        await t.http.delete(`/api/v1/api-keys/${envKey!.id}`).set(bearer(t.adminKey)).expect(204);
         await t.http.get('/api/v1/objects').set(bearer(otherSecret)).expect(401);
       } finally {
         await replica.close();
@@ -332,7 +336,7 @@ describe('generated admin key (no key exists and ADMIN_API_KEY is unset)', () =>
 
     await t.http.post('/api/v1/api-keys').set(bearer(secret)).send({ name: 'from file', role: 'member' }).expect(201);
     const list = await t.http.get('/api/v1/api-keys').set(bearer(secret)).expect(200);
-    expect(list.body.apiKeys).toEqual(expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: secret.slice(0, 8) })]));
+    expect(bodyOf<ApiKeyListResponse>(list).apiKeys).toEqual(expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: secret.slice(0, 8) })]));
     // TEST_ADMIN_KEY was not configured for this app, so it is not a key here.
     await t.http.get('/api/v1/objects').set(bearer(TEST_ADMIN_KEY)).expect(401);
   });

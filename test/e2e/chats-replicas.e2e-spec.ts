@@ -3,9 +3,11 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChatResponse } from '../../src/chats/durable/chat.dto';
 import { startAppWithMockLlm, sentMessages } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bodyOf } from '../support/responses';
 import { createTestDatabase } from '../support/test-database';
 import { bearer, startTestApp, TEST_ADMIN_KEY } from '../support/test-app';
 
@@ -25,7 +27,7 @@ describe('durable chats across replicas', () => {
         ]),
         MockReply.text('Done on A'),
       );
-      const id = (await a.http.post('/api/v1/chats').set(bearer(a.adminKey)).send({ agent: 'data_chat', message: 'hello', dynamicTools: [FORM_TOOL] }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await a.http.post('/api/v1/chats').set(bearer(a.adminKey)).send({ agent: 'data_chat', message: 'hello', dynamicTools: [FORM_TOOL] }).expect(201)).id;
       const stream = await SseClient.open(bUrl, `/api/v1/chats/${id}/stream`, b.adminKey);
       await stream.waitFor((events) => events.some((e) => e.event === 'action_required'));
       expect(stream.of('action_required').at(-1)!.data.pendingToolCalls).toEqual([{ id: 'c_form', name: 'show_form', arguments: { title: 'Region?' } }]);
@@ -51,7 +53,7 @@ describe('shutting a replica down', () => {
     const database = await createTestDatabase();
     const { t: a, llm } = await startAppWithMockLlm({ database, env: FAST });
     llm.enqueue(MockReply.hang(), MockReply.text('finished elsewhere'));
-    const id = (await a.http.post('/api/v1/chats').set(bearer(a.adminKey)).send({ agent: 'data_chat', message: 'x' }).expect(201)).body.id;
+    const id = bodyOf<ChatResponse>(await a.http.post('/api/v1/chats').set(bearer(a.adminKey)).send({ agent: 'data_chat', message: 'x' }).expect(201)).id;
     await llm.waitForRequests(1);
     const b = await startTestApp({ database: a.database, env: { ...FAST, CHAT_WORKER_ENABLED: 'false', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' } });
     try {
@@ -106,7 +108,7 @@ describe('a worker killed mid-chat', () => {
         MockReply.hang(),
         MockReply.text('All 2000 deals counted.'),
       );
-      const id = (await api.http.post('/api/v1/chats').set(bearer(api.adminKey)).send({ agent: 'data_chat', message: 'count deals' }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await api.http.post('/api/v1/chats').set(bearer(api.adminKey)).send({ agent: 'data_chat', message: 'count deals' }).expect(201)).id;
       await llm.waitForRequests(2, 20_000);
       const beforeKill = await api.sql<{ role: string }>(`select role from chat_messages where chat_id = $1 order by id`, [id]);
       expect(beforeKill.map((r) => r.role)).toEqual(['user', 'assistant', 'tool']);

@@ -1,7 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startAppWithMockLlm, sentMessages, sentToolNames } from '../support/agent-fixtures';
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { ChatListResponse, ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
+import { parsedContent, startAppWithMockLlm, sentMessages, sentToolNames } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
+import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
 
 const FORM_TOOL = {
@@ -22,7 +26,7 @@ describe('durable chats', () => {
       env: { SEED: 'true', CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_ACTION_TIMEOUT_MS: '60000', SSE_KEEPALIVE_MS: '1000' },
     }));
     baseUrl = await listen(t);
-    otherKey = (await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'other', role: 'member', subject: 'someone-else' }).expect(201)).body.secret;
+    otherKey = bodyOf<CreatedApiKeyResponse>(await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'other', role: 'member', subject: 'someone-else' }).expect(201)).secret;
   });
   afterAll(async () => {
     await t.close();
@@ -40,13 +44,13 @@ describe('durable chats', () => {
     );
     const created = await create({ agent: 'data_chat', message: 'How many deals in my region?', dynamicTools: [FORM_TOOL] }).expect(201);
     expect(created.body).toMatchObject({ status: 'pending', agent: 'data_chat' });
-    const id = created.body.id;
+    const id = bodyOf<ChatResponse>(created).id;
 
     const paused = await waitForChat(t, id, hasStatus('requires_action'));
     expect(paused.pendingToolCalls).toEqual([{ id: 'call_client', name: 'show_form', arguments: { title: 'Pick a region' } }]);
     expect(sentToolNames(llm, 0)).toEqual(['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data', 'show_form']);
 
-    const before = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).body.messages;
+    const before = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).messages;
     expect(before.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool']);
     expect(before[2].parts[0]).toMatchObject({ type: 'tool-result', toolCallId: 'call_builtin', isError: false, output: { rows: [{ n: 2000 }] } });
 
@@ -57,9 +61,9 @@ describe('durable chats', () => {
 
     const seen = sentMessages(llm, 1).filter((m) => m.role === 'tool');
     expect(seen.map((m) => m.tool_call_id)).toEqual(['call_builtin', 'call_client']);
-    expect(JSON.parse(seen[0].content).rows[0].n).toBe(2000);
-    expect(JSON.parse(seen[1].content)).toEqual({ region: 'EMEA' });
-    const after = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).body.messages;
+    expect(parsedContent<{ rows: Array<{ n: number }> }>(seen[0]).rows[0].n).toBe(2000);
+    expect(parsedContent(seen[1])).toEqual({ region: 'EMEA' });
+    const after = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).messages;
     expect(after.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
     expect(after[4].parts).toEqual([{ type: 'text', text: 'Thanks, EMEA it is: 2000 deals.' }]);
   });
@@ -67,7 +71,7 @@ describe('durable chats', () => {
   it('streams statuses, live text deltas and persisted messages, and resumes without loss', async () => {
     llm.enqueue(MockReply.toolCall('list_objects', {}), MockReply.text('Here are your objects and more words to stream', { chunkDelayMs: 5 }));
     const created = await create({ agent: 'data_chat', message: 'What objects exist?' }).expect(201);
-    const id = created.body.id;
+    const id = bodyOf<ChatResponse>(created).id;
     const stream = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, t.adminKey);
     await stream.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
     stream.close();
@@ -90,7 +94,7 @@ describe('durable chats', () => {
       { ...MockReply.toolCall('describe_object', { objectName: 'account' }), delayMs: 150 },
       MockReply.text('finished'),
     );
-    const id = (await create({ agent: 'data_chat', message: 'explore' }).expect(201)).body.id;
+    const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'explore' }).expect(201)).id;
     const first = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, t.adminKey);
     await first.waitFor((events) => events.filter((e) => e.event === 'message').length >= 2);
     first.close();
@@ -99,14 +103,14 @@ describe('durable chats', () => {
     await resumed.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
     resumed.close();
     const all = [...seen, ...resumed.of('message')].map((e) => e.data.id);
-    const persisted = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).body.messages.map((m: { id: number }) => m.id);
+    const persisted = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).messages.map((m: { id: number }) => m.id);
     expect(persisted).toHaveLength(8);
     expect(all).toEqual(persisted);
   });
 
   it('gives the model the whole history of a long chat, and GET /messages pages of 1000', async () => {
     llm.enqueue(MockReply.text('first'));
-    const id = (await create({ agent: 'data_chat', message: 'start' }).expect(201)).body.id;
+    const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'start' }).expect(201)).id;
     await waitForChat(t, id, hasStatus('waiting'));
     await t.sql(
       `insert into chat_messages (chat_id, role, parts)
@@ -120,15 +124,15 @@ describe('durable chats', () => {
     const sent = sentMessages(llm, 1).filter((m) => m.role !== 'system');
     expect(sent).toHaveLength(2 + 1200 + 1);
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'last' });
-    const page = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).body.messages;
+    const page = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).messages;
     expect(page).toHaveLength(1000);
-    const rest = (await t.http.get(`/api/v1/chats/${id}/messages?afterId=${page.at(-1).id}`).set(bearer(t.adminKey)).expect(200)).body.messages;
+    const rest = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages?afterId=${page.at(-1)!.id}`).set(bearer(t.adminKey)).expect(200)).messages;
     expect(rest).toHaveLength(2 + 1200 + 2 - 1000);
   });
 
   it('hides another owner\'s chat behind a 404', async () => {
     llm.enqueue(MockReply.text('hi'));
-    const id = (await create({ agent: 'data_chat', message: 'mine' }).expect(201)).body.id;
+    const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'mine' }).expect(201)).id;
     await waitForChat(t, id, hasStatus('waiting'));
     for (const request of [
       t.http.get(`/api/v1/chats/${id}`), t.http.get(`/api/v1/chats/${id}/messages`),
@@ -137,16 +141,16 @@ describe('durable chats', () => {
     ]) {
       const res = await request.set(bearer(otherKey));
       expect(res.status).toBe(404);
-      expect(res.body.code).toBe('chat_not_found');
+      expect(errorOf(res).code).toBe('chat_not_found');
     }
     const list = await t.http.get('/api/v1/chats').set(bearer(otherKey)).expect(200);
-    expect(list.body.chats.map((c: { id: string }) => c.id)).not.toContain(id);
+    expect(bodyOf<ChatListResponse>(list).chats.map((c: { id: string }) => c.id)).not.toContain(id);
   });
 
   /** A chat paused in requires_action on `show_form` (call id `form_1`). */
   async function pausedChat(extraCalls: Array<{ id: string; name: string; arguments: Record<string, unknown> }> = []): Promise<string> {
     llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }, ...extraCalls]));
-    const id = (await create({ agent: 'data_chat', message: 'form please', dynamicTools: [FORM_TOOL, { ...FORM_TOOL, name: 'pick_date' }] }).expect(201)).body.id;
+    const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'form please', dynamicTools: [FORM_TOOL, { ...FORM_TOOL, name: 'pick_date' }] }).expect(201)).id;
     await waitForChat(t, id, hasStatus('requires_action'));
     return id;
   }
@@ -171,10 +175,10 @@ describe('durable chats', () => {
     ])('rejects %s with 400 invalid_tool_results and keeps waiting', async (_label, results) => {
       const id = await pausedChat([{ id: 'date_1', name: 'pick_date', arguments: { title: 'When?' } }]);
       const res = await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results }).expect(400);
-      expect(res.body.code).toBe('invalid_tool_results');
+      expect(errorOf(res).code).toBe('invalid_tool_results');
       const chat = await waitForChat(t, id, () => true);
       expect(chat.status).toBe('requires_action');
-      expect(chat.pendingToolCalls.map((c: { id: string }) => c.id)).toEqual(['form_1', 'date_1']);
+      expect(chat.pendingToolCalls!.map((c: { id: string }) => c.id)).toEqual(['form_1', 'date_1']);
       await t.http.post(`/api/v1/chats/${id}/interrupt`).set(bearer(t.adminKey)).expect(202);
     });
 
@@ -188,10 +192,10 @@ describe('durable chats', () => {
 
     it('answers 409 when the chat is not waiting for tool results', async () => {
       llm.enqueue(MockReply.text('plain answer'));
-      const id = (await create({ agent: 'data_chat', message: 'hi' }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'hi' }).expect(201)).id;
       await waitForChat(t, id, hasStatus('waiting'));
       const res = await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'x', output: 1 }] }).expect(409);
-      expect(res.body.code).toBe('chat_not_waiting_for_tools');
+      expect(errorOf(res).code).toBe('chat_not_waiting_for_tools');
     });
 
     it('accepts exactly one of 20 concurrent posts', async () => {
@@ -203,7 +207,7 @@ describe('durable chats', () => {
       expect(statuses.filter((s) => s === 204)).toHaveLength(1);
       expect(statuses.filter((s) => s === 409)).toHaveLength(19);
       await waitForChat(t, id, hasStatus('waiting'));
-      const messages = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).body.messages;
+      const messages = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).messages;
       expect(messages.filter((m: { role: string }) => m.role === 'tool')).toHaveLength(1);
     });
   });
@@ -211,9 +215,9 @@ describe('durable chats', () => {
   describe('turns', () => {
     it('answers 409 to a new message while the chat is pending, running or requires_action, and accepts it when waiting', async () => {
       llm.enqueue({ ...MockReply.text('slow answer'), delayMs: 400 });
-      const id = (await create({ agent: 'data_chat', message: 'first' }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'first' }).expect(201)).id;
       const busy = await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(409);
-      expect(busy.body.code).toBe('chat_busy');
+      expect(errorOf(busy).code).toBe('chat_busy');
       await waitForChat(t, id, hasStatus('running'));
       await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(409);
       await waitForChat(t, id, hasStatus('waiting'));
@@ -228,7 +232,7 @@ describe('durable chats', () => {
 
     it('interrupts a running model call and returns the chat to waiting', async () => {
       llm.enqueue(MockReply.hang());
-      const id = (await create({ agent: 'data_chat', message: 'never answered' }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'never answered' }).expect(201)).id;
       await llm.waitForRequests(1);
       await t.http.post(`/api/v1/chats/${id}/interrupt`).set(bearer(t.adminKey)).expect(202);
       await waitForChat(t, id, hasStatus('waiting'));
@@ -239,13 +243,13 @@ describe('durable chats', () => {
       llm.enqueue(MockReply.text('back'));
       await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'again' }).expect(202);
       await waitForChat(t, id, hasStatus('waiting'));
-      const messages = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).body.messages;
+      const messages = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).messages;
       expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'user', 'assistant']);
     });
 
     it('lets a run write only while the chat still carries its claim token', async () => {
       llm.enqueue({ ...MockReply.text('too late'), delayMs: 400 });
-      const id = (await create({ agent: 'data_chat', message: 'x' }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'x' }).expect(201)).id;
       await llm.waitForRequests(1);
       // Another claim took the chat over while the model was answering.
       await t.sql(`update chats set claim_token = gen_random_uuid() where id = $1`, [id]);
@@ -258,9 +262,9 @@ describe('durable chats', () => {
 
     it('retries a failing model call, then records the error with its code', async () => {
       llm.enqueue(MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }));
-      const id = (await create({ agent: 'data_chat', message: 'x' }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'x' }).expect(201)).id;
       const failed = await waitForChat(t, id, hasStatus('error'), t.adminKey, 20_000);
-      expect(failed.lastError.code).toBe('llm_unavailable');
+      expect(failed.lastError!.code).toBe('llm_unavailable');
       expect(llm.requests).toHaveLength(3);
       // From error, a new message starts a new turn.
       llm.enqueue(MockReply.text('recovered'));
@@ -283,7 +287,7 @@ describe('durable chats', () => {
       ['not an array', { name: 'x' }],
     ])('rejects %s with 400', async (_label, dynamicTools) => {
       const res = await create({ agent: 'data_chat', message: 'x', dynamicTools }).expect(400);
-      expect(res.body.code).toMatch(/invalid_dynamic_tools|validation_failed/);
+      expect(errorOf(res).code).toMatch(/invalid_dynamic_tools|validation_failed/);
       expect(llm.requests).toHaveLength(0);
     });
 
@@ -298,10 +302,10 @@ describe('durable chats', () => {
         MockReply.toolCalls([{ id: 'custom_1', type: 'custom', name: 'run_sql_in_ide', arguments: 'select 1;\nselect 2;' }]),
         MockReply.text('ran it'),
       );
-      const id = (await create({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'run_sql_in_ide', description: 'Runs text in the IDE' }] }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'run_sql_in_ide', description: 'Runs text in the IDE' }] }).expect(201)).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));
       expect(paused.pendingToolCalls).toEqual([{ id: 'custom_1', name: 'run_sql_in_ide', arguments: 'select 1;\nselect 2;' }]);
-      const tools = llm.requests[0].body!.tools as Array<Record<string, any>>;
+      const tools = llm.requests[0].body!.tools as unknown[];
       expect(tools.at(-1)).toEqual({ type: 'custom', custom: { name: 'run_sql_in_ide', description: 'Runs text in the IDE' } });
       await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'custom_1', output: 'ok: 2 statements' }] }).expect(204);
       await waitForChat(t, id, hasStatus('waiting'));
@@ -314,11 +318,11 @@ describe('durable chats', () => {
         name: 'curious', label: 'Curious', instructions: 'Ask when unsure.', tools: ['query_records', 'ask_user'],
       }).expect(201);
       llm.enqueue(MockReply.toolCall('ask_user', { question: 'Which quarter?' }), MockReply.text('Q3 it is'));
-      const id = (await create({ agent: 'curious', message: 'sales?' }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await create({ agent: 'curious', message: 'sales?' }).expect(201)).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));
-      expect(paused.pendingToolCalls).toEqual([{ id: expect.any(String), name: 'ask_user', arguments: { question: 'Which quarter?' } }]);
+      expect(paused.pendingToolCalls).toEqual([{ id: match.any(String), name: 'ask_user', arguments: { question: 'Which quarter?' } }]);
       expect(sentToolNames(llm, 0)).toEqual(['query_records', 'ask_user']);
-      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: paused.pendingToolCalls[0].id, output: 'Q3' }] }).expect(204);
+      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: paused.pendingToolCalls![0].id, output: 'Q3' }] }).expect(204);
       await waitForChat(t, id, hasStatus('waiting'));
       expect(sentMessages(llm, 1).find((m) => m.role === 'tool')!.content).toBe('Q3');
     });
@@ -343,9 +347,9 @@ describe('durable chats: requires_action expiry', () => {
     const { t, llm } = await startAppWithMockLlm({ env: { CHAT_ACTION_TIMEOUT_MS: '300', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_POLL_INTERVAL_MS: '200' } });
     try {
       llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }]));
-      const id = (await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [FORM_TOOL] }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [FORM_TOOL] }).expect(201)).id;
       const failed = await waitForChat(t, id, hasStatus('error'));
-      expect(failed.lastError.code).toBe('tool_results_timeout');
+      expect(failed.lastError!.code).toBe('tool_results_timeout');
       await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'form_1', output: 1 }] }).expect(409);
       llm.enqueue(MockReply.text('sorry about that'));
       await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'still there?' }).expect(202);
@@ -365,10 +369,10 @@ describe('durable chats: requires_action expiry', () => {
     const { t, llm } = await startAppWithMockLlm({ env: { LLM_CUSTOM_TOOLS_AS_FUNCTIONS: 'true', CHAT_POLL_INTERVAL_MS: '200' } });
     try {
       llm.enqueue(MockReply.toolCall('patch_file', { input: 'line 1\nline 2' }));
-      const id = (await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'patch_file', description: 'Apply a patch' }] }).expect(201)).body.id;
+      const id = bodyOf<ChatResponse>(await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'patch_file', description: 'Apply a patch' }] }).expect(201)).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));
-      expect(paused.pendingToolCalls[0].arguments).toBe('line 1\nline 2');
-      const tools = llm.requests[0].body!.tools as Array<Record<string, any>>;
+      expect(paused.pendingToolCalls![0].arguments).toBe('line 1\nline 2');
+      const tools = llm.requests[0].body!.tools as unknown[];
       expect(tools.at(-1)).toMatchObject({ type: 'function', function: { name: 'patch_file', parameters: { properties: { input: { type: 'string' } }, required: ['input'] } } });
     } finally {
       await t.close();

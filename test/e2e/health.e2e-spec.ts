@@ -1,3 +1,5 @@
+import type { OpenAPIObject } from '@nestjs/swagger';
+import { bodyOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 describe('health and docs', () => {
@@ -16,7 +18,7 @@ describe('health and docs', () => {
 
   it('serves the OpenAPI document without a key, listing the API routes', async () => {
     const res = await t.http.get('/docs-json').expect(200);
-    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/api/v1/objects', '/api/v1/objects/{name}/records', '/api/v1/api-keys']));
+    expect(Object.keys(bodyOf<OpenAPIObject>(res).paths)).toEqual(expect.arrayContaining(['/api/v1/objects', '/api/v1/objects/{name}/records', '/api/v1/api-keys']));
   });
 
   it('echoes a request id header', async () => {

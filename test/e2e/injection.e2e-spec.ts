@@ -1,3 +1,5 @@
+import type { AggregateResponse } from '../../src/data/records.dto';
+import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 type Row = Record<string, unknown>;
@@ -98,28 +100,28 @@ describe('SQL injection attempts', () => {
         await t.http.get(`/api/v1/objects/${name}/records/${enc('00000000-0000-4000-8000-000000000000')}`).set(admin()),
         await t.http.post(`/api/v1/objects/${name}/aggregate`).set(admin()).send({ aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(8).fill([404, 'object_not_found']));
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(8).fill([404, 'object_not_found']));
     });
 
     it.each(PAYLOADS)('refuses to create an object named %j with 400 invalid_name', async (payload) => {
       const res = await t.http.post('/api/v1/objects').set(admin()).send({ name: payload, label: 'X' }).expect(400);
-      expect(res.body.code).toBe('invalid_name');
+      expect(errorOf(res).code).toBe('invalid_name');
     });
 
     it.each(PAYLOADS)('refuses a lookup whose reference is %j with 400 unknown_reference', async (payload) => {
       const res = await t.http.post('/api/v1/objects/victim/fields').set(admin()).send({ name: 'link', label: 'Link', type: 'lookup', reference: payload }).expect(400);
-      expect(res.body.code).toBe('unknown_reference');
+      expect(errorOf(res).code).toBe('unknown_reference');
     });
   });
 
   describe('in field names', () => {
-    const unknownFieldCode = (payload: string) => 'unknown_field';
+    const unknownFieldCode = 'unknown_field';
 
     it.each([...PAYLOADS, ...OPERATOR_PAYLOADS])('refuses %j as a where key with 400', async (payload) => {
       const top = await list({ where: { [payload]: 'x' } }).expect(400);
-      expect(top.body.code).toBe(unknownFieldCode(payload));
+      expect(errorOf(top).code).toBe(unknownFieldCode);
       const nested = await list({ where: { $or: [{ name: 'alpha' }, { [payload]: { $eq: 1 } }] } }).expect(400);
-      expect(nested.body.code).toBe(unknownFieldCode(payload));
+      expect(errorOf(nested).code).toBe(unknownFieldCode);
     });
 
     it.each(PAYLOADS)('refuses %j in fields, orderBy, groupBy and aggregations with 400 unknown_field', async (payload) => {
@@ -131,60 +133,60 @@ describe('SQL injection attempts', () => {
         await aggregate({ aggregations: [{ function: 'count_distinct', field: payload, alias: 's' }] }),
         await aggregate({ aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: payload }] }),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(6).fill([400, 'unknown_field']));
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(6).fill([400, 'unknown_field']));
     });
 
     it.each(PAYLOADS)('refuses %j as a record key on insert and update with 400 unknown_field', async (payload) => {
       const insert = await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'x', [payload]: 1 }).expect(400);
-      expect(insert.body.code).toBe('unknown_field');
+      expect(errorOf(insert).code).toBe('unknown_field');
       const [{ id }] = await t.sql<{ id: string }>(`select id from data.victim where name = 'alpha'`);
       const update = await t.http.patch(`/api/v1/objects/victim/records/${id}`).set(admin()).send({ [payload]: 'x' }).expect(400);
-      expect(update.body.code).toBe('unknown_field');
+      expect(errorOf(update).code).toBe('unknown_field');
     });
 
     it.each(PAYLOADS)('refuses to create a field named %j with 400 invalid_name', async (payload) => {
       const res = await t.http.post('/api/v1/objects/victim/fields').set(admin()).send({ name: payload, label: 'X', type: 'text' }).expect(400);
-      expect(res.body.code).toBe('invalid_name');
+      expect(errorOf(res).code).toBe('invalid_name');
     });
 
     it.each(PAYLOADS)('answers 404 field_not_found for the path field %j', async (payload) => {
       const patch = await t.http.patch(`/api/v1/objects/victim/fields/${enc(payload)}`).set(admin()).send({ label: 'x' }).expect(404);
-      expect(patch.body.code).toBe('field_not_found');
+      expect(errorOf(patch).code).toBe('field_not_found');
       const del = await t.http.delete(`/api/v1/objects/victim/fields/${enc(payload)}`).set(admin()).expect(404);
-      expect(del.body.code).toBe('field_not_found');
+      expect(errorOf(del).code).toBe('field_not_found');
     });
   });
 
   describe('in operators, directions, functions and aliases', () => {
     it.each([...PAYLOADS, ...OPERATOR_PAYLOADS])('refuses the operator %j with 400 unknown_field, like an unknown field', async (payload) => {
       const onField = await list({ where: { amount: { [payload]: 1 } } }).expect(400);
-      expect(onField.body.code).toBe('unknown_field');
+      expect(errorOf(onField).code).toBe('unknown_field');
       const topLevel = await list({ where: { [`$${payload}`]: [{ name: 'alpha' }] } }).expect(400);
-      expect(topLevel.body.code).toBe('unknown_field');
+      expect(errorOf(topLevel).code).toBe('unknown_field');
     });
 
     it.each(PAYLOADS)('refuses the orderBy direction %j with 400 invalid_order_by', async (payload) => {
       const records = await list({ orderBy: [{ field: 'name', order: payload }] }).expect(400);
-      expect(records.body.code).toBe('invalid_order_by');
+      expect(errorOf(records).code).toBe('invalid_order_by');
       const groups = await aggregate({ groupBy: ['status'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: payload }] }).expect(400);
-      expect(groups.body.code).toBe('invalid_order_by');
+      expect(errorOf(groups).code).toBe('invalid_order_by');
     });
 
     it.each(PAYLOADS)('refuses the aggregate function %j with 400 invalid_aggregate_function', async (payload) => {
       const res = await aggregate({ aggregations: [{ function: payload, field: 'amount', alias: 'x' }] }).expect(400);
-      expect(res.body.code).toBe('invalid_aggregate_function');
+      expect(errorOf(res).code).toBe('invalid_aggregate_function');
     });
 
     it.each(PAYLOADS)('refuses the alias %j with 400 invalid_aggregation', async (payload) => {
       const res = await aggregate({ aggregations: [{ function: 'count', alias: payload }] }).expect(400);
-      expect(res.body.code).toBe('invalid_aggregation');
+      expect(errorOf(res).code).toBe('invalid_aggregation');
     });
 
     it.each(PAYLOADS)('refuses limit and offset %j with 400 validation_failed', async (payload) => {
       const limit = await list({ limit: payload }).expect(400);
-      expect(limit.body.code).toBe('validation_failed');
+      expect(errorOf(limit).code).toBe('validation_failed');
       const offset = await list({ offset: payload }).expect(400);
-      expect(offset.body.code).toBe('validation_failed');
+      expect(errorOf(offset).code).toBe('validation_failed');
     });
 
     it.each(PAYLOADS)('answers 404 record_not_found for the record id %j', async (payload) => {
@@ -193,12 +195,12 @@ describe('SQL injection attempts', () => {
         await t.http.patch(`/api/v1/objects/victim/records/${enc(payload)}`).set(admin()).send({ name: 'x' }),
         await t.http.delete(`/api/v1/objects/victim/records/${enc(payload)}`).set(admin()),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(3).fill([404, 'record_not_found']));
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(3).fill([404, 'record_not_found']));
     });
 
     it.each(PAYLOADS)('answers 401 for the bearer token %j', async (payload) => {
       const res = await t.http.get('/api/v1/objects/victim/records').set('Authorization', `Bearer ${payload}`).expect(401);
-      expect(res.body.code).toBe('unauthorized');
+      expect(errorOf(res).code).toBe('unauthorized');
     });
   });
 
@@ -213,7 +215,7 @@ describe('SQL injection attempts', () => {
         await t.http.delete('/api/v1/objects/victim/fields/name%00').set(admin()),
         await t.http.get('/api/v1/objects/victim/records/%00').set(admin()),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual([
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual([
         [404, 'object_not_found'],
         [404, 'object_not_found'],
         [404, 'object_not_found'],
@@ -236,7 +238,7 @@ describe('SQL injection attempts', () => {
         await aggregate({ where: { name: '\u0000' }, aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
       expect(responses.map((r) => r.status)).toEqual(Array(8).fill(400));
-      expect(responses.map((r) => r.body.code)).toEqual([
+      expect(responses.map((r) => errorOf(r).code)).toEqual([
         'validation_failed', 'validation_failed', 'validation_failed', 'invalid_value', 'unknown_field', 'invalid_value', 'invalid_value', 'validation_failed',
       ]);
     });
@@ -255,10 +257,10 @@ describe('SQL injection attempts', () => {
       ];
       for (const where of queries) {
         const res = await list({ where }).expect(200);
-        expect({ where, records: res.body.records, total: res.body.total }).toEqual({ where, records: [], total: 0 });
+        expect({ where, records: bodyOf<RecordPage>(res).records, total: bodyOf<RecordPage>(res).total }).toEqual({ where, records: [], total: 0 });
       }
       const negated = await list({ where: { name: { $ne: payload } } }).expect(200);
-      expect(negated.body.total).toBe(BASELINE.length + inserted);
+      expect(bodyOf<RecordPage>(negated).total).toBe(BASELINE.length + inserted);
     });
 
     it.each(PAYLOADS)('refuses %j where a number, an id or an option is expected with 400 invalid_value', async (payload) => {
@@ -270,7 +272,7 @@ describe('SQL injection attempts', () => {
         await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'x', amount: payload }),
         await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'x', status: payload }),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(6).fill([400, 'invalid_value']));
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(6).fill([400, 'invalid_value']));
     });
 
     it.each(PAYLOADS)('stores %j verbatim when it is a value, and finds exactly that record', async (payload) => {
@@ -284,27 +286,27 @@ describe('SQL injection attempts', () => {
 
       const [row] = await t.sql<{ name: string; note: string; q: string; keyed: string }>(
         `select name, note, meta->>'q' as q, meta->$2->>0 as keyed from data.victim where id = $1`,
-        [res.body.id, payload],
+        [idOf(res), payload],
       );
       expect(row).toEqual({ name: payload, note: `note ${payload}`, q: payload, keyed: payload });
 
       const found = await list({ where: { name: payload } }).expect(200);
-      expect(found.body.total).toBe(1);
-      expect(found.body.records.map((r: Row) => r.id)).toEqual([res.body.id]);
+      expect(bodyOf<RecordPage>(found).total).toBe(1);
+      expect(bodyOf<RecordPage>(found).records.map((r: Row) => r.id)).toEqual([idOf(res)]);
       const byJson = await list({ where: { meta: { $eq: { q: payload, [payload]: [payload] } } } }).expect(200);
-      expect(byJson.body.records.map((r: Row) => r.id)).toEqual([res.body.id]);
+      expect(bodyOf<RecordPage>(byJson).records.map((r: Row) => r.id)).toEqual([idOf(res)]);
       const counted = await aggregate({ where: { note: { $contains: payload } }, aggregations: [{ function: 'count', alias: 'n' }] }).expect(200);
-      expect(counted.body.rows).toEqual([{ n: 1 }]);
+      expect(bodyOf<AggregateResponse>(counted).rows).toEqual([{ n: 1 }]);
 
-      const patched = await t.http.patch(`/api/v1/objects/victim/records/${res.body.id}`).set(admin()).send({ note: payload }).expect(200);
-      expect(patched.body.note).toBe(payload);
-      const [after] = await t.sql<{ note: string }>('select note from data.victim where id = $1', [res.body.id]);
+      const patched = await t.http.patch(`/api/v1/objects/victim/records/${idOf(res)}`).set(admin()).send({ note: payload }).expect(200);
+      expect(bodyOf<RecordBody>(patched).note).toBe(payload);
+      const [after] = await t.sql<{ note: string }>('select note from data.victim where id = $1', [idOf(res)]);
       expect(after.note).toBe(payload);
     });
 
     it('stores a select option containing a quote and filters on it', async () => {
       const res = await list({ where: { status: "o'brien" } }).expect(200);
-      expect(res.body.records.map((r: Row) => r.name)).toEqual(['beta']);
+      expect(bodyOf<RecordPage>(res).records.map((r: Row) => r.name)).toEqual(['beta']);
     });
 
     it.each(PAYLOADS)('keeps %j as literal text in object labels and descriptions', async (payload) => {

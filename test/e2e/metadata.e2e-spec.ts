@@ -1,3 +1,7 @@
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
+import { match } from '../support/matchers';
+import { bodyOf, errorOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 interface ColumnRow {
@@ -45,7 +49,7 @@ describe('metadata API', () => {
   beforeAll(async () => {
     t = await startTestApp();
     const res = await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'member', role: 'member' }).expect(201);
-    memberKey = res.body.secret;
+    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
     await createObject({ name: 'company', label: 'Company', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] }).expect(201);
   });
   afterAll(() => t.close());
@@ -77,13 +81,13 @@ describe('metadata API', () => {
       }).expect(201);
 
       expect(res.body).toMatchObject({ name: 'typed_thing', label: 'Typed thing', description: 'Every field type' });
-      expect(res.body.fields.map((f: { name: string }) => f.name)).toEqual([
+      expect(bodyOf<ObjectResponse>(res).fields.map((f: { name: string }) => f.name)).toEqual([
         'title', 'body', 'contact_email', 'homepage', 'phone', 'weight', 'price', 'share', 'quantity', 'active',
         'released_on', 'launched_at', 'status', 'tags', 'company', 'specs',
       ]);
-      expect(res.body.fields[0]).toMatchObject({ name: 'title', label: 'Title', type: 'text', required: true, unique: false });
-      expect(res.body.fields.find((f: { name: string }) => f.name === 'status')).toMatchObject({ type: 'select', options: ['draft', 'live'] });
-      expect(res.body.fields.find((f: { name: string }) => f.name === 'company')).toMatchObject({ type: 'lookup', reference: 'company' });
+      expect(bodyOf<ObjectResponse>(res).fields[0]).toMatchObject({ name: 'title', label: 'Title', type: 'text', required: true, unique: false });
+      expect(bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === 'status')).toMatchObject({ type: 'select', options: ['draft', 'live'] });
+      expect(bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === 'company')).toMatchObject({ type: 'lookup', reference: 'company' });
 
       const cols = await columns('typed_thing');
       const typeOf = (name: string) => [cols[name]?.data_type, cols[name]?.udt_name];
@@ -119,11 +123,11 @@ describe('metadata API', () => {
 
       const res = await t.http.get('/api/v1/objects').set(admin()).expect(200);
 
-      expect(res.body.objects).toEqual(expect.arrayContaining([
+      expect(bodyOf<ObjectListResponse>(res).objects).toEqual(expect.arrayContaining([
         { name: 'listed', label: 'Listed', description: 'Shown in the list', fieldCount: 2 },
         { name: 'company', label: 'Company', description: null, fieldCount: 1 },
       ]));
-      const names = res.body.objects.map((o: { name: string }) => o.name);
+      const names = bodyOf<ObjectListResponse>(res).objects.map((o: { name: string }) => o.name);
       expect(names).toEqual([...names].sort());
     });
 
@@ -144,7 +148,7 @@ describe('metadata API', () => {
         await t.http.delete('/api/v1/objects/nothing_here').set(admin()),
         await t.http.post('/api/v1/objects/nothing_here/fields').set(admin()).send({ name: 'a', label: 'A', type: 'text' }),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(4).fill([404, 'object_not_found']));
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(4).fill([404, 'object_not_found']));
     });
 
     it('patches label and description and nothing else', async () => {
@@ -164,9 +168,9 @@ describe('metadata API', () => {
       ['an unknown property', { color: 'blue' }],
     ])('refuses %s in a patch with 400 validation_failed', async (_case, body) => {
       const res = await t.http.patch('/api/v1/objects/company').set(admin()).send(body).expect(400);
-      expect(res.body.code).toBe('validation_failed');
+      expect(errorOf(res).code).toBe('validation_failed');
       const again = await t.http.get('/api/v1/objects/company').set(admin()).expect(200);
-      expect(again.body.label).toBe('Company');
+      expect(bodyOf<ObjectResponse>(again).label).toBe('Company');
     });
 
     it('deletes an object with its table and metadata', async () => {
@@ -178,7 +182,7 @@ describe('metadata API', () => {
 
       expect(await tableExists('doomed')).toBe(false);
       const res = await t.http.get('/api/v1/objects/doomed').set(admin()).expect(404);
-      expect(res.body.code).toBe('object_not_found');
+      expect(errorOf(res).code).toBe('object_not_found');
       const defs = await t.sql(`select 1 from object_definitions where name = 'doomed'`);
       expect(defs).toEqual([]);
       const orphans = await t.sql(`select 1 from field_definitions f where not exists (select 1 from object_definitions o where o.id = f.object_id)`);
@@ -187,11 +191,11 @@ describe('metadata API', () => {
 
     it('answers 409 object_exists for a duplicate object and keeps the original', async () => {
       const res = await createObject({ name: 'company', label: 'Another company', fields: [{ name: 'other', label: 'Other', type: 'text' }] }).expect(409);
-      expect(res.body.code).toBe('object_exists');
+      expect(errorOf(res).code).toBe('object_exists');
       const cols = await columns('company');
       expect(Object.keys(cols).sort()).toEqual(['created_at', 'id', 'name', 'updated_at']);
       const again = await t.http.get('/api/v1/objects/company').set(admin()).expect(200);
-      expect(again.body.label).toBe('Company');
+      expect(bodyOf<ObjectResponse>(again).label).toBe('Company');
     });
 
     it('answers 409 object_referenced when deleting an object another object looks up, and keeps both', async () => {
@@ -200,8 +204,8 @@ describe('metadata API', () => {
 
       const res = await t.http.delete('/api/v1/objects/parent_thing').set(admin()).expect(409);
 
-      expect(res.body.code).toBe('object_referenced');
-      expect(res.body.details).toEqual({ referencedBy: [{ object: 'child_thing', field: 'parent' }] });
+      expect(errorOf(res).code).toBe('object_referenced');
+      expect(errorOf(res).details).toEqual({ referencedBy: [{ object: 'child_thing', field: 'parent' }] });
       expect(await tableExists('parent_thing')).toBe(true);
       await t.http.get('/api/v1/objects/parent_thing').set(admin()).expect(200);
 
@@ -214,7 +218,7 @@ describe('metadata API', () => {
     it('deletes an object whose lookup references itself', async () => {
       await createObject({ name: 'tree_node', label: 'Node', fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'tree_node' }] }).expect(201);
       const root = await t.http.post('/api/v1/objects/tree_node/records').set(admin()).send({}).expect(201);
-      await t.http.post('/api/v1/objects/tree_node/records').set(admin()).send({ parent: root.body.id }).expect(201);
+      await t.http.post('/api/v1/objects/tree_node/records').set(admin()).send({ parent: idOf(root) }).expect(201);
 
       await t.http.delete('/api/v1/objects/tree_node').set(admin()).expect(204);
       expect(await tableExists('tree_node')).toBe(false);
@@ -238,7 +242,7 @@ describe('metadata API', () => {
     ])('refuses an object name with %s (400 %s) and creates nothing', async (_case, name, code) => {
       const before = await definitionCounts();
       const res = await createObject({ name, label: 'X', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(400);
-      expect(res.body.code).toBe(code);
+      expect(errorOf(res).code).toBe(code);
       expect(await definitionCounts()).toEqual(before);
     });
 
@@ -262,11 +266,11 @@ describe('metadata API', () => {
     ])('refuses a field name with %s (400 %s) on create and on add, leaving no trace', async (_case, name, code) => {
       const before = await definitionCounts();
       const created = await createObject({ name: 'bad_field_holder', label: 'X', fields: [{ name, label: 'F', type: 'text' }] }).expect(400);
-      expect(created.body.code).toBe(code);
+      expect(errorOf(created).code).toBe(code);
       expect(await tableExists('bad_field_holder')).toBe(false);
 
       const added = await t.http.post('/api/v1/objects/company/fields').set(admin()).send({ name, label: 'F', type: 'text' }).expect(400);
-      expect(added.body.code).toBe(code);
+      expect(errorOf(added).code).toBe(code);
       expect(await definitionCounts()).toEqual(before);
       expect(Object.keys(await columns('company')).sort()).toEqual(['created_at', 'id', 'name', 'updated_at']);
     });
@@ -289,9 +293,9 @@ describe('metadata API', () => {
     ])('refuses %s with 400 %s', async (_case, field, code) => {
       const before = await definitionCounts();
       const created = await createObject({ name: 'invalid_holder', label: 'X', fields: [field] }).expect(400);
-      expect(created.body.code).toBe(code);
+      expect(errorOf(created).code).toBe(code);
       const added = await t.http.post('/api/v1/objects/company/fields').set(admin()).send(field).expect(400);
-      expect(added.body.code).toBe(code);
+      expect(errorOf(added).code).toBe(code);
       expect(await tableExists('invalid_holder')).toBe(false);
       expect(await definitionCounts()).toEqual(before);
     });
@@ -300,7 +304,7 @@ describe('metadata API', () => {
       const res = await createObject({ name: 'twice', label: 'Twice', fields: [
         { name: 'a', label: 'A', type: 'text' }, { name: 'a', label: 'A again', type: 'integer' },
       ] }).expect(400);
-      expect(res.body.code).toBe('duplicate_field');
+      expect(errorOf(res).code).toBe('duplicate_field');
       expect(await tableExists('twice')).toBe(false);
     });
 
@@ -312,14 +316,14 @@ describe('metadata API', () => {
       ['an unknown property', { name: 'wrong_types', label: 'X', table: 'pg_catalog.pg_class' }],
     ])('refuses an object body with %s with 400 validation_failed', async (_case, body) => {
       const res = await createObject(body).expect(400);
-      expect(res.body).toMatchObject({ code: 'validation_failed', error: expect.any(String) });
+      expect(res.body).toMatchObject({ code: 'validation_failed', error: match.any(String) });
       expect(await tableExists('wrong_types')).toBe(false);
     });
 
     it('refuses a null label in an object patch with 400 and keeps the label', async () => {
       const res = await t.http.patch('/api/v1/objects/company').set(admin()).send({ label: null }).expect(400);
-      expect(['validation_failed', 'invalid_value']).toContain(res.body.code);
-      expect((await t.http.get('/api/v1/objects/company').set(admin()).expect(200)).body.label).toBe('Company');
+      expect(['validation_failed', 'invalid_value']).toContain(errorOf(res).code);
+      expect(bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/company').set(admin()).expect(200)).label).toBe('Company');
     });
 
     it.each([
@@ -329,19 +333,19 @@ describe('metadata API', () => {
       ['an option', { name: 'nul_option', label: 'X', fields: [{ name: 'a', label: 'A', type: 'select', options: ['ok', 'b\u0000ad'] }] }],
     ])('refuses a NUL character in %s with 400 validation_failed', async (_case, body) => {
       const res = await createObject(body).expect(400);
-      expect(res.body.code).toBe('validation_failed');
+      expect(errorOf(res).code).toBe('validation_failed');
       expect(await tableExists(body.name)).toBe(false);
     });
 
     it('refuses malformed JSON with 400 invalid_json', async () => {
       const res = await t.http.post('/api/v1/objects').set(admin()).set('content-type', 'application/json').send('{"name": "broken", "label": ').expect(400);
-      expect(res.body.code).toBe('invalid_json');
+      expect(errorOf(res).code).toBe('invalid_json');
       expect(await tableExists('broken')).toBe(false);
     });
 
     it('refuses a body that is JSON but not an object with 400', async () => {
       const res = await t.http.post('/api/v1/objects').set(admin()).set('content-type', 'application/json').send('"account"').expect(400);
-      expect(res.body.code).toEqual(expect.any(String));
+      expect(errorOf(res).code).toEqual(expect.any(String));
     });
   });
 
@@ -358,8 +362,8 @@ describe('metadata API', () => {
         ],
       }).expect(400);
 
-      expect(res.body.code).toBe('unknown_reference');
-      expect(res.body.error).toContain('does_not_exist');
+      expect(errorOf(res).code).toBe('unknown_reference');
+      expect(errorOf(res).error).toContain('does_not_exist');
       expect(await tableExists('half_made')).toBe(false);
       expect(await definitionCounts()).toEqual(before);
       await t.http.get('/api/v1/objects/half_made').set(admin()).expect(404);
@@ -374,7 +378,7 @@ describe('metadata API', () => {
     it('rolls back a lookup field added to an existing object when its target is missing', async () => {
       const before = await definitionCounts();
       const res = await t.http.post('/api/v1/objects/company/fields').set(admin()).send({ name: 'parent', label: 'Parent', type: 'lookup', reference: 'ghost' }).expect(400);
-      expect(res.body.code).toBe('unknown_reference');
+      expect(errorOf(res).code).toBe('unknown_reference');
       expect(await definitionCounts()).toEqual(before);
       expect(await columns('company')).not.toHaveProperty('parent');
     });
@@ -391,12 +395,12 @@ describe('metadata API', () => {
       const cols = await columns('gizmo');
       expect(cols.size).toMatchObject({ data_type: 'text', is_nullable: 'YES' });
       const object = await t.http.get('/api/v1/objects/gizmo').set(admin()).expect(200);
-      expect(object.body.fields.map((f: { name: string }) => f.name)).toEqual(['name', 'size']);
+      expect(bodyOf<ObjectResponse>(object).fields.map((f: { name: string }) => f.name)).toEqual(['name', 'size']);
     });
 
     it('answers 409 field_exists for a field name already taken', async () => {
       const res = await t.http.post('/api/v1/objects/company/fields').set(admin()).send({ name: 'name', label: 'Name', type: 'integer' }).expect(409);
-      expect(res.body.code).toBe('field_exists');
+      expect(errorOf(res).code).toBe('field_exists');
       expect((await columns('company')).name.data_type).toBe('text');
     });
 
@@ -406,7 +410,7 @@ describe('metadata API', () => {
 
       const res = await t.http.post('/api/v1/objects/filled/fields').set(admin()).send({ name: 'b', label: 'B', type: 'text', required: true }).expect(400);
 
-      expect(res.body.code).toBe('object_not_empty');
+      expect(errorOf(res).code).toBe('object_not_empty');
       expect(await columns('filled')).not.toHaveProperty('b');
       // An optional field is fine.
       await t.http.post('/api/v1/objects/filled/fields').set(admin()).send({ name: 'b', label: 'B', type: 'text' }).expect(201);
@@ -426,16 +430,16 @@ describe('metadata API', () => {
 
     it('refuses options on a non-select field in a patch with 400 unexpected_options', async () => {
       const res = await t.http.patch('/api/v1/objects/gizmo/fields/name').set(admin()).send({ options: ['a'] }).expect(400);
-      expect(res.body.code).toBe('unexpected_options');
+      expect(errorOf(res).code).toBe('unexpected_options');
     });
 
     it('answers 404 field_not_found for an unknown field on patch and delete', async () => {
       const patch = await t.http.patch('/api/v1/objects/gizmo/fields/nope').set(admin()).send({ label: 'x' }).expect(404);
-      expect(patch.body.code).toBe('field_not_found');
+      expect(errorOf(patch).code).toBe('field_not_found');
       const del = await t.http.delete('/api/v1/objects/gizmo/fields/nope').set(admin()).expect(404);
-      expect(del.body.code).toBe('field_not_found');
+      expect(errorOf(del).code).toBe('field_not_found');
       const system = await t.http.delete('/api/v1/objects/gizmo/fields/id').set(admin()).expect(404);
-      expect(system.body.code).toBe('field_not_found');
+      expect(errorOf(system).code).toBe('field_not_found');
       expect(await columns('gizmo')).toHaveProperty('id');
     });
 
@@ -450,7 +454,7 @@ describe('metadata API', () => {
       expect(await onColumn('code')).toEqual([expect.stringMatching(/^CREATE UNIQUE INDEX/)]);
       await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(201);
       const dup = await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(409);
-      expect(dup.body.code).toBe('unique_violation');
+      expect(errorOf(dup).code).toBe('unique_violation');
 
       await t.http.patch('/api/v1/objects/indexed_thing/fields/code').set(admin()).send({ unique: false }).expect(200);
       expect(await onColumn('code')).toEqual([]);
@@ -481,10 +485,10 @@ describe('metadata API', () => {
 
       const res = await t.http.patch('/api/v1/objects/dupes/fields/code').set(admin()).send({ unique: true }).expect(409);
 
-      expect(res.body.code).toBe('unique_violation');
+      expect(errorOf(res).code).toBe('unique_violation');
       expect((await indexesOf('dupes')).filter((d) => d.includes('(code)'))).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
       const field = await t.http.get('/api/v1/objects/dupes').set(admin()).expect(200);
-      expect(field.body.fields[0]).toMatchObject({ unique: false, indexed: true });
+      expect(bodyOf<ObjectResponse>(field).fields[0]).toMatchObject({ unique: false, indexed: true });
     });
 
     it('fails cleanly with 400 field_has_empty_values when making a field with nulls required', async () => {
@@ -493,13 +497,13 @@ describe('metadata API', () => {
 
       const res = await t.http.patch('/api/v1/objects/sparse/fields/b').set(admin()).send({ required: true, label: 'B!' }).expect(400);
 
-      expect(res.body.code).toBe('field_has_empty_values');
+      expect(errorOf(res).code).toBe('field_has_empty_values');
       expect((await columns('sparse')).b.is_nullable).toBe('YES');
       const object = await t.http.get('/api/v1/objects/sparse').set(admin()).expect(200);
-      expect(object.body.fields[1]).toMatchObject({ name: 'b', label: 'B', required: false });
+      expect(bodyOf<ObjectResponse>(object).fields[1]).toMatchObject({ name: 'b', label: 'B', required: false });
 
       // Filled in, the same change goes through and the column becomes NOT NULL.
-      await t.http.patch(`/api/v1/objects/sparse/records/${row.body.id}`).set(admin()).send({ b: 'now b' }).expect(200);
+      await t.http.patch(`/api/v1/objects/sparse/records/${idOf(row)}`).set(admin()).send({ b: 'now b' }).expect(200);
       await t.http.patch('/api/v1/objects/sparse/fields/b').set(admin()).send({ required: true }).expect(200);
       expect((await columns('sparse')).b.is_nullable).toBe('NO');
       const missing = await t.http.post('/api/v1/objects/sparse/records').set(admin()).send({ a: 'no b' }).expect(400);
@@ -513,11 +517,11 @@ describe('metadata API', () => {
       await createObject({ name: 'strict', label: 'Strict', fields: [{ name: 'code', label: 'Code', type: 'text', required: true }] }).expect(201);
       for (const body of [{ required: null }, { label: null }, { required: null, label: 'Renamed' }]) {
         const res = await t.http.patch('/api/v1/objects/strict/fields/code').set(admin()).send(body).expect(400);
-        expect(['validation_failed', 'invalid_value']).toContain(res.body.code);
+        expect(['validation_failed', 'invalid_value']).toContain(errorOf(res).code);
       }
       expect((await columns('strict')).code.is_nullable).toBe('NO');
       const object = await t.http.get('/api/v1/objects/strict').set(admin()).expect(200);
-      expect(object.body.fields[0]).toMatchObject({ label: 'Code', required: true });
+      expect(bodyOf<ObjectResponse>(object).fields[0]).toMatchObject({ label: 'Code', required: true });
     });
 
     it('deletes a field and its column, keeping the rows', async () => {
@@ -528,10 +532,10 @@ describe('metadata API', () => {
 
       expect(await columns('shrinking')).not.toHaveProperty('drop_me');
       const records = await t.http.get('/api/v1/objects/shrinking/records').set(admin()).expect(200);
-      expect(records.body.records).toEqual([expect.objectContaining({ keep: 'k' })]);
-      expect(records.body.records[0]).not.toHaveProperty('drop_me');
+      expect(bodyOf<RecordPage>(records).records).toEqual([expect.objectContaining({ keep: 'k' })]);
+      expect(bodyOf<RecordPage>(records).records[0]).not.toHaveProperty('drop_me');
       const list = await t.http.get('/api/v1/objects').set(admin()).expect(200);
-      expect(list.body.objects.find((o: { name: string }) => o.name === 'shrinking').fieldCount).toBe(1);
+      expect(bodyOf<ObjectListResponse>(list).objects.find((o: { name: string }) => o.name === 'shrinking')!.fieldCount).toBe(1);
     });
 
     it.each([
@@ -541,7 +545,7 @@ describe('metadata API', () => {
       ['a rename', { name: 'other' }],
     ])('refuses %s in a field patch with 400 validation_failed', async (_case, body) => {
       const res = await t.http.patch('/api/v1/objects/company/fields/name').set(admin()).send(body).expect(400);
-      expect(res.body.code).toBe('validation_failed');
+      expect(errorOf(res).code).toBe('validation_failed');
       expect((await columns('company')).name.data_type).toBe('text');
     });
   });
@@ -558,7 +562,7 @@ describe('metadata API', () => {
         await t.http.patch('/api/v1/objects/company/fields/name').set(bearer(memberKey)).send({ label: 'X' }),
         await t.http.delete('/api/v1/objects/company/fields/name').set(bearer(memberKey)),
       ];
-      expect(writes.map((r) => [r.status, r.body.code])).toEqual(Array(6).fill([403, 'forbidden']));
+      expect(writes.map((r) => [r.status, errorOf(r).code])).toEqual(Array(6).fill([403, 'forbidden']));
       expect(await tableExists('by_member')).toBe(false);
       expect(Object.keys(await columns('company')).sort()).toEqual(['created_at', 'id', 'name', 'updated_at']);
     });

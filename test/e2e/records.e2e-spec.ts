@@ -1,3 +1,6 @@
+import type { AggregateResponse } from '../../src/data/records.dto';
+import { match } from '../support/matchers';
+import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 type Row = Record<string, unknown>;
@@ -64,7 +67,7 @@ describe('records API', () => {
     t = await startTestApp();
     await t.http.post('/api/v1/objects').set(admin()).send({ name: 'maker', label: 'Maker', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] }).expect(201);
     await t.http.post('/api/v1/objects').set(admin()).send({ name: 'gadget', label: 'Gadget', fields: GADGET_FIELDS }).expect(201);
-    makerId = (await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Acme' }).expect(201)).body.id;
+    makerId = idOf(await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Acme' }).expect(201));
 
     await t.http.post('/api/v1/objects').set(admin()).send({
       name: 'item',
@@ -110,19 +113,19 @@ describe('records API', () => {
 
       expect(res.body).toEqual({
         ...full(),
-        id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
-        created_at: expect.any(String),
-        updated_at: expect.any(String),
+        id: match.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+        created_at: match.any(String),
+        updated_at: match.any(String),
         launched_at: '2024-03-31T12:30:00.000Z',
       });
-      expect(Number.isNaN(Date.parse(res.body.created_at))).toBe(false);
+      expect(Number.isNaN(Date.parse(bodyOf<{ created_at: string }>(res).created_at))).toBe(false);
 
       const [row] = await t.sql<Row>(
         `select title, contact_email, homepage, weight, price::text as price, quantity::text as quantity, active,
                 released_on::text as released_on, launched_at = '2024-03-31T12:30:00Z'::timestamptz as launched_ok,
                 status, tags, maker::text as maker, specs
            from data.gadget where id = $1`,
-        [res.body.id],
+        [idOf(res)],
       );
       expect(row).toEqual({
         title: 'Widget', contact_email: 'sales@widget.example', homepage: 'https://widget.example/products?id=1', weight: 1.25,
@@ -133,52 +136,52 @@ describe('records API', () => {
 
     it('reads a record by id exactly as it was returned on create', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ ...full(), contact_email: 'read@widget.example' }).expect(201);
-      const res = await t.http.get(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(200);
+      const res = await t.http.get(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(200);
       expect(res.body).toEqual(created.body);
     });
 
     it('stores omitted optional fields as null', async () => {
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Bare' }).expect(201);
-      for (const field of GADGET_FIELDS.filter((f) => f.name !== 'title')) expect(res.body[field.name]).toBeNull();
+      for (const field of GADGET_FIELDS.filter((f) => f.name !== 'title')) expect(bodyOf<RecordBody>(res)[field.name]).toBeNull();
     });
 
     it('patches only the given fields, clears a field set to null, and returns the record (200)', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ ...full(), contact_email: 'patch@widget.example' }).expect(201);
 
       const res = await t.http
-        .patch(`/api/v1/objects/gadget/records/${created.body.id}`)
+        .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
         .set(admin())
         .send({ status: 'retired', price: 5, tags: ['green'], homepage: null })
         .expect(200);
 
       expect(res.body).toEqual({
-        ...created.body,
+        ...bodyOf<RecordBody>(created),
         status: 'retired',
         price: 5,
         tags: ['green'],
         homepage: null,
-        updated_at: expect.any(String),
+        updated_at: match.any(String),
       });
-      const again = await t.http.get(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(200);
+      const again = await t.http.get(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(200);
       expect(again.body).toEqual(res.body);
     });
 
     it('deletes a record (204), after which it is 404 record_not_found', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Short-lived' }).expect(201);
 
-      await t.http.delete(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(204);
+      await t.http.delete(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(204);
 
-      const res = await t.http.get(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(404);
-      expect(res.body.code).toBe('record_not_found');
-      expect(await t.sql('select 1 from data.gadget where id = $1', [created.body.id])).toEqual([]);
-      const again = await t.http.delete(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).expect(404);
-      expect(again.body.code).toBe('record_not_found');
+      const res = await t.http.get(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(404);
+      expect(errorOf(res).code).toBe('record_not_found');
+      expect(await t.sql('select 1 from data.gadget where id = $1', [idOf(created)])).toEqual([]);
+      const again = await t.http.delete(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(404);
+      expect(errorOf(again).code).toBe('record_not_found');
     });
 
     it('keeps a client-chosen id and answers 409 unique_violation for a taken one', async () => {
       const id = 'a1b2c3d4-0000-4000-8000-000000000001';
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ id, title: 'Chosen id' }).expect(201);
-      expect(res.body.id).toBe(id);
+      expect(idOf(res)).toBe(id);
       const dup = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ id, title: 'Same id' }).expect(409);
       expect(dup.body).toMatchObject({ code: 'unique_violation', details: { field: 'id' } });
     });
@@ -193,7 +196,7 @@ describe('records API', () => {
         await t.http.patch(`/api/v1/objects/gadget/records/${id}`).set(admin()).send({ title: 'x' }),
         await t.http.delete(`/api/v1/objects/gadget/records/${id}`).set(admin()),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(3).fill([404, 'record_not_found']));
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(3).fill([404, 'record_not_found']));
     });
 
     it('answers 404 object_not_found for records of an unknown object', async () => {
@@ -203,7 +206,7 @@ describe('records API', () => {
         await t.http.get(`/api/v1/objects/nope/records/${UNKNOWN_ID}`).set(admin()),
         await t.http.post('/api/v1/objects/nope/aggregate').set(admin()).send({ aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
-      expect(responses.map((r) => [r.status, r.body.code])).toEqual(Array(4).fill([404, 'object_not_found']));
+      expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(4).fill([404, 'object_not_found']));
     });
   });
 
@@ -212,7 +215,7 @@ describe('records API', () => {
       const before = await count('gadget');
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ price: 1 }).expect(400);
       expect(res.body).toMatchObject({ code: 'missing_required_field', details: { fields: ['title'] } });
-      expect(res.body.error).toContain('title');
+      expect(errorOf(res).error).toContain('title');
       const nulled = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: null }).expect(400);
       expect(nulled.body).toMatchObject({ code: 'missing_required_field', details: { fields: ['title'] } });
       expect(await count('gadget')).toBe(before);
@@ -220,9 +223,9 @@ describe('records API', () => {
 
     it('refuses to clear a required field in a patch', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Keep me' }).expect(201);
-      const res = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ title: null }).expect(400);
-      expect(res.body.code).toBe('missing_required_field');
-      const [row] = await t.sql<{ title: string }>('select title from data.gadget where id = $1', [created.body.id]);
+      const res = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ title: null }).expect(400);
+      expect(errorOf(res).code).toBe('missing_required_field');
+      const [row] = await t.sql<{ title: string }>('select title from data.gadget where id = $1', [idOf(created)]);
       expect(row.title).toBe('Keep me');
     });
 
@@ -254,24 +257,24 @@ describe('records API', () => {
       const before = await count('gadget');
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Typed', [field]: value }).expect(400);
       expect(res.body).toMatchObject({ code: 'invalid_value', details: { field } });
-      expect(res.body.error).toContain(field);
+      expect(errorOf(res).error).toContain(field);
       expect(await count('gadget')).toBe(before);
     });
 
     it('lists the allowed options when a select value is not one of them', async () => {
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', status: 'archived' }).expect(400);
-      expect(res.body.details.options).toEqual(['draft', 'live', 'retired']);
+      expect(errorOf<{ options: string[] }>(res).details.options).toEqual(['draft', 'live', 'retired']);
     });
 
     it('refuses a lookup to a nonexistent record with 400 invalid_reference naming the field', async () => {
       const before = await count('gadget');
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Orphan', maker: UNKNOWN_ID }).expect(400);
       expect(res.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
-      expect(res.body.error).toContain('maker');
+      expect(errorOf(res).error).toContain('maker');
       expect(await count('gadget')).toBe(before);
 
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Linked', maker: makerId }).expect(201);
-      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ maker: UNKNOWN_ID }).expect(400);
+      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ maker: UNKNOWN_ID }).expect(400);
       expect(patch.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
     });
 
@@ -281,7 +284,7 @@ describe('records API', () => {
 
       const insert = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Copy', contact_email: 'unique@widget.example' }).expect(409);
       expect(insert.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
-      const update = await t.http.patch(`/api/v1/objects/gadget/records/${second.body.id}`).set(admin()).send({ contact_email: 'unique@widget.example' }).expect(409);
+      const update = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(second)}`).set(admin()).send({ contact_email: 'unique@widget.example' }).expect(409);
       expect(update.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
 
       const rows = await t.sql(`select 1 from data.gadget where contact_email = 'unique@widget.example'`);
@@ -290,63 +293,63 @@ describe('records API', () => {
 
     it('answers 409 record_referenced when deleting a record a lookup points to, and keeps it', async () => {
       const maker = await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Referenced Inc' }).expect(201);
-      const gadget = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Points to maker', maker: maker.body.id }).expect(201);
+      const gadget = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Points to maker', maker: idOf(maker) }).expect(201);
 
-      const res = await t.http.delete(`/api/v1/objects/maker/records/${maker.body.id}`).set(admin()).expect(409);
+      const res = await t.http.delete(`/api/v1/objects/maker/records/${idOf(maker)}`).set(admin()).expect(409);
 
-      expect(res.body.code).toBe('record_referenced');
-      await t.http.get(`/api/v1/objects/maker/records/${maker.body.id}`).set(admin()).expect(200);
+      expect(errorOf(res).code).toBe('record_referenced');
+      await t.http.get(`/api/v1/objects/maker/records/${idOf(maker)}`).set(admin()).expect(200);
 
-      await t.http.delete(`/api/v1/objects/gadget/records/${gadget.body.id}`).set(admin()).expect(204);
-      await t.http.delete(`/api/v1/objects/maker/records/${maker.body.id}`).set(admin()).expect(204);
+      await t.http.delete(`/api/v1/objects/gadget/records/${idOf(gadget)}`).set(admin()).expect(204);
+      await t.http.delete(`/api/v1/objects/maker/records/${idOf(maker)}`).set(admin()).expect(204);
     });
 
     it('answers 409 record_referenced when deleting a record its own object still points to', async () => {
       await t.http.post('/api/v1/objects').set(admin()).send({ name: 'folder', label: 'Folder', fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'folder' }] }).expect(201);
       const root = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({}).expect(201);
-      const child = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({ parent: root.body.id }).expect(201);
+      const child = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({ parent: idOf(root) }).expect(201);
 
-      const res = await t.http.delete(`/api/v1/objects/folder/records/${root.body.id}`).set(admin()).expect(409);
+      const res = await t.http.delete(`/api/v1/objects/folder/records/${idOf(root)}`).set(admin()).expect(409);
 
-      expect(res.body.code).toBe('record_referenced');
-      await t.http.delete(`/api/v1/objects/folder/records/${child.body.id}`).set(admin()).expect(204);
-      await t.http.delete(`/api/v1/objects/folder/records/${root.body.id}`).set(admin()).expect(204);
+      expect(errorOf(res).code).toBe('record_referenced');
+      await t.http.delete(`/api/v1/objects/folder/records/${idOf(child)}`).set(admin()).expect(204);
+      await t.http.delete(`/api/v1/objects/folder/records/${idOf(root)}`).set(admin()).expect(204);
     });
 
     it('refuses unknown fields with 400 unknown_field listing the available fields', async () => {
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', colour: 'red' }).expect(400);
-      expect(res.body.code).toBe('unknown_field');
-      expect(res.body.details.availableFields).toEqual(expect.arrayContaining(['id', 'title', 'price', 'maker']));
+      expect(errorOf(res).code).toBe('unknown_field');
+      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(expect.arrayContaining(['id', 'title', 'price', 'maker']));
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'y' }).expect(201);
-      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ colour: 'red' }).expect(400);
-      expect(patch.body.code).toBe('unknown_field');
+      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ colour: 'red' }).expect(400);
+      expect(errorOf(patch).code).toBe('unknown_field');
     });
 
     it.each([['created_at'], ['updated_at']])('refuses to write the system field %s with 400 read_only_field', async (field) => {
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', [field]: '2020-01-01T00:00:00Z' }).expect(400);
-      expect(res.body.code).toBe('read_only_field');
+      expect(errorOf(res).code).toBe('read_only_field');
     });
 
     it('refuses to change a record id with 400 read_only_field', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Fixed id' }).expect(201);
-      const res = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({ id: UNKNOWN_ID }).expect(400);
-      expect(res.body.code).toBe('read_only_field');
+      const res = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ id: UNKNOWN_ID }).expect(400);
+      expect(errorOf(res).code).toBe('read_only_field');
     });
 
     it('refuses an empty patch with 400 invalid_record', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Nothing to do' }).expect(201);
-      const res = await t.http.patch(`/api/v1/objects/gadget/records/${created.body.id}`).set(admin()).send({}).expect(400);
-      expect(res.body.code).toBe('invalid_record');
+      const res = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({}).expect(400);
+      expect(errorOf(res).code).toBe('invalid_record');
     });
 
     it.each([['[]'], ['"a string"'], ['42'], ['null']])('refuses the JSON body %s with 400 invalid_record', async (raw) => {
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).set('content-type', 'application/json').send(raw).expect(400);
-      expect(res.body.code).toBe('invalid_record');
+      expect(errorOf(res).code).toBe('invalid_record');
     });
 
     it('refuses malformed JSON with 400 invalid_json', async () => {
       const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).set('content-type', 'application/json').send('{"title": "x",}').expect(400);
-      expect(res.body.code).toBe('invalid_json');
+      expect(errorOf(res).code).toBe('invalid_json');
     });
   });
 
@@ -354,19 +357,19 @@ describe('records API', () => {
     it('returns records, total, limit and offset with the default limit of 50', async () => {
       const res = await list('item').expect(200);
       expect(res.body).toMatchObject({ total: 60, limit: 50, offset: 0 });
-      expect(res.body.records).toHaveLength(50);
-      expect(Object.keys(res.body.records[0])).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
+      expect(bodyOf<RecordPage>(res).records).toHaveLength(50);
+      expect(Object.keys(bodyOf<RecordPage>(res).records[0])).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
     });
 
     it('orders by id when no orderBy is given', async () => {
       const res = await list('item', { limit: 1000 }).expect(200);
-      expect(ids(res.body.records)).toEqual(await sqlIds('true', [], 'id'));
+      expect(ids(bodyOf<RecordPage>(res).records)).toEqual(await sqlIds('true', [], 'id'));
     });
 
     it('clamps a limit above 1000 to 1000', async () => {
       const res = await list('item', { limit: '5000' }).expect(200);
       expect(res.body).toMatchObject({ limit: 1000, total: 60 });
-      expect(res.body.records).toHaveLength(60);
+      expect(bodyOf<RecordPage>(res).records).toHaveLength(60);
     });
 
     it.each([
@@ -379,7 +382,7 @@ describe('records API', () => {
       ['an unknown query parameter', { sort: 'name' }],
     ])('refuses %s with 400 validation_failed', async (_case, query) => {
       const res = await list('item', query).expect(400);
-      expect(res.body.code).toBe('validation_failed');
+      expect(errorOf(res).code).toBe('validation_failed');
     });
 
     it('reports the real total on a page past the end', async () => {
@@ -390,8 +393,8 @@ describe('records API', () => {
     it('gives a total equal to a direct SQL count of the same filter, whatever the page size', async () => {
       const res = await list('item', { where: { active: true, amount: { $gt: 30 } }, limit: '3' }).expect(200);
       const [{ count: expected }] = await t.sql<{ count: string }>('select count(*) from data.item where active and amount > 30');
-      expect(res.body.total).toBe(Number(expected));
-      expect(res.body.records).toHaveLength(3);
+      expect(bodyOf<RecordPage>(res).total).toBe(Number(expected));
+      expect(bodyOf<RecordPage>(res).records).toHaveLength(3);
     });
 
     it('pages stably: pages concatenated equal one full ordered scan, without duplicates, even with ties', async () => {
@@ -400,29 +403,29 @@ describe('records API', () => {
         const paged: string[] = [];
         for (let offset = 0; ; offset += 7) {
           const page = await list('item', { limit: '7', offset: String(offset), ...(orderBy ? { orderBy } : {}) }).expect(200);
-          expect(page.body.total).toBe(60);
-          if (page.body.records.length === 0) break;
-          paged.push(...ids(page.body.records));
+          expect(bodyOf<RecordPage>(page).total).toBe(60);
+          if (bodyOf<RecordPage>(page).records.length === 0) break;
+          paged.push(...ids(bodyOf<RecordPage>(page).records));
         }
-        expect(paged).toEqual(ids(full.body.records));
+        expect(paged).toEqual(ids(bodyOf<RecordPage>(full).records));
         expect(new Set(paged).size).toBe(60);
       }
     });
 
     it('sorts by orderBy with nulls last and id as the final tiebreaker, like SQL does', async () => {
       const desc = await list('item', { orderBy: [{ field: 'amount', order: 'desc' }], limit: '1000' }).expect(200);
-      expect(ids(desc.body.records)).toEqual(await sqlIds('true', [], 'amount desc nulls last, id'));
-      expect(desc.body.records.at(-1).amount).toBeNull();
+      expect(ids(bodyOf<RecordPage>(desc).records)).toEqual(await sqlIds('true', [], 'amount desc nulls last, id'));
+      expect(bodyOf<RecordPage>(desc).records.at(-1)!.amount).toBeNull();
 
       const multi = await list('item', { orderBy: [{ field: 'category', order: 'asc' }, { field: 'name', order: 'DESC' }], limit: '1000' }).expect(200);
-      expect(ids(multi.body.records)).toEqual(await sqlIds('true', [], 'category asc nulls last, name desc nulls last, id'));
+      expect(ids(bodyOf<RecordPage>(multi).records)).toEqual(await sqlIds('true', [], 'category asc nulls last, name desc nulls last, id'));
     });
 
     it('projects the requested fields, always with id first', async () => {
       const res = await list('item', { fields: 'name,amount', limit: '5' }).expect(200);
-      for (const record of res.body.records) expect(Object.keys(record)).toEqual(['id', 'name', 'amount']);
+      for (const record of bodyOf<RecordPage>(res).records) expect(Object.keys(record)).toEqual(['id', 'name', 'amount']);
       const dup = await list('item', { fields: 'qty, id ,qty', limit: '1' }).expect(200);
-      expect(Object.keys(dup.body.records[0])).toEqual(['id', 'qty']);
+      expect(Object.keys(bodyOf<RecordPage>(dup).records[0])).toEqual(['id', 'qty']);
     });
 
     it.each([
@@ -432,9 +435,9 @@ describe('records API', () => {
       ['fields', { fields: 'name,colour' }],
     ])('answers an unknown field in %s with 400 unknown_field and the available fields', async (_case, query) => {
       const res = await list('item', query).expect(400);
-      expect(res.body.code).toBe('unknown_field');
-      expect(res.body.details).toMatchObject({ field: 'colour' });
-      expect(res.body.details.availableFields).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
+      expect(errorOf(res).code).toBe('unknown_field');
+      expect(errorOf(res).details).toMatchObject({ field: 'colour' });
+      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
     });
 
     it.each([
@@ -453,9 +456,9 @@ describe('records API', () => {
       ['an array as where', [{ qty: 1 }], 'invalid_where'],
     ])('answers %s with 400 %s', async (label, where, code) => {
       const res = await list('item', { where }).expect(400);
-      expect(res.body.code).toBe(code);
-      if (code === 'unknown_field') expect(res.body.details.availableFields).toEqual(expect.arrayContaining(['id', 'amount', 'qty']));
-      if (label.includes('operator')) expect(res.body.details.availableOperators).toEqual(expect.any(Array));
+      expect(errorOf(res).code).toBe(code);
+      if (code === 'unknown_field') expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(expect.arrayContaining(['id', 'amount', 'qty']));
+      if (label.includes('operator')) expect(errorOf<{ availableOperators: string[] }>(res).details.availableOperators).toEqual(expect.any(Array));
     });
 
     it('refuses $in with more than 1,000 values with 400 too_many_values', async () => {
@@ -463,7 +466,7 @@ describe('records API', () => {
       const res = await t.http.get('/api/v1/objects/item/records').query({ where: JSON.stringify({ qty: { $in: values } }) }).set(admin()).expect(400);
       expect(res.body).toMatchObject({ code: 'too_many_values', details: { max: 1000 } });
       const ok = await t.http.get('/api/v1/objects/item/records').query({ where: JSON.stringify({ qty: { $in: values.slice(0, 1000) } }) }).set(admin()).expect(200);
-      expect(ok.body.total).toBe(60);
+      expect(bodyOf<RecordPage>(ok).total).toBe(60);
     });
 
     it.each([
@@ -471,7 +474,7 @@ describe('records API', () => {
       ['orderBy', 'invalid_order_by'],
     ])('answers malformed JSON in %s with 400 %s', async (param, code) => {
       const res = await list('item', { [param]: '{"qty": ' }).expect(400);
-      expect(res.body.code).toBe(code);
+      expect(errorOf(res).code).toBe(code);
     });
 
     it.each([
@@ -482,7 +485,7 @@ describe('records API', () => {
       ['the same field twice', [{ field: 'qty' }, { field: 'qty', order: 'desc' }]],
     ])('answers an orderBy with %s with 400 invalid_order_by', async (_case, orderBy) => {
       const res = await list('item', { orderBy }).expect(400);
-      expect(res.body.code).toBe('invalid_order_by');
+      expect(errorOf(res).code).toBe('invalid_order_by');
     });
   });
 
@@ -531,8 +534,8 @@ describe('records API', () => {
 
       const res = await list('item', { where, limit: '1000', fields: 'id' }).expect(200);
 
-      expect(ids(res.body.records).sort()).toEqual([...expected].sort());
-      expect(res.body.total).toBe(expected.length);
+      expect(ids(bodyOf<RecordPage>(res).records).sort()).toEqual([...expected].sort());
+      expect(bodyOf<RecordPage>(res).total).toBe(expected.length);
     });
   });
 
@@ -558,13 +561,13 @@ describe('records API', () => {
                 avg(amount) as amount_avg, min(day)::text as first_day, max(amount) as amount_max, count(distinct qty)::int as qty_kinds
            from data.item group by category order by category asc nulls last`,
       );
-      expect(res.body.rows).toHaveLength(expected.length);
-      res.body.rows.forEach((row: Row, i: number) => {
+      expect(bodyOf<AggregateResponse>(res).rows).toHaveLength(expected.length);
+      bodyOf<AggregateResponse>(res).rows.forEach((row: Row, i: number) => {
         const { amount_avg, ...rest } = expected[i];
-        expect(row).toEqual({ ...rest, amount_avg: expect.any(Number) });
+        expect(row).toEqual({ ...rest, amount_avg: match.any(Number) });
         expect(row.amount_avg as number).toBeCloseTo(amount_avg as number, 9);
       });
-      expect(res.body.rows.map((r: Row) => r.category)).toEqual(['a', 'b', 'c', null]);
+      expect(bodyOf<AggregateResponse>(res).rows.map((r: Row) => r.category)).toEqual(['a', 'b', 'c', null]);
     });
 
     it('aggregates without groupBy into one row, honouring where', async () => {
@@ -573,8 +576,8 @@ describe('records API', () => {
         aggregations: [{ function: 'count', alias: 'n' }, { function: 'sum', field: 'amount', alias: 'total' }],
       }).expect(200);
       const [expected] = await t.sql<{ n: number; total: number }>('select count(*)::int as n, sum(amount) as total from data.item where active');
-      expect(res.body.rows).toEqual([{ n: expected.n, total: expect.any(Number) }]);
-      expect(res.body.rows[0].total).toBeCloseTo(expected.total, 9);
+      expect(bodyOf<AggregateResponse>(res).rows).toEqual([{ n: expected.n, total: match.any(Number) }]);
+      expect(bodyOf<AggregateResponse>(res).rows[0].total).toBeCloseTo(expected.total, 9);
     });
 
     it('orders groups by an aggregation alias and limits them (top N)', async () => {
@@ -587,15 +590,16 @@ describe('records API', () => {
       const expected = await t.sql<{ qty: string; total: number }>(
         'select qty, sum(amount) as total from data.item group by qty order by total desc nulls last, qty limit 2',
       );
-      expect(res.body.rows.map((r: Row) => r.qty)).toEqual(expected.map((r) => Number(r.qty)));
-      expect(res.body.rows[0].total).toBeGreaterThan(res.body.rows[1].total);
+      const { rows } = bodyOf<{ rows: Array<{ qty: number; total: number }> }>(res);
+      expect(rows.map((r: Row) => r.qty)).toEqual(expected.map((r) => Number(r.qty)));
+      expect(rows[0].total).toBeGreaterThan(rows[1].total);
     });
 
     it('names an unknown function in a 400 invalid_aggregate_function', async () => {
       const res = await aggregate({ aggregations: [{ function: 'median', field: 'amount', alias: 'm' }] }).expect(400);
-      expect(res.body.code).toBe('invalid_aggregate_function');
-      expect(res.body.error).toContain('median');
-      expect(res.body.details).toMatchObject({ function: 'median', availableFunctions: ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] });
+      expect(errorOf(res).code).toBe('invalid_aggregate_function');
+      expect(errorOf(res).error).toContain('median');
+      expect(errorOf(res).details).toMatchObject({ function: 'median', availableFunctions: ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] });
     });
 
     it.each([
@@ -613,12 +617,12 @@ describe('records API', () => {
       ['a bad orderBy direction', { groupBy: ['qty'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: 'sideways' }] }, 'invalid_order_by'],
     ])('answers %s with 400 %s', async (_case, body, code) => {
       const res = await aggregate(body).expect(400);
-      expect(res.body.code).toBe(code);
+      expect(errorOf(res).code).toBe(code);
     });
 
     it('lists the available fields when an aggregation names an unknown one', async () => {
       const res = await aggregate({ aggregations: [{ function: 'max', field: 'colour', alias: 'm' }] }).expect(400);
-      expect(res.body.details.availableFields).toEqual(expect.arrayContaining(['amount', 'qty', 'day']));
+      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(expect.arrayContaining(['amount', 'qty', 'day']));
     });
   });
 });

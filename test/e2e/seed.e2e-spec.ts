@@ -1,3 +1,7 @@
+import type { AggregateResponse } from '../../src/data/records.dto';
+import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
+import { match } from '../support/matchers';
+import { bodyOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 type Row = Record<string, unknown>;
@@ -26,21 +30,21 @@ describe('sample CRM seed (SEED=true)', () => {
 
   it('lists the seeded objects account, contact, deal and activity', async () => {
     const res = await t.http.get('/api/v1/objects').set(admin()).expect(200);
-    expect(res.body.objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
-    for (const object of res.body.objects) {
-      expect(object).toEqual({ name: object.name, label: expect.any(String), description: expect.any(String), fieldCount: expect.any(Number) });
+    expect(bodyOf<ObjectListResponse>(res).objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
+    for (const object of bodyOf<ObjectListResponse>(res).objects) {
+      expect(object).toEqual({ name: object.name, label: match.any(String), description: match.any(String), fieldCount: match.any(Number) });
       expect(object.fieldCount).toBeGreaterThanOrEqual(5);
     }
   });
 
   it('defines deal with a stage select, a currency amount, a close date, an owner and lookups to account and contact', async () => {
     const res = await t.http.get('/api/v1/objects/deal').set(admin()).expect(200);
-    const field = (name: string) => res.body.fields.find((f: { name: string }) => f.name === name);
-    expect(field('stage')).toMatchObject({ type: 'select', options: expect.arrayContaining(['won', 'lost']) });
+    const field = (name: string) => bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === name);
+    expect(field('stage')).toMatchObject({ type: 'select', options: match.arrayContaining(['won', 'lost']) });
     expect(field('amount')).toMatchObject({ type: 'currency' });
     expect(field('close_date')).toMatchObject({ type: 'date' });
     expect(field('owner')).toMatchObject({ type: 'text' });
-    expect(res.body.fields.filter((f: { type: string }) => f.type === 'lookup').map((f: { reference: string }) => f.reference).sort()).toEqual(['account', 'contact']);
+    expect(bodyOf<ObjectResponse>(res).fields.filter((f: { type: string }) => f.type === 'lookup').map((f) => f.reference).sort()).toEqual(['account', 'contact']);
   });
 
   it('loads at least 200 accounts, 1,000 contacts and 2,000 deals, and the API total equals the SQL count', async () => {
@@ -48,7 +52,7 @@ describe('sample CRM seed (SEED=true)', () => {
     for (const object of SAMPLE_OBJECTS) {
       const res = await list(object, { limit: '1' }).expect(200);
       const expected = await sqlCount(object);
-      expect({ object, total: res.body.total }).toEqual({ object, total: expected });
+      expect({ object, total: bodyOf<RecordPage>(res).total }).toEqual({ object, total: expected });
       expect(expected).toBeGreaterThanOrEqual(minimum[object]);
     }
   });
@@ -58,9 +62,9 @@ describe('sample CRM seed (SEED=true)', () => {
 
     const expected = await sqlCount('deal', `stage = 'won' and amount > 10000`);
     expect(expected).toBeGreaterThan(0);
-    expect(res.body.total).toBe(expected);
-    expect(res.body.records).toHaveLength(Math.min(expected, 1000));
-    for (const deal of res.body.records) {
+    expect(bodyOf<RecordPage>(res).total).toBe(expected);
+    expect(bodyOf<RecordPage>(res).records).toHaveLength(Math.min(expected, 1000));
+    for (const deal of bodyOf<RecordPage>(res).records) {
       expect(deal.stage).toBe('won');
       expect(deal.amount).toBeGreaterThan(10000);
     }
@@ -82,14 +86,14 @@ describe('sample CRM seed (SEED=true)', () => {
 
     const res = await list('deal', { where, fields: 'id', limit: '1000' }).expect(200);
 
-    expect(res.body.total).toBe(expected.length);
-    expect(res.body.records.map((r: Row) => r.id)).toEqual(expected.slice(0, 1000).map((r) => r.id));
+    expect(bodyOf<RecordPage>(res).total).toBe(expected.length);
+    expect(bodyOf<RecordPage>(res).records.map((r: Row) => r.id)).toEqual(expected.slice(0, 1000).map((r) => r.id));
   });
 
   it('clamps a page to 1,000 records while reporting the full total', async () => {
     const res = await list('deal', { limit: '5000' }).expect(200);
     expect(res.body).toMatchObject({ limit: 1000, offset: 0, total: await sqlCount('deal') });
-    expect(res.body.records).toHaveLength(1000);
+    expect(bodyOf<RecordPage>(res).records).toHaveLength(1000);
   });
 
   it('aggregates won revenue per owner exactly like SQL', async () => {
@@ -102,7 +106,7 @@ describe('sample CRM seed (SEED=true)', () => {
       `select owner, sum(amount)::text as revenue, count(*)::int as deals from data.deal where stage = 'won'
         group by owner order by sum(amount) desc nulls last, owner asc`,
     );
-    expect(res.body.rows).toEqual(expected.map((r) => ({ owner: r.owner, revenue: Number(r.revenue), deals: r.deals })));
+    expect(bodyOf<AggregateResponse>(res).rows).toEqual(expected.map((r) => ({ owner: r.owner, revenue: Number(r.revenue), deals: r.deals })));
   });
 
   it('keeps every lookup pointing at an existing record', async () => {
@@ -117,9 +121,9 @@ describe('sample CRM seed (SEED=true)', () => {
     it('neither duplicates nor overwrites: counts, edits, deletions and added fields survive', async () => {
       const counts: Record<string, number> = {};
       for (const object of SAMPLE_OBJECTS) counts[object] = await sqlCount(object);
-      const [deal] = (await list('deal', { limit: '1', orderBy: [{ field: 'amount', order: 'desc' }] }).expect(200)).body.records;
+      const [deal] = bodyOf<RecordPage>(await list('deal', { limit: '1', orderBy: [{ field: 'amount', order: 'desc' }] }).expect(200)).records;
       await t.http.patch(`/api/v1/objects/deal/records/${deal.id}`).set(admin()).send({ name: 'Edited by a user', amount: 1.5 }).expect(200);
-      const [activity] = (await list('activity', { limit: '1' }).expect(200)).body.records;
+      const [activity] = bodyOf<RecordPage>(await list('activity', { limit: '1' }).expect(200)).records;
       await t.http.delete(`/api/v1/objects/activity/records/${activity.id}`).set(admin()).expect(204);
       await t.http.patch('/api/v1/objects/account').set(admin()).send({ label: 'Customer account' }).expect(200);
       await t.http.post('/api/v1/objects/contact/fields').set(admin()).send({ name: 'nickname', label: 'Nickname', type: 'text' }).expect(201);
@@ -128,7 +132,7 @@ describe('sample CRM seed (SEED=true)', () => {
       const restarted = await startTestApp({ database: t.database, env: { SEED: 'true' } });
       try {
         const objects = await restarted.http.get('/api/v1/objects').set(admin()).expect(200);
-        expect(objects.body.objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
+        expect(bodyOf<ObjectListResponse>(objects).objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
         for (const object of ['account', 'contact', 'deal']) expect(await sqlCount(object)).toBe(counts[object]);
         expect(await sqlCount('activity')).toBe(counts.activity - 1);
         expect(await sqlCount('activity', 'id = $1', [activity.id])).toBe(0);
@@ -136,9 +140,9 @@ describe('sample CRM seed (SEED=true)', () => {
         const edited = await restarted.http.get(`/api/v1/objects/deal/records/${deal.id}`).set(admin()).expect(200);
         expect(edited.body).toMatchObject({ name: 'Edited by a user', amount: 1.5 });
         const account = await restarted.http.get('/api/v1/objects/account').set(admin()).expect(200);
-        expect(account.body.label).toBe('Customer account');
+        expect(bodyOf<ObjectResponse>(account).label).toBe('Customer account');
         const contact = await restarted.http.get('/api/v1/objects/contact').set(admin()).expect(200);
-        expect(contact.body.fields.map((f: { name: string }) => f.name)).toContain('nickname');
+        expect(bodyOf<ObjectResponse>(contact).fields.map((f: { name: string }) => f.name)).toContain('nickname');
         expect(Number((await t.sql<{ n: string }>('select count(*) as n from field_definitions'))[0].n)).toBe(fieldCount);
       } finally {
         await restarted.close();

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import { projectRoot } from '../../src/common/project-root';
 import { freePort } from '../support/free-port';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
@@ -42,13 +43,14 @@ class StartedServer {
     process.kill(-this.child.pid!, 'SIGINT');
   }
 
-  async api(method: string, path: string, body?: unknown): Promise<any> {
+  /** The parsed JSON body, typed as the caller expects (undefined for a 204). */
+  async api<T>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers: { authorization: `Bearer ${TEST_ADMIN_KEY}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return res.status === 204 ? undefined : res.json();
+    return (res.status === 204 ? undefined : await res.json()) as T;
   }
 
   /** The app logged the end of its shutdown (its last line before exit 0). */
@@ -117,9 +119,9 @@ describe('Ctrl-C on npm start', () => {
     const first = await StartedServer.start(env);
     let chatId: string;
     try {
-      chatId = (await first.api('POST', '/api/v1/chats', { agent: 'data_chat', message: 'how many deals?' })).id;
+      chatId = (await first.api<ChatResponse>('POST', '/api/v1/chats', { agent: 'data_chat', message: 'how many deals?' })).id;
       await llm.waitForRequests(1);
-      expect((await first.api('GET', `/api/v1/chats/${chatId}`)).status).toBe('running');
+      expect((await first.api<ChatResponse>('GET', `/api/v1/chats/${chatId}`)).status).toBe('running');
     } finally {
       first.interruptGroup();
     }
@@ -132,14 +134,14 @@ describe('Ctrl-C on npm start', () => {
     const second = await StartedServer.start(env);
     try {
       const until = Date.now() + 15_000;
-      let chat: any;
+      let chat: ChatResponse;
       do {
-        chat = await second.api('GET', `/api/v1/chats/${chatId}`);
+        chat = await second.api<ChatResponse>('GET', `/api/v1/chats/${chatId}`);
         if (chat.status === 'waiting') break;
         await sleep(100);
       } while (Date.now() < until);
       expect(chat).toMatchObject({ status: 'waiting', lastError: null });
-      const { messages } = await second.api('GET', `/api/v1/chats/${chatId}/messages`);
+      const { messages } = await second.api<ChatMessagesResponse>('GET', `/api/v1/chats/${chatId}/messages`);
       expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
       expect(messages[1].parts).toEqual([{ type: 'text', text: 'answered after the restart' }]);
     } finally {

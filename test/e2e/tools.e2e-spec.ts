@@ -1,12 +1,30 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { DataService } from '../../src/data/data.service';
 import { runSql } from '../../src/database/sql';
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
+import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-object.tool';
+import type { ListObjectsResult } from '../../src/tools/data-tools/list-objects.tool';
+import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import { defineTool } from '../../src/tools/tool.define';
 import { withReadOnlyTransaction } from '../../src/tools/read-only-data';
 import { ToolRegistry } from '../../src/tools/tool.registry';
+import type { ToolErrorContent } from '../../src/tools/tool.types';
+import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tools.dto';
+import { match } from '../support/matchers';
+import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 const TOOLS = '/api/v1/ai/tools';
+
+/** The body of POST /tools/:name/execute, with the tool's result typed as `R`. */
+type Executed<R> = ExecuteToolResponse & { result: R };
+
+/** A tool's error result for an unknown field: the fields it may use (at most 40) and how many more there are. */
+type UnknownFieldError = { error: ToolErrorContent['error'] & { details: { availableFields: string[]; moreFields?: number } } };
+
+/** A query_records page cut to fit the output cap (see capContent). */
+type TruncatedPage = QueryRecordsResult & { truncated: true; omittedCount: number; note: string };
 
 describe('tools API and the five data tools (seeded CRM)', () => {
   let t: TestApp;
@@ -17,17 +35,17 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     t = await startTestApp({ env: { SEED: 'true' } });
     const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'analyst', role: 'member', subject: 'analyst@example.com' });
     expect(res.status).toBe(201);
-    memberKey = res.body.secret;
+    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
     dealCount = (await t.sql<{ count: number }>('select count(*)::int as count from data.deal'))[0].count;
     expect(dealCount).toBeGreaterThan(200);
   });
   afterAll(() => t.close());
 
   /** Executes a tool as the member and returns the response body (always HTTP 200 for a known tool). */
-  async function exec(name: string, args: unknown): Promise<{ result: any; isError: boolean; durationMs: number }> {
+  async function exec<R = unknown>(name: string, args: unknown): Promise<Executed<R>> {
     const res = await t.http.post(`${TOOLS}/${name}/execute`).set(bearer(memberKey)).send({ arguments: args });
     expect(res.status).toBe(200);
-    return res.body;
+    return bodyOf<Executed<R>>(res);
   }
 
   async function query(args: Record<string, unknown>) {
@@ -39,10 +57,10 @@ describe('tools API and the five data tools (seeded CRM)', () => {
   describe('HTTP surface', () => {
     it('lists the five data tools with their JSON Schemas to a member', async () => {
       const res = await t.http.get(TOOLS).set(bearer(memberKey)).expect(200);
-      expect(res.body.tools.map((tool: { name: string }) => tool.name)).toEqual(
+      expect(bodyOf<ToolListResponse>(res).tools.map((tool: { name: string }) => tool.name)).toEqual(
         expect.arrayContaining(['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data']),
       );
-      for (const tool of res.body.tools) {
+      for (const tool of bodyOf<ToolListResponse>(res).tools) {
         expect(Object.keys(tool).sort()).toEqual(['description', 'name', 'parameters']);
         expect(tool.parameters.type).toBe('object');
         expect(tool.description.length).toBeGreaterThan(50);
@@ -63,21 +81,21 @@ describe('tools API and the five data tools (seeded CRM)', () => {
       for (const body of [{ arguments: 'x' }, { arguments: [1] }, { arguments: 3 }, { arguments: {}, extra: true }]) {
         const res = await t.http.post(`${TOOLS}/list_objects/execute`).set(bearer(memberKey)).send(body);
         expect(res.status).toBe(400);
-        expect(res.body.code).toBe('validation_failed');
+        expect(errorOf(res).code).toBe('validation_failed');
       }
     });
 
     it('returns a tool error as 200 with isError and a duration', async () => {
-      const body = await exec('describe_object', {});
+      const body = await exec<ToolErrorContent>('describe_object', {});
       expect(body.isError).toBe(true);
-      expect(body.result.error).toMatchObject({ code: 'invalid_arguments', message: expect.stringContaining('objectName') });
+      expect(body.result.error).toMatchObject({ code: 'invalid_arguments', message: match.stringContaining('objectName') });
       expect(typeof body.durationMs).toBe('number');
     });
   });
 
   describe('each tool', () => {
     it('list_objects returns the seeded objects with field counts', async () => {
-      const { result, isError } = await exec('list_objects', {});
+      const { result, isError } = await exec<ListObjectsResult>('list_objects', {});
       expect(isError).toBe(false);
       expect(result.totalCount).toBe(4);
       expect(result.objects.map((o: { name: string }) => o.name).sort()).toEqual(['account', 'activity', 'contact', 'deal']);
@@ -85,24 +103,24 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     });
 
     it('describe_object returns fields with types, options, references and the system fields', async () => {
-      const { result, isError } = await exec('describe_object', { objectName: 'deal' });
+      const { result, isError } = await exec<DescribeObjectResult>('describe_object', { objectName: 'deal' });
       expect(isError).toBe(false);
       const byName = Object.fromEntries(result.fields.map((f: { name: string }) => [f.name, f]));
       expect(byName.id).toMatchObject({ type: 'uuid', system: true });
       expect(byName.created_at).toMatchObject({ type: 'datetime', system: true });
-      expect(byName.stage).toMatchObject({ type: 'select', required: true, options: expect.arrayContaining(['won', 'lost']) });
+      expect(byName.stage).toMatchObject({ type: 'select', required: true, options: match.arrayContaining(['won', 'lost']) });
       expect(byName.account).toMatchObject({ type: 'lookup', reference: 'account' });
       expect(byName.amount).toMatchObject({ type: 'currency', required: false });
     });
 
     it('describe_object of an unknown object lists the available ones', async () => {
-      const { result, isError } = await exec('describe_object', { objectName: 'invoice' });
+      const { result, isError } = await exec<ToolErrorContent>('describe_object', { objectName: 'invoice' });
       expect(isError).toBe(true);
       expect(result.error).toMatchObject({ code: 'object_not_found', details: { availableObjects: ['account', 'activity', 'contact', 'deal'] } });
     });
 
     it('query_records filters, sorts and projects like the SQL it stands for', async () => {
-      const body = await exec('query_records', {
+      const body = await exec<QueryRecordsResult>('query_records', {
         objectName: 'deal',
         where: { stage: 'won', amount: { $gt: 50000 } },
         fields: ['name', 'amount'],
@@ -113,7 +131,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
       const [{ count }] = await t.sql<{ count: number }>(`select count(*)::int as count from data.deal where stage = 'won' and amount > 50000`);
       const top = await t.sql<{ amount: string }>(`select amount from data.deal where stage = 'won' and amount > 50000 order by amount desc, id limit 5`);
       expect(body.result.total).toBe(count);
-      expect(body.result.records.map((r: { amount: number }) => Number(r.amount))).toEqual(top.map((r) => Number(r.amount)));
+      expect(body.result.records.map((r) => Number(r.amount))).toEqual(top.map((r) => Number(r.amount)));
       expect(Object.keys(body.result.records[0]).sort()).toEqual(['amount', 'id', 'name']);
     });
 
@@ -123,14 +141,14 @@ describe('tools API and the five data tools (seeded CRM)', () => {
       expect(found).toMatchObject({ isError: false, result: { id: row.id, name: row.name } });
 
       for (const recordId of ['not-a-uuid', "1' or '1'='1", '00000000-0000-0000-0000-000000000000']) {
-        const missing = await exec('get_record', { objectName: 'deal', recordId });
+        const missing = await exec<ToolErrorContent>('get_record', { objectName: 'deal', recordId });
         expect(missing.isError).toBe(true);
         expect(missing.result.error.code).toBe('record_not_found');
       }
     });
 
     it('aggregate_data gives a top-N by alias', async () => {
-      const { result, isError } = await exec('aggregate_data', {
+      const { result, isError } = await exec<AggregateDataResult>('aggregate_data', {
         objectName: 'deal',
         where: { stage: 'won' },
         groupBy: ['owner'],
@@ -149,20 +167,20 @@ describe('tools API and the five data tools (seeded CRM)', () => {
 
     it('aggregate_data defaults to 50 groups and caps at 200', async () => {
       const base = { objectName: 'deal', groupBy: ['name'], aggregations: [{ function: 'count', alias: 'n' }] };
-      expect((await exec('aggregate_data', base)).result.count).toBe(50);
-      const capped = await exec('aggregate_data', { ...base, limit: 5000 });
+      expect((await exec<AggregateDataResult>('aggregate_data', base)).result.count).toBe(50);
+      const capped = await exec<AggregateDataResult>('aggregate_data', { ...base, limit: 5000 });
       expect(capped.result.count).toBeLessThanOrEqual(200);
       expect(capped.result.note).toMatch(/first 200 groups/);
     });
 
     it('aggregate_data refuses sum on a text field', async () => {
-      const { result, isError } = await exec('aggregate_data', { objectName: 'deal', aggregations: [{ function: 'sum', field: 'owner', alias: 's' }] });
+      const { result, isError } = await exec<ToolErrorContent>('aggregate_data', { objectName: 'deal', aggregations: [{ function: 'sum', field: 'owner', alias: 's' }] });
       expect(isError).toBe(true);
-      expect(result.error).toMatchObject({ code: 'invalid_aggregation', message: expect.stringContaining('numeric') });
+      expect(result.error).toMatchObject({ code: 'invalid_aggregation', message: match.stringContaining('numeric') });
     });
 
     it('aggregate_data refuses more than 3 group-by fields', async () => {
-      const { result, isError } = await exec('aggregate_data', {
+      const { result, isError } = await exec<ToolErrorContent>('aggregate_data', {
         objectName: 'deal',
         groupBy: ['owner', 'stage', 'deal_type', 'lead_source'],
         aggregations: [{ function: 'count', alias: 'n' }],
@@ -172,7 +190,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     });
 
     it('aggregate_data rejects "drop_table" before any SQL, naming it, and the table is intact', async () => {
-      const { result, isError } = await exec('aggregate_data', {
+      const { result, isError } = await exec<ToolErrorContent>('aggregate_data', {
         objectName: 'deal',
         aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }],
       });
@@ -217,7 +235,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     it('caps a full page at 16 KB of JSON, keeping it valid and telling the model to narrow the query', async () => {
       const res = await t.http.post(`${TOOLS}/query_records/execute`).set(bearer(memberKey)).send({ arguments: { objectName: 'deal', limit: 200 } });
       expect(res.status).toBe(200);
-      const { result, isError } = res.body;
+      const { result, isError } = bodyOf<Executed<TruncatedPage>>(res);
       expect(isError).toBe(false);
       expect(Buffer.byteLength(JSON.stringify(result))).toBeLessThanOrEqual(16 * 1024);
       expect(result).toMatchObject({ truncated: true, total: dealCount, hasMore: true });
@@ -248,7 +266,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
       ['fields', { fields: ['name', 'amountt'] }],
       ['orderBy', { orderBy: [{ field: 'closing', order: 'asc' }] }],
     ])('in %s → error result listing available fields', async (_label, args) => {
-      const { result, isError } = await exec('query_records', { objectName: 'deal', ...args });
+      const { result, isError } = await exec<UnknownFieldError>('query_records', { objectName: 'deal', ...args });
       expect(isError).toBe(true);
       expect(result.error.code).toBe('unknown_field');
       expect(result.error.details.availableFields).toEqual(expect.arrayContaining(['id', 'stage', 'amount', 'close_date']));
@@ -259,7 +277,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     it('lists at most 40 fields for a wide object', async () => {
       const fields = Array.from({ length: 45 }, (_, i) => ({ name: `f_${i}`, label: `F ${i}`, type: 'text' }));
       await t.http.post('/api/v1/objects').set(bearer(t.adminKey)).send({ name: 'wide', label: 'Wide', fields }).expect(201);
-      const { result, isError } = await exec('query_records', { objectName: 'wide', where: { nope: 1 } });
+      const { result, isError } = await exec<UnknownFieldError>('query_records', { objectName: 'wide', where: { nope: 1 } });
       expect(isError).toBe(true);
       expect(result.error.details.availableFields).toHaveLength(40);
       expect(result.error.details.moreFields).toBe(48 - 40);
@@ -303,12 +321,12 @@ describe('tools API and the five data tools (seeded CRM)', () => {
 
     it('keeps platform tools out of the listing', async () => {
       const res = await t.http.get(TOOLS).set(bearer(memberKey)).expect(200);
-      expect(res.body.tools.map((tool: { name: string }) => tool.name)).not.toContain('test_insert_attempt');
+      expect(bodyOf<ToolListResponse>(res).tools.map((tool: { name: string }) => tool.name)).not.toContain('test_insert_attempt');
     });
 
     it.each([['test_insert_attempt'], ['test_update_attempt']])('%s fails with the read-only error and changes nothing', async (name) => {
       const before = await t.sql<{ count: number; amount: string }>('select count(*)::int as count, sum(amount)::text as amount from data.deal');
-      const { result, isError } = await exec(name, {});
+      const { result, isError } = await exec<ToolErrorContent>(name, {});
       expect(isError).toBe(true);
       expect(result.error.code).toBe('read_only_transaction');
       expect(await t.sql('select count(*)::int as count, sum(amount)::text as amount from data.deal')).toEqual(before);
@@ -325,10 +343,10 @@ describe('tools API and the five data tools (seeded CRM)', () => {
 
     it('cancels a statement past its statement_timeout with query_timeout', async () => {
       const started = Date.now();
-      const { result, isError } = await exec('test_slow_query', {});
+      const { result, isError } = await exec<ToolErrorContent>('test_slow_query', {});
       expect(Date.now() - started).toBeLessThan(1900);
       expect(isError).toBe(true);
-      expect(result.error).toMatchObject({ code: 'query_timeout', message: expect.stringMatching(/narrow|less|filters/i) });
+      expect(result.error).toMatchObject({ code: 'query_timeout', message: match.stringMatching(/narrow|less|filters/i) });
     });
 
     it('leaves pooled sessions without a statement timeout: it was local to the transaction', async () => {

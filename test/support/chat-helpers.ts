@@ -1,13 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import http from 'node:http';
+import type { ChatMessageResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
+import type { PendingToolCall } from '../../src/chats/durable/chat.types';
+import { bodyOf } from './responses';
 import { bearer, TestApp } from './test-app';
 
 /** Polls GET /chats/:id until `predicate` holds (or fails after `timeoutMs`). */
-export async function waitForChat(t: TestApp, id: string, predicate: (chat: any) => boolean, key = t.adminKey, timeoutMs = 10_000): Promise<any> {
+export async function waitForChat(t: TestApp, id: string, predicate: (chat: ChatResponse) => boolean, key = t.adminKey, timeoutMs = 10_000): Promise<ChatResponse> {
   const until = Date.now() + timeoutMs;
-  let last: any;
+  let last: ChatResponse | undefined;
   while (Date.now() < until) {
-    last = (await t.http.get(`/api/v1/chats/${id}`).set(bearer(key))).body;
+    last = bodyOf<ChatResponse>(await t.http.get(`/api/v1/chats/${id}`).set(bearer(key)));
     if (predicate(last)) return last;
     await sleep(25);
   }
@@ -16,10 +19,25 @@ export async function waitForChat(t: TestApp, id: string, predicate: (chat: any)
 
 export const hasStatus = (...statuses: string[]) => (chat: { status: string }) => statuses.includes(chat.status);
 
+/**
+ * `data` of an event of the chat streams, parsed. Each event type sends its own shape (`message`: a
+ * ChatMessageResponse; `status`: `{ status, lastError }`; `message_part`: `{ delta }`;
+ * `action_required`: `{ pendingToolCalls }`; watch events: `{ chatId, status? }`; ...), so every
+ * field is optional here and a test reads those of the event type it looks at.
+ */
+export interface SseData extends Partial<ChatMessageResponse> {
+  status?: string;
+  lastError?: { code: string; message: string } | null;
+  delta?: string;
+  chatId?: string;
+  pendingToolCalls?: PendingToolCall[];
+  [key: string]: unknown;
+}
+
 export interface SseEvent {
   event: string;
   id?: string;
-  data: any;
+  data: SseData;
 }
 
 /** A live SSE connection to the app's HTTP server that collects parsed events. */
@@ -64,7 +82,7 @@ export class SseClient {
       else if (line.startsWith('data: ')) data.push(line.slice(6));
     }
     if (!data.length) return;
-    this.events.push({ event, id, data: JSON.parse(data.join('\n')) });
+    this.events.push({ event, id, data: JSON.parse(data.join('\n')) as SseData });
   }
 
   of(type: string): SseEvent[] {

@@ -97,7 +97,7 @@ describe('MockLlmServer (driven by the real openai SDK)', () => {
     expect(second.id).toMatch(/^call_/);
     expect(second.id).not.toBe(first.id);
     expect(second.function.arguments).toBe('{"sql": "select 1"');
-    expect(() => JSON.parse(second.function.arguments)).toThrow(SyntaxError);
+    expect(() => { JSON.parse(second.function.arguments); }).toThrow(SyntaxError);
   });
 
   it('streams text in several delta chunks that concatenate to the scripted content', async () => {

@@ -344,7 +344,7 @@ export class MockLlmServer {
     let body: ChatRequestBody | undefined;
     try {
       const parsed: unknown = rawBody ? JSON.parse(rawBody) : undefined;
-      body = isPlainObject(parsed) ? (parsed as ChatRequestBody) : undefined;
+      body = isPlainObject(parsed) ? parsed : undefined;
     } catch {
       body = undefined;
     }

@@ -56,7 +56,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     config,
     database,
     adminKey: TEST_ADMIN_KEY,
-    sql: async (text, params) => (await client.query(text, params as unknown[])).rows,
+    sql: async <T>(text: string, params?: unknown[]) => (await client.query(text, params)).rows as T[],
     async close() {
       await app.close();
       await client.end();
