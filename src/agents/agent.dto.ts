@@ -5,7 +5,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
-import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_NAME_PATTERN, type AgentAccess, type AgentGuardrails, type AgentModelSettings, type AgentPlanning } from './agent.types';
+import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_MAX_TOOL_CALLS_PER_STEP, AGENT_NAME_PATTERN, type AgentAccess, type AgentGuardrails, type AgentModelSettings, type AgentPlanning } from './agent.types';
 
 export class AgentModelDto implements AgentModelSettings {
   @ApiPropertyOptional({ example: 'gpt-4o-mini' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
@@ -13,9 +13,12 @@ export class AgentModelDto implements AgentModelSettings {
   @ApiPropertyOptional({ minimum: 1 }) @IsOptional() @IsInt() @Min(1) @Max(1_000_000) maxTokens?: number;
 }
 
-export class AgentPlanningDto implements AgentPlanning {
+export class AgentPlanningDto implements Partial<AgentPlanning> {
   @ApiProperty({ minimum: 1, maximum: AGENT_MAX_ITERATIONS, default: AGENT_DEFAULTS.maxIterations })
   @IsInt() @Min(1) @Max(AGENT_MAX_ITERATIONS) maxIterations: number;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: AGENT_MAX_TOOL_CALLS_PER_STEP, default: AGENT_DEFAULTS.maxToolCallsPerStep })
+  @IsOptional() @IsInt() @Min(1) @Max(AGENT_MAX_TOOL_CALLS_PER_STEP) maxToolCallsPerStep?: number;
 }
 
 export class AgentGuardrailsDto implements AgentGuardrails {

@@ -1,6 +1,11 @@
 import type { AgentResponse, AgentSummaryResponse } from './agent.dto';
 import type { Agent } from './agent.entity';
-import type { AgentSpec } from './agent.types';
+import { AGENT_DEFAULTS, type AgentPlanning, type AgentSpec } from './agent.types';
+
+const AGENT_PLANNING_DEFAULTS: AgentPlanning = {
+  maxIterations: AGENT_DEFAULTS.maxIterations,
+  maxToolCallsPerStep: AGENT_DEFAULTS.maxToolCallsPerStep,
+};
 
 /** The stored agent as the runtime sees it. */
 export function toSpec(agent: Agent): AgentSpec {
@@ -13,7 +18,8 @@ export function toSpec(agent: Agent): AgentSpec {
     model: agent.model,
     tools: agent.tools,
     allowedObjects: agent.allowedObjects,
-    planning: agent.planning,
+    // Agents stored before a planning setting existed get its default.
+    planning: { ...AGENT_PLANNING_DEFAULTS, ...agent.planning },
     guardrails: agent.guardrails,
     access: agent.access,
     active: agent.active,

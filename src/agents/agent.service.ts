@@ -99,7 +99,10 @@ export class AgentService {
       model: { ...dto.model },
       tools,
       allowedObjects,
-      planning: { maxIterations: dto.planning?.maxIterations ?? AGENT_DEFAULTS.maxIterations },
+      planning: {
+        maxIterations: dto.planning?.maxIterations ?? AGENT_DEFAULTS.maxIterations,
+        maxToolCallsPerStep: dto.planning?.maxToolCallsPerStep ?? AGENT_DEFAULTS.maxToolCallsPerStep,
+      },
       guardrails: {
         maxExecutionTimeSec: dto.guardrails?.maxExecutionTimeSec ?? AGENT_DEFAULTS.maxExecutionTimeSec,
         maxTokensPerInvocation: dto.guardrails?.maxTokensPerInvocation ?? AGENT_DEFAULTS.maxTokensPerInvocation,

@@ -11,6 +11,11 @@ export interface AgentModelSettings {
 export interface AgentPlanning {
   /** Model calls with tools before a final answer is forced (1..AGENT_MAX_ITERATIONS, default AGENT_DEFAULTS.maxIterations). */
   maxIterations: number;
+  /**
+   * Tool calls run per model step (1..AGENT_MAX_TOOL_CALLS_PER_STEP, default 16); a model asking for
+   * more gets an error result for each call past the cap, and can make them in its next step.
+   */
+  maxToolCallsPerStep: number;
 }
 
 export interface AgentGuardrails {
@@ -46,8 +51,12 @@ export interface AgentSpec {
 /** Most tool rounds one turn may plan; an agent asking for more is refused (API) or not run (stored). */
 export const AGENT_MAX_ITERATIONS = 50;
 
+/** Most tool calls one model step may run: each is a query, and a model can ask for thousands. */
+export const AGENT_MAX_TOOL_CALLS_PER_STEP = 64;
+
 export const AGENT_DEFAULTS = {
   maxIterations: 10,
+  maxToolCallsPerStep: 16,
   maxExecutionTimeSec: 120,
   maxTokensPerInvocation: 100_000,
 } as const;

@@ -90,6 +90,8 @@ export const ERRORS = {
   invalid_tool_results: HttpStatus.BAD_REQUEST,
   invalid_arguments: HttpStatus.BAD_REQUEST,
   ask_user_unavailable: HttpStatus.BAD_REQUEST,
+  // Only ever a tool result: a call past the agent's planning.maxToolCallsPerStep.
+  too_many_tool_calls: HttpStatus.BAD_REQUEST,
   agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
   turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   tool_timeout: HttpStatus.GATEWAY_TIMEOUT,

@@ -69,7 +69,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
       const response = exception.getResponse();
       const message =
         typeof response === 'object' && response && 'message' in response
-          ? String((response as { message: unknown }).message)
+          ? String(response.message)
           : exception.message;
       const code = status === 404 ? 'route_not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : codeForStatus(status);
       return { status, body: { error: message, code } };

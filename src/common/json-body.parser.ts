@@ -29,7 +29,7 @@ export function registerJsonBodyParser(app: NestFastifyApplication): void {
   const { bodyLimit, onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig;
   const parse = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
   app.useBodyParser<RawServerDefault>('application/json', { bodyLimit }, (request, raw, done) => {
-    parse(request, raw.toString(), (error, body) => {
+    void parse(request, raw.toString(), (error, body) => {
       if (error) return done(error);
       try {
         inspectBody(body);

@@ -155,7 +155,7 @@ function compileAggregateOrderBy(input: unknown, groupBy: FieldMeta[], aggregati
         availableFields: available,
       });
     }
-    const order = item.order === undefined ? 'asc' : String(item.order).toLowerCase();
+    const order = item.order === undefined ? 'asc' : typeof item.order === 'string' ? item.order.toLowerCase() : undefined;
     if (order !== 'asc' && order !== 'desc') throw new DomainError('invalid_order_by', 'order must be "asc" or "desc"');
     return `${quoteIdent(item.field)} ${order} nulls last`;
   });

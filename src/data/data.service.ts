@@ -131,7 +131,8 @@ export class DataService {
 }
 
 function stripTotal(row: Record<string, unknown>): Record<string, unknown> {
-  const { __total: _ignored, ...rest } = row;
+  const rest = { ...row };
+  delete rest.__total;
   return rest;
 }
 

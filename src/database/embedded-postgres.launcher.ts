@@ -85,6 +85,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await stopServer(server, exited);
     throw new Error(
       `Embedded Postgres did not start on port ${options.port} (is the port in use? set EMBEDDED_POSTGRES_PORT): ${(error as Error).message}`,
+      { cause: error },
     );
   }
   let stopping: Promise<void> | undefined;

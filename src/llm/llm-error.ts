@@ -46,7 +46,7 @@ export function classifyLlmError(error: unknown): LlmError {
     return new LlmError('unavailable', 'The model endpoint could not be reached', true);
   }
   if (error instanceof OpenAI.APIError) {
-    const status = error.status;
+    const status = typeof error.status === 'number' ? error.status : undefined;
     const upstream = error.message ? error.message.slice(0, 1000) : undefined;
     if (status === 429) return new LlmError('rate_limited', 'The model endpoint is rate limiting requests', true, status, upstream);
     if (status === 401 || status === 403) return new LlmError('auth', 'The model endpoint rejected the API key', false, status, upstream);

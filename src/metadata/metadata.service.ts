@@ -240,7 +240,7 @@ export class MetadataService {
     }
     const now = new Date();
     em.create(FieldDefinitionEntity, {
-      id: randomUUID(), objectId: object.id, name: field.name, label: field.label, type: field.type as string,
+      id: randomUUID(), objectId: object.id, name: field.name, label: field.label, type: field.type,
       required: field.required, unique: field.unique, indexed: field.indexed, description: field.description ?? null,
       options: field.options ?? null, reference: field.reference ?? null, position, createdAt: now, updatedAt: now,
     });

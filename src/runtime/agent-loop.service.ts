@@ -4,7 +4,7 @@ import { LlmService } from '../llm/llm.service';
 import { addUsage, LlmMessage, LlmResponse, LlmTool, LlmToolCall, LlmUsage, ZERO_USAGE } from '../llm/llm.types';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
-import type { ToolContext, ToolResult } from '../tools/tool.types';
+import type { ToolContext, ToolErrorContent, ToolResult } from '../tools/tool.types';
 
 /** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */
 export interface AgentTurn {
@@ -18,6 +18,8 @@ export interface AgentTurn {
   /** Names the client executes; a call to one pauses the turn in requires_action. */
   clientTools: ReadonlySet<string>;
   maxIterations: number;
+  /** Tool calls run per model step; calls past it get an error result instead of running. */
+  maxToolCallsPerStep: number;
   /** Tool rounds already spent in this turn (a durable chat resuming after client tool results). */
   iterationsUsed?: number;
   /** Token budget of the whole turn. */
@@ -144,19 +146,29 @@ export class AgentLoop {
       const assistant = assistantWithToolCalls(response);
       messages.push(assistant);
       // Parsed once per call, for hooks and the response; the registry parses (strictly) for execution.
-      const calls = response.toolCalls.map((call) => ({ call, shown: readableArguments(call.arguments), client: turn.clientTools.has(call.name) }));
-      const builtIn = calls.filter((c) => !c.client);
-      const client = calls.filter((c) => c.client).map((c) => c.call);
+      const calls = response.toolCalls.map((call, index) => ({
+        call,
+        shown: readableArguments(call.arguments),
+        client: turn.clientTools.has(call.name),
+        // A model can ask for thousands of calls in one step: past the cap they are answered, not run.
+        refused: index >= turn.maxToolCallsPerStep,
+      }));
+      const builtIn = calls.filter((c) => !c.client && !c.refused);
+      const client = calls.filter((c) => c.client && !c.refused).map((c) => c.call);
       for (const { call, shown, client: isClient } of calls) {
         hooks.onToolCall?.({ id: call.id, name: call.name, arguments: shown, client: isClient });
       }
-      const results = await this.registry.executeAll(
+      const executed = await this.registry.executeAll(
         builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
         { ...turn.toolContext, signal: turnSignal },
       );
       if (deadline.aborted) throw deadlineError();
       // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
       if (turnSignal.aborted) throw new DomainError('turn_aborted', 'The turn was cancelled');
+      const byId = new Map(executed.map((result) => [result.toolCallId, result]));
+      // In call order: run calls with their results, refused ones with the error the model reads.
+      const answered = calls.filter((c) => !c.client || c.refused);
+      const results: ToolResult[] = answered.map((c) => byId.get(c.call.id) ?? refusedCall(c.call, turn.maxToolCallsPerStep));
       const toolMessages: LlmMessage[] = results.map((result) => ({
         role: 'tool',
         tool_call_id: result.toolCallId,
@@ -165,7 +177,7 @@ export class AgentLoop {
       messages.push(...toolMessages);
       results.forEach((result, i) => {
         hooks.onToolResult?.(result);
-        toolCalls.push({ id: result.toolCallId, name: result.name, arguments: builtIn[i].shown, result: result.content, isError: result.isError });
+        toolCalls.push({ id: result.toolCallId, name: result.name, arguments: answered[i].shown, result: result.content, isError: result.isError });
       });
       await hooks.onStep?.({ assistant, toolCalls: response.toolCalls, toolMessages, toolResults: results, pendingClientCalls: client, usage: response.usage, iterationsUsed: iterations, final: false });
       if (client.length) {
@@ -194,13 +206,24 @@ export class AgentLoop {
           stop: turn.stop,
           signal,
         },
-        hooks.onTextDelta ? { onTextDelta: hooks.onTextDelta } : undefined,
+        hooks.onTextDelta ? { onTextDelta: (delta) => hooks.onTextDelta?.(delta) } : undefined,
       );
     } catch (error) {
       if (deadline.aborted) throw deadlineError();
       throw error;
     }
   }
+}
+
+/** The result of a call past the step's cap: not run, and the model is told why and what to do. */
+function refusedCall(call: LlmToolCall, cap: number): ToolResult {
+  const content: ToolErrorContent = {
+    error: {
+      code: 'too_many_tool_calls',
+      message: `This call was not run: at most ${cap} tool calls run per step. Make the calls you still need in your next step.`,
+    },
+  };
+  return { toolCallId: call.id, name: call.name, content, isError: true, durationMs: 0 };
 }
 
 function deadlineError(): DomainError {

@@ -77,6 +77,7 @@ export class AgentRuntime {
       tools: [...agentTools.map((tool) => toOpenAiTool(tool)), ...clientTools.tools],
       clientTools: new Set(clientTools.names),
       maxIterations: agent.planning.maxIterations,
+      maxToolCallsPerStep: agent.planning.maxToolCallsPerStep,
       iterationsUsed: request.progress?.iterationsUsed,
       tokenBudget: agent.guardrails.maxTokensPerInvocation,
       tokensUsed: request.progress?.tokensUsed,

@@ -97,7 +97,7 @@ function badPattern(schema: object): string | undefined {
         return `"${source.slice(0, 100)}" is not a valid regular expression`;
       }
     }
-    stack.push(...Object.values(node));
+    stack.push(...Object.values(node as Record<string, unknown>));
   }
   return undefined;
 }
@@ -116,7 +116,7 @@ export function clientToolSet(dynamicTools: readonly DynamicTool[], agentTools: 
   const tools: LlmTool[] = dynamicTools.map((tool) => {
     const description = tool.description ?? '';
     if (tool.type === 'custom') {
-      if (!customAsFunctions) return { type: 'custom', custom: { name: tool.name, description } } as LlmTool;
+      if (!customAsFunctions) return { type: 'custom', custom: { name: tool.name, description } };
       freeformAsFunction.add(tool.name);
       return {
         type: 'function',

@@ -611,7 +611,7 @@ function markLastContacted(contacts: Row[], activities: Row[], contactIndexes: A
     if (index === null || activity.type === 'task' || activity.completed !== true || typeof dueAt !== 'string') return;
     const contact = contacts[index];
     // ISO strings of one format compare chronologically as plain strings.
-    if (contact.last_contacted_at === null || dueAt > String(contact.last_contacted_at)) {
+    if (contact.last_contacted_at === null || dueAt > (contact.last_contacted_at as string)) {
       contact.last_contacted_at = dueAt;
     }
   });

@@ -27,8 +27,10 @@ export function createAskUserTool(): ToolDefinition<AskUserArgs> {
       additionalProperties: false,
     },
     scope: 'platform',
-    async execute(): Promise<never> {
-      throw new DomainError('ask_user_unavailable', 'ask_user works only in durable chats (POST /api/v1/chats); answer with what you have instead');
+    execute(): Promise<never> {
+      return Promise.reject(
+        new DomainError('ask_user_unavailable', 'ask_user works only in durable chats (POST /api/v1/chats); answer with what you have instead'),
+      );
     },
   });
 }

@@ -200,4 +200,39 @@ describe('hardening against hostile member input', () => {
       });
     });
   });
+
+  describe('tool calls per model step are capped (finding 4)', () => {
+    type ChatBody = { toolCalls: Array<{ name: string; isError: boolean; result: unknown }> };
+    const listCalls = (n: number) => MockReply.toolCalls(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'list_objects', arguments: {} })));
+
+    it('runs the first 16 calls of a step by default and answers the rest with an error the model reads', async () => {
+      llm.enqueue(listCalls(40), MockReply.text('done'));
+      const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(alice)).send({ messages: [{ role: 'user', content: 'go' }] }).expect(200);
+      const { toolCalls } = res.body as ChatBody;
+      expect(toolCalls).toHaveLength(40);
+      expect(toolCalls.filter((c) => !c.isError)).toHaveLength(16);
+      expect(toolCalls.slice(16).every((c) => c.isError && JSON.stringify(c.result).includes('too_many_tool_calls'))).toBe(true);
+      const toolMessages = (llm.requests[1].body?.messages as Array<{ role: string; tool_call_id?: string; content?: string }>).filter((m) => m.role === 'tool');
+      expect(toolMessages.map((m) => m.tool_call_id)).toEqual(Array.from({ length: 40 }, (_, i) => `c${i}`));
+      expect(toolMessages.slice(16).every((m) => m.content!.startsWith('Tool call failed:') && m.content!.includes('at most 16 tool calls'))).toBe(true);
+    });
+
+    it("honours the agent's planning.maxToolCallsPerStep, in durable chats too", async () => {
+      await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
+        name: 'frugal', label: 'Frugal', instructions: 'x', tools: ['list_objects'], planning: { maxIterations: 3, maxToolCallsPerStep: 2 },
+      }).expect(201);
+      await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
+        name: 'greedy', label: 'Greedy', instructions: 'x', tools: ['list_objects'], planning: { maxIterations: 3, maxToolCallsPerStep: 65 },
+      }).expect(400);
+      llm.enqueue(listCalls(5), MockReply.text('done'));
+      const res = await t.http.post('/api/v1/chats').set(bearer(alice)).send({ agent: 'frugal', message: 'go' }).expect(201);
+      const id = (res.body as { id: string }).id;
+      await waitForChat(t, id, hasStatus('waiting'), alice);
+      const stored = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(alice)).expect(200)).body as {
+        messages: Array<{ role: string; parts: Array<{ type: string; isError?: boolean }> }>;
+      };
+      const results = stored.messages.find((m) => m.role === 'tool')!.parts;
+      expect(results.map((p) => p.isError)).toEqual([false, false, true, true, true]);
+    });
+  });
 });

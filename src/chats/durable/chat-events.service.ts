@@ -11,7 +11,7 @@ export class ChatEvents {
   constructor(private readonly pubsub: PgPubSub) {}
 
   publish(event: ChatEvent, em?: EntityManager): Promise<void> {
-    return this.pubsub.publish(event as unknown as Record<string, unknown>, em);
+    return this.pubsub.publish(event, em);
   }
 
   subscribe(listener: (event: ChatEventOrResync) => void): () => void {

@@ -60,7 +60,7 @@ export function toPendingCall(call: LlmToolCall, freeformAsFunction: ReadonlySet
   if (call.kind === 'custom') return { id: call.id, name: call.name, arguments: call.arguments };
   const parsed = readableArguments(call.arguments);
   if (freeformAsFunction.has(call.name) && parsed && typeof parsed === 'object' && 'input' in parsed) {
-    return { id: call.id, name: call.name, arguments: String((parsed as { input: unknown }).input) };
+    return { id: call.id, name: call.name, arguments: String(parsed.input) };
   }
   return { id: call.id, name: call.name, arguments: parsed };
 }

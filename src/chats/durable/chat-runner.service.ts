@@ -80,7 +80,7 @@ export class ChatRunner {
         return 'abandoned';
       }
       deltas.flush();
-      return this.fail(chat, workerId, error).catch((e) => {
+      return this.fail(chat, workerId, error).catch((e: unknown) => {
         if (e instanceof LostClaim) return 'abandoned' as const;
         this.logger.error({ msg: 'could not record the failure of the chat', err: e });
         return 'error' as const;

@@ -49,7 +49,7 @@ export class ChatStreamService implements BeforeApplicationShutdown {
     const writer = this.track(new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs }));
     let queue = Promise.resolve();
     // Everything a client sees goes through this queue: messages, then statuses, in commit order.
-    const enqueue = (task: () => Promise<void>) => {
+    const enqueue = (task: () => void | Promise<void>) => {
       queue = queue.then(task).catch(() => writer.close());
     };
     const sendMessages = async () => {
@@ -87,11 +87,11 @@ export class ChatStreamService implements BeforeApplicationShutdown {
       if (!('chatId' in event) || event.chatId !== chatId) return;
       switch (event.type) {
         case 'message': return enqueue(sendMessages);
-        case 'message_part': return enqueue(async () => writer.send({ delta: event.delta }, { event: 'message_part' }));
+        case 'message_part': return enqueue(() => writer.send({ delta: event.delta }, { event: 'message_part' }));
         // The event's own status, in commit order: a stream shows every transition, not just the latest.
         case 'status': return enqueue(async () => { await sendMessages(); await sendStatus(event.status); });
-        case 'retry': return enqueue(async () => writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }));
-        case 'error': return enqueue(async () => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
+        case 'retry': return enqueue(() => writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }));
+        case 'error': return enqueue(() => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
         case 'deleted': return enqueue(() => sendStatus());
         default: return;
       }

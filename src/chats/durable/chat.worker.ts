@@ -96,7 +96,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     // Every line of the run, down to the tools it calls, carries the chat id.
     const run = runInLogContext({ chatId: chat.id }, () => this.runner.run(chat, this.workerId, controller.signal));
     entry.done = run
-      .catch((error) => this.logger.error({ msg: 'chat run crashed', chatId: chat.id, err: error }))
+      .catch((error: unknown) => this.logger.error({ msg: 'chat run crashed', chatId: chat.id, err: error }))
       .finally(() => {
         // Only our own entry: a later run of the same chat must keep its slot and heartbeat.
         if (this.running.get(chat.id) === entry) this.running.delete(chat.id);

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsObject, IsOptional, IsString, Matches, MaxLength, ValidateNested,
+  ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsObject, IsOptional, IsString, MaxLength, ValidateNested,
 } from 'class-validator';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { ChatOptionsDto } from '../../runtime/chat-options.dto';

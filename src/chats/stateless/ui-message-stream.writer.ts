@@ -45,7 +45,10 @@ export class UiMessageStreamWriter {
           this.write({ type: 'tool-output-available', toolCallId: result.toolCallId, output: result.content });
         }
       },
-      onStep: async () => this.closeStep(),
+      onStep: () => {
+        this.closeStep();
+        return Promise.resolve();
+      },
     };
   }
 
