@@ -1,5 +1,5 @@
 import { DomainError } from '../common/domain-error';
-import { FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
+import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
 import {
   MAX_JSON_LENGTH,
   MAX_TEXT_LENGTH,

@@ -1,5 +1,4 @@
-import { DomainError } from '../common/domain-error';
-import { FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
+import { ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
 import { DEFAULT_MAX_ORDER_BY_FIELDS, compileOrderBy, compileProjection } from './order-by.compiler';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 

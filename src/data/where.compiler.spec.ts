@@ -1,6 +1,6 @@
 import { DomainError } from '../common/domain-error';
 import { SqlParams } from '../database/sql-params';
-import { FieldMeta, FieldType, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
+import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
 import {
   MAX_IN_VALUES,
   MAX_WHERE_CONDITIONS,

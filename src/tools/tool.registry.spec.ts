@@ -1,10 +1,11 @@
+import { Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { defineTool, toOpenAiTool } from './tool.define';
 import {
   auditMiddleware, capContent, outputCapMiddleware, permissionMiddleware, rateLimitMiddleware, timeoutMiddleware,
 } from './tool.middlewares';
 import { ToolRegistry } from './tool.registry';
-import type { ToolContext, ToolDefinition, ToolMiddleware } from './tool.types';
+import type { ToolContext, ToolDefinition, ToolErrorContent, ToolMiddleware } from './tool.types';
 
 const ctx = (extra: Partial<ToolContext> = {}): ToolContext => ({ signal: new AbortController().signal, ...extra });
 
@@ -19,13 +20,13 @@ function echoTool(overrides: Partial<ToolDefinition> = {}): ToolDefinition {
       additionalProperties: false,
     },
     scope: 'agent',
-    execute: async (args) => ({ echoed: args }),
+    execute: (args) => Promise.resolve({ echoed: args }),
     ...overrides,
   });
 }
 
-function errorOf(content: unknown): { code: string; message: string; details?: any } {
-  return (content as { error: { code: string; message: string; details?: any } }).error;
+function errorOf<D = unknown>(content: unknown): ToolErrorContent['error'] & { details: D } {
+  return (content as { error: ToolErrorContent['error'] & { details: D } }).error;
 }
 
 describe('ToolRegistry', () => {
@@ -111,7 +112,7 @@ describe('ToolRegistry', () => {
 
   it('maps a DomainError to its code, message and details', async () => {
     const registry = new ToolRegistry();
-    registry.register(echoTool({ execute: async () => { throw new DomainError('record_not_found', 'No such deal', { id: 'x' }); } }));
+    registry.register(echoTool({ execute: () => Promise.reject(new DomainError('record_not_found', 'No such deal', { id: 'x' })) }));
     const result = await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx());
     expect(result.isError).toBe(true);
     expect(result.content).toEqual({ error: { code: 'record_not_found', message: 'No such deal', details: { id: 'x' } } });
@@ -119,8 +120,8 @@ describe('ToolRegistry', () => {
 
   it('maps any other thrown error to a generic message without internals', async () => {
     const registry = new ToolRegistry();
-    registry.register(echoTool({ execute: async () => { throw new Error('connection string postgres://secret'); } }));
-    const spy = jest.spyOn((registry as any).logger, 'error').mockImplementation(() => undefined);
+    registry.register(echoTool({ execute: () => Promise.reject(new Error('connection string postgres://secret')) }));
+    const spy = jest.spyOn((registry as unknown as { logger: Logger }).logger, 'error').mockImplementation(() => undefined);
     const result = await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx());
     expect(result.isError).toBe(true);
     expect(errorOf(result.content).code).toBe('tool_failed');
@@ -131,8 +132,8 @@ describe('ToolRegistry', () => {
   it('turns a throwing middleware into an error result too', async () => {
     const registry = new ToolRegistry();
     registry.register(echoTool());
-    registry.use(async () => { throw new Error('bug'); });
-    jest.spyOn((registry as any).logger, 'error').mockImplementation(() => undefined);
+    registry.use(() => Promise.reject(new Error('bug')));
+    jest.spyOn((registry as unknown as { logger: Logger }).logger, 'error').mockImplementation(() => undefined);
     const result = await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx());
     expect(errorOf(result.content).code).toBe('tool_failed');
   });
@@ -185,7 +186,7 @@ describe('ToolRegistry', () => {
       return outcome;
     };
     const registry = new ToolRegistry();
-    registry.register(echoTool({ execute: async () => { order.push('tool'); return 1; } }));
+    registry.register(echoTool({ execute: () => { order.push('tool'); return Promise.resolve(1); } }));
     registry.use(trace('a'), trace('b'));
     await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx());
     expect(order).toEqual(['a:before', 'b:before', 'tool', 'b:after', 'a:after']);
@@ -237,11 +238,13 @@ describe('output cap', () => {
   it('drops records until the JSON fits, keeps it valid and says how many were omitted', async () => {
     const registry = new ToolRegistry();
     registry.use(outputCapMiddleware(16 * 1024));
-    registry.register(echoTool({ execute: async () => ({ count: 300, total: 1000, hasMore: true, records }) }));
+    registry.register(echoTool({ execute: () => Promise.resolve({ count: 300, total: 1000, hasMore: true, records }) }));
     const result = await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'x' } }, ctx());
     const json = JSON.stringify(result.content);
     expect(Buffer.byteLength(json)).toBeLessThanOrEqual(16 * 1024);
-    const content = JSON.parse(json);
+    const content = JSON.parse(json) as {
+      truncated: boolean; records: unknown[]; count: number; omittedCount: number; total: number; hasMore: boolean; note: string;
+    };
     expect(content.truncated).toBe(true);
     expect(content.records.length).toBeGreaterThan(50);
     expect(content.count).toBe(content.records.length);
@@ -276,7 +279,7 @@ describe('output cap', () => {
 describe('permission middleware', () => {
   const agent = { name: 'sales', tools: ['echo'], allowedObjects: ['deal', 'account'] };
 
-  function registryWith(execute = jest.fn(async () => 'ok')) {
+  function registryWith(execute = jest.fn(() => Promise.resolve('ok'))) {
     const registry = new ToolRegistry();
     registry.use(permissionMiddleware());
     registry.register(echoTool({ execute }));
@@ -310,7 +313,7 @@ describe('permission middleware', () => {
   it('answers an unknown tool with only the agent\'s tools as alternatives', async () => {
     const { registry } = registryWith();
     const result = await registry.execute({ id: 'c', name: 'nope', arguments: {} }, ctx({ agent }));
-    expect(errorOf(result.content).details.availableTools).toEqual(['echo']);
+    expect(errorOf<{ availableTools: string[] }>(result.content).details.availableTools).toEqual(['echo']);
   });
 });
 
@@ -335,10 +338,10 @@ describe('rate limit middleware', () => {
 
 describe('audit middleware', () => {
   it('logs tool, agent, caller, duration and error flag, never argument or result values', async () => {
-    const log = jest.fn();
+    const log = jest.fn<void, [Record<string, unknown>]>();
     const registry = new ToolRegistry();
     registry.use(auditMiddleware({ log, error: jest.fn(), warn: jest.fn() }));
-    registry.register(echoTool({ execute: async () => ({ secretValue: 'top-secret-result' }) }));
+    registry.register(echoTool({ execute: () => Promise.resolve({ secretValue: 'top-secret-result' }) }));
     await registry.execute(
       { id: 'c9', name: 'echo', arguments: { objectName: 'secret-object-arg' } },
       ctx({ caller: { keyId: 'k', role: 'member', subject: 'alice' }, agent: { name: 'sales', tools: ['echo'], allowedObjects: ['*'] } }),

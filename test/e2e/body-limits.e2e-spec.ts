@@ -1,4 +1,6 @@
+import type { OpenAPIObject } from '@nestjs/swagger';
 import { MAX_BODY_DEPTH, MAX_BODY_NODES } from '../../src/common/json-body.parser';
+import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 /** Plausible values for the path parameters of every route; the body is refused before they matter. */
@@ -33,7 +35,7 @@ describe('JSON body limits', () => {
       .send({ name: 'widget', label: 'Widget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
       .expect(201);
     const docs = await t.http.get('/docs-json').expect(200);
-    bodyRoutes = Object.entries(docs.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, operations]) =>
+    bodyRoutes = Object.entries(bodyOf<OpenAPIObject>(docs).paths).flatMap(([path, operations]) =>
       (['post', 'put', 'patch'] as const)
         .filter((method) => method in operations)
         .map((method) => ({ method, path: path.replace(/\{(\w+)\}/g, (_, param: string) => PATH_VALUES[param] ?? 'x') })),
@@ -56,7 +58,7 @@ describe('JSON body limits', () => {
     const answers: Array<[string, number, string, string]> = [];
     for (const { method, path } of bodyRoutes) {
       const res = await sendRaw(method, path, deep);
-      answers.push([`${method.toUpperCase()} ${path}`, res.status, res.body.code, res.body.error]);
+      answers.push([`${method.toUpperCase()} ${path}`, res.status, errorOf(res).code, errorOf(res).error]);
     }
     const expected = `body is nested deeper than ${MAX_BODY_DEPTH} levels`;
     expect(answers).toEqual(bodyRoutes.map(({ method, path }) => [`${method.toUpperCase()} ${path}`, 400, 'validation_failed', expected]));
@@ -66,7 +68,7 @@ describe('JSON body limits', () => {
     const tooDeep = await sendRaw('post', '/api/v1/objects/widget/records', nestedJson(MAX_BODY_DEPTH + 1)).expect(400);
     expect(tooDeep.body).toMatchObject({ code: 'validation_failed', details: { maxDepth: MAX_BODY_DEPTH } });
     const atLimit = await sendRaw('post', '/api/v1/objects/widget/records', nestedJson(MAX_BODY_DEPTH)).expect(400);
-    expect(atLimit.body.code).toBe('unknown_field');
+    expect(errorOf(atLimit).code).toBe('unknown_field');
   });
 
   it('lets a where nested 64 levels deep reach the where compiler, which gives its own answer', async () => {
@@ -75,8 +77,8 @@ describe('JSON body limits', () => {
     const body = { where, aggregations: [{ function: 'count', alias: 'n' }] };
     expect(depthOf(body)).toBe(64);
     const res = await t.http.post('/api/v1/objects/widget/aggregate').set(admin()).send(body).expect(400);
-    expect(res.body.code).toBe('invalid_where');
-    expect(res.body.error).toMatch(/where is nested deeper than/);
+    expect(errorOf(res).code).toBe('invalid_where');
+    expect(errorOf(res).error).toMatch(/where is nested deeper than/);
   });
 
   it('refuses a body with more values than the limit with 400 validation_failed', async () => {
@@ -85,25 +87,25 @@ describe('JSON body limits', () => {
     expect(res.body).toMatchObject({ code: 'validation_failed', details: { maxValues: MAX_BODY_NODES } });
     const keys = `{${Array.from({ length: MAX_BODY_NODES }, (_, i) => `"k${i}":0`).join(',')}}`;
     const byKeys = await sendRaw('post', '/api/v1/objects/widget/records', keys).expect(400);
-    expect(byKeys.body.code).toBe('validation_failed');
+    expect(errorOf(byKeys).code).toBe('validation_failed');
   });
 
   it('still refuses NUL characters deeper than 64 levels in a DTO body', async () => {
     let args: unknown = 'a\u0000b';
     for (let i = 0; i < 80; i++) args = { x: args };
     const res = await t.http.post('/api/v1/ai/tools/query_records/execute').set(admin()).send({ arguments: args }).expect(400);
-    expect(res.body.code).toBe('validation_failed');
-    expect(res.body.error).toMatch(/^arguments(\.x)+ must not contain NUL/);
+    expect(errorOf(res).code).toBe('validation_failed');
+    expect(errorOf(res).error).toMatch(/^arguments(\.x)+ must not contain NUL/);
   });
 
   it('keeps answering malformed JSON with 400 invalid_json and an oversized body with 413', async () => {
     const malformed = await sendRaw('post', '/api/v1/objects/widget/records', '{"title": "x",}').expect(400);
-    expect(malformed.body.code).toBe('invalid_json');
+    expect(errorOf(malformed).code).toBe('invalid_json');
     const empty = await sendRaw('post', '/api/v1/objects/widget/records', '').expect(400);
-    expect(empty.body.code).toBe('invalid_json');
+    expect(errorOf(empty).code).toBe('invalid_json');
     const poisoned = await sendRaw('post', '/api/v1/objects/widget/records', '{"__proto__": {"x": 1}}').expect(400);
-    expect(poisoned.body.code).toBe('invalid_json');
+    expect(errorOf(poisoned).code).toBe('invalid_json');
     const huge = await sendRaw('post', '/api/v1/objects/widget/records', JSON.stringify({ title: 'x'.repeat(2 * 1024 * 1024) })).expect(413);
-    expect(huge.body.code).toBe('payload_too_large');
+    expect(errorOf(huge).code).toBe('payload_too_large');
   });
 });

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, waitForChat } from '../support/chat-helpers';
+import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bodyOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
 
 type Line = Record<string, unknown>;
@@ -49,7 +51,7 @@ describe('logs', () => {
     const requestId = res.headers['x-request-id'];
     expect(requestId).toEqual(expect.any(String));
     expect(await completionLine(requestId)).toMatchObject({
-      level: 'info', context: 'http', method: 'GET', route: '/api/v1/objects', query: [], status: 200, durationMs: expect.any(Number),
+      level: 'info', context: 'http', method: 'GET', route: '/api/v1/objects', query: [], status: 200, durationMs: match.any(Number),
     });
   });
 
@@ -57,7 +59,7 @@ describe('logs', () => {
     const res = await t.http.get('/api/v1/objects/gizmo/records')
       .query({ where: JSON.stringify({ name: SECRET_VALUE }), limit: '5' })
       .set(bearer(t.adminKey)).expect(200);
-    expect(res.body.records).toHaveLength(1);
+    expect(bodyOf<RecordPage>(res).records).toHaveLength(1);
     const line = await completionLine(res.headers['x-request-id']);
     expect(line).toMatchObject({ route: '/api/v1/objects/:name/records', query: ['where', 'limit'], status: 200 });
     expect(text()).not.toContain(SECRET_VALUE);
@@ -86,7 +88,7 @@ describe('logs', () => {
   it('carries the chat id into the lines of a durable chat run, tool-audit lines included', async () => {
     llm.enqueue(MockReply.toolCall('list_objects', {}), MockReply.text('Gizmos, mostly.'));
     const created = await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'What objects exist?' }).expect(201);
-    const chatId = created.body.id;
+    const chatId = idOf(created);
     await waitForChat(t, chatId, hasStatus('waiting'));
 
     const chatLines = linesOf('chatId', chatId);

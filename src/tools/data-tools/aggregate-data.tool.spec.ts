@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { DataService } from '../../data/data.service';
 import type { MetadataService } from '../../metadata/metadata.service';
 import { SYSTEM_FIELDS, type ObjectMeta } from '../../metadata/object-metadata.types';
+import { match } from '../../../test/support/matchers';
 import { ToolRegistry } from '../tool.registry';
 import { createAggregateDataTool } from './aggregate-data.tool';
 
@@ -22,16 +23,16 @@ function recordingEm(): { em: EntityManager; statements: string[] } {
   em.fork = () => em;
   em.transactional = (fn: (tx: unknown) => unknown) => fn(em);
   em.getKysely = () => ({
-    executeQuery: async (query: { sql: string }) => {
+    executeQuery: (query: { sql: string }) => {
       statements.push(query.sql);
-      return { rows: [] };
+      return Promise.resolve({ rows: [] });
     },
   });
   return { em: em as unknown as EntityManager, statements };
 }
 
 describe('aggregate_data with a forbidden function', () => {
-  const metadata = { getObject: async () => DEAL } as unknown as MetadataService;
+  const metadata = { getObject: () => Promise.resolve(DEAL) } as unknown as MetadataService;
 
   it('is rejected by the schema, naming the function, before the tool (and any SQL) runs', async () => {
     const { em, statements } = recordingEm();
@@ -44,7 +45,7 @@ describe('aggregate_data with a forbidden function', () => {
       { signal: new AbortController().signal },
     );
     expect(result.isError).toBe(true);
-    expect(result.content).toMatchObject({ error: { code: 'invalid_arguments', message: expect.stringContaining('"drop_table" is not allowed') } });
+    expect(result.content).toMatchObject({ error: { code: 'invalid_arguments', message: match.stringContaining('"drop_table" is not allowed') } });
     expect(spy).not.toHaveBeenCalled();
     expect(statements).toEqual([]);
   });

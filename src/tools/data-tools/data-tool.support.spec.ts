@@ -1,5 +1,6 @@
 import { DomainError } from '../../common/domain-error';
 import { clampLimit, clampOffset } from '../../common/limits';
+import { match } from '../../../test/support/matchers';
 import { readData } from './data-tool.support';
 
 describe('clampLimit (query_records: default 20, max 200)', () => {
@@ -20,28 +21,28 @@ describe('clampOffset', () => {
 });
 
 describe('readData error shaping', () => {
-  const deps = (error: unknown) => ({
+  const deps = (error: DomainError) => ({
     data: {} as never,
     metadata: {} as never,
     statementTimeoutMs: 1000,
     // withReadOnlyTransaction forks and opens a transaction; here the transaction itself fails.
-    em: { fork: () => ({ transactional: async () => { throw error; } }) } as never,
+    em: { fork: () => ({ transactional: () => Promise.reject(error) }) } as never,
   });
 
   it('caps the available fields of unknown_field at 40', async () => {
     const fields = Array.from({ length: 55 }, (_, i) => `field_${i}`);
     const error = new DomainError('unknown_field', 'Unknown field "nope" on object "wide"', { field: 'nope', object: 'wide', availableFields: fields });
-    await expect(readData(deps(error), { signal: new AbortController().signal }, async () => 1)).rejects.toMatchObject({
+    await expect(readData(deps(error), { signal: new AbortController().signal }, () => Promise.resolve(1))).rejects.toMatchObject({
       code: 'unknown_field',
       details: { availableFields: fields.slice(0, 40), moreFields: 15 },
-      message: expect.stringContaining('(and 15 more)'),
+      message: match.stringContaining('(and 15 more)'),
     });
   });
 
   it("lists only the agent's objects when an object is not found", async () => {
     const error = new DomainError('object_not_found', 'Object "x" not found', { availableObjects: ['account', 'contact', 'deal'] });
     const agent = { name: 'a', tools: [], allowedObjects: ['deal'] };
-    await expect(readData(deps(error), { signal: new AbortController().signal, agent }, async () => 1)).rejects.toMatchObject({
+    await expect(readData(deps(error), { signal: new AbortController().signal, agent }, () => Promise.resolve(1))).rejects.toMatchObject({
       details: { availableObjects: ['deal'] },
     });
   });

@@ -24,11 +24,11 @@ describe('data tool schemas', () => {
 
   it.each(DATA_TOOL_NAMES.map((name) => [name]))('%s writes nothing: the engine runs only inside a READ ONLY transaction', async (name) => {
     const statements: string[] = [];
-    const tx = { getKysely: () => ({ executeQuery: async (query: { sql: string }) => (statements.push(query.sql), { rows: [] }) }) };
+    const tx = { getKysely: () => ({ executeQuery: (query: { sql: string }) => (statements.push(query.sql), Promise.resolve({ rows: [] })) }) };
     const stop = new Error('stop here');
     const usedEm: unknown[] = [];
     // Every engine call records the EntityManager it was given, then ends the call.
-    const engine = new Proxy({}, { get: () => async (...args: unknown[]) => { usedEm.push(args.at(-1)); throw stop; } });
+    const engine = new Proxy({}, { get: () => (...args: unknown[]) => { usedEm.push(args.at(-1)); return Promise.reject(stop); } });
     const [tool] = createDataTools({
       data: engine as DataService,
       metadata: engine as MetadataService,
