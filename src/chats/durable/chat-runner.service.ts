@@ -47,9 +47,13 @@ export class ChatRunner {
   }
 
   private async runTurn(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<RunOutcome> {
-    const deltas = new DeltaBatcher((delta) => this.events.publish({ type: 'message_part', chatId: chat.id, owner: chat.owner, delta }));
+    const deltas = new DeltaBatcher((delta) =>
+      this.events.publish({ type: 'message_part', chatId: chat.id, owner: chat.owner, delta }),
+    );
     try {
-      await this.owned(chat, workerId, (em) => this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em));
+      await this.owned(chat, workerId, (em) =>
+        this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em),
+      );
       const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
       const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
       const { turn, messages, clientTools } = await this.runtime.prepareTurn({
@@ -62,14 +66,19 @@ export class ChatRunner {
       });
       let tokens = chat.turnTokens;
       let settled = false;
-      const result = await this.loop.runTurn(turn, messages, {
-        onTextDelta: (delta) => deltas.push(delta),
-        onStep: async (step) => {
-          deltas.flush();
-          tokens += step.usage.totalTokens;
-          settled = await this.persistStep(chat, workerId, step, tokens, clientTools.freeformAsFunction);
+      const result = await this.loop.runTurn(
+        turn,
+        messages,
+        {
+          onTextDelta: (delta) => deltas.push(delta),
+          onStep: async (step) => {
+            deltas.flush();
+            tokens += step.usage.totalTokens;
+            settled = await this.persistStep(chat, workerId, step, tokens, clientTools.freeformAsFunction);
+          },
         },
-      }, signal);
+        signal,
+      );
       // The token budget can end a turn without a final model step: settle it here.
       if (!settled && result.status === 'completed') await this.settle(chat, workerId, 'waiting');
       return result.status === 'completed' ? 'waiting' : 'requires_action';
@@ -85,11 +94,20 @@ export class ChatRunner {
         this.logger.error({ msg: 'could not record the failure of the chat', err: e });
         return 'error' as const;
       });
+    } finally {
+      // A run ends when its last delta is out: nothing of it may still want a connection afterwards.
+      await deltas.sent();
     }
   }
 
   /** Commits one step; returns true when the chat left `running` with it (final answer or client tools). */
-  private async persistStep(chat: ChatRow, workerId: string, step: TurnStep, tokens: number, freeform: ReadonlySet<string>): Promise<boolean> {
+  private async persistStep(
+    chat: ChatRow,
+    workerId: string,
+    step: TurnStep,
+    tokens: number,
+    freeform: ReadonlySet<string>,
+  ): Promise<boolean> {
     return this.owned(chat, workerId, async (em) => {
       const assistantId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step), step.usage);
       await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: assistantId }, em);
@@ -105,7 +123,12 @@ export class ChatRunner {
       }
       if (step.pendingClientCalls.length) {
         const pending = step.pendingClientCalls.map((call) => toPendingCall(call, freeform));
-        await this.repo.setStatus(em, chat.id, { status: 'requires_action', pendingToolCalls: pending, actionExpiresInMs: this.config.chatActionTimeoutMs, attempts: 0 });
+        await this.repo.setStatus(em, chat.id, {
+          status: 'requires_action',
+          pendingToolCalls: pending,
+          actionExpiresInMs: this.config.chatActionTimeoutMs,
+          attempts: 0,
+        });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'requires_action' }, em);
         await this.events.publish({ type: 'action_required', chatId: chat.id, owner: chat.owner }, em);
         return true;
@@ -131,7 +154,12 @@ export class ChatRunner {
     return this.owned(chat, workerId, async (em) => {
       if (retryable) {
         const delayMs = Math.min(30_000, 1_000 * 2 ** (attempt - 1));
-        await this.repo.setStatus(em, chat.id, { status: 'pending', attempts: attempt, availableInMs: delayMs, lastError: { code, message } });
+        await this.repo.setStatus(em, chat.id, {
+          status: 'pending',
+          attempts: attempt,
+          availableInMs: delayMs,
+          lastError: { code, message },
+        });
         await this.events.publish({ type: 'retry', chatId: chat.id, owner: chat.owner, attempt, delayMs, error: message }, em);
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
         return 'pending';
@@ -183,6 +211,11 @@ class DeltaBatcher {
   discard(): void {
     this.clearTimer();
     this.buffer = '';
+  }
+
+  /** Resolves once every flushed delta has been published (or failed to). */
+  sent(): Promise<void> {
+    return this.chain;
   }
 
   private clearTimer(): void {

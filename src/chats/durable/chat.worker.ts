@@ -25,6 +25,8 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe?: () => void;
   private stopping = false;
+  /** Claims and maintenance under way: shutdown waits for them, so none starts on a closing pool. */
+  private readonly background = new Set<Promise<void>>();
   private claiming = false;
   private claimAgain = false;
 
@@ -55,19 +57,27 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     this.stopping = true;
     for (const timer of this.timers) clearInterval(timer);
     this.unsubscribe?.();
-    if (!this.running.size) return;
+    const hadRuns = this.running.size > 0;
     for (const { controller } of this.running.values()) controller.abort();
+    // Runs, claims and maintenance finish before the ORM closes its pool: a connection still being
+    // acquired while the pool ends is never released, and the pool's end would wait for it forever.
     await Promise.race([
-      Promise.allSettled([...this.running.values()].map((r) => r.done)),
+      Promise.allSettled([...[...this.running.values()].map((r) => r.done), ...this.background]),
       new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
     ]);
+    if (!hadRuns) return;
     const released = await this.repo.release(this.em.fork(), this.workerId);
-    for (const chat of released) await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' });
+    for (const chat of released)
+      await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' });
     if (released.length) this.logger.log({ msg: 'handed chats back as pending', count: released.length });
   }
 
   /** Claims as many pending chats as there are free slots; re-runs if woken while claiming. */
-  async claim(): Promise<void> {
+  claim(): Promise<void> {
+    return this.tracked(() => this.claimFreeSlots());
+  }
+
+  private async claimFreeSlots(): Promise<void> {
     if (this.stopping) return;
     if (this.claiming) {
       this.claimAgain = true;
@@ -107,15 +117,21 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   /** Heartbeat of our chats, recovery of stale ones, expiry of unanswered client tool calls. */
-  private async maintain(): Promise<void> {
+  private maintain(): Promise<void> {
+    return this.tracked(() => this.maintainNow());
+  }
+
+  private async maintainNow(): Promise<void> {
     if (this.stopping) return;
     try {
       await this.repo.heartbeat(this.em.fork(), this.workerId, [...this.running.keys()]);
+      if (this.stopping) return;
       const recovered = await this.repo.recoverStale(this.em.fork(), this.config.chatStaleAfterMs, this.config.chatMaxAttempts);
       for (const chat of recovered) {
         this.logger.warn({ msg: 'took back a chat with a stale heartbeat', chatId: chat.id, status: chat.status });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: chat.status });
       }
+      if (this.stopping) return;
       await this.expireActions();
     } catch (error) {
       this.logger.warn({ msg: 'chat maintenance failed', error: (error as Error).message });
@@ -127,11 +143,26 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
       for (const chat of await this.repo.lockExpiredActions(em, 100)) {
         const message = 'No tool results arrived before the requires_action timeout';
         await this.chats.writeMissingResults(em, chat, 'tool_results_timeout', message);
-        await this.repo.setStatus(em, chat.id, { status: 'error', lastError: { code: 'tool_results_timeout', message }, resetTurn: true });
-        await this.events.publish({ type: 'error', chatId: chat.id, owner: chat.owner, code: 'tool_results_timeout', message }, em);
+        await this.repo.setStatus(em, chat.id, {
+          status: 'error',
+          lastError: { code: 'tool_results_timeout', message },
+          resetTurn: true,
+        });
+        await this.events.publish(
+          { type: 'error', chatId: chat.id, owner: chat.owner, code: 'tool_results_timeout', message },
+          em,
+        );
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'error' }, em);
       }
     });
+  }
+
+  /** Runs background work so that shutdown can wait for it; never while stopping. */
+  private tracked(work: () => Promise<void>): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    const promise = work().finally(() => this.background.delete(promise));
+    this.background.add(promise);
+    return promise;
   }
 
   private every(ms: number, task: () => Promise<void>): void {
