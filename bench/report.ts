@@ -52,12 +52,21 @@ export interface BenchReport {
   memory: MemoryReading[];
   scale: { rows: number; insertMs: number; analyzeMs: number; steps: TimedStep[] };
   /** Durable chats through the worker: sorted create-to-answered durations, ms. */
-  durable: { chats: number; creators: number; wallMs: number; errors: number; completed: number; messages: number; durations: number[] };
+  durable: {
+    chats: number;
+    creators: number;
+    wallMs: number;
+    errors: number;
+    completed: number;
+    messages: number;
+    durations: number[];
+  };
   goals: Goal[];
   notes: string[];
 }
 
-const ms = (value: number) => (Number.isFinite(value) ? (value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0)) : 'n/a');
+const ms = (value: number) =>
+  Number.isFinite(value) ? (value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0)) : 'n/a';
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 
 function clipQuery(query: string): string {
@@ -169,7 +178,9 @@ export function renderReport(r: BenchReport): string {
     '',
     '| when | RSS | JS heap used | JS heap total | live heap after GC | external |',
     '|---|---|---|---|---|---|',
-    ...r.memory.map((m) => `| ${m.label} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${mb(m.heapTotal)} | ${mb(m.liveHeap)} | ${mb(m.external)} |`),
+    ...r.memory.map(
+      (m) => `| ${m.label} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${mb(m.heapTotal)} | ${mb(m.liveHeap)} | ${mb(m.external)} |`,
+    ),
     '',
     '## Durable chats',
     '',
@@ -194,7 +205,8 @@ export function renderReport(r: BenchReport): string {
     '| query | request | runs | p50 ms | p95 ms | max ms |',
     '|---|---|---|---|---|---|',
     ...r.scale.steps.map(
-      (s) => `| ${s.name} | ${s.description} | ${s.durations.length} | ${ms(percentile(s.durations, 50))} | ${ms(percentile(s.durations, 95))} | ${ms(s.durations[s.durations.length - 1])} |`,
+      (s) =>
+        `| ${s.name} | ${s.description} | ${s.durations.length} | ${ms(percentile(s.durations, 50))} | ${ms(percentile(s.durations, 95))} | ${ms(s.durations[s.durations.length - 1])} |`,
     ),
   );
   if (r.notes.length) lines.push('', '## Notes from this run', '', ...r.notes.map((n) => `- ${n}`));

@@ -43,7 +43,10 @@ async function sql<T = Record<string, unknown>>(url: string, text: string, param
  * cluster), to show how much of a request is database work and how many round trips it makes.
  */
 class DbStats {
-  private constructor(private readonly client: Client, private readonly database: string) {}
+  private constructor(
+    private readonly client: Client,
+    private readonly database: string,
+  ) {}
 
   static async open(url: string, database: string): Promise<DbStats> {
     const client = new Client({ connectionString: url });
@@ -79,7 +82,10 @@ class AppProcess {
   private exited = false;
   private failure?: string;
 
-  private constructor(private readonly child: ChildProcess, private readonly logFile: string) {
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly logFile: string,
+  ) {
     child.on('message', (message: ChildMessage) => {
       if (message.type === 'failed') this.failure = message.error;
       const index = this.waiting.findIndex((w) => w.type === message.type);
@@ -88,7 +94,10 @@ class AppProcess {
     child.on('exit', (code) => {
       this.exited = true;
       for (const w of this.waiting.splice(0)) {
-        w.resolve({ type: 'failed', error: this.failure ?? `app process exited with code ${code}; log tail:\n${this.logTail()}` });
+        w.resolve({
+          type: 'failed',
+          error: this.failure ?? `app process exited with code ${code}; log tail:\n${this.logTail()}`,
+        });
       }
     });
   }
@@ -117,7 +126,10 @@ class AppProcess {
     return new Promise((resolve, reject) => {
       this.waiting.push({
         type,
-        resolve: (m) => (m.type === 'failed' ? reject(new Error(`app process failed: ${m.error}`)) : resolve(m as Extract<ChildMessage, { type: T }>)),
+        resolve: (m) =>
+          m.type === 'failed'
+            ? reject(new Error(`app process failed: ${m.error}`))
+            : resolve(m as Extract<ChildMessage, { type: T }>),
       });
       if (message) this.child.send(message);
     });
@@ -129,7 +141,14 @@ class AppProcess {
 
   async memory(label: string): Promise<MemoryReading> {
     const { memory, liveHeap } = await this.request('memory', { type: 'memory' });
-    return { label, rss: memory.rss, heapUsed: memory.heapUsed, heapTotal: memory.heapTotal, external: memory.external, liveHeap };
+    return {
+      label,
+      rss: memory.rss,
+      heapUsed: memory.heapUsed,
+      heapTotal: memory.heapTotal,
+      external: memory.external,
+      liveHeap,
+    };
   }
 
   async stop(): Promise<number | undefined> {
@@ -281,8 +300,16 @@ function scenarios(llm: MockLlmServer): Scenario[] {
         body: { messages: [{ role: 'user', content: 'Which won deals are the largest?' }] },
       }),
       check: (res) => {
-        const body = JSON.parse(res.body) as { finishReason: string; toolCalls: Array<{ isError: boolean; result: { count: number } }> };
-        return body.finishReason === 'stop' && body.toolCalls.length === 1 && !body.toolCalls[0].isError && body.toolCalls[0].result.count === 5;
+        const body = JSON.parse(res.body) as {
+          finishReason: string;
+          toolCalls: Array<{ isError: boolean; result: { count: number } }>;
+        };
+        return (
+          body.finishReason === 'stop' &&
+          body.toolCalls.length === 1 &&
+          !body.toolCalls[0].isError &&
+          body.toolCalls[0].result.count === 5
+        );
       },
       before: (requests) => {
         llm.reset();
@@ -316,9 +343,13 @@ async function runScenario(client: HttpClient, s: Scenario, db: DbStats): Promis
       database = {
         statementsPerRequest: perRequest(statements.reduce((sum, st) => sum + st.calls, 0)),
         dbMsPerRequest: perRequest(statements.reduce((sum, st) => sum + st.totalMs, 0)),
-        top: statements.slice(0, 8).map((st) => ({ query: st.query, perRequest: perRequest(st.calls), meanMs: st.totalMs / st.calls })),
+        top: statements
+          .slice(0, 8)
+          .map((st) => ({ query: st.query, perRequest: perRequest(st.calls), meanMs: st.totalMs / st.calls })),
       };
-      log(`${s.name}: ${database.statementsPerRequest.toFixed(1)} statements and ${database.dbMsPerRequest.toFixed(2)} ms of execution in PostgreSQL per request`);
+      log(
+        `${s.name}: ${database.statementsPerRequest.toFixed(1)} statements and ${database.dbMsPerRequest.toFixed(2)} ms of execution in PostgreSQL per request`,
+      );
     }
     const l = result.latencies;
     log(
@@ -345,7 +376,13 @@ async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: stri
         label: 'Bench event',
         description: 'Synthetic rows for the data-engine benchmark',
         fields: [
-          { name: 'category', label: 'Category', type: 'select', options: Array.from({ length: 10 }, (_, i) => `c${i}`), indexed: true },
+          {
+            name: 'category',
+            label: 'Category',
+            type: 'select',
+            options: Array.from({ length: 10 }, (_, i) => `c${i}`),
+            indexed: true,
+          },
           { name: 'region', label: 'Region', type: 'select', options: ['emea', 'amer', 'apac'] },
           { name: 'amount', label: 'Amount', type: 'currency' },
           { name: 'quantity', label: 'Quantity', type: 'integer' },
@@ -401,7 +438,11 @@ async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: stri
     {
       name: 'filtered count',
       description: 'POST aggregate: count where category = c3 and amount > 500',
-      request: { method: 'POST', path: '/api/v1/objects/bench_event/aggregate', body: { where: filter, aggregations: [{ function: 'count', alias: 'n' }] } },
+      request: {
+        method: 'POST',
+        path: '/api/v1/objects/bench_event/aggregate',
+        body: { where: filter, aggregations: [{ function: 'count', alias: 'n' }] },
+      },
       check: (body: { rows: Array<{ n: number }> }) => body.rows[0]?.n === Number(expected.n),
     },
     {
@@ -409,7 +450,8 @@ async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: stri
       description: 'GET records: same filter, orderBy amount desc, limit 50 (total by window count)',
       request: {
         method: 'GET',
-        path: '/api/v1/objects/bench_event/records?' + q({ where: filter, orderBy: [{ field: 'amount', order: 'desc' }], limit: 50 }),
+        path:
+          '/api/v1/objects/bench_event/records?' + q({ where: filter, orderBy: [{ field: 'amount', order: 'desc' }], limit: 50 }),
       },
       check: (body: { records: unknown[]; total: number }) => body.records.length === 50 && body.total === Number(expected.n),
     },
@@ -418,7 +460,8 @@ async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: stri
   for (const step of steps) {
     for (let i = 0; i < 3; i++) {
       const body = await member.json(step.request);
-      if (!step.check(body)) throw new Error(`scale: ${step.name} returned a wrong result: ${JSON.stringify(body).slice(0, 500)}`);
+      if (!step.check(body))
+        throw new Error(`scale: ${step.name} returned a wrong result: ${JSON.stringify(body).slice(0, 500)}`);
     }
     const durations = await timeRuns(SCALE_RUNS, async () => {
       await member.json(step.request);
@@ -434,7 +477,8 @@ async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: stri
 // -----------------------------------------------------------------------------------------------
 
 function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
-  const run = (name: string, concurrency: number) => report.scenarios.find((s) => s.name === name)?.runs.find((r) => r.concurrency === concurrency);
+  const run = (name: string, concurrency: number) =>
+    report.scenarios.find((s) => s.name === name)?.runs.find((r) => r.concurrency === concurrency);
   const p95 = (name: string, concurrency: number) => percentile(run(name, concurrency)?.latencies ?? [], 95);
   const step = (name: string) => percentile(report.scale.steps.find((s) => s.name === name)?.durations ?? [], 95);
   const latencyGoal = (label: string, value: number, limit: number): Goal => ({
@@ -469,7 +513,12 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
       measured: `${initNoSeed.toFixed(0)} ms`,
       met: initNoSeed < 5000,
     },
-    { name: 'sample-data seeding', target: '< 15000 ms', measured: `${report.startup.seedMs.toFixed(0)} ms`, met: report.startup.seedMs < 15000 },
+    {
+      name: 'sample-data seeding',
+      target: '< 15000 ms',
+      measured: `${report.startup.seedMs.toFixed(0)} ms`,
+      met: report.startup.seedMs < 15000,
+    },
     {
       name: 'live JS heap after the HTTP load (after a full GC)',
       target: '< 150 MB',
@@ -482,13 +531,21 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
       measured: `${(liveGrowth / 1024 / 1024).toFixed(1)} MB`,
       met: liveGrowth < 25 * 1024 * 1024,
     },
-    { name: 'RSS of the app process, highest reading', target: '< 600 MB', measured: `${(peakRss / 1024 / 1024).toFixed(0)} MB`, met: peakRss < 600 * 1024 * 1024 },
+    {
+      name: 'RSS of the app process, highest reading',
+      target: '< 600 MB',
+      measured: `${(peakRss / 1024 / 1024).toFixed(0)} MB`,
+      met: peakRss < 600 * 1024 * 1024,
+    },
     { name: 'failed requests in all HTTP scenarios', target: '0', measured: String(errors), met: errors === 0 },
     {
       name: `durable chats: all ${report.durable.chats} answered, each with exactly 4 messages`,
       target: `${report.durable.chats} / ${report.durable.chats * 4}`,
       measured: `${report.durable.completed} / ${report.durable.messages}`,
-      met: report.durable.errors === 0 && report.durable.completed === report.durable.chats && report.durable.messages === report.durable.chats * 4,
+      met:
+        report.durable.errors === 0 &&
+        report.durable.completed === report.durable.chats &&
+        report.durable.messages === report.durable.chats * 4,
     },
     {
       name: 'durable chat throughput (one replica, 4 chats at a time, one tool round each)',
@@ -496,7 +553,11 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
       measured: `${(report.durable.chats / (report.durable.wallMs / 1000)).toFixed(1)} chats/s`,
       met: report.durable.chats / (report.durable.wallMs / 1000) >= 30,
     },
-    latencyGoal('durable chat, POST to answered, p95 (200 chats from 16 clients, queueing included)', percentile(report.durable.durations, 95), 2000),
+    latencyGoal(
+      'durable chat, POST to answered, p95 (200 chats from 16 clients, queueing included)',
+      percentile(report.durable.durations, 95),
+      2000,
+    ),
   ];
 }
 
@@ -517,7 +578,12 @@ async function durableRun(member: HttpClient, llm: MockLlmServer, databaseUrl: s
   const step: DynamicStep = (request) =>
     ((request.body?.messages ?? []) as Array<{ role?: string }>).at(-1)?.role === 'tool'
       ? MockReply.text('Done.')
-      : MockReply.toolCall('query_records', { objectName: 'deal', where: { stage: 'won' }, fields: ['name', 'amount'], limit: 5 });
+      : MockReply.toolCall('query_records', {
+          objectName: 'deal',
+          where: { stage: 'won' },
+          fields: ['name', 'amount'],
+          limit: 5,
+        });
   for (let i = 0; i < DURABLE_CHATS * 2; i++) llm.enqueue(step);
   const latencies: number[] = [];
   let errors = 0;
@@ -528,7 +594,10 @@ async function durableRun(member: HttpClient, llm: MockLlmServer, databaseUrl: s
       next++;
       const begin = performance.now();
       try {
-        const chat = await member.json<{ id: string }>({ method: 'POST', path: '/api/v1/chats', body: { agent: 'data_chat', message: 'Largest won deals?' } }, 201);
+        const chat = await member.json<{ id: string }>(
+          { method: 'POST', path: '/api/v1/chats', body: { agent: 'data_chat', message: 'Largest won deals?' } },
+          201,
+        );
         for (;;) {
           const { status } = await member.json<{ status: string }>({ method: 'GET', path: `/api/v1/chats/${chat.id}` });
           if (status === 'waiting') break;
@@ -633,7 +702,10 @@ async function main(): Promise<void> {
 
     const admin = new HttpClient(ready.port, { authorization: `Bearer ${adminKey}` });
     cleanups.push(() => admin.close());
-    const { secret } = await admin.json<{ secret: string }>({ method: 'POST', path: '/api/v1/api-keys', body: { name: 'bench member', role: 'member' } }, 201);
+    const { secret } = await admin.json<{ secret: string }>(
+      { method: 'POST', path: '/api/v1/api-keys', body: { name: 'bench member', role: 'member' } },
+      201,
+    );
     const member = new HttpClient(ready.port, { authorization: `Bearer ${secret}` }, 16);
     cleanups.push(() => member.close());
 
@@ -653,7 +725,9 @@ async function main(): Promise<void> {
 
     const notes: string[] = [
       `Load average of the machine when the run started (1/5/15 min): ${loadBefore.map((l) => l.toFixed(2)).join(' / ')}; ` +
-        `when it ended: ${loadavg().map((l) => l.toFixed(2)).join(' / ')}. Other work on the machine shows up in every figure.`,
+        `when it ended: ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' / ')}. Other work on the machine shows up in every figure.`,
     ];
     const errors = results.flatMap((s) => s.runs.flatMap((r) => r.errorSamples.map((e) => `${s.name} c=${r.concurrency}: ${e}`)));
     notes.push(...errors.slice(0, 10).map((e) => `error sample: \`${e.replace(/\|/g, '\\|').replace(/`/g, "'")}\``));

@@ -16,15 +16,20 @@ function answer(request: RecordedRequest) {
   if (!afterUser) {
     return {
       kind: 'toolCalls' as const,
-      toolCalls: [{
-        name: 'aggregate_data',
-        arguments: {
-          objectName: 'deal',
-          groupBy: ['stage'],
-          aggregations: [{ function: 'count', alias: 'deals' }, { function: 'sum', field: 'amount', alias: 'total_amount' }],
-          orderBy: [{ field: 'total_amount', order: 'desc' }],
+      toolCalls: [
+        {
+          name: 'aggregate_data',
+          arguments: {
+            objectName: 'deal',
+            groupBy: ['stage'],
+            aggregations: [
+              { function: 'count', alias: 'deals' },
+              { function: 'sum', field: 'amount', alias: 'total_amount' },
+            ],
+            orderBy: [{ field: 'total_amount', order: 'desc' }],
+          },
         },
-      }],
+      ],
     };
   }
   let rows: Array<{ stage: string | null; deals: number; total_amount: number | null }>;
@@ -34,7 +39,10 @@ function answer(request: RecordedRequest) {
     return { kind: 'text' as const, content: `The tool failed: ${toolMessage.content}` };
   }
   const lines = rows.map((r) => `| ${r.stage} | ${r.deals} | ${Number(r.total_amount ?? 0).toLocaleString('en-US')} |`);
-  return { kind: 'text' as const, content: ['Deals by stage:', '', '| stage | deals | total amount |', '|---|---|---|', ...lines].join('\n') };
+  return {
+    kind: 'text' as const,
+    content: ['Deals by stage:', '', '| stage | deals | total amount |', '|---|---|---|', ...lines].join('\n'),
+  };
 }
 
 async function main(): Promise<void> {
@@ -42,7 +50,9 @@ async function main(): Promise<void> {
   // Every request gets the same scripted behaviour.
   const refill = () => server.enqueue(...Array.from({ length: 100 }, () => answer));
   refill();
-  setInterval(() => { if (server.pendingSteps < 50) refill(); }, 1000).unref();
+  setInterval(() => {
+    if (server.pendingSteps < 50) refill();
+  }, 1000).unref();
   process.stdout.write(`demo model listening on ${server.url} (set OPENAI_BASE_URL to it)\n`);
   const stop = () => void server.close().then(() => process.exit(0));
   process.on('SIGINT', stop);

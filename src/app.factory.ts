@@ -27,7 +27,11 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
  * request carrying its request id), the global validation pipe and error filter, and OpenAPI docs
  * at /docs.
  */
-export async function createApp(config: AppConfig, databaseUrl: string, options: CreateAppOptions = {}): Promise<NestFastifyApplication> {
+export async function createApp(
+  config: AppConfig,
+  databaseUrl: string,
+  options: CreateAppOptions = {},
+): Promise<NestFastifyApplication> {
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
   const adapter = new FastifyAdapter({
     loggerInstance: httpLogger(),

@@ -1,11 +1,32 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsNotEmpty, IsNumber, IsOptional, IsString, Matches, Max, MaxLength, Min,
+  ArrayMaxSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsNumber,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
   ValidateNested,
 } from 'class-validator';
 import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
-import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_MAX_TOOL_CALLS_PER_STEP, AGENT_NAME_PATTERN, type AgentAccess, type AgentGuardrails, type AgentModelSettings, type AgentPlanning } from './agent.types';
+import {
+  AGENT_DEFAULTS,
+  AGENT_MAX_ITERATIONS,
+  AGENT_MAX_TOOL_CALLS_PER_STEP,
+  AGENT_NAME_PATTERN,
+  type AgentAccess,
+  type AgentGuardrails,
+  type AgentModelSettings,
+  type AgentPlanning,
+} from './agent.types';
 
 export class AgentModelDto implements AgentModelSettings {
   @ApiPropertyOptional({ example: 'gpt-4o-mini' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
@@ -15,10 +36,17 @@ export class AgentModelDto implements AgentModelSettings {
 
 export class AgentPlanningDto implements Partial<AgentPlanning> {
   @ApiProperty({ minimum: 1, maximum: AGENT_MAX_ITERATIONS, default: AGENT_DEFAULTS.maxIterations })
-  @IsInt() @Min(1) @Max(AGENT_MAX_ITERATIONS) maxIterations: number;
+  @IsInt()
+  @Min(1)
+  @Max(AGENT_MAX_ITERATIONS)
+  maxIterations: number;
 
   @ApiPropertyOptional({ minimum: 1, maximum: AGENT_MAX_TOOL_CALLS_PER_STEP, default: AGENT_DEFAULTS.maxToolCallsPerStep })
-  @IsOptional() @IsInt() @Min(1) @Max(AGENT_MAX_TOOL_CALLS_PER_STEP) maxToolCallsPerStep?: number;
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(AGENT_MAX_TOOL_CALLS_PER_STEP)
+  maxToolCallsPerStep?: number;
 }
 
 export class AgentGuardrailsDto implements AgentGuardrails {
@@ -28,17 +56,27 @@ export class AgentGuardrailsDto implements AgentGuardrails {
 
 export class AgentAccessDto implements AgentAccess {
   @ApiPropertyOptional({ enum: API_KEY_ROLES, isArray: true })
-  @IsOptional() @IsArray() @IsIn(API_KEY_ROLES, { each: true }) roles?: ApiKeyRole[];
+  @IsOptional()
+  @IsArray()
+  @IsIn(API_KEY_ROLES, { each: true })
+  roles?: ApiKeyRole[];
 
   @ApiPropertyOptional({ type: [String], description: 'API key subjects allowed to use the agent' })
-  @IsOptional() @IsArray() @ArrayMaxSize(1000) @IsString({ each: true }) @MaxLength(255, { each: true }) subjects?: string[];
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @IsString({ each: true })
+  @MaxLength(255, { each: true })
+  subjects?: string[];
 }
 
 /** Body of POST /agents and PUT /agents/:name (PUT replaces the whole spec). */
 export class AgentSpecDto {
   @ApiProperty({ example: 'sales_analyst' })
   @IsString()
-  @Matches(AGENT_NAME_PATTERN, { message: 'name must be lower-case letters, digits, _ or -, starting with a letter, at most 63 characters' })
+  @Matches(AGENT_NAME_PATTERN, {
+    message: 'name must be lower-case letters, digits, _ or -, starting with a letter, at most 63 characters',
+  })
   name: string;
 
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(255) label: string;
@@ -47,22 +85,42 @@ export class AgentSpecDto {
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(50_000) instructions: string;
 
   @ApiPropertyOptional({ type: AgentModelDto })
-  @IsOptional() @ValidateNested() @Type(() => AgentModelDto) model?: AgentModelDto;
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => AgentModelDto)
+  model?: AgentModelDto;
 
   @ApiPropertyOptional({ type: [String], description: 'Tool names the agent may call' })
-  @IsOptional() @IsArray() @ArrayMaxSize(100) @IsString({ each: true }) tools?: string[];
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  tools?: string[];
 
   @ApiPropertyOptional({ type: [String], description: 'Object names the agent may use; ["*"] = all' })
-  @IsOptional() @IsArray() @ArrayMaxSize(1000) @IsString({ each: true }) allowedObjects?: string[];
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(1000)
+  @IsString({ each: true })
+  allowedObjects?: string[];
 
   @ApiPropertyOptional({ type: AgentPlanningDto })
-  @IsOptional() @ValidateNested() @Type(() => AgentPlanningDto) planning?: AgentPlanningDto;
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => AgentPlanningDto)
+  planning?: AgentPlanningDto;
 
   @ApiPropertyOptional({ type: AgentGuardrailsDto })
-  @IsOptional() @ValidateNested() @Type(() => AgentGuardrailsDto) guardrails?: AgentGuardrailsDto;
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => AgentGuardrailsDto)
+  guardrails?: AgentGuardrailsDto;
 
   @ApiPropertyOptional({ type: AgentAccessDto })
-  @IsOptional() @ValidateNested() @Type(() => AgentAccessDto) access?: AgentAccessDto;
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => AgentAccessDto)
+  access?: AgentAccessDto;
 
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() active?: boolean;
 }

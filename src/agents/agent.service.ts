@@ -44,14 +44,21 @@ export class AgentService {
       throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
     }
     const now = new Date();
-    const agent = em.create(AgentEntity, { id: randomUUID(), ...this.normalise(dto), version: 1, createdAt: now, updatedAt: now });
+    const agent = em.create(AgentEntity, {
+      id: randomUUID(),
+      ...this.normalise(dto),
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    });
     await em.persist(agent).flush();
     return toAgentResponse(agent);
   }
 
   /** Replaces the whole spec; the version goes up by one. */
   async replace(name: string, dto: AgentSpecDto): Promise<AgentResponse> {
-    if (dto.name !== name) throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
+    if (dto.name !== name)
+      throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
     const em = this.em.fork();
     const agent = await em.findOne(AgentEntity, { name });
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
@@ -89,7 +96,8 @@ export class AgentService {
     }
     const allowedObjects = [...new Set(dto.allowedObjects ?? ['*'])];
     const badObject = allowedObjects.find((o) => o !== '*' && !IDENTIFIER_PATTERN.test(o));
-    if (badObject !== undefined) throw new DomainError('validation_failed', `allowedObjects: "${badObject}" is not an object name or "*"`);
+    if (badObject !== undefined)
+      throw new DomainError('validation_failed', `allowedObjects: "${badObject}" is not an object name or "*"`);
     return {
       name: dto.name,
       label: dto.label,

@@ -88,7 +88,9 @@ export class ApiKeyService implements OnModuleInit {
     const em = this.em.fork();
     if (this.config.adminApiKey) {
       if (this.config.adminApiKey.length < 16) {
-        this.logger.warn({ msg: 'ADMIN_API_KEY is shorter than 16 characters: anyone who guesses it is an admin; use a long random secret' });
+        this.logger.warn({
+          msg: 'ADMIN_API_KEY is shorter than 16 characters: anyone who guesses it is an admin; use a long random secret',
+        });
       }
       const existing = await em.findOne(ApiKeyEntity, { secretHash: hashSecret(this.config.adminApiKey) });
       if (existing) {
@@ -125,4 +127,3 @@ export class ApiKeyService implements OnModuleInit {
     });
   }
 }
-

@@ -1,8 +1,16 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
-  DATETIME_FIELD_OVERFLOW, FOREIGN_KEY_VIOLATION, INVALID_DATETIME_FORMAT, INVALID_TEXT_REPRESENTATION, NOT_NULL_VIOLATION,
-  NUMERIC_VALUE_OUT_OF_RANGE, QUERY_CANCELED, RESTRICT_VIOLATION, UNIQUE_VIOLATION, sqlState,
+  DATETIME_FIELD_OVERFLOW,
+  FOREIGN_KEY_VIOLATION,
+  INVALID_DATETIME_FORMAT,
+  INVALID_TEXT_REPRESENTATION,
+  NOT_NULL_VIOLATION,
+  NUMERIC_VALUE_OUT_OF_RANGE,
+  QUERY_CANCELED,
+  RESTRICT_VIOLATION,
+  UNIQUE_VIOLATION,
+  sqlState,
 } from '../database/pg-errors';
 import { DomainError } from './domain-error';
 import { ErrorCode, statusForCode } from './error-codes';
@@ -68,20 +76,28 @@ export class HttpExceptionFilter implements ExceptionFilter {
       const status = exception.getStatus();
       const response = exception.getResponse();
       const message =
-        typeof response === 'object' && response && 'message' in response
-          ? String(response.message)
-          : exception.message;
-      const code = status === 404 ? 'route_not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : codeForStatus(status);
+        typeof response === 'object' && response && 'message' in response ? String(response.message) : exception.message;
+      const code =
+        status === 404
+          ? 'route_not_found'
+          : status === 401
+            ? 'unauthorized'
+            : status === 403
+              ? 'forbidden'
+              : codeForStatus(status);
       return { status, body: { error: message, code } };
     }
     const fastifyError = exception as { statusCode?: number; code?: string; message?: string };
     if (typeof fastifyError?.statusCode === 'number' && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
       // Fastify's own errors: malformed JSON, empty JSON body, wrong content type, body too large.
       const code =
-        fastifyError.statusCode === 413 ? 'payload_too_large'
-        : fastifyError.statusCode === 415 ? 'unsupported_media_type'
-        : fastifyError.code?.startsWith('FST_ERR_CTP') ? 'invalid_json'
-        : codeForStatus(fastifyError.statusCode);
+        fastifyError.statusCode === 413
+          ? 'payload_too_large'
+          : fastifyError.statusCode === 415
+            ? 'unsupported_media_type'
+            : fastifyError.code?.startsWith('FST_ERR_CTP')
+              ? 'invalid_json'
+              : codeForStatus(fastifyError.statusCode);
       return { status: fastifyError.statusCode, body: { error: fastifyError.message ?? 'Bad request', code } };
     }
     const state = sqlState(exception);

@@ -19,7 +19,11 @@ export function QueryInt(min: number, max: number, message = '$property must be 
 
 /** `?limit=&offset=` of list routes. Each route clamps the limit to its own maximum (clampLimit). */
 export class PaginationQueryDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: "Page size; larger values are clamped to the route's maximum; default 50" })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description: "Page size; larger values are clamped to the route's maximum; default 50",
+  })
   @QueryInt(1, Number.MAX_SAFE_INTEGER)
   limit?: number;
 

@@ -14,9 +14,11 @@ function byPriority([a]: [string, string], [b]: [string, string]): number {
 function flatten(errors: ValidationError[], parent = ''): string[] {
   return errors.flatMap((error) => {
     const path = parent ? `${parent}.${error.property}` : error.property;
-    const own = Object.entries(error.constraints ?? {}).sort(byPriority).map(([, message]) =>
-      message.startsWith(error.property) ? `${path}${message.slice(error.property.length)}` : `${path}: ${message}`,
-    );
+    const own = Object.entries(error.constraints ?? {})
+      .sort(byPriority)
+      .map(([, message]) =>
+        message.startsWith(error.property) ? `${path}${message.slice(error.property.length)}` : `${path}: ${message}`,
+      );
     return [...own, ...flatten(error.children ?? [], path)];
   });
 }

@@ -117,7 +117,13 @@ describe('loadConfig', () => {
   });
 
   it('names the bad variable even when the other values are valid', () => {
-    const error = configErrorOf({ PORT: '3001', SEED: 'true', DATABASE_URL: 'postgres://localhost/db', LOG_LEVEL: 'debug', OPENAI_BASE_URL: 'ftp://x' });
+    const error = configErrorOf({
+      PORT: '3001',
+      SEED: 'true',
+      DATABASE_URL: 'postgres://localhost/db',
+      LOG_LEVEL: 'debug',
+      OPENAI_BASE_URL: 'ftp://x',
+    });
     expect(error.variable).toBe('OPENAI_BASE_URL');
   });
 });

@@ -50,7 +50,10 @@ export interface AppConfig {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, message: string) {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
     super(`Invalid configuration: ${variable} ${message}`);
   }
 }

@@ -91,7 +91,13 @@ describe('compileAggregate', () => {
       expect(compile({ aggregations: [{ function: 'count', alias: 'n' }], orderBy: { field: 'n' } }).sql).toBe(
         'select count(*) as "n" from "data"."deal" where TRUE order by "n" asc nulls last limit $1',
       );
-      expect(compile({ groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: { field: 'stage', order: 'desc' } }).sql).toBe(
+      expect(
+        compile({
+          groupBy: ['stage'],
+          aggregations: [{ function: 'count', alias: 'n' }],
+          orderBy: { field: 'stage', order: 'desc' },
+        }).sql,
+      ).toBe(
         'select "stage", count(*) as "n" from "data"."deal" where TRUE group by "stage" order by "stage" desc nulls last, "stage" asc limit $1',
       );
     });
@@ -140,16 +146,24 @@ describe('compileAggregate', () => {
       }
     });
 
-    it.each([undefined, '', 'Total', '1st', 'total sum', 'x"; drop table deal; --', 'a'.repeat(64)])('refuses the alias %p', (alias) => {
-      const error = compileError({ aggregations: [{ function: 'count', alias }] });
-      expect(error.code).toBe('invalid_aggregation');
-      expect(error.message).toContain('must be snake_case');
-    });
+    it.each([undefined, '', 'Total', '1st', 'total sum', 'x"; drop table deal; --', 'a'.repeat(64)])(
+      'refuses the alias %p',
+      (alias) => {
+        const error = compileError({ aggregations: [{ function: 'count', alias }] });
+        expect(error.code).toBe('invalid_aggregation');
+        expect(error.message).toContain('must be snake_case');
+      },
+    );
 
     it('refuses an alias used twice or taken by a group-by field', () => {
-      expect(compileError({ aggregations: [{ function: 'count', alias: 'n' }, { function: 'sum', field: 'amount', alias: 'n' }] }).message).toBe(
-        'Alias "n" is used twice',
-      );
+      expect(
+        compileError({
+          aggregations: [
+            { function: 'count', alias: 'n' },
+            { function: 'sum', field: 'amount', alias: 'n' },
+          ],
+        }).message,
+      ).toBe('Alias "n" is used twice');
       expect(compileError({ groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'stage' }] }).message).toBe(
         'Alias "stage" collides with a group-by field',
       );
@@ -159,8 +173,12 @@ describe('compileAggregate', () => {
       expect(compileError({ aggregations: [{ function: 'sum', field: 'name', alias: 's' }] }).code).toBe('invalid_aggregation');
       expect(compileError({ aggregations: [{ function: 'max', field: 'meta', alias: 'm' }] }).code).toBe('invalid_aggregation');
       expect(compileError({ aggregations: [{ function: 'avg', alias: 'a' }] }).message).toBe('avg needs a field');
-      expect(compileError({ groupBy: ['notes'], aggregations: [{ function: 'count', alias: 'n' }] }).code).toBe('invalid_group_by');
-      expect(compileError({ groupBy: ['meta'], aggregations: [{ function: 'count', alias: 'n' }] }).code).toBe('invalid_group_by');
+      expect(compileError({ groupBy: ['notes'], aggregations: [{ function: 'count', alias: 'n' }] }).code).toBe(
+        'invalid_group_by',
+      );
+      expect(compileError({ groupBy: ['meta'], aggregations: [{ function: 'count', alias: 'n' }] }).code).toBe(
+        'invalid_group_by',
+      );
     });
 
     it('refuses aggregations that are not a non-empty array', () => {
@@ -169,10 +187,16 @@ describe('compileAggregate', () => {
     });
 
     it('refuses ordering by a name that is neither an alias nor a group-by field', () => {
-      const error = compileError({ groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'amount' }] });
+      const error = compileError({
+        groupBy: ['stage'],
+        aggregations: [{ function: 'count', alias: 'n' }],
+        orderBy: [{ field: 'amount' }],
+      });
       expect(error.code).toBe('unknown_field');
       expect(error.details).toEqual({ field: 'amount', availableFields: ['stage', 'n'] });
-      expect(compileError({ aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: 'up' }] }).code).toBe('invalid_order_by');
+      expect(
+        compileError({ aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: 'up' }] }).code,
+      ).toBe('invalid_order_by');
     });
 
     it('checks the where like find does', () => {

@@ -28,7 +28,8 @@ export function compileAggregate(object: ObjectMeta, query: AggregateQuery): Com
   const groupBy = parseGroupBy(object, query.groupBy);
   const aliases = new Set(aggregations.map((a) => a.alias));
   for (const field of groupBy) {
-    if (aliases.has(field.name)) throw new DomainError('invalid_aggregation', `Alias "${field.name}" collides with a group-by field`);
+    if (aliases.has(field.name))
+      throw new DomainError('invalid_aggregation', `Alias "${field.name}" collides with a group-by field`);
   }
   const params = new SqlParams();
   const where = compileWhere(object, query.where, params);
@@ -47,7 +48,11 @@ export function compileAggregate(object: ObjectMeta, query: AggregateQuery): Com
 }
 
 /** Rows of a compiled aggregate as JSON: min/max keep their field's type (a date stays a date); counts, sums and averages are numbers. */
-export function decodeAggregateRows(object: ObjectMeta, compiled: CompiledAggregate, rows: Record<string, unknown>[]): Record<string, unknown>[] {
+export function decodeAggregateRows(
+  object: ObjectMeta,
+  compiled: CompiledAggregate,
+  rows: Record<string, unknown>[],
+): Record<string, unknown>[] {
   const { groupBy, aggregations } = compiled;
   const typed = aggregations.filter((a) => a.field && (a.function === 'min' || a.function === 'max'));
   const resultObject: ObjectMeta = {
@@ -55,7 +60,13 @@ export function decodeAggregateRows(object: ObjectMeta, compiled: CompiledAggreg
     fields: [...groupBy, ...typed.map((a) => ({ ...requireField(object, a.field!), name: a.alias }))],
   };
   return rows.map((row) => {
-    const out = decodeRow(resultObject, pick(row, resultObject.fields.map((f) => f.name)));
+    const out = decodeRow(
+      resultObject,
+      pick(
+        row,
+        resultObject.fields.map((f) => f.name),
+      ),
+    );
     for (const a of aggregations) if (!typed.includes(a)) out[a.alias] = decodeAggregate(row[a.alias]);
     return out;
   });
@@ -72,7 +83,8 @@ function parseAggregations(object: ObjectMeta, input: unknown): AggregationSpec[
   if (input.length > MAX_AGGREGATIONS) throw new DomainError('invalid_aggregation', `At most ${MAX_AGGREGATIONS} aggregations`);
   const aliases = new Set<string>();
   return input.map((item) => {
-    if (!isPlainObject(item)) throw new DomainError('invalid_aggregation', 'Each aggregation is an object { function, field?, alias }');
+    if (!isPlainObject(item))
+      throw new DomainError('invalid_aggregation', 'Each aggregation is an object { function, field?, alias }');
     const fn = item.function;
     if (typeof fn !== 'string' || !(AGGREGATE_FUNCTIONS as readonly string[]).includes(fn)) {
       throw new DomainError('invalid_aggregate_function', `Unknown aggregate function "${clip(String(fn))}"`, {
@@ -82,7 +94,10 @@ function parseAggregations(object: ObjectMeta, input: unknown): AggregationSpec[
     }
     const alias = item.alias;
     if (typeof alias !== 'string' || !IDENTIFIER_PATTERN.test(alias)) {
-      throw new DomainError('invalid_aggregation', `Alias "${clip(String(alias))}" must be snake_case (a-z, 0-9, _), at most 63 characters`);
+      throw new DomainError(
+        'invalid_aggregation',
+        `Alias "${clip(String(alias))}" must be snake_case (a-z, 0-9, _), at most 63 characters`,
+      );
     }
     if (aliases.has(alias)) throw new DomainError('invalid_aggregation', `Alias "${alias}" is used twice`);
     aliases.add(alias);
@@ -105,7 +120,11 @@ function parseAggregations(object: ObjectMeta, input: unknown): AggregationSpec[
 }
 
 function isOrderable(field: FieldMeta): boolean {
-  return NUMERIC_TYPES.includes(field.type as never) || TEMPORAL_TYPES.includes(field.type as never) || TEXT_TYPES.includes(field.type as never);
+  return (
+    NUMERIC_TYPES.includes(field.type as never) ||
+    TEMPORAL_TYPES.includes(field.type as never) ||
+    TEXT_TYPES.includes(field.type as never)
+  );
 }
 
 function parseGroupBy(object: ObjectMeta, input: unknown): FieldMeta[] {
@@ -130,12 +149,18 @@ function aggregateSql(object: ObjectMeta, a: AggregationSpec): string {
   if (!a.field) return 'count(*)';
   const column = quoteIdent(requireField(object, a.field).name);
   switch (a.function) {
-    case 'count': return `count(${column})`;
-    case 'count_distinct': return `count(distinct ${column})`;
-    case 'sum': return `sum(${column})`;
-    case 'avg': return `avg(${column})`;
-    case 'min': return `min(${column})`;
-    case 'max': return `max(${column})`;
+    case 'count':
+      return `count(${column})`;
+    case 'count_distinct':
+      return `count(distinct ${column})`;
+    case 'sum':
+      return `sum(${column})`;
+    case 'avg':
+      return `avg(${column})`;
+    case 'min':
+      return `min(${column})`;
+    case 'max':
+      return `max(${column})`;
   }
 }
 
@@ -150,10 +175,14 @@ function compileAggregateOrderBy(input: unknown, groupBy: FieldMeta[], aggregati
       throw new DomainError('invalid_order_by', 'orderBy items are { field, order } where field is an alias or a group-by field');
     }
     if (!available.includes(item.field)) {
-      throw new DomainError('unknown_field', `Cannot order by "${clip(item.field)}": use an aggregation alias or a group-by field`, {
-        field: clip(item.field),
-        availableFields: available,
-      });
+      throw new DomainError(
+        'unknown_field',
+        `Cannot order by "${clip(item.field)}": use an aggregation alias or a group-by field`,
+        {
+          field: clip(item.field),
+          availableFields: available,
+        },
+      );
     }
     const order = item.order === undefined ? 'asc' : typeof item.order === 'string' ? item.order.toLowerCase() : undefined;
     if (order !== 'asc' && order !== 'desc') throw new DomainError('invalid_order_by', 'order must be "asc" or "desc"');

@@ -5,7 +5,12 @@ import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
 import {
-  FOREIGN_KEY_VIOLATION, RESTRICT_VIOLATION, UNDEFINED_COLUMN, UNDEFINED_TABLE, UNIQUE_VIOLATION, sqlState,
+  FOREIGN_KEY_VIOLATION,
+  RESTRICT_VIOLATION,
+  UNDEFINED_COLUMN,
+  UNDEFINED_TABLE,
+  UNIQUE_VIOLATION,
+  sqlState,
 } from '../database/pg-errors';
 import { runQuery } from '../database/sql';
 import { MetadataService } from '../metadata/metadata.service';
@@ -14,9 +19,7 @@ import { ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
 import { AggregateQuery, FindQuery, FindResult } from './data.types';
 import { decodeRow, encodeFieldValue } from './field-value.codec';
-import {
-  compileCount, compileDelete, compileFind, compileFindOne, compileInsert, compileUpdate,
-} from './records.compiler';
+import { compileCount, compileDelete, compileFind, compileFindOne, compileInsert, compileUpdate } from './records.compiler';
 import { clip, requireField } from './where.compiler';
 
 /**
@@ -49,7 +52,12 @@ export class DataService {
   }
 
   /** One record by id, or `record_not_found` (a malformed id is not found too). */
-  async findOne(objectName: string, id: unknown, fields?: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
+  async findOne(
+    objectName: string,
+    id: unknown,
+    fields?: unknown,
+    em: EntityManager = this.em.fork(),
+  ): Promise<Record<string, unknown>> {
     return this.withObject(objectName, em, async (object) => {
       const query = compileFindOne(object, id, fields);
       if (!isUuid(id)) throw notFound(object.name, id);
@@ -60,7 +68,11 @@ export class DataService {
   }
 
   /** Grouped aggregates. Functions, fields and aliases are checked before any SQL is built. */
-  async aggregate(objectName: string, query: AggregateQuery, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>[]> {
+  async aggregate(
+    objectName: string,
+    query: AggregateQuery,
+    em: EntityManager = this.em.fork(),
+  ): Promise<Record<string, unknown>[]> {
     return this.withObject(objectName, em, async (object) => {
       const compiled = compileAggregate(object, query);
       return decodeAggregateRows(object, compiled, await runQuery(em, compiled.query));
@@ -73,7 +85,11 @@ export class DataService {
   }
 
   /** Inserts records in one statement (all or nothing); each is validated like a single insert. */
-  async insertMany(objectName: string, inputs: unknown[], em: EntityManager = this.em.fork()): Promise<Record<string, unknown>[]> {
+  async insertMany(
+    objectName: string,
+    inputs: unknown[],
+    em: EntityManager = this.em.fork(),
+  ): Promise<Record<string, unknown>[]> {
     return this.withObject(objectName, em, async (object) => {
       if (!inputs.length) return [];
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
@@ -83,7 +99,12 @@ export class DataService {
   }
 
   /** Partial update: only the given fields change; `updated_at` moves forward. */
-  async update(objectName: string, id: unknown, input: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
+  async update(
+    objectName: string,
+    id: unknown,
+    input: unknown,
+    em: EntityManager = this.em.fork(),
+  ): Promise<Record<string, unknown>> {
     return this.withObject(objectName, em, async (object) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
@@ -121,7 +142,11 @@ export class DataService {
   }
 
   /** Runs a write and turns constraint violations into errors that name the field. */
-  private async write(object: ObjectMeta, em: EntityManager, query: CompiledQuery<Record<string, unknown>>): Promise<Record<string, unknown>[]> {
+  private async write(
+    object: ObjectMeta,
+    em: EntityManager,
+    query: CompiledQuery<Record<string, unknown>>,
+  ): Promise<Record<string, unknown>[]> {
     try {
       return await runQuery(em, query);
     } catch (error) {
@@ -153,13 +178,18 @@ function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'updat
       throw new DomainError('read_only_field', `Field "${name}" is set by the server`);
     }
     if (value === undefined) continue;
-    if (value === null && field.required) throw new DomainError('missing_required_field', `Field "${name}" is required`, { fields: [name] });
+    if (value === null && field.required)
+      throw new DomainError('missing_required_field', `Field "${name}" is required`, { fields: [name] });
     values.set(name, encodeFieldValue(field, value));
   }
   if (mode === 'insert') {
     const missing = object.fields.filter((f) => f.required && !f.system && !values.has(f.name)).map((f) => f.name);
     if (missing.length) {
-      throw new DomainError('missing_required_field', `Missing required field${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`, { fields: missing });
+      throw new DomainError(
+        'missing_required_field',
+        `Missing required field${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`,
+        { fields: missing },
+      );
     }
   } else if (!values.size) {
     throw new DomainError('invalid_record', 'Nothing to update: send at least one field');
@@ -170,10 +200,15 @@ function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'updat
 function translateWriteError(object: ObjectMeta, error: unknown): DomainError | undefined {
   const code = sqlState(error);
   const pg = error as { constraint?: string };
-  const fieldFor = (kind: 'key' | 'fk') => object.fields.find((f) => indexName(object.name, f.name, kind) === pg.constraint)?.name;
+  const fieldFor = (kind: 'key' | 'fk') =>
+    object.fields.find((f) => indexName(object.name, f.name, kind) === pg.constraint)?.name;
   if (code === UNIQUE_VIOLATION) {
     const field = pg.constraint === `${object.name}_pkey` ? 'id' : fieldFor('key');
-    return new DomainError('unique_violation', `Another "${object.name}" record already has this ${field ?? 'value'}`, field ? { field } : undefined);
+    return new DomainError(
+      'unique_violation',
+      `Another "${object.name}" record already has this ${field ?? 'value'}`,
+      field ? { field } : undefined,
+    );
   }
   // 23503: a lookup of this record points nowhere (insert/update). 23001: lookups are ON DELETE RESTRICT,
   // so deleting a record that other records still point to fails with restrict_violation, not 23503.
@@ -181,9 +216,14 @@ function translateWriteError(object: ObjectMeta, error: unknown): DomainError | 
     const field = code === FOREIGN_KEY_VIOLATION ? fieldFor('fk') : undefined;
     if (field) {
       const target = object.fields.find((f) => f.name === field)?.reference;
-      return new DomainError('invalid_reference', `Lookup "${field}" points to a "${target}" record that does not exist`, { field });
+      return new DomainError('invalid_reference', `Lookup "${field}" points to a "${target}" record that does not exist`, {
+        field,
+      });
     }
-    return new DomainError('record_referenced', `This "${object.name}" record is referenced by other records; remove those references first`);
+    return new DomainError(
+      'record_referenced',
+      `This "${object.name}" record is referenced by other records; remove those references first`,
+    );
   }
   return undefined;
 }

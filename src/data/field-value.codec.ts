@@ -405,7 +405,10 @@ function decodeDate(value: unknown): unknown {
 function decodeDatetime(value: unknown): unknown {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   if (typeof value !== 'string') return value;
-  const iso = value.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00').replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
+  const iso = value
+    .replace(' ', 'T')
+    .replace(/([+-]\d{2})$/, '$1:00')
+    .replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
   const parsed = new Date(iso);
   return Number.isNaN(parsed.getTime()) ? value : parsed.toISOString();
 }

@@ -85,10 +85,7 @@ export function compileProjection(
   options: { tableAlias?: string } = {},
 ): { sql: string; fields: FieldMeta[] } {
   const names = projectionNames(fields);
-  const selected =
-    names.length === 0
-      ? object.fields
-      : [...new Set(['id', ...names])].map((name) => requireField(object, name));
+  const selected = names.length === 0 ? object.fields : [...new Set(['id', ...names])].map((name) => requireField(object, name));
   return { sql: selected.map((field) => columnRef(field.name, options.tableAlias)).join(', '), fields: selected };
 }
 

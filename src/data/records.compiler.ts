@@ -47,7 +47,8 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
   const fields = columns.map((name) => requireField(object, name));
   const params = new SqlParams();
   const rowsSql = records.map(
-    (values) => `(${fields.map((f) => (values.has(f.name) ? `${params.add(values.get(f.name))}::${bindCast(f)}` : 'default')).join(', ')})`,
+    (values) =>
+      `(${fields.map((f) => (values.has(f.name) ? `${params.add(values.get(f.name))}::${bindCast(f)}` : 'default')).join(', ')})`,
   );
   return params.query(
     columns.length
@@ -64,7 +65,9 @@ export function compileUpdate(object: ObjectMeta, id: string, values: Map<string
     return `${quoteIdent(name)} = ${params.add(value)}::${bindCast(field)}`;
   });
   sets.push(`"updated_at" = now()`);
-  return params.query(`update ${objectTable(object.name)} set ${sets.join(', ')} where "id" = ${params.add(id)}::uuid returning *`);
+  return params.query(
+    `update ${objectTable(object.name)} set ${sets.join(', ')} where "id" = ${params.add(id)}::uuid returning *`,
+  );
 }
 
 /** Deletes one record; returns its id when it existed. */

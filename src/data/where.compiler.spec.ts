@@ -1,13 +1,7 @@
 import { DomainError } from '../common/domain-error';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import {
-  MAX_IN_VALUES,
-  MAX_WHERE_CONDITIONS,
-  MAX_WHERE_DEPTH,
-  compileWhere,
-  operatorsForField,
-} from './where.compiler';
+import { MAX_IN_VALUES, MAX_WHERE_CONDITIONS, MAX_WHERE_DEPTH, compileWhere, operatorsForField } from './where.compiler';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const deal: ObjectMeta = {
@@ -83,7 +77,12 @@ describe('compileWhere', () => {
       ['name', { $gte: 'M' }, '"name" >= $1::text', ['M']],
       ['is_closed', true, '"is_closed" = $1::boolean', [true]],
       ['id', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '"id" = $1::uuid', ['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11']],
-      ['account_id', { $ne: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11' }, '"account_id" IS DISTINCT FROM $1::uuid', ['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11']],
+      [
+        'account_id',
+        { $ne: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11' },
+        '"account_id" IS DISTINCT FROM $1::uuid',
+        ['a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'],
+      ],
       ['meta', { $eq: { plan: 'pro' } }, '"meta" = $1::jsonb', ['{"plan":"pro"}']],
       ['meta', [1, 2], '"meta" = $1::jsonb', ['[1,2]']],
     ])('casts operands of %s by column type: %j', (name, condition, sql, values) => {
@@ -136,9 +135,7 @@ describe('compileWhere', () => {
         sql: '("stage" = ANY($1::text[]) OR "stage" IS NULL)',
         values: [['won']],
       });
-      expect(compile({ stage: { $nin: [null, 'lost'] } }).sql).toBe(
-        '("stage" IS NOT NULL AND NOT ("stage" = ANY($1::text[])))',
-      );
+      expect(compile({ stage: { $nin: [null, 'lost'] } }).sql).toBe('("stage" IS NOT NULL AND NOT ("stage" = ANY($1::text[])))');
       expect(compile({ stage: { $in: [null] } })).toEqual({ sql: '"stage" IS NULL', values: [] });
     });
 
@@ -242,7 +239,9 @@ describe('compileWhere', () => {
       expect(compileError({ tags: { $contains: 'gold' } }).code).toBe('invalid_value');
       const error = compileError({ tags: { $startsWith: 'v' } });
       expect(error.code).toBe('invalid_operator');
-      expect(error.details).toMatchObject({ availableOperators: ['$eq', '$ne', '$in', '$nin', '$contains', '$notContains', '$null'] });
+      expect(error.details).toMatchObject({
+        availableOperators: ['$eq', '$ne', '$in', '$nin', '$contains', '$notContains', '$null'],
+      });
     });
   });
 
@@ -345,7 +344,10 @@ describe('compileWhere', () => {
       const misplaced = compileError({ $gt: 5 });
       expect(misplaced.code).toBe('unknown_field');
       expect(misplaced.details).toEqual({
-        operator: '$gt', field: null, availableOperators: ['$and', '$or', '$not'], availableFields: deal.fields.map((f) => f.name),
+        operator: '$gt',
+        field: null,
+        availableOperators: ['$and', '$or', '$not'],
+        availableFields: deal.fields.map((f) => f.name),
       });
       expect(compileError({ $nor: [{ stage: 'won' }] }).code).toBe('unknown_field');
     });
@@ -429,7 +431,25 @@ describe('compileWhere', () => {
 
 describe('operatorsForField', () => {
   it.each([
-    ['name', ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$between', '$contains', '$notContains', '$startsWith', '$endsWith', '$null']],
+    [
+      'name',
+      [
+        '$eq',
+        '$ne',
+        '$gt',
+        '$gte',
+        '$lt',
+        '$lte',
+        '$in',
+        '$nin',
+        '$between',
+        '$contains',
+        '$notContains',
+        '$startsWith',
+        '$endsWith',
+        '$null',
+      ],
+    ],
     ['closed_at', ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$between', '$null']],
     ['is_closed', ['$eq', '$ne', '$in', '$nin', '$null']],
     ['id', ['$eq', '$ne', '$in', '$nin', '$null']],

@@ -31,8 +31,20 @@ import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
  */
 
 export const FIELD_OPERATORS = [
-  '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$between',
-  '$contains', '$notContains', '$startsWith', '$endsWith', '$null',
+  '$eq',
+  '$ne',
+  '$gt',
+  '$gte',
+  '$lt',
+  '$lte',
+  '$in',
+  '$nin',
+  '$between',
+  '$contains',
+  '$notContains',
+  '$startsWith',
+  '$endsWith',
+  '$null',
 ] as const;
 export type FieldOperator = (typeof FIELD_OPERATORS)[number];
 
@@ -179,7 +191,9 @@ function compileField(field: FieldMeta, spec: unknown, state: CompileState): str
   if (operators.length === 0) {
     throw invalidWhere(`Condition for field "${field.name}" is empty; use e.g. {"$eq": ...}`, field.name);
   }
-  const parts = operators.map((operator) => compileOperator(field, checkOperator(field, operator, state.object), spec[operator], state));
+  const parts = operators.map((operator) =>
+    compileOperator(field, checkOperator(field, operator, state.object), spec[operator], state),
+  );
   return join(parts, 'AND');
 }
 
@@ -319,8 +333,7 @@ function compileLike(
   if (typeof operand !== 'string') throw invalidOperand(field, operator, 'a string', operand);
   const text = encodeFieldValue(field, operand, { operator }) as string;
   const escaped = text.replace(/[\\%_]/g, (char) => `\\${char}`);
-  const pattern =
-    operator === '$startsWith' ? `${escaped}%` : operator === '$endsWith' ? `%${escaped}` : `%${escaped}%`;
+  const pattern = operator === '$startsWith' ? `${escaped}%` : operator === '$endsWith' ? `%${escaped}` : `%${escaped}%`;
   const value = `${state.params.add(pattern)}::text`;
   if (operator === '$notContains') return `(${column} IS NULL OR ${column} NOT ILIKE ${value} ${LIKE_ESCAPE})`;
   return `${column} ILIKE ${value} ${LIKE_ESCAPE}`;

@@ -73,7 +73,12 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await postgresBinary(),
     // TCP on loopback only; no unix socket, whose default directory may not exist here.
     ['-D', clusterDir, '-p', String(options.port), ...postgresFlags],
-    { ...(await instance.getUidAndGid()), detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
+    {
+      ...(await instance.getUidAndGid()),
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, LC_MESSAGES: 'C' },
+    },
   );
   server.stderr?.on('data', (chunk: Buffer) => log(chunk.toString('utf8').trim()));
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));

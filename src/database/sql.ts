@@ -6,7 +6,11 @@ import { CompiledQuery } from 'kysely';
  * transaction when there is one. (MikroORM's `em.execute` interpolates values into the text on the
  * client; everything built from user input goes through here instead.)
  */
-export async function runSql<T = Record<string, unknown>>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+export async function runSql<T = Record<string, unknown>>(
+  em: EntityManager,
+  sql: string,
+  params: readonly unknown[] = [],
+): Promise<T[]> {
   return runQuery<T>(em, CompiledQuery.raw(sql, [...params]));
 }
 

@@ -48,8 +48,10 @@ export function classifyLlmError(error: unknown): LlmError {
   if (error instanceof OpenAI.APIError) {
     const status = typeof error.status === 'number' ? error.status : undefined;
     const upstream = error.message ? error.message.slice(0, 1000) : undefined;
-    if (status === 429) return new LlmError('rate_limited', 'The model endpoint is rate limiting requests', true, status, upstream);
-    if (status === 401 || status === 403) return new LlmError('auth', 'The model endpoint rejected the API key', false, status, upstream);
+    if (status === 429)
+      return new LlmError('rate_limited', 'The model endpoint is rate limiting requests', true, status, upstream);
+    if (status === 401 || status === 403)
+      return new LlmError('auth', 'The model endpoint rejected the API key', false, status, upstream);
     if (status === 408) return new LlmError('timeout', 'The model endpoint timed out', true, status, upstream);
     if (status !== undefined && status >= 400 && status < 500) {
       return new LlmError('bad_request', 'The model endpoint rejected the request', false, status, upstream);

@@ -55,13 +55,20 @@ export class LlmService {
       ...(request.stop !== undefined ? { stop: request.stop } : {}),
     };
     try {
-      const response = handlers ? await this.streamed(params, request.signal, handlers) : await this.single(params, request.signal);
+      const response = handlers
+        ? await this.streamed(params, request.signal, handlers)
+        : await this.single(params, request.signal);
       return wellFormedResponse(response);
     } catch (error) {
       const classified = classifyLlmError(error);
       if (classified.kind !== 'aborted') {
         // The provider's own words go to the operator's log only.
-        this.logger.warn({ msg: 'model call failed', code: classified.code, status: classified.status, upstream: classified.upstreamMessage });
+        this.logger.warn({
+          msg: 'model call failed',
+          code: classified.code,
+          status: classified.status,
+          upstream: classified.upstreamMessage,
+        });
       }
       throw classified;
     }

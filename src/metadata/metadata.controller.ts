@@ -2,7 +2,13 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@ne
 import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators';
 import {
-  CreateFieldDto, CreateObjectDto, FieldResponse, ObjectListResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto,
+  CreateFieldDto,
+  CreateObjectDto,
+  FieldResponse,
+  ObjectListResponse,
+  ObjectResponse,
+  UpdateFieldDto,
+  UpdateObjectDto,
 } from './metadata.dto';
 import { MetadataService } from './metadata.service';
 

@@ -10,14 +10,16 @@ export const SYSTEM_COLUMN_NAMES = ['id', 'created_at', 'updated_at'];
  * quoted, so this is about clarity for people and models, not about injection.
  */
 const RESERVED_WORDS = new Set(
-  ('all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate ' +
+  (
+    'all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate ' +
     'collation column concurrently constraint create cross current_catalog current_date current_role ' +
     'current_schema current_time current_timestamp current_user default deferrable desc distinct do else end ' +
     'except false fetch for foreign freeze from full grant group having ilike in initially inner intersect into ' +
     'is isnull join lateral leading left like limit localtime localtimestamp natural not notnull null offset on ' +
     'only or order outer overlaps placing primary references returning right select session_user similar some ' +
     'symmetric system_user table tablesample then to trailing true union unique user using variadic verbose ' +
-    'when where window with oid ctid xmin xmax cmin cmax tableoid').split(' '),
+    'when where window with oid ctid xmin xmax cmin cmax tableoid'
+  ).split(' '),
 );
 
 /** Checks an object or field name: snake_case, ≤ 63 characters, not reserved. Throws a 400 domain error. */

@@ -31,7 +31,11 @@ export class MetadataRepository {
   }
 
   /** Lookup fields of other objects that point at `objectName`, ordered by object and field. */
-  async referencingFields(em: EntityManager, objectName: string, objectId: string): Promise<Array<{ object: string; field: string }>> {
+  async referencingFields(
+    em: EntityManager,
+    objectName: string,
+    objectId: string,
+  ): Promise<Array<{ object: string; field: string }>> {
     const rows = await runSql<{ object_name: string; field_name: string }>(
       em,
       `select o.name as object_name, f.name as field_name
@@ -62,7 +66,10 @@ export class MetadataRepository {
   /** Adds one field: the column, its foreign key, its indexes. */
   async addColumn(em: EntityManager, objectName: string, field: FieldMeta): Promise<void> {
     const type = FIELD_COLUMN_TYPES[field.type as FieldType];
-    await runSql(em, `alter table ${objectTable(objectName)} add column ${quoteIdent(field.name)} ${type}${field.required ? ' not null' : ''}`);
+    await runSql(
+      em,
+      `alter table ${objectTable(objectName)} add column ${quoteIdent(field.name)} ${type}${field.required ? ' not null' : ''}`,
+    );
     if (field.type === 'lookup' && field.reference) {
       await runSql(
         em,
@@ -80,7 +87,10 @@ export class MetadataRepository {
 
   /** Adds or drops the column's NOT NULL. */
   async setRequired(em: EntityManager, objectName: string, fieldName: string, required: boolean): Promise<void> {
-    await runSql(em, `alter table ${objectTable(objectName)} alter column ${quoteIdent(fieldName)} ${required ? 'set' : 'drop'} not null`);
+    await runSql(
+      em,
+      `alter table ${objectTable(objectName)} alter column ${quoteIdent(fieldName)} ${required ? 'set' : 'drop'} not null`,
+    );
   }
 
   /** Unique index when unique; plain (GIN for arrays) index when indexed or a lookup. */
@@ -113,7 +123,9 @@ export class MetadataRepository {
 
   /** True when some record has no value in `fieldName` (a column known to metadata). */
   async hasNulls(em: EntityManager, objectName: string, fieldName: string): Promise<boolean> {
-    return (await runSql(em, `select 1 from ${objectTable(objectName)} where ${quoteIdent(fieldName)} is null limit 1`)).length > 0;
+    return (
+      (await runSql(em, `select 1 from ${objectTable(objectName)} where ${quoteIdent(fieldName)} is null limit 1`)).length > 0
+    );
   }
 
   /**
@@ -121,12 +133,19 @@ export class MetadataRepository {
    * an object cannot be dropped while an agent still grants it (a re-created namesake would inherit it).
    */
   async agentsAllowing(em: EntityManager, objectName: string): Promise<string[]> {
-    const rows = await runSql<{ name: string }>(em, `select name from agents where allowed_objects ? $1 order by name`, [objectName]);
+    const rows = await runSql<{ name: string }>(em, `select name from agents where allowed_objects ? $1 order by name`, [
+      objectName,
+    ]);
     return rows.map((r) => r.name);
   }
 
   /** How many records hold each of `options` in a select (text) or multiselect (text[]) column; unused ones are absent. */
-  async optionUse(em: EntityManager, objectName: string, field: { name: string; type: FieldType }, options: string[]): Promise<Record<string, number>> {
+  async optionUse(
+    em: EntityManager,
+    objectName: string,
+    field: { name: string; type: FieldType },
+    options: string[],
+  ): Promise<Record<string, number>> {
     const column = quoteIdent(field.name);
     const sql =
       field.type === 'multiselect'

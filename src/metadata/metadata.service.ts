@@ -7,14 +7,18 @@ import { UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { MetadataCache } from './metadata.cache';
 import {
-  CreateFieldDto, CreateObjectDto, FieldResponse, ObjectListResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto,
+  CreateFieldDto,
+  CreateObjectDto,
+  FieldResponse,
+  ObjectListResponse,
+  ObjectResponse,
+  UpdateFieldDto,
+  UpdateObjectDto,
 } from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { assertValidName } from './metadata.naming';
-import {
-  FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity,
-} from './object-definition.entity';
+import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
 import { FIELD_TYPES, FieldMeta, FieldType, MAX_FIELDS, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
 
 /**
@@ -77,7 +81,12 @@ export class MetadataService {
       }
       const now = new Date();
       const object = em.create(ObjectDefinitionEntity, {
-        id: randomUUID(), name: dto.name, label: dto.label, description: dto.description ?? null, createdAt: now, updatedAt: now,
+        id: randomUUID(),
+        name: dto.name,
+        label: dto.label,
+        description: dto.description ?? null,
+        createdAt: now,
+        updatedAt: now,
       });
       // Flushed first: field rows reference it, and the ORM does not order plain foreign-key columns.
       await em.persist(object).flush();
@@ -153,14 +162,19 @@ export class MetadataService {
       const type = field.type as FieldType;
       if (dto.options !== undefined) {
         if (type !== 'select' && type !== 'multiselect') {
-          throw new DomainError('unexpected_options', `Only select and multiselect fields have options; "${fieldName}" is ${type}`);
+          throw new DomainError(
+            'unexpected_options',
+            `Only select and multiselect fields have options; "${fieldName}" is ${type}`,
+          );
         }
         if (!dto.options.length) throw new DomainError('missing_options', `Field "${fieldName}" of type ${type} needs options`);
         const options = validateOptions(fieldName, dto.options);
         const removed = (field.options ?? []).filter((option) => !options.includes(option));
         const inUse = removed.length ? await this.repo.optionUse(em, objectName, { name: fieldName, type }, removed) : {};
         if (Object.keys(inUse).length) {
-          const counts = Object.entries(inUse).map(([option, count]) => `"${option}" (${count})`).join(', ');
+          const counts = Object.entries(inUse)
+            .map(([option, count]) => `"${option}" (${count})`)
+            .join(', ');
           throw new DomainError(
             'options_in_use',
             `Records of "${objectName}" still use ${counts}; change them before removing these options`,
@@ -171,7 +185,10 @@ export class MetadataService {
       }
       if (dto.required !== undefined && dto.required !== field.required) {
         if (dto.required && (await this.hasNulls(em, objectName, fieldName))) {
-          throw new DomainError('field_has_empty_values', `Some "${objectName}" records have no "${fieldName}"; fill them before making it required`);
+          throw new DomainError(
+            'field_has_empty_values',
+            `Some "${objectName}" records have no "${fieldName}"; fill them before making it required`,
+          );
         }
         await this.repo.setRequired(em, objectName, fieldName, dto.required);
         field.required = dto.required;
@@ -236,13 +253,27 @@ export class MetadataService {
   ): Promise<void> {
     const field = await this.validateField(em, dto, context.selfName);
     if (field.required && !context.tableEmpty) {
-      throw new DomainError('object_not_empty', `"${object.name}" has records; add "${field.name}" as optional, fill it, then make it required`);
+      throw new DomainError(
+        'object_not_empty',
+        `"${object.name}" has records; add "${field.name}" as optional, fill it, then make it required`,
+      );
     }
     const now = new Date();
     em.create(FieldDefinitionEntity, {
-      id: randomUUID(), objectId: object.id, name: field.name, label: field.label, type: field.type,
-      required: field.required, unique: field.unique, indexed: field.indexed, description: field.description ?? null,
-      options: field.options ?? null, reference: field.reference ?? null, position, createdAt: now, updatedAt: now,
+      id: randomUUID(),
+      objectId: object.id,
+      name: field.name,
+      label: field.label,
+      type: field.type,
+      required: field.required,
+      unique: field.unique,
+      indexed: field.indexed,
+      description: field.description ?? null,
+      options: field.options ?? null,
+      reference: field.reference ?? null,
+      position,
+      createdAt: now,
+      updatedAt: now,
     });
     await this.repo.addColumn(em, object.name, field);
   }
@@ -254,21 +285,33 @@ export class MetadataService {
       throw new DomainError('invalid_field_type', `Unknown field type "${String(dto.type)}"`, { availableTypes: FIELD_TYPES });
     }
     const field: FieldMeta = {
-      name: dto.name, label: dto.label, type: dto.type, required: dto.required ?? false, unique: dto.unique ?? false,
-      indexed: dto.indexed ?? false, description: dto.description ?? null,
+      name: dto.name,
+      label: dto.label,
+      type: dto.type,
+      required: dto.required ?? false,
+      unique: dto.unique ?? false,
+      indexed: dto.indexed ?? false,
+      description: dto.description ?? null,
     };
     if (dto.type === 'select' || dto.type === 'multiselect') {
       if (!dto.options?.length) throw new DomainError('missing_options', `Field "${dto.name}" of type ${dto.type} needs options`);
       field.options = validateOptions(dto.name, dto.options);
     } else if (dto.options !== undefined) {
-      throw new DomainError('unexpected_options', `Only select and multiselect fields have options; "${dto.name}" is ${dto.type}`);
+      throw new DomainError(
+        'unexpected_options',
+        `Only select and multiselect fields have options; "${dto.name}" is ${dto.type}`,
+      );
     }
     if (dto.type === 'lookup') {
       if (!dto.reference) throw new DomainError('missing_reference', `Lookup field "${dto.name}" needs a reference object`);
       const exists =
-        dto.reference === selfName || (isStorableName(dto.reference) && (await em.findOne(ObjectDefinitionEntity, { name: dto.reference })));
+        dto.reference === selfName ||
+        (isStorableName(dto.reference) && (await em.findOne(ObjectDefinitionEntity, { name: dto.reference })));
       if (!exists) {
-        throw new DomainError('unknown_reference', `Lookup field "${dto.name}" references "${dto.reference}", which does not exist`);
+        throw new DomainError(
+          'unknown_reference',
+          `Lookup field "${dto.name}" references "${dto.reference}", which does not exist`,
+        );
       }
       field.reference = dto.reference;
     } else if (dto.reference !== undefined) {
@@ -306,7 +349,8 @@ function isStorableName(name: unknown): name is string {
 function validateOptions(fieldName: string, options: string[]): string[] {
   const trimmed = options.map((o) => o.trim());
   if (trimmed.some((o) => !o)) throw new DomainError('invalid_options', `Options of "${fieldName}" must be non-empty strings`);
-  if (new Set(trimmed).size !== trimmed.length) throw new DomainError('invalid_options', `Options of "${fieldName}" must be unique`);
+  if (new Set(trimmed).size !== trimmed.length)
+    throw new DomainError('invalid_options', `Options of "${fieldName}" must be unique`);
   return trimmed;
 }
 
@@ -322,10 +366,20 @@ function findField(object: ObjectMeta, name: string): FieldMeta {
   return field;
 }
 
-function toFieldMeta(field: Pick<FieldDefinition, 'name' | 'label' | 'type' | 'required' | 'unique' | 'indexed' | 'description' | 'options' | 'reference'>): FieldMeta {
+function toFieldMeta(
+  field: Pick<
+    FieldDefinition,
+    'name' | 'label' | 'type' | 'required' | 'unique' | 'indexed' | 'description' | 'options' | 'reference'
+  >,
+): FieldMeta {
   const meta: FieldMeta = {
-    name: field.name, label: field.label, type: field.type as FieldType, required: field.required,
-    unique: field.unique, indexed: field.indexed, description: field.description ?? null,
+    name: field.name,
+    label: field.label,
+    type: field.type as FieldType,
+    required: field.required,
+    unique: field.unique,
+    indexed: field.indexed,
+    description: field.description ?? null,
   };
   if (field.options) meta.options = field.options;
   if (field.reference) meta.reference = field.reference;

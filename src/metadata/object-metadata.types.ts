@@ -1,9 +1,21 @@
 /** Field types an object may have. Each maps to one Postgres column type (see FIELD_COLUMN_TYPES). */
 export const FIELD_TYPES = [
-  'text', 'textarea', 'email', 'url', 'phone',
-  'number', 'currency', 'percent', 'integer',
-  'boolean', 'date', 'datetime',
-  'select', 'multiselect', 'lookup', 'json',
+  'text',
+  'textarea',
+  'email',
+  'url',
+  'phone',
+  'number',
+  'currency',
+  'percent',
+  'integer',
+  'boolean',
+  'date',
+  'datetime',
+  'select',
+  'multiselect',
+  'lookup',
+  'json',
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
@@ -12,10 +24,22 @@ export const MAX_FIELDS = 500;
 
 /** Postgres column type of each field type. Money and percentages are exact decimals, never floats. */
 export const FIELD_COLUMN_TYPES: Record<FieldType, string> = {
-  text: 'text', textarea: 'text', email: 'text', url: 'text', phone: 'text',
-  number: 'double precision', currency: 'numeric(18,2)', percent: 'numeric(9,4)', integer: 'bigint',
-  boolean: 'boolean', date: 'date', datetime: 'timestamptz',
-  select: 'text', multiselect: 'text[]', lookup: 'uuid', json: 'jsonb',
+  text: 'text',
+  textarea: 'text',
+  email: 'text',
+  url: 'text',
+  phone: 'text',
+  number: 'double precision',
+  currency: 'numeric(18,2)',
+  percent: 'numeric(9,4)',
+  integer: 'bigint',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'timestamptz',
+  select: 'text',
+  multiselect: 'text[]',
+  lookup: 'uuid',
+  json: 'jsonb',
 };
 
 export const TEXT_TYPES: readonly FieldType[] = ['text', 'textarea', 'email', 'url', 'phone', 'select'];

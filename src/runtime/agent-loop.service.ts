@@ -116,7 +116,13 @@ export class AgentLoop {
     }
   }
 
-  private async iterate(turn: AgentTurn, messages: LlmMessage[], hooks: TurnHooks, turnSignal: AbortSignal, deadline: AbortSignal): Promise<TurnResult> {
+  private async iterate(
+    turn: AgentTurn,
+    messages: LlmMessage[],
+    hooks: TurnHooks,
+    turnSignal: AbortSignal,
+    deadline: AbortSignal,
+  ): Promise<TurnResult> {
     const toolCalls: ExecutedToolCall[] = [];
     let iterations = turn.iterationsUsed ?? 0;
     let usage: LlmUsage = ZERO_USAGE;
@@ -125,21 +131,59 @@ export class AgentLoop {
     for (;;) {
       const budgetLeft = turn.tokenBudget - spent();
       if (budgetLeft <= 0) {
-        return { status: 'completed', content: lastAssistantText(messages), model: turn.model, finishReason: 'length', toolCalls, pendingToolCalls: [], usage, iterationsUsed: iterations };
+        return {
+          status: 'completed',
+          content: lastAssistantText(messages),
+          model: turn.model,
+          finishReason: 'length',
+          toolCalls,
+          pendingToolCalls: [],
+          usage,
+          iterationsUsed: iterations,
+        };
       }
       const withTools = iterations < turn.maxIterations && turn.tools.length > 0;
       hooks.onStepStart?.();
-      const response = await this.callModel(turn, messages, withTools, Math.min(turn.maxTokens ?? budgetLeft, budgetLeft), hooks, turnSignal, deadline);
+      const response = await this.callModel(
+        turn,
+        messages,
+        withTools,
+        Math.min(turn.maxTokens ?? budgetLeft, budgetLeft),
+        hooks,
+        turnSignal,
+        deadline,
+      );
       usage = addUsage(usage, response.usage);
 
       if (!withTools || response.toolCalls.length === 0) {
         const assistant: LlmMessage = { role: 'assistant', content: response.content };
         messages.push(assistant);
-        await hooks.onStep?.({ assistant, toolCalls: [], toolMessages: [], toolResults: [], pendingClientCalls: [], usage: response.usage, iterationsUsed: iterations, final: true });
-        const finishReason: TurnFinishReason = !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
-          ? 'max_iterations'
-          : response.finishReason === 'length' ? 'length' : 'stop';
-        return { status: 'completed', content: response.content, model: response.model, finishReason, toolCalls, pendingToolCalls: [], usage, iterationsUsed: iterations };
+        await hooks.onStep?.({
+          assistant,
+          toolCalls: [],
+          toolMessages: [],
+          toolResults: [],
+          pendingClientCalls: [],
+          usage: response.usage,
+          iterationsUsed: iterations,
+          final: true,
+        });
+        const finishReason: TurnFinishReason =
+          !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
+            ? 'max_iterations'
+            : response.finishReason === 'length'
+              ? 'length'
+              : 'stop';
+        return {
+          status: 'completed',
+          content: response.content,
+          model: response.model,
+          finishReason,
+          toolCalls,
+          pendingToolCalls: [],
+          usage,
+          iterationsUsed: iterations,
+        };
       }
 
       iterations++;
@@ -177,11 +221,35 @@ export class AgentLoop {
       messages.push(...toolMessages);
       results.forEach((result, i) => {
         hooks.onToolResult?.(result);
-        toolCalls.push({ id: result.toolCallId, name: result.name, arguments: answered[i].shown, result: result.content, isError: result.isError });
+        toolCalls.push({
+          id: result.toolCallId,
+          name: result.name,
+          arguments: answered[i].shown,
+          result: result.content,
+          isError: result.isError,
+        });
       });
-      await hooks.onStep?.({ assistant, toolCalls: response.toolCalls, toolMessages, toolResults: results, pendingClientCalls: client, usage: response.usage, iterationsUsed: iterations, final: false });
+      await hooks.onStep?.({
+        assistant,
+        toolCalls: response.toolCalls,
+        toolMessages,
+        toolResults: results,
+        pendingClientCalls: client,
+        usage: response.usage,
+        iterationsUsed: iterations,
+        final: false,
+      });
       if (client.length) {
-        return { status: 'requires_action', content: response.content, model: response.model, finishReason: 'stop', toolCalls, pendingToolCalls: client, usage, iterationsUsed: iterations };
+        return {
+          status: 'requires_action',
+          content: response.content,
+          model: response.model,
+          finishReason: 'stop',
+          toolCalls,
+          pendingToolCalls: client,
+          usage,
+          iterationsUsed: iterations,
+        };
       }
     }
   }
@@ -255,4 +323,3 @@ function lastAssistantText(messages: LlmMessage[]): string {
   }
   return '';
 }
-

@@ -48,7 +48,9 @@ export class ChatOptionsDto implements ChatOptions {
   @Min(1, { message: 'options.maxTokens must be a positive integer' })
   maxTokens?: number;
 
-  @ApiPropertyOptional({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: MAX_STOP_SEQUENCES }] })
+  @ApiPropertyOptional({
+    oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: MAX_STOP_SEQUENCES }],
+  })
   @IsOptional()
   @IsStop()
   stop?: string | string[];

@@ -43,10 +43,12 @@ export function validateDynamicTools(input: unknown, agentTools: readonly string
     if (typeof tool !== 'object' || tool === null || Array.isArray(tool)) throw invalid(`${at} must be an object`);
     const { type, name, description, inputSchema, ...rest } = tool as Record<string, unknown>;
     if (Object.keys(rest).length) throw invalid(`${at} has unknown properties: ${Object.keys(rest).join(', ')}`);
-    if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name)) throw invalid(`${at}.name must match ${TOOL_NAME_PATTERN.source}`);
+    if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name))
+      throw invalid(`${at}.name must match ${TOOL_NAME_PATTERN.source}`);
     if (seen.has(name)) throw invalid(`Dynamic tool "${name}" is declared twice`);
     seen.add(name);
-    if (agentTools.includes(name) || name === ASK_USER_TOOL) throw invalid(`Dynamic tool "${name}" would shadow a tool of the agent`);
+    if (agentTools.includes(name) || name === ASK_USER_TOOL)
+      throw invalid(`Dynamic tool "${name}" would shadow a tool of the agent`);
     if (description !== undefined && (typeof description !== 'string' || description.length > MAX_DESCRIPTION)) {
       throw invalid(`${at}.description must be a string of at most ${MAX_DESCRIPTION} characters`);
     }
@@ -61,10 +63,16 @@ export function validateDynamicTools(input: unknown, agentTools: readonly string
     const bytes = JSON.stringify(inputSchema).length;
     if (bytes > MAX_SCHEMA_BYTES) throw invalid(`${at}.inputSchema is larger than 64 KB`);
     totalBytes += bytes;
-    if (totalBytes > MAX_TOTAL_SCHEMA_BYTES) throw invalid('The inputSchemas of all dynamic tools together are larger than 256 KB');
+    if (totalBytes > MAX_TOTAL_SCHEMA_BYTES)
+      throw invalid('The inputSchemas of all dynamic tools together are larger than 256 KB');
     const problem = schemaProblem(inputSchema);
     if (problem) throw invalid(`${at}.inputSchema is not a valid JSON Schema: ${problem}`);
-    return { type: 'function', name, ...(description ? { description } : {}), inputSchema: inputSchema as Record<string, unknown> };
+    return {
+      type: 'function',
+      name,
+      ...(description ? { description } : {}),
+      inputSchema: inputSchema as Record<string, unknown>,
+    };
   });
 }
 
@@ -111,7 +119,11 @@ export interface ClientToolSet {
   freeformAsFunction: Set<string>;
 }
 
-export function clientToolSet(dynamicTools: readonly DynamicTool[], agentTools: readonly string[], customAsFunctions: boolean): ClientToolSet {
+export function clientToolSet(
+  dynamicTools: readonly DynamicTool[],
+  agentTools: readonly string[],
+  customAsFunctions: boolean,
+): ClientToolSet {
   const freeformAsFunction = new Set<string>();
   const tools: LlmTool[] = dynamicTools.map((tool) => {
     const description = tool.description ?? '';
@@ -123,7 +135,12 @@ export function clientToolSet(dynamicTools: readonly DynamicTool[], agentTools: 
         function: {
           name: tool.name,
           description,
-          parameters: { type: 'object', properties: { input: { type: 'string', description: 'The raw text input.' } }, required: ['input'], additionalProperties: false },
+          parameters: {
+            type: 'object',
+            properties: { input: { type: 'string', description: 'The raw text input.' } },
+            required: ['input'],
+            additionalProperties: false,
+          },
         },
       };
     }

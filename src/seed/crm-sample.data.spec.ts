@@ -224,8 +224,13 @@ describe('generateCrmSample', () => {
       return records.filter((r) => r[field] === null).length / records.length;
     };
     for (const [object, field] of [
-      ['account', 'industry'], ['account', 'employees'], ['contact', 'title'], ['contact', 'email'],
-      ['deal', 'amount'], ['deal', 'owner'], ['activity', 'due_at'],
+      ['account', 'industry'],
+      ['account', 'employees'],
+      ['contact', 'title'],
+      ['contact', 'email'],
+      ['deal', 'amount'],
+      ['deal', 'owner'],
+      ['activity', 'due_at'],
     ] as const) {
       expect(nullShare(object, field)).toBeGreaterThan(0.01);
       expect(nullShare(object, field)).toBeLessThan(0.15);
@@ -234,7 +239,14 @@ describe('generateCrmSample', () => {
 
   it('keeps deals consistent: probability by stage, closed deals in the past, realistic win rate', () => {
     const deals = recordsOf(dataset, 'deal');
-    const byStage: Record<string, number> = { prospecting: 10, qualification: 20, proposal: 50, negotiation: 75, won: 100, lost: 0 };
+    const byStage: Record<string, number> = {
+      prospecting: 10,
+      qualification: 20,
+      proposal: 50,
+      negotiation: 75,
+      won: 100,
+      lost: 0,
+    };
     const inconsistent = deals.filter((deal) => {
       const closeDate = deal.close_date as string;
       const closed = deal.stage === 'won' || deal.stage === 'lost';

@@ -181,25 +181,84 @@ const round2 = (value: number): number => Math.round(value * 100) / 100;
 // ---------------------------------------------------------------------------------------------
 
 const NAME_FIRST_WORDS = [
-  'Northwind', 'Blue Harbor', 'Silver Peak', 'Redwood', 'Granite', 'Brightline', 'Evergreen',
-  'Ironclad', 'Lakeside', 'Summit', 'Polar', 'Crescent', 'Horizon', 'Keystone', 'Meridian',
-  'Oakridge', 'Pioneer', 'Quantum', 'Riverstone', 'Sterling', 'Tidewater', 'Vanguard', 'Westfield',
-  'Zenith', 'Atlas', 'Beacon', 'Cobalt', 'Driftwood', 'Falcon', 'Golden Gate', 'Harborview',
-  'Juniper', 'Lumen', 'Maple', 'Nimbus', 'Orion', 'Pinnacle', 'Sapphire', 'Trident', 'Willow',
+  'Northwind',
+  'Blue Harbor',
+  'Silver Peak',
+  'Redwood',
+  'Granite',
+  'Brightline',
+  'Evergreen',
+  'Ironclad',
+  'Lakeside',
+  'Summit',
+  'Polar',
+  'Crescent',
+  'Horizon',
+  'Keystone',
+  'Meridian',
+  'Oakridge',
+  'Pioneer',
+  'Quantum',
+  'Riverstone',
+  'Sterling',
+  'Tidewater',
+  'Vanguard',
+  'Westfield',
+  'Zenith',
+  'Atlas',
+  'Beacon',
+  'Cobalt',
+  'Driftwood',
+  'Falcon',
+  'Golden Gate',
+  'Harborview',
+  'Juniper',
+  'Lumen',
+  'Maple',
+  'Nimbus',
+  'Orion',
+  'Pinnacle',
+  'Sapphire',
+  'Trident',
+  'Willow',
 ];
 /** Second name word and the industry it implies (null: any industry, e.g. "Solutions"). */
 const NAME_SECOND_WORDS: ReadonlyArray<readonly [string, string | null]> = [
-  ['Analytics', 'software'], ['Systems', 'software'], ['Software', 'software'], ['Labs', null],
-  ['Logistics', 'logistics'], ['Freight', 'logistics'], ['Health', 'healthcare'],
-  ['Pharma', 'healthcare'], ['Biotech', 'healthcare'], ['Capital', 'financial_services'],
-  ['Bank', 'financial_services'], ['Insurance', 'financial_services'], ['Foods', 'retail'],
-  ['Retail', 'retail'], ['Outfitters', 'retail'], ['Energy', 'energy'], ['Utilities', 'energy'],
-  ['Robotics', 'manufacturing'], ['Motors', 'manufacturing'], ['Materials', 'manufacturing'],
-  ['Manufacturing', 'manufacturing'], ['Media', 'media'], ['Studios', 'media'],
-  ['Networks', 'telecommunications'], ['Telecom', 'telecommunications'], ['Learning', 'education'],
-  ['Academy', 'education'], ['Properties', 'real_estate'], ['Transit', 'public_sector'],
-  ['Public Services', 'public_sector'], ['Partners', null], ['Dynamics', null],
-  ['Solutions', null], ['Consulting', null], ['Group', null],
+  ['Analytics', 'software'],
+  ['Systems', 'software'],
+  ['Software', 'software'],
+  ['Labs', null],
+  ['Logistics', 'logistics'],
+  ['Freight', 'logistics'],
+  ['Health', 'healthcare'],
+  ['Pharma', 'healthcare'],
+  ['Biotech', 'healthcare'],
+  ['Capital', 'financial_services'],
+  ['Bank', 'financial_services'],
+  ['Insurance', 'financial_services'],
+  ['Foods', 'retail'],
+  ['Retail', 'retail'],
+  ['Outfitters', 'retail'],
+  ['Energy', 'energy'],
+  ['Utilities', 'energy'],
+  ['Robotics', 'manufacturing'],
+  ['Motors', 'manufacturing'],
+  ['Materials', 'manufacturing'],
+  ['Manufacturing', 'manufacturing'],
+  ['Media', 'media'],
+  ['Studios', 'media'],
+  ['Networks', 'telecommunications'],
+  ['Telecom', 'telecommunications'],
+  ['Learning', 'education'],
+  ['Academy', 'education'],
+  ['Properties', 'real_estate'],
+  ['Transit', 'public_sector'],
+  ['Public Services', 'public_sector'],
+  ['Partners', null],
+  ['Dynamics', null],
+  ['Solutions', null],
+  ['Consulting', null],
+  ['Group', null],
 ];
 
 interface CountryInfo {
@@ -225,13 +284,22 @@ const COUNTRIES: readonly CountryInfo[] = [
 ];
 
 const INDUSTRIES: ReadonlyArray<readonly [string, number]> = [
-  ['software', 18], ['financial_services', 12], ['healthcare', 11], ['manufacturing', 12],
-  ['retail', 9], ['education', 6], ['energy', 5], ['media', 6], ['logistics', 7],
-  ['telecommunications', 5], ['real_estate', 4], ['public_sector', 5],
+  ['software', 18],
+  ['financial_services', 12],
+  ['healthcare', 11],
+  ['manufacturing', 12],
+  ['retail', 9],
+  ['education', 6],
+  ['energy', 5],
+  ['media', 6],
+  ['logistics', 7],
+  ['telecommunications', 5],
+  ['real_estate', 4],
+  ['public_sector', 5],
 ];
 const ACCOUNT_TAGS = ['strategic', 'partner', 'reference', 'at_risk', 'expansion', 'public_sector', 'channel', 'beta_program'];
 const NOTE_OPENERS = [
-  'Long-standing relationship with the CFO\'s office.',
+  "Long-standing relationship with the CFO's office.",
   'Inbound interest after our webinar on pipeline analytics.',
   'Procurement is slow; expect security review for every contract.',
   'Evaluating us against two competitors this year.',
@@ -248,81 +316,232 @@ const NOTE_NEXT_STEPS = [
 ];
 
 const FIRST_NAMES = [
-  'Anna', 'James', 'Maria', 'Liam', 'Sofia', 'Noah', 'Emma', 'Lucas', 'Olivia', 'Mateo', 'Chloe',
-  'Ethan', 'Hannah', 'Jonas', 'Aisha', 'Ravi', 'Priya', 'Kenji', 'Yuki', 'Lena', 'Felix', 'Clara',
-  'Daniel', 'Grace', 'Omar', 'Fatima', 'Pedro', 'Isabel', 'Thomas', 'Julia', 'Marco', 'Elena',
-  'David', 'Sarah', 'Arjun', 'Mei', 'Victor', 'Nora', 'Samuel', 'Laura', 'Hugo', 'Camille',
-  'Oliver', 'Amelia', 'Ben', 'Zoe', 'Carlos', 'Ines', 'Max', 'Leah',
+  'Anna',
+  'James',
+  'Maria',
+  'Liam',
+  'Sofia',
+  'Noah',
+  'Emma',
+  'Lucas',
+  'Olivia',
+  'Mateo',
+  'Chloe',
+  'Ethan',
+  'Hannah',
+  'Jonas',
+  'Aisha',
+  'Ravi',
+  'Priya',
+  'Kenji',
+  'Yuki',
+  'Lena',
+  'Felix',
+  'Clara',
+  'Daniel',
+  'Grace',
+  'Omar',
+  'Fatima',
+  'Pedro',
+  'Isabel',
+  'Thomas',
+  'Julia',
+  'Marco',
+  'Elena',
+  'David',
+  'Sarah',
+  'Arjun',
+  'Mei',
+  'Victor',
+  'Nora',
+  'Samuel',
+  'Laura',
+  'Hugo',
+  'Camille',
+  'Oliver',
+  'Amelia',
+  'Ben',
+  'Zoe',
+  'Carlos',
+  'Ines',
+  'Max',
+  'Leah',
 ];
 const LAST_NAMES = [
-  'Smith', 'Johnson', 'Garcia', 'Müller', 'Schmidt', 'Martin', 'Bernard', 'Rossi', 'Silva',
-  'Santos', 'Tanaka', 'Sato', 'Patel', 'Sharma', 'Kumar', 'Brown', 'Wilson', 'Taylor', 'Clarke',
-  'Walker', "O'Brien", 'Murphy', 'Dubois', 'Moreau', 'Fischer', 'Weber', 'de Vries', 'Jansen',
-  'López', 'Fernández', 'Nguyen', 'Kim', 'Chen', 'Wang', 'Anderson', 'Thompson', 'White',
-  'Harris', 'Lewis', 'Young', 'King', 'Wright', 'Scott', 'Green', 'Baker', 'Adams', 'Nelson',
-  'Hill', 'Campbell', 'Mitchell',
+  'Smith',
+  'Johnson',
+  'Garcia',
+  'Müller',
+  'Schmidt',
+  'Martin',
+  'Bernard',
+  'Rossi',
+  'Silva',
+  'Santos',
+  'Tanaka',
+  'Sato',
+  'Patel',
+  'Sharma',
+  'Kumar',
+  'Brown',
+  'Wilson',
+  'Taylor',
+  'Clarke',
+  'Walker',
+  "O'Brien",
+  'Murphy',
+  'Dubois',
+  'Moreau',
+  'Fischer',
+  'Weber',
+  'de Vries',
+  'Jansen',
+  'López',
+  'Fernández',
+  'Nguyen',
+  'Kim',
+  'Chen',
+  'Wang',
+  'Anderson',
+  'Thompson',
+  'White',
+  'Harris',
+  'Lewis',
+  'Young',
+  'King',
+  'Wright',
+  'Scott',
+  'Green',
+  'Baker',
+  'Adams',
+  'Nelson',
+  'Hill',
+  'Campbell',
+  'Mitchell',
 ];
 const TITLES: ReadonlyArray<readonly [string, number]> = [
-  ['Chief Executive Officer', 2], ['Chief Financial Officer', 2], ['Chief Technology Officer', 2],
-  ['VP of Sales', 4], ['VP of Engineering', 3], ['VP of Operations', 3], ['Head of Data', 4],
-  ['Director of IT', 5], ['Director of Marketing', 4], ['Procurement Manager', 5],
-  ['Sales Operations Manager', 6], ['Data Engineer', 7], ['Business Analyst', 8],
-  ['Product Manager', 6], ['Account Executive', 5], ['Operations Manager', 6],
-  ['Software Engineer', 7], ['Marketing Specialist', 5],
+  ['Chief Executive Officer', 2],
+  ['Chief Financial Officer', 2],
+  ['Chief Technology Officer', 2],
+  ['VP of Sales', 4],
+  ['VP of Engineering', 3],
+  ['VP of Operations', 3],
+  ['Head of Data', 4],
+  ['Director of IT', 5],
+  ['Director of Marketing', 4],
+  ['Procurement Manager', 5],
+  ['Sales Operations Manager', 6],
+  ['Data Engineer', 7],
+  ['Business Analyst', 8],
+  ['Product Manager', 6],
+  ['Account Executive', 5],
+  ['Operations Manager', 6],
+  ['Software Engineer', 7],
+  ['Marketing Specialist', 5],
 ];
 /** Lifecycle of people at buying accounts vs. everyone else (who cannot be customers). */
 const BUYER_LIFECYCLE: ReadonlyArray<readonly [string, number]> = [
-  ['lead', 8], ['marketing_qualified', 7], ['sales_qualified', 8], ['opportunity', 17],
-  ['customer', 50], ['churned', 10],
+  ['lead', 8],
+  ['marketing_qualified', 7],
+  ['sales_qualified', 8],
+  ['opportunity', 17],
+  ['customer', 50],
+  ['churned', 10],
 ];
 const PROSPECT_LIFECYCLE: ReadonlyArray<readonly [string, number]> = [
-  ['lead', 40], ['marketing_qualified', 25], ['sales_qualified', 15], ['opportunity', 15], ['churned', 5],
+  ['lead', 40],
+  ['marketing_qualified', 25],
+  ['sales_qualified', 15],
+  ['opportunity', 15],
+  ['churned', 5],
 ];
 const PERSONAL_DOMAINS = ['gmail.com', 'outlook.com', 'yahoo.com', 'proton.me'];
 
 const SALES_REPS = [
-  'Maya Chen', 'Daniel Okafor', 'Sofia Rossi', 'Liam Becker', 'Priya Nair', 'Jack Thompson',
-  'Elena Petrova', 'Marcus Silva', 'Hannah Weiss', 'Tom Fischer', 'Aiko Tanaka', 'Lucas Moreau',
+  'Maya Chen',
+  'Daniel Okafor',
+  'Sofia Rossi',
+  'Liam Becker',
+  'Priya Nair',
+  'Jack Thompson',
+  'Elena Petrova',
+  'Marcus Silva',
+  'Hannah Weiss',
+  'Tom Fischer',
+  'Aiko Tanaka',
+  'Lucas Moreau',
 ];
 
 type Stage = 'prospecting' | 'qualification' | 'proposal' | 'negotiation' | 'won' | 'lost';
 const STAGES: ReadonlyArray<readonly [Stage, number]> = [
-  ['prospecting', 14], ['qualification', 13], ['proposal', 15], ['negotiation', 13],
-  ['won', 25], ['lost', 20],
+  ['prospecting', 14],
+  ['qualification', 13],
+  ['proposal', 15],
+  ['negotiation', 13],
+  ['won', 25],
+  ['lost', 20],
 ];
 /** Probability follows the stage exactly, as deal.json documents. */
 const STAGE_PROBABILITY: Record<Stage, number> = {
-  prospecting: 10, qualification: 20, proposal: 50, negotiation: 75, won: 100, lost: 0,
+  prospecting: 10,
+  qualification: 20,
+  proposal: 50,
+  negotiation: 75,
+  won: 100,
+  lost: 0,
 };
 type DealType = 'new_business' | 'renewal' | 'expansion' | 'pilot';
 const BUYER_DEAL_TYPES: ReadonlyArray<readonly [DealType, number]> = [
-  ['new_business', 30], ['renewal', 30], ['expansion', 32], ['pilot', 8],
+  ['new_business', 30],
+  ['renewal', 30],
+  ['expansion', 32],
+  ['pilot', 8],
 ];
 /** Accounts that never bought cannot renew or expand. */
 const PROSPECT_DEAL_TYPES: ReadonlyArray<readonly [DealType, number]> = [
-  ['new_business', 80], ['pilot', 20],
+  ['new_business', 80],
+  ['pilot', 20],
 ];
 const DEAL_TYPE_LABELS: Record<DealType, string> = {
-  new_business: 'New Business', renewal: 'Renewal', expansion: 'Expansion', pilot: 'Pilot',
+  new_business: 'New Business',
+  renewal: 'Renewal',
+  expansion: 'Expansion',
+  pilot: 'Pilot',
 };
 const NEW_LEAD_SOURCES: ReadonlyArray<readonly [string, number]> = [
-  ['website', 25], ['referral', 15], ['partner', 14], ['outbound', 22], ['event', 12], ['paid_search', 12],
+  ['website', 25],
+  ['referral', 15],
+  ['partner', 14],
+  ['outbound', 22],
+  ['event', 12],
+  ['paid_search', 12],
 ];
 /** Product catalogue: list price per seat and year in USD. */
 const PRODUCTS: ReadonlyArray<readonly [string, number]> = [
-  ['Insight Analytics', 360], ['Pipeline CRM', 600], ['Service Desk', 480],
-  ['Data Connectors', 240], ['AI Copilot', 300],
+  ['Insight Analytics', 360],
+  ['Pipeline CRM', 600],
+  ['Service Desk', 480],
+  ['Data Connectors', 240],
+  ['AI Copilot', 300],
 ];
 const COMPETITORS = ['Salesforce', 'HubSpot', 'Pipedrive', 'Zoho', 'Microsoft Dynamics'];
 
 type ActivityType = 'call' | 'email' | 'meeting' | 'task';
 const ACTIVITY_TYPES: ReadonlyArray<readonly [ActivityType, number]> = [
-  ['call', 30], ['email', 35], ['meeting', 20], ['task', 15],
+  ['call', 30],
+  ['email', 35],
+  ['meeting', 20],
+  ['task', 15],
 ];
 const SUBJECTS: Record<ActivityType, readonly string[]> = {
   call: ['Discovery call with {who}', 'Check-in call with {who}', 'Pricing call with {who}', 'Follow-up call with {who}'],
   email: ['Follow-up: {topic}', 'Proposal sent: {topic}', 'Intro email to {who}', 'Contract questions: {topic}'],
-  meeting: ['Product demo for {org}', 'Executive briefing with {org}', 'Onsite workshop at {org}', 'Quarterly business review with {org}'],
+  meeting: [
+    'Product demo for {org}',
+    'Executive briefing with {org}',
+    'Onsite workshop at {org}',
+    'Quarterly business review with {org}',
+  ],
   task: ['Send proposal to {who}', 'Prepare quote for {org}', 'Update forecast for {topic}', 'Book security review with {org}'],
 };
 
@@ -355,7 +574,12 @@ function companyBaseName(rng: Rng, used: Set<string>, index: number): { base: st
 
 /** Lower-case ASCII without spaces or punctuation, for domains and email local parts. */
 function slug(text: string): string {
-  return text.normalize('NFD').replace(/[^A-Za-z0-9 ]/g, '').trim().toLowerCase().replace(/ +/g, '');
+  return text
+    .normalize('NFD')
+    .replace(/[^A-Za-z0-9 ]/g, '')
+    .trim()
+    .toLowerCase()
+    .replace(/ +/g, '');
 }
 
 function phoneNumber(rng: Rng, country: CountryInfo): string {
@@ -473,10 +697,24 @@ function closeDayFor(rng: Rng, stage: Stage): number {
 
 /** Quote behind the amount: seats × list prices × contract length, minus discount. */
 function quoteFor(rng: Rng, employees: number, type: DealType): { metadata: Row; amount: number } {
-  const products = rng.sample(PRODUCTS, rng.weighted([[1, 5], [2, 3], [3, 2]] as const));
+  const products = rng.sample(
+    PRODUCTS,
+    rng.weighted([
+      [1, 5],
+      [2, 3],
+      [3, 2],
+    ] as const),
+  );
   let seats = Math.max(5, Math.min(2500, Math.round(employees * rng.float(0.02, 0.25))));
   if (type === 'pilot') seats = Math.min(seats, 50);
-  const months = type === 'pilot' ? 12 : rng.weighted([[12, 5], [24, 3], [36, 2]] as const);
+  const months =
+    type === 'pilot'
+      ? 12
+      : rng.weighted([
+          [12, 5],
+          [24, 3],
+          [36, 2],
+        ] as const);
   const discount = rng.chance(0.4) ? 0 : rng.pick([5, 7.5, 10, 15, 20, 25]);
   const yearlyPerSeat = products.reduce((sum, [, price]) => sum + price, 0);
   const amount = round2(seats * yearlyPerSeat * (months / 12) * (1 - discount / 100));

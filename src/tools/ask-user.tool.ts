@@ -19,7 +19,7 @@ export function createAskUserTool(): ToolDefinition<AskUserArgs> {
     description:
       'Ask the user a question and wait for the answer. Use it only when you cannot continue without information ' +
       'that is not in the data (for example which of several matching records they mean, or a missing date range). ' +
-      'Ask one short, specific question. The answer comes back as this tool\'s result.',
+      "Ask one short, specific question. The answer comes back as this tool's result.",
     parameters: {
       type: 'object',
       properties: { question: { type: 'string', minLength: 1, maxLength: 2000, description: 'The question to show the user.' } },
@@ -29,7 +29,10 @@ export function createAskUserTool(): ToolDefinition<AskUserArgs> {
     scope: 'platform',
     execute(): Promise<never> {
       return Promise.reject(
-        new DomainError('ask_user_unavailable', 'ask_user works only in durable chats (POST /api/v1/chats); answer with what you have instead'),
+        new DomainError(
+          'ask_user_unavailable',
+          'ask_user works only in durable chats (POST /api/v1/chats); answer with what you have instead',
+        ),
       );
     },
   });

@@ -44,7 +44,10 @@ function translateReadOnlyError(error: unknown, statementTimeoutMs: number): Dom
     return new DomainError('read_only_transaction', 'This tool can only read data; changing records is not possible here.');
   }
   if (code?.startsWith(DATA_EXCEPTION_CLASS)) {
-    return new DomainError('invalid_value', 'A value in the query has the wrong format or is out of range for its field. Check the field types with describe_object.');
+    return new DomainError(
+      'invalid_value',
+      'A value in the query has the wrong format or is out of range for its field. Check the field types with describe_object.',
+    );
   }
   return undefined;
 }

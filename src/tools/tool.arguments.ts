@@ -53,12 +53,18 @@ export function parseArguments(toolName: string, raw: unknown): Record<string, u
     try {
       value = JSON.parse(raw);
     } catch {
-      return new DomainError('invalid_arguments', `Arguments for tool "${toolName}" are not valid JSON. Send a JSON object, e.g. {"objectName": "deal"}.`);
+      return new DomainError(
+        'invalid_arguments',
+        `Arguments for tool "${toolName}" are not valid JSON. Send a JSON object, e.g. {"objectName": "deal"}.`,
+      );
     }
   }
   if (value === undefined || value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value)) {
-    return new DomainError('invalid_arguments', `Arguments for tool "${toolName}" must be a JSON object, got ${Array.isArray(value) ? 'an array' : typeof value}.`);
+    return new DomainError(
+      'invalid_arguments',
+      `Arguments for tool "${toolName}" must be a JSON object, got ${Array.isArray(value) ? 'an array' : typeof value}.`,
+    );
   }
   return value as Record<string, unknown>;
 }

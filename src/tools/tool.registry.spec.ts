@@ -2,7 +2,12 @@ import { Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { defineTool, toOpenAiTool } from './tool.define';
 import {
-  auditMiddleware, capContent, outputCapMiddleware, permissionMiddleware, rateLimitMiddleware, timeoutMiddleware,
+  auditMiddleware,
+  capContent,
+  outputCapMiddleware,
+  permissionMiddleware,
+  rateLimitMiddleware,
+  timeoutMiddleware,
 } from './tool.middlewares';
 import { ToolRegistry } from './tool.registry';
 import type { ToolContext, ToolDefinition, ToolErrorContent, ToolMiddleware } from './tool.types';
@@ -15,7 +20,11 @@ function echoTool(overrides: Partial<ToolDefinition> = {}): ToolDefinition {
     description: 'Echoes its arguments.',
     parameters: {
       type: 'object',
-      properties: { objectName: { type: 'string' }, count: { type: 'integer', minimum: 1 }, mode: { type: 'string', enum: ['a', 'b'] } },
+      properties: {
+        objectName: { type: 'string' },
+        count: { type: 'integer', minimum: 1 },
+        mode: { type: 'string', enum: ['a', 'b'] },
+      },
       required: ['objectName'],
       additionalProperties: false,
     },
@@ -112,7 +121,9 @@ describe('ToolRegistry', () => {
 
   it('maps a DomainError to its code, message and details', async () => {
     const registry = new ToolRegistry();
-    registry.register(echoTool({ execute: () => Promise.reject(new DomainError('record_not_found', 'No such deal', { id: 'x' })) }));
+    registry.register(
+      echoTool({ execute: () => Promise.reject(new DomainError('record_not_found', 'No such deal', { id: 'x' })) }),
+    );
     const result = await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx());
     expect(result.isError).toBe(true);
     expect(result.content).toEqual({ error: { code: 'record_not_found', message: 'No such deal', details: { id: 'x' } } });
@@ -142,12 +153,14 @@ describe('ToolRegistry', () => {
     let seen: AbortSignal | undefined;
     const registry = new ToolRegistry();
     registry.use(timeoutMiddleware(50));
-    registry.register(echoTool({
-      execute: (_args, c) => {
-        seen = c.signal;
-        return new Promise(() => undefined);
-      },
-    }));
+    registry.register(
+      echoTool({
+        execute: (_args, c) => {
+          seen = c.signal;
+          return new Promise(() => undefined);
+        },
+      }),
+    );
     const started = Date.now();
     const result = await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx());
     expect(Date.now() - started).toBeLessThan(1000);
@@ -168,9 +181,19 @@ describe('ToolRegistry', () => {
     let seen: AbortSignal | undefined;
     const registry = new ToolRegistry();
     registry.use(timeoutMiddleware(10_000));
-    registry.register(echoTool({ execute: (_a, c) => { seen = c.signal; return new Promise(() => undefined); } }));
+    registry.register(
+      echoTool({
+        execute: (_a, c) => {
+          seen = c.signal;
+          return new Promise(() => undefined);
+        },
+      }),
+    );
     const parent = new AbortController();
-    const pending = registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx({ signal: parent.signal }));
+    const pending = registry.execute(
+      { id: 'c', name: 'echo', arguments: { objectName: 'deal' } },
+      ctx({ signal: parent.signal }),
+    );
     setTimeout(() => parent.abort(), 10);
     const result = await pending;
     expect(errorOf(result.content).code).toBe('tool_aborted');
@@ -179,14 +202,23 @@ describe('ToolRegistry', () => {
 
   it('runs middlewares with the first one outermost', async () => {
     const order: string[] = [];
-    const trace = (name: string): ToolMiddleware => async (_inv, _ctx, next) => {
-      order.push(`${name}:before`);
-      const outcome = await next();
-      order.push(`${name}:after`);
-      return outcome;
-    };
+    const trace =
+      (name: string): ToolMiddleware =>
+      async (_inv, _ctx, next) => {
+        order.push(`${name}:before`);
+        const outcome = await next();
+        order.push(`${name}:after`);
+        return outcome;
+      };
     const registry = new ToolRegistry();
-    registry.register(echoTool({ execute: () => { order.push('tool'); return Promise.resolve(1); } }));
+    registry.register(
+      echoTool({
+        execute: () => {
+          order.push('tool');
+          return Promise.resolve(1);
+        },
+      }),
+    );
     registry.use(trace('a'), trace('b'));
     await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx());
     expect(order).toEqual(['a:before', 'b:before', 'tool', 'b:after', 'a:after']);
@@ -196,17 +228,23 @@ describe('ToolRegistry', () => {
     let inFlight = 0;
     let maxInFlight = 0;
     const registry = new ToolRegistry();
-    registry.register(echoTool({
-      execute: async (args) => {
-        inFlight++;
-        maxInFlight = Math.max(maxInFlight, inFlight);
-        // Later calls finish first, so completion order differs from call order.
-        await new Promise((r) => setTimeout(r, 40 - Number(args.count) * 3));
-        inFlight--;
-        return { n: args.count };
-      },
+    registry.register(
+      echoTool({
+        execute: async (args) => {
+          inFlight++;
+          maxInFlight = Math.max(maxInFlight, inFlight);
+          // Later calls finish first, so completion order differs from call order.
+          await new Promise((r) => setTimeout(r, 40 - Number(args.count) * 3));
+          inFlight--;
+          return { n: args.count };
+        },
+      }),
+    );
+    const calls = Array.from({ length: 10 }, (_, i) => ({
+      id: `c${i}`,
+      name: 'echo',
+      arguments: { objectName: 'x', count: i + 1 },
     }));
-    const calls = Array.from({ length: 10 }, (_, i) => ({ id: `c${i}`, name: 'echo', arguments: { objectName: 'x', count: i + 1 } }));
     const results = await registry.executeAll(calls, ctx(), { concurrency: 3 });
     expect(results.map((r) => r.toolCallId)).toEqual(calls.map((c) => c.id));
     expect(results.map((r) => (r.content as { n: number }).n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -228,7 +266,11 @@ describe('ToolRegistry', () => {
       ],
       ctx(),
     );
-    expect(results.map((r) => [r.toolCallId, r.isError])).toEqual([['a', false], ['b', true], ['c', true]]);
+    expect(results.map((r) => [r.toolCallId, r.isError])).toEqual([
+      ['a', false],
+      ['b', true],
+      ['c', true],
+    ]);
   });
 });
 
@@ -243,7 +285,13 @@ describe('output cap', () => {
     const json = JSON.stringify(result.content);
     expect(Buffer.byteLength(json)).toBeLessThanOrEqual(16 * 1024);
     const content = JSON.parse(json) as {
-      truncated: boolean; records: unknown[]; count: number; omittedCount: number; total: number; hasMore: boolean; note: string;
+      truncated: boolean;
+      records: unknown[];
+      count: number;
+      omittedCount: number;
+      total: number;
+      hasMore: boolean;
+      note: string;
     };
     expect(content.truncated).toBe(true);
     expect(content.records.length).toBeGreaterThan(50);
@@ -297,20 +345,27 @@ describe('permission middleware', () => {
   it('denies an object outside allowedObjects', async () => {
     const { registry, execute } = registryWith();
     const result = await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'contact' } }, ctx({ agent }));
-    expect(errorOf(result.content)).toMatchObject({ code: 'object_not_allowed', details: { allowedObjects: ['deal', 'account'] } });
+    expect(errorOf(result.content)).toMatchObject({
+      code: 'object_not_allowed',
+      details: { allowedObjects: ['deal', 'account'] },
+    });
     expect(execute).not.toHaveBeenCalled();
   });
 
   it('allows listed tools and objects, any object with "*", and everything without an agent', async () => {
     const { registry, execute } = registryWith();
-    expect((await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx({ agent }))).isError).toBe(false);
+    expect((await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'deal' } }, ctx({ agent }))).isError).toBe(
+      false,
+    );
     const star = { ...agent, allowedObjects: ['*'] };
-    expect((await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'contact' } }, ctx({ agent: star }))).isError).toBe(false);
+    expect(
+      (await registry.execute({ id: 'c', name: 'echo', arguments: { objectName: 'contact' } }, ctx({ agent: star }))).isError,
+    ).toBe(false);
     expect((await registry.execute({ id: 'c', name: 'other', arguments: { objectName: 'contact' } }, ctx())).isError).toBe(false);
     expect(execute).toHaveBeenCalledTimes(3);
   });
 
-  it('answers an unknown tool with only the agent\'s tools as alternatives', async () => {
+  it("answers an unknown tool with only the agent's tools as alternatives", async () => {
     const { registry } = registryWith();
     const result = await registry.execute({ id: 'c', name: 'nope', arguments: {} }, ctx({ agent }));
     expect(errorOf<{ availableTools: string[] }>(result.content).details.availableTools).toEqual(['echo']);
@@ -344,11 +399,21 @@ describe('audit middleware', () => {
     registry.register(echoTool({ execute: () => Promise.resolve({ secretValue: 'top-secret-result' }) }));
     await registry.execute(
       { id: 'c9', name: 'echo', arguments: { objectName: 'secret-object-arg' } },
-      ctx({ caller: { keyId: 'k', role: 'member', subject: 'alice' }, agent: { name: 'sales', tools: ['echo'], allowedObjects: ['*'] } }),
+      ctx({
+        caller: { keyId: 'k', role: 'member', subject: 'alice' },
+        agent: { name: 'sales', tools: ['echo'], allowedObjects: ['*'] },
+      }),
     );
     expect(log).toHaveBeenCalledTimes(1);
     const entry = log.mock.calls[0][0];
-    expect(entry).toMatchObject({ tool: 'echo', toolCallId: 'c9', agent: 'sales', caller: 'alice', isError: false, errorCode: null });
+    expect(entry).toMatchObject({
+      tool: 'echo',
+      toolCallId: 'c9',
+      agent: 'sales',
+      caller: 'alice',
+      isError: false,
+      errorCode: null,
+    });
     expect(typeof entry.durationMs).toBe('number');
     expect(JSON.stringify(entry)).not.toMatch(/secret/);
   });

@@ -3,7 +3,14 @@ import { DomainError } from '../common/domain-error';
 import { ArgumentValidator, parseArguments, ToolArgumentsCompiler } from './tool.arguments';
 import { domainErrorOutcome, errorOutcome, TOOL_NAME_PATTERN } from './tool.define';
 import type {
-  ToolCall, ToolContext, ToolDefinition, ToolInvocation, ToolMiddleware, ToolOutcome, ToolResult, ToolScope,
+  ToolCall,
+  ToolContext,
+  ToolDefinition,
+  ToolInvocation,
+  ToolMiddleware,
+  ToolOutcome,
+  ToolResult,
+  ToolScope,
 } from './tool.types';
 
 export const DEFAULT_TOOL_CONCURRENCY = 4;
@@ -138,6 +145,9 @@ export class ToolRegistry {
       tool: String(name),
       err: error instanceof Error ? { name: error.name, message: error.message, stack: error.stack } : String(error),
     });
-    return errorOutcome('tool_failed', `Tool "${String(name)}" failed with an internal error. Try again, or answer without this tool.`);
+    return errorOutcome(
+      'tool_failed',
+      `Tool "${String(name)}" failed with an internal error. Try again, or answer without this tool.`,
+    );
   }
 }

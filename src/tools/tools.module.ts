@@ -8,7 +8,11 @@ import { MetadataService } from '../metadata/metadata.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createDataTools } from './data-tools';
 import {
-  auditMiddleware, outputCapMiddleware, permissionMiddleware, rateLimitMiddleware, timeoutMiddleware,
+  auditMiddleware,
+  outputCapMiddleware,
+  permissionMiddleware,
+  rateLimitMiddleware,
+  timeoutMiddleware,
 } from './tool.middlewares';
 import { ToolRegistry } from './tool.registry';
 import { ToolsController } from './tools.controller';

@@ -23,11 +23,17 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
-    const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'member', role: 'member' }).expect(201);
+    const res = await t.http
+      .post('/api/v1/api-keys')
+      .set(bearer(t.adminKey))
+      .send({ name: 'member', role: 'member' })
+      .expect(201);
     memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
     // A tool that always throws, to see the loop recover from it.
     t.app.get(ToolRegistry).register({
-      name: 'explode', description: 'Always fails.', scope: 'agent',
+      name: 'explode',
+      description: 'Always fails.',
+      scope: 'agent',
       parameters: { type: 'object', properties: {}, additionalProperties: false },
       execute: () => Promise.reject(new Error('kaboom with secret internals')),
     });
@@ -39,11 +45,14 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   beforeEach(() => llm.reset());
   afterEach(() => expect(llm.pendingSteps).toBe(0));
 
-  it('answers without tool calls, sending the instructions and only the agent\'s tools', async () => {
+  it("answers without tool calls, sending the instructions and only the agent's tools", async () => {
     llm.enqueue(MockReply.text('Hello there', { usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } }));
     const res = await ask('hi').expect(200);
     expect(res.body).toEqual({
-      content: 'Hello there', model: 'mock-model', finishReason: 'stop', toolCalls: [],
+      content: 'Hello there',
+      model: 'mock-model',
+      finishReason: 'stop',
+      toolCalls: [],
       usage: { promptTokens: 11, completionTokens: 3, totalTokens: 14 },
     });
     expect(llm.requests).toHaveLength(1);
@@ -59,7 +68,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   it('runs one tool round on real data and gives the model the result', async () => {
     llm.enqueue(
       MockReply.toolCall('aggregate_data', {
-        objectName: 'deal', where: { stage: 'won' }, aggregations: [{ function: 'sum', field: 'amount', alias: 'won_total' }, { function: 'count', alias: 'n' }],
+        objectName: 'deal',
+        where: { stage: 'won' },
+        aggregations: [
+          { function: 'sum', field: 'amount', alias: 'won_total' },
+          { function: 'count', alias: 'n' },
+        ],
       }),
       (req) => {
         const tool = (req.body!.messages as SentMessage[]).find((m) => m.role === 'tool')!;
@@ -68,11 +82,17 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       },
     );
     const res = await ask('How much did we win?').expect(200);
-    const [expected] = await t.sql<{ n: string; total: string }>(`select count(*) as n, sum(amount) as total from data.deal where stage = 'won'`);
+    const [expected] = await t.sql<{ n: string; total: string }>(
+      `select count(*) as n, sum(amount) as total from data.deal where stage = 'won'`,
+    );
     const body = bodyOf<StatelessChatResponse>(res);
     expect(body.content).toBe(`Won: ${Number(expected.n)} deals worth ${Number(expected.total)}`);
     expect(body.toolCalls).toHaveLength(1);
-    expect(body.toolCalls[0]).toMatchObject({ name: 'aggregate_data', isError: false, result: { rows: [{ won_total: Number(expected.total), n: Number(expected.n) }] } });
+    expect(body.toolCalls[0]).toMatchObject({
+      name: 'aggregate_data',
+      isError: false,
+      result: { rows: [{ won_total: Number(expected.total), n: Number(expected.n) }] },
+    });
     const second = sentMessages(llm, 1);
     const assistant = second.find((m) => m.role === 'assistant')!;
     expect(assistant.tool_calls![0].function!.name).toBe('aggregate_data');
@@ -83,14 +103,22 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     llm.enqueue(
       MockReply.toolCall('list_objects', {}),
       MockReply.toolCall('describe_object', { objectName: 'deal' }),
-      MockReply.toolCall('query_records', { objectName: 'deal', where: { stage: 'lost' }, fields: ['name', 'amount'], limit: 3, orderBy: [{ field: 'amount', order: 'desc' }] }),
+      MockReply.toolCall('query_records', {
+        objectName: 'deal',
+        where: { stage: 'lost' },
+        fields: ['name', 'amount'],
+        limit: 3,
+        orderBy: [{ field: 'amount', order: 'desc' }],
+      }),
       MockReply.text('Done'),
     );
     const res = await ask('Biggest lost deals?').expect(200);
     const { toolCalls } = bodyOf<StatelessChatResponse>(res);
     expect(toolCalls.map((c: { name: string }) => c.name)).toEqual(['list_objects', 'describe_object', 'query_records']);
     expect(toolCalls.every((c: { isError: boolean }) => !c.isError)).toBe(true);
-    const [top] = await t.sql<{ amount: string }>(`select amount from data.deal where stage = 'lost' order by amount desc nulls last, id limit 1`);
+    const [top] = await t.sql<{ amount: string }>(
+      `select amount from data.deal where stage = 'lost' order by amount desc nulls last, id limit 1`,
+    );
     expect((toolCalls[2].result as QueryRecordsResult).records[0].amount).toBe(Number(top.amount));
     expect(llm.requests).toHaveLength(4);
     expect(sentMessages(llm, 3).filter((m) => m.role === 'tool')).toHaveLength(3);
@@ -99,9 +127,17 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   it('runs parallel calls of one step and keeps their order', async () => {
     llm.enqueue(
       MockReply.toolCalls([
-        { id: 'call_a', name: 'aggregate_data', arguments: { objectName: 'account', aggregations: [{ function: 'count', alias: 'n' }] } },
+        {
+          id: 'call_a',
+          name: 'aggregate_data',
+          arguments: { objectName: 'account', aggregations: [{ function: 'count', alias: 'n' }] },
+        },
         { id: 'call_b', name: 'describe_object', arguments: { objectName: 'contact' } },
-        { id: 'call_c', name: 'aggregate_data', arguments: { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] } },
+        {
+          id: 'call_c',
+          name: 'aggregate_data',
+          arguments: { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] },
+        },
       ]),
       MockReply.text('ok'),
     );
@@ -115,9 +151,17 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('stops after maxIterations tool rounds with one last call without tools', async () => {
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-      name: 'looper', label: 'Looper', instructions: 'Loop.', tools: ['list_objects'], planning: { maxIterations: 3 },
-    }).expect(201);
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({
+        name: 'looper',
+        label: 'Looper',
+        instructions: 'Loop.',
+        tools: ['list_objects'],
+        planning: { maxIterations: 3 },
+      })
+      .expect(201);
     for (let i = 0; i < 3; i++) llm.enqueue(MockReply.toolCall('list_objects', {}));
     llm.enqueue(MockReply.text('Forced answer'));
     const res = await chat({ messages: [{ role: 'user', content: 'go' }] }, 'looper').expect(200);
@@ -129,9 +173,16 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('reports a throwing tool, an unknown tool and invalid arguments to the model, which recovers', async () => {
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-      name: 'fragile', label: 'Fragile', instructions: 'x', tools: ['explode', 'query_records'],
-    }).expect(201);
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({
+        name: 'fragile',
+        label: 'Fragile',
+        instructions: 'x',
+        tools: ['explode', 'query_records'],
+      })
+      .expect(201);
     llm.enqueue(
       MockReply.toolCalls([
         { id: 'c1', name: 'explode', arguments: {} },
@@ -143,7 +194,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     );
     const res = await chat({ messages: [{ role: 'user', content: 'try' }] }, 'fragile').expect(200);
     expect(bodyOf<StatelessChatResponse>(res).content).toBe('Recovered');
-    expect(bodyOf<StatelessChatResponse>(res).toolCalls.map((c: { isError: boolean }) => c.isError)).toEqual([true, true, true, true]);
+    expect(bodyOf<StatelessChatResponse>(res).toolCalls.map((c: { isError: boolean }) => c.isError)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
     const tools = sentMessages(llm, 1).filter((m) => m.role === 'tool');
     expect(tools).toHaveLength(4);
     for (const message of tools) expect(message.content).toMatch(/^Tool call failed: /);
@@ -187,9 +243,15 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     llm.enqueue(MockReply.text('ok'));
     await ask('x', {
       options: {
-        temperature: 0.5, maxTokens: 120, stop: ['END'],
-        tools: [{ type: 'function', function: { name: 'evil', parameters: {} } }], tool_choice: 'none', toolChoice: 'none',
-        model: 'gpt-evil', maxIterations: 99, messages: [{ role: 'system', content: 'pwned' }],
+        temperature: 0.5,
+        maxTokens: 120,
+        stop: ['END'],
+        tools: [{ type: 'function', function: { name: 'evil', parameters: {} } }],
+        tool_choice: 'none',
+        toolChoice: 'none',
+        model: 'gpt-evil',
+        maxIterations: 99,
+        messages: [{ role: 'system', content: 'pwned' }],
       },
     }).expect(200);
     const body = llm.requests[0].body!;
@@ -204,10 +266,18 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     expect(JSON.stringify(body.messages)).not.toContain('pwned');
   });
 
-  it('rejects maxTokens above the agent\'s own limit', async () => {
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-      name: 'small', label: 'Small', instructions: 'x', tools: [], model: { maxTokens: 50 },
-    }).expect(201);
+  it("rejects maxTokens above the agent's own limit", async () => {
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({
+        name: 'small',
+        label: 'Small',
+        instructions: 'x',
+        tools: [],
+        model: { maxTokens: 50 },
+      })
+      .expect(201);
     const res = await chat({ messages: [{ role: 'user', content: 'x' }], options: { maxTokens: 51 } }, 'small').expect(400);
     expect(errorOf(res).code).toBe('invalid_option');
   });
@@ -230,11 +300,25 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('does not mention a context object the agent may not use', async () => {
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-      name: 'accounts_only', label: 'Accounts only', instructions: 'Only accounts.', tools: ['query_records'], allowedObjects: ['account'],
-    }).expect(201);
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({
+        name: 'accounts_only',
+        label: 'Accounts only',
+        instructions: 'Only accounts.',
+        tools: ['query_records'],
+        allowedObjects: ['account'],
+      })
+      .expect(201);
     llm.enqueue(MockReply.text('ok'));
-    await chat({ messages: [{ role: 'user', content: 'and this?' }], context: { objectName: 'deal', recordId: 'r-1', viewName: 'Secret pipeline' } }, 'accounts_only').expect(200);
+    await chat(
+      {
+        messages: [{ role: 'user', content: 'and this?' }],
+        context: { objectName: 'deal', recordId: 'r-1', viewName: 'Secret pipeline' },
+      },
+      'accounts_only',
+    ).expect(200);
     const sent = JSON.stringify(sentMessages(llm, 0));
     expect(sent).not.toContain('deal');
     expect(sent).not.toContain('r-1');
@@ -248,30 +332,53 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
   it('answers 404 for an unknown agent and for a stored agent that is no longer valid', async () => {
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'nope').expect(404)).code).toBe('agent_not_found');
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({ name: 'stale', label: 'Stale', instructions: 'x', tools: ['list_objects'] }).expect(201);
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({ name: 'stale', label: 'Stale', instructions: 'x', tools: ['list_objects'] })
+      .expect(201);
     await t.sql(`update agents set tools = '["removed_tool"]' where name = 'stale'`);
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'stale').expect(404);
     expect(errorOf(res).code).toBe('agent_not_found');
   });
 
-  it('answers 403 for an inactive agent and for a caller outside the agent\'s access', async () => {
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({ name: 'sleepy', label: 'S', instructions: 'x', active: false }).expect(201);
+  it("answers 403 for an inactive agent and for a caller outside the agent's access", async () => {
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({ name: 'sleepy', label: 'S', instructions: 'x', active: false })
+      .expect(201);
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'sleepy').expect(403)).code).toBe('agent_inactive');
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({ name: 'admins_only', label: 'A', instructions: 'x', access: { roles: ['admin'] } }).expect(201);
-    expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'admins_only', memberKey).expect(403)).code).toBe('agent_forbidden');
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({ name: 'admins_only', label: 'A', instructions: 'x', access: { roles: ['admin'] } })
+      .expect(201);
+    expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'admins_only', memberKey).expect(403)).code).toBe(
+      'agent_forbidden',
+    );
     const list = await t.http.get('/api/v1/ai/agents').set(bearer(memberKey)).expect(200);
     expect(bodyOf<AgentListResponse>(list).agents.map((a: { name: string }) => a.name)).not.toContain('admins_only');
     expect(bodyOf<AgentListResponse>(list).agents.map((a: { name: string }) => a.name)).toContain('data_chat');
     expect(bodyOf<AgentListResponse>(list).agents.map((a: { name: string }) => a.name)).not.toContain('sleepy');
     const adminList = await t.http.get('/api/v1/ai/agents').set(bearer(t.adminKey)).expect(200);
-    expect(bodyOf<AgentListResponse>(adminList).agents).toContainEqual(expect.objectContaining({ name: 'sleepy', active: false }));
+    expect(bodyOf<AgentListResponse>(adminList).agents).toContainEqual(
+      expect.objectContaining({ name: 'sleepy', active: false }),
+    );
     expect(llm.requests).toHaveLength(0);
   });
 
-  it('ends the turn at the agent\'s deadline, cancelling the model call', async () => {
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-      name: 'hasty', label: 'H', instructions: 'x', guardrails: { maxExecutionTimeSec: 1, maxTokensPerInvocation: 1000 },
-    }).expect(201);
+  it("ends the turn at the agent's deadline, cancelling the model call", async () => {
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({
+        name: 'hasty',
+        label: 'H',
+        instructions: 'x',
+        guardrails: { maxExecutionTimeSec: 1, maxTokensPerInvocation: 1000 },
+      })
+      .expect(201);
     llm.enqueue(MockReply.hang());
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'hasty').expect(504);
     expect(errorOf(res).code).toBe('agent_timeout');
@@ -280,10 +387,21 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('keeps within the token budget of the turn', async () => {
-    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-      name: 'thrifty', label: 'T', instructions: 'x', tools: ['list_objects'], guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
-    }).expect(201);
-    llm.enqueue(MockReply.toolCall('list_objects', {}, { usage: { prompt_tokens: 250, completion_tokens: 20, total_tokens: 270 } }), MockReply.text('short', { usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 } }));
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(t.adminKey))
+      .send({
+        name: 'thrifty',
+        label: 'T',
+        instructions: 'x',
+        tools: ['list_objects'],
+        guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
+      })
+      .expect(201);
+    llm.enqueue(
+      MockReply.toolCall('list_objects', {}, { usage: { prompt_tokens: 250, completion_tokens: 20, total_tokens: 270 } }),
+      MockReply.text('short', { usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 } }),
+    );
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'thrifty').expect(200);
     expect(llm.requests[0].body!.max_tokens).toBe(300);
     expect(llm.requests[1].body!.max_tokens).toBe(30);
@@ -302,15 +420,22 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   describe('streaming', () => {
     async function readStream(text: string): Promise<{ message: UIMessage | undefined; chunks: Array<{ type: string }> }> {
       const chunks: Array<{ type: string }> = [];
-      const body = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(new TextEncoder().encode(text)); c.close(); } });
-      const parsed = parseJsonEventStream({ stream: body, schema: uiMessageChunkSchema });
-      const stream = parsed.pipeThrough(new TransformStream({
-        transform(result, controller) {
-          if (!result.success) throw result.error;
-          chunks.push(result.value);
-          controller.enqueue(result.value);
+      const body = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(text));
+          c.close();
         },
-      }));
+      });
+      const parsed = parseJsonEventStream({ stream: body, schema: uiMessageChunkSchema });
+      const stream = parsed.pipeThrough(
+        new TransformStream({
+          transform(result, controller) {
+            if (!result.success) throw result.error;
+            chunks.push(result.value);
+            controller.enqueue(result.value);
+          },
+        }),
+      );
       let message: UIMessage | undefined;
       for await (const m of readUIMessageStream({ stream })) message = m;
       return { message, chunks };
@@ -321,11 +446,14 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
         MockReply.toolCall('aggregate_data', { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] }),
         MockReply.text('There are 2000 deals in total.'),
       );
-      const res = await ask('How many deals?', { stream: true }).buffer(true).parse((r, cb) => {
-        let data = '';
-        r.on('data', (c: Buffer) => (data += c.toString()));
-        r.on('end', () => cb(null, data));
-      }).expect(200);
+      const res = await ask('How many deals?', { stream: true })
+        .buffer(true)
+        .parse((r, cb) => {
+          let data = '';
+          r.on('data', (c: Buffer) => (data += c.toString()));
+          r.on('end', () => cb(null, data));
+        })
+        .expect(200);
       expect(res.headers['content-type']).toContain('text/event-stream');
       expect(res.headers['x-vercel-ai-ui-message-stream']).toBe('v1');
       const text = res.body as string;
@@ -333,20 +461,29 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       const { message, chunks } = await readStream(text);
       expect(chunks.filter((c) => c.type === 'text-delta').length).toBeGreaterThan(1);
       expect(chunks.at(-1)?.type).toBe('finish');
-      const toolPart = message!.parts.find((p) => p.type.startsWith('tool-') || p.type === 'dynamic-tool') as { state: string; output: AggregateDataResult };
+      const toolPart = message!.parts.find((p) => p.type.startsWith('tool-') || p.type === 'dynamic-tool') as {
+        state: string;
+        output: AggregateDataResult;
+      };
       expect(toolPart.state).toBe('output-available');
       expect(toolPart.output.rows[0].n).toBe(2000);
-      const answer = message!.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
+      const answer = message!.parts
+        .filter((p) => p.type === 'text')
+        .map((p) => (p as { text: string }).text)
+        .join('');
       expect(answer).toBe('There are 2000 deals in total.');
     });
 
     it('ends with an error part when the model fails mid-stream', async () => {
       llm.enqueue(MockReply.streamError({ content: 'Partial answer that', mode: 'disconnect' }));
-      const res = await ask('x', { stream: true }).buffer(true).parse((r, cb) => {
-        let data = '';
-        r.on('data', (c: Buffer) => (data += c.toString()));
-        r.on('end', () => cb(null, data));
-      }).expect(200);
+      const res = await ask('x', { stream: true })
+        .buffer(true)
+        .parse((r, cb) => {
+          let data = '';
+          r.on('data', (c: Buffer) => (data += c.toString()));
+          r.on('end', () => cb(null, data));
+        })
+        .expect(200);
       const { chunks } = await readStream(res.body as string);
       expect(chunks.some((c) => c.type === 'text-delta')).toBe(true);
       expect(chunks.at(-1)?.type).toBe('error');
@@ -365,7 +502,11 @@ describe('chat with LLM_MAX_TOKENS_PARAM=max_completion_tokens', () => {
     const { t, llm } = await startAppWithMockLlm({ env: { LLM_MAX_TOKENS_PARAM: 'max_completion_tokens' } });
     try {
       llm.enqueue(MockReply.text('ok'));
-      await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(t.adminKey)).send({ messages: [{ role: 'user', content: 'x' }], options: { maxTokens: 77 } }).expect(200);
+      await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(t.adminKey))
+        .send({ messages: [{ role: 'user', content: 'x' }], options: { maxTokens: 77 } })
+        .expect(200);
       expect(llm.requests[0].body!.max_completion_tokens).toBe(77);
       expect(llm.requests[0].body!.max_tokens).toBeUndefined();
     } finally {
@@ -379,9 +520,17 @@ describe('chat without a configured model endpoint', () => {
   it('answers 503 llm_not_configured while the rest of the API works', async () => {
     const t = await startTestApp();
     try {
-      const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(t.adminKey)).send({ messages: [{ role: 'user', content: 'x' }] }).expect(503);
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(t.adminKey))
+        .send({ messages: [{ role: 'user', content: 'x' }] })
+        .expect(503);
       expect(errorOf(res).code).toBe('llm_not_configured');
-      await t.http.post('/api/v1/ai/agents/missing/chat').set(bearer(t.adminKey)).send({ messages: [{ role: 'user', content: 'x' }] }).expect(404);
+      await t.http
+        .post('/api/v1/ai/agents/missing/chat')
+        .set(bearer(t.adminKey))
+        .send({ messages: [{ role: 'user', content: 'x' }] })
+        .expect(404);
       await t.http.get('/api/v1/ai/agents').set(bearer(t.adminKey)).expect(200);
       await t.http.get('/api/v1/objects').set(bearer(t.adminKey)).expect(200);
     } finally {

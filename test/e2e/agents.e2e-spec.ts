@@ -8,25 +8,42 @@ describe('agents API', () => {
   let memberKey: string;
   const admin = () => bearer(t.adminKey);
   const spec = (overrides: Record<string, unknown> = {}) => ({
-    name: 'sales_analyst', label: 'Sales analyst', role: 'Analyst', instructions: 'Answer sales questions.',
-    tools: ['query_records', 'aggregate_data'], allowedObjects: ['deal', 'account'], ...overrides,
+    name: 'sales_analyst',
+    label: 'Sales analyst',
+    role: 'Analyst',
+    instructions: 'Answer sales questions.',
+    tools: ['query_records', 'aggregate_data'],
+    allowedObjects: ['deal', 'account'],
+    ...overrides,
   });
 
   beforeAll(async () => {
     t = await startTestApp();
-    memberKey = bodyOf<CreatedApiKeyResponse>(await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'm', role: 'member' }).expect(201)).secret;
+    memberKey = bodyOf<CreatedApiKeyResponse>(
+      await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'm', role: 'member' }).expect(201),
+    ).secret;
   });
   afterAll(() => t.close());
 
   it('creates the built-in data_chat agent with the five data tools on first start', async () => {
     const res = await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200);
     expect(res.body).toMatchObject({ name: 'data_chat', active: true, version: 1, allowedObjects: ['*'] });
-    expect(bodyOf<AgentResponse>(res).tools).toEqual(['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data']);
+    expect(bodyOf<AgentResponse>(res).tools).toEqual([
+      'list_objects',
+      'describe_object',
+      'query_records',
+      'get_record',
+      'aggregate_data',
+    ]);
   });
 
   it('never overwrites data_chat on restart', async () => {
     const current = bodyOf<AgentResponse>(await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200));
-    await t.http.put('/api/v1/ai/agents/data_chat').set(admin()).send({ ...current, instructions: 'Edited by an admin', version: undefined, createdAt: undefined, updatedAt: undefined }).expect(200);
+    await t.http
+      .put('/api/v1/ai/agents/data_chat')
+      .set(admin())
+      .send({ ...current, instructions: 'Edited by an admin', version: undefined, createdAt: undefined, updatedAt: undefined })
+      .expect(200);
     const second = await startTestApp({ database: t.database });
     try {
       const res = await second.http.get('/api/v1/ai/agents/data_chat').set(bearer(second.adminKey)).expect(200);
@@ -40,11 +57,18 @@ describe('agents API', () => {
   it('creates, reads, replaces and deletes an agent', async () => {
     const created = await t.http.post('/api/v1/ai/agents').set(admin()).send(spec()).expect(201);
     expect(created.body).toMatchObject({
-      name: 'sales_analyst', version: 1, active: true, planning: { maxIterations: 10 },
+      name: 'sales_analyst',
+      version: 1,
+      active: true,
+      planning: { maxIterations: 10 },
       guardrails: { maxExecutionTimeSec: 120, maxTokensPerInvocation: 100000 },
     });
     await t.http.post('/api/v1/ai/agents').set(admin()).send(spec()).expect(409);
-    const replaced = await t.http.put('/api/v1/ai/agents/sales_analyst').set(admin()).send(spec({ label: 'Renamed', planning: { maxIterations: 5 } })).expect(200);
+    const replaced = await t.http
+      .put('/api/v1/ai/agents/sales_analyst')
+      .set(admin())
+      .send(spec({ label: 'Renamed', planning: { maxIterations: 5 } }))
+      .expect(200);
     expect(replaced.body).toMatchObject({ label: 'Renamed', version: 2, planning: { maxIterations: 5 } });
     const [row] = await t.sql<{ version: number }>(`select version from agents where name = 'sales_analyst'`);
     expect(row.version).toBe(2);
@@ -63,18 +87,34 @@ describe('agents API', () => {
     ['a bad allowed object', { allowedObjects: ['deal; drop'] }, 'validation_failed'],
     ['an unknown access role', { access: { roles: ['root'] } }, 'validation_failed'],
   ])('rejects %s with 400', async (_label, overrides, code) => {
-    const res = await t.http.post('/api/v1/ai/agents').set(admin()).send(spec({ name: 'bad_agent', ...overrides })).expect(400);
+    const res = await t.http
+      .post('/api/v1/ai/agents')
+      .set(admin())
+      .send(spec({ name: 'bad_agent', ...overrides }))
+      .expect(400);
     expect(errorOf(res).code).toBe(code);
   });
 
   it('rejects a PUT whose body names another agent', async () => {
-    await t.http.put('/api/v1/ai/agents/data_chat').set(admin()).send(spec({ name: 'other' })).expect(400);
+    await t.http
+      .put('/api/v1/ai/agents/data_chat')
+      .set(admin())
+      .send(spec({ name: 'other' }))
+      .expect(400);
   });
 
   it('lets members list usable agents but not manage them', async () => {
     await t.http.get('/api/v1/ai/agents').set(bearer(memberKey)).expect(200);
-    await t.http.post('/api/v1/ai/agents').set(bearer(memberKey)).send(spec({ name: 'x' })).expect(403);
-    await t.http.put('/api/v1/ai/agents/data_chat').set(bearer(memberKey)).send(spec({ name: 'data_chat' })).expect(403);
+    await t.http
+      .post('/api/v1/ai/agents')
+      .set(bearer(memberKey))
+      .send(spec({ name: 'x' }))
+      .expect(403);
+    await t.http
+      .put('/api/v1/ai/agents/data_chat')
+      .set(bearer(memberKey))
+      .send(spec({ name: 'data_chat' }))
+      .expect(403);
     await t.http.delete('/api/v1/ai/agents/data_chat').set(bearer(memberKey)).expect(403);
     await t.http.get('/api/v1/ai/agents').expect(401);
   });

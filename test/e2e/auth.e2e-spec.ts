@@ -99,7 +99,11 @@ describe('auth and API keys', () => {
     });
 
     it('keeps a caller-chosen subject', async () => {
-      const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'bot', role: 'member', subject: 'svc:reporting' }).expect(201);
+      const res = await t.http
+        .post('/api/v1/api-keys')
+        .set(bearer(t.adminKey))
+        .send({ name: 'bot', role: 'member', subject: 'svc:reporting' })
+        .expect(201);
       expect(bodyOf<CreatedApiKeyResponse>(res).subject).toBe('svc:reporting');
     });
 
@@ -122,7 +126,12 @@ describe('auth and API keys', () => {
     });
 
     it('refuses malformed JSON with 400 invalid_json', async () => {
-      const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).set('content-type', 'application/json').send('{"name": "x", role:').expect(400);
+      const res = await t.http
+        .post('/api/v1/api-keys')
+        .set(bearer(t.adminKey))
+        .set('content-type', 'application/json')
+        .send('{"name": "x", role:')
+        .expect(400);
       expect(errorOf(res).code).toBe('invalid_json');
     });
   });
@@ -135,18 +144,27 @@ describe('auth and API keys', () => {
 
       const listed = bodyOf<ApiKeyListResponse>(res).apiKeys.find((k: { id: string }) => k.id === created.id);
       expect(listed).toEqual({
-        id: created.id, name: 'listed key', role: 'member', subject: created.subject, prefix: created.prefix, revoked: false, createdAt: created.createdAt,
+        id: created.id,
+        name: 'listed key',
+        role: 'member',
+        subject: created.subject,
+        prefix: created.prefix,
+        revoked: false,
+        createdAt: created.createdAt,
       });
       const text = JSON.stringify(res.body);
       expect(text).not.toContain(created.secret);
       expect(text).not.toContain(TEST_ADMIN_KEY);
       expect(text).not.toContain(sha256(created.secret));
-      for (const key of bodyOf<ApiKeyListResponse>(res).apiKeys) expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'name', 'prefix', 'revoked', 'role', 'subject']);
+      for (const key of bodyOf<ApiKeyListResponse>(res).apiKeys)
+        expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'name', 'prefix', 'revoked', 'role', 'subject']);
     });
 
     it('includes the ADMIN_API_KEY admin key', async () => {
       const res = await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
-      expect(bodyOf<ApiKeyListResponse>(res).apiKeys).toEqual(expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: TEST_ADMIN_KEY.slice(0, 8), revoked: false })]));
+      expect(bodyOf<ApiKeyListResponse>(res).apiKeys).toEqual(
+        expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: TEST_ADMIN_KEY.slice(0, 8), revoked: false })]),
+      );
     });
   });
 
@@ -160,7 +178,9 @@ describe('auth and API keys', () => {
       const res = await t.http.get('/api/v1/objects').set(bearer(created.secret)).expect(401);
       expect(errorOf(res).code).toBe('unauthorized');
       const list = await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
-      expect(bodyOf<ApiKeyListResponse>(list).apiKeys.find((k: { id: string }) => k.id === created.id)).toMatchObject({ revoked: true });
+      expect(bodyOf<ApiKeyListResponse>(list).apiKeys.find((k: { id: string }) => k.id === created.id)).toMatchObject({
+        revoked: true,
+      });
     });
 
     it('answers 404 api_key_not_found for an unknown, a malformed or an already revoked id', async () => {
@@ -206,11 +226,22 @@ describe('auth and API keys', () => {
       expect(bodyOf<ObjectListResponse>(list).objects.map((o: { name: string }) => o.name)).toContain('note');
       await t.http.get('/api/v1/objects/note').set(bearer(memberKey)).expect(200);
 
-      const created = await t.http.post('/api/v1/objects/note/records').set(bearer(memberKey)).send({ title: 'by member' }).expect(201);
-      await t.http.get(`/api/v1/objects/note/records/${idOf(created)}`).set(bearer(memberKey)).expect(200);
+      const created = await t.http
+        .post('/api/v1/objects/note/records')
+        .set(bearer(memberKey))
+        .send({ title: 'by member' })
+        .expect(201);
+      await t.http
+        .get(`/api/v1/objects/note/records/${idOf(created)}`)
+        .set(bearer(memberKey))
+        .expect(200);
       const records = await t.http.get('/api/v1/objects/note/records').set(bearer(memberKey)).expect(200);
       expect(bodyOf<RecordPage>(records).records.map((r) => r.title)).toContain('by member');
-      await t.http.post('/api/v1/objects/note/aggregate').set(bearer(memberKey)).send({ aggregations: [{ function: 'count', alias: 'n' }] }).expect(200);
+      await t.http
+        .post('/api/v1/objects/note/aggregate')
+        .set(bearer(memberKey))
+        .send({ aggregations: [{ function: 'count', alias: 'n' }] })
+        .expect(200);
     });
 
     it.each([
@@ -228,7 +259,9 @@ describe('auth and API keys', () => {
       const note = await t.http.get('/api/v1/objects/note').set(bearer(t.adminKey)).expect(200);
       expect(note.body).toMatchObject({ label: 'Note', fields: [expect.objectContaining({ name: 'title', label: 'Title' })] });
       expect(bodyOf<ObjectResponse>(note).fields).toHaveLength(1);
-      const tables = await t.sql(`select table_name from information_schema.tables where table_schema = 'data' and table_name = 'member_object'`);
+      const tables = await t.sql(
+        `select table_name from information_schema.tables where table_schema = 'data' and table_name = 'member_object'`,
+      );
       expect(tables).toEqual([]);
     });
 
@@ -278,9 +311,15 @@ describe('auth and API keys', () => {
       const replica = await startTestApp({ database: t.database, env: { ADMIN_API_KEY: otherSecret } });
       try {
         // The replica's start created an admin key with exactly that secret, visible to every replica.
-        await t.http.post('/api/v1/api-keys').set(bearer(otherSecret)).send({ name: 'made by env admin', role: 'member' }).expect(201);
+        await t.http
+          .post('/api/v1/api-keys')
+          .set(bearer(otherSecret))
+          .send({ name: 'made by env admin', role: 'member' })
+          .expect(201);
         const list = await t.http.get('/api/v1/api-keys').set(bearer(otherSecret)).expect(200);
-        const envKey = bodyOf<ApiKeyListResponse>(list).apiKeys.find((k: { prefix: string; revoked: boolean }) => k.prefix === otherSecret.slice(0, 8) && !k.revoked);
+        const envKey = bodyOf<ApiKeyListResponse>(list).apiKeys.find(
+          (k: { prefix: string; revoked: boolean }) => k.prefix === otherSecret.slice(0, 8) && !k.revoked,
+        );
         expect(envKey).toMatchObject({ role: 'admin' });
 
         await t.http.delete(`/api/v1/api-keys/${envKey!.id}`).set(bearer(t.adminKey)).expect(204);
@@ -336,7 +375,9 @@ describe('generated admin key (no key exists and ADMIN_API_KEY is unset)', () =>
 
     await t.http.post('/api/v1/api-keys').set(bearer(secret)).send({ name: 'from file', role: 'member' }).expect(201);
     const list = await t.http.get('/api/v1/api-keys').set(bearer(secret)).expect(200);
-    expect(bodyOf<ApiKeyListResponse>(list).apiKeys).toEqual(expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: secret.slice(0, 8) })]));
+    expect(bodyOf<ApiKeyListResponse>(list).apiKeys).toEqual(
+      expect.arrayContaining([expect.objectContaining({ role: 'admin', prefix: secret.slice(0, 8) })]),
+    );
     // TEST_ADMIN_KEY was not configured for this app, so it is not a key here.
     await t.http.get('/api/v1/objects').set(bearer(TEST_ADMIN_KEY)).expect(401);
   });
@@ -350,7 +391,9 @@ describe('generated admin key (no key exists and ADMIN_API_KEY is unset)', () =>
 
   it('stores the generated secret only as a hash', async () => {
     const secret = (await readFile(keyFile(), 'utf8')).trim();
-    const rows = await t.sql<{ secret_hash: string; all: string }>('select secret_hash, row_to_json(k)::text as all from api_keys k');
+    const rows = await t.sql<{ secret_hash: string; all: string }>(
+      'select secret_hash, row_to_json(k)::text as all from api_keys k',
+    );
     expect(rows.map((r) => r.secret_hash)).toContain(sha256(secret));
     for (const row of rows) expect(row.all).not.toContain(secret);
   });

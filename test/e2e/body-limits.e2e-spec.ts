@@ -31,7 +31,9 @@ describe('JSON body limits', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http.post('/api/v1/objects').set(admin())
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
       .send({ name: 'widget', label: 'Widget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
       .expect(201);
     const docs = await t.http.get('/docs-json').expect(200);
@@ -45,12 +47,14 @@ describe('JSON body limits', () => {
 
   it('finds the body-taking routes in the OpenAPI document', () => {
     expect(bodyRoutes.length).toBeGreaterThan(15);
-    expect(bodyRoutes).toEqual(expect.arrayContaining([
-      { method: 'post', path: '/api/v1/objects/widget/records' },
-      { method: 'patch', path: '/api/v1/objects/widget/fields/title' },
-      { method: 'put', path: '/api/v1/ai/agents/widget' },
-      { method: 'post', path: '/api/v1/ai/agents/data_chat/chat' },
-    ]));
+    expect(bodyRoutes).toEqual(
+      expect.arrayContaining([
+        { method: 'post', path: '/api/v1/objects/widget/records' },
+        { method: 'patch', path: '/api/v1/objects/widget/fields/title' },
+        { method: 'put', path: '/api/v1/ai/agents/widget' },
+        { method: 'post', path: '/api/v1/ai/agents/data_chat/chat' },
+      ]),
+    );
   });
 
   it('answers a body nested 5,000 levels deep with 400 validation_failed on every POST, PUT and PATCH route', async () => {
@@ -61,7 +65,9 @@ describe('JSON body limits', () => {
       answers.push([`${method.toUpperCase()} ${path}`, res.status, errorOf(res).code, errorOf(res).error]);
     }
     const expected = `body is nested deeper than ${MAX_BODY_DEPTH} levels`;
-    expect(answers).toEqual(bodyRoutes.map(({ method, path }) => [`${method.toUpperCase()} ${path}`, 400, 'validation_failed', expected]));
+    expect(answers).toEqual(
+      bodyRoutes.map(({ method, path }) => [`${method.toUpperCase()} ${path}`, 400, 'validation_failed', expected]),
+    );
   });
 
   it('refuses one level more than the limit, and lets a body at the limit through to the route', async () => {
@@ -105,7 +111,11 @@ describe('JSON body limits', () => {
     expect(errorOf(empty).code).toBe('invalid_json');
     const poisoned = await sendRaw('post', '/api/v1/objects/widget/records', '{"__proto__": {"x": 1}}').expect(400);
     expect(errorOf(poisoned).code).toBe('invalid_json');
-    const huge = await sendRaw('post', '/api/v1/objects/widget/records', JSON.stringify({ title: 'x'.repeat(2 * 1024 * 1024) })).expect(413);
+    const huge = await sendRaw(
+      'post',
+      '/api/v1/objects/widget/records',
+      JSON.stringify({ title: 'x'.repeat(2 * 1024 * 1024) }),
+    ).expect(413);
     expect(errorOf(huge).code).toBe('payload_too_large');
   });
 });

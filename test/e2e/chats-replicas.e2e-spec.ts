@@ -11,35 +11,67 @@ import { bodyOf } from '../support/responses';
 import { createTestDatabase } from '../support/test-database';
 import { bearer, startTestApp, TEST_ADMIN_KEY } from '../support/test-app';
 
-const FORM_TOOL = { name: 'show_form', description: 'Show a form.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } } };
+const FORM_TOOL = {
+  name: 'show_form',
+  description: 'Show a form.',
+  inputSchema: { type: 'object', properties: { title: { type: 'string' } } },
+};
 const FAST = { CHAT_POLL_INTERVAL_MS: '100', CHAT_HEARTBEAT_INTERVAL_MS: '100' };
 
 describe('durable chats across replicas', () => {
   it('runs a chat created on A, takes its tool results on B, and streams on B what A does', async () => {
     const { t: a, llm } = await startAppWithMockLlm({ env: { ...FAST, SEED: 'true' } });
-    const b = await startTestApp({ database: a.database, env: { ...FAST, CHAT_WORKER_ENABLED: 'false', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' } });
+    const b = await startTestApp({
+      database: a.database,
+      env: { ...FAST, CHAT_WORKER_ENABLED: 'false', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' },
+    });
     try {
       const bUrl = await listen(b);
       llm.enqueue(
         MockReply.toolCalls([
-          { id: 'c_builtin', name: 'aggregate_data', arguments: { objectName: 'account', aggregations: [{ function: 'count', alias: 'n' }] } },
+          {
+            id: 'c_builtin',
+            name: 'aggregate_data',
+            arguments: { objectName: 'account', aggregations: [{ function: 'count', alias: 'n' }] },
+          },
           { id: 'c_form', name: 'show_form', arguments: { title: 'Region?' } },
         ]),
         MockReply.text('Done on A'),
       );
-      const id = bodyOf<ChatResponse>(await a.http.post('/api/v1/chats').set(bearer(a.adminKey)).send({ agent: 'data_chat', message: 'hello', dynamicTools: [FORM_TOOL] }).expect(201)).id;
+      const id = bodyOf<ChatResponse>(
+        await a.http
+          .post('/api/v1/chats')
+          .set(bearer(a.adminKey))
+          .send({ agent: 'data_chat', message: 'hello', dynamicTools: [FORM_TOOL] })
+          .expect(201),
+      ).id;
       const stream = await SseClient.open(bUrl, `/api/v1/chats/${id}/stream`, b.adminKey);
       await stream.waitFor((events) => events.some((e) => e.event === 'action_required'));
-      expect(stream.of('action_required').at(-1)!.data.pendingToolCalls).toEqual([{ id: 'c_form', name: 'show_form', arguments: { title: 'Region?' } }]);
+      expect(stream.of('action_required').at(-1)!.data.pendingToolCalls).toEqual([
+        { id: 'c_form', name: 'show_form', arguments: { title: 'Region?' } },
+      ]);
 
-      await b.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(b.adminKey)).send({ results: [{ toolCallId: 'c_form', output: 'EMEA' }] }).expect(204);
+      await b.http
+        .post(`/api/v1/chats/${id}/tool-results`)
+        .set(bearer(b.adminKey))
+        .send({ results: [{ toolCallId: 'c_form', output: 'EMEA' }] })
+        .expect(204);
       await stream.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
       stream.close();
       expect(stream.of('message').map((e) => e.data.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
-      expect(stream.of('message_part').map((e) => e.data.delta).join('')).toBe('Done on A');
+      expect(
+        stream
+          .of('message_part')
+          .map((e) => e.data.delta)
+          .join(''),
+      ).toBe('Done on A');
       const ids = stream.of('message').map((e) => e.data.id);
       expect(new Set(ids).size).toBe(ids.length);
-      expect(sentMessages(llm, 1).filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['c_builtin', 'c_form']);
+      expect(
+        sentMessages(llm, 1)
+          .filter((m) => m.role === 'tool')
+          .map((m) => m.tool_call_id),
+      ).toEqual(['c_builtin', 'c_form']);
     } finally {
       await b.close();
       await a.close();
@@ -53,14 +85,25 @@ describe('shutting a replica down', () => {
     const database = await createTestDatabase();
     const { t: a, llm } = await startAppWithMockLlm({ database, env: FAST });
     llm.enqueue(MockReply.hang(), MockReply.text('finished elsewhere'));
-    const id = bodyOf<ChatResponse>(await a.http.post('/api/v1/chats').set(bearer(a.adminKey)).send({ agent: 'data_chat', message: 'x' }).expect(201)).id;
+    const id = bodyOf<ChatResponse>(
+      await a.http.post('/api/v1/chats').set(bearer(a.adminKey)).send({ agent: 'data_chat', message: 'x' }).expect(201),
+    ).id;
     await llm.waitForRequests(1);
-    const b = await startTestApp({ database: a.database, env: { ...FAST, CHAT_WORKER_ENABLED: 'false', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' } });
+    const b = await startTestApp({
+      database: a.database,
+      env: { ...FAST, CHAT_WORKER_ENABLED: 'false', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' },
+    });
     try {
       await a.close();
-      const [row] = await b.sql<{ status: string; worker_id: string | null }>(`select status, worker_id from chats where id = $1`, [id]);
+      const [row] = await b.sql<{ status: string; worker_id: string | null }>(
+        `select status, worker_id from chats where id = $1`,
+        [id],
+      );
       expect(row).toEqual({ status: 'pending', worker_id: null });
-      const c = await startTestApp({ database: b.database, env: { ...FAST, OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', LLM_MAX_RETRIES: '0' } });
+      const c = await startTestApp({
+        database: b.database,
+        env: { ...FAST, OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', LLM_MAX_RETRIES: '0' },
+      });
       try {
         await waitForChat(b, id, hasStatus('waiting'));
         const rows = await b.sql<{ role: string }>(`select role from chat_messages where chat_id = $1 order by id`, [id]);
@@ -95,20 +138,40 @@ describe('a worker killed mid-chat', () => {
     let rescuer: Awaited<ReturnType<typeof startTestApp>> | undefined;
     try {
       child = spawn(join(__dirname, '../../node_modules/.bin/node'), [mainJs], {
-        env: { ...process.env, ...env, NODE_OPTIONS: '', DATABASE_URL: database.url, PORT: '0', SEED: 'false', ADMIN_API_KEY: TEST_ADMIN_KEY, DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+        env: {
+          ...process.env,
+          ...env,
+          NODE_OPTIONS: '',
+          DATABASE_URL: database.url,
+          PORT: '0',
+          SEED: 'false',
+          ADMIN_API_KEY: TEST_ADMIN_KEY,
+          DATA_DIR: dataDir,
+          LOG_LEVEL: 'warn',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';
       child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
       child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-      await waitUntil(() => output.includes('listening on'), 30_000, () => output);
+      await waitUntil(
+        () => output.includes('listening on'),
+        30_000,
+        () => output,
+      );
 
       llm.enqueue(
         MockReply.toolCall('aggregate_data', { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] }),
         MockReply.hang(),
         MockReply.text('All 2000 deals counted.'),
       );
-      const id = bodyOf<ChatResponse>(await api.http.post('/api/v1/chats').set(bearer(api.adminKey)).send({ agent: 'data_chat', message: 'count deals' }).expect(201)).id;
+      const id = bodyOf<ChatResponse>(
+        await api.http
+          .post('/api/v1/chats')
+          .set(bearer(api.adminKey))
+          .send({ agent: 'data_chat', message: 'count deals' })
+          .expect(201),
+      ).id;
       await llm.waitForRequests(2, 20_000);
       const beforeKill = await api.sql<{ role: string }>(`select role from chat_messages where chat_id = $1 order by id`, [id]);
       expect(beforeKill.map((r) => r.role)).toEqual(['user', 'assistant', 'tool']);
@@ -121,7 +184,9 @@ describe('a worker killed mid-chat', () => {
       const done = await waitForChat(api, id, hasStatus('waiting'), api.adminKey, 20_000);
       expect(done.lastError).toBeNull();
       const rows = await api.sql<{ role: string; parts: Array<{ type: string; text?: string; toolCallId?: string }> }>(
-        `select role, parts from chat_messages where chat_id = $1 order by id`, [id]);
+        `select role, parts from chat_messages where chat_id = $1 order by id`,
+        [id],
+      );
       expect(rows.map((r) => r.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
       expect(rows[3].parts).toEqual([{ type: 'text', text: 'All 2000 deals counted.' }]);
       expect(llm.requests).toHaveLength(3);

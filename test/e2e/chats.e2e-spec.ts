@@ -9,7 +9,8 @@ import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
 
 const FORM_TOOL = {
-  name: 'show_form', description: 'Show a form to the user and return what they entered.',
+  name: 'show_form',
+  description: 'Show a form to the user and return what they entered.',
   inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
 };
 
@@ -23,10 +24,22 @@ describe('durable chats', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({
-      env: { SEED: 'true', CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_ACTION_TIMEOUT_MS: '60000', SSE_KEEPALIVE_MS: '1000' },
+      env: {
+        SEED: 'true',
+        CHAT_POLL_INTERVAL_MS: '200',
+        CHAT_HEARTBEAT_INTERVAL_MS: '100',
+        CHAT_ACTION_TIMEOUT_MS: '60000',
+        SSE_KEEPALIVE_MS: '1000',
+      },
     }));
     baseUrl = await listen(t);
-    otherKey = bodyOf<CreatedApiKeyResponse>(await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'other', role: 'member', subject: 'someone-else' }).expect(201)).secret;
+    otherKey = bodyOf<CreatedApiKeyResponse>(
+      await t.http
+        .post('/api/v1/api-keys')
+        .set(bearer(t.adminKey))
+        .send({ name: 'other', role: 'member', subject: 'someone-else' })
+        .expect(201),
+    ).secret;
   });
   afterAll(async () => {
     await t.close();
@@ -37,25 +50,50 @@ describe('durable chats', () => {
   it('pauses for a client tool called beside a built-in one, then completes with both results seen by the model', async () => {
     llm.enqueue(
       MockReply.toolCalls([
-        { id: 'call_builtin', name: 'aggregate_data', arguments: { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] } },
+        {
+          id: 'call_builtin',
+          name: 'aggregate_data',
+          arguments: { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] },
+        },
         { id: 'call_client', name: 'show_form', arguments: { title: 'Pick a region' } },
       ]),
       MockReply.text('Thanks, EMEA it is: 2000 deals.'),
     );
-    const created = await create({ agent: 'data_chat', message: 'How many deals in my region?', dynamicTools: [FORM_TOOL] }).expect(201);
+    const created = await create({
+      agent: 'data_chat',
+      message: 'How many deals in my region?',
+      dynamicTools: [FORM_TOOL],
+    }).expect(201);
     expect(created.body).toMatchObject({ status: 'pending', agent: 'data_chat' });
     const id = bodyOf<ChatResponse>(created).id;
 
     const paused = await waitForChat(t, id, hasStatus('requires_action'));
     expect(paused.pendingToolCalls).toEqual([{ id: 'call_client', name: 'show_form', arguments: { title: 'Pick a region' } }]);
-    expect(sentToolNames(llm, 0)).toEqual(['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data', 'show_form']);
+    expect(sentToolNames(llm, 0)).toEqual([
+      'list_objects',
+      'describe_object',
+      'query_records',
+      'get_record',
+      'aggregate_data',
+      'show_form',
+    ]);
 
-    const before = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).messages;
+    const before = bodyOf<ChatMessagesResponse>(
+      await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200),
+    ).messages;
     expect(before.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool']);
-    expect(before[2].parts[0]).toMatchObject({ type: 'tool-result', toolCallId: 'call_builtin', isError: false, output: { rows: [{ n: 2000 }] } });
+    expect(before[2].parts[0]).toMatchObject({
+      type: 'tool-result',
+      toolCallId: 'call_builtin',
+      isError: false,
+      output: { rows: [{ n: 2000 }] },
+    });
 
-    await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey))
-      .send({ results: [{ toolCallId: 'call_client', output: { region: 'EMEA' } }] }).expect(204);
+    await t.http
+      .post(`/api/v1/chats/${id}/tool-results`)
+      .set(bearer(t.adminKey))
+      .send({ results: [{ toolCallId: 'call_client', output: { region: 'EMEA' } }] })
+      .expect(204);
     const done = await waitForChat(t, id, hasStatus('waiting'));
     expect(done.pendingToolCalls).toBeUndefined();
 
@@ -63,13 +101,18 @@ describe('durable chats', () => {
     expect(seen.map((m) => m.tool_call_id)).toEqual(['call_builtin', 'call_client']);
     expect(parsedContent<{ rows: Array<{ n: number }> }>(seen[0]).rows[0].n).toBe(2000);
     expect(parsedContent(seen[1])).toEqual({ region: 'EMEA' });
-    const after = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).messages;
+    const after = bodyOf<ChatMessagesResponse>(
+      await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200),
+    ).messages;
     expect(after.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
     expect(after[4].parts).toEqual([{ type: 'text', text: 'Thanks, EMEA it is: 2000 deals.' }]);
   });
 
   it('streams statuses, live text deltas and persisted messages, and resumes without loss', async () => {
-    llm.enqueue(MockReply.toolCall('list_objects', {}), MockReply.text('Here are your objects and more words to stream', { chunkDelayMs: 5 }));
+    llm.enqueue(
+      MockReply.toolCall('list_objects', {}),
+      MockReply.text('Here are your objects and more words to stream', { chunkDelayMs: 5 }),
+    );
     const created = await create({ agent: 'data_chat', message: 'What objects exist?' }).expect(201);
     const id = bodyOf<ChatResponse>(created).id;
     const stream = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, t.adminKey);
@@ -78,10 +121,17 @@ describe('durable chats', () => {
     const messages = stream.of('message');
     expect(messages.map((e) => e.data.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(messages.map((e) => Number(e.id))).toEqual(messages.map((e) => e.data.id));
-    expect(stream.of('message_part').map((e) => e.data.delta).join('')).toBe('Here are your objects and more words to stream');
+    expect(
+      stream
+        .of('message_part')
+        .map((e) => e.data.delta)
+        .join(''),
+    ).toBe('Here are your objects and more words to stream');
 
     // Resume after the second message: the rest, exactly once.
-    const resumed = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, t.adminKey, { 'last-event-id': String(messages[1].data.id) });
+    const resumed = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, t.adminKey, {
+      'last-event-id': String(messages[1].data.id),
+    });
     await resumed.waitFor((events) => events.some((e) => e.event === 'status'));
     resumed.close();
     expect(resumed.of('message').map((e) => e.data.id)).toEqual(messages.slice(2).map((e) => e.data.id));
@@ -103,7 +153,9 @@ describe('durable chats', () => {
     await resumed.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
     resumed.close();
     const all = [...seen, ...resumed.of('message')].map((e) => e.data.id);
-    const persisted = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).messages.map((m: { id: number }) => m.id);
+    const persisted = bodyOf<ChatMessagesResponse>(
+      await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)),
+    ).messages.map((m: { id: number }) => m.id);
     expect(persisted).toHaveLength(8);
     expect(all).toEqual(persisted);
   });
@@ -124,19 +176,28 @@ describe('durable chats', () => {
     const sent = sentMessages(llm, 1).filter((m) => m.role !== 'system');
     expect(sent).toHaveLength(2 + 1200 + 1);
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'last' });
-    const page = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200)).messages;
+    const page = bodyOf<ChatMessagesResponse>(
+      await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200),
+    ).messages;
     expect(page).toHaveLength(1000);
-    const rest = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages?afterId=${page.at(-1)!.id}`).set(bearer(t.adminKey)).expect(200)).messages;
+    const rest = bodyOf<ChatMessagesResponse>(
+      await t.http
+        .get(`/api/v1/chats/${id}/messages?afterId=${page.at(-1)!.id}`)
+        .set(bearer(t.adminKey))
+        .expect(200),
+    ).messages;
     expect(rest).toHaveLength(2 + 1200 + 2 - 1000);
   });
 
-  it('hides another owner\'s chat behind a 404', async () => {
+  it("hides another owner's chat behind a 404", async () => {
     llm.enqueue(MockReply.text('hi'));
     const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'mine' }).expect(201)).id;
     await waitForChat(t, id, hasStatus('waiting'));
     for (const request of [
-      t.http.get(`/api/v1/chats/${id}`), t.http.get(`/api/v1/chats/${id}/messages`),
-      t.http.post(`/api/v1/chats/${id}/messages`).send({ message: 'x' }), t.http.post(`/api/v1/chats/${id}/interrupt`),
+      t.http.get(`/api/v1/chats/${id}`),
+      t.http.get(`/api/v1/chats/${id}/messages`),
+      t.http.post(`/api/v1/chats/${id}/messages`).send({ message: 'x' }),
+      t.http.post(`/api/v1/chats/${id}/interrupt`),
       t.http.post(`/api/v1/chats/${id}/tool-results`).send({ results: [{ toolCallId: 'a', output: 1 }] }),
     ]) {
       const res = await request.set(bearer(otherKey));
@@ -148,9 +209,17 @@ describe('durable chats', () => {
   });
 
   /** A chat paused in requires_action on `show_form` (call id `form_1`). */
-  async function pausedChat(extraCalls: Array<{ id: string; name: string; arguments: Record<string, unknown> }> = []): Promise<string> {
+  async function pausedChat(
+    extraCalls: Array<{ id: string; name: string; arguments: Record<string, unknown> }> = [],
+  ): Promise<string> {
     llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }, ...extraCalls]));
-    const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'form please', dynamicTools: [FORM_TOOL, { ...FORM_TOOL, name: 'pick_date' }] }).expect(201)).id;
+    const id = bodyOf<ChatResponse>(
+      await create({
+        agent: 'data_chat',
+        message: 'form please',
+        dynamicTools: [FORM_TOOL, { ...FORM_TOOL, name: 'pick_date' }],
+      }).expect(201),
+    ).id;
     await waitForChat(t, id, hasStatus('requires_action'));
     return id;
   }
@@ -170,8 +239,22 @@ describe('durable chats', () => {
 
     it.each([
       ['a missing id', [{ toolCallId: 'form_1', output: 1 }]],
-      ['an extra id', [{ toolCallId: 'form_1', output: 1 }, { toolCallId: 'date_1', output: 2 }, { toolCallId: 'nope', output: 3 }]],
-      ['a duplicate id', [{ toolCallId: 'form_1', output: 1 }, { toolCallId: 'form_1', output: 1 }, { toolCallId: 'date_1', output: 2 }]],
+      [
+        'an extra id',
+        [
+          { toolCallId: 'form_1', output: 1 },
+          { toolCallId: 'date_1', output: 2 },
+          { toolCallId: 'nope', output: 3 },
+        ],
+      ],
+      [
+        'a duplicate id',
+        [
+          { toolCallId: 'form_1', output: 1 },
+          { toolCallId: 'form_1', output: 1 },
+          { toolCallId: 'date_1', output: 2 },
+        ],
+      ],
     ])('rejects %s with 400 invalid_tool_results and keeps waiting', async (_label, results) => {
       const id = await pausedChat([{ id: 'date_1', name: 'pick_date', arguments: { title: 'When?' } }]);
       const res = await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results }).expect(400);
@@ -185,7 +268,11 @@ describe('durable chats', () => {
     it('accepts null as a tool output', async () => {
       const id = await pausedChat();
       llm.enqueue(MockReply.text('nothing there'));
-      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'form_1', output: null }] }).expect(204);
+      await t.http
+        .post(`/api/v1/chats/${id}/tool-results`)
+        .set(bearer(t.adminKey))
+        .send({ results: [{ toolCallId: 'form_1', output: null }] })
+        .expect(204);
       await waitForChat(t, id, hasStatus('waiting'));
       expect(sentMessages(llm, 1).find((m) => m.role === 'tool')!.content).toBe('null');
     });
@@ -194,20 +281,32 @@ describe('durable chats', () => {
       llm.enqueue(MockReply.text('plain answer'));
       const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'hi' }).expect(201)).id;
       await waitForChat(t, id, hasStatus('waiting'));
-      const res = await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'x', output: 1 }] }).expect(409);
+      const res = await t.http
+        .post(`/api/v1/chats/${id}/tool-results`)
+        .set(bearer(t.adminKey))
+        .send({ results: [{ toolCallId: 'x', output: 1 }] })
+        .expect(409);
       expect(errorOf(res).code).toBe('chat_not_waiting_for_tools');
     });
 
     it('accepts exactly one of 20 concurrent posts', async () => {
       const id = await pausedChat();
       llm.enqueue(MockReply.text('done'));
-      const posts = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-        t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'form_1', output: { n: i } }] })));
+      const posts = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          t.http
+            .post(`/api/v1/chats/${id}/tool-results`)
+            .set(bearer(t.adminKey))
+            .send({ results: [{ toolCallId: 'form_1', output: { n: i } }] }),
+        ),
+      );
       const statuses = posts.map((r) => r.status).sort();
       expect(statuses.filter((s) => s === 204)).toHaveLength(1);
       expect(statuses.filter((s) => s === 409)).toHaveLength(19);
       await waitForChat(t, id, hasStatus('waiting'));
-      const messages = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).messages;
+      const messages = bodyOf<ChatMessagesResponse>(
+        await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)),
+      ).messages;
       expect(messages.filter((m: { role: string }) => m.role === 'tool')).toHaveLength(1);
     });
   });
@@ -216,7 +315,11 @@ describe('durable chats', () => {
     it('answers 409 to a new message while the chat is pending, running or requires_action, and accepts it when waiting', async () => {
       llm.enqueue({ ...MockReply.text('slow answer'), delayMs: 400 });
       const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'first' }).expect(201)).id;
-      const busy = await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(409);
+      const busy = await t.http
+        .post(`/api/v1/chats/${id}/messages`)
+        .set(bearer(t.adminKey))
+        .send({ message: 'second' })
+        .expect(409);
       expect(errorOf(busy).code).toBe('chat_busy');
       await waitForChat(t, id, hasStatus('running'));
       await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(409);
@@ -224,7 +327,11 @@ describe('durable chats', () => {
       llm.enqueue(MockReply.text('second answer'));
       await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(202);
       await waitForChat(t, id, hasStatus('waiting'));
-      expect(sentMessages(llm, 1).filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['first', 'slow answer', 'second']);
+      expect(
+        sentMessages(llm, 1)
+          .filter((m) => m.role !== 'system')
+          .map((m) => m.content),
+      ).toEqual(['first', 'slow answer', 'second']);
 
       const paused = await pausedChat();
       await t.http.post(`/api/v1/chats/${paused}/messages`).set(bearer(t.adminKey)).send({ message: 'x' }).expect(409);
@@ -243,7 +350,9 @@ describe('durable chats', () => {
       llm.enqueue(MockReply.text('back'));
       await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'again' }).expect(202);
       await waitForChat(t, id, hasStatus('waiting'));
-      const messages = bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey))).messages;
+      const messages = bodyOf<ChatMessagesResponse>(
+        await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)),
+      ).messages;
       expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'user', 'assistant']);
     });
 
@@ -261,7 +370,11 @@ describe('durable chats', () => {
     });
 
     it('retries a failing model call, then records the error with its code', async () => {
-      llm.enqueue(MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }), MockReply.httpError(500, { message: 'upstream broke' }));
+      llm.enqueue(
+        MockReply.httpError(500, { message: 'upstream broke' }),
+        MockReply.httpError(500, { message: 'upstream broke' }),
+        MockReply.httpError(500, { message: 'upstream broke' }),
+      );
       const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'x' }).expect(201)).id;
       const failed = await waitForChat(t, id, hasStatus('error'), t.adminKey, 20_000);
       expect(failed.lastError!.code).toBe('llm_unavailable');
@@ -281,7 +394,10 @@ describe('durable chats', () => {
       ['duplicate names', [FORM_TOOL, FORM_TOOL]],
       ['more than 64 tools', Array.from({ length: 65 }, (_, i) => ({ ...FORM_TOOL, name: `tool_${i}` }))],
       ['a name shadowing an agent tool', [{ ...FORM_TOOL, name: 'query_records' }]],
-      ['a schema that does not compile', [{ ...FORM_TOOL, inputSchema: { type: 'object', properties: { a: { type: 'not-a-type' } } } }]],
+      [
+        'a schema that does not compile',
+        [{ ...FORM_TOOL, inputSchema: { type: 'object', properties: { a: { type: 'not-a-type' } } } }],
+      ],
       ['a missing schema', [{ name: 'x', description: 'y' }]],
       ['a schema on a custom tool', [{ type: 'custom', name: 'x', inputSchema: { type: 'object' } }]],
       ['not an array', { name: 'x' }],
@@ -302,33 +418,58 @@ describe('durable chats', () => {
         MockReply.toolCalls([{ id: 'custom_1', type: 'custom', name: 'run_sql_in_ide', arguments: 'select 1;\nselect 2;' }]),
         MockReply.text('ran it'),
       );
-      const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'run_sql_in_ide', description: 'Runs text in the IDE' }] }).expect(201)).id;
+      const id = bodyOf<ChatResponse>(
+        await create({
+          agent: 'data_chat',
+          message: 'x',
+          dynamicTools: [{ type: 'custom', name: 'run_sql_in_ide', description: 'Runs text in the IDE' }],
+        }).expect(201),
+      ).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));
       expect(paused.pendingToolCalls).toEqual([{ id: 'custom_1', name: 'run_sql_in_ide', arguments: 'select 1;\nselect 2;' }]);
       const tools = llm.requests[0].body!.tools as unknown[];
       expect(tools.at(-1)).toEqual({ type: 'custom', custom: { name: 'run_sql_in_ide', description: 'Runs text in the IDE' } });
-      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'custom_1', output: 'ok: 2 statements' }] }).expect(204);
+      await t.http
+        .post(`/api/v1/chats/${id}/tool-results`)
+        .set(bearer(t.adminKey))
+        .send({ results: [{ toolCallId: 'custom_1', output: 'ok: 2 statements' }] })
+        .expect(204);
       await waitForChat(t, id, hasStatus('waiting'));
       const replayed = sentMessages(llm, 1).find((m) => m.role === 'assistant')!;
-      expect(replayed.tool_calls).toEqual([{ id: 'custom_1', type: 'custom', custom: { name: 'run_sql_in_ide', input: 'select 1;\nselect 2;' } }]);
+      expect(replayed.tool_calls).toEqual([
+        { id: 'custom_1', type: 'custom', custom: { name: 'run_sql_in_ide', input: 'select 1;\nselect 2;' } },
+      ]);
     });
 
     it('lets an agent ask the user through ask_user', async () => {
-      await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-        name: 'curious', label: 'Curious', instructions: 'Ask when unsure.', tools: ['query_records', 'ask_user'],
-      }).expect(201);
+      await t.http
+        .post('/api/v1/ai/agents')
+        .set(bearer(t.adminKey))
+        .send({
+          name: 'curious',
+          label: 'Curious',
+          instructions: 'Ask when unsure.',
+          tools: ['query_records', 'ask_user'],
+        })
+        .expect(201);
       llm.enqueue(MockReply.toolCall('ask_user', { question: 'Which quarter?' }), MockReply.text('Q3 it is'));
       const id = bodyOf<ChatResponse>(await create({ agent: 'curious', message: 'sales?' }).expect(201)).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));
-      expect(paused.pendingToolCalls).toEqual([{ id: match.any(String), name: 'ask_user', arguments: { question: 'Which quarter?' } }]);
+      expect(paused.pendingToolCalls).toEqual([
+        { id: match.any(String), name: 'ask_user', arguments: { question: 'Which quarter?' } },
+      ]);
       expect(sentToolNames(llm, 0)).toEqual(['query_records', 'ask_user']);
-      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: paused.pendingToolCalls![0].id, output: 'Q3' }] }).expect(204);
+      await t.http
+        .post(`/api/v1/chats/${id}/tool-results`)
+        .set(bearer(t.adminKey))
+        .send({ results: [{ toolCallId: paused.pendingToolCalls![0].id, output: 'Q3' }] })
+        .expect(204);
       await waitForChat(t, id, hasStatus('waiting'));
       expect(sentMessages(llm, 1).find((m) => m.role === 'tool')!.content).toBe('Q3');
     });
   });
 
-  it('sends action_required and status changes to the owner\'s watch stream only', async () => {
+  it("sends action_required and status changes to the owner's watch stream only", async () => {
     const watch = await SseClient.open(baseUrl, '/api/v1/chats/watch', t.adminKey);
     const otherWatch = await SseClient.open(baseUrl, '/api/v1/chats/watch', otherKey);
     const id = await pausedChat();
@@ -344,13 +485,25 @@ describe('durable chats', () => {
 
 describe('durable chats: requires_action expiry', () => {
   it('errors with tool_results_timeout and writes error results so the next turn has a valid history', async () => {
-    const { t, llm } = await startAppWithMockLlm({ env: { CHAT_ACTION_TIMEOUT_MS: '300', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_POLL_INTERVAL_MS: '200' } });
+    const { t, llm } = await startAppWithMockLlm({
+      env: { CHAT_ACTION_TIMEOUT_MS: '300', CHAT_HEARTBEAT_INTERVAL_MS: '100', CHAT_POLL_INTERVAL_MS: '200' },
+    });
     try {
       llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }]));
-      const id = bodyOf<ChatResponse>(await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [FORM_TOOL] }).expect(201)).id;
+      const id = bodyOf<ChatResponse>(
+        await t.http
+          .post('/api/v1/chats')
+          .set(bearer(t.adminKey))
+          .send({ agent: 'data_chat', message: 'x', dynamicTools: [FORM_TOOL] })
+          .expect(201),
+      ).id;
       const failed = await waitForChat(t, id, hasStatus('error'));
       expect(failed.lastError!.code).toBe('tool_results_timeout');
-      await t.http.post(`/api/v1/chats/${id}/tool-results`).set(bearer(t.adminKey)).send({ results: [{ toolCallId: 'form_1', output: 1 }] }).expect(409);
+      await t.http
+        .post(`/api/v1/chats/${id}/tool-results`)
+        .set(bearer(t.adminKey))
+        .send({ results: [{ toolCallId: 'form_1', output: 1 }] })
+        .expect(409);
       llm.enqueue(MockReply.text('sorry about that'));
       await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'still there?' }).expect(202);
       await waitForChat(t, id, hasStatus('waiting'));
@@ -366,14 +519,29 @@ describe('durable chats: requires_action expiry', () => {
   });
 
   it('sends freeform tools as one-string functions when the endpoint lacks custom tools', async () => {
-    const { t, llm } = await startAppWithMockLlm({ env: { LLM_CUSTOM_TOOLS_AS_FUNCTIONS: 'true', CHAT_POLL_INTERVAL_MS: '200' } });
+    const { t, llm } = await startAppWithMockLlm({
+      env: { LLM_CUSTOM_TOOLS_AS_FUNCTIONS: 'true', CHAT_POLL_INTERVAL_MS: '200' },
+    });
     try {
       llm.enqueue(MockReply.toolCall('patch_file', { input: 'line 1\nline 2' }));
-      const id = bodyOf<ChatResponse>(await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'x', dynamicTools: [{ type: 'custom', name: 'patch_file', description: 'Apply a patch' }] }).expect(201)).id;
+      const id = bodyOf<ChatResponse>(
+        await t.http
+          .post('/api/v1/chats')
+          .set(bearer(t.adminKey))
+          .send({
+            agent: 'data_chat',
+            message: 'x',
+            dynamicTools: [{ type: 'custom', name: 'patch_file', description: 'Apply a patch' }],
+          })
+          .expect(201),
+      ).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));
       expect(paused.pendingToolCalls![0].arguments).toBe('line 1\nline 2');
       const tools = llm.requests[0].body!.tools as unknown[];
-      expect(tools.at(-1)).toMatchObject({ type: 'function', function: { name: 'patch_file', parameters: { properties: { input: { type: 'string' } }, required: ['input'] } } });
+      expect(tools.at(-1)).toMatchObject({
+        type: 'function',
+        function: { name: 'patch_file', parameters: { properties: { input: { type: 'string' } }, required: ['input'] } },
+      });
     } finally {
       await t.close();
       await llm.close();

@@ -16,7 +16,11 @@ describe('hardening against hostile member input', () => {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm());
     const member = async (name: string) =>
-      ((await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201)).body as { secret: string }).secret;
+      (
+        (await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201)).body as {
+          secret: string;
+        }
+      ).secret;
     alice = await member('alice');
     bob = await member('bob');
   });
@@ -31,8 +35,12 @@ describe('hardening against hostile member input', () => {
 
     it('accepts the same $id from two keys, and both chats reach the model with their own schema', async () => {
       llm.enqueue(MockReply.text('one'), MockReply.text('two'));
-      const a = await createChat(alice, [tool('pick_a', { $id: 'shared', type: 'object', properties: { a: { type: 'string' } } })]).expect(201);
-      const b = await createChat(bob, [tool('pick_b', { $id: 'shared', type: 'object', properties: { b: { type: 'number' } } })]).expect(201);
+      const a = await createChat(alice, [
+        tool('pick_a', { $id: 'shared', type: 'object', properties: { a: { type: 'string' } } }),
+      ]).expect(201);
+      const b = await createChat(bob, [
+        tool('pick_b', { $id: 'shared', type: 'object', properties: { b: { type: 'number' } } }),
+      ]).expect(201);
       await waitForChat(t, (a.body as { id: string }).id, hasStatus('waiting'), alice);
       await waitForChat(t, (b.body as { id: string }).id, hasStatus('waiting'), bob);
       const sent = [0, 1].flatMap((i) => sentToolNames(llm, i));
@@ -45,7 +53,9 @@ describe('hardening against hostile member input', () => {
 
     it('answers a $ref the same whether or not another key declared that $id (no cross-key resolution)', async () => {
       llm.enqueue(MockReply.text('ok'));
-      const declared = await createChat(alice, [tool('secret_form', { $id: 'alice-form', type: 'object', properties: { ssn: { type: 'string' } } })]);
+      const declared = await createChat(alice, [
+        tool('secret_form', { $id: 'alice-form', type: 'object', properties: { ssn: { type: 'string' } } }),
+      ]);
       expect(declared.status).toBe(201);
       await waitForChat(t, (declared.body as { id: string }).id, hasStatus('waiting'), alice);
       llm.enqueue(MockReply.text('ok'), MockReply.text('ok'));
@@ -59,15 +69,23 @@ describe('hardening against hostile member input', () => {
     });
 
     it('accepts 900 patterned properties (checked against the meta-schema, no code generated)', async () => {
-      const patternProperties = Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`^field_${i}_[a-z]+$`, { type: 'string' }]));
+      const patternProperties = Object.fromEntries(
+        Array.from({ length: 900 }, (_, i) => [`^field_${i}_[a-z]+$`, { type: 'string' }]),
+      );
       llm.enqueue(MockReply.text('ok'));
       const res = await createChat(alice, [tool('wide', { type: 'object', patternProperties })]).expect(201);
       await waitForChat(t, (res.body as { id: string }).id, hasStatus('waiting'), alice);
     });
 
     it.each([
-      ['an invalid regular expression', [tool('bad_re', { type: 'object', properties: { a: { type: 'string', pattern: '([a-z' } } })]],
-      ['an invalid patternProperties key', [tool('bad_pp', { type: 'object', patternProperties: { '(unclosed': { type: 'string' } } })]],
+      [
+        'an invalid regular expression',
+        [tool('bad_re', { type: 'object', properties: { a: { type: 'string', pattern: '([a-z' } } })],
+      ],
+      [
+        'an invalid patternProperties key',
+        [tool('bad_pp', { type: 'object', patternProperties: { '(unclosed': { type: 'string' } } })],
+      ],
       ['an unknown meta-schema', [tool('future', { $schema: 'https://example.invalid/schema', type: 'object' })]],
       [
         'schemas over 256 KB together',
@@ -96,7 +114,11 @@ describe('hardening against hostile member input', () => {
 
     it('stores a client tool call whose arguments hold a NUL', async () => {
       llm.enqueue(MockReply.toolCall('show_form', '{"title":"a\\u0000b"}'));
-      const form = { name: 'show_form', description: 'Show a form.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } } };
+      const form = {
+        name: 'show_form',
+        description: 'Show a form.',
+        inputSchema: { type: 'object', properties: { title: { type: 'string' } } },
+      };
       const res = await createChat(alice, [form]).expect(201);
       const chat = (await waitForChat(t, (res.body as { id: string }).id, hasStatus('requires_action', 'error'), alice)) as {
         status: string;
@@ -112,16 +134,21 @@ describe('hardening against hostile member input', () => {
 
     it('answers a stateless chat with the classified message only', async () => {
       llm.enqueue(MockReply.httpError(400, { message: leaky }));
-      const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(alice)).send({ messages: [{ role: 'user', content: 'hi' }] });
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(alice))
+        .send({ messages: [{ role: 'user', content: 'hi' }] });
       expect(res.status).toBe(502);
       expect((res.body as { code: string }).code).toBe('llm_bad_request');
       expect(JSON.stringify(res.body)).not.toMatch(/sk-live|10\.20\.30\.40|Incorrect API key/);
     });
 
-    it('records the classified message as a durable chat\'s lastError', async () => {
+    it("records the classified message as a durable chat's lastError", async () => {
       llm.enqueue(MockReply.httpError(401, { message: leaky }));
       const res = await createChat(alice, []).expect(201);
-      const chat = (await waitForChat(t, (res.body as { id: string }).id, hasStatus('error'), alice)) as { lastError: { code: string } };
+      const chat = (await waitForChat(t, (res.body as { id: string }).id, hasStatus('error'), alice)) as {
+        lastError: { code: string };
+      };
       expect(chat.lastError.code).toBe('llm_auth_failed');
       expect(JSON.stringify(chat)).not.toMatch(/sk-live|10\.20\.30\.40|Incorrect API key/);
     });
@@ -129,14 +156,27 @@ describe('hardening against hostile member input', () => {
 
   describe('datetimes outside years 1..9999 (finding 13)', () => {
     beforeAll(async () => {
-      await t.http.post('/api/v1/objects').set(bearer(t.adminKey)).send({
-        name: 'meeting', label: 'Meeting', fields: [{ name: 'starts_at', label: 'Starts at', type: 'datetime' }],
-      }).expect(201);
+      await t.http
+        .post('/api/v1/objects')
+        .set(bearer(t.adminKey))
+        .send({
+          name: 'meeting',
+          label: 'Meeting',
+          fields: [{ name: 'starts_at', label: 'Starts at', type: 'datetime' }],
+        })
+        .expect(201);
     });
 
     it.each(['0001-01-01T00:30:00+01:00', '9999-12-31T23:30:00-05:00'])('refuses %j with 400 invalid_value', async (startsAt) => {
-      const res = await t.http.post('/api/v1/objects/meeting/records').set(bearer(alice)).send({ starts_at: startsAt }).expect(400);
-      expect(res.body as { code: string; error: string }).toMatchObject({ code: 'invalid_value', error: expect.stringContaining('starts_at') as unknown });
+      const res = await t.http
+        .post('/api/v1/objects/meeting/records')
+        .set(bearer(alice))
+        .send({ starts_at: startsAt })
+        .expect(400);
+      expect(res.body as { code: string; error: string }).toMatchObject({
+        code: 'invalid_value',
+        error: expect.stringContaining('starts_at') as unknown,
+      });
     });
 
     it('stores the edges of the range and reads them back as ISO 8601', async () => {
@@ -144,7 +184,11 @@ describe('hardening against hostile member input', () => {
         ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
         ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
       ]) {
-        const created = await t.http.post('/api/v1/objects/meeting/records').set(bearer(alice)).send({ starts_at: sent }).expect(201);
+        const created = await t.http
+          .post('/api/v1/objects/meeting/records')
+          .set(bearer(alice))
+          .send({ starts_at: sent })
+          .expect(201);
         const id = (created.body as { id: string }).id;
         const got = await t.http.get(`/api/v1/objects/meeting/records/${id}`).set(bearer(alice)).expect(200);
         expect((got.body as { starts_at: string }).starts_at).toBe(read);
@@ -156,8 +200,22 @@ describe('hardening against hostile member input', () => {
     const admin = () => bearer(t.adminKey);
 
     it('refuses to delete an object an agent still names in allowedObjects, with 409 listing the agents', async () => {
-      await t.http.post('/api/v1/objects').set(admin()).send({ name: 'contract', label: 'Contract', fields: [{ name: 'title', label: 'Title', type: 'text' }] }).expect(201);
-      await t.http.post('/api/v1/ai/agents').set(admin()).send({ name: 'contracts_bot', label: 'Contracts', instructions: 'x', tools: ['query_records'], allowedObjects: ['contract'] }).expect(201);
+      await t.http
+        .post('/api/v1/objects')
+        .set(admin())
+        .send({ name: 'contract', label: 'Contract', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
+        .expect(201);
+      await t.http
+        .post('/api/v1/ai/agents')
+        .set(admin())
+        .send({
+          name: 'contracts_bot',
+          label: 'Contracts',
+          instructions: 'x',
+          tools: ['query_records'],
+          allowedObjects: ['contract'],
+        })
+        .expect(201);
       const refused = await t.http.delete('/api/v1/objects/contract').set(admin()).expect(409);
       expect(refused.body).toMatchObject({ code: 'object_in_use', details: { agents: ['contracts_bot'] } });
       await t.http.get('/api/v1/objects/contract').set(admin()).expect(200);
@@ -167,63 +225,122 @@ describe('hardening against hostile member input', () => {
 
     describe('narrowing select options', () => {
       beforeAll(async () => {
-        await t.http.post('/api/v1/objects').set(admin()).send({
-          name: 'ticket', label: 'Ticket', fields: [
-            { name: 'priority', label: 'Priority', type: 'select', options: ['low', 'high', 'urgent'] },
-            { name: 'tags', label: 'Tags', type: 'multiselect', options: ['bug', 'ui', 'api'] },
-          ],
-        }).expect(201);
-        for (const record of [{ priority: 'low', tags: ['bug'] }, { priority: 'high', tags: ['bug', 'ui'] }, { priority: 'high' }]) {
+        await t.http
+          .post('/api/v1/objects')
+          .set(admin())
+          .send({
+            name: 'ticket',
+            label: 'Ticket',
+            fields: [
+              { name: 'priority', label: 'Priority', type: 'select', options: ['low', 'high', 'urgent'] },
+              { name: 'tags', label: 'Tags', type: 'multiselect', options: ['bug', 'ui', 'api'] },
+            ],
+          })
+          .expect(201);
+        for (const record of [
+          { priority: 'low', tags: ['bug'] },
+          { priority: 'high', tags: ['bug', 'ui'] },
+          { priority: 'high' },
+        ]) {
           await t.http.post('/api/v1/objects/ticket/records').set(bearer(alice)).send(record).expect(201);
         }
       });
 
       it('answers 409 with the counts of records still using a removed select option', async () => {
-        const res = await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: ['low'] }).expect(409);
+        const res = await t.http
+          .patch('/api/v1/objects/ticket/fields/priority')
+          .set(admin())
+          .send({ options: ['low'] })
+          .expect(409);
         expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { high: 2 } } });
-        const field = (await t.http.get('/api/v1/objects/ticket').set(admin()).expect(200)).body as { fields: Array<{ name: string; options?: string[] }> };
+        const field = (await t.http.get('/api/v1/objects/ticket').set(admin()).expect(200)).body as {
+          fields: Array<{ name: string; options?: string[] }>;
+        };
         expect(field.fields.find((f) => f.name === 'priority')!.options).toEqual(['low', 'high', 'urgent']);
       });
 
       it('answers 409 for multiselect options still in use, and removes unused options', async () => {
-        const res = await t.http.patch('/api/v1/objects/ticket/fields/tags').set(admin()).send({ options: ['api'] }).expect(409);
+        const res = await t.http
+          .patch('/api/v1/objects/ticket/fields/tags')
+          .set(admin())
+          .send({ options: ['api'] })
+          .expect(409);
         expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { bug: 2, ui: 1 } } });
-        const ok = await t.http.patch('/api/v1/objects/ticket/fields/tags').set(admin()).send({ options: ['bug', 'ui'] }).expect(200);
+        const ok = await t.http
+          .patch('/api/v1/objects/ticket/fields/tags')
+          .set(admin())
+          .send({ options: ['bug', 'ui'] })
+          .expect(200);
         expect((ok.body as { options: string[] }).options).toEqual(['bug', 'ui']);
-        await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: ['low', 'high'] }).expect(200);
+        await t.http
+          .patch('/api/v1/objects/ticket/fields/priority')
+          .set(admin())
+          .send({ options: ['low', 'high'] })
+          .expect(200);
       });
 
       it('refuses a select left with no options (400), on update as on create', async () => {
         const res = await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: [] }).expect(400);
         expect((res.body as { code: string }).code).toBe('missing_options');
-        await t.http.post('/api/v1/objects/ticket/fields').set(admin()).send({ name: 'stage', label: 'Stage', type: 'select', required: true, options: [] }).expect(400);
+        await t.http
+          .post('/api/v1/objects/ticket/fields')
+          .set(admin())
+          .send({ name: 'stage', label: 'Stage', type: 'select', required: true, options: [] })
+          .expect(400);
       });
     });
   });
 
   describe('tool calls per model step are capped (finding 4)', () => {
     type ChatBody = { toolCalls: Array<{ name: string; isError: boolean; result: unknown }> };
-    const listCalls = (n: number) => MockReply.toolCalls(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'list_objects', arguments: {} })));
+    const listCalls = (n: number) =>
+      MockReply.toolCalls(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'list_objects', arguments: {} })));
 
     it('runs the first 16 calls of a step by default and answers the rest with an error the model reads', async () => {
       llm.enqueue(listCalls(40), MockReply.text('done'));
-      const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(alice)).send({ messages: [{ role: 'user', content: 'go' }] }).expect(200);
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(alice))
+        .send({ messages: [{ role: 'user', content: 'go' }] })
+        .expect(200);
       const { toolCalls } = res.body as ChatBody;
       expect(toolCalls).toHaveLength(40);
       expect(toolCalls.filter((c) => !c.isError)).toHaveLength(16);
       expect(toolCalls.slice(16).every((c) => c.isError && JSON.stringify(c.result).includes('too_many_tool_calls'))).toBe(true);
-      const toolMessages = (llm.requests[1].body?.messages as Array<{ role: string; tool_call_id?: string; content?: string }>).filter((m) => m.role === 'tool');
+      const toolMessages = (
+        llm.requests[1].body?.messages as Array<{ role: string; tool_call_id?: string; content?: string }>
+      ).filter((m) => m.role === 'tool');
       expect(toolMessages.map((m) => m.tool_call_id)).toEqual(Array.from({ length: 40 }, (_, i) => `c${i}`));
-      expect(toolMessages.slice(16).every((m) => m.content!.startsWith('Tool call failed:') && m.content!.includes('at most 16 tool calls'))).toBe(true);
+      expect(
+        toolMessages
+          .slice(16)
+          .every((m) => m.content!.startsWith('Tool call failed:') && m.content!.includes('at most 16 tool calls')),
+      ).toBe(true);
     });
 
     it("honours the agent's planning.maxToolCallsPerStep, in durable chats too", async () => {
-      await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-        name: 'frugal', label: 'Frugal', instructions: 'x', tools: ['list_objects'], planning: { maxIterations: 3, maxToolCallsPerStep: 2 },
-      }).expect(201);
-      await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send({
-        name: 'greedy', label: 'Greedy', instructions: 'x', tools: ['list_objects'], planning: { maxIterations: 3, maxToolCallsPerStep: 65 },
-      }).expect(400);
+      await t.http
+        .post('/api/v1/ai/agents')
+        .set(bearer(t.adminKey))
+        .send({
+          name: 'frugal',
+          label: 'Frugal',
+          instructions: 'x',
+          tools: ['list_objects'],
+          planning: { maxIterations: 3, maxToolCallsPerStep: 2 },
+        })
+        .expect(201);
+      await t.http
+        .post('/api/v1/ai/agents')
+        .set(bearer(t.adminKey))
+        .send({
+          name: 'greedy',
+          label: 'Greedy',
+          instructions: 'x',
+          tools: ['list_objects'],
+          planning: { maxIterations: 3, maxToolCallsPerStep: 65 },
+        })
+        .expect(400);
       llm.enqueue(listCalls(5), MockReply.text('done'));
       const res = await t.http.post('/api/v1/chats').set(bearer(alice)).send({ agent: 'frugal', message: 'go' }).expect(201);
       const id = (res.body as { id: string }).id;

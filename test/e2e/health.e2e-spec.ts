@@ -18,7 +18,9 @@ describe('health and docs', () => {
 
   it('serves the OpenAPI document without a key, listing the API routes', async () => {
     const res = await t.http.get('/docs-json').expect(200);
-    expect(Object.keys(bodyOf<OpenAPIObject>(res).paths)).toEqual(expect.arrayContaining(['/api/v1/objects', '/api/v1/objects/{name}/records', '/api/v1/api-keys']));
+    expect(Object.keys(bodyOf<OpenAPIObject>(res).paths)).toEqual(
+      expect.arrayContaining(['/api/v1/objects', '/api/v1/objects/{name}/records', '/api/v1/api-keys']),
+    );
   });
 
   it('echoes a request id header', async () => {

@@ -43,7 +43,11 @@ describe('SQL injection attempts', () => {
     for (const [key, value] of Object.entries(query)) params[key] = typeof value === 'string' ? value : JSON.stringify(value);
     return t.http.get('/api/v1/objects/victim/records').query(params).set(admin());
   };
-  const aggregate = (body: unknown) => t.http.post('/api/v1/objects/victim/aggregate').set(admin()).send(body as object);
+  const aggregate = (body: unknown) =>
+    t.http
+      .post('/api/v1/objects/victim/aggregate')
+      .set(admin())
+      .send(body as object);
 
   async function scalar(sql: string, params: unknown[] = []): Promise<number> {
     const [row] = await t.sql<{ n: string }>(sql, params);
@@ -52,31 +56,48 @@ describe('SQL injection attempts', () => {
 
   /** The victim table, its baseline rows, the metadata and the key table are exactly as before the attack. */
   async function expectIntact(): Promise<void> {
-    expect(await scalar(`select count(*) as n from information_schema.tables where table_schema = 'data' and table_name = 'victim'`)).toBe(1);
+    expect(
+      await scalar(`select count(*) as n from information_schema.tables where table_schema = 'data' and table_name = 'victim'`),
+    ).toBe(1);
     expect(await scalar('select count(*) as n from data.victim')).toBe(BASELINE.length + inserted);
-    const baseline = await t.sql<Row>(`select name, amount, status from data.victim where name = any($1) order by name`, [BASELINE.map((b) => b.name)]);
+    const baseline = await t.sql<Row>(`select name, amount, status from data.victim where name = any($1) order by name`, [
+      BASELINE.map((b) => b.name),
+    ]);
     expect(baseline).toEqual(BASELINE);
     expect(await scalar('select count(*) as n from object_definitions')).toBe(objectCount);
     expect(await scalar('select count(*) as n from api_keys')).toBe(keyCount);
     const cols = await t.sql<{ column_name: string }>(
       `select column_name from information_schema.columns where table_schema = 'data' and table_name = 'victim' order by ordinal_position`,
     );
-    expect(cols.map((c) => c.column_name)).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'status', 'note', 'meta']);
+    expect(cols.map((c) => c.column_name)).toEqual([
+      'id',
+      'created_at',
+      'updated_at',
+      'name',
+      'amount',
+      'status',
+      'note',
+      'meta',
+    ]);
   }
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http.post('/api/v1/objects').set(admin()).send({
-      name: 'victim',
-      label: 'Victim',
-      fields: [
-        { name: 'name', label: 'Name', type: 'text' },
-        { name: 'amount', label: 'Amount', type: 'number' },
-        { name: 'status', label: 'Status', type: 'select', options: ['open', "o'brien"] },
-        { name: 'note', label: 'Note', type: 'textarea' },
-        { name: 'meta', label: 'Meta', type: 'json' },
-      ],
-    }).expect(201);
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({
+        name: 'victim',
+        label: 'Victim',
+        fields: [
+          { name: 'name', label: 'Name', type: 'text' },
+          { name: 'amount', label: 'Amount', type: 'number' },
+          { name: 'status', label: 'Status', type: 'select', options: ['open', "o'brien"] },
+          { name: 'note', label: 'Note', type: 'textarea' },
+          { name: 'meta', label: 'Meta', type: 'json' },
+        ],
+      })
+      .expect(201);
     for (const record of BASELINE) await t.http.post('/api/v1/objects/victim/records').set(admin()).send(record).expect(201);
     objectCount = await scalar('select count(*) as n from object_definitions');
     keyCount = await scalar('select count(*) as n from api_keys');
@@ -98,7 +119,10 @@ describe('SQL injection attempts', () => {
         await t.http.get(`/api/v1/objects/${name}/records`).set(admin()),
         await t.http.post(`/api/v1/objects/${name}/records`).set(admin()).send({ name: 'x' }),
         await t.http.get(`/api/v1/objects/${name}/records/${enc('00000000-0000-4000-8000-000000000000')}`).set(admin()),
-        await t.http.post(`/api/v1/objects/${name}/aggregate`).set(admin()).send({ aggregations: [{ function: 'count', alias: 'n' }] }),
+        await t.http
+          .post(`/api/v1/objects/${name}/aggregate`)
+          .set(admin())
+          .send({ aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(8).fill([404, 'object_not_found']));
     });
@@ -109,7 +133,11 @@ describe('SQL injection attempts', () => {
     });
 
     it.each(PAYLOADS)('refuses a lookup whose reference is %j with 400 unknown_reference', async (payload) => {
-      const res = await t.http.post('/api/v1/objects/victim/fields').set(admin()).send({ name: 'link', label: 'Link', type: 'lookup', reference: payload }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/victim/fields')
+        .set(admin())
+        .send({ name: 'link', label: 'Link', type: 'lookup', reference: payload })
+        .expect(400);
       expect(errorOf(res).code).toBe('unknown_reference');
     });
   });
@@ -137,38 +165,64 @@ describe('SQL injection attempts', () => {
     });
 
     it.each(PAYLOADS)('refuses %j as a record key on insert and update with 400 unknown_field', async (payload) => {
-      const insert = await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'x', [payload]: 1 }).expect(400);
+      const insert = await t.http
+        .post('/api/v1/objects/victim/records')
+        .set(admin())
+        .send({ name: 'x', [payload]: 1 })
+        .expect(400);
       expect(errorOf(insert).code).toBe('unknown_field');
       const [{ id }] = await t.sql<{ id: string }>(`select id from data.victim where name = 'alpha'`);
-      const update = await t.http.patch(`/api/v1/objects/victim/records/${id}`).set(admin()).send({ [payload]: 'x' }).expect(400);
+      const update = await t.http
+        .patch(`/api/v1/objects/victim/records/${id}`)
+        .set(admin())
+        .send({ [payload]: 'x' })
+        .expect(400);
       expect(errorOf(update).code).toBe('unknown_field');
     });
 
     it.each(PAYLOADS)('refuses to create a field named %j with 400 invalid_name', async (payload) => {
-      const res = await t.http.post('/api/v1/objects/victim/fields').set(admin()).send({ name: payload, label: 'X', type: 'text' }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/victim/fields')
+        .set(admin())
+        .send({ name: payload, label: 'X', type: 'text' })
+        .expect(400);
       expect(errorOf(res).code).toBe('invalid_name');
     });
 
     it.each(PAYLOADS)('answers 404 field_not_found for the path field %j', async (payload) => {
-      const patch = await t.http.patch(`/api/v1/objects/victim/fields/${enc(payload)}`).set(admin()).send({ label: 'x' }).expect(404);
+      const patch = await t.http
+        .patch(`/api/v1/objects/victim/fields/${enc(payload)}`)
+        .set(admin())
+        .send({ label: 'x' })
+        .expect(404);
       expect(errorOf(patch).code).toBe('field_not_found');
-      const del = await t.http.delete(`/api/v1/objects/victim/fields/${enc(payload)}`).set(admin()).expect(404);
+      const del = await t.http
+        .delete(`/api/v1/objects/victim/fields/${enc(payload)}`)
+        .set(admin())
+        .expect(404);
       expect(errorOf(del).code).toBe('field_not_found');
     });
   });
 
   describe('in operators, directions, functions and aliases', () => {
-    it.each([...PAYLOADS, ...OPERATOR_PAYLOADS])('refuses the operator %j with 400 unknown_field, like an unknown field', async (payload) => {
-      const onField = await list({ where: { amount: { [payload]: 1 } } }).expect(400);
-      expect(errorOf(onField).code).toBe('unknown_field');
-      const topLevel = await list({ where: { [`$${payload}`]: [{ name: 'alpha' }] } }).expect(400);
-      expect(errorOf(topLevel).code).toBe('unknown_field');
-    });
+    it.each([...PAYLOADS, ...OPERATOR_PAYLOADS])(
+      'refuses the operator %j with 400 unknown_field, like an unknown field',
+      async (payload) => {
+        const onField = await list({ where: { amount: { [payload]: 1 } } }).expect(400);
+        expect(errorOf(onField).code).toBe('unknown_field');
+        const topLevel = await list({ where: { [`$${payload}`]: [{ name: 'alpha' }] } }).expect(400);
+        expect(errorOf(topLevel).code).toBe('unknown_field');
+      },
+    );
 
     it.each(PAYLOADS)('refuses the orderBy direction %j with 400 invalid_order_by', async (payload) => {
       const records = await list({ orderBy: [{ field: 'name', order: payload }] }).expect(400);
       expect(errorOf(records).code).toBe('invalid_order_by');
-      const groups = await aggregate({ groupBy: ['status'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: payload }] }).expect(400);
+      const groups = await aggregate({
+        groupBy: ['status'],
+        aggregations: [{ function: 'count', alias: 'n' }],
+        orderBy: [{ field: 'n', order: payload }],
+      }).expect(400);
       expect(errorOf(groups).code).toBe('invalid_order_by');
     });
 
@@ -192,7 +246,10 @@ describe('SQL injection attempts', () => {
     it.each(PAYLOADS)('answers 404 record_not_found for the record id %j', async (payload) => {
       const responses = [
         await t.http.get(`/api/v1/objects/victim/records/${enc(payload)}`).set(admin()),
-        await t.http.patch(`/api/v1/objects/victim/records/${enc(payload)}`).set(admin()).send({ name: 'x' }),
+        await t.http
+          .patch(`/api/v1/objects/victim/records/${enc(payload)}`)
+          .set(admin())
+          .send({ name: 'x' }),
         await t.http.delete(`/api/v1/objects/victim/records/${enc(payload)}`).set(admin()),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(3).fill([404, 'record_not_found']));
@@ -230,16 +287,29 @@ describe('SQL injection attempts', () => {
       const responses = [
         await t.http.post('/api/v1/objects').set(admin()).send({ name: 'victim\u0000', label: 'X' }),
         await t.http.post('/api/v1/objects/victim/fields').set(admin()).send({ name: 'name\u0000', label: 'X', type: 'text' }),
-        await t.http.post('/api/v1/objects/victim/fields').set(admin()).send({ name: 'link', label: 'X', type: 'lookup', reference: 'victim\u0000' }),
+        await t.http
+          .post('/api/v1/objects/victim/fields')
+          .set(admin())
+          .send({ name: 'link', label: 'X', type: 'lookup', reference: 'victim\u0000' }),
         await list({ where: { name: 'alpha\u0000' } }),
         await list({ where: { 'name\u0000': 'alpha' } }),
         await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'a\u0000b' }),
-        await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'ok', meta: { 'k\u0000': 1 } }),
+        await t.http
+          .post('/api/v1/objects/victim/records')
+          .set(admin())
+          .send({ name: 'ok', meta: { 'k\u0000': 1 } }),
         await aggregate({ where: { name: '\u0000' }, aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
       expect(responses.map((r) => r.status)).toEqual(Array(8).fill(400));
       expect(responses.map((r) => errorOf(r).code)).toEqual([
-        'validation_failed', 'validation_failed', 'validation_failed', 'invalid_value', 'unknown_field', 'invalid_value', 'invalid_value', 'validation_failed',
+        'validation_failed',
+        'validation_failed',
+        'validation_failed',
+        'invalid_value',
+        'unknown_field',
+        'invalid_value',
+        'invalid_value',
+        'validation_failed',
       ]);
     });
   });
@@ -257,7 +327,11 @@ describe('SQL injection attempts', () => {
       ];
       for (const where of queries) {
         const res = await list({ where }).expect(200);
-        expect({ where, records: bodyOf<RecordPage>(res).records, total: bodyOf<RecordPage>(res).total }).toEqual({ where, records: [], total: 0 });
+        expect({ where, records: bodyOf<RecordPage>(res).records, total: bodyOf<RecordPage>(res).total }).toEqual({
+          where,
+          records: [],
+          total: 0,
+        });
       }
       const negated = await list({ where: { name: { $ne: payload } } }).expect(200);
       expect(bodyOf<RecordPage>(negated).total).toBe(BASELINE.length + inserted);
@@ -295,10 +369,17 @@ describe('SQL injection attempts', () => {
       expect(bodyOf<RecordPage>(found).records.map((r: Row) => r.id)).toEqual([idOf(res)]);
       const byJson = await list({ where: { meta: { $eq: { q: payload, [payload]: [payload] } } } }).expect(200);
       expect(bodyOf<RecordPage>(byJson).records.map((r: Row) => r.id)).toEqual([idOf(res)]);
-      const counted = await aggregate({ where: { note: { $contains: payload } }, aggregations: [{ function: 'count', alias: 'n' }] }).expect(200);
+      const counted = await aggregate({
+        where: { note: { $contains: payload } },
+        aggregations: [{ function: 'count', alias: 'n' }],
+      }).expect(200);
       expect(bodyOf<AggregateResponse>(counted).rows).toEqual([{ n: 1 }]);
 
-      const patched = await t.http.patch(`/api/v1/objects/victim/records/${idOf(res)}`).set(admin()).send({ note: payload }).expect(200);
+      const patched = await t.http
+        .patch(`/api/v1/objects/victim/records/${idOf(res)}`)
+        .set(admin())
+        .send({ note: payload })
+        .expect(200);
       expect(bodyOf<RecordBody>(patched).note).toBe(payload);
       const [after] = await t.sql<{ note: string }>('select note from data.victim where id = $1', [idOf(res)]);
       expect(after.note).toBe(payload);
@@ -310,9 +391,15 @@ describe('SQL injection attempts', () => {
     });
 
     it.each(PAYLOADS)('keeps %j as literal text in object labels and descriptions', async (payload) => {
-      const res = await t.http.patch('/api/v1/objects/victim').set(admin()).send({ label: payload, description: payload }).expect(200);
+      const res = await t.http
+        .patch('/api/v1/objects/victim')
+        .set(admin())
+        .send({ label: payload, description: payload })
+        .expect(200);
       expect(res.body).toMatchObject({ name: 'victim', label: payload, description: payload });
-      const [row] = await t.sql<{ label: string; description: string }>(`select label, description from object_definitions where name = 'victim'`);
+      const [row] = await t.sql<{ label: string; description: string }>(
+        `select label, description from object_definitions where name = 'victim'`,
+      );
       expect(row).toEqual({ label: payload, description: payload });
     });
   });

@@ -19,7 +19,11 @@ describe('logs', () => {
   const destination = { write: (chunk: string) => void raw.push(chunk) };
 
   const text = () => raw.join('');
-  const lines = (): Line[] => text().split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Line);
+  const lines = (): Line[] =>
+    text()
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as Line);
   const linesOf = (key: string, value: unknown) => lines().filter((l) => l[key] === value);
 
   /** The completion line is written when the response finishes, which may be just after the client has it. */
@@ -37,8 +41,11 @@ describe('logs', () => {
       env: { LOG_LEVEL: 'info', CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100' },
       logDestination: destination,
     }));
-    await t.http.post('/api/v1/objects').set(bearer(t.adminKey))
-      .send({ name: 'gizmo', label: 'Gizmo', fields: [{ name: 'name', label: 'Name', type: 'text' }] }).expect(201);
+    await t.http
+      .post('/api/v1/objects')
+      .set(bearer(t.adminKey))
+      .send({ name: 'gizmo', label: 'Gizmo', fields: [{ name: 'name', label: 'Name', type: 'text' }] })
+      .expect(201);
     await t.http.post('/api/v1/objects/gizmo/records').set(bearer(t.adminKey)).send({ name: SECRET_VALUE }).expect(201);
   });
   afterAll(async () => {
@@ -51,14 +58,22 @@ describe('logs', () => {
     const requestId = res.headers['x-request-id'];
     expect(requestId).toEqual(expect.any(String));
     expect(await completionLine(requestId)).toMatchObject({
-      level: 'info', context: 'http', method: 'GET', route: '/api/v1/objects', query: [], status: 200, durationMs: match.any(Number),
+      level: 'info',
+      context: 'http',
+      method: 'GET',
+      route: '/api/v1/objects',
+      query: [],
+      status: 200,
+      durationMs: match.any(Number),
     });
   });
 
   it('logs the names of query parameters, never their values', async () => {
-    const res = await t.http.get('/api/v1/objects/gizmo/records')
+    const res = await t.http
+      .get('/api/v1/objects/gizmo/records')
       .query({ where: JSON.stringify({ name: SECRET_VALUE }), limit: '5' })
-      .set(bearer(t.adminKey)).expect(200);
+      .set(bearer(t.adminKey))
+      .expect(200);
     expect(bodyOf<RecordPage>(res).records).toHaveLength(1);
     const line = await completionLine(res.headers['x-request-id']);
     expect(line).toMatchObject({ route: '/api/v1/objects/:name/records', query: ['where', 'limit'], status: 200 });
@@ -68,39 +83,57 @@ describe('logs', () => {
 
   it('carries the request id into the tool-audit lines of a streamed chat, without a "Reply was already sent" warning', async () => {
     llm.enqueue(MockReply.toolCall('list_objects', {}), MockReply.text('You have gizmos.'));
-    const res = await t.http.post('/api/v1/ai/agents/data_chat/chat').set(bearer(t.adminKey))
+    const res = await t.http
+      .post('/api/v1/ai/agents/data_chat/chat')
+      .set(bearer(t.adminKey))
       .send({ messages: [{ role: 'user', content: 'What objects exist?' }], stream: true })
-      .buffer(true).parse((r, cb) => {
+      .buffer(true)
+      .parse((r, cb) => {
         let data = '';
         r.on('data', (c: Buffer) => (data += c.toString()));
         r.on('end', () => cb(null, data));
-      }).expect(200);
+      })
+      .expect(200);
     expect(res.headers['content-type']).toContain('text/event-stream');
     expect(res.body as string).toContain('"delta":" gizmos."');
     const requestId = res.headers['x-request-id'];
     expect(requestId).toEqual(expect.any(String));
-    expect(await completionLine(requestId)).toMatchObject({ route: '/api/v1/ai/agents/:agentName/chat', method: 'POST', status: 200 });
+    expect(await completionLine(requestId)).toMatchObject({
+      route: '/api/v1/ai/agents/:agentName/chat',
+      method: 'POST',
+      status: 200,
+    });
     const audit = linesOf('requestId', requestId).filter((l) => l.context === 'ToolAudit');
-    expect(audit).toEqual([expect.objectContaining({ msg: 'tool call', tool: 'list_objects', agent: 'data_chat', isError: false })]);
+    expect(audit).toEqual([
+      expect.objectContaining({ msg: 'tool call', tool: 'list_objects', agent: 'data_chat', isError: false }),
+    ]);
     expect(text()).not.toContain('Reply was already sent');
   });
 
   it('carries the chat id into the lines of a durable chat run, tool-audit lines included', async () => {
     llm.enqueue(MockReply.toolCall('list_objects', {}), MockReply.text('Gizmos, mostly.'));
-    const created = await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'What objects exist?' }).expect(201);
+    const created = await t.http
+      .post('/api/v1/chats')
+      .set(bearer(t.adminKey))
+      .send({ agent: 'data_chat', message: 'What objects exist?' })
+      .expect(201);
     const chatId = idOf(created);
     await waitForChat(t, chatId, hasStatus('waiting'));
 
     const chatLines = linesOf('chatId', chatId);
     expect(chatLines).toContainEqual(expect.objectContaining({ context: 'ToolAudit', msg: 'tool call', tool: 'list_objects' }));
-    expect(chatLines).toContainEqual(expect.objectContaining({ context: 'ChatRunner', msg: 'chat run finished', status: 'waiting' }));
+    expect(chatLines).toContainEqual(
+      expect.objectContaining({ context: 'ChatRunner', msg: 'chat run finished', status: 'waiting' }),
+    );
     const workerLines = lines().filter((l) => l.context === 'ChatRunner' || l.context === 'ChatWorker');
     expect(workerLines.length).toBeGreaterThan(0);
     expect(workerLines.every((l) => l.chatId === chatId)).toBe(true);
   });
 
   it('writes every line as one JSON object of one shape, without colour codes or credentials', () => {
-    const all = text().split('\n').filter((l) => l.trim());
+    const all = text()
+      .split('\n')
+      .filter((l) => l.trim());
     // Start-up lines (Nest, migrations) and the lines of the tests above.
     expect(all.length).toBeGreaterThan(10);
     for (const line of all) {

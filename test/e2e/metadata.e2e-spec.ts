@@ -18,7 +18,11 @@ describe('metadata API', () => {
   let memberKey: string;
 
   const admin = () => bearer(t.adminKey);
-  const createObject = (body: unknown) => t.http.post('/api/v1/objects').set(admin()).send(body as object);
+  const createObject = (body: unknown) =>
+    t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send(body as object);
 
   async function columns(table: string): Promise<Record<string, ColumnRow>> {
     const rows = await t.sql<ColumnRow>(
@@ -35,7 +39,10 @@ describe('metadata API', () => {
   }
 
   async function indexesOf(table: string): Promise<string[]> {
-    const rows = await t.sql<{ indexdef: string }>(`select indexdef from pg_indexes where schemaname = 'data' and tablename = $1`, [table]);
+    const rows = await t.sql<{ indexdef: string }>(
+      `select indexdef from pg_indexes where schemaname = 'data' and tablename = $1`,
+      [table],
+    );
     return rows.map((r) => r.indexdef);
   }
 
@@ -50,7 +57,11 @@ describe('metadata API', () => {
     t = await startTestApp();
     const res = await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'member', role: 'member' }).expect(201);
     memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
-    await createObject({ name: 'company', label: 'Company', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] }).expect(201);
+    await createObject({
+      name: 'company',
+      label: 'Company',
+      fields: [{ name: 'name', label: 'Name', type: 'text', required: true }],
+    }).expect(201);
   });
   afterAll(() => t.close());
 
@@ -82,19 +93,46 @@ describe('metadata API', () => {
 
       expect(res.body).toMatchObject({ name: 'typed_thing', label: 'Typed thing', description: 'Every field type' });
       expect(bodyOf<ObjectResponse>(res).fields.map((f: { name: string }) => f.name)).toEqual([
-        'title', 'body', 'contact_email', 'homepage', 'phone', 'weight', 'price', 'share', 'quantity', 'active',
-        'released_on', 'launched_at', 'status', 'tags', 'company', 'specs',
+        'title',
+        'body',
+        'contact_email',
+        'homepage',
+        'phone',
+        'weight',
+        'price',
+        'share',
+        'quantity',
+        'active',
+        'released_on',
+        'launched_at',
+        'status',
+        'tags',
+        'company',
+        'specs',
       ]);
-      expect(bodyOf<ObjectResponse>(res).fields[0]).toMatchObject({ name: 'title', label: 'Title', type: 'text', required: true, unique: false });
-      expect(bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === 'status')).toMatchObject({ type: 'select', options: ['draft', 'live'] });
-      expect(bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === 'company')).toMatchObject({ type: 'lookup', reference: 'company' });
+      expect(bodyOf<ObjectResponse>(res).fields[0]).toMatchObject({
+        name: 'title',
+        label: 'Title',
+        type: 'text',
+        required: true,
+        unique: false,
+      });
+      expect(bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === 'status')).toMatchObject({
+        type: 'select',
+        options: ['draft', 'live'],
+      });
+      expect(bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === 'company')).toMatchObject({
+        type: 'lookup',
+        reference: 'company',
+      });
 
       const cols = await columns('typed_thing');
       const typeOf = (name: string) => [cols[name]?.data_type, cols[name]?.udt_name];
       expect(typeOf('id')).toEqual(['uuid', 'uuid']);
       expect(typeOf('created_at')).toEqual(['timestamp with time zone', 'timestamptz']);
       expect(typeOf('updated_at')).toEqual(['timestamp with time zone', 'timestamptz']);
-      for (const name of ['title', 'body', 'contact_email', 'homepage', 'phone', 'status']) expect(typeOf(name)).toEqual(['text', 'text']);
+      for (const name of ['title', 'body', 'contact_email', 'homepage', 'phone', 'status'])
+        expect(typeOf(name)).toEqual(['text', 'text']);
       expect(typeOf('weight')).toEqual(['double precision', 'float8']);
       expect(typeOf('price')).toEqual(['numeric', 'numeric']);
       expect([cols.price.numeric_precision, cols.price.numeric_scale]).toEqual([18, 2]);
@@ -117,16 +155,24 @@ describe('metadata API', () => {
     });
 
     it('lists objects with label, description and field count', async () => {
-      await createObject({ name: 'listed', label: 'Listed', description: 'Shown in the list', fields: [
-        { name: 'a', label: 'A', type: 'text' }, { name: 'b', label: 'B', type: 'integer' },
-      ] }).expect(201);
+      await createObject({
+        name: 'listed',
+        label: 'Listed',
+        description: 'Shown in the list',
+        fields: [
+          { name: 'a', label: 'A', type: 'text' },
+          { name: 'b', label: 'B', type: 'integer' },
+        ],
+      }).expect(201);
 
       const res = await t.http.get('/api/v1/objects').set(admin()).expect(200);
 
-      expect(bodyOf<ObjectListResponse>(res).objects).toEqual(expect.arrayContaining([
-        { name: 'listed', label: 'Listed', description: 'Shown in the list', fieldCount: 2 },
-        { name: 'company', label: 'Company', description: null, fieldCount: 1 },
-      ]));
+      expect(bodyOf<ObjectListResponse>(res).objects).toEqual(
+        expect.arrayContaining([
+          { name: 'listed', label: 'Listed', description: 'Shown in the list', fieldCount: 2 },
+          { name: 'company', label: 'Company', description: null, fieldCount: 1 },
+        ]),
+      );
       const names = bodyOf<ObjectListResponse>(res).objects.map((o: { name: string }) => o.name);
       expect(names).toEqual([...names].sort());
     });
@@ -154,9 +200,18 @@ describe('metadata API', () => {
     it('patches label and description and nothing else', async () => {
       await createObject({ name: 'patchable', label: 'Before', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(201);
 
-      const res = await t.http.patch('/api/v1/objects/patchable').set(admin()).send({ label: 'After', description: 'Now described' }).expect(200);
+      const res = await t.http
+        .patch('/api/v1/objects/patchable')
+        .set(admin())
+        .send({ label: 'After', description: 'Now described' })
+        .expect(200);
 
-      expect(res.body).toMatchObject({ name: 'patchable', label: 'After', description: 'Now described', fields: [expect.objectContaining({ name: 'a' })] });
+      expect(res.body).toMatchObject({
+        name: 'patchable',
+        label: 'After',
+        description: 'Now described',
+        fields: [expect.objectContaining({ name: 'a' })],
+      });
       const again = await t.http.get('/api/v1/objects/patchable').set(admin()).expect(200);
       expect(again.body).toMatchObject({ label: 'After', description: 'Now described' });
     });
@@ -185,12 +240,18 @@ describe('metadata API', () => {
       expect(errorOf(res).code).toBe('object_not_found');
       const defs = await t.sql(`select 1 from object_definitions where name = 'doomed'`);
       expect(defs).toEqual([]);
-      const orphans = await t.sql(`select 1 from field_definitions f where not exists (select 1 from object_definitions o where o.id = f.object_id)`);
+      const orphans = await t.sql(
+        `select 1 from field_definitions f where not exists (select 1 from object_definitions o where o.id = f.object_id)`,
+      );
       expect(orphans).toEqual([]);
     });
 
     it('answers 409 object_exists for a duplicate object and keeps the original', async () => {
-      const res = await createObject({ name: 'company', label: 'Another company', fields: [{ name: 'other', label: 'Other', type: 'text' }] }).expect(409);
+      const res = await createObject({
+        name: 'company',
+        label: 'Another company',
+        fields: [{ name: 'other', label: 'Other', type: 'text' }],
+      }).expect(409);
       expect(errorOf(res).code).toBe('object_exists');
       const cols = await columns('company');
       expect(Object.keys(cols).sort()).toEqual(['created_at', 'id', 'name', 'updated_at']);
@@ -199,8 +260,14 @@ describe('metadata API', () => {
     });
 
     it('answers 409 object_referenced when deleting an object another object looks up, and keeps both', async () => {
-      await createObject({ name: 'parent_thing', label: 'Parent', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(201);
-      await createObject({ name: 'child_thing', label: 'Child', fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'parent_thing' }] }).expect(201);
+      await createObject({ name: 'parent_thing', label: 'Parent', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(
+        201,
+      );
+      await createObject({
+        name: 'child_thing',
+        label: 'Child',
+        fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'parent_thing' }],
+      }).expect(201);
 
       const res = await t.http.delete('/api/v1/objects/parent_thing').set(admin()).expect(409);
 
@@ -216,9 +283,17 @@ describe('metadata API', () => {
     });
 
     it('deletes an object whose lookup references itself', async () => {
-      await createObject({ name: 'tree_node', label: 'Node', fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'tree_node' }] }).expect(201);
+      await createObject({
+        name: 'tree_node',
+        label: 'Node',
+        fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'tree_node' }],
+      }).expect(201);
       const root = await t.http.post('/api/v1/objects/tree_node/records').set(admin()).send({}).expect(201);
-      await t.http.post('/api/v1/objects/tree_node/records').set(admin()).send({ parent: idOf(root) }).expect(201);
+      await t.http
+        .post('/api/v1/objects/tree_node/records')
+        .set(admin())
+        .send({ parent: idOf(root) })
+        .expect(201);
 
       await t.http.delete('/api/v1/objects/tree_node').set(admin()).expect(204);
       expect(await tableExists('tree_node')).toBe(false);
@@ -265,11 +340,19 @@ describe('metadata API', () => {
       ['a system column of Postgres', 'ctid', 'reserved_name'],
     ])('refuses a field name with %s (400 %s) on create and on add, leaving no trace', async (_case, name, code) => {
       const before = await definitionCounts();
-      const created = await createObject({ name: 'bad_field_holder', label: 'X', fields: [{ name, label: 'F', type: 'text' }] }).expect(400);
+      const created = await createObject({
+        name: 'bad_field_holder',
+        label: 'X',
+        fields: [{ name, label: 'F', type: 'text' }],
+      }).expect(400);
       expect(errorOf(created).code).toBe(code);
       expect(await tableExists('bad_field_holder')).toBe(false);
 
-      const added = await t.http.post('/api/v1/objects/company/fields').set(admin()).send({ name, label: 'F', type: 'text' }).expect(400);
+      const added = await t.http
+        .post('/api/v1/objects/company/fields')
+        .set(admin())
+        .send({ name, label: 'F', type: 'text' })
+        .expect(400);
       expect(errorOf(added).code).toBe(code);
       expect(await definitionCounts()).toEqual(before);
       expect(Object.keys(await columns('company')).sort()).toEqual(['created_at', 'id', 'name', 'updated_at']);
@@ -301,9 +384,14 @@ describe('metadata API', () => {
     });
 
     it('refuses a field defined twice in one object with 400 duplicate_field', async () => {
-      const res = await createObject({ name: 'twice', label: 'Twice', fields: [
-        { name: 'a', label: 'A', type: 'text' }, { name: 'a', label: 'A again', type: 'integer' },
-      ] }).expect(400);
+      const res = await createObject({
+        name: 'twice',
+        label: 'Twice',
+        fields: [
+          { name: 'a', label: 'A', type: 'text' },
+          { name: 'a', label: 'A again', type: 'integer' },
+        ],
+      }).expect(400);
       expect(errorOf(res).code).toBe('duplicate_field');
       expect(await tableExists('twice')).toBe(false);
     });
@@ -330,7 +418,10 @@ describe('metadata API', () => {
       ['a label', { name: 'nul_label', label: 'A\u0000B' }],
       ['a description', { name: 'nul_description', label: 'X', description: 'a\u0000' }],
       ['a field label', { name: 'nul_field', label: 'X', fields: [{ name: 'a', label: '\u0000', type: 'text' }] }],
-      ['an option', { name: 'nul_option', label: 'X', fields: [{ name: 'a', label: 'A', type: 'select', options: ['ok', 'b\u0000ad'] }] }],
+      [
+        'an option',
+        { name: 'nul_option', label: 'X', fields: [{ name: 'a', label: 'A', type: 'select', options: ['ok', 'b\u0000ad'] }] },
+      ],
     ])('refuses a NUL character in %s with 400 validation_failed', async (_case, body) => {
       const res = await createObject(body).expect(400);
       expect(errorOf(res).code).toBe('validation_failed');
@@ -338,13 +429,23 @@ describe('metadata API', () => {
     });
 
     it('refuses malformed JSON with 400 invalid_json', async () => {
-      const res = await t.http.post('/api/v1/objects').set(admin()).set('content-type', 'application/json').send('{"name": "broken", "label": ').expect(400);
+      const res = await t.http
+        .post('/api/v1/objects')
+        .set(admin())
+        .set('content-type', 'application/json')
+        .send('{"name": "broken", "label": ')
+        .expect(400);
       expect(errorOf(res).code).toBe('invalid_json');
       expect(await tableExists('broken')).toBe(false);
     });
 
     it('refuses a body that is JSON but not an object with 400', async () => {
-      const res = await t.http.post('/api/v1/objects').set(admin()).set('content-type', 'application/json').send('"account"').expect(400);
+      const res = await t.http
+        .post('/api/v1/objects')
+        .set(admin())
+        .set('content-type', 'application/json')
+        .send('"account"')
+        .expect(400);
       expect(errorOf(res).code).toEqual(expect.any(String));
     });
   });
@@ -371,13 +472,21 @@ describe('metadata API', () => {
       expect(indexes).toEqual([]);
 
       // The name is free: the same object without the broken lookup is created normally.
-      await createObject({ name: 'half_made', label: 'Half made', fields: [{ name: 'title', label: 'Title', type: 'text' }] }).expect(201);
+      await createObject({
+        name: 'half_made',
+        label: 'Half made',
+        fields: [{ name: 'title', label: 'Title', type: 'text' }],
+      }).expect(201);
       expect(Object.keys(await columns('half_made')).sort()).toEqual(['created_at', 'id', 'title', 'updated_at']);
     });
 
     it('rolls back a lookup field added to an existing object when its target is missing', async () => {
       const before = await definitionCounts();
-      const res = await t.http.post('/api/v1/objects/company/fields').set(admin()).send({ name: 'parent', label: 'Parent', type: 'lookup', reference: 'ghost' }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/company/fields')
+        .set(admin())
+        .send({ name: 'parent', label: 'Parent', type: 'lookup', reference: 'ghost' })
+        .expect(400);
       expect(errorOf(res).code).toBe('unknown_reference');
       expect(await definitionCounts()).toEqual(before);
       expect(await columns('company')).not.toHaveProperty('parent');
@@ -389,9 +498,22 @@ describe('metadata API', () => {
       await createObject({ name: 'gizmo', label: 'Gizmo', fields: [{ name: 'name', label: 'Name', type: 'text' }] }).expect(201);
       await t.http.post('/api/v1/objects/gizmo/records').set(admin()).send({ name: 'first' }).expect(201);
 
-      const res = await t.http.post('/api/v1/objects/gizmo/fields').set(admin()).send({ name: 'size', label: 'Size', type: 'select', options: ['s', 'm', 'l'], description: 'T-shirt size' }).expect(201);
+      const res = await t.http
+        .post('/api/v1/objects/gizmo/fields')
+        .set(admin())
+        .send({ name: 'size', label: 'Size', type: 'select', options: ['s', 'm', 'l'], description: 'T-shirt size' })
+        .expect(201);
 
-      expect(res.body).toEqual({ name: 'size', label: 'Size', type: 'select', required: false, unique: false, indexed: false, description: 'T-shirt size', options: ['s', 'm', 'l'] });
+      expect(res.body).toEqual({
+        name: 'size',
+        label: 'Size',
+        type: 'select',
+        required: false,
+        unique: false,
+        indexed: false,
+        description: 'T-shirt size',
+        options: ['s', 'm', 'l'],
+      });
       const cols = await columns('gizmo');
       expect(cols.size).toMatchObject({ data_type: 'text', is_nullable: 'YES' });
       const object = await t.http.get('/api/v1/objects/gizmo').set(admin()).expect(200);
@@ -399,7 +521,11 @@ describe('metadata API', () => {
     });
 
     it('answers 409 field_exists for a field name already taken', async () => {
-      const res = await t.http.post('/api/v1/objects/company/fields').set(admin()).send({ name: 'name', label: 'Name', type: 'integer' }).expect(409);
+      const res = await t.http
+        .post('/api/v1/objects/company/fields')
+        .set(admin())
+        .send({ name: 'name', label: 'Name', type: 'integer' })
+        .expect(409);
       expect(errorOf(res).code).toBe('field_exists');
       expect((await columns('company')).name.data_type).toBe('text');
     });
@@ -408,7 +534,11 @@ describe('metadata API', () => {
       await createObject({ name: 'filled', label: 'Filled', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(201);
       await t.http.post('/api/v1/objects/filled/records').set(admin()).send({ a: 'x' }).expect(201);
 
-      const res = await t.http.post('/api/v1/objects/filled/fields').set(admin()).send({ name: 'b', label: 'B', type: 'text', required: true }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/filled/fields')
+        .set(admin())
+        .send({ name: 'b', label: 'B', type: 'text', required: true })
+        .expect(400);
 
       expect(errorOf(res).code).toBe('object_not_empty');
       expect(await columns('filled')).not.toHaveProperty('b');
@@ -418,18 +548,30 @@ describe('metadata API', () => {
 
     it('adds a required field to an empty object as a NOT NULL column', async () => {
       await createObject({ name: 'empty_one', label: 'Empty', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(201);
-      await t.http.post('/api/v1/objects/empty_one/fields').set(admin()).send({ name: 'b', label: 'B', type: 'integer', required: true }).expect(201);
+      await t.http
+        .post('/api/v1/objects/empty_one/fields')
+        .set(admin())
+        .send({ name: 'b', label: 'B', type: 'integer', required: true })
+        .expect(201);
       expect((await columns('empty_one')).b).toMatchObject({ data_type: 'bigint', is_nullable: 'NO' });
     });
 
     it('patches label, description and options of a field', async () => {
-      const res = await t.http.patch('/api/v1/objects/gizmo/fields/size').set(admin()).send({ label: 'Shirt size', options: ['s', 'm', 'l', 'xl'] }).expect(200);
+      const res = await t.http
+        .patch('/api/v1/objects/gizmo/fields/size')
+        .set(admin())
+        .send({ label: 'Shirt size', options: ['s', 'm', 'l', 'xl'] })
+        .expect(200);
       expect(res.body).toMatchObject({ name: 'size', label: 'Shirt size', options: ['s', 'm', 'l', 'xl'] });
       await t.http.post('/api/v1/objects/gizmo/records').set(admin()).send({ name: 'big', size: 'xl' }).expect(201);
     });
 
     it('refuses options on a non-select field in a patch with 400 unexpected_options', async () => {
-      const res = await t.http.patch('/api/v1/objects/gizmo/fields/name').set(admin()).send({ options: ['a'] }).expect(400);
+      const res = await t.http
+        .patch('/api/v1/objects/gizmo/fields/name')
+        .set(admin())
+        .send({ options: ['a'] })
+        .expect(400);
       expect(errorOf(res).code).toBe('unexpected_options');
     });
 
@@ -444,9 +586,14 @@ describe('metadata API', () => {
     });
 
     it('toggles unique and indexed, creating and dropping the indexes', async () => {
-      await createObject({ name: 'indexed_thing', label: 'Indexed', fields: [
-        { name: 'code', label: 'Code', type: 'text' }, { name: 'rank', label: 'Rank', type: 'integer' },
-      ] }).expect(201);
+      await createObject({
+        name: 'indexed_thing',
+        label: 'Indexed',
+        fields: [
+          { name: 'code', label: 'Code', type: 'text' },
+          { name: 'rank', label: 'Rank', type: 'integer' },
+        ],
+      }).expect(201);
       const onColumn = async (column: string) => (await indexesOf('indexed_thing')).filter((def) => def.includes(`(${column})`));
       expect(await onColumn('code')).toEqual([]);
 
@@ -460,7 +607,11 @@ describe('metadata API', () => {
       expect(await onColumn('code')).toEqual([]);
       await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(201);
 
-      const res = await t.http.patch('/api/v1/objects/indexed_thing/fields/rank').set(admin()).send({ indexed: true }).expect(200);
+      const res = await t.http
+        .patch('/api/v1/objects/indexed_thing/fields/rank')
+        .set(admin())
+        .send({ indexed: true })
+        .expect(200);
       expect(res.body).toMatchObject({ indexed: true, unique: false });
       expect(await onColumn('rank')).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
       await t.http.patch('/api/v1/objects/indexed_thing/fields/rank').set(admin()).send({ indexed: false }).expect(200);
@@ -468,11 +619,15 @@ describe('metadata API', () => {
     });
 
     it('creates indexes for fields declared unique or indexed at creation', async () => {
-      await createObject({ name: 'pre_indexed', label: 'Pre', fields: [
-        { name: 'code', label: 'Code', type: 'text', unique: true },
-        { name: 'rank', label: 'Rank', type: 'integer', indexed: true },
-        { name: 'plain', label: 'Plain', type: 'text' },
-      ] }).expect(201);
+      await createObject({
+        name: 'pre_indexed',
+        label: 'Pre',
+        fields: [
+          { name: 'code', label: 'Code', type: 'text', unique: true },
+          { name: 'rank', label: 'Rank', type: 'integer', indexed: true },
+          { name: 'plain', label: 'Plain', type: 'text' },
+        ],
+      }).expect(201);
       const defs = await indexesOf('pre_indexed');
       expect(defs.filter((d) => d.includes('(code)'))).toEqual([expect.stringMatching(/^CREATE UNIQUE INDEX/)]);
       expect(defs.filter((d) => d.includes('(rank)'))).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
@@ -480,7 +635,11 @@ describe('metadata API', () => {
     });
 
     it('refuses with 409 unique_violation to make a field with duplicates unique, keeping its old indexes', async () => {
-      await createObject({ name: 'dupes', label: 'Dupes', fields: [{ name: 'code', label: 'Code', type: 'text', indexed: true }] }).expect(201);
+      await createObject({
+        name: 'dupes',
+        label: 'Dupes',
+        fields: [{ name: 'code', label: 'Code', type: 'text', indexed: true }],
+      }).expect(201);
       for (const code of ['x', 'x']) await t.http.post('/api/v1/objects/dupes/records').set(admin()).send({ code }).expect(201);
 
       const res = await t.http.patch('/api/v1/objects/dupes/fields/code').set(admin()).send({ unique: true }).expect(409);
@@ -492,10 +651,21 @@ describe('metadata API', () => {
     });
 
     it('fails cleanly with 400 field_has_empty_values when making a field with nulls required', async () => {
-      await createObject({ name: 'sparse', label: 'Sparse', fields: [{ name: 'a', label: 'A', type: 'text' }, { name: 'b', label: 'B', type: 'text' }] }).expect(201);
+      await createObject({
+        name: 'sparse',
+        label: 'Sparse',
+        fields: [
+          { name: 'a', label: 'A', type: 'text' },
+          { name: 'b', label: 'B', type: 'text' },
+        ],
+      }).expect(201);
       const row = await t.http.post('/api/v1/objects/sparse/records').set(admin()).send({ a: 'only a' }).expect(201);
 
-      const res = await t.http.patch('/api/v1/objects/sparse/fields/b').set(admin()).send({ required: true, label: 'B!' }).expect(400);
+      const res = await t.http
+        .patch('/api/v1/objects/sparse/fields/b')
+        .set(admin())
+        .send({ required: true, label: 'B!' })
+        .expect(400);
 
       expect(errorOf(res).code).toBe('field_has_empty_values');
       expect((await columns('sparse')).b.is_nullable).toBe('YES');
@@ -503,7 +673,11 @@ describe('metadata API', () => {
       expect(bodyOf<ObjectResponse>(object).fields[1]).toMatchObject({ name: 'b', label: 'B', required: false });
 
       // Filled in, the same change goes through and the column becomes NOT NULL.
-      await t.http.patch(`/api/v1/objects/sparse/records/${idOf(row)}`).set(admin()).send({ b: 'now b' }).expect(200);
+      await t.http
+        .patch(`/api/v1/objects/sparse/records/${idOf(row)}`)
+        .set(admin())
+        .send({ b: 'now b' })
+        .expect(200);
       await t.http.patch('/api/v1/objects/sparse/fields/b').set(admin()).send({ required: true }).expect(200);
       expect((await columns('sparse')).b.is_nullable).toBe('NO');
       const missing = await t.http.post('/api/v1/objects/sparse/records').set(admin()).send({ a: 'no b' }).expect(400);
@@ -514,7 +688,11 @@ describe('metadata API', () => {
     });
 
     it('refuses null for label or required in a field patch with 400 and leaves column and definition as they were', async () => {
-      await createObject({ name: 'strict', label: 'Strict', fields: [{ name: 'code', label: 'Code', type: 'text', required: true }] }).expect(201);
+      await createObject({
+        name: 'strict',
+        label: 'Strict',
+        fields: [{ name: 'code', label: 'Code', type: 'text', required: true }],
+      }).expect(201);
       for (const body of [{ required: null }, { label: null }, { required: null, label: 'Renamed' }]) {
         const res = await t.http.patch('/api/v1/objects/strict/fields/code').set(admin()).send(body).expect(400);
         expect(['validation_failed', 'invalid_value']).toContain(errorOf(res).code);
@@ -525,7 +703,14 @@ describe('metadata API', () => {
     });
 
     it('deletes a field and its column, keeping the rows', async () => {
-      await createObject({ name: 'shrinking', label: 'Shrinking', fields: [{ name: 'keep', label: 'Keep', type: 'text' }, { name: 'drop_me', label: 'Drop', type: 'text' }] }).expect(201);
+      await createObject({
+        name: 'shrinking',
+        label: 'Shrinking',
+        fields: [
+          { name: 'keep', label: 'Keep', type: 'text' },
+          { name: 'drop_me', label: 'Drop', type: 'text' },
+        ],
+      }).expect(201);
       await t.http.post('/api/v1/objects/shrinking/records').set(admin()).send({ keep: 'k', drop_me: 'd' }).expect(201);
 
       await t.http.delete('/api/v1/objects/shrinking/fields/drop_me').set(admin()).expect(204);

@@ -10,7 +10,13 @@ describe('LISTEN/NOTIFY pub/sub', () => {
   afterAll(() => t.close());
 
   const listeners = async () =>
-    Number((await t.sql<{ n: string }>(`select count(*) as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'`))[0].n);
+    Number(
+      (
+        await t.sql<{ n: string }>(
+          `select count(*) as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'`,
+        )
+      )[0].n,
+    );
 
   async function received(type: string, within = 2000): Promise<number> {
     let count = 0;
@@ -33,7 +39,9 @@ describe('LISTEN/NOTIFY pub/sub', () => {
     const unsubscribe = t.app.get(PgPubSub).subscribe((event) => {
       if (event.type === 'resync') resyncs.push(Date.now());
     });
-    await t.sql(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen %'`);
+    await t.sql(
+      `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen %'`,
+    );
     for (let i = 0; i < 50 && resyncs.length === 0; i++) await sleep(100);
     await sleep(1500);
     unsubscribe();

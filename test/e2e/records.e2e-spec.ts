@@ -65,27 +65,45 @@ describe('records API', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http.post('/api/v1/objects').set(admin()).send({ name: 'maker', label: 'Maker', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] }).expect(201);
-    await t.http.post('/api/v1/objects').set(admin()).send({ name: 'gadget', label: 'Gadget', fields: GADGET_FIELDS }).expect(201);
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({ name: 'maker', label: 'Maker', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] })
+      .expect(201);
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({ name: 'gadget', label: 'Gadget', fields: GADGET_FIELDS })
+      .expect(201);
     makerId = idOf(await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Acme' }).expect(201));
 
-    await t.http.post('/api/v1/objects').set(admin()).send({
-      name: 'item',
-      label: 'Item',
-      fields: [
-        { name: 'name', label: 'Name', type: 'text' },
-        { name: 'amount', label: 'Amount', type: 'number' },
-        { name: 'qty', label: 'Quantity', type: 'integer' },
-        { name: 'category', label: 'Category', type: 'select', options: ['a', 'b', 'c'] },
-        { name: 'flags', label: 'Flags', type: 'multiselect', options: ['x', 'y', 'z'] },
-        { name: 'active', label: 'Active', type: 'boolean' },
-        { name: 'day', label: 'Day', type: 'date' },
-        { name: 'at', label: 'At', type: 'datetime' },
-      ],
-    }).expect(201);
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({
+        name: 'item',
+        label: 'Item',
+        fields: [
+          { name: 'name', label: 'Name', type: 'text' },
+          { name: 'amount', label: 'Amount', type: 'number' },
+          { name: 'qty', label: 'Quantity', type: 'integer' },
+          { name: 'category', label: 'Category', type: 'select', options: ['a', 'b', 'c'] },
+          { name: 'flags', label: 'Flags', type: 'multiselect', options: ['x', 'y', 'z'] },
+          { name: 'active', label: 'Active', type: 'boolean' },
+          { name: 'day', label: 'Day', type: 'date' },
+          { name: 'at', label: 'At', type: 'datetime' },
+        ],
+      })
+      .expect(201);
     for (let start = 0; start < 60; start += 10) {
       await Promise.all(
-        Array.from({ length: 10 }, (_, k) => t.http.post('/api/v1/objects/item/records').set(admin()).send(itemRecord(start + k)).expect(201)),
+        Array.from({ length: 10 }, (_, k) =>
+          t.http
+            .post('/api/v1/objects/item/records')
+            .set(admin())
+            .send(itemRecord(start + k))
+            .expect(201),
+        ),
       );
     }
   });
@@ -128,15 +146,32 @@ describe('records API', () => {
         [idOf(res)],
       );
       expect(row).toEqual({
-        title: 'Widget', contact_email: 'sales@widget.example', homepage: 'https://widget.example/products?id=1', weight: 1.25,
-        price: '19.99', quantity: '3', active: true, released_on: '2024-03-31', launched_ok: true, status: 'live',
-        tags: ['red', 'blue'], maker: makerId, specs: { size: { w: 10, h: 20 }, colors: ['red', 'blue'], note: null },
+        title: 'Widget',
+        contact_email: 'sales@widget.example',
+        homepage: 'https://widget.example/products?id=1',
+        weight: 1.25,
+        price: '19.99',
+        quantity: '3',
+        active: true,
+        released_on: '2024-03-31',
+        launched_ok: true,
+        status: 'live',
+        tags: ['red', 'blue'],
+        maker: makerId,
+        specs: { size: { w: 10, h: 20 }, colors: ['red', 'blue'], note: null },
       });
     });
 
     it('reads a record by id exactly as it was returned on create', async () => {
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ ...full(), contact_email: 'read@widget.example' }).expect(201);
-      const res = await t.http.get(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(200);
+      const created = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ ...full(), contact_email: 'read@widget.example' })
+        .expect(201);
+      const res = await t.http
+        .get(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .expect(200);
       expect(res.body).toEqual(created.body);
     });
 
@@ -146,7 +181,11 @@ describe('records API', () => {
     });
 
     it('patches only the given fields, clears a field set to null, and returns the record (200)', async () => {
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ ...full(), contact_email: 'patch@widget.example' }).expect(201);
+      const created = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ ...full(), contact_email: 'patch@widget.example' })
+        .expect(201);
 
       const res = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
@@ -162,19 +201,31 @@ describe('records API', () => {
         homepage: null,
         updated_at: match.any(String),
       });
-      const again = await t.http.get(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(200);
+      const again = await t.http
+        .get(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .expect(200);
       expect(again.body).toEqual(res.body);
     });
 
     it('deletes a record (204), after which it is 404 record_not_found', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Short-lived' }).expect(201);
 
-      await t.http.delete(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(204);
+      await t.http
+        .delete(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .expect(204);
 
-      const res = await t.http.get(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(404);
+      const res = await t.http
+        .get(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .expect(404);
       expect(errorOf(res).code).toBe('record_not_found');
       expect(await t.sql('select 1 from data.gadget where id = $1', [idOf(created)])).toEqual([]);
-      const again = await t.http.delete(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).expect(404);
+      const again = await t.http
+        .delete(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .expect(404);
       expect(errorOf(again).code).toBe('record_not_found');
     });
 
@@ -204,7 +255,10 @@ describe('records API', () => {
         await t.http.get('/api/v1/objects/nope/records').set(admin()),
         await t.http.post('/api/v1/objects/nope/records').set(admin()).send({ title: 'x' }),
         await t.http.get(`/api/v1/objects/nope/records/${UNKNOWN_ID}`).set(admin()),
-        await t.http.post('/api/v1/objects/nope/aggregate').set(admin()).send({ aggregations: [{ function: 'count', alias: 'n' }] }),
+        await t.http
+          .post('/api/v1/objects/nope/aggregate')
+          .set(admin())
+          .send({ aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(4).fill([404, 'object_not_found']));
     });
@@ -223,7 +277,11 @@ describe('records API', () => {
 
     it('refuses to clear a required field in a patch', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Keep me' }).expect(201);
-      const res = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ title: null }).expect(400);
+      const res = await t.http
+        .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .send({ title: null })
+        .expect(400);
       expect(errorOf(res).code).toBe('missing_required_field');
       const [row] = await t.sql<{ title: string }>('select title from data.gadget where id = $1', [idOf(created)]);
       expect(row.title).toBe('Keep me');
@@ -255,36 +313,72 @@ describe('records API', () => {
       ['maker', 17],
     ])('refuses %s = %j with 400 invalid_value naming the field', async (field, value) => {
       const before = await count('gadget');
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Typed', [field]: value }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'Typed', [field]: value })
+        .expect(400);
       expect(res.body).toMatchObject({ code: 'invalid_value', details: { field } });
       expect(errorOf(res).error).toContain(field);
       expect(await count('gadget')).toBe(before);
     });
 
     it('lists the allowed options when a select value is not one of them', async () => {
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', status: 'archived' }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'x', status: 'archived' })
+        .expect(400);
       expect(errorOf<{ options: string[] }>(res).details.options).toEqual(['draft', 'live', 'retired']);
     });
 
     it('refuses a lookup to a nonexistent record with 400 invalid_reference naming the field', async () => {
       const before = await count('gadget');
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Orphan', maker: UNKNOWN_ID }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'Orphan', maker: UNKNOWN_ID })
+        .expect(400);
       expect(res.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
       expect(errorOf(res).error).toContain('maker');
       expect(await count('gadget')).toBe(before);
 
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Linked', maker: makerId }).expect(201);
-      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ maker: UNKNOWN_ID }).expect(400);
+      const created = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'Linked', maker: makerId })
+        .expect(201);
+      const patch = await t.http
+        .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .send({ maker: UNKNOWN_ID })
+        .expect(400);
       expect(patch.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
     });
 
     it('answers 409 unique_violation naming the field on insert and on update', async () => {
-      await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'First', contact_email: 'unique@widget.example' }).expect(201);
-      const second = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Second', contact_email: 'other@widget.example' }).expect(201);
+      await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'First', contact_email: 'unique@widget.example' })
+        .expect(201);
+      const second = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'Second', contact_email: 'other@widget.example' })
+        .expect(201);
 
-      const insert = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Copy', contact_email: 'unique@widget.example' }).expect(409);
+      const insert = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'Copy', contact_email: 'unique@widget.example' })
+        .expect(409);
       expect(insert.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
-      const update = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(second)}`).set(admin()).send({ contact_email: 'unique@widget.example' }).expect(409);
+      const update = await t.http
+        .patch(`/api/v1/objects/gadget/records/${idOf(second)}`)
+        .set(admin())
+        .send({ contact_email: 'unique@widget.example' })
+        .expect(409);
       expect(update.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
 
       const rows = await t.sql(`select 1 from data.gadget where contact_email = 'unique@widget.example'`);
@@ -293,62 +387,135 @@ describe('records API', () => {
 
     it('answers 409 record_referenced when deleting a record a lookup points to, and keeps it', async () => {
       const maker = await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Referenced Inc' }).expect(201);
-      const gadget = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Points to maker', maker: idOf(maker) }).expect(201);
+      const gadget = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'Points to maker', maker: idOf(maker) })
+        .expect(201);
 
-      const res = await t.http.delete(`/api/v1/objects/maker/records/${idOf(maker)}`).set(admin()).expect(409);
+      const res = await t.http
+        .delete(`/api/v1/objects/maker/records/${idOf(maker)}`)
+        .set(admin())
+        .expect(409);
 
       expect(errorOf(res).code).toBe('record_referenced');
-      await t.http.get(`/api/v1/objects/maker/records/${idOf(maker)}`).set(admin()).expect(200);
+      await t.http
+        .get(`/api/v1/objects/maker/records/${idOf(maker)}`)
+        .set(admin())
+        .expect(200);
 
-      await t.http.delete(`/api/v1/objects/gadget/records/${idOf(gadget)}`).set(admin()).expect(204);
-      await t.http.delete(`/api/v1/objects/maker/records/${idOf(maker)}`).set(admin()).expect(204);
+      await t.http
+        .delete(`/api/v1/objects/gadget/records/${idOf(gadget)}`)
+        .set(admin())
+        .expect(204);
+      await t.http
+        .delete(`/api/v1/objects/maker/records/${idOf(maker)}`)
+        .set(admin())
+        .expect(204);
     });
 
     it('answers 409 record_referenced when deleting a record its own object still points to', async () => {
-      await t.http.post('/api/v1/objects').set(admin()).send({ name: 'folder', label: 'Folder', fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'folder' }] }).expect(201);
+      await t.http
+        .post('/api/v1/objects')
+        .set(admin())
+        .send({
+          name: 'folder',
+          label: 'Folder',
+          fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'folder' }],
+        })
+        .expect(201);
       const root = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({}).expect(201);
-      const child = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({ parent: idOf(root) }).expect(201);
+      const child = await t.http
+        .post('/api/v1/objects/folder/records')
+        .set(admin())
+        .send({ parent: idOf(root) })
+        .expect(201);
 
-      const res = await t.http.delete(`/api/v1/objects/folder/records/${idOf(root)}`).set(admin()).expect(409);
+      const res = await t.http
+        .delete(`/api/v1/objects/folder/records/${idOf(root)}`)
+        .set(admin())
+        .expect(409);
 
       expect(errorOf(res).code).toBe('record_referenced');
-      await t.http.delete(`/api/v1/objects/folder/records/${idOf(child)}`).set(admin()).expect(204);
-      await t.http.delete(`/api/v1/objects/folder/records/${idOf(root)}`).set(admin()).expect(204);
+      await t.http
+        .delete(`/api/v1/objects/folder/records/${idOf(child)}`)
+        .set(admin())
+        .expect(204);
+      await t.http
+        .delete(`/api/v1/objects/folder/records/${idOf(root)}`)
+        .set(admin())
+        .expect(204);
     });
 
     it('refuses unknown fields with 400 unknown_field listing the available fields', async () => {
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', colour: 'red' }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'x', colour: 'red' })
+        .expect(400);
       expect(errorOf(res).code).toBe('unknown_field');
-      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(expect.arrayContaining(['id', 'title', 'price', 'maker']));
+      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(
+        expect.arrayContaining(['id', 'title', 'price', 'maker']),
+      );
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'y' }).expect(201);
-      const patch = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ colour: 'red' }).expect(400);
+      const patch = await t.http
+        .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .send({ colour: 'red' })
+        .expect(400);
       expect(errorOf(patch).code).toBe('unknown_field');
     });
 
     it.each([['created_at'], ['updated_at']])('refuses to write the system field %s with 400 read_only_field', async (field) => {
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'x', [field]: '2020-01-01T00:00:00Z' }).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'x', [field]: '2020-01-01T00:00:00Z' })
+        .expect(400);
       expect(errorOf(res).code).toBe('read_only_field');
     });
 
     it('refuses to change a record id with 400 read_only_field', async () => {
       const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Fixed id' }).expect(201);
-      const res = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({ id: UNKNOWN_ID }).expect(400);
+      const res = await t.http
+        .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .send({ id: UNKNOWN_ID })
+        .expect(400);
       expect(errorOf(res).code).toBe('read_only_field');
     });
 
     it('refuses an empty patch with 400 invalid_record', async () => {
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Nothing to do' }).expect(201);
-      const res = await t.http.patch(`/api/v1/objects/gadget/records/${idOf(created)}`).set(admin()).send({}).expect(400);
+      const created = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .send({ title: 'Nothing to do' })
+        .expect(201);
+      const res = await t.http
+        .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
+        .set(admin())
+        .send({})
+        .expect(400);
       expect(errorOf(res).code).toBe('invalid_record');
     });
 
     it.each([['[]'], ['"a string"'], ['42'], ['null']])('refuses the JSON body %s with 400 invalid_record', async (raw) => {
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).set('content-type', 'application/json').send(raw).expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .set('content-type', 'application/json')
+        .send(raw)
+        .expect(400);
       expect(errorOf(res).code).toBe('invalid_record');
     });
 
     it('refuses malformed JSON with 400 invalid_json', async () => {
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).set('content-type', 'application/json').send('{"title": "x",}').expect(400);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(admin())
+        .set('content-type', 'application/json')
+        .send('{"title": "x",}')
+        .expect(400);
       expect(errorOf(res).code).toBe('invalid_json');
     });
   });
@@ -358,7 +525,19 @@ describe('records API', () => {
       const res = await list('item').expect(200);
       expect(res.body).toMatchObject({ total: 60, limit: 50, offset: 0 });
       expect(bodyOf<RecordPage>(res).records).toHaveLength(50);
-      expect(Object.keys(bodyOf<RecordPage>(res).records[0])).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
+      expect(Object.keys(bodyOf<RecordPage>(res).records[0])).toEqual([
+        'id',
+        'created_at',
+        'updated_at',
+        'name',
+        'amount',
+        'qty',
+        'category',
+        'flags',
+        'active',
+        'day',
+        'at',
+      ]);
     });
 
     it('orders by id when no orderBy is given', async () => {
@@ -417,8 +596,16 @@ describe('records API', () => {
       expect(ids(bodyOf<RecordPage>(desc).records)).toEqual(await sqlIds('true', [], 'amount desc nulls last, id'));
       expect(bodyOf<RecordPage>(desc).records.at(-1)!.amount).toBeNull();
 
-      const multi = await list('item', { orderBy: [{ field: 'category', order: 'asc' }, { field: 'name', order: 'DESC' }], limit: '1000' }).expect(200);
-      expect(ids(bodyOf<RecordPage>(multi).records)).toEqual(await sqlIds('true', [], 'category asc nulls last, name desc nulls last, id'));
+      const multi = await list('item', {
+        orderBy: [
+          { field: 'category', order: 'asc' },
+          { field: 'name', order: 'DESC' },
+        ],
+        limit: '1000',
+      }).expect(200);
+      expect(ids(bodyOf<RecordPage>(multi).records)).toEqual(
+        await sqlIds('true', [], 'category asc nulls last, name desc nulls last, id'),
+      );
     });
 
     it('projects the requested fields, always with id first', async () => {
@@ -437,7 +624,19 @@ describe('records API', () => {
       const res = await list('item', query).expect(400);
       expect(errorOf(res).code).toBe('unknown_field');
       expect(errorOf(res).details).toMatchObject({ field: 'colour' });
-      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(['id', 'created_at', 'updated_at', 'name', 'amount', 'qty', 'category', 'flags', 'active', 'day', 'at']);
+      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual([
+        'id',
+        'created_at',
+        'updated_at',
+        'name',
+        'amount',
+        'qty',
+        'category',
+        'flags',
+        'active',
+        'day',
+        'at',
+      ]);
     });
 
     it.each([
@@ -457,15 +656,27 @@ describe('records API', () => {
     ])('answers %s with 400 %s', async (label, where, code) => {
       const res = await list('item', { where }).expect(400);
       expect(errorOf(res).code).toBe(code);
-      if (code === 'unknown_field') expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(expect.arrayContaining(['id', 'amount', 'qty']));
-      if (label.includes('operator')) expect(errorOf<{ availableOperators: string[] }>(res).details.availableOperators).toEqual(expect.any(Array));
+      if (code === 'unknown_field')
+        expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(
+          expect.arrayContaining(['id', 'amount', 'qty']),
+        );
+      if (label.includes('operator'))
+        expect(errorOf<{ availableOperators: string[] }>(res).details.availableOperators).toEqual(expect.any(Array));
     });
 
     it('refuses $in with more than 1,000 values with 400 too_many_values', async () => {
       const values = Array.from({ length: 1001 }, (_, i) => i);
-      const res = await t.http.get('/api/v1/objects/item/records').query({ where: JSON.stringify({ qty: { $in: values } }) }).set(admin()).expect(400);
+      const res = await t.http
+        .get('/api/v1/objects/item/records')
+        .query({ where: JSON.stringify({ qty: { $in: values } }) })
+        .set(admin())
+        .expect(400);
       expect(res.body).toMatchObject({ code: 'too_many_values', details: { max: 1000 } });
-      const ok = await t.http.get('/api/v1/objects/item/records').query({ where: JSON.stringify({ qty: { $in: values.slice(0, 1000) } }) }).set(admin()).expect(200);
+      const ok = await t.http
+        .get('/api/v1/objects/item/records')
+        .query({ where: JSON.stringify({ qty: { $in: values.slice(0, 1000) } }) })
+        .set(admin())
+        .expect(200);
       expect(bodyOf<RecordPage>(ok).total).toBe(60);
     });
 
@@ -540,7 +751,11 @@ describe('records API', () => {
   });
 
   describe('aggregate', () => {
-    const aggregate = (body: unknown) => t.http.post('/api/v1/objects/item/aggregate').set(admin()).send(body as object);
+    const aggregate = (body: unknown) =>
+      t.http
+        .post('/api/v1/objects/item/aggregate')
+        .set(admin())
+        .send(body as object);
 
     it('computes count, sum, avg, min, max and count_distinct per group like SQL', async () => {
       const res = await aggregate({
@@ -573,9 +788,14 @@ describe('records API', () => {
     it('aggregates without groupBy into one row, honouring where', async () => {
       const res = await aggregate({
         where: { active: true },
-        aggregations: [{ function: 'count', alias: 'n' }, { function: 'sum', field: 'amount', alias: 'total' }],
+        aggregations: [
+          { function: 'count', alias: 'n' },
+          { function: 'sum', field: 'amount', alias: 'total' },
+        ],
       }).expect(200);
-      const [expected] = await t.sql<{ n: number; total: number }>('select count(*)::int as n, sum(amount) as total from data.item where active');
+      const [expected] = await t.sql<{ n: number; total: number }>(
+        'select count(*)::int as n, sum(amount) as total from data.item where active',
+      );
       expect(bodyOf<AggregateResponse>(res).rows).toEqual([{ n: expected.n, total: match.any(Number) }]);
       expect(bodyOf<AggregateResponse>(res).rows[0].total).toBeCloseTo(expected.total, 9);
     });
@@ -599,22 +819,42 @@ describe('records API', () => {
       const res = await aggregate({ aggregations: [{ function: 'median', field: 'amount', alias: 'm' }] }).expect(400);
       expect(errorOf(res).code).toBe('invalid_aggregate_function');
       expect(errorOf(res).error).toContain('median');
-      expect(errorOf(res).details).toMatchObject({ function: 'median', availableFunctions: ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] });
+      expect(errorOf(res).details).toMatchObject({
+        function: 'median',
+        availableFunctions: ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'],
+      });
     });
 
     it.each([
       ['an unknown aggregation field', { aggregations: [{ function: 'sum', field: 'colour', alias: 's' }] }, 'unknown_field'],
       ['an unknown groupBy field', { groupBy: ['colour'], aggregations: [{ function: 'count', alias: 'n' }] }, 'unknown_field'],
-      ['an orderBy that is neither alias nor group', { aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'qty' }] }, 'unknown_field'],
+      [
+        'an orderBy that is neither alias nor group',
+        { aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'qty' }] },
+        'unknown_field',
+      ],
       ['sum of a text field', { aggregations: [{ function: 'sum', field: 'name', alias: 's' }] }, 'invalid_aggregation'],
       ['sum without a field', { aggregations: [{ function: 'sum', alias: 's' }] }, 'invalid_aggregation'],
       ['an empty aggregation list', { aggregations: [] }, 'invalid_aggregation'],
-      ['a duplicate alias', { aggregations: [{ function: 'count', alias: 'n' }, { function: 'sum', field: 'qty', alias: 'n' }] }, 'invalid_aggregation'],
+      [
+        'a duplicate alias',
+        {
+          aggregations: [
+            { function: 'count', alias: 'n' },
+            { function: 'sum', field: 'qty', alias: 'n' },
+          ],
+        },
+        'invalid_aggregation',
+      ],
       ['a missing alias', { aggregations: [{ function: 'count' }] }, 'invalid_aggregation'],
       ['missing aggregations', { groupBy: ['qty'] }, 'validation_failed'],
       ['an unknown body property', { aggregations: [{ function: 'count', alias: 'n' }], having: 'x' }, 'validation_failed'],
       ['a non-numeric limit', { aggregations: [{ function: 'count', alias: 'n' }], limit: 'all' }, 'validation_failed'],
-      ['a bad orderBy direction', { groupBy: ['qty'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: 'sideways' }] }, 'invalid_order_by'],
+      [
+        'a bad orderBy direction',
+        { groupBy: ['qty'], aggregations: [{ function: 'count', alias: 'n' }], orderBy: [{ field: 'n', order: 'sideways' }] },
+        'invalid_order_by',
+      ],
     ])('answers %s with 400 %s', async (_case, body, code) => {
       const res = await aggregate(body).expect(400);
       expect(errorOf(res).code).toBe(code);
@@ -622,7 +862,9 @@ describe('records API', () => {
 
     it('lists the available fields when an aggregation names an unknown one', async () => {
       const res = await aggregate({ aggregations: [{ function: 'max', field: 'colour', alias: 'm' }] }).expect(400);
-      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(expect.arrayContaining(['amount', 'qty', 'day']));
+      expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(
+        expect.arrayContaining(['amount', 'qty', 'day']),
+      );
     });
   });
 });

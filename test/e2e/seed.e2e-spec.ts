@@ -32,7 +32,12 @@ describe('sample CRM seed (SEED=true)', () => {
     const res = await t.http.get('/api/v1/objects').set(admin()).expect(200);
     expect(bodyOf<ObjectListResponse>(res).objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
     for (const object of bodyOf<ObjectListResponse>(res).objects) {
-      expect(object).toEqual({ name: object.name, label: match.any(String), description: match.any(String), fieldCount: match.any(Number) });
+      expect(object).toEqual({
+        name: object.name,
+        label: match.any(String),
+        description: match.any(String),
+        fieldCount: match.any(Number),
+      });
       expect(object.fieldCount).toBeGreaterThanOrEqual(5);
     }
   });
@@ -44,7 +49,12 @@ describe('sample CRM seed (SEED=true)', () => {
     expect(field('amount')).toMatchObject({ type: 'currency' });
     expect(field('close_date')).toMatchObject({ type: 'date' });
     expect(field('owner')).toMatchObject({ type: 'text' });
-    expect(bodyOf<ObjectResponse>(res).fields.filter((f: { type: string }) => f.type === 'lookup').map((f) => f.reference).sort()).toEqual(['account', 'contact']);
+    expect(
+      bodyOf<ObjectResponse>(res)
+        .fields.filter((f: { type: string }) => f.type === 'lookup')
+        .map((f) => f.reference)
+        .sort(),
+    ).toEqual(['account', 'contact']);
   });
 
   it('loads at least 200 accounts, 1,000 contacts and 2,000 deals, and the API total equals the SQL count', async () => {
@@ -100,13 +110,24 @@ describe('sample CRM seed (SEED=true)', () => {
     const res = await t.http
       .post('/api/v1/objects/deal/aggregate')
       .set(admin())
-      .send({ where: { stage: 'won' }, groupBy: ['owner'], aggregations: [{ function: 'sum', field: 'amount', alias: 'revenue' }, { function: 'count', alias: 'deals' }], orderBy: [{ field: 'revenue', order: 'desc' }], limit: 1000 })
+      .send({
+        where: { stage: 'won' },
+        groupBy: ['owner'],
+        aggregations: [
+          { function: 'sum', field: 'amount', alias: 'revenue' },
+          { function: 'count', alias: 'deals' },
+        ],
+        orderBy: [{ field: 'revenue', order: 'desc' }],
+        limit: 1000,
+      })
       .expect(200);
     const expected = await t.sql<{ owner: string | null; revenue: string; deals: number }>(
       `select owner, sum(amount)::text as revenue, count(*)::int as deals from data.deal where stage = 'won'
         group by owner order by sum(amount) desc nulls last, owner asc`,
     );
-    expect(bodyOf<AggregateResponse>(res).rows).toEqual(expected.map((r) => ({ owner: r.owner, revenue: Number(r.revenue), deals: r.deals })));
+    expect(bodyOf<AggregateResponse>(res).rows).toEqual(
+      expected.map((r) => ({ owner: r.owner, revenue: Number(r.revenue), deals: r.deals })),
+    );
   });
 
   it('keeps every lookup pointing at an existing record', async () => {
@@ -121,12 +142,22 @@ describe('sample CRM seed (SEED=true)', () => {
     it('neither duplicates nor overwrites: counts, edits, deletions and added fields survive', async () => {
       const counts: Record<string, number> = {};
       for (const object of SAMPLE_OBJECTS) counts[object] = await sqlCount(object);
-      const [deal] = bodyOf<RecordPage>(await list('deal', { limit: '1', orderBy: [{ field: 'amount', order: 'desc' }] }).expect(200)).records;
-      await t.http.patch(`/api/v1/objects/deal/records/${deal.id}`).set(admin()).send({ name: 'Edited by a user', amount: 1.5 }).expect(200);
+      const [deal] = bodyOf<RecordPage>(
+        await list('deal', { limit: '1', orderBy: [{ field: 'amount', order: 'desc' }] }).expect(200),
+      ).records;
+      await t.http
+        .patch(`/api/v1/objects/deal/records/${deal.id}`)
+        .set(admin())
+        .send({ name: 'Edited by a user', amount: 1.5 })
+        .expect(200);
       const [activity] = bodyOf<RecordPage>(await list('activity', { limit: '1' }).expect(200)).records;
       await t.http.delete(`/api/v1/objects/activity/records/${activity.id}`).set(admin()).expect(204);
       await t.http.patch('/api/v1/objects/account').set(admin()).send({ label: 'Customer account' }).expect(200);
-      await t.http.post('/api/v1/objects/contact/fields').set(admin()).send({ name: 'nickname', label: 'Nickname', type: 'text' }).expect(201);
+      await t.http
+        .post('/api/v1/objects/contact/fields')
+        .set(admin())
+        .send({ name: 'nickname', label: 'Nickname', type: 'text' })
+        .expect(201);
       const fieldCount = Number((await t.sql<{ n: string }>('select count(*) as n from field_definitions'))[0].n);
 
       const restarted = await startTestApp({ database: t.database, env: { SEED: 'true' } });

@@ -16,7 +16,10 @@ class StartedServer {
   /** npm's own status mirrors the signal it got; the app's clean exit shows in its log. */
   readonly exited: Promise<void>;
 
-  private constructor(private readonly child: ChildProcess, readonly baseUrl: string) {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly baseUrl: string,
+  ) {
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (this.output += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (this.output += chunk));
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
@@ -76,7 +79,10 @@ class StartedServer {
   private async waitForHealth(): Promise<void> {
     const until = Date.now() + 90_000;
     while (Date.now() < until) {
-      const ok = await fetch(`${this.baseUrl}/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${this.baseUrl}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) return;
       if (this.child.exitCode !== null) throw new Error(`npm start exited early:\n${this.output}`);
       await sleep(200);

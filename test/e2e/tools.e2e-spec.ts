@@ -33,7 +33,10 @@ describe('tools API and the five data tools (seeded CRM)', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ env: { SEED: 'true' } });
-    const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'analyst', role: 'member', subject: 'analyst@example.com' });
+    const res = await t.http
+      .post('/api/v1/api-keys')
+      .set(bearer(t.adminKey))
+      .send({ name: 'analyst', role: 'member', subject: 'analyst@example.com' });
     expect(res.status).toBe(201);
     memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
     dealCount = (await t.sql<{ count: number }>('select count(*)::int as count from data.deal'))[0].count;
@@ -116,7 +119,10 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     it('describe_object of an unknown object lists the available ones', async () => {
       const { result, isError } = await exec<ToolErrorContent>('describe_object', { objectName: 'invoice' });
       expect(isError).toBe(true);
-      expect(result.error).toMatchObject({ code: 'object_not_found', details: { availableObjects: ['account', 'activity', 'contact', 'deal'] } });
+      expect(result.error).toMatchObject({
+        code: 'object_not_found',
+        details: { availableObjects: ['account', 'activity', 'contact', 'deal'] },
+      });
     });
 
     it('query_records filters, sorts and projects like the SQL it stands for', async () => {
@@ -128,8 +134,12 @@ describe('tools API and the five data tools (seeded CRM)', () => {
         limit: 5,
       });
       expect(body.isError).toBe(false);
-      const [{ count }] = await t.sql<{ count: number }>(`select count(*)::int as count from data.deal where stage = 'won' and amount > 50000`);
-      const top = await t.sql<{ amount: string }>(`select amount from data.deal where stage = 'won' and amount > 50000 order by amount desc, id limit 5`);
+      const [{ count }] = await t.sql<{ count: number }>(
+        `select count(*)::int as count from data.deal where stage = 'won' and amount > 50000`,
+      );
+      const top = await t.sql<{ amount: string }>(
+        `select amount from data.deal where stage = 'won' and amount > 50000 order by amount desc, id limit 5`,
+      );
       expect(body.result.total).toBe(count);
       expect(body.result.records.map((r) => Number(r.amount))).toEqual(top.map((r) => Number(r.amount)));
       expect(Object.keys(body.result.records[0]).sort()).toEqual(['amount', 'id', 'name']);
@@ -152,7 +162,10 @@ describe('tools API and the five data tools (seeded CRM)', () => {
         objectName: 'deal',
         where: { stage: 'won' },
         groupBy: ['owner'],
-        aggregations: [{ function: 'sum', field: 'amount', alias: 'revenue' }, { function: 'count', alias: 'deals' }],
+        aggregations: [
+          { function: 'sum', field: 'amount', alias: 'revenue' },
+          { function: 'count', alias: 'deals' },
+        ],
         orderBy: [{ field: 'revenue', order: 'desc' }],
         limit: 3,
       });
@@ -174,7 +187,10 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     });
 
     it('aggregate_data refuses sum on a text field', async () => {
-      const { result, isError } = await exec<ToolErrorContent>('aggregate_data', { objectName: 'deal', aggregations: [{ function: 'sum', field: 'owner', alias: 's' }] });
+      const { result, isError } = await exec<ToolErrorContent>('aggregate_data', {
+        objectName: 'deal',
+        aggregations: [{ function: 'sum', field: 'owner', alias: 's' }],
+      });
       expect(isError).toBe(true);
       expect(result.error).toMatchObject({ code: 'invalid_aggregation', message: match.stringContaining('numeric') });
     });
@@ -233,7 +249,10 @@ describe('tools API and the five data tools (seeded CRM)', () => {
     });
 
     it('caps a full page at 16 KB of JSON, keeping it valid and telling the model to narrow the query', async () => {
-      const res = await t.http.post(`${TOOLS}/query_records/execute`).set(bearer(memberKey)).send({ arguments: { objectName: 'deal', limit: 200 } });
+      const res = await t.http
+        .post(`${TOOLS}/query_records/execute`)
+        .set(bearer(memberKey))
+        .send({ arguments: { objectName: 'deal', limit: 200 } });
       expect(res.status).toBe(200);
       const { result, isError } = bodyOf<Executed<TruncatedPage>>(res);
       expect(isError).toBe(false);
@@ -296,27 +315,36 @@ describe('tools API and the five data tools (seeded CRM)', () => {
       em = t.app.get(EntityManager);
       data = t.app.get(DataService);
       // Platform tools: hidden from listings, callable by name, so they run through the same HTTP path and middleware.
-      registry.register(defineTool({
-        name: 'test_insert_attempt',
-        description: 'Test only: tries to write inside a read-only transaction.',
-        parameters: { type: 'object', properties: {}, additionalProperties: false },
-        scope: 'platform',
-        execute: () => withReadOnlyTransaction(em, 5000, (tx) => data.insert('deal', { name: 'Injected', account: randomAccount, stage: 'won' }, tx)),
-      }));
-      registry.register(defineTool({
-        name: 'test_update_attempt',
-        description: 'Test only: tries a raw UPDATE inside a read-only transaction.',
-        parameters: { type: 'object', properties: {}, additionalProperties: false },
-        scope: 'platform',
-        execute: () => withReadOnlyTransaction(em, 5000, (tx) => runSql(tx, `update data.deal set amount = 0`)),
-      }));
-      registry.register(defineTool({
-        name: 'test_slow_query',
-        description: 'Test only: sleeps longer than its statement timeout.',
-        parameters: { type: 'object', properties: {}, additionalProperties: false },
-        scope: 'platform',
-        execute: () => withReadOnlyTransaction(em, 100, (tx) => runSql(tx, 'select pg_sleep(2)')),
-      }));
+      registry.register(
+        defineTool({
+          name: 'test_insert_attempt',
+          description: 'Test only: tries to write inside a read-only transaction.',
+          parameters: { type: 'object', properties: {}, additionalProperties: false },
+          scope: 'platform',
+          execute: () =>
+            withReadOnlyTransaction(em, 5000, (tx) =>
+              data.insert('deal', { name: 'Injected', account: randomAccount, stage: 'won' }, tx),
+            ),
+        }),
+      );
+      registry.register(
+        defineTool({
+          name: 'test_update_attempt',
+          description: 'Test only: tries a raw UPDATE inside a read-only transaction.',
+          parameters: { type: 'object', properties: {}, additionalProperties: false },
+          scope: 'platform',
+          execute: () => withReadOnlyTransaction(em, 5000, (tx) => runSql(tx, `update data.deal set amount = 0`)),
+        }),
+      );
+      registry.register(
+        defineTool({
+          name: 'test_slow_query',
+          description: 'Test only: sleeps longer than its statement timeout.',
+          parameters: { type: 'object', properties: {}, additionalProperties: false },
+          scope: 'platform',
+          execute: () => withReadOnlyTransaction(em, 100, (tx) => runSql(tx, 'select pg_sleep(2)')),
+        }),
+      );
     });
 
     it('keeps platform tools out of the listing', async () => {
@@ -324,13 +352,18 @@ describe('tools API and the five data tools (seeded CRM)', () => {
       expect(bodyOf<ToolListResponse>(res).tools.map((tool: { name: string }) => tool.name)).not.toContain('test_insert_attempt');
     });
 
-    it.each([['test_insert_attempt'], ['test_update_attempt']])('%s fails with the read-only error and changes nothing', async (name) => {
-      const before = await t.sql<{ count: number; amount: string }>('select count(*)::int as count, sum(amount)::text as amount from data.deal');
-      const { result, isError } = await exec<ToolErrorContent>(name, {});
-      expect(isError).toBe(true);
-      expect(result.error.code).toBe('read_only_transaction');
-      expect(await t.sql('select count(*)::int as count, sum(amount)::text as amount from data.deal')).toEqual(before);
-    });
+    it.each([['test_insert_attempt'], ['test_update_attempt']])(
+      '%s fails with the read-only error and changes nothing',
+      async (name) => {
+        const before = await t.sql<{ count: number; amount: string }>(
+          'select count(*)::int as count, sum(amount)::text as amount from data.deal',
+        );
+        const { result, isError } = await exec<ToolErrorContent>(name, {});
+        expect(isError).toBe(true);
+        expect(result.error.code).toBe('read_only_transaction');
+        expect(await t.sql('select count(*)::int as count, sum(amount)::text as amount from data.deal')).toEqual(before);
+      },
+    );
 
     it('surfaces the raw Postgres error as 25006 inside the transaction', async () => {
       await expect(

@@ -6,7 +6,13 @@ export async function startAppWithMockLlm(options: TestAppOptions = {}): Promise
   const llm = await MockLlmServer.start();
   const t = await startTestApp({
     ...options,
-    env: { OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'sk-test-key', LLM_MAX_RETRIES: '0', LLM_MODEL: 'mock-model', ...options.env },
+    env: {
+      OPENAI_BASE_URL: llm.url,
+      OPENAI_API_KEY: 'sk-test-key',
+      LLM_MAX_RETRIES: '0',
+      LLM_MODEL: 'mock-model',
+      ...options.env,
+    },
   });
   return { t, llm };
 }

@@ -6,7 +6,13 @@ import { bodyOf } from './responses';
 import { bearer, TestApp } from './test-app';
 
 /** Polls GET /chats/:id until `predicate` holds (or fails after `timeoutMs`). */
-export async function waitForChat(t: TestApp, id: string, predicate: (chat: ChatResponse) => boolean, key = t.adminKey, timeoutMs = 10_000): Promise<ChatResponse> {
+export async function waitForChat(
+  t: TestApp,
+  id: string,
+  predicate: (chat: ChatResponse) => boolean,
+  key = t.adminKey,
+  timeoutMs = 10_000,
+): Promise<ChatResponse> {
   const until = Date.now() + timeoutMs;
   let last: ChatResponse | undefined;
   while (Date.now() < until) {
@@ -17,7 +23,10 @@ export async function waitForChat(t: TestApp, id: string, predicate: (chat: Chat
   throw new Error(`chat ${id} never reached the expected state; last: ${JSON.stringify(last)}`);
 }
 
-export const hasStatus = (...statuses: string[]) => (chat: { status: string }) => statuses.includes(chat.status);
+export const hasStatus =
+  (...statuses: string[]) =>
+  (chat: { status: string }) =>
+    statuses.includes(chat.status);
 
 /**
  * `data` of an event of the chat streams, parsed. Each event type sends its own shape (`message`: a
@@ -49,23 +58,27 @@ export class SseClient {
   static async open(baseUrl: string, path: string, key: string, headers: Record<string, string> = {}): Promise<SseClient> {
     const client = new SseClient();
     await new Promise<void>((resolve, reject) => {
-      client.request = http.get(`${baseUrl}${path}`, { headers: { ...bearer(key), accept: 'text/event-stream', ...headers } }, (res) => {
-        client.response = res;
-        if (res.statusCode !== 200) return reject(new Error(`SSE status ${res.statusCode}`));
-        let buffer = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          let index: number;
-          while ((index = buffer.indexOf('\n\n')) >= 0) {
-            const frame = buffer.slice(0, index);
-            buffer = buffer.slice(index + 2);
-            client.parse(frame);
-          }
-        });
-        res.on('error', () => undefined);
-        resolve();
-      });
+      client.request = http.get(
+        `${baseUrl}${path}`,
+        { headers: { ...bearer(key), accept: 'text/event-stream', ...headers } },
+        (res) => {
+          client.response = res;
+          if (res.statusCode !== 200) return reject(new Error(`SSE status ${res.statusCode}`));
+          let buffer = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buffer += chunk;
+            let index: number;
+            while ((index = buffer.indexOf('\n\n')) >= 0) {
+              const frame = buffer.slice(0, index);
+              buffer = buffer.slice(index + 2);
+              client.parse(frame);
+            }
+          });
+          res.on('error', () => undefined);
+          resolve();
+        },
+      );
       client.request.on('error', reject);
     });
     return client;
@@ -92,7 +105,10 @@ export class SseClient {
   async waitFor(predicate: (events: SseEvent[]) => boolean, timeoutMs = 10_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     while (!predicate(this.events)) {
-      if (Date.now() > until) throw new Error(`SSE condition not met; events: ${JSON.stringify(this.events.map((e) => [e.event, e.id, e.data?.status]))}`);
+      if (Date.now() > until)
+        throw new Error(
+          `SSE condition not met; events: ${JSON.stringify(this.events.map((e) => [e.event, e.id, e.data?.status]))}`,
+        );
       await sleep(20);
     }
   }

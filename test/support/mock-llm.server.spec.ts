@@ -1,4 +1,11 @@
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError, InternalServerError, NotFoundError, RateLimitError } from 'openai';
+import OpenAI, {
+  APIConnectionError,
+  APIError,
+  APIUserAbortError,
+  InternalServerError,
+  NotFoundError,
+  RateLimitError,
+} from 'openai';
 import type { ChatCompletionChunk, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { MockLlmServer, MockReply, type RecordedRequest } from './mock-llm.server';
 
@@ -97,7 +104,9 @@ describe('MockLlmServer (driven by the real openai SDK)', () => {
     expect(second.id).toMatch(/^call_/);
     expect(second.id).not.toBe(first.id);
     expect(second.function.arguments).toBe('{"sql": "select 1"');
-    expect(() => { JSON.parse(second.function.arguments); }).toThrow(SyntaxError);
+    expect(() => {
+      JSON.parse(second.function.arguments);
+    }).toThrow(SyntaxError);
   });
 
   it('streams text in several delta chunks that concatenate to the scripted content', async () => {
@@ -165,7 +174,9 @@ describe('MockLlmServer (driven by the real openai SDK)', () => {
 
     const stream = client.chat.completions.stream({ model: MODEL, messages: USER, tools: TOOLS });
     const argumentDeltas: Array<{ index: number; delta: string }> = [];
-    stream.on('tool_calls.function.arguments.delta', (event) => argumentDeltas.push({ index: event.index, delta: event.arguments_delta }));
+    stream.on('tool_calls.function.arguments.delta', (event) =>
+      argumentDeltas.push({ index: event.index, delta: event.arguments_delta }),
+    );
     const rawChunks: ChatCompletionChunk[] = [];
     stream.on('chunk', (chunk) => rawChunks.push(chunk));
     const completion = await stream.finalChatCompletion();
@@ -195,7 +206,11 @@ describe('MockLlmServer (driven by the real openai SDK)', () => {
 
   it('surfaces a scripted 429 as RateLimitError with the OpenAI error body and headers', async () => {
     server.enqueue(
-      MockReply.httpError(429, { message: 'Rate limit reached for requests', code: 'rate_limit_exceeded', headers: { 'retry-after': '7' } }),
+      MockReply.httpError(429, {
+        message: 'Rate limit reached for requests',
+        code: 'rate_limit_exceeded',
+        headers: { 'retry-after': '7' },
+      }),
     );
 
     const error: unknown = await client.chat.completions.create({ model: MODEL, messages: USER }).then(
@@ -237,7 +252,9 @@ describe('MockLlmServer (driven by the real openai SDK)', () => {
   });
 
   it('makes SDK stream iteration throw an APIError for an in-stream error event', async () => {
-    server.enqueue(MockReply.streamError({ content: 'Hmm', mode: 'errorEvent', error: { message: 'model overloaded', code: 'overloaded' } }));
+    server.enqueue(
+      MockReply.streamError({ content: 'Hmm', mode: 'errorEvent', error: { message: 'model overloaded', code: 'overloaded' } }),
+    );
 
     const stream = await client.chat.completions.create({ model: MODEL, messages: USER, stream: true });
     const iterate = async () => {
@@ -306,7 +323,10 @@ describe('MockLlmServer (driven by the real openai SDK)', () => {
     server.enqueue(MockReply.text('a b c d e f g h', { chunkDelayMs: 40 }));
     const controller = new AbortController();
 
-    const stream = await client.chat.completions.create({ model: MODEL, messages: USER, stream: true }, { signal: controller.signal });
+    const stream = await client.chat.completions.create(
+      { model: MODEL, messages: USER, stream: true },
+      { signal: controller.signal },
+    );
     const arrivals: number[] = [];
     const iterate = async () => {
       for await (const chunk of stream) {

@@ -162,7 +162,11 @@ export const MockReply = {
   toolCalls(toolCalls: MockToolCall[], options: Omit<ToolCallsStep, 'kind' | 'toolCalls'> = {}): ToolCallsStep {
     return { kind: 'toolCalls', toolCalls, ...options };
   },
-  toolCall(name: string, args: MockToolCall['arguments'], options: Omit<ToolCallsStep, 'kind' | 'toolCalls'> = {}): ToolCallsStep {
+  toolCall(
+    name: string,
+    args: MockToolCall['arguments'],
+    options: Omit<ToolCallsStep, 'kind' | 'toolCalls'> = {},
+  ): ToolCallsStep {
     return { kind: 'toolCalls', toolCalls: [{ name, arguments: args }], ...options };
   },
   httpError(status: number, options: Omit<HttpErrorStep, 'kind' | 'status'> = {}): HttpErrorStep {
@@ -370,7 +374,11 @@ export class MockLlmServer {
 
   private async respond(record: RecordedRequest, res: ServerResponse, signal: AbortSignal): Promise<void> {
     if (record.method !== 'POST' || record.path !== CHAT_COMPLETIONS_PATH) {
-      sendJson(res, 404, errorBody(`MockLlmServer: no route for ${record.method} ${record.path}`, 'invalid_request_error', 'not_found'));
+      sendJson(
+        res,
+        404,
+        errorBody(`MockLlmServer: no route for ${record.method} ${record.path}`, 'invalid_request_error', 'not_found'),
+      );
       return;
     }
     if (!record.body) {
@@ -415,10 +423,21 @@ export class MockLlmServer {
     const streaming = record.body.stream === true;
     switch (step.kind) {
       case 'httpError':
-        sendJson(res, step.status, step.body ?? errorBody(step.message ?? `Mock HTTP ${step.status} error`, step.type ?? defaultErrorType(step.status), step.code ?? null, step.param ?? null), {
-          ...requestIdHeader(exchange),
-          ...step.headers,
-        });
+        sendJson(
+          res,
+          step.status,
+          step.body ??
+            errorBody(
+              step.message ?? `Mock HTTP ${step.status} error`,
+              step.type ?? defaultErrorType(step.status),
+              step.code ?? null,
+              step.param ?? null,
+            ),
+          {
+            ...requestIdHeader(exchange),
+            ...step.headers,
+          },
+        );
         return;
       case 'streamError':
         if (!streaming) {
@@ -515,7 +534,10 @@ export class MockLlmServer {
     }
     if (step.mode === 'errorEvent') {
       const error = step.error ?? {};
-      if (!(await writer.raw(errorBody(error.message ?? 'Mock mid-stream error', error.type ?? 'server_error', error.code ?? null)))) return;
+      if (
+        !(await writer.raw(errorBody(error.message ?? 'Mock mid-stream error', error.type ?? 'server_error', error.code ?? null)))
+      )
+        return;
       exchange.res.end();
       return;
     }
@@ -569,7 +591,10 @@ export class MockLlmServer {
     };
   }
 
-  private normaliseToolCalls(exchange: Exchange, calls: MockToolCall[]): Array<{ id: string; name: string; arguments: string; type: 'function' | 'custom' }> {
+  private normaliseToolCalls(
+    exchange: Exchange,
+    calls: MockToolCall[],
+  ): Array<{ id: string; name: string; arguments: string; type: 'function' | 'custom' }> {
     return calls.map((call, position) => ({
       id: call.id ?? `call_mock_${exchange.record.index + 1}_${position + 1}`,
       name: call.name,
@@ -629,7 +654,13 @@ function usageOf(exchange: Exchange, step: TextStep | ToolCallsStep) {
     const replyText = step.kind === 'text' ? joinContent(step.content) : (step.content ?? '');
     const argumentChars =
       step.kind === 'toolCalls'
-        ? step.toolCalls.reduce((sum, call) => sum + call.name.length + (typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments)).length, 0)
+        ? step.toolCalls.reduce(
+            (sum, call) =>
+              sum +
+              call.name.length +
+              (typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments)).length,
+            0,
+          )
         : 0;
     prompt = Math.max(1, Math.ceil(promptChars / 4));
     completion = Math.max(1, Math.ceil((replyText.length + argumentChars) / 4));
@@ -639,7 +670,12 @@ function usageOf(exchange: Exchange, step: TextStep | ToolCallsStep) {
     completion_tokens: completion,
     total_tokens: total ?? prompt + completion,
     prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
 }
 

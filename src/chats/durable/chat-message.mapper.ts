@@ -7,7 +7,10 @@ import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
 export function toLlmMessages(rows: ChatMessageRow[]): LlmMessage[] {
   const messages: LlmMessage[] = [];
   for (const row of rows) {
-    const text = row.parts.filter((p): p is Extract<ChatPart, { type: 'text' }> => p.type === 'text').map((p) => p.text).join('');
+    const text = row.parts
+      .filter((p): p is Extract<ChatPart, { type: 'text' }> => p.type === 'text')
+      .map((p) => p.text)
+      .join('');
     if (row.role === 'user') {
       messages.push({ role: 'user', content: text });
     } else if (row.role === 'assistant') {
@@ -20,7 +23,14 @@ export function toLlmMessages(rows: ChatMessageRow[]): LlmMessage[] {
               tool_calls: calls.map((call) =>
                 call.kind === 'custom'
                   ? { id: call.toolCallId, type: 'custom' as const, custom: { name: call.toolName, input: String(call.input) } }
-                  : { id: call.toolCallId, type: 'function' as const, function: { name: call.toolName, arguments: typeof call.input === 'string' ? call.input : JSON.stringify(call.input) } },
+                  : {
+                      id: call.toolCallId,
+                      type: 'function' as const,
+                      function: {
+                        name: call.toolName,
+                        arguments: typeof call.input === 'string' ? call.input : JSON.stringify(call.input),
+                      },
+                    },
               ),
             }
           : { role: 'assistant', content: text },
@@ -28,7 +38,11 @@ export function toLlmMessages(rows: ChatMessageRow[]): LlmMessage[] {
     } else {
       for (const part of row.parts) {
         if (part.type !== 'tool-result') continue;
-        messages.push({ role: 'tool', tool_call_id: part.toolCallId, content: toolMessageContent({ content: part.output, isError: part.isError }) });
+        messages.push({
+          role: 'tool',
+          tool_call_id: part.toolCallId,
+          content: toolMessageContent({ content: part.output, isError: part.isError }),
+        });
       }
     }
   }
@@ -41,14 +55,24 @@ export function assistantParts(step: TurnStep): ChatPart[] {
   const content = step.assistant.role === 'assistant' && typeof step.assistant.content === 'string' ? step.assistant.content : '';
   if (content) parts.push({ type: 'text', text: content });
   for (const call of step.toolCalls) {
-    parts.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.kind === 'custom' ? call.arguments : readableArguments(call.arguments), kind: call.kind });
+    parts.push({
+      type: 'tool-call',
+      toolCallId: call.id,
+      toolName: call.name,
+      input: call.kind === 'custom' ? call.arguments : readableArguments(call.arguments),
+      kind: call.kind,
+    });
   }
   return parts;
 }
 
 export function toolResultParts(step: TurnStep): ChatPart[] {
   return step.toolResults.map((result) => ({
-    type: 'tool-result' as const, toolCallId: result.toolCallId, toolName: result.name, output: result.content, isError: result.isError,
+    type: 'tool-result' as const,
+    toolCallId: result.toolCallId,
+    toolName: result.name,
+    output: result.content,
+    isError: result.isError,
   }));
 }
 

@@ -38,11 +38,15 @@ export class ChatStreamService implements BeforeApplicationShutdown {
    * or 404 is still a normal JSON error. A Last-Event-ID header wins over ?afterId.
    */
   async streamChat(
-    caller: Caller, chatId: string, resume: { lastEventId?: string; afterId?: number }, open: () => ServerResponse,
+    caller: Caller,
+    chatId: string,
+    resume: { lastEventId?: string; afterId?: number },
+    open: () => ServerResponse,
   ): Promise<void> {
     let lastId = resume.afterId ?? 0;
     if (resume.lastEventId !== undefined) {
-      if (!/^\d{1,18}$/.test(resume.lastEventId)) throw new DomainError('validation_failed', 'Last-Event-ID must be a message id');
+      if (!/^\d{1,18}$/.test(resume.lastEventId))
+        throw new DomainError('validation_failed', 'Last-Event-ID must be a message id');
       lastId = Number(resume.lastEventId);
     }
     await this.chats.get(caller, chatId);
@@ -83,22 +87,41 @@ export class ChatStreamService implements BeforeApplicationShutdown {
       }
     };
     const unsubscribe = this.events.subscribe((event: ChatEventOrResync) => {
-      if (event.type === 'resync') return enqueue(async () => { await sendMessages(); await sendStatus(); });
+      if (event.type === 'resync')
+        return enqueue(async () => {
+          await sendMessages();
+          await sendStatus();
+        });
       if (!('chatId' in event) || event.chatId !== chatId) return;
       switch (event.type) {
-        case 'message': return enqueue(sendMessages);
-        case 'message_part': return enqueue(() => writer.send({ delta: event.delta }, { event: 'message_part' }));
+        case 'message':
+          return enqueue(sendMessages);
+        case 'message_part':
+          return enqueue(() => writer.send({ delta: event.delta }, { event: 'message_part' }));
         // The event's own status, in commit order: a stream shows every transition, not just the latest.
-        case 'status': return enqueue(async () => { await sendMessages(); await sendStatus(event.status); });
-        case 'retry': return enqueue(() => writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }));
-        case 'error': return enqueue(() => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
-        case 'deleted': return enqueue(() => sendStatus());
-        default: return;
+        case 'status':
+          return enqueue(async () => {
+            await sendMessages();
+            await sendStatus(event.status);
+          });
+        case 'retry':
+          return enqueue(() =>
+            writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }),
+          );
+        case 'error':
+          return enqueue(() => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
+        case 'deleted':
+          return enqueue(() => sendStatus());
+        default:
+          return;
       }
     });
     writer.onClose(unsubscribe);
     // Subscribed first, then caught up: nothing committed in between can be missed.
-    enqueue(async () => { await sendMessages(); await sendStatus(); });
+    enqueue(async () => {
+      await sendMessages();
+      await sendStatus();
+    });
   }
 
   /** The caller's chat list changes, for sidebars and inboxes. */
@@ -107,11 +130,16 @@ export class ChatStreamService implements BeforeApplicationShutdown {
     const unsubscribe = this.events.subscribe((event) => {
       if (!('owner' in event) || event.owner !== caller.subject) return;
       switch (event.type) {
-        case 'created': return writer.send({ chatId: event.chatId, status: event.status }, { event: 'created' });
-        case 'status': return writer.send({ chatId: event.chatId, status: event.status }, { event: 'status_change' });
-        case 'action_required': return writer.send({ chatId: event.chatId }, { event: 'action_required' });
-        case 'deleted': return writer.send({ chatId: event.chatId }, { event: 'deleted' });
-        default: return;
+        case 'created':
+          return writer.send({ chatId: event.chatId, status: event.status }, { event: 'created' });
+        case 'status':
+          return writer.send({ chatId: event.chatId, status: event.status }, { event: 'status_change' });
+        case 'action_required':
+          return writer.send({ chatId: event.chatId }, { event: 'action_required' });
+        case 'deleted':
+          return writer.send({ chatId: event.chatId }, { event: 'deleted' });
+        default:
+          return;
       }
     });
     writer.onClose(unsubscribe);

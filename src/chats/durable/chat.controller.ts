@@ -5,7 +5,13 @@ import { Caller, Roles } from '../../auth/auth.decorators';
 import { hijack } from '../../common/fastify-reply';
 import { PaginationQueryDto } from '../../common/pagination.dto';
 import {
-  ChatListResponse, ChatMessagesResponse, ChatResponse, CreateChatDto, MessagesQueryDto, PostMessageDto, ToolResultsDto,
+  ChatListResponse,
+  ChatMessagesResponse,
+  ChatResponse,
+  CreateChatDto,
+  MessagesQueryDto,
+  PostMessageDto,
+  ToolResultsDto,
 } from './chat.dto';
 import { ChatService } from './chat.service';
 import { ChatStreamService } from './chat-stream.service';

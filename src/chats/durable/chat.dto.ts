@@ -1,7 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  Allow, ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateNested,
+  Allow,
+  ArrayMaxSize,
+  ArrayNotEmpty,
+  IsArray,
+  IsBoolean,
+  IsNotEmpty,
+  IsOptional,
+  IsString,
+  MaxLength,
+  ValidateNested,
 } from 'class-validator';
 import { QueryInt } from '../../common/pagination.dto';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
@@ -11,15 +20,27 @@ const MAX_MESSAGE = 100_000;
 
 export class CreateChatDto {
   @ApiProperty({ example: 'data_chat' }) @IsString() @IsNotEmpty() @MaxLength(63) agent: string;
-  @ApiProperty({ example: 'Which deals did we win last quarter?' }) @IsString() @IsNotEmpty() @MaxLength(MAX_MESSAGE) message: string;
-  @ApiPropertyOptional({ type: ChatContextDto }) @IsOptional() @ValidateNested() @Type(() => ChatContextDto) context?: ChatContextDto;
+  @ApiProperty({ example: 'Which deals did we win last quarter?' })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(MAX_MESSAGE)
+  message: string;
+  @ApiPropertyOptional({ type: ChatContextDto })
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ChatContextDto)
+  context?: ChatContextDto;
   @ApiPropertyOptional({ maxLength: 255 }) @IsOptional() @IsString() @MaxLength(255) title?: string;
 
   @ApiPropertyOptional({
-    description: 'Tools the client executes: { name, description, inputSchema } or { type: "custom", name, description } (raw text input)',
-    type: 'array', items: { type: 'object' },
+    description:
+      'Tools the client executes: { name, description, inputSchema } or { type: "custom", name, description } (raw text input)',
+    type: 'array',
+    items: { type: 'object' },
   })
-  @IsOptional() @IsArray() dynamicTools?: unknown[];
+  @IsOptional()
+  @IsArray()
+  dynamicTools?: unknown[];
 }
 
 export class PostMessageDto {
@@ -35,14 +56,18 @@ export class ToolResultDto {
 
 export class ToolResultsDto {
   @ApiProperty({ type: [ToolResultDto] })
-  @IsArray() @ArrayNotEmpty({ message: 'results must contain at least one result' }) @ArrayMaxSize(64)
-  @ValidateNested({ each: true }) @Type(() => ToolResultDto)
+  @IsArray()
+  @ArrayNotEmpty({ message: 'results must contain at least one result' })
+  @ArrayMaxSize(64)
+  @ValidateNested({ each: true })
+  @Type(() => ToolResultDto)
   results: ToolResultDto[];
 }
 
 export class MessagesQueryDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Only messages with a larger id (the stream cursor)' })
-  @QueryInt(0, Number.MAX_SAFE_INTEGER, 'afterId must be a message id') afterId?: number;
+  @QueryInt(0, Number.MAX_SAFE_INTEGER, 'afterId must be a message id')
+  afterId?: number;
 }
 
 export class PendingToolCallResponse {
@@ -59,7 +84,10 @@ export class ChatResponse {
   @ApiProperty({ nullable: true, type: 'object', additionalProperties: true }) context: Record<string, string> | null;
   @ApiPropertyOptional({ type: [PendingToolCallResponse] }) pendingToolCalls?: PendingToolCall[];
   @ApiPropertyOptional({ nullable: true }) actionExpiresAt?: string | null;
-  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true }) lastError: { code: string; message: string } | null;
+  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true }) lastError: {
+    code: string;
+    message: string;
+  } | null;
   @ApiProperty() createdAt: string;
   @ApiProperty() updatedAt: string;
 }

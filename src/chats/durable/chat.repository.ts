@@ -8,9 +8,26 @@ import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus, PendingToolCal
 
 /** Every column of `chats`: what a statement returns for a ChatRow. */
 const CHAT_COLUMNS = [
-  'id', 'owner', 'owner_role', 'agent', 'title', 'status', 'context', 'dynamic_tools', 'pending_tool_calls',
-  'action_expires_at', 'worker_id', 'claim_token', 'heartbeat_at', 'available_at', 'attempts', 'turn_iterations', 'turn_tokens', 'last_error',
-  'created_at', 'updated_at',
+  'id',
+  'owner',
+  'owner_role',
+  'agent',
+  'title',
+  'status',
+  'context',
+  'dynamic_tools',
+  'pending_tool_calls',
+  'action_expires_at',
+  'worker_id',
+  'claim_token',
+  'heartbeat_at',
+  'available_at',
+  'attempts',
+  'turn_iterations',
+  'turn_tokens',
+  'last_error',
+  'created_at',
+  'updated_at',
 ] as const satisfies ReadonlyArray<keyof ChatsTable>;
 
 /** A chat that leaves `running` loses its claim: no worker, no token, no heartbeat. */
@@ -44,15 +61,29 @@ export type StatusChange = {
 @Injectable()
 export class ChatRepository {
   /** A new chat, pending for a worker. */
-  async insertChat(em: EntityManager, chat: {
-    id: string; owner: string; ownerRole: ChatRow['ownerRole']; agent: string; title: string | null;
-    context: Record<string, string> | null; dynamicTools: DynamicTool[];
-  }): Promise<ChatRow> {
+  async insertChat(
+    em: EntityManager,
+    chat: {
+      id: string;
+      owner: string;
+      ownerRole: ChatRow['ownerRole'];
+      agent: string;
+      title: string | null;
+      context: Record<string, string> | null;
+      dynamicTools: DynamicTool[];
+    },
+  ): Promise<ChatRow> {
     const row = await db(em)
       .insertInto('chats')
       .values({
-        id: chat.id, owner: chat.owner, owner_role: chat.ownerRole, agent: chat.agent, title: chat.title, status: 'pending',
-        context: json(chat.context), dynamic_tools: json(chat.dynamicTools),
+        id: chat.id,
+        owner: chat.owner,
+        owner_role: chat.ownerRole,
+        agent: chat.agent,
+        title: chat.title,
+        status: 'pending',
+        context: json(chat.context),
+        dynamic_tools: json(chat.dynamicTools),
       })
       .returning(CHAT_COLUMNS)
       .executeTakeFirstOrThrow();
@@ -170,7 +201,13 @@ export class ChatRepository {
       .skipLocked();
     const rows = await kysely
       .updateTable('chats')
-      .set({ status: 'running', worker_id: workerId, claim_token: sql<string>`gen_random_uuid()`, heartbeat_at: now(), updated_at: now() })
+      .set({
+        status: 'running',
+        worker_id: workerId,
+        claim_token: sql<string>`gen_random_uuid()`,
+        heartbeat_at: now(),
+        updated_at: now(),
+      })
       // array(...) evaluates the locking subquery once, before the update, so each locked row is claimed exactly once.
       .where((eb) => eb('id', '=', eb.fn.any(sql<string[]>`array(${claimable})`)))
       .returning(CHAT_COLUMNS)
@@ -191,7 +228,11 @@ export class ChatRepository {
   }
 
   /** Running chats whose replica stopped heart-beating go back to pending; after `maxAttempts` such losses, to error. */
-  async recoverStale(em: EntityManager, staleAfterMs: number, maxAttempts: number): Promise<Array<{ id: string; owner: string; status: ChatStatus }>> {
+  async recoverStale(
+    em: EntityManager,
+    staleAfterMs: number,
+    maxAttempts: number,
+  ): Promise<Array<{ id: string; owner: string; status: ChatStatus }>> {
     return db(em)
       .updateTable('chats')
       .set((eb) => {
@@ -202,7 +243,12 @@ export class ChatRepository {
           updated_at: now(),
           available_at: now(),
           attempts: eb('attempts', '+', 1),
-          status: eb.case().when(exhausted).then('error' as const).else('pending' as const).end(),
+          status: eb
+            .case()
+            .when(exhausted)
+            .then('error' as const)
+            .else('pending' as const)
+            .end(),
           // Typed as the JSON text the column is written with; the current value passes through unchanged.
           last_error: eb.case().when(exhausted).then(json(WORKER_LOST)).else(eb.ref('last_error').$castTo<string | null>()).end(),
         };

@@ -13,7 +13,14 @@ import { ChatEvents } from './chat-events.service';
 import { ChatRepository } from './chat.repository';
 import { ChatPart, ChatRow, PendingToolCall } from './chat.types';
 import {
-  ChatListResponse, ChatMessagesResponse, ChatResponse, CreateChatDto, MessagesQueryDto, toChatResponse, toMessageResponse, ToolResultDto,
+  ChatListResponse,
+  ChatMessagesResponse,
+  ChatResponse,
+  CreateChatDto,
+  MessagesQueryDto,
+  toChatResponse,
+  toMessageResponse,
+  ToolResultDto,
 } from './chat.dto';
 import { validateDynamicTools } from '../../runtime/client-tools';
 
@@ -42,8 +49,13 @@ export class ChatService {
     this.llm.assertConfigured();
     const created = await this.em.fork().transactional(async (em) => {
       const chat = await this.repo.insertChat(em, {
-        id: randomUUID(), owner: caller.subject, ownerRole: caller.role, agent: agent.name,
-        title: dto.title ?? dto.message.slice(0, 80), context: contextOf(dto.context), dynamicTools,
+        id: randomUUID(),
+        owner: caller.subject,
+        ownerRole: caller.role,
+        agent: agent.name,
+        title: dto.title ?? dto.message.slice(0, 80),
+        context: contextOf(dto.context),
+        dynamicTools,
       });
       const messageId = await this.repo.insertMessage(em, chat.id, 'user', [{ type: 'text', text: dto.message }]);
       await this.events.publish({ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }, em);
@@ -82,7 +94,9 @@ export class ChatService {
     await this.em.fork().transactional(async (em) => {
       const chat = await this.get(caller, id, em, true);
       if (chat.status !== 'waiting' && chat.status !== 'error') {
-        throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, { status: chat.status });
+        throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, {
+          status: chat.status,
+        });
       }
       const messageId = await this.repo.insertMessage(em, id, 'user', [{ type: 'text', text: message }]);
       await this.repo.setStatus(em, id, { status: 'pending', resetTurn: true, lastError: null });
@@ -99,14 +113,19 @@ export class ChatService {
     await this.em.fork().transactional(async (em) => {
       const chat = await this.get(caller, id, em, true);
       if (chat.status !== 'requires_action') {
-        throw new DomainError('chat_not_waiting_for_tools', `The chat is ${chat.status}, not waiting for tool results`, { status: chat.status });
+        throw new DomainError('chat_not_waiting_for_tools', `The chat is ${chat.status}, not waiting for tool results`, {
+          status: chat.status,
+        });
       }
       const pending = chat.pendingToolCalls ?? [];
       checkResultIds(pending, results);
       const byId = new Map(pending.map((call) => [call.id, call]));
       const parts: ChatPart[] = results.map((result) => ({
-        type: 'tool-result', toolCallId: result.toolCallId, toolName: byId.get(result.toolCallId)!.name,
-        output: result.output, isError: result.isError ?? false,
+        type: 'tool-result',
+        toolCallId: result.toolCallId,
+        toolName: byId.get(result.toolCallId)!.name,
+        output: result.output,
+        isError: result.isError ?? false,
       }));
       const messageId = await this.repo.insertMessage(em, id, 'tool', parts);
       await this.repo.setStatus(em, id, { status: 'pending' });
@@ -146,7 +165,11 @@ export class ChatService {
     const pending: PendingToolCall[] = chat.pendingToolCalls ?? [];
     if (!pending.length) return;
     const parts: ChatPart[] = pending.map((call) => ({
-      type: 'tool-result', toolCallId: call.id, toolName: call.name, output: { error: { code, message } }, isError: true,
+      type: 'tool-result',
+      toolCallId: call.id,
+      toolName: call.name,
+      output: { error: { code, message } },
+      isError: true,
     }));
     const messageId = await this.repo.insertMessage(em, chat.id, 'tool', parts);
     await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
@@ -162,13 +185,16 @@ function contextOf(context: CreateChatDto['context']): Record<string, string> | 
 /** 400 unless the results name each pending call exactly once. */
 function checkResultIds(pending: PendingToolCall[], results: ToolResultDto[]): void {
   const withoutOutput = results.find((r) => r.output === undefined);
-  if (withoutOutput) throw new DomainError('validation_failed', `Result for "${withoutOutput.toolCallId}" has no output (null is fine)`);
+  if (withoutOutput)
+    throw new DomainError('validation_failed', `Result for "${withoutOutput.toolCallId}" has no output (null is fine)`);
   const expected = new Set(pending.map((call) => call.id));
   const seen = new Set<string>();
   const duplicate = results.find((r) => (seen.has(r.toolCallId) ? true : (seen.add(r.toolCallId), false)));
   if (duplicate) throw new DomainError('invalid_tool_results', `Tool call "${duplicate.toolCallId}" has more than one result`);
   const extra = results.filter((r) => !expected.has(r.toolCallId)).map((r) => r.toolCallId);
-  if (extra.length) throw new DomainError('invalid_tool_results', `Unknown tool call ids: ${extra.join(', ')}`, { expected: [...expected] });
+  if (extra.length)
+    throw new DomainError('invalid_tool_results', `Unknown tool call ids: ${extra.join(', ')}`, { expected: [...expected] });
   const missing = [...expected].filter((callId) => !seen.has(callId));
-  if (missing.length) throw new DomainError('invalid_tool_results', `Missing results for tool calls: ${missing.join(', ')}`, { missing });
+  if (missing.length)
+    throw new DomainError('invalid_tool_results', `Missing results for tool calls: ${missing.join(', ')}`, { missing });
 }

@@ -22,7 +22,6 @@ export interface ChatMessageRow {
   createdAt: Date;
 }
 
-
 /** A call waiting for the client (or a human, for ask_user). `arguments` is raw text for custom tools. */
 export interface PendingToolCall {
   id: string;

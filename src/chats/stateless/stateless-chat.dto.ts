@@ -1,27 +1,45 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
-  ArrayMaxSize, ArrayNotEmpty, IsArray, IsBoolean, IsObject, IsOptional, IsString, MaxLength, ValidateNested,
+  ArrayMaxSize,
+  ArrayNotEmpty,
+  IsArray,
+  IsBoolean,
+  IsObject,
+  IsOptional,
+  IsString,
+  MaxLength,
+  ValidateNested,
 } from 'class-validator';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { ChatOptionsDto } from '../../runtime/chat-options.dto';
 
 export class StatelessChatDto {
-  @ApiProperty({ type: 'array', items: { type: 'object', properties: { role: { enum: ['user', 'assistant'] }, content: { type: 'string' } } } })
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'object', properties: { role: { enum: ['user', 'assistant'] }, content: { type: 'string' } } },
+  })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
   @ArrayMaxSize(500)
   messages: unknown[];
 
   @ApiPropertyOptional({ type: ChatContextDto })
-  @IsOptional() @ValidateNested() @Type(() => ChatContextDto) context?: ChatContextDto;
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ChatContextDto)
+  context?: ChatContextDto;
 
   /** Checked by the runtime against ChatOptionsDto; keys other than its three are ignored, never forwarded. */
-  @ApiPropertyOptional({ type: ChatOptionsDto, description: 'maxTokens may not exceed the agent\'s; other keys are ignored' })
-  @IsOptional() @IsObject() options?: Record<string, unknown>;
+  @ApiPropertyOptional({ type: ChatOptionsDto, description: "maxTokens may not exceed the agent's; other keys are ignored" })
+  @IsOptional()
+  @IsObject()
+  options?: Record<string, unknown>;
 
   @ApiPropertyOptional({ default: false, description: 'Stream the Vercel AI SDK UI message stream (v1)' })
-  @IsOptional() @IsBoolean() stream?: boolean;
+  @IsOptional()
+  @IsBoolean()
+  stream?: boolean;
 
   /** Sent by AI SDK `useChat` clients; accepted and ignored. */
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) id?: string;

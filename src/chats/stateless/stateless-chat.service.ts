@@ -27,7 +27,11 @@ export class StatelessChatService {
    * response that `open` hands over (only after the checks, so they still answer as JSON errors).
    */
   async chat(
-    caller: Caller, agentName: string, dto: StatelessChatDto, signal: AbortSignal, open: () => ServerResponse,
+    caller: Caller,
+    agentName: string,
+    dto: StatelessChatDto,
+    signal: AbortSignal,
+    open: () => ServerResponse,
   ): Promise<StatelessChatResponse | undefined> {
     const prepared = await this.prepare(caller, agentName, dto);
     if (!dto.stream) return this.complete(prepared, signal);

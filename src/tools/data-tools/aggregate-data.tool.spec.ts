@@ -41,11 +41,17 @@ describe('aggregate_data with a forbidden function', () => {
     const registry = new ToolRegistry();
     registry.register(createAggregateDataTool({ data, metadata, em, statementTimeoutMs: 1000 }));
     const result = await registry.execute(
-      { id: 'c', name: 'aggregate_data', arguments: { objectName: 'deal', aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] } },
+      {
+        id: 'c',
+        name: 'aggregate_data',
+        arguments: { objectName: 'deal', aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] },
+      },
       { signal: new AbortController().signal },
     );
     expect(result.isError).toBe(true);
-    expect(result.content).toMatchObject({ error: { code: 'invalid_arguments', message: match.stringContaining('"drop_table" is not allowed') } });
+    expect(result.content).toMatchObject({
+      error: { code: 'invalid_arguments', message: match.stringContaining('"drop_table" is not allowed') },
+    });
     expect(spy).not.toHaveBeenCalled();
     expect(statements).toEqual([]);
   });
@@ -67,7 +73,9 @@ describe('aggregate_data with a forbidden function', () => {
   it('sum on a text field is refused before SQL', async () => {
     const { em, statements } = recordingEm();
     const data = new DataService(em, metadata);
-    await expect(data.aggregate('deal', { aggregations: [{ function: 'sum', field: 'owner', alias: 's' }], limit: 10 }, em)).rejects.toMatchObject({
+    await expect(
+      data.aggregate('deal', { aggregations: [{ function: 'sum', field: 'owner', alias: 's' }], limit: 10 }, em),
+    ).rejects.toMatchObject({
       code: 'invalid_aggregation',
     });
     expect(statements).toEqual([]);

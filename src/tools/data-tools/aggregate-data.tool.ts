@@ -54,7 +54,8 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
               field: { type: 'string', description: 'Field to aggregate; omit only for count (counts records).' },
               alias: {
                 type: 'string',
-                description: 'Name of the result column: lowercase letters, digits and _, starting with a letter, e.g. "total_amount".',
+                description:
+                  'Name of the result column: lowercase letters, digits and _, starting with a letter, e.g. "total_amount".',
               },
             },
             required: ['function', 'alias'],
@@ -70,7 +71,8 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
         where: WHERE_PARAM,
         orderBy: {
           type: 'array',
-          description: 'Order groups by an aggregation alias or a group-by field, e.g. [{"field": "total_amount", "order": "desc"}].',
+          description:
+            'Order groups by an aggregation alias or a group-by field, e.g. [{"field": "total_amount", "order": "desc"}].',
           items: {
             type: 'object',
             properties: { field: { type: 'string', description: 'An alias or a group-by field.' }, order: SORT_ORDER_PARAM },

@@ -39,15 +39,23 @@ function refineError(error: DomainError, ctx: ToolContext): DomainError {
     const message =
       `${error.message}. Available fields: ${shown.join(', ')}${more > 0 ? ` (and ${more} more)` : ''}. ` +
       'Call describe_object to see every field with its type.';
-    return new DomainError(error.code, message, { ...details, availableFields: shown, ...(more > 0 ? { moreFields: more } : {}) });
+    return new DomainError(error.code, message, {
+      ...details,
+      availableFields: shown,
+      ...(more > 0 ? { moreFields: more } : {}),
+    });
   }
   if (error.code === 'object_not_found' && Array.isArray(details.availableObjects)) {
     const agent = ctx.agent;
     const available = (details.availableObjects as string[]).filter((name) => !agent || mayUseObject(agent.allowedObjects, name));
-    return new DomainError(error.code, `${error.message}. Available objects: ${available.join(', ') || 'none'}. Call list_objects to see them.`, {
-      ...details,
-      availableObjects: available,
-    });
+    return new DomainError(
+      error.code,
+      `${error.message}. Available objects: ${available.join(', ') || 'none'}. Call list_objects to see them.`,
+      {
+        ...details,
+        availableObjects: available,
+      },
+    );
   }
   return error;
 }
@@ -75,7 +83,8 @@ export const WHERE_PARAM: JsonSchema = {
 
 export const FIELDS_PARAM: JsonSchema = {
   type: 'array',
-  description: 'Field names to return (id is always included). Omit to get every field; ask only for what you need to keep results small.',
+  description:
+    'Field names to return (id is always included). Omit to get every field; ask only for what you need to keep results small.',
   items: { type: 'string' },
   maxItems: 100,
 };
