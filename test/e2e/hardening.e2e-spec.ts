@@ -352,4 +352,44 @@ describe('hardening against hostile member input', () => {
       expect(results.map((p) => p.isError)).toEqual([false, false, true, true, true]);
     });
   });
+
+  describe('bodies with many keys are refused before any transformation (finding 3)', () => {
+    const manyKeys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]));
+
+    beforeAll(async () => {
+      await t.http
+        .post('/api/v1/objects')
+        .set(bearer(t.adminKey))
+        .send({ name: 'gadget', label: 'Gadget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
+        .expect(201);
+    });
+
+    it.each([
+      [
+        'a where of the aggregate route',
+        '/api/v1/objects/deal/aggregate',
+        { where: manyKeys(99_000), aggregations: [{ function: 'count', alias: 'n' }] },
+      ],
+      [
+        'the options of a chat',
+        '/api/v1/ai/agents/data_chat/chat',
+        { messages: [{ role: 'user', content: 'x' }], options: manyKeys(99_000) },
+      ],
+      ['the arguments of a tool call', '/api/v1/ai/tools/query_records/execute', { arguments: manyKeys(5_000) }],
+    ])('answers 400 for an object of too many keys in %s', async (_label, path, body) => {
+      const res = await t.http.post(path).set(bearer(alice)).send(body).expect(400);
+      expect(res.body).toMatchObject({ code: 'validation_failed', details: { maxKeys: 1000 } });
+      expect(llm.requests).toHaveLength(0);
+    });
+
+    it('lets an object of 1,000 keys through to its route', async () => {
+      const res = await t.http
+        .post('/api/v1/objects/gadget/aggregate')
+        .set(bearer(alice))
+        .send({ where: manyKeys(1_000), aggregations: [{ function: 'count', alias: 'n' }] })
+        .expect(400);
+      // The where compiler's own answer, not the body limit: the body reached the route.
+      expect((res.body as { code: string }).code).toBe('unknown_field');
+    });
+  });
 });
