@@ -22,6 +22,8 @@ export const ERRORS = {
   unsupported_media_type: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
   rate_limited: HttpStatus.TOO_MANY_REQUESTS,
   conflict: HttpStatus.CONFLICT,
+  // If-Match that is not "*" or a list of entity tags.
+  invalid_if_match: HttpStatus.BAD_REQUEST,
 
   // Missing things.
   route_not_found: HttpStatus.NOT_FOUND,
@@ -46,6 +48,8 @@ export const ERRORS = {
   chat_busy: HttpStatus.CONFLICT,
   metadata_changed: HttpStatus.CONFLICT,
   chat_not_waiting_for_tools: HttpStatus.CONFLICT,
+  // The record changed since the version the client sent in If-Match.
+  precondition_failed: HttpStatus.PRECONDITION_FAILED,
 
   // Metadata definitions.
   invalid_name: HttpStatus.BAD_REQUEST,
