@@ -19,8 +19,8 @@ type Row = Record<string, unknown>;
  * Each record's version: the id of the transaction that wrote its current row (Postgres' `xmin`),
  * as text. Every UPDATE writes a new row, so the version changes with every write, with no column
  * to keep up to date; freezing keeps the value, and a field cannot be named like it. Reused only
- * after 2^32 transactions, which is far beyond the life of a copy a client holds. Found, get,
- * inserted and updated rows carry it as `__version` (field names cannot hold `__`).
+ * after 2^32 transactions, which is far beyond the life of a copy a client holds. A record read by
+ * id, inserted or updated carries it as `__version` (field names cannot hold `__`).
  */
 export const VERSION_ALIAS = '__version';
 const VERSION_COLUMN = `${quoteIdent('xmin')}::text`;
