@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
+import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/framework-errors';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
 import { createValidationPipe } from './common/validation.pipe';
@@ -33,13 +34,14 @@ export async function createApp(
   options: CreateAppOptions = {},
 ): Promise<NestFastifyApplication> {
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
+  const filter = new HttpExceptionFilter();
   const adapter = new FastifyAdapter({
     loggerInstance: httpLogger(),
     logController: new RequestLogController({ requestIdLogLabel: 'requestId' }),
     genReqId: requestId,
     bodyLimit: 2 * 1024 * 1024,
-    // While draining on shutdown, new requests get a 503 instead of hanging.
-    return503OnClosing: true,
+    // What Fastify and Node answer themselves (a refused URL or header, a 503 while draining) in the error shape.
+    ...frameworkErrorOptions(filter),
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, databaseUrl), adapter, {
     logger: nestLogger,
@@ -47,12 +49,14 @@ export async function createApp(
   });
   registerJsonBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
-  app.useGlobalFilters(new HttpExceptionFilter());
+  app.useGlobalFilters(filter);
   const fastify = app.getHttpAdapter().getInstance();
   fastify.addHook('onRequest', async (request, reply) => {
     // On the raw response, so that hijacked replies (event streams) carry it too.
     reply.raw.setHeader('x-request-id', request.id);
   });
+  // After the hook above, so that its refusals carry the request id too.
+  installFrameworkErrorHandlers(app, filter);
   fastify.addHook('preHandler', requestLogContext);
   const document = SwaggerModule.createDocument(
     app,

@@ -1,5 +1,8 @@
 import { HttpStatus } from '@nestjs/common';
 
+/** 431, which Nest's HttpStatus does not list. */
+const REQUEST_HEADER_FIELDS_TOO_LARGE = 431 as HttpStatus;
+
 /**
  * Every error code the server produces, with its HTTP status. `DomainError` and tool error
  * results accept only these keys, so a new or misspelt code fails to compile instead of
@@ -22,6 +25,15 @@ export const ERRORS = {
   unsupported_media_type: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
   rate_limited: HttpStatus.TOO_MANY_REQUESTS,
   conflict: HttpStatus.CONFLICT,
+  // If-Match that is not "*" or a list of entity tags.
+  invalid_if_match: HttpStatus.BAD_REQUEST,
+  // Refused by Node's HTTP parser or Fastify's router before any route runs (framework-errors.ts).
+  malformed_request: HttpStatus.BAD_REQUEST,
+  invalid_url: HttpStatus.BAD_REQUEST,
+  uri_too_long: HttpStatus.URI_TOO_LONG,
+  headers_too_large: REQUEST_HEADER_FIELDS_TOO_LARGE,
+  request_timeout: HttpStatus.REQUEST_TIMEOUT,
+  expectation_failed: HttpStatus.EXPECTATION_FAILED,
 
   // Missing things.
   route_not_found: HttpStatus.NOT_FOUND,
@@ -46,6 +58,8 @@ export const ERRORS = {
   chat_busy: HttpStatus.CONFLICT,
   metadata_changed: HttpStatus.CONFLICT,
   chat_not_waiting_for_tools: HttpStatus.CONFLICT,
+  // The record changed since the version the client sent in If-Match.
+  precondition_failed: HttpStatus.PRECONDITION_FAILED,
 
   // Metadata definitions.
   invalid_name: HttpStatus.BAD_REQUEST,
@@ -114,6 +128,7 @@ export const ERRORS = {
 
   // The server itself.
   database_unavailable: HttpStatus.SERVICE_UNAVAILABLE,
+  shutting_down: HttpStatus.SERVICE_UNAVAILABLE,
   internal_error: HttpStatus.INTERNAL_SERVER_ERROR,
 } as const satisfies Record<string, HttpStatus>;
 

@@ -37,6 +37,7 @@ const PG_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
 /**
  * The one place where failures become HTTP: domain errors by their code, framework errors by
  * their status, anything unexpected as a 500 carrying the request id (the stack goes to the log).
+ * What Fastify or Node answer before Nest sees a request goes through here too (framework-errors.ts).
  */
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
@@ -44,9 +45,12 @@ export class HttpExceptionFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
-    const reply = http.getResponse<FastifyReply>();
-    const request = http.getRequest<FastifyRequest>();
-    const { status, body } = this.toResponse(exception, request);
+    this.send(exception, http.getRequest<FastifyRequest>(), http.getResponse<FastifyReply>());
+  }
+
+  /** Answers `request` with the error body of `exception`. */
+  send(exception: unknown, request: FastifyRequest, reply: FastifyReply): void {
+    const { status, body } = this.toResponse(exception, String(request.id));
     if (status >= 500 && exception instanceof DomainError) {
       // An expected condition (model endpoint down, not configured): one line, no stack.
       // The request id comes with the log context of the request.
@@ -62,7 +66,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 
-  private toResponse(exception: unknown, request: FastifyRequest): { status: number; body: ErrorBody } {
+  /** The status and body for a failure; `requestId` is quoted by a 500 only. */
+  toResponse(exception: unknown, requestId: string): { status: number; body: ErrorBody } {
     if (exception instanceof DomainError) {
       const body: ErrorBody = { error: exception.message, code: exception.code };
       if (exception.details !== undefined) body.details = exception.details;
@@ -70,7 +75,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     }
     if (exception instanceof HttpException && exception.cause) {
       // Fastify's own errors (malformed JSON, wrong content type, body too large) arrive wrapped.
-      return this.toResponse(exception.cause, request);
+      return this.toResponse(exception.cause, requestId);
     }
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
@@ -105,7 +110,7 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (pg) return { status: statusForCode(pg.code), body: { error: pg.message, code: pg.code } };
     return {
       status: HttpStatus.INTERNAL_SERVER_ERROR,
-      body: { error: 'Internal server error', code: 'internal_error', details: { requestId: String(request.id) } },
+      body: { error: 'Internal server error', code: 'internal_error', details: { requestId } },
     };
   }
 }

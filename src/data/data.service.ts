@@ -17,9 +17,17 @@ import { MetadataService } from '../metadata/metadata.service';
 import { indexName } from '../metadata/metadata.naming';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
-import { AggregateQuery, FindQuery, FindResult } from './data.types';
+import { AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
 import { decodeRow, encodeFieldValue } from './field-value.codec';
-import { compileCount, compileDelete, compileFind, compileFindOne, compileInsert, compileUpdate } from './records.compiler';
+import {
+  compileCount,
+  compileDelete,
+  compileFind,
+  compileFindOne,
+  compileInsert,
+  compileUpdate,
+  VERSION_ALIAS,
+} from './records.compiler';
 import { clip, requireField } from './where.compiler';
 
 /**
@@ -58,12 +66,22 @@ export class DataService {
     fields?: unknown,
     em: EntityManager = this.em.fork(),
   ): Promise<Record<string, unknown>> {
+    return (await this.findOneVersioned(objectName, id, fields, em)).record;
+  }
+
+  /** Like findOne, with the record's version (for its ETag). */
+  async findOneVersioned(
+    objectName: string,
+    id: unknown,
+    fields?: unknown,
+    em: EntityManager = this.em.fork(),
+  ): Promise<VersionedRecord> {
     return this.withObject(objectName, em, async (object) => {
       const query = compileFindOne(object, id, fields);
       if (!isUuid(id)) throw notFound(object.name, id);
       const rows = await runQuery(em, query);
       if (!rows.length) throw notFound(object.name, id);
-      return decodeRow(object, rows[0]);
+      return decodeVersioned(object, rows[0]);
     });
   }
 
@@ -79,9 +97,10 @@ export class DataService {
     });
   }
 
-  async insert(objectName: string, input: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
-    const [record] = await this.insertMany(objectName, [input], em);
-    return record;
+  /** One record, returned with its version (for its ETag). */
+  async insert(objectName: string, input: unknown, em: EntityManager = this.em.fork()): Promise<VersionedRecord> {
+    const [inserted] = await this.insertVersioned(objectName, [input], em);
+    return inserted;
   }
 
   /** Inserts records in one statement (all or nothing); each is validated like a single insert. */
@@ -90,36 +109,64 @@ export class DataService {
     inputs: unknown[],
     em: EntityManager = this.em.fork(),
   ): Promise<Record<string, unknown>[]> {
-    return this.withObject(objectName, em, async (object) => {
-      if (!inputs.length) return [];
-      const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-      const rows = await this.write(object, em, compileInsert(object, encoded));
-      return rows.map((row) => decodeRow(object, row));
-    });
+    return (await this.insertVersioned(objectName, inputs, em)).map(({ record }) => record);
   }
 
-  /** Partial update: only the given fields change; `updated_at` moves forward. */
+  /**
+   * Partial update: only the given fields change; `updated_at` moves forward. With `versions`
+   * (If-Match), only a record still at one of them changes, else `precondition_failed`.
+   */
   async update(
     objectName: string,
     id: unknown,
     input: unknown,
+    versions?: readonly string[],
     em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>> {
+  ): Promise<VersionedRecord> {
     return this.withObject(objectName, em, async (object) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.write(object, em, compileUpdate(object, id, values));
-      if (!rows.length) throw notFound(object.name, id);
-      return decodeRow(object, rows[0]);
+      const rows = await this.write(object, em, compileUpdate(object, id, values, versions));
+      if (!rows.length) throw await this.missedWrite(object, id, versions, em);
+      return decodeVersioned(object, rows[0]);
     });
   }
 
-  async delete(objectName: string, id: unknown, em: EntityManager = this.em.fork()): Promise<void> {
+  /** Deletes one record; with `versions` (If-Match), only if it is still at one of them. */
+  async delete(objectName: string, id: unknown, versions?: readonly string[], em: EntityManager = this.em.fork()): Promise<void> {
     return this.withObject(objectName, em, async (object) => {
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.write(object, em, compileDelete(object, id));
-      if (!rows.length) throw notFound(object.name, id);
+      const rows = await this.write(object, em, compileDelete(object, id, versions));
+      if (!rows.length) throw await this.missedWrite(object, id, versions, em);
     });
+  }
+
+  private async insertVersioned(objectName: string, inputs: unknown[], em: EntityManager): Promise<VersionedRecord[]> {
+    return this.withObject(objectName, em, async (object) => {
+      if (!inputs.length) return [];
+      const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
+      const rows = await this.write(object, em, compileInsert(object, encoded));
+      return rows.map((row) => decodeVersioned(object, row));
+    });
+  }
+
+  /**
+   * Why a conditional write changed no row: the record is gone (404, whatever If-Match said), or it
+   * is at another version (412). Asked only after a miss, so a write that matches stays one statement.
+   */
+  private async missedWrite(
+    object: ObjectMeta,
+    id: string,
+    versions: readonly string[] | undefined,
+    em: EntityManager,
+  ): Promise<DomainError> {
+    if (!versions) return notFound(object.name, id);
+    const rows = await runQuery(em, compileFindOne(object, id, ['id']));
+    if (!rows.length) return notFound(object.name, id);
+    return new DomainError(
+      'precondition_failed',
+      `The "${object.name}" record "${id}" is not at a version If-Match names (it changed since it was read); read it again and retry`,
+    );
   }
 
   /**
@@ -153,6 +200,12 @@ export class DataService {
       throw translateWriteError(object, error) ?? error;
     }
   }
+}
+
+/** A row from compileFindOne, compileInsert or compileUpdate: the record without its version, and the version. */
+function decodeVersioned(object: ObjectMeta, row: Record<string, unknown>): VersionedRecord {
+  const { [VERSION_ALIAS]: version, ...rest } = row;
+  return { record: decodeRow(object, rest), version: String(version) };
 }
 
 function stripTotal(row: Record<string, unknown>): Record<string, unknown> {

@@ -13,6 +13,12 @@ export interface FindResult {
   total: number;
 }
 
+/** One record and its version (records.compiler.ts), which the records API sends as its ETag. */
+export interface VersionedRecord {
+  record: Record<string, unknown>;
+  version: string;
+}
+
 export const AGGREGATE_FUNCTIONS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] as const;
 export type AggregateFunction = (typeof AGGREGATE_FUNCTIONS)[number];
 

@@ -15,6 +15,22 @@ import { compileWhere, requireField } from './where.compiler';
 
 type Row = Record<string, unknown>;
 
+/**
+ * Each record's version: the id of the transaction that wrote its current row (Postgres' `xmin`),
+ * as text. Every UPDATE writes a new row, so the version changes with every write, with no column
+ * to keep up to date; freezing keeps the value, and a field cannot be named like it. Reused only
+ * after 2^32 transactions, which is far beyond the life of a copy a client holds. A record read by
+ * id, inserted or updated carries it as `__version` (field names cannot hold `__`).
+ */
+export const VERSION_ALIAS = '__version';
+const VERSION_COLUMN = `${quoteIdent('xmin')}::text`;
+const VERSION_SELECT = `${VERSION_COLUMN} as "${VERSION_ALIAS}"`;
+
+/** `and` the row's version is one of `versions` (none: no condition), for conditional writes. */
+function versionCondition(versions: readonly string[] | undefined, params: SqlParams): string {
+  return versions ? ` and ${VERSION_COLUMN} = any(${params.add(versions)}::text[])` : '';
+}
+
 /** One page of records; each row also carries `__total`, the count of the whole filter (a window count, no second scan). */
 export function compileFind(object: ObjectMeta, query: FindQuery): CompiledQuery<Row> {
   const params = new SqlParams();
@@ -35,10 +51,12 @@ export function compileCount(object: ObjectMeta, where: unknown): CompiledQuery<
   return params.query(`select count(*) as "count" from ${objectTable(object.name)} where ${compileWhere(object, where, params)}`);
 }
 
-/** The record with this id, with the selected fields; the caller runs it only for a well-formed uuid. */
+/** The record with this id, with the selected fields and its version; the caller runs it only for a well-formed uuid. */
 export function compileFindOne(object: ObjectMeta, id: unknown, fields: unknown): CompiledQuery<Row> {
   const projection = compileProjection(object, fields);
-  return CompiledQuery.raw(`select ${projection.sql} from ${objectTable(object.name)} where "id" = $1::uuid`, [id]);
+  return CompiledQuery.raw(`select ${projection.sql}, ${VERSION_SELECT} from ${objectTable(object.name)} where "id" = $1::uuid`, [
+    id,
+  ]);
 }
 
 /** Inserts every record in one statement; a column some records leave out takes its default in those. */
@@ -52,27 +70,37 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
   );
   return params.query(
     columns.length
-      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning *`
-      : `insert into ${objectTable(object.name)} default values returning *`,
+      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning *, ${VERSION_SELECT}`
+      : `insert into ${objectTable(object.name)} default values returning *, ${VERSION_SELECT}`,
   );
 }
 
-/** Sets the given columns of one record and moves `updated_at` forward. */
-export function compileUpdate(object: ObjectMeta, id: string, values: Map<string, unknown>): CompiledQuery<Row> {
+/**
+ * Sets the given columns of one record and moves `updated_at` forward; with `versions`, only if
+ * the record is at one of them. The check is in the statement's WHERE, so it holds against a
+ * concurrent write: an UPDATE that waited for another one re-checks the row that one left.
+ */
+export function compileUpdate(
+  object: ObjectMeta,
+  id: string,
+  values: Map<string, unknown>,
+  versions?: readonly string[],
+): CompiledQuery<Row> {
   const params = new SqlParams();
   const sets = [...values.entries()].map(([name, value]) => {
     const field = requireField(object, name);
     return `${quoteIdent(name)} = ${params.add(value)}::${bindCast(field)}`;
   });
   sets.push(`"updated_at" = now()`);
-  return params.query(
-    `update ${objectTable(object.name)} set ${sets.join(', ')} where "id" = ${params.add(id)}::uuid returning *`,
-  );
+  const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}`;
+  return params.query(`update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning *, ${VERSION_SELECT}`);
 }
 
-/** Deletes one record; returns its id when it existed. */
-export function compileDelete(object: ObjectMeta, id: string): CompiledQuery<Row> {
-  return CompiledQuery.raw(`delete from ${objectTable(object.name)} where "id" = $1::uuid returning "id"`, [id]);
+/** Deletes one record (with `versions`, only at one of them, as in compileUpdate); returns its id when it did. */
+export function compileDelete(object: ObjectMeta, id: string, versions?: readonly string[]): CompiledQuery<Row> {
+  const params = new SqlParams();
+  const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}`;
+  return params.query(`delete from ${objectTable(object.name)} where ${where} returning "id"`);
 }
 
 /** Rows one engine call may return: the caller's limit, at least 1 and at most MAX_ENGINE_LIMIT. */

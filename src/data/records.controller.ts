@@ -1,11 +1,35 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { Roles } from '../auth/auth.decorators';
+import type { VersionedRecord } from './data.types';
 import { DataService } from './data.service';
+import { etagOf, parseIfMatch } from './record-version';
 import { AggregateDto, AggregateResponse, RecordListResponse, RecordsQueryDto } from './records.dto';
 import { RecordsService } from './records.service';
 
 const RECORD_BODY = { schema: { type: 'object', additionalProperties: true, example: { name: 'Acme', stage: 'won' } } };
+
+const ETAG_HEADER = {
+  ETag: {
+    description: 'The version of the record, e.g. "1234"; send it back in If-Match to change only that version',
+    schema: { type: 'string' },
+  },
+};
+const IF_MATCH = {
+  name: 'If-Match',
+  required: false,
+  description:
+    'ETag(s) of the record as last read: the write happens only if the record is still at one of them, else 412 ' +
+    'precondition_failed. Not a list of quoted entity tags (nor "*"): 400 invalid_if_match. Absent: last write wins.',
+};
+const PRECONDITION_FAILED = { status: 412, description: 'precondition_failed: the record changed since the If-Match version' };
+
+/** Answers with the record and its version as ETag. */
+function sendVersioned(reply: FastifyReply, { record, version }: VersionedRecord): Record<string, unknown> {
+  void reply.header('etag', etagOf(version));
+  return record;
+}
 
 @ApiTags('records')
 @ApiBearerAuth()
@@ -25,28 +49,53 @@ export class RecordsController {
   @Post('records')
   @Roles('admin', 'member')
   @ApiBody(RECORD_BODY)
-  create(@Param('name') name: string, @Body() body: unknown): Promise<Record<string, unknown>> {
-    return this.data.insert(name, body);
+  @ApiResponse({ status: 201, description: 'The created record', headers: ETAG_HEADER })
+  async create(
+    @Param('name') name: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<Record<string, unknown>> {
+    return sendVersioned(reply, await this.data.insert(name, body));
   }
 
   @Get('records/:id')
   @Roles('admin', 'member')
-  get(@Param('name') name: string, @Param('id') id: string): Promise<Record<string, unknown>> {
-    return this.data.findOne(name, id);
+  @ApiResponse({ status: 200, description: 'The record', headers: ETAG_HEADER })
+  async get(
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<Record<string, unknown>> {
+    return sendVersioned(reply, await this.data.findOneVersioned(name, id));
   }
 
   @Patch('records/:id')
   @Roles('admin', 'member')
   @ApiBody(RECORD_BODY)
-  update(@Param('name') name: string, @Param('id') id: string, @Body() body: unknown): Promise<Record<string, unknown>> {
-    return this.data.update(name, id, body);
+  @ApiHeader(IF_MATCH)
+  @ApiResponse({ status: 200, description: 'The updated record', headers: ETAG_HEADER })
+  @ApiResponse(PRECONDITION_FAILED)
+  async update(
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<Record<string, unknown>> {
+    return sendVersioned(reply, await this.data.update(name, id, body, parseIfMatch(ifMatch)));
   }
 
   @Delete('records/:id')
   @Roles('admin', 'member')
   @HttpCode(204)
-  async delete(@Param('name') name: string, @Param('id') id: string): Promise<void> {
-    await this.data.delete(name, id);
+  @ApiHeader(IF_MATCH)
+  @ApiResponse(PRECONDITION_FAILED)
+  async delete(
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Headers('if-match') ifMatch: string | undefined,
+  ): Promise<void> {
+    await this.data.delete(name, id, parseIfMatch(ifMatch));
   }
 
   @Post('aggregate')

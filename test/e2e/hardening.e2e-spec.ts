@@ -1,7 +1,12 @@
+import type { Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_PATH_PARAM_LENGTH } from '../../src/common/framework-errors';
 import { startAppWithMockLlm, sentToolNames } from '../support/agent-fixtures';
 import { hasStatus, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
-import { bearer, TestApp } from '../support/test-app';
+import { listenOnLoopback, RawConnection, RawResponse, sendRaw } from '../support/raw-http';
+import { idOf } from '../support/responses';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 /** What a member key can send that must neither stall, exhaust nor confuse the server. */
 describe('hardening against hostile member input', () => {
@@ -390,6 +395,202 @@ describe('hardening against hostile member input', () => {
         .expect(400);
       // The where compiler's own answer, not the body limit: the body reached the route.
       expect((res.body as { code: string }).code).toBe('unknown_field');
+    });
+  });
+
+  describe('errors the framework answers itself have the { error, code } body (finding 14)', () => {
+    let port: number;
+
+    /** The one error shape: a JSON body of a message, a snake_case code and nothing else but details. */
+    function expectErrorBody(res: RawResponse, status: number, code: string): void {
+      expect({ status: res.status, contentType: res.headers['content-type'] }).toEqual({
+        status,
+        contentType: 'application/json; charset=utf-8',
+      });
+      const body = JSON.parse(res.body) as Record<string, unknown>;
+      expect(body).toMatchObject({ error: expect.stringMatching(/\S/) as unknown, code });
+      expect(body.code).toMatch(/^[a-z][a-z0-9]*(_[a-z0-9]+)*$/);
+      expect(Object.keys(body).filter((key) => !['error', 'code', 'details'].includes(key))).toEqual([]);
+    }
+
+    const request = (head: string, body = '') => `${head}\r\n\r\n${body}`;
+    const get = (path: string, headers = 'Host: x\r\nConnection: close') => request(`GET ${path} HTTP/1.1\r\n${headers}`);
+    const postObject = (contentType: string, body: string) =>
+      request(
+        `POST /api/v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\nConnection: close`,
+        body,
+      );
+
+    beforeAll(async () => {
+      port = await listenOnLoopback(t.app.getHttpServer());
+    });
+    afterAll(async () => {
+      await new Promise((resolve) => t.app.getHttpServer().close(resolve));
+    });
+
+    it(`answers a path parameter longer than ${MAX_PATH_PARAM_LENGTH} characters with 414 uri_too_long`, async () => {
+      const auth = `Authorization: Bearer ${alice}\r\nHost: x\r\nConnection: close`;
+      const res = await sendRaw(port, get(`/api/v1/objects/${'a'.repeat(MAX_PATH_PARAM_LENGTH + 1)}/records`, auth));
+      expectErrorBody(res, 414, 'uri_too_long');
+      expect(JSON.parse(res.body)).toMatchObject({ details: { maxLength: MAX_PATH_PARAM_LENGTH } });
+      expect(res.headers['x-request-id']).toMatch(/\S/);
+      // At the limit the route runs and gives its own answer.
+      const atLimit = await sendRaw(port, get(`/api/v1/objects/${'a'.repeat(MAX_PATH_PARAM_LENGTH)}/records`, auth));
+      expectErrorBody(atLimit, 404, 'object_not_found');
+    });
+
+    it('answers a malformed percent-encoding in the path with 400 invalid_url', async () => {
+      expectErrorBody(await sendRaw(port, get('/api/v1/objects/%E0%A4%A/records')), 400, 'invalid_url');
+      expectErrorBody(await sendRaw(port, get('/docs/%zz')), 400, 'invalid_url');
+    });
+
+    it.each([
+      ['a control character in a header value', get('/health', 'Host: x\r\nX-Note: a\x01b\r\nConnection: close')],
+      ['a space in a header name', get('/health', 'Host: x\r\nX Note: b\r\nConnection: close')],
+      ['a header line without a colon', get('/health', 'Host: x\r\nX-Note\r\nConnection: close')],
+      ['a space in the request target', get('/he alth')],
+      ['an invalid method token', request('G(ET /health HTTP/1.1\r\nHost: x\r\nConnection: close')],
+      ['an unknown HTTP version', request('GET /health HTTP/9.9\r\nHost: x\r\nConnection: close')],
+      ['a request target without a leading slash', get('health')],
+      [
+        'a Content-Length that is not a number',
+        request(
+          'POST /api/v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: two\r\nConnection: close',
+          '{}',
+        ),
+      ],
+      [
+        'two different Content-Lengths',
+        request(
+          'POST /api/v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\nConnection: close',
+          '{}',
+        ),
+      ],
+      [
+        'Transfer-Encoding together with Content-Length',
+        request(
+          'POST /api/v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\nConnection: close',
+          '2\r\n{}\r\n0\r\n\r\n',
+        ),
+      ],
+      [
+        'a malformed chunk size',
+        request(
+          'POST /api/v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close',
+          'zz\r\n{}\r\n0\r\n\r\n',
+        ),
+      ],
+      ['an HTTP/1.1 request without Host', get('/health', 'Connection: close')],
+    ])('answers %s with 400 malformed_request', async (_label, bytes) => {
+      expectErrorBody(await sendRaw(port, bytes), 400, 'malformed_request');
+    });
+
+    it('names what the parser refused, and still serves an HTTP/1.0 request without Host', async () => {
+      const res = await sendRaw(port, get('/health', 'Host: x\r\nX-Note: a\x01b\r\nConnection: close'));
+      expect(JSON.parse(res.body)).toMatchObject({ error: 'The request is not valid HTTP: Invalid header value char' });
+      expect((await sendRaw(port, request('GET /health HTTP/1.0'))).status).toBe(200);
+    });
+
+    it('answers request headers over 16 KB with 431 headers_too_large', async () => {
+      const res = await sendRaw(port, get('/health', `Host: x\r\nX-Big: ${'a'.repeat(20_000)}\r\nConnection: close`));
+      expectErrorBody(res, 431, 'headers_too_large');
+    });
+
+    it('answers an Expect it cannot meet with 417 expectation_failed, and still meets 100-continue', async () => {
+      const refused = await sendRaw(port, get('/health', 'Host: x\r\nExpect: teapot\r\nConnection: close'));
+      expectErrorBody(refused, 417, 'expectation_failed');
+      const body = '{"arguments":{}}';
+      const res = await sendRaw(
+        port,
+        request(
+          `POST /api/v1/ai/tools/list_objects/execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alice}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close`,
+          body,
+        ),
+      );
+      expect(res.status).toBe(200);
+    });
+
+    it('answers CONNECT, which Node would drop without a word, with 404 route_not_found', async () => {
+      const res = await sendRaw(port, request('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443'));
+      expectErrorBody(res, 404, 'route_not_found');
+    });
+
+    it.each([
+      ['an unknown route', 404, 'route_not_found', get('/nope')],
+      [
+        'a method the route does not take',
+        404,
+        'route_not_found',
+        request('DELETE /health HTTP/1.1\r\nHost: x\r\nConnection: close'),
+      ],
+      [
+        'a method Fastify does not route',
+        404,
+        'route_not_found',
+        request('TRACE /health HTTP/1.1\r\nHost: x\r\nConnection: close'),
+      ],
+      ['a body over 2 MB', 413, 'payload_too_large', postObject('text/plain', 'a'.repeat(3_000_000))],
+      ['a content type without a parser', 415, 'unsupported_media_type', postObject('application/octet-stream', 'hi')],
+      ['a malformed content type', 415, 'unsupported_media_type', postObject(';;;', '{}')],
+    ])('answers %s with %i %s', async (_label, status, code, bytes) => {
+      expectErrorBody(await sendRaw(port, bytes), status, code);
+    });
+
+    it('answers a request that did not arrive in time with 408 request_timeout', async () => {
+      // Node reports it as a clientError with this code after headersTimeout (60 s); raised here on a real connection.
+      const server = t.app.getHttpServer();
+      const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+      const connection = RawConnection.open(port);
+      connection.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+      const timeout = Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+      server.emit('clientError', timeout, await accepted);
+      const [res] = await connection.closed;
+      expectErrorBody(res, 408, 'request_timeout');
+    });
+
+    it('answers a request that arrives while the server shuts down with 503 shutting_down', async () => {
+      const s = await startTestApp();
+      let closing: Promise<void> | undefined;
+      try {
+        await s.http
+          .post('/api/v1/objects')
+          .set(bearer(s.adminKey))
+          .send({ name: 'gauge', label: 'Gauge', fields: [{ name: 'level', label: 'Level', type: 'integer' }] })
+          .expect(201);
+        const id = idOf(
+          await s.http.post('/api/v1/objects/gauge/records').set(bearer(s.adminKey)).send({ level: 1 }).expect(201),
+        );
+        const serverPort = await listenOnLoopback(s.app.getHttpServer());
+        // A PATCH waiting for a row lock keeps its connection busy while the server starts to close.
+        await s.sql('begin');
+        await s.sql('select 1 from data.gauge where id = $1 for update', [id]);
+        const connection = RawConnection.open(serverPort);
+        const body = '{"level":2}';
+        connection.write(
+          request(
+            `PATCH /api/v1/objects/gauge/records/${id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}`,
+            body,
+          ),
+        );
+        while (
+          !(await s.sql<{ waiting: boolean }>('select exists (select 1 from pg_locks where not granted) as waiting'))[0].waiting
+        ) {
+          await sleep(10);
+        }
+        closing = s.close();
+        while (s.app.getHttpServer().listening) await sleep(5);
+        connection.write(get('/health', 'Host: x'));
+        await sleep(100);
+        await s.sql('commit');
+        const [patched, refused] = await connection.closed;
+        expect(patched.status).toBe(200);
+        expectErrorBody(refused, 503, 'shutting_down');
+        expect(refused.headers.connection).toBe('close');
+      } finally {
+        if (closing) await closing;
+        else await s.close();
+      }
     });
   });
 });
