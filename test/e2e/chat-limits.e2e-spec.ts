@@ -1,9 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
-import { hasStatus, waitForChat } from '../support/chat-helpers';
+import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply, RecordedRequest } from '../support/mock-llm.server';
 import { bodyOf, errorOf, idOf } from '../support/responses';
-import { bearer, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 const FAST = { CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100' };
 
@@ -119,3 +120,130 @@ describe("one member cannot starve everyone's durable chats (finding 6)", () => 
     await waitForChat(t, aliceChats[5], hasStatus('waiting'), alice);
   });
 });
+
+describe('a revoked key loses its open streams on every replica (finding 7)', () => {
+  it('ends the streams that a key revoked through replica A holds on replica B, which deliver nothing more', async () => {
+    const { t: a, llm } = await startAppWithMockLlm({ env: FAST });
+    const b = await startTestApp({
+      database: a.database,
+      env: { ...FAST, CHAT_WORKER_ENABLED: 'false', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' },
+    });
+    const streams: SseClient[] = [];
+    try {
+      const bUrl = await listen(b);
+      const member = await memberKey(a, 'soon revoked');
+      const answers = gate();
+      enqueueGated(llm, 1, answers.opened);
+      const id = idOf(
+        await a.http.post('/api/v1/chats').set(bearer(member.secret)).send({ agent: 'data_chat', message: 'hi' }).expect(201),
+      );
+      const chatStream = await SseClient.open(bUrl, `/api/v1/chats/${id}/stream`, member.secret);
+      const watch = await SseClient.open(bUrl, '/api/v1/chats/watch', member.secret);
+      const adminWatch = await SseClient.open(bUrl, '/api/v1/chats/watch', b.adminKey);
+      streams.push(chatStream, watch, adminWatch);
+      await chatStream.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'running'));
+      await watch.waitFor((events) => events.some((e) => e.event === 'ready'));
+
+      await a.http.delete(`/api/v1/api-keys/${member.id}`).set(bearer(a.adminKey)).expect(204);
+      await chatStream.waitForEnd(2_000);
+      await watch.waitForEnd(2_000);
+      const seen = [chatStream.events.length, watch.events.length];
+
+      // The chat goes on (its answer is written and announced), but nothing reaches the closed streams.
+      answers.open();
+      await waitUntilChat(b, id, 'waiting');
+      await sleep(300);
+      expect([chatStream.events.length, watch.events.length]).toEqual(seen);
+      const [{ n }] = await b.sql<{ n: string }>(`select count(*) as n from chat_messages where chat_id = $1`, [id]);
+      expect(Number(n)).toBe(2);
+      // Another key's stream on the same replica stays open, and the revoked key cannot open a new one.
+      expect(adminWatch.ended).toBe(false);
+      await b.http.get('/api/v1/chats/watch').set(bearer(member.secret)).expect(401);
+    } finally {
+      for (const stream of streams) stream.close();
+      await b.close();
+      await a.close();
+      await llm.close();
+    }
+  });
+});
+
+/** Polls the chat's status in the table (its key may be revoked, so not through the API). */
+async function waitUntilChat(t: TestApp, id: string, status: string, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const [row] = await t.sql<{ status: string }>(`select status from chats where id = $1`, [id]);
+    if (row?.status === status) return;
+    if (Date.now() > until) throw new Error(`chat ${id} is ${row?.status}, not ${status}`);
+    await sleep(25);
+  }
+}
+
+describe('slow request bodies and stream floods are bounded (finding 11)', () => {
+  const REQUEST_TIMEOUT_MS = 500;
+  let t: TestApp;
+  let llm: MockLlmServer;
+  let baseUrl: string;
+  let member: string;
+  const streams: SseClient[] = [];
+
+  beforeAll(async () => {
+    ({ t, llm } = await startAppWithMockLlm({
+      env: { ...FAST, HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), SSE_MAX_STREAMS_PER_KEY: '2' },
+    }));
+    baseUrl = await listen(t);
+    member = (await memberKey(t, 'streamer')).secret;
+  });
+  afterAll(async () => {
+    for (const stream of streams) stream.close();
+    await t.close();
+    await llm.close();
+  });
+
+  it('refuses a stream beyond the per-key cap with 429 and Retry-After, keeps the open ones working, and frees a slot when one closes', async () => {
+    const watch = await SseClient.open(baseUrl, '/api/v1/chats/watch', member);
+    streams.push(watch);
+    llm.enqueue(MockReply.text('first answer'));
+    const id = idOf(
+      await t.http.post('/api/v1/chats').set(bearer(member)).send({ agent: 'data_chat', message: 'hi' }).expect(201),
+    );
+    const chatStream = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, member);
+    streams.push(chatStream);
+    await chatStream.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
+
+    for (const path of ['/api/v1/chats/watch', `/api/v1/chats/${id}/stream`]) {
+      const refused = await t.http.get(path).set(bearer(member)).expect(429);
+      expect(refused.headers['retry-after']).toBe('5');
+      expect(refused.body).toMatchObject({ code: 'too_many_streams', details: { open: 2, limit: 2 } });
+    }
+    // Counted per key: another key still streams.
+    const adminWatch = await SseClient.open(baseUrl, '/api/v1/chats/watch', t.adminKey);
+    streams.push(adminWatch);
+
+    // Both open streams outlive the request timeout and still deliver the next turn.
+    await sleep(REQUEST_TIMEOUT_MS * 3);
+    llm.enqueue(MockReply.text('second answer'));
+    await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(member)).send({ message: 'again' }).expect(202);
+    await chatStream.waitFor((events) => events.filter((e) => e.event === 'message' && e.data.role === 'assistant').length === 2);
+    await watch.waitFor((events) => events.some((e) => e.event === 'status_change' && e.data.status === 'pending'));
+    expect([watch.ended, chatStream.ended]).toEqual([false, false]);
+
+    watch.close();
+    const reopened = await openWhenFree(baseUrl, '/api/v1/chats/watch', member);
+    streams.push(reopened);
+    await reopened.waitFor((events) => events.some((e) => e.event === 'ready'));
+  });
+});
+
+/** Opens a stream once the server has seen an earlier one close (its slot is freed on the close event). */
+async function openWhenFree(baseUrl: string, path: string, key: string, timeoutMs = 5_000): Promise<SseClient> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await SseClient.open(baseUrl, path, key);
+    } catch (error) {
+      if (Date.now() > until) throw error;
+      await sleep(50);
+    }
+  }
+}
