@@ -38,6 +38,17 @@ export async function createApp(
     logController: new RequestLogController({ requestIdLogLabel: 'requestId' }),
     genReqId: requestId,
     bodyLimit: 2 * 1024 * 1024,
+    // A client has this long to send a whole request, headers and body (then 408 and the connection
+    // closes), so slow senders cannot hold connections forever. Node counts only the reception of the
+    // request: a response, an event stream included, may last as long as it likes. No socket idle
+    // timeout (connectionTimeout): it would cut quiet event streams between keep-alive comments.
+    requestTimeout: config.httpRequestTimeoutMs,
+    http: {
+      requestTimeout: config.httpRequestTimeoutMs,
+      headersTimeout: config.httpRequestTimeoutMs,
+      // How often Node looks for overdue requests (its default, 30 s, would double a short timeout).
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.httpRequestTimeoutMs / 4)),
+    },
     // While draining on shutdown, new requests get a 503 instead of hanging.
     return503OnClosing: true,
   });

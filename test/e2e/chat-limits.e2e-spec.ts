@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
@@ -198,6 +199,33 @@ describe('slow request bodies and stream floods are bounded (finding 11)', () =>
     for (const stream of streams) stream.close();
     await t.close();
     await llm.close();
+  });
+
+  it('cuts off a body trickled one byte at a time once the request timeout has passed', async () => {
+    const port = Number(new URL(baseUrl).port);
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const started = Date.now();
+    socket.write(
+      'POST /api/v1/chats HTTP/1.1\r\nHost: localhost\r\n' +
+        `Authorization: Bearer ${member}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`,
+    );
+    // 1,000 bytes at one per 100 ms would take 100 s.
+    const trickle = setInterval(() => socket.write(' '), 100);
+    try {
+      const outcome = await Promise.race([closed.then(() => 'closed'), sleep(10_000, 'still open', { ref: false })]);
+      expect(outcome).toBe('closed');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      if (answer) expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
   });
 
   it('refuses a stream beyond the per-key cap with 429 and Retry-After, keeps the open ones working, and frees a slot when one closes', async () => {
