@@ -204,30 +204,33 @@ export class ChatRepository {
    */
   async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ChatRow[]> {
     const kysely = db(em);
-    // Owners with chats in flight: how many run, and when a chat of theirs last left pending.
-    const owners = kysely
+    // Owners with chats in flight: how many run, and when a chat of theirs last left pending (once per owner).
+    const inFlight = kysely
       .selectFrom('chats')
       .select((eb) => ['owner', eb.fn.countAll<string>().filterWhere('status', '=', 'running').as('running')])
       .where('status', 'in', ['pending', 'running'])
       .groupBy('owner');
-    const queued = kysely
-      .selectFrom('chats as p')
-      .innerJoin(owners.as('o'), 'o.owner', 'p.owner')
+    const owners = kysely
+      .selectFrom(inFlight.as('f'))
       .leftJoinLateral(
         (eb) =>
           eb
             .selectFrom('chats as s')
             .select('s.updated_at as served_at')
-            .whereRef('s.owner', '=', 'o.owner')
+            .whereRef('s.owner', '=', 'f.owner')
             .where('s.status', '<>', 'pending')
             .orderBy('s.updated_at', 'desc')
             .limit(1)
             .as('s'),
         (join) => join.onTrue(),
       )
+      .select(['f.owner', 'f.running', 's.served_at']);
+    const queued = kysely
+      .selectFrom('chats as p')
+      .innerJoin(owners.as('o'), 'o.owner', 'p.owner')
       .select((eb) => [
         'p.id',
-        's.served_at',
+        'o.served_at',
         sql<string>`${eb.ref('o.running')} + ${eb.fn
           .agg<string>('row_number')
           .over((ob) => ob.partitionBy('p.owner').orderBy('p.available_at').orderBy('p.id'))}`.as('turn'),
