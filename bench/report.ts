@@ -61,6 +61,22 @@ export interface BenchReport {
     messages: number;
     durations: number[];
   };
+  /** Another key's durable-chat turns (ms from POST to answered) alone and while one key floods the queue. */
+  fairness: {
+    flood: number;
+    turns: number;
+    /** Each model call's delay is drawn from [min, max] ms. */
+    modelDelayMs: [number, number];
+    /** Sorted. */
+    idle: number[];
+    /** In the order run. */
+    during: number[];
+    /** The flooding key's chats pending or running before each of the other key's turns during the flood, and after the last. */
+    backlog: number[];
+    floodPostedMs: number;
+    drainMs: number;
+    errors: number;
+  };
   goals: Goal[];
   notes: string[];
 }
@@ -76,6 +92,31 @@ function clipQuery(query: string): string {
 
 export function throughput(run: LoadResult): number {
   return run.requests / (run.wallMs / 1000);
+}
+
+function renderFairness(f: BenchReport['fairness']): string[] {
+  const during = [...f.during].sort((a, b) => a - b);
+  const idle = percentile(f.idle, 50);
+  return [
+    '## Fairness of durable chats across keys',
+    '',
+    `One key floods the queue with ${f.flood} chats (posted by 16 concurrent clients in ${(f.floodPostedMs / 1000).toFixed(1)} s),`,
+    `then another key runs ${f.turns} turns one after the other, as it did before alone. Each model call answers after`,
+    `${f.modelDelayMs[0]} to ${f.modelDelayMs[1]} ms (seeded draws; a turn is two calls around \`query_records\`); the worker`,
+    'runs 4 chats at a time, and the per-key cap on chats in flight is raised above the flood for this run. Time per',
+    'turn is from the POST to the chat reaching `waiting` (polled every 20 ms). The other key waits for the next free',
+    "slot, never behind the flood: with one fixed model delay the flood's chats would end in lockstep and that wait",
+    'could reach a whole turn (about 2x).',
+    '',
+    '| the other key | turns | p50 ms | max ms | p50 / idle p50 | max / idle p50 |',
+    '|---|---|---|---|---|---|',
+    `| alone | ${f.idle.length} | ${ms(idle)} | ${ms(f.idle.at(-1) ?? NaN)} | 1.00 | ${((f.idle.at(-1) ?? NaN) / idle).toFixed(2)} |`,
+    `| during the flood | ${during.length} | ${ms(percentile(during, 50))} | ${ms(during.at(-1) ?? NaN)} | ` +
+      `${(percentile(during, 50) / idle).toFixed(2)} | ${((during.at(-1) ?? NaN) / idle).toFixed(2)} |`,
+    '',
+    `The flooding key's chats still pending or running when the other key's turns started: ${f.backlog.slice(0, -1).join(', ')};`,
+    `after its last turn: ${f.backlog.at(-1)}. The flood drained ${(f.drainMs / 1000).toFixed(1)} s after its first POST. Errors: ${f.errors}.`,
+  ];
 }
 
 export function renderReport(r: BenchReport): string {
@@ -194,6 +235,8 @@ export function renderReport(r: BenchReport): string {
     `| ${r.durable.chats} | ${r.durable.errors} | ${r.durable.completed} | ${r.durable.messages} | ${(r.durable.wallMs / 1000).toFixed(1)} | ` +
       `${(r.durable.chats / (r.durable.wallMs / 1000)).toFixed(1)} | ${ms(percentile(r.durable.durations, 50))} | ` +
       `${ms(percentile(r.durable.durations, 95))} | ${ms(r.durable.durations.at(-1) ?? NaN)} |`,
+    '',
+    ...renderFairness(r.fairness),
     '',
     `## Data engine at ${r.scale.rows.toLocaleString('en-US')} rows`,
     '',

@@ -558,7 +558,20 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
       percentile(report.durable.durations, 95),
       2000,
     ),
+    fairnessGoal(report.fairness),
   ];
+}
+
+/** Another key's slowest turn during the flood against twice its idle median. */
+function fairnessGoal(f: BenchReport['fairness']): Goal {
+  const idle = percentile(f.idle, 50);
+  const worst = Math.max(...f.during);
+  return {
+    name: `another key's turn while one key floods ${f.flood} chats: slowest of ${f.during.length}, against its idle median`,
+    target: `<= 2x (${(2 * idle).toFixed(0)} ms)`,
+    measured: `${worst.toFixed(0)} ms (${(worst / idle).toFixed(2)}x)`,
+    met: f.errors === 0 && worst <= 2 * idle,
+  };
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -568,6 +581,46 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
 const DURABLE_CHATS = 200;
 const DURABLE_CREATORS = 16;
 
+/** The model of the durable-chat runs: calls query_records once, then answers; each call after `delayMs()` ms. */
+function oneToolRound(delayMs: () => number = () => 0): DynamicStep {
+  return (request) =>
+    ((request.body?.messages ?? []) as Array<{ role?: string }>).at(-1)?.role === 'tool'
+      ? MockReply.text('Done.', { delayMs: delayMs() })
+      : MockReply.toolCall(
+          'query_records',
+          { objectName: 'deal', where: { stage: 'won' }, fields: ['name', 'amount'], limit: 5 },
+          { delayMs: delayMs() },
+        );
+}
+
+/** Delays spread evenly over [min, max] ms, from a fixed seed: the same draws every run. */
+function seededDelays([min, max]: readonly [number, number]): () => number {
+  let state = 20261123;
+  return () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return min + Math.round((state / 2 ** 31) * (max - min));
+  };
+}
+
+/**
+ * One durable-chat turn as a client sees it: POST a chat, then poll its status every 20 ms until it
+ * is answered. Returns ms from the POST to `waiting`; throws on error or after 60 s.
+ */
+async function chatTurn(client: HttpClient, message: string): Promise<number> {
+  const begin = performance.now();
+  const chat = await client.json<{ id: string }>(
+    { method: 'POST', path: '/api/v1/chats', body: { agent: 'data_chat', message } },
+    201,
+  );
+  for (;;) {
+    const { status } = await client.json<{ status: string }>({ method: 'GET', path: `/api/v1/chats/${chat.id}` });
+    if (status === 'waiting') return performance.now() - begin;
+    if (status === 'error') throw new Error('chat ended in error');
+    if (performance.now() - begin > 60_000) throw new Error('chat did not finish within 60 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /**
  * Durable chats end to end: `DURABLE_CHATS` chats created by 16 concurrent clients, each run by the
  * worker (model → query_records → model), measured from the POST to the chat reaching `waiting`.
@@ -575,16 +628,7 @@ const DURABLE_CREATORS = 16;
  */
 async function durableRun(member: HttpClient, llm: MockLlmServer, databaseUrl: string): Promise<BenchReport['durable']> {
   llm.reset();
-  const step: DynamicStep = (request) =>
-    ((request.body?.messages ?? []) as Array<{ role?: string }>).at(-1)?.role === 'tool'
-      ? MockReply.text('Done.')
-      : MockReply.toolCall('query_records', {
-          objectName: 'deal',
-          where: { stage: 'won' },
-          fields: ['name', 'amount'],
-          limit: 5,
-        });
-  for (let i = 0; i < DURABLE_CHATS * 2; i++) llm.enqueue(step);
+  for (let i = 0; i < DURABLE_CHATS * 2; i++) llm.enqueue(oneToolRound());
   const latencies: number[] = [];
   let errors = 0;
   let next = 0;
@@ -592,20 +636,8 @@ async function durableRun(member: HttpClient, llm: MockLlmServer, databaseUrl: s
   const worker = async () => {
     while (next < DURABLE_CHATS) {
       next++;
-      const begin = performance.now();
       try {
-        const chat = await member.json<{ id: string }>(
-          { method: 'POST', path: '/api/v1/chats', body: { agent: 'data_chat', message: 'Largest won deals?' } },
-          201,
-        );
-        for (;;) {
-          const { status } = await member.json<{ status: string }>({ method: 'GET', path: `/api/v1/chats/${chat.id}` });
-          if (status === 'waiting') break;
-          if (status === 'error') throw new Error('chat ended in error');
-          if (performance.now() - begin > 60_000) throw new Error('chat did not finish within 60 s');
-          await new Promise((r) => setTimeout(r, 20));
-        }
-        latencies.push(performance.now() - begin);
+        latencies.push(await chatTurn(member, 'Largest won deals?'));
       } catch {
         errors++;
       }
@@ -627,6 +659,105 @@ async function durableRun(member: HttpClient, llm: MockLlmServer, databaseUrl: s
     messages: Number(messages),
     durations: latencies.sort((a, b) => a - b),
   };
+}
+
+const FAIRNESS_FLOOD = 150;
+const FAIRNESS_TURNS = 8;
+/**
+ * Model latency per call. It varies, as a real model's does: with one fixed delay the flooding key's
+ * chats, started together, would also end together, and free the worker's slots only in bursts.
+ */
+const FAIRNESS_MODEL_DELAY_MS = [200, 400] as const;
+
+/**
+ * Fairness across keys: a second key's turn latency alone, then while a first key has
+ * `FAIRNESS_FLOOD` chats queued. The model answers each call after `FAIRNESS_MODEL_DELAY_MS`, so a
+ * turn (two model calls) takes what a fast real model would; the worker runs 4 chats at a time.
+ */
+async function fairnessRun(
+  admin: HttpClient,
+  port: number,
+  llm: MockLlmServer,
+  databaseUrl: string,
+): Promise<BenchReport['fairness']> {
+  const member = async (name: string) => {
+    const key = await admin.json<{ secret: string; subject: string }>(
+      { method: 'POST', path: '/api/v1/api-keys', body: { name, role: 'member' } },
+      201,
+    );
+    return { client: new HttpClient(port, { authorization: `Bearer ${key.secret}` }, 16), subject: key.subject };
+  };
+  const flooder = await member('bench flooder');
+  const other = await member('bench other key');
+  const backlogOf = async () =>
+    Number(
+      (
+        await sql<{ n: string }>(
+          databaseUrl,
+          `select count(*) as n from chats where owner = $1 and status in ('pending', 'running')`,
+          [flooder.subject],
+        )
+      )[0].n,
+    );
+  llm.reset();
+  const delays = seededDelays(FAIRNESS_MODEL_DELAY_MS);
+  for (let i = 0; i < (FAIRNESS_FLOOD + 2 * FAIRNESS_TURNS) * 2; i++) llm.enqueue(oneToolRound(delays));
+  let errors = 0;
+  try {
+    const idle: number[] = [];
+    for (let i = 0; i < FAIRNESS_TURNS; i++) idle.push(await chatTurn(other.client, 'Largest won deals?'));
+
+    const floodStarted = performance.now();
+    let next = 0;
+    const post = async () => {
+      while (next < FAIRNESS_FLOOD) {
+        next++;
+        const res = await flooder.client.send({
+          method: 'POST',
+          path: '/api/v1/chats',
+          body: { agent: 'data_chat', message: 'Largest won deals?' },
+        });
+        if (res.status !== 201) errors++;
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, post));
+    const floodPostedMs = performance.now() - floodStarted;
+    const during: number[] = [];
+    const backlog: number[] = [await backlogOf()];
+    for (let i = 0; i < FAIRNESS_TURNS; i++) {
+      try {
+        during.push(await chatTurn(other.client, 'Largest won deals?'));
+      } catch {
+        errors++;
+      }
+      backlog.push(await backlogOf());
+    }
+    while ((await backlogOf()) > 0) {
+      if (performance.now() - floodStarted > 300_000) throw new Error('fairness: the flood did not drain within 300 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const drainMs = performance.now() - floodStarted;
+    const [{ failed }] = await sql<{ failed: string }>(
+      databaseUrl,
+      `select count(*) as failed from chats where status = 'error'`,
+    );
+    errors += Number(failed);
+    return {
+      flood: FAIRNESS_FLOOD,
+      turns: FAIRNESS_TURNS,
+      modelDelayMs: [...FAIRNESS_MODEL_DELAY_MS],
+      idle: idle.sort((a, b) => a - b),
+      during,
+      backlog,
+      floodPostedMs,
+      drainMs,
+      errors,
+    };
+  } finally {
+    flooder.client.close();
+    other.client.close();
+    llm.reset();
+  }
 }
 
 async function main(): Promise<void> {
@@ -689,6 +820,8 @@ async function main(): Promise<void> {
         LLM_MAX_RETRIES: '0',
         SEED: 'true',
         LOG_LEVEL: 'info',
+        // The fairness run queues 150 chats of one key at once: above the default cap of 32 in flight.
+        CHAT_MAX_IN_FLIGHT_PER_KEY: String(FAIRNESS_FLOOD + 10),
       },
       join(root, 'app.log'),
     );
@@ -716,6 +849,15 @@ async function main(): Promise<void> {
     memory.push(await app.memory('after the HTTP load (all scenarios above)'));
     const durable = await durableRun(member, llm, databaseUrl);
     log(`durable chats: ${durable.completed}/${durable.chats} in ${durable.wallMs.toFixed(0)} ms`);
+    const fairness = await fairnessRun(admin, ready.port, llm, databaseUrl);
+    log(
+      `fairness: other key's turn idle p50 ${percentile(fairness.idle, 50).toFixed(0)} ms; during a ${fairness.flood}-chat flood ` +
+        `p50 ${percentile(
+          [...fairness.during].sort((a, b) => a - b),
+          50,
+        ).toFixed(0)} ms, max ${Math.max(...fairness.during).toFixed(0)} ms; ` +
+        `flood drained in ${fairness.drainMs.toFixed(0)} ms`,
+    );
     const scale = await scaleRun(admin, member, databaseUrl);
     memory.push(await app.memory(`after the ${SCALE_ROWS.toLocaleString('en-US')}-row run`));
 
@@ -750,6 +892,7 @@ async function main(): Promise<void> {
       memory,
       scale,
       durable,
+      fairness,
       notes,
     };
     await cleanup();

@@ -35,13 +35,26 @@ export async function createApp(
 ): Promise<NestFastifyApplication> {
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
   const filter = new HttpExceptionFilter();
+  const framework = frameworkErrorOptions(filter);
   const adapter = new FastifyAdapter({
     loggerInstance: httpLogger(),
     logController: new RequestLogController({ requestIdLogLabel: 'requestId' }),
     genReqId: requestId,
     bodyLimit: 2 * 1024 * 1024,
     // What Fastify and Node answer themselves (a refused URL or header, a 503 while draining) in the error shape.
-    ...frameworkErrorOptions(filter),
+    ...framework,
+    // A client has this long to send a whole request, headers and body (then 408 and the connection
+    // closes), so slow senders cannot hold connections forever. Node counts only the reception of the
+    // request: a response, an event stream included, may last as long as it likes. No socket idle
+    // timeout (connectionTimeout): it would cut quiet event streams between keep-alive comments.
+    requestTimeout: config.httpRequestTimeoutMs,
+    http: {
+      ...framework.http,
+      requestTimeout: config.httpRequestTimeoutMs,
+      headersTimeout: config.httpRequestTimeoutMs,
+      // How often Node looks for overdue requests (its default, 30 s, would double a short timeout).
+      connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.httpRequestTimeoutMs / 4)),
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, databaseUrl), adapter, {
     logger: nestLogger,

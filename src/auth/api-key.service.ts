@@ -11,6 +11,7 @@ import { PgPubSub } from '../database/pg-pubsub.service';
 import { ApiKey, ApiKeyEntity, ApiKeyRole } from './api-key.entity';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
+import { KeyStreams } from './key-streams.service';
 import { ApiKeyListResponse, CreatedApiKeyResponse, toApiKeyResponse } from './api-key.dto';
 
 /** How long a verified key is trusted without asking the database again (revocations clear it at once). */
@@ -27,13 +28,21 @@ export class ApiKeyService implements OnModuleInit {
   constructor(
     private readonly em: EntityManager,
     private readonly pubsub: PgPubSub,
+    private readonly streams: KeyStreams,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
-    // A key revoked on any replica stops working on every replica.
+    // A key revoked on any replica stops working on every replica, and its open event streams end.
     this.pubsub.subscribe((event) => {
-      if (event.type === API_KEY_REVOKED || event.type === 'resync') this.verified.clear();
+      if (event.type === API_KEY_REVOKED) {
+        this.verified.clear();
+        if (typeof event.keyId === 'string') this.streams.closeKey(event.keyId);
+      }
+      if (event.type === 'resync') {
+        this.verified.clear();
+        void this.closeRevokedStreams();
+      }
     });
   }
 
@@ -75,9 +84,22 @@ export class ApiKeyService implements OnModuleInit {
         if (admins <= 1) throw new DomainError('last_admin_key', 'Cannot revoke the last active admin key');
       }
       key.revoked = true;
-      await this.pubsub.publish({ type: API_KEY_REVOKED }, em);
+      await this.pubsub.publish({ type: API_KEY_REVOKED, keyId: key.id }, em);
     });
     this.verified.clear();
+    this.streams.closeKey(id);
+  }
+
+  /** After a lost LISTEN connection a revocation may have gone unheard: ends the streams of keys revoked meanwhile. */
+  private async closeRevokedStreams(): Promise<void> {
+    const ids = this.streams.keyIds();
+    if (!ids.length) return;
+    try {
+      const revoked = await this.em.fork().find(ApiKeyEntity, { id: { $in: ids }, revoked: true }, { fields: ['id'] });
+      for (const key of revoked) this.streams.closeKey(key.id);
+    } catch (error) {
+      this.logger.warn({ msg: 'checking streamed keys after a resync failed', error: (error as Error).message });
+    }
   }
 
   /**

@@ -5,11 +5,12 @@ import { ApiKeyController } from './api-key.controller';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeyService } from './api-key.service';
+import { KeyStreams } from './key-streams.service';
 
 @Module({
   imports: [MikroOrmModule.forFeature([ApiKeyEntity])],
   controllers: [ApiKeyController],
-  providers: [ApiKeyService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
-  exports: [ApiKeyService],
+  providers: [ApiKeyService, KeyStreams, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  exports: [ApiKeyService, KeyStreams],
 })
 export class AuthModule {}

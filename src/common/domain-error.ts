@@ -9,6 +9,8 @@ export class DomainError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
+    /** For a limit the caller may retry later: sent as the `Retry-After` header, in seconds. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'DomainError';

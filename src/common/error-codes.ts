@@ -24,6 +24,9 @@ export const ERRORS = {
   payload_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   unsupported_media_type: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
   rate_limited: HttpStatus.TOO_MANY_REQUESTS,
+  // Per-key caps on durable chats in flight and on open event streams; sent with Retry-After.
+  too_many_chats: HttpStatus.TOO_MANY_REQUESTS,
+  too_many_streams: HttpStatus.TOO_MANY_REQUESTS,
   conflict: HttpStatus.CONFLICT,
   // If-Match that is not "*" or a list of entity tags.
   invalid_if_match: HttpStatus.BAD_REQUEST,

@@ -63,6 +63,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
       reply.raw.end();
       return;
     }
+    if (exception instanceof DomainError && exception.retryAfterSeconds !== undefined) {
+      void reply.header('retry-after', String(exception.retryAfterSeconds));
+    }
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 

@@ -23,3 +23,6 @@ function toNumber(value: unknown): number {
   if (typeof value === 'string' && value.trim() !== '') return Number(value.trim());
   return Number.NaN;
 }
+
+/** `Retry-After` of a 429 for a per-key cap (chats in flight, open streams): a slot usually frees within seconds. */
+export const CAP_RETRY_AFTER_SECONDS = 5;

@@ -72,6 +72,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ LOG_FORMAT: value }).logFormat).toBe(expected);
   });
 
+  it('caps chats in flight and event streams per key and bounds request reception, by default and as set', () => {
+    expect(loadConfig({})).toMatchObject({ chatMaxInFlightPerKey: 32, sseMaxStreamsPerKey: 20, httpRequestTimeoutMs: 30_000 });
+    expect(
+      loadConfig({ CHAT_MAX_IN_FLIGHT_PER_KEY: '5', SSE_MAX_STREAMS_PER_KEY: '3', HTTP_REQUEST_TIMEOUT_MS: '2500' }),
+    ).toMatchObject({ chatMaxInFlightPerKey: 5, sseMaxStreamsPerKey: 3, httpRequestTimeoutMs: 2500 });
+  });
+
   it('treats empty and blank values as unset', () => {
     const config = loadConfig({ PORT: '', ADMIN_API_KEY: '', DATABASE_URL: '   ', SEED: '' });
     expect(config.port).toBe(3000);
@@ -103,6 +110,11 @@ describe('loadConfig', () => {
     ['LOG_FORMAT', 'xml'],
     ['OPENAI_BASE_URL', 'ftp://models.example.com'],
     ['OPENAI_BASE_URL', 'not a url'],
+    ['CHAT_MAX_IN_FLIGHT_PER_KEY', '0'],
+    ['SSE_MAX_STREAMS_PER_KEY', '0'],
+    ['SSE_MAX_STREAMS_PER_KEY', 'many'],
+    ['HTTP_REQUEST_TIMEOUT_MS', '0'],
+    ['HTTP_REQUEST_TIMEOUT_MS', '50'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
     const error = configErrorOf({ [variable]: value });
 

@@ -37,8 +37,14 @@ export interface AppConfig {
   chatActionTimeoutMs: number;
   /** Attempts of a turn whose model call fails with a retryable error. */
   chatMaxAttempts: number;
+  /** Durable chats of one owner that may be pending or running at once (beyond: 429). */
+  chatMaxInFlightPerKey: number;
   /** Keep-alive comment interval of SSE streams, milliseconds. */
   sseKeepAliveMs: number;
+  /** Event streams one API key may hold open on one replica (beyond: 429). */
+  sseMaxStreamsPerKey: number;
+  /** Time a client has to send a whole request (headers and body), milliseconds; streamed responses are not limited. */
+  httpRequestTimeoutMs: number;
   seed: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `json`: one JSON object per line; `pretty`: the same lines made readable for a terminal. */
@@ -135,7 +141,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     chatStaleAfterMs: int(env, 'CHAT_STALE_AFTER_MS', 30_000, 100, 3_600_000),
     chatActionTimeoutMs: int(env, 'CHAT_ACTION_TIMEOUT_MS', 600_000, 100, 86_400_000),
     chatMaxAttempts: int(env, 'CHAT_MAX_ATTEMPTS', 3, 1, 20),
+    chatMaxInFlightPerKey: int(env, 'CHAT_MAX_IN_FLIGHT_PER_KEY', 32, 1, 100_000),
     sseKeepAliveMs: int(env, 'SSE_KEEPALIVE_MS', 15_000, 100, 600_000),
+    sseMaxStreamsPerKey: int(env, 'SSE_MAX_STREAMS_PER_KEY', 20, 1, 100_000),
+    httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     seed: bool(env, 'SEED', true),
     logLevel: logLevel as AppConfig['logLevel'],
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),

@@ -10,6 +10,8 @@ export const ADVISORY_LOCK = {
   adminRevoke: 727_002,
   /** Taken by every metadata write, so concurrent DDL cannot interleave. */
   metadata: 727_010,
+  /** Per chat owner: admissions of new turns count the owner's chats in flight one at a time. */
+  chatOwner: 727_020,
 } as const;
 
 export type AdvisoryLockKey = (typeof ADVISORY_LOCK)[keyof typeof ADVISORY_LOCK];
@@ -17,6 +19,14 @@ export type AdvisoryLockKey = (typeof ADVISORY_LOCK)[keyof typeof ADVISORY_LOCK]
 /** Waits for a transaction-level lock in `em`'s transaction; Postgres releases it at commit or rollback. */
 export async function lockForTransaction(em: EntityManager, key: AdvisoryLockKey): Promise<void> {
   await runSql(em, 'select pg_advisory_xact_lock($1)', [key]);
+}
+
+/**
+ * Like lockForTransaction, for one `name` under `key` (say, one owner): the two-integer form of the
+ * lock, a key space apart from the single-key locks. Names that hash alike merely wait for each other.
+ */
+export async function lockNameForTransaction(em: EntityManager, key: AdvisoryLockKey, name: string): Promise<void> {
+  await runSql(em, 'select pg_advisory_xact_lock($1, hashtext($2))', [key, name]);
 }
 
 /** Runs `work` while holding a session-level lock, taken on a connection of its own that ends with it. */

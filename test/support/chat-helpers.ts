@@ -52,6 +52,8 @@ export interface SseEvent {
 /** A live SSE connection to the app's HTTP server that collects parsed events. */
 export class SseClient {
   readonly events: SseEvent[] = [];
+  /** The server ended the response (or the connection went away). */
+  ended = false;
   private request?: http.ClientRequest;
   private response?: http.IncomingMessage;
 
@@ -76,6 +78,7 @@ export class SseClient {
             }
           });
           res.on('error', () => undefined);
+          res.on('close', () => (client.ended = true));
           resolve();
         },
       );
@@ -109,6 +112,15 @@ export class SseClient {
         throw new Error(
           `SSE condition not met; events: ${JSON.stringify(this.events.map((e) => [e.event, e.id, e.data?.status]))}`,
         );
+      await sleep(20);
+    }
+  }
+
+  /** Waits until the server ends the stream (fails after `timeoutMs`). */
+  async waitForEnd(timeoutMs = 10_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (!this.ended) {
+      if (Date.now() > until) throw new Error(`SSE stream still open after ${timeoutMs} ms`);
       await sleep(20);
     }
   }

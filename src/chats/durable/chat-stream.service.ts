@@ -1,10 +1,9 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import type { Caller } from '../../auth/auth.decorators';
+import { KeyStreams } from '../../auth/key-streams.service';
 import { DomainError } from '../../common/domain-error';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config';
-import { SseWriter } from '../../common/sse.writer';
 import { ChatEvents, ChatEventOrResync } from './chat-events.service';
 import type { ChatStatus } from './chat.types';
 import { ChatRepository } from './chat.repository';
@@ -17,21 +16,14 @@ import { toChatResponse, toMessageResponse } from './chat.dto';
  * or ?afterId) delivers every persisted message exactly once, on any replica.
  */
 @Injectable()
-export class ChatStreamService implements BeforeApplicationShutdown {
-  private readonly open = new Set<SseWriter>();
-
+export class ChatStreamService {
   constructor(
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
     private readonly events: ChatEvents,
     private readonly chats: ChatService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly streams: KeyStreams,
   ) {}
-
-  /** Open streams would keep the HTTP server from closing. */
-  beforeApplicationShutdown(): void {
-    for (const writer of this.open) writer.close();
-  }
 
   /**
    * Checks the cursor and the chat first and only then calls `open` for the raw response, so a 400
@@ -50,7 +42,7 @@ export class ChatStreamService implements BeforeApplicationShutdown {
       lastId = Number(resume.lastEventId);
     }
     await this.chats.get(caller, chatId);
-    const writer = this.track(new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs }));
+    const writer = this.streams.open(caller, open);
     let queue = Promise.resolve();
     // Everything a client sees goes through this queue: messages, then statuses, in commit order.
     const enqueue = (task: () => void | Promise<void>) => {
@@ -126,7 +118,7 @@ export class ChatStreamService implements BeforeApplicationShutdown {
 
   /** The caller's chat list changes, for sidebars and inboxes. */
   watch(caller: Caller, open: () => ServerResponse): void {
-    const writer = this.track(new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs }));
+    const writer = this.streams.open(caller, open);
     const unsubscribe = this.events.subscribe((event) => {
       if (!('owner' in event) || event.owner !== caller.subject) return;
       switch (event.type) {
@@ -144,11 +136,5 @@ export class ChatStreamService implements BeforeApplicationShutdown {
     });
     writer.onClose(unsubscribe);
     writer.send({ subject: caller.subject }, { event: 'ready' });
-  }
-
-  private track(writer: SseWriter): SseWriter {
-    this.open.add(writer);
-    writer.onClose(() => this.open.delete(writer));
-    return writer;
   }
 }

@@ -182,22 +182,75 @@ export class ChatRepository {
       .execute();
   }
 
+  /** The owner's chats that hold or wait for a worker: pending or running. */
+  async countInFlight(em: EntityManager, owner: string): Promise<number> {
+    const row = await db(em)
+      .selectFrom('chats')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('owner', '=', owner)
+      .where('status', 'in', ['pending', 'running'])
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   /**
    * Claims up to `limit` pending chats for a worker (each with a fresh claim token); concurrent
    * workers skip each other's rows, and a worker skips chats it is still unwinding (`busy`).
+   *
+   * Fair across owners, so one owner's backlog never holds back another owner's chat by more than a
+   * free slot: a pending chat's turn is its rank among its owner's pending chats plus the owner's
+   * chats running on any replica; lower turns go first, and among equal turns the owner served least
+   * recently (latest claimed or finished chat), then the oldest chat.
    */
   async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ChatRow[]> {
     const kysely = db(em);
+    // Owners with chats in flight: how many run, and when a chat of theirs last left pending (once per owner).
+    const inFlight = kysely
+      .selectFrom('chats')
+      .select((eb) => ['owner', eb.fn.countAll<string>().filterWhere('status', '=', 'running').as('running')])
+      .where('status', 'in', ['pending', 'running'])
+      .groupBy('owner');
+    const owners = kysely
+      .selectFrom(inFlight.as('f'))
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('chats as s')
+            .select('s.updated_at as served_at')
+            .whereRef('s.owner', '=', 'f.owner')
+            .where('s.status', '<>', 'pending')
+            .orderBy('s.updated_at', 'desc')
+            .limit(1)
+            .as('s'),
+        (join) => join.onTrue(),
+      )
+      .select(['f.owner', 'f.running', 's.served_at']);
+    const queued = kysely
+      .selectFrom('chats as p')
+      .innerJoin(owners.as('o'), 'o.owner', 'p.owner')
+      .select((eb) => [
+        'p.id',
+        'o.served_at',
+        sql<string>`${eb.ref('o.running')} + ${eb.fn
+          .agg<string>('row_number')
+          .over((ob) => ob.partitionBy('p.owner').orderBy('p.available_at').orderBy('p.id'))}`.as('turn'),
+      ])
+      .where('p.status', '=', 'pending')
+      .where('p.available_at', '<=', now())
+      .where((eb) => eb.not(eb('p.id', '=', eb.fn.any(uuids(busy)))));
+    // Window functions cannot be locked: they rank in a derived table, and only `chats` rows are locked.
     const claimable = kysely
       .selectFrom('chats')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('available_at', '<=', now())
-      .where((eb) => eb.not(eb('id', '=', eb.fn.any(uuids(busy)))))
-      .orderBy('available_at')
-      .orderBy('id')
+      .innerJoin(queued.as('q'), 'q.id', 'chats.id')
+      .select('chats.id')
+      // Checked again on the locked row version: another replica may have claimed it meanwhile.
+      .where('chats.status', '=', 'pending')
+      .orderBy('q.turn')
+      .orderBy('q.served_at', (ob) => ob.asc().nullsFirst())
+      .orderBy('chats.available_at')
+      .orderBy('chats.id')
       .limit(limit)
-      .forUpdate()
+      .forUpdate('chats')
       .skipLocked();
     const rows = await kysely
       .updateTable('chats')

@@ -1,13 +1,15 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AgentService } from '../../agents/agent.service';
 import type { Caller } from '../../auth/auth.decorators';
 import { DomainError } from '../../common/domain-error';
 import type { ErrorCode } from '../../common/error-codes';
-import { clampLimit } from '../../common/limits';
+import { CAP_RETRY_AFTER_SECONDS, clampLimit } from '../../common/limits';
 import type { PaginationQueryDto } from '../../common/pagination.dto';
 import { isUuid } from '../../common/uuid';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config';
+import { ADVISORY_LOCK, lockNameForTransaction } from '../../database/advisory-locks';
 import { LlmService } from '../../llm/llm.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRepository } from './chat.repository';
@@ -41,6 +43,7 @@ export class ChatService {
     private readonly events: ChatEvents,
     private readonly agents: AgentService,
     private readonly llm: LlmService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async create(caller: Caller, dto: CreateChatDto): Promise<ChatResponse> {
@@ -48,6 +51,7 @@ export class ChatService {
     const dynamicTools = validateDynamicTools(dto.dynamicTools, agent.tools);
     this.llm.assertConfigured();
     const created = await this.em.fork().transactional(async (em) => {
+      await this.admitTurn(em, caller.subject);
       const chat = await this.repo.insertChat(em, {
         id: randomUUID(),
         owner: caller.subject,
@@ -98,6 +102,7 @@ export class ChatService {
           status: chat.status,
         });
       }
+      await this.admitTurn(em, chat.owner);
       const messageId = await this.repo.insertMessage(em, id, 'user', [{ type: 'text', text: message }]);
       await this.repo.setStatus(em, id, { status: 'pending', resetTurn: true, lastError: null });
       await this.events.publish({ type: 'message', chatId: id, owner: chat.owner, messageId }, em);
@@ -119,6 +124,7 @@ export class ChatService {
       }
       const pending = chat.pendingToolCalls ?? [];
       checkResultIds(pending, results);
+      await this.admitTurn(em, chat.owner);
       const byId = new Map(pending.map((call) => [call.id, call]));
       const parts: ChatPart[] = results.map((result) => ({
         type: 'tool-result',
@@ -155,6 +161,25 @@ export class ChatService {
       await this.events.publish({ type: 'interrupt', chatId: id, owner: chat.owner }, em);
       await this.events.publish({ type: 'deleted', chatId: id, owner: chat.owner }, em);
     });
+  }
+
+  /**
+   * 429 when the owner already has `chatMaxInFlightPerKey` chats pending or running: one key cannot
+   * queue up unbounded work for the shared workers. Counted under a per-owner lock held until commit,
+   * so concurrent requests of one owner cannot both slip under the cap.
+   */
+  private async admitTurn(em: EntityManager, owner: string): Promise<void> {
+    await lockNameForTransaction(em, ADVISORY_LOCK.chatOwner, owner);
+    const inFlight = await this.repo.countInFlight(em, owner);
+    const limit = this.config.chatMaxInFlightPerKey;
+    if (inFlight >= limit) {
+      throw new DomainError(
+        'too_many_chats',
+        `This key has ${inFlight} chats pending or running, the most allowed at once; try again when one is answered`,
+        { inFlight, limit },
+        CAP_RETRY_AFTER_SECONDS,
+      );
+    }
   }
 
   /**

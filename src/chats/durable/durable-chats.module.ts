@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../../agents/agents.module';
+import { AuthModule } from '../../auth/auth.module';
 import { LlmModule } from '../../llm/llm.module';
 import { RuntimeModule } from '../../runtime/runtime.module';
 import { ChatController } from './chat.controller';
@@ -11,7 +12,7 @@ import { ChatService } from './chat.service';
 import { ChatWorker } from './chat.worker';
 
 @Module({
-  imports: [AgentsModule, RuntimeModule, LlmModule],
+  imports: [AgentsModule, AuthModule, RuntimeModule, LlmModule],
   controllers: [ChatController],
   providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService],
 })

@@ -1,8 +1,16 @@
 import { MigrationAgents } from './migration-20261122-agents';
 import { MigrationApiKeyLastUsed } from './migration-20261122-api-key-last-used';
 import { MigrationChatClaims } from './migration-20261122-chat-claims';
+import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
-export const MIGRATIONS = [MigrationInitial, MigrationAgents, MigrationChats, MigrationChatClaims, MigrationApiKeyLastUsed];
+export const MIGRATIONS = [
+  MigrationInitial,
+  MigrationAgents,
+  MigrationChats,
+  MigrationChatClaims,
+  MigrationApiKeyLastUsed,
+  MigrationChatInFlight,
+];
