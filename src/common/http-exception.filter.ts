@@ -59,6 +59,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
       reply.raw.end();
       return;
     }
+    const retryAfter = exception instanceof DomainError ? exception.options.retryAfterSeconds : undefined;
+    if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 

@@ -1,9 +1,9 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
+import { DataPool, DataSession } from '../database/data-pool';
 import {
   FOREIGN_KEY_VIOLATION,
   RESTRICT_VIOLATION,
@@ -12,7 +12,6 @@ import {
   UNIQUE_VIOLATION,
   sqlState,
 } from '../database/pg-errors';
-import { runQuery } from '../database/sql';
 import { MetadataService } from '../metadata/metadata.service';
 import { indexName } from '../metadata/metadata.naming';
 import { ObjectMeta } from '../metadata/object-metadata.types';
@@ -22,136 +21,133 @@ import { decodeRow, encodeFieldValue } from './field-value.codec';
 import { compileCount, compileDelete, compileFind, compileFindOne, compileInsert, compileUpdate } from './records.compiler';
 import { clip, requireField } from './where.compiler';
 
+/** Where a data engine call runs. */
+export interface DataScope {
+  /** Aborts the call and cancels its running statement (the HTTP client left, a tool call was stopped). */
+  signal?: AbortSignal;
+  /** A transaction of DataPool (e.g. a tool's READ ONLY one) to run in; it carries its own signal. */
+  session?: DataSession;
+}
+
 /**
  * The data engine: find / count / findOne / aggregate / insert / update / delete over object
- * tables. Identifiers come from metadata only; every value is a bind parameter. Every method takes
- * an optional EntityManager so callers can run it inside their own (e.g. READ ONLY) transaction.
+ * tables. Identifiers come from metadata only; every value is a bind parameter. Statements run on
+ * the DataPool (statement timeout, cancellation, bounded wait for a connection); each method takes
+ * a scope with the caller's AbortSignal, or a DataPool transaction to run inside.
  */
 @Injectable()
 export class DataService {
   constructor(
-    private readonly em: EntityManager,
+    private readonly pool: DataPool,
     private readonly metadata: MetadataService,
   ) {}
 
-  async find(objectName: string, query: FindQuery, em: EntityManager = this.em.fork()): Promise<FindResult> {
-    return this.withObject(objectName, em, async (object) => {
+  async find(objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
+    return this.withObject(objectName, scope, async (object, session) => {
       // One statement: the window count gives the total without a second scan of the filter.
-      const rows = await runQuery(em, compileFind(object, query));
+      const rows = await session.query(compileFind(object, query));
       let total = rows.length ? Number(rows[0].__total) : 0;
-      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, em);
+      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, { ...scope, session });
       return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
     });
   }
 
-  async count(objectName: string, where: unknown, em: EntityManager = this.em.fork()): Promise<number> {
-    return this.withObject(objectName, em, async (object) => {
-      const [row] = await runQuery(em, compileCount(object, where));
+  async count(objectName: string, where: unknown, scope: DataScope = {}): Promise<number> {
+    return this.withObject(objectName, scope, async (object, session) => {
+      const [row] = await session.query(compileCount(object, where));
       return Number(row.count);
     });
   }
 
   /** One record by id, or `record_not_found` (a malformed id is not found too). */
-  async findOne(
-    objectName: string,
-    id: unknown,
-    fields?: unknown,
-    em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>> {
-    return this.withObject(objectName, em, async (object) => {
+  async findOne(objectName: string, id: unknown, fields?: unknown, scope: DataScope = {}): Promise<Record<string, unknown>> {
+    return this.withObject(objectName, scope, async (object, session) => {
       const query = compileFindOne(object, id, fields);
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await runQuery(em, query);
+      const rows = await session.query(query);
       if (!rows.length) throw notFound(object.name, id);
       return decodeRow(object, rows[0]);
     });
   }
 
   /** Grouped aggregates. Functions, fields and aliases are checked before any SQL is built. */
-  async aggregate(
-    objectName: string,
-    query: AggregateQuery,
-    em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>[]> {
-    return this.withObject(objectName, em, async (object) => {
+  async aggregate(objectName: string, query: AggregateQuery, scope: DataScope = {}): Promise<Record<string, unknown>[]> {
+    return this.withObject(objectName, scope, async (object, session) => {
       const compiled = compileAggregate(object, query);
-      return decodeAggregateRows(object, compiled, await runQuery(em, compiled.query));
+      return decodeAggregateRows(object, compiled, await session.query(compiled.query));
     });
   }
 
-  async insert(objectName: string, input: unknown, em: EntityManager = this.em.fork()): Promise<Record<string, unknown>> {
-    const [record] = await this.insertMany(objectName, [input], em);
+  async insert(objectName: string, input: unknown, scope: DataScope = {}): Promise<Record<string, unknown>> {
+    const [record] = await this.insertMany(objectName, [input], scope);
     return record;
   }
 
   /** Inserts records in one statement (all or nothing); each is validated like a single insert. */
-  async insertMany(
-    objectName: string,
-    inputs: unknown[],
-    em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>[]> {
-    return this.withObject(objectName, em, async (object) => {
+  async insertMany(objectName: string, inputs: unknown[], scope: DataScope = {}): Promise<Record<string, unknown>[]> {
+    return this.withObject(objectName, scope, async (object, session) => {
       if (!inputs.length) return [];
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-      const rows = await this.write(object, em, compileInsert(object, encoded));
+      const rows = await write(object, session, compileInsert(object, encoded));
       return rows.map((row) => decodeRow(object, row));
     });
   }
 
   /** Partial update: only the given fields change; `updated_at` moves forward. */
-  async update(
-    objectName: string,
-    id: unknown,
-    input: unknown,
-    em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>> {
-    return this.withObject(objectName, em, async (object) => {
+  async update(objectName: string, id: unknown, input: unknown, scope: DataScope = {}): Promise<Record<string, unknown>> {
+    return this.withObject(objectName, scope, async (object, session) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.write(object, em, compileUpdate(object, id, values));
+      const rows = await write(object, session, compileUpdate(object, id, values));
       if (!rows.length) throw notFound(object.name, id);
       return decodeRow(object, rows[0]);
     });
   }
 
-  async delete(objectName: string, id: unknown, em: EntityManager = this.em.fork()): Promise<void> {
-    return this.withObject(objectName, em, async (object) => {
+  async delete(objectName: string, id: unknown, scope: DataScope = {}): Promise<void> {
+    return this.withObject(objectName, scope, async (object, session) => {
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.write(object, em, compileDelete(object, id));
+      const rows = await write(object, session, compileDelete(object, id));
       if (!rows.length) throw notFound(object.name, id);
     });
   }
 
   /**
-   * Runs `work` with the object's (cached) definition. If the table no longer matches it (another
-   * replica changed the object a moment ago), the cache is dropped and the call runs once more.
+   * Runs `work` with the object's (cached) definition and the session its statements run on. If the
+   * table no longer matches the definition (another replica changed the object a moment ago), the
+   * cache is dropped and the call runs once more.
    */
-  private async withObject<T>(objectName: string, em: EntityManager, work: (object: ObjectMeta) => Promise<T>): Promise<T> {
-    const object = await this.metadata.getObject(objectName, em);
+  private async withObject<T>(
+    objectName: string,
+    scope: DataScope,
+    work: (object: ObjectMeta, session: DataSession) => Promise<T>,
+  ): Promise<T> {
+    const session = scope.session ?? this.pool.session(scope.signal);
+    const object = await this.metadata.getObject(objectName);
     try {
-      return await work(object);
+      return await work(object, session);
     } catch (error) {
       const code = sqlState(error);
       if (code !== UNDEFINED_COLUMN && code !== UNDEFINED_TABLE) throw error;
       this.metadata.invalidate();
-      if (em.isInTransaction()) {
+      if (session.inTransaction) {
         throw new DomainError('metadata_changed', `The definition of "${objectName}" changed while the query ran; try again`);
       }
-      return work(await this.metadata.getObject(objectName, em));
+      return work(await this.metadata.getObject(objectName), session);
     }
   }
+}
 
-  /** Runs a write and turns constraint violations into errors that name the field. */
-  private async write(
-    object: ObjectMeta,
-    em: EntityManager,
-    query: CompiledQuery<Record<string, unknown>>,
-  ): Promise<Record<string, unknown>[]> {
-    try {
-      return await runQuery(em, query);
-    } catch (error) {
-      throw translateWriteError(object, error) ?? error;
-    }
+/** Runs a write and turns constraint violations into errors that name the field. */
+async function write(
+  object: ObjectMeta,
+  session: DataSession,
+  query: CompiledQuery<Record<string, unknown>>,
+): Promise<Record<string, unknown>[]> {
+  try {
+    return await session.query(query);
+  } catch (error) {
+    throw translateWriteError(object, error) ?? error;
   }
 }
 

@@ -1,0 +1,215 @@
+import { request as httpRequest } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
+import { listen } from '../support/chat-helpers';
+import { bodyOf, errorOf } from '../support/responses';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+
+/** 199 "a" and a "b": never found in a text of "a"s, after comparing almost the whole operand at every position. */
+const SLOW_NEEDLE = `${'a'.repeat(199)}b`;
+const slowWhere = (field: string) => JSON.stringify({ [field]: { $contains: SLOW_NEEDLE } });
+
+async function memberKey(t: TestApp, name: string): Promise<string> {
+  const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201);
+  return bodyOf<{ secret: string }>(res).secret;
+}
+
+/** Creates an object (as the admin) with these fields; its label is its name. */
+async function createObject(t: TestApp, name: string, fields: Array<Record<string, unknown>>): Promise<void> {
+  await t.http.post('/api/v1/objects').set(bearer(t.adminKey)).send({ name, label: name, fields }).expect(201);
+}
+
+/** An object `big_note` whose `body` holds `rows` texts of 100,000 "a": a $contains of SLOW_NEEDLE takes seconds per row batch. */
+async function seedBigNotes(t: TestApp, rows: number): Promise<void> {
+  await createObject(t, 'big_note', [{ name: 'body', label: 'Body', type: 'textarea' }]);
+  await t.sql(`insert into data.big_note (body) select repeat('a', 100000) from generate_series(1, $1::int)`, [rows]);
+}
+
+/** Statements on `big_note` that the server is running right now (this one aside). */
+async function runningBigNoteQueries(t: TestApp): Promise<number> {
+  const [row] = await t.sql<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and query like '%"big_note"%'`,
+  );
+  return row.n;
+}
+
+/** Polls `read` until `done` holds or about `boundMs` passed; returns the last value read. */
+async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, boundMs = 10_000): Promise<T> {
+  let value = await read();
+  for (let waited = 0; !done(value) && waited < boundMs; waited += 50) {
+    await sleep(50);
+    value = await read();
+  }
+  return value;
+}
+
+/** A GET the test can abandon: destroy() closes its socket, as a browser tab that is closed. */
+function abandonableGet(baseUrl: string, path: string, key: string): { destroy(): void; settled: Promise<void> } {
+  const req = httpRequest(`${baseUrl}${path}`, { headers: bearer(key), agent: false });
+  const settled = new Promise<void>((resolve) => {
+    req.on('response', (res) => res.resume().on('close', resolve));
+    req.on('error', () => resolve());
+    req.on('close', () => resolve());
+  });
+  req.end();
+  return { destroy: () => req.destroy(), settled };
+}
+
+describe('data limits', () => {
+  describe('slow REST data queries are bounded and cancelled when the client leaves (finding 1)', () => {
+    describe('abandoned queries', () => {
+      const ABANDONED = 4;
+      let t: TestApp;
+      let baseUrl: string;
+      let alice: string;
+      let bob: string;
+
+      beforeAll(async () => {
+        // A timeout far beyond the test: only the cancellation can end these queries in time.
+        t = await startTestApp({
+          env: { QUERY_TIMEOUT_MS: '600000', DATA_POOL_SIZE: String(ABANDONED + 1), TOOL_TIMEOUT_MS: '1000' },
+        });
+        baseUrl = await listen(t);
+        [alice, bob] = [await memberKey(t, 'alice'), await memberKey(t, 'bob')];
+        await seedBigNotes(t, 1000);
+        await createObject(t, 'memo', [{ name: 'title', label: 'Title', type: 'text' }]);
+        await t.http.post('/api/v1/objects/memo/records').set(bearer(bob)).send({ title: 'Quarterly review' }).expect(201);
+      });
+      afterAll(() => t.close());
+
+      it('answers /health and another member while the queries run, and ends them once their clients left', async () => {
+        const where = encodeURIComponent(slowWhere('body'));
+        const clients = Array.from({ length: ABANDONED }, () =>
+          abandonableGet(baseUrl, `/api/v1/objects/big_note/records?where=${where}`, alice),
+        );
+        expect(
+          await pollUntil(
+            () => runningBigNoteQueries(t),
+            (n) => n === ABANDONED,
+          ),
+        ).toBe(ABANDONED);
+
+        expect((await t.http.get('/health').expect(200)).body).toEqual({ status: 'ok' });
+        const memos = await t.http.get('/api/v1/objects/memo/records').set(bearer(bob)).expect(200);
+        expect(bodyOf<{ total: number }>(memos).total).toBe(1);
+        // Still running: the answers above did not wait for them.
+        expect(await runningBigNoteQueries(t)).toBe(ABANDONED);
+
+        for (const client of clients) client.destroy();
+        await Promise.all(clients.map((client) => client.settled));
+        expect(
+          await pollUntil(
+            () => runningBigNoteQueries(t),
+            (n) => n === 0,
+          ),
+        ).toBe(0);
+        // The pool is whole again: every connection that ran an abandoned query was replaced.
+        await t.http.get('/api/v1/objects/memo/records').set(bearer(bob)).expect(200);
+      });
+
+      it('ends the statement of a data tool call that timed out, through the same cancellation', async () => {
+        const call = t.http
+          .post('/api/v1/ai/tools/query_records/execute')
+          .set(bearer(alice))
+          .send({ arguments: { objectName: 'big_note', where: JSON.parse(slowWhere('body')) as unknown, fields: ['id'] } })
+          .then((res) => res);
+        expect(
+          await pollUntil(
+            () => runningBigNoteQueries(t),
+            (n) => n === 1,
+          ),
+        ).toBe(1);
+        const res = await call;
+        expect(res.status).toBe(200);
+        expect(bodyOf<ExecuteToolResponse>(res)).toMatchObject({ isError: true, result: { error: { code: 'tool_timeout' } } });
+        expect(
+          await pollUntil(
+            () => runningBigNoteQueries(t),
+            (n) => n === 0,
+          ),
+        ).toBe(0);
+      });
+    });
+
+    describe('with a short QUERY_TIMEOUT_MS and a pool of one connection', () => {
+      let t: TestApp;
+      let alice: string;
+
+      beforeAll(async () => {
+        t = await startTestApp({ env: { QUERY_TIMEOUT_MS: '3000', DATA_POOL_SIZE: '1', DB_ACQUIRE_TIMEOUT_MS: '200' } });
+        alice = await memberKey(t, 'alice');
+        await seedBigNotes(t, 1000);
+      });
+      afterAll(() => t.close());
+
+      it('answers a records query that outlasts QUERY_TIMEOUT_MS with 503 query_timeout', async () => {
+        const res = await t.http
+          .get('/api/v1/objects/big_note/records')
+          .query({ where: slowWhere('body') })
+          .set(bearer(alice));
+        expect(res.status).toBe(503);
+        expect(errorOf(res)).toMatchObject({ code: 'query_timeout', details: { statementTimeoutMs: 3000 } });
+        expect(await runningBigNoteQueries(t)).toBe(0);
+      });
+
+      it('answers an aggregate that outlasts it the same way', async () => {
+        const res = await t.http
+          .post('/api/v1/objects/big_note/aggregate')
+          .set(bearer(alice))
+          .send({ where: JSON.parse(slowWhere('body')) as unknown, aggregations: [{ function: 'count', alias: 'n' }] });
+        expect(res.status).toBe(503);
+        expect(errorOf(res).code).toBe('query_timeout');
+      });
+
+      it('answers 503 database_busy with Retry-After while the pool stays taken, and /health 200 meanwhile', async () => {
+        const holder = t.http
+          .get('/api/v1/objects/big_note/records')
+          .query({ where: slowWhere('body') })
+          .set(bearer(alice));
+        const held = holder.then((res) => res);
+        expect(
+          await pollUntil(
+            () => runningBigNoteQueries(t),
+            (n) => n === 1,
+          ),
+        ).toBe(1);
+
+        const busy = await t.http.get('/api/v1/objects/big_note/records').query({ limit: 1 }).set(bearer(alice));
+        expect(busy.status).toBe(503);
+        expect(errorOf(busy).code).toBe('database_busy');
+        expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        await t.http.get('/health').expect(200);
+        expect(await runningBigNoteQueries(t)).toBe(1);
+
+        expect(errorOf(await held).code).toBe('query_timeout');
+        // Free again once the statement ended.
+        await t.http.get('/api/v1/objects/big_note/records').query({ limit: 1, fields: 'id' }).set(bearer(alice)).expect(200);
+      });
+    });
+
+    describe('/health on its own connection', () => {
+      let t: TestApp;
+      beforeAll(async () => {
+        t = await startTestApp();
+      });
+      afterAll(() => t.close());
+
+      it('answers 503 while a migration of this build is missing from the database, and 200 once it is back', async () => {
+        await t.http.get('/health').expect(200);
+        const [last] = await t.sql<{ id: number; name: string; executed_at: Date }>(
+          'select id, name, executed_at from mikro_orm_migrations order by id desc limit 1',
+        );
+        await t.sql('delete from mikro_orm_migrations where id = $1', [last.id]);
+        const res = await t.http.get('/health').expect(503);
+        expect(errorOf(res).code).toBe('database_unavailable');
+        await t.sql('insert into mikro_orm_migrations (id, name, executed_at) values ($1, $2, $3)', [
+          last.id,
+          last.name,
+          last.executed_at,
+        ]);
+        await t.http.get('/health').expect(200);
+      });
+    });
+  });
+});
