@@ -1,6 +1,14 @@
 import { DomainError } from '../common/domain-error';
 import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import { MAX_JSON_LENGTH, MAX_TEXT_LENGTH, bindCast, decodeRow, encodeFieldValue, parseTextArray } from './field-value.codec';
+import {
+  MAX_JSON_LENGTH,
+  MAX_PATTERN_LENGTH,
+  MAX_TEXT_LENGTH,
+  bindCast,
+  decodeRow,
+  encodeFieldValue,
+  parseTextArray,
+} from './field-value.codec';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const f = {
@@ -66,6 +74,21 @@ describe('encodeFieldValue', () => {
 
     it('refuses NUL characters, which Postgres text cannot store', () => {
       expectInvalid(f.name, 'a\u0000b');
+    });
+
+    it.each(['$contains', '$notContains', '$startsWith', '$endsWith'])(
+      `caps the operand of %s at ${MAX_PATTERN_LENGTH} characters, naming the field and the limit`,
+      (operator) => {
+        expect(encodeFieldValue(f.notes, 'x'.repeat(MAX_PATTERN_LENGTH), { operator })).toHaveLength(MAX_PATTERN_LENGTH);
+        const error = expectInvalid(f.notes, 'x'.repeat(MAX_PATTERN_LENGTH + 1), operator);
+        expect(error.details).toMatchObject({ field: 'notes', operator, maxLength: MAX_PATTERN_LENGTH });
+        expect(error.message).toContain(`at most ${MAX_PATTERN_LENGTH} characters`);
+      },
+    );
+
+    it('leaves long operands of equality and ranges alone (they cost no more than the value)', () => {
+      const long = 'x'.repeat(MAX_PATTERN_LENGTH + 1);
+      for (const operator of ['$eq', '$gt', '$in']) expect(encodeFieldValue(f.notes, long, { operator })).toBe(long);
     });
 
     it('checks email shape on writes and equality but not for substring operands', () => {

@@ -211,5 +211,55 @@ describe('data limits', () => {
         await t.http.get('/health').expect(200);
       });
     });
+
+    describe('pattern operands', () => {
+      let t: TestApp;
+      let alice: string;
+
+      beforeAll(async () => {
+        t = await startTestApp();
+        alice = await memberKey(t, 'alice');
+        await createObject(t, 'note', [{ name: 'body', label: 'Body', type: 'textarea' }]);
+      });
+      afterAll(() => t.close());
+
+      it.each(['$contains', '$notContains', '$startsWith', '$endsWith'])(
+        'refuses a %s operand over 200 characters with 400 naming the field and the limit',
+        async (operator) => {
+          const where = JSON.stringify({ body: { [operator]: 'x'.repeat(201) } });
+          const res = await t.http.get('/api/v1/objects/note/records').query({ where }).set(bearer(alice)).expect(400);
+          expect(errorOf(res)).toMatchObject({
+            code: 'invalid_value',
+            details: { field: 'body', operator, maxLength: 200 },
+          });
+          expect(errorOf(res).error).toContain('"body"');
+          expect(errorOf(res).error).toContain('200 characters');
+          await t.http
+            .get('/api/v1/objects/note/records')
+            .query({ where: JSON.stringify({ body: { [operator]: 'x'.repeat(200) } }) })
+            .set(bearer(alice))
+            .expect(200);
+        },
+      );
+
+      it('refuses it in aggregates and in the data tools too', async () => {
+        const where = { body: { $contains: 'x'.repeat(1001) } };
+        const aggregate = await t.http
+          .post('/api/v1/objects/note/aggregate')
+          .set(bearer(alice))
+          .send({ where, aggregations: [{ function: 'count', alias: 'n' }] })
+          .expect(400);
+        expect(errorOf(aggregate)).toMatchObject({ code: 'invalid_value', details: { field: 'body', maxLength: 200 } });
+        const tool = await t.http
+          .post('/api/v1/ai/tools/query_records/execute')
+          .set(bearer(alice))
+          .send({ arguments: { objectName: 'note', where } })
+          .expect(200);
+        expect(bodyOf<ExecuteToolResponse>(tool)).toMatchObject({
+          isError: true,
+          result: { error: { code: 'invalid_value', details: { field: 'body', maxLength: 200 } } },
+        });
+      });
+    });
   });
 });
