@@ -63,6 +63,7 @@ export const ERRORS = {
   invalid_unique: HttpStatus.BAD_REQUEST,
   object_not_empty: HttpStatus.BAD_REQUEST,
   field_has_empty_values: HttpStatus.BAD_REQUEST,
+  field_values_too_long: HttpStatus.BAD_REQUEST,
 
   // Records, queries and aggregations.
   invalid_record: HttpStatus.BAD_REQUEST,

@@ -6,6 +6,7 @@ import { isUuid } from '../common/uuid';
 import { DataPool, DataSession } from '../database/data-pool';
 import {
   FOREIGN_KEY_VIOLATION,
+  PROGRAM_LIMIT_EXCEEDED,
   RESTRICT_VIOLATION,
   UNDEFINED_COLUMN,
   UNDEFINED_TABLE,
@@ -17,7 +18,7 @@ import { indexName } from '../metadata/metadata.naming';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
 import { AggregateQuery, FindQuery, FindResult } from './data.types';
-import { decodeRow, encodeFieldValue } from './field-value.codec';
+import { decodeRow, encodeFieldValue, indexedValueLimitError } from './field-value.codec';
 import { compileCount, compileDelete, compileFind, compileFindOne, compileInsert, compileUpdate } from './records.compiler';
 import { clip, requireField } from './where.compiler';
 
@@ -196,7 +197,7 @@ function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'updat
 function translateWriteError(object: ObjectMeta, error: unknown): DomainError | undefined {
   const code = sqlState(error);
   const pg = error as { constraint?: string };
-  const fieldFor = (kind: 'key' | 'fk') =>
+  const fieldFor = (kind: 'key' | 'idx' | 'fk') =>
     object.fields.find((f) => indexName(object.name, f.name, kind) === pg.constraint)?.name;
   if (code === UNIQUE_VIOLATION) {
     const field = pg.constraint === `${object.name}_pkey` ? 'id' : fieldFor('key');
@@ -205,6 +206,13 @@ function translateWriteError(object: ObjectMeta, error: unknown): DomainError | 
       `Another "${object.name}" record already has this ${field ?? 'value'}`,
       field ? { field } : undefined,
     );
+  }
+  // The codec refuses long values of indexed fields first; this is the backstop for anything it misses.
+  // 54000 names the index that could not take the row.
+  if (code === PROGRAM_LIMIT_EXCEEDED) {
+    const field = object.fields.find((f) => f.name === (fieldFor('key') ?? fieldFor('idx')));
+    if (field) return indexedValueLimitError(field);
+    return new DomainError('invalid_value', `A value is too long for an index of "${object.name}"`);
   }
   // 23503: a lookup of this record points nowhere (insert/update). 23001: lookups are ON DELETE RESTRICT,
   // so deleting a record that other records still point to fails with restrict_violation, not 23503.

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MAX_INDEXED_TEXT_BYTES } from '../../src/metadata/object-metadata.types';
 import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
 import { listen } from '../support/chat-helpers';
 import { bodyOf, errorOf } from '../support/responses';
@@ -261,5 +263,79 @@ describe('data limits', () => {
         });
       });
     });
+  });
+
+  describe('long values in indexed or unique text fields (finding 5)', () => {
+    let t: TestApp;
+    let alice: string;
+    /** Random hex: Postgres cannot compress it into an index entry. */
+    const incompressible = (length: number) =>
+      randomBytes(Math.ceil(length / 2))
+        .toString('hex')
+        .slice(0, length);
+
+    beforeAll(async () => {
+      t = await startTestApp();
+      alice = await memberKey(t, 'alice');
+      await createObject(t, 'customer', [
+        { name: 'code', label: 'Code', type: 'text', unique: true },
+        { name: 'city', label: 'City', type: 'text', indexed: true },
+        { name: 'notes', label: 'Notes', type: 'textarea' },
+      ]);
+    });
+    afterAll(() => t.close());
+
+    it('refuses a long value of a unique field on create with 400 naming the field and the limit', async () => {
+      const res = await t.http
+        .post('/api/v1/objects/customer/records')
+        .set(bearer(alice))
+        .send({ code: incompressible(3000) })
+        .expect(400);
+      expect(errorOf(res)).toMatchObject({ code: 'invalid_value', details: { field: 'code', maxBytes: MAX_INDEXED_TEXT_BYTES } });
+      expect(errorOf(res).error).toContain('"code"');
+      expect(errorOf(res).error).toContain(`${MAX_INDEXED_TEXT_BYTES} bytes`);
+    });
+
+    it('refuses a long value of an indexed field on update, and keeps values at the limit', async () => {
+      const created = await t.http
+        .post('/api/v1/objects/customer/records')
+        .set(bearer(alice))
+        .send({ code: incompressible(MAX_INDEXED_TEXT_BYTES), city: 'Lyon' })
+        .expect(201);
+      const id = bodyOf<{ id: string }>(created).id;
+      const res = await t.http
+        .patch(`/api/v1/objects/customer/records/${id}`)
+        .set(bearer(alice))
+        .send({ city: incompressible(3000) })
+        .expect(400);
+      expect(errorOf(res)).toMatchObject({ code: 'invalid_value', details: { field: 'city', maxBytes: MAX_INDEXED_TEXT_BYTES } });
+      const stored = await t.http.get(`/api/v1/objects/customer/records/${id}`).set(bearer(alice)).expect(200);
+      expect(bodyOf<{ city: string }>(stored).city).toBe('Lyon');
+    });
+
+    it.each([['indexed'], ['unique']])(
+      'refuses to make a field holding long values %s, with 400 naming the field and the limit',
+      async (flag) => {
+        await t.http
+          .post('/api/v1/objects/customer/records')
+          .set(bearer(alice))
+          .send({ notes: incompressible(3000) })
+          .expect(201);
+        const res = await t.http
+          .patch('/api/v1/objects/customer/fields/notes')
+          .set(bearer(t.adminKey))
+          .send({ [flag]: true })
+          .expect(400);
+        expect(errorOf(res)).toMatchObject({
+          code: 'field_values_too_long',
+          details: { field: 'notes', maxBytes: MAX_INDEXED_TEXT_BYTES },
+        });
+        const object = await t.http.get('/api/v1/objects/customer').set(bearer(t.adminKey)).expect(200);
+        const notes = bodyOf<{ fields: Array<{ name: string; indexed: boolean; unique: boolean }> }>(object).fields.find(
+          (f) => f.name === 'notes',
+        );
+        expect(notes).toMatchObject({ indexed: false, unique: false });
+      },
+    );
   });
 });
