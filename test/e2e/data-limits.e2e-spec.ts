@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { AggregateResponse } from '../../src/data/records.dto';
 import { MAX_INDEXED_TEXT_BYTES } from '../../src/metadata/object-metadata.types';
 import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
 import { listen } from '../support/chat-helpers';
@@ -337,5 +338,92 @@ describe('data limits', () => {
         expect(notes).toMatchObject({ indexed: false, unique: false });
       },
     );
+  });
+
+  describe('sums and averages beyond 2^53 stay exact (finding 12)', () => {
+    let t: TestApp;
+    let alice: string;
+    const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 9007199254740991
+    const aggregations = [
+      { function: 'count', alias: 'n' },
+      { function: 'sum', field: 'units', alias: 'units_sum' },
+      { function: 'avg', field: 'units', alias: 'units_avg' },
+      { function: 'sum', field: 'amount', alias: 'amount_sum' },
+      { function: 'avg', field: 'amount', alias: 'amount_avg' },
+      { function: 'sum', field: 'weight', alias: 'weight_sum' },
+      { function: 'avg', field: 'weight', alias: 'weight_avg' },
+    ];
+    const expected = [
+      {
+        kind: 'big',
+        n: 2,
+        units_sum: '18014398509481982',
+        units_avg: MAX_SAFE,
+        amount_sum: '19999999999999996',
+        amount_avg: '9999999999999998',
+        weight_sum: `2${'0'.repeat(308)}`,
+        weight_avg: `1${'0'.repeat(308)}`,
+      },
+      {
+        kind: 'huge',
+        n: 2,
+        units_sum: '9223372036854775810',
+        units_avg: '4611686018427387905',
+        amount_sum: null,
+        amount_avg: null,
+        weight_sum: null,
+        weight_avg: null,
+      },
+      {
+        kind: 'small',
+        n: 2,
+        units_sum: 5,
+        units_avg: 2.5,
+        amount_sum: 10.5,
+        amount_avg: 5.25,
+        weight_sum: 0.3,
+        weight_avg: 0.15,
+      },
+    ];
+
+    beforeAll(async () => {
+      t = await startTestApp();
+      alice = await memberKey(t, 'alice');
+      await createObject(t, 'ledger', [
+        { name: 'kind', label: 'Kind', type: 'select', options: ['big', 'huge', 'small'] },
+        { name: 'units', label: 'Units', type: 'integer' },
+        { name: 'amount', label: 'Amount', type: 'currency' },
+        { name: 'weight', label: 'Weight', type: 'number' },
+      ]);
+      for (const record of [
+        { kind: 'big', units: MAX_SAFE, amount: 9999999999999998, weight: 1e308 },
+        { kind: 'big', units: MAX_SAFE, amount: 9999999999999998, weight: 1e308 },
+        { kind: 'small', units: 2, amount: 10, weight: 0.1 },
+        { kind: 'small', units: 3, amount: 0.5, weight: 0.2 },
+      ]) {
+        await t.http.post('/api/v1/objects/ledger/records').set(bearer(alice)).send(record).expect(201);
+      }
+      // Integers beyond 2^53 cannot arrive as JSON numbers; a bigint column can hold them all the same.
+      await t.sql(`insert into data.ledger (kind, units) values ('huge', 4611686018427387904), ('huge', 4611686018427387906)`);
+    });
+    afterAll(() => t.close());
+
+    it('answers the aggregate API with exact decimal strings beyond 2^53 and numbers below', async () => {
+      const res = await t.http
+        .post('/api/v1/objects/ledger/aggregate')
+        .set(bearer(alice))
+        .send({ groupBy: ['kind'], aggregations })
+        .expect(200);
+      expect(bodyOf<AggregateResponse>(res).rows).toEqual(expected);
+    });
+
+    it('answers aggregate_data, the same engine, alike', async () => {
+      const res = await t.http
+        .post('/api/v1/ai/tools/aggregate_data/execute')
+        .set(bearer(alice))
+        .send({ arguments: { objectName: 'ledger', groupBy: ['kind'], aggregations } })
+        .expect(200);
+      expect(bodyOf<ExecuteToolResponse>(res)).toMatchObject({ isError: false, result: { count: 3, rows: expected } });
+    });
   });
 });
