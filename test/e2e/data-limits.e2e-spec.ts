@@ -22,7 +22,7 @@ async function createObject(t: TestApp, name: string, fields: Array<Record<strin
   await t.http.post('/api/v1/objects').set(bearer(t.adminKey)).send({ name, label: name, fields }).expect(201);
 }
 
-/** An object `big_note` whose `body` holds `rows` texts of 100,000 "a": a $contains of SLOW_NEEDLE takes seconds per row batch. */
+/** An object `big_note` whose `body` holds `rows` texts of 100,000 "a"s: a $contains of SLOW_NEEDLE spends tens of ms on each. */
 async function seedBigNotes(t: TestApp, rows: number): Promise<void> {
   await createObject(t, 'big_note', [{ name: 'body', label: 'Body', type: 'textarea' }]);
   await t.sql(`insert into data.big_note (body) select repeat('a', 100000) from generate_series(1, $1::int)`, [rows]);
@@ -75,6 +75,7 @@ describe('data limits', () => {
         });
         baseUrl = await listen(t);
         [alice, bob] = [await memberKey(t, 'alice'), await memberKey(t, 'bob')];
+        // Tens of seconds per query: far longer than the bounded wait for them to end below.
         await seedBigNotes(t, 1000);
         await createObject(t, 'memo', [{ name: 'title', label: 'Title', type: 'text' }]);
         await t.http.post('/api/v1/objects/memo/records').set(bearer(bob)).send({ title: 'Quarterly review' }).expect(201);
@@ -142,7 +143,8 @@ describe('data limits', () => {
       beforeAll(async () => {
         t = await startTestApp({ env: { QUERY_TIMEOUT_MS: '3000', DATA_POOL_SIZE: '1', DB_ACQUIRE_TIMEOUT_MS: '200' } });
         alice = await memberKey(t, 'alice');
-        await seedBigNotes(t, 1000);
+        // Several times longer than QUERY_TIMEOUT_MS to scan; the abandoned queries above need far more.
+        await seedBigNotes(t, 300);
       });
       afterAll(() => t.close());
 
