@@ -110,6 +110,7 @@ export class DataPool implements OnApplicationShutdown {
     work: (client: PoolClient, lease: Lease) => Promise<T>,
   ): Promise<T> {
     if (signal?.aborted) throw cancelled();
+    // A caller that leaves while waiting here is noticed once a connection is free (DB_ACQUIRE_TIMEOUT_MS at most).
     const client = await this.acquire();
     const lease: Lease = { cancelled: false };
     try {
@@ -189,8 +190,8 @@ function cancelled(): DomainError {
 }
 
 /**
- * Dates and timestamps as the text Postgres sends, as the ORM reads them too: the value codec decodes
- * them without the time zone and millisecond rounding of JS Dates.
+ * Dates and timestamps as the text Postgres sends, as the ORM's pool reads them too: the value codec
+ * decodes them, and a `date` never becomes a JS Date at local midnight on the way.
  */
 function rawTemporalTypes(): TypeOverrides {
   const overrides = new TypeOverrides();
