@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
-import { ConfigError, loadConfig } from './config/app-config';
+import { ConfigError, configWarnings, loadConfig } from './config/app-config';
 import { RunningPostgres, startEmbeddedPostgres } from './database/embedded-postgres.launcher';
 import { configureLogging, mainLogger as log } from './observability/logger';
 
@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     throw error;
   }
   configureLogging({ level: config.logLevel, format: config.logFormat });
+  for (const warning of configWarnings(process.env)) log.warn({ msg: warning });
 
   let postgres: RunningPostgres | undefined;
   let databaseUrl = config.databaseUrl;

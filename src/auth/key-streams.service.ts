@@ -36,7 +36,7 @@ export class KeyStreams implements BeforeApplicationShutdown {
         'too_many_streams',
         `This key has ${streams.size} event streams open on this server, the most allowed at once; close one first`,
         { open: streams.size, limit },
-        CAP_RETRY_AFTER_SECONDS,
+        { retryAfterSeconds: CAP_RETRY_AFTER_SECONDS },
       );
     }
     const writer = new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs });

@@ -1,5 +1,10 @@
 import type { ErrorCode } from './error-codes';
 
+export interface DomainErrorOptions {
+  /** A transient condition: the response tells the client when to try again (`Retry-After`, seconds). */
+  retryAfterSeconds?: number;
+}
+
 /**
  * A failure a caller can act on. Services throw these with a stable snake_case code from the
  * catalog (src/common/error-codes.ts); the one exception filter decides the HTTP status from it.
@@ -9,8 +14,7 @@ export class DomainError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
-    /** For a limit the caller may retry later: sent as the `Retry-After` header, in seconds. */
-    readonly retryAfterSeconds?: number,
+    readonly options: DomainErrorOptions = {},
   ) {
     super(message);
     this.name = 'DomainError';

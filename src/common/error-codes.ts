@@ -80,6 +80,7 @@ export const ERRORS = {
   invalid_unique: HttpStatus.BAD_REQUEST,
   object_not_empty: HttpStatus.BAD_REQUEST,
   field_has_empty_values: HttpStatus.BAD_REQUEST,
+  field_values_too_long: HttpStatus.BAD_REQUEST,
 
   // Records, queries and aggregations.
   invalid_record: HttpStatus.BAD_REQUEST,
@@ -99,6 +100,8 @@ export const ERRORS = {
   invalid_aggregate_function: HttpStatus.BAD_REQUEST,
   read_only_transaction: HttpStatus.BAD_REQUEST,
   query_timeout: HttpStatus.SERVICE_UNAVAILABLE,
+  // The caller left (or its tool call was stopped) while its query ran; the statement was cancelled.
+  query_cancelled: HttpStatus.SERVICE_UNAVAILABLE,
 
   // Agents, chats and tools.
   unknown_tool: HttpStatus.BAD_REQUEST,
@@ -132,6 +135,8 @@ export const ERRORS = {
   // The server itself.
   database_unavailable: HttpStatus.SERVICE_UNAVAILABLE,
   shutting_down: HttpStatus.SERVICE_UNAVAILABLE,
+  // Every connection of the data engine stayed taken for DB_ACQUIRE_TIMEOUT_MS; sent with Retry-After.
+  database_busy: HttpStatus.SERVICE_UNAVAILABLE,
   internal_error: HttpStatus.INTERNAL_SERVER_ERROR,
 } as const satisfies Record<string, HttpStatus>;
 

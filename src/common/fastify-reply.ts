@@ -1,3 +1,4 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 
@@ -16,3 +17,8 @@ export function abortWhenClientLeaves(reply: FastifyReply): AbortSignal {
   if (reply.raw.destroyed) controller.abort();
   return controller.signal;
 }
+
+/** A handler parameter: the signal of abortWhenClientLeaves for this request (cancels its database statements). */
+export const ClientSignal = createParamDecorator((_data: unknown, ctx: ExecutionContext): AbortSignal =>
+  abortWhenClientLeaves(ctx.switchToHttp().getResponse<FastifyReply>()),
+);

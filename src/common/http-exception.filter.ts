@@ -63,9 +63,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
       reply.raw.end();
       return;
     }
-    if (exception instanceof DomainError && exception.retryAfterSeconds !== undefined) {
-      void reply.header('retry-after', String(exception.retryAfterSeconds));
-    }
+    const retryAfter = exception instanceof DomainError ? exception.options.retryAfterSeconds : undefined;
+    if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { ConfigError, loadConfig } from './app-config';
+import { ConfigError, configWarnings, loadConfig } from './app-config';
 
 /** Runs loadConfig and returns the ConfigError it throws (fails the test when it does not throw one). */
 function configErrorOf(env: Record<string, string>): ConfigError {
@@ -115,6 +115,12 @@ describe('loadConfig', () => {
     ['SSE_MAX_STREAMS_PER_KEY', 'many'],
     ['HTTP_REQUEST_TIMEOUT_MS', '0'],
     ['HTTP_REQUEST_TIMEOUT_MS', '50'],
+    ['QUERY_TIMEOUT_MS', '50'],
+    ['QUERY_TIMEOUT_MS', '5s'],
+    ['TOOL_STATEMENT_TIMEOUT_MS', 'soon'],
+    ['DB_ACQUIRE_TIMEOUT_MS', '0'],
+    ['DATA_POOL_SIZE', '0'],
+    ['DATA_POOL_SIZE', '2000'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
     const error = configErrorOf({ [variable]: value });
 
@@ -137,5 +143,32 @@ describe('loadConfig', () => {
       OPENAI_BASE_URL: 'ftp://x',
     });
     expect(error.variable).toBe('OPENAI_BASE_URL');
+  });
+
+  describe('data engine limits', () => {
+    it('defaults to a 5 s query timeout, a 2 s wait for a connection and 10 connections', () => {
+      expect(loadConfig({})).toMatchObject({ queryTimeoutMs: 5000, dbAcquireTimeoutMs: 2000, dataPoolSize: 10 });
+      expect(configWarnings({})).toEqual([]);
+    });
+
+    it('reads QUERY_TIMEOUT_MS, DB_ACQUIRE_TIMEOUT_MS and DATA_POOL_SIZE', () => {
+      expect(loadConfig({ QUERY_TIMEOUT_MS: '750', DB_ACQUIRE_TIMEOUT_MS: '250', DATA_POOL_SIZE: '3' })).toMatchObject({
+        queryTimeoutMs: 750,
+        dbAcquireTimeoutMs: 250,
+        dataPoolSize: 3,
+      });
+    });
+
+    it('still reads the deprecated TOOL_STATEMENT_TIMEOUT_MS when QUERY_TIMEOUT_MS is unset, with a warning', () => {
+      const env = { TOOL_STATEMENT_TIMEOUT_MS: '1500' };
+      expect(loadConfig(env).queryTimeoutMs).toBe(1500);
+      expect(configWarnings(env)).toEqual([expect.stringContaining('rename it to QUERY_TIMEOUT_MS')]);
+    });
+
+    it('prefers QUERY_TIMEOUT_MS over the deprecated name, and says the old one is ignored', () => {
+      const env = { TOOL_STATEMENT_TIMEOUT_MS: '1500', QUERY_TIMEOUT_MS: '2500' };
+      expect(loadConfig(env).queryTimeoutMs).toBe(2500);
+      expect(configWarnings(env)).toEqual([expect.stringContaining('ignored')]);
+    });
   });
 });

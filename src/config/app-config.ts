@@ -51,8 +51,12 @@ export interface AppConfig {
   logFormat: 'json' | 'pretty';
   /** Per-call timeout of a tool, milliseconds. */
   toolTimeoutMs: number;
-  /** statement_timeout of the data tools' read-only transactions, milliseconds. */
-  toolStatementTimeoutMs: number;
+  /** statement_timeout of every data engine statement (records API, aggregates, data tools), milliseconds. */
+  queryTimeoutMs: number;
+  /** How long a data engine call waits for a free connection before it answers database_busy, milliseconds. */
+  dbAcquireTimeoutMs: number;
+  /** Connections of the data engine's own pool. */
+  dataPoolSize: number;
 }
 
 export class ConfigError extends Error {
@@ -149,8 +153,30 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logLevel: logLevel as AppConfig['logLevel'],
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
-    toolStatementTimeoutMs: int(env, 'TOOL_STATEMENT_TIMEOUT_MS', 5_000, 100, 600_000),
+    queryTimeoutMs: int(env, queryTimeoutVariable(env), 5_000, 100, 600_000),
+    dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
+    dataPoolSize: int(env, 'DATA_POOL_SIZE', 10, 1, 1_000),
   };
+}
+
+/** TOOL_STATEMENT_TIMEOUT_MS is the old name of QUERY_TIMEOUT_MS, read only when the new one is unset. */
+function queryTimeoutVariable(env: Env): string {
+  return str(env, 'QUERY_TIMEOUT_MS') === undefined && str(env, 'TOOL_STATEMENT_TIMEOUT_MS') !== undefined
+    ? 'TOOL_STATEMENT_TIMEOUT_MS'
+    : 'QUERY_TIMEOUT_MS';
+}
+
+/** Valid but discouraged settings, one message each, for the start-up log. */
+export function configWarnings(env: Env = process.env): string[] {
+  const warnings: string[] = [];
+  if (str(env, 'TOOL_STATEMENT_TIMEOUT_MS') !== undefined) {
+    warnings.push(
+      str(env, 'QUERY_TIMEOUT_MS') === undefined
+        ? 'TOOL_STATEMENT_TIMEOUT_MS is deprecated: rename it to QUERY_TIMEOUT_MS (it now bounds REST data queries too)'
+        : 'TOOL_STATEMENT_TIMEOUT_MS is deprecated and ignored: QUERY_TIMEOUT_MS is set',
+    );
+  }
+  return warnings;
 }
 
 /** Injection token of the AppConfig object. */

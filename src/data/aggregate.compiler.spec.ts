@@ -12,6 +12,7 @@ const deal: ObjectMeta = {
     field('stage', 'select', { options: ['lead', 'won', 'lost'] }),
     field('amount', 'currency'),
     field('quantity', 'integer'),
+    field('weight', 'number'),
     field('close_date', 'date'),
     field('notes', 'textarea'),
     field('meta', 'json'),
@@ -220,6 +221,44 @@ describe('decodeAggregateRows', () => {
     const rows = [{ stage: 'won', n: '3', average: '1500.5000000000000000', first_close: '2024-01-02', last_name: '42' }];
     expect(decodeAggregateRows(deal, compiled, rows)).toEqual([
       { stage: 'won', first_close: '2024-01-02', last_name: '42', n: 3, average: 1500.5 },
+    ]);
+  });
+});
+
+describe('exact sums and averages', () => {
+  it('sums and averages a number (double) field as numeric, through its shortest exact text', () => {
+    const { sql } = compile({
+      aggregations: [
+        { function: 'sum', field: 'weight', alias: 's' },
+        { function: 'avg', field: 'weight', alias: 'a' },
+        { function: 'sum', field: 'quantity', alias: 'q' },
+      ],
+    });
+    expect(sql).toContain('sum("weight"::text::numeric) as "s", avg("weight"::text::numeric) as "a", sum("quantity") as "q"');
+  });
+
+  it('keeps values beyond 2^53 as exact decimal strings and everything else a number', () => {
+    const compiled = compileAggregate(deal, {
+      aggregations: ['a', 'b', 'c', 'd', 'e', 'f'].map((alias) => ({ function: 'sum', field: 'quantity', alias })),
+      limit: 1,
+    });
+    const row = {
+      a: '9007199254740991',
+      b: '9007199254740992',
+      c: '-18014398509481982',
+      d: '19999999999999996.00',
+      e: '9007199254740993.5000000000000000',
+      f: '2000.50',
+    };
+    expect(decodeAggregateRows(deal, compiled, [row])).toEqual([
+      {
+        a: 9007199254740991,
+        b: '9007199254740992',
+        c: '-18014398509481982',
+        d: '19999999999999996',
+        e: '9007199254740993.5',
+        f: 2000.5,
+      },
     ]);
   });
 });

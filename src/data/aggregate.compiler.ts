@@ -47,7 +47,10 @@ export function compileAggregate(object: ObjectMeta, query: AggregateQuery): Com
   return { query: params.query(sql), groupBy, aggregations };
 }
 
-/** Rows of a compiled aggregate as JSON: min/max keep their field's type (a date stays a date); counts, sums and averages are numbers. */
+/**
+ * Rows of a compiled aggregate as JSON: min/max keep their field's type (a date stays a date); counts,
+ * sums and averages are numbers, or exact decimal strings beyond 2^53.
+ */
 export function decodeAggregateRows(
   object: ObjectMeta,
   compiled: CompiledAggregate,
@@ -147,16 +150,20 @@ function parseGroupBy(object: ObjectMeta, input: unknown): FieldMeta[] {
 
 function aggregateSql(object: ObjectMeta, a: AggregationSpec): string {
   if (!a.field) return 'count(*)';
-  const column = quoteIdent(requireField(object, a.field).name);
+  const field = requireField(object, a.field);
+  const column = quoteIdent(field.name);
+  // A double precision sum fails past 1.8e308 and rounds; as numeric it is exact and cannot overflow.
+  // Through text, because a direct float8 → numeric cast keeps only 15 significant digits of each value.
+  const exact = field.type === 'number' ? `${column}::text::numeric` : column;
   switch (a.function) {
     case 'count':
       return `count(${column})`;
     case 'count_distinct':
       return `count(distinct ${column})`;
     case 'sum':
-      return `sum(${column})`;
+      return `sum(${exact})`;
     case 'avg':
-      return `avg(${column})`;
+      return `avg(${exact})`;
     case 'min':
       return `min(${column})`;
     case 'max':
@@ -191,8 +198,14 @@ function compileAggregateOrderBy(input: unknown, groupBy: FieldMeta[], aggregati
   return [...parts, defaults].filter(Boolean).join(', ');
 }
 
-/** pg returns numeric/bigint aggregates as strings; JSON clients want numbers. */
+/**
+ * pg returns numeric/bigint aggregates as strings. JSON clients get numbers, except past 2^53, where a
+ * number would silently round: there the exact decimal string (sums of big integers, overflowing doubles).
+ */
 function decodeAggregate(value: unknown): unknown {
-  if (typeof value === 'string' && /^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(value)) return Number(value);
-  return value;
+  if (typeof value !== 'string' || !/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(value)) return value;
+  const number = Number(value);
+  if (Math.abs(number) <= Number.MAX_SAFE_INTEGER) return number;
+  // numeric's text never has an exponent; trailing zeros of the fraction (avg's scale) say nothing.
+  return value.includes('.') ? value.replace(/\.?0+$/, '') : value;
 }

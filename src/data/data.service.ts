@@ -1,24 +1,24 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
+import { DataPool, DataSession } from '../database/data-pool';
 import {
   FOREIGN_KEY_VIOLATION,
+  PROGRAM_LIMIT_EXCEEDED,
   RESTRICT_VIOLATION,
   UNDEFINED_COLUMN,
   UNDEFINED_TABLE,
   UNIQUE_VIOLATION,
   sqlState,
 } from '../database/pg-errors';
-import { runQuery } from '../database/sql';
 import { MetadataService } from '../metadata/metadata.service';
 import { indexName } from '../metadata/metadata.naming';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
 import { AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
-import { decodeRow, encodeFieldValue } from './field-value.codec';
+import { decodeRow, encodeFieldValue, indexedValueLimitError } from './field-value.codec';
 import {
   compileCount,
   compileDelete,
@@ -30,86 +30,77 @@ import {
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
 
+/** Where a data engine call runs. */
+export interface DataScope {
+  /** Aborts the call and cancels its running statement (the HTTP client left, a tool call was stopped). */
+  signal?: AbortSignal;
+  /** A transaction of DataPool (e.g. a tool's READ ONLY one) to run in; it carries its own signal. */
+  session?: DataSession;
+}
+
 /**
  * The data engine: find / count / findOne / aggregate / insert / update / delete over object
- * tables. Identifiers come from metadata only; every value is a bind parameter. Every method takes
- * an optional EntityManager so callers can run it inside their own (e.g. READ ONLY) transaction.
+ * tables. Identifiers come from metadata only; every value is a bind parameter. Statements run on
+ * the DataPool (statement timeout, cancellation, bounded wait for a connection); each method takes
+ * a scope with the caller's AbortSignal, or a DataPool transaction to run inside.
  */
 @Injectable()
 export class DataService {
   constructor(
-    private readonly em: EntityManager,
+    private readonly pool: DataPool,
     private readonly metadata: MetadataService,
   ) {}
 
-  async find(objectName: string, query: FindQuery, em: EntityManager = this.em.fork()): Promise<FindResult> {
-    return this.withObject(objectName, em, async (object) => {
+  async find(objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
+    return this.withObject(objectName, scope, async (object, session) => {
       // One statement: the window count gives the total without a second scan of the filter.
-      const rows = await runQuery(em, compileFind(object, query));
+      const rows = await session.query(compileFind(object, query));
       let total = rows.length ? Number(rows[0].__total) : 0;
-      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, em);
+      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, { ...scope, session });
       return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
     });
   }
 
-  async count(objectName: string, where: unknown, em: EntityManager = this.em.fork()): Promise<number> {
-    return this.withObject(objectName, em, async (object) => {
-      const [row] = await runQuery(em, compileCount(object, where));
+  async count(objectName: string, where: unknown, scope: DataScope = {}): Promise<number> {
+    return this.withObject(objectName, scope, async (object, session) => {
+      const [row] = await session.query(compileCount(object, where));
       return Number(row.count);
     });
   }
 
   /** One record by id, or `record_not_found` (a malformed id is not found too). */
-  async findOne(
-    objectName: string,
-    id: unknown,
-    fields?: unknown,
-    em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>> {
-    return (await this.findOneVersioned(objectName, id, fields, em)).record;
+  async findOne(objectName: string, id: unknown, fields?: unknown, scope: DataScope = {}): Promise<Record<string, unknown>> {
+    return (await this.findOneVersioned(objectName, id, fields, scope)).record;
   }
 
   /** Like findOne, with the record's version (for its ETag). */
-  async findOneVersioned(
-    objectName: string,
-    id: unknown,
-    fields?: unknown,
-    em: EntityManager = this.em.fork(),
-  ): Promise<VersionedRecord> {
-    return this.withObject(objectName, em, async (object) => {
+  async findOneVersioned(objectName: string, id: unknown, fields?: unknown, scope: DataScope = {}): Promise<VersionedRecord> {
+    return this.withObject(objectName, scope, async (object, session) => {
       const query = compileFindOne(object, id, fields);
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await runQuery(em, query);
+      const rows = await session.query(query);
       if (!rows.length) throw notFound(object.name, id);
       return decodeVersioned(object, rows[0]);
     });
   }
 
   /** Grouped aggregates. Functions, fields and aliases are checked before any SQL is built. */
-  async aggregate(
-    objectName: string,
-    query: AggregateQuery,
-    em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>[]> {
-    return this.withObject(objectName, em, async (object) => {
+  async aggregate(objectName: string, query: AggregateQuery, scope: DataScope = {}): Promise<Record<string, unknown>[]> {
+    return this.withObject(objectName, scope, async (object, session) => {
       const compiled = compileAggregate(object, query);
-      return decodeAggregateRows(object, compiled, await runQuery(em, compiled.query));
+      return decodeAggregateRows(object, compiled, await session.query(compiled.query));
     });
   }
 
   /** One record, returned with its version (for its ETag). */
-  async insert(objectName: string, input: unknown, em: EntityManager = this.em.fork()): Promise<VersionedRecord> {
-    const [inserted] = await this.insertVersioned(objectName, [input], em);
+  async insert(objectName: string, input: unknown, scope: DataScope = {}): Promise<VersionedRecord> {
+    const [inserted] = await this.insertVersioned(objectName, [input], scope);
     return inserted;
   }
 
   /** Inserts records in one statement (all or nothing); each is validated like a single insert. */
-  async insertMany(
-    objectName: string,
-    inputs: unknown[],
-    em: EntityManager = this.em.fork(),
-  ): Promise<Record<string, unknown>[]> {
-    return (await this.insertVersioned(objectName, inputs, em)).map(({ record }) => record);
+  async insertMany(objectName: string, inputs: unknown[], scope: DataScope = {}): Promise<Record<string, unknown>[]> {
+    return (await this.insertVersioned(objectName, inputs, scope)).map(({ record }) => record);
   }
 
   /**
@@ -121,91 +112,72 @@ export class DataService {
     id: unknown,
     input: unknown,
     versions?: readonly string[],
-    em: EntityManager = this.em.fork(),
+    scope: DataScope = {},
   ): Promise<VersionedRecord> {
-    return this.withObject(objectName, em, async (object) => {
+    return this.withObject(objectName, scope, async (object, session) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.write(object, em, compileUpdate(object, id, values, versions));
-      if (!rows.length) throw await this.missedWrite(object, id, versions, em);
+      const rows = await write(object, session, compileUpdate(object, id, values, versions));
+      if (!rows.length) throw await missedWrite(object, id, versions, session);
       return decodeVersioned(object, rows[0]);
     });
   }
 
   /** Deletes one record; with `versions` (If-Match), only if it is still at one of them. */
-  async delete(objectName: string, id: unknown, versions?: readonly string[], em: EntityManager = this.em.fork()): Promise<void> {
-    return this.withObject(objectName, em, async (object) => {
+  async delete(objectName: string, id: unknown, versions?: readonly string[], scope: DataScope = {}): Promise<void> {
+    return this.withObject(objectName, scope, async (object, session) => {
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.write(object, em, compileDelete(object, id, versions));
-      if (!rows.length) throw await this.missedWrite(object, id, versions, em);
+      const rows = await write(object, session, compileDelete(object, id, versions));
+      if (!rows.length) throw await missedWrite(object, id, versions, session);
     });
   }
 
-  private async insertVersioned(objectName: string, inputs: unknown[], em: EntityManager): Promise<VersionedRecord[]> {
-    return this.withObject(objectName, em, async (object) => {
+  private async insertVersioned(objectName: string, inputs: unknown[], scope: DataScope): Promise<VersionedRecord[]> {
+    return this.withObject(objectName, scope, async (object, session) => {
       if (!inputs.length) return [];
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-      const rows = await this.write(object, em, compileInsert(object, encoded));
+      const rows = await write(object, session, compileInsert(object, encoded));
       return rows.map((row) => decodeVersioned(object, row));
     });
   }
 
   /**
-   * Why a conditional write changed no row: the record is gone (404, whatever If-Match said), or it
-   * is at another version (412). Asked only after a miss, so a write that matches stays one statement.
+   * Runs `work` with the object's (cached) definition and the session its statements run on. If the
+   * table no longer matches the definition (another replica changed the object a moment ago), the
+   * cache is dropped and the call runs once more.
    */
-  private async missedWrite(
-    object: ObjectMeta,
-    id: string,
-    versions: readonly string[] | undefined,
-    em: EntityManager,
-  ): Promise<DomainError> {
-    if (!versions) return notFound(object.name, id);
-    const rows = await runQuery(em, compileFindOne(object, id, ['id']));
-    if (!rows.length) return notFound(object.name, id);
-    return new DomainError(
-      'precondition_failed',
-      `The "${object.name}" record "${id}" is not at a version If-Match names (it changed since it was read); read it again and retry`,
-    );
-  }
-
-  /**
-   * Runs `work` with the object's (cached) definition. If the table no longer matches it (another
-   * replica changed the object a moment ago), the cache is dropped and the call runs once more.
-   */
-  private async withObject<T>(objectName: string, em: EntityManager, work: (object: ObjectMeta) => Promise<T>): Promise<T> {
-    const object = await this.metadata.getObject(objectName, em);
+  private async withObject<T>(
+    objectName: string,
+    scope: DataScope,
+    work: (object: ObjectMeta, session: DataSession) => Promise<T>,
+  ): Promise<T> {
+    const session = scope.session ?? this.pool.session(scope.signal);
+    const object = await this.metadata.getObject(objectName);
     try {
-      return await work(object);
+      return await work(object, session);
     } catch (error) {
       const code = sqlState(error);
       if (code !== UNDEFINED_COLUMN && code !== UNDEFINED_TABLE) throw error;
       this.metadata.invalidate();
-      if (em.isInTransaction()) {
+      if (session.inTransaction) {
         throw new DomainError('metadata_changed', `The definition of "${objectName}" changed while the query ran; try again`);
       }
-      return work(await this.metadata.getObject(objectName, em));
-    }
-  }
-
-  /** Runs a write and turns constraint violations into errors that name the field. */
-  private async write(
-    object: ObjectMeta,
-    em: EntityManager,
-    query: CompiledQuery<Record<string, unknown>>,
-  ): Promise<Record<string, unknown>[]> {
-    try {
-      return await runQuery(em, query);
-    } catch (error) {
-      throw translateWriteError(object, error) ?? error;
+      return work(await this.metadata.getObject(objectName), session);
     }
   }
 }
 
-/** A row from compileFindOne, compileInsert or compileUpdate: the record without its version, and the version. */
-function decodeVersioned(object: ObjectMeta, row: Record<string, unknown>): VersionedRecord {
-  const { [VERSION_ALIAS]: version, ...rest } = row;
-  return { record: decodeRow(object, rest), version: String(version) };
+/** Runs a write and turns constraint violations into errors that name the field. */
+async function write(
+  object: ObjectMeta,
+  session: DataSession,
+  query: CompiledQuery<Record<string, unknown>>,
+): Promise<Record<string, unknown>[]> {
+  try {
+    return await session.query(query);
+  } catch (error) {
+    throw translateWriteError(object, error) ?? error;
+  }
 }
 
 function stripTotal(row: Record<string, unknown>): Record<string, unknown> {
@@ -253,7 +225,7 @@ function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'updat
 function translateWriteError(object: ObjectMeta, error: unknown): DomainError | undefined {
   const code = sqlState(error);
   const pg = error as { constraint?: string };
-  const fieldFor = (kind: 'key' | 'fk') =>
+  const fieldFor = (kind: 'key' | 'idx' | 'fk') =>
     object.fields.find((f) => indexName(object.name, f.name, kind) === pg.constraint)?.name;
   if (code === UNIQUE_VIOLATION) {
     const field = pg.constraint === `${object.name}_pkey` ? 'id' : fieldFor('key');
@@ -262,6 +234,13 @@ function translateWriteError(object: ObjectMeta, error: unknown): DomainError | 
       `Another "${object.name}" record already has this ${field ?? 'value'}`,
       field ? { field } : undefined,
     );
+  }
+  // The codec refuses long values of indexed fields first; this is the backstop for anything it misses.
+  // 54000 names the index that could not take the row.
+  if (code === PROGRAM_LIMIT_EXCEEDED) {
+    const field = object.fields.find((f) => f.name === (fieldFor('key') ?? fieldFor('idx')));
+    if (field) return indexedValueLimitError(field);
+    return new DomainError('invalid_value', `A value is too long for an index of "${object.name}"`);
   }
   // 23503: a lookup of this record points nowhere (insert/update). 23001: lookups are ON DELETE RESTRICT,
   // so deleting a record that other records still point to fails with restrict_violation, not 23503.
@@ -279,4 +258,28 @@ function translateWriteError(object: ObjectMeta, error: unknown): DomainError | 
     );
   }
   return undefined;
+}
+
+/**
+ * Why a conditional write changed no row: the record is gone (404, whatever If-Match said), or it
+ * is at another version (412). Asked only after a miss, so a write that matches stays one statement.
+ */
+async function missedWrite(
+  object: ObjectMeta,
+  id: string,
+  versions: readonly string[] | undefined,
+  session: DataSession,
+): Promise<DomainError> {
+  if (!versions) return notFound(object.name, id);
+  const rows = await session.query(compileFindOne(object, id, ['id']));
+  if (!rows.length) return notFound(object.name, id);
+  return new DomainError(
+    'precondition_failed',
+    `The "${object.name}" record "${id}" is not at a version If-Match names (it changed since it was read); read it again and retry`,
+  );
+}
+
+function decodeVersioned(object: ObjectMeta, row: Record<string, unknown>): VersionedRecord {
+  const { [VERSION_ALIAS]: version, ...rest } = row;
+  return { record: decodeRow(object, rest), version: String(version) };
 }

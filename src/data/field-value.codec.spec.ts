@@ -1,6 +1,14 @@
 import { DomainError } from '../common/domain-error';
-import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import { MAX_JSON_LENGTH, MAX_TEXT_LENGTH, bindCast, decodeRow, encodeFieldValue, parseTextArray } from './field-value.codec';
+import { FieldMeta, MAX_INDEXED_TEXT_BYTES, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
+import {
+  MAX_JSON_LENGTH,
+  MAX_PATTERN_LENGTH,
+  MAX_TEXT_LENGTH,
+  bindCast,
+  decodeRow,
+  encodeFieldValue,
+  parseTextArray,
+} from './field-value.codec';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const f = {
@@ -68,6 +76,21 @@ describe('encodeFieldValue', () => {
       expectInvalid(f.name, 'a\u0000b');
     });
 
+    it.each(['$contains', '$notContains', '$startsWith', '$endsWith'])(
+      `caps the operand of %s at ${MAX_PATTERN_LENGTH} characters, naming the field and the limit`,
+      (operator) => {
+        expect(encodeFieldValue(f.notes, 'x'.repeat(MAX_PATTERN_LENGTH), { operator })).toHaveLength(MAX_PATTERN_LENGTH);
+        const error = expectInvalid(f.notes, 'x'.repeat(MAX_PATTERN_LENGTH + 1), operator);
+        expect(error.details).toMatchObject({ field: 'notes', operator, maxLength: MAX_PATTERN_LENGTH });
+        expect(error.message).toContain(`at most ${MAX_PATTERN_LENGTH} characters`);
+      },
+    );
+
+    it('leaves long operands of equality and ranges alone (they cost no more than the value)', () => {
+      const long = 'x'.repeat(MAX_PATTERN_LENGTH + 1);
+      for (const operator of ['$eq', '$gt', '$in']) expect(encodeFieldValue(f.notes, long, { operator })).toBe(long);
+    });
+
     it('checks email shape on writes and equality but not for substring operands', () => {
       expect(encodeFieldValue(f.email, 'ann@example.com')).toBe('ann@example.com');
       expectInvalid(f.email, 'ann@example');
@@ -97,6 +120,38 @@ describe('encodeFieldValue', () => {
       expect(expectInvalid(f.stage, 'maybe', '$eq').details).toMatchObject({ operator: '$eq' });
       expectInvalid(f.stage, 'maybe', '$nin');
       expect(encodeFieldValue(f.stage, 'wo', { operator: '$contains' })).toBe('wo');
+    });
+  });
+
+  describe('indexed and unique text-like fields', () => {
+    const indexed = field('code', 'text', { indexed: true });
+    const unique = field('email', 'email', { unique: true });
+    const tags = field('tags', 'multiselect', { indexed: true, options: ['short', 'x'.repeat(MAX_INDEXED_TEXT_BYTES + 1)] });
+
+    it(`takes at most ${MAX_INDEXED_TEXT_BYTES} bytes of UTF-8 on writes, naming the field and the limit`, () => {
+      expect(encodeFieldValue(indexed, 'x'.repeat(MAX_INDEXED_TEXT_BYTES))).toHaveLength(MAX_INDEXED_TEXT_BYTES);
+      const error = expectInvalid(indexed, 'x'.repeat(MAX_INDEXED_TEXT_BYTES + 1));
+      expect(error.details).toMatchObject({ field: 'code', maxBytes: MAX_INDEXED_TEXT_BYTES });
+      expect(error.message).toContain(`at most ${MAX_INDEXED_TEXT_BYTES} bytes`);
+      expect(error.message).toContain('indexed');
+      expect(expectInvalid(unique, `${'a'.repeat(MAX_INDEXED_TEXT_BYTES)}@example.com`).message).toContain('unique');
+    });
+
+    it('counts bytes, not characters', () => {
+      // 700 three-byte characters: 700 characters, 2,100 bytes.
+      expectInvalid(indexed, '€'.repeat(700));
+      expect(encodeFieldValue(indexed, '€'.repeat(666))).toHaveLength(666);
+    });
+
+    it('checks each option of an indexed multiselect', () => {
+      expect(encodeFieldValue(tags, ['short'])).toEqual(['short']);
+      expectInvalid(tags, ['short', 'x'.repeat(MAX_INDEXED_TEXT_BYTES + 1)]);
+    });
+
+    it('leaves fields without an index, and where operands, alone', () => {
+      const long = 'x'.repeat(MAX_INDEXED_TEXT_BYTES + 1);
+      expect(encodeFieldValue(f.name, long)).toBe(long);
+      expect(encodeFieldValue(indexed, long, { operator: '$eq' })).toBe(long);
     });
   });
 

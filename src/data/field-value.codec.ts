@@ -1,7 +1,7 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
-import { FIELD_COLUMN_TYPES, FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
+import { FIELD_COLUMN_TYPES, FieldMeta, MAX_INDEXED_TEXT_BYTES, ObjectMeta } from '../metadata/object-metadata.types';
 
 /**
  * Converts JSON values to the values bound to Postgres (encode) and pg results back to JSON (decode).
@@ -23,11 +23,15 @@ import { FIELD_COLUMN_TYPES, FieldMeta, ObjectMeta } from '../metadata/object-me
  *                               an error helps more than an empty result); no range checks (the operand is
  *                               cast to plain numeric);
  *   $gt $gte $lt $lte $between, $contains $notContains $startsWith $endsWith
- *                            -> text-like fields take any string (a prefix of an email is not an email).
+ *                            -> text-like fields take any string (a prefix of an email is not an email);
+ *                               the four pattern operators at most MAX_PATTERN_LENGTH characters.
+ * Writes to an indexed or unique text-like field take at most MAX_INDEXED_TEXT_BYTES.
  */
 
 /** Longest string accepted for a text-like field; the cap stops abuse, not legitimate notes. */
 export const MAX_TEXT_LENGTH = 100_000;
+/** Longest operand of $contains, $notContains, $startsWith and $endsWith: an ILIKE's cost grows with it, no search needs more. */
+export const MAX_PATTERN_LENGTH = 200;
 /** Longest JSON text accepted for a json field. */
 export const MAX_JSON_LENGTH = 1_000_000;
 /** Deepest nesting accepted inside a json value (keeps validation recursion bounded). */
@@ -85,19 +89,19 @@ export function encodeFieldValue(field: FieldMeta, value: unknown, context: Enco
     case 'text':
     case 'textarea':
     case 'phone':
-      return encodeString(field, value, context);
+      return encodeString(field, value, context, role);
     case 'email': {
-      const text = encodeString(field, value, context);
+      const text = encodeString(field, value, context, role);
       if (strict && !EMAIL_PATTERN.test(text)) fail(field, context, 'an email address like "ann@example.com"', value);
       return text;
     }
     case 'url': {
-      const text = encodeString(field, value, context);
+      const text = encodeString(field, value, context, role);
       if (strict && !isHttpUrl(text)) fail(field, context, 'an http(s) URL like "https://example.com"', value);
       return text;
     }
     case 'select': {
-      const text = encodeString(field, value, context);
+      const text = encodeString(field, value, context, role);
       const options = field.options ?? [];
       if (strict && !options.includes(text)) {
         fail(field, context, `one of the options ${JSON.stringify(options)}`, value, { options });
@@ -143,14 +147,36 @@ function roleOf(operator: string | undefined): ValueRole {
   return 'equality';
 }
 
-function encodeString(field: FieldMeta, value: unknown, context: EncodeContext): string {
+function encodeString(field: FieldMeta, value: unknown, context: EncodeContext, role: ValueRole): string {
   if (typeof value !== 'string') return fail(field, context, 'a string', value);
   if (value.length > MAX_TEXT_LENGTH) {
     fail(field, context, `a string of at most ${MAX_TEXT_LENGTH} characters`, value, { maxLength: MAX_TEXT_LENGTH });
   }
+  if (role === 'pattern' && value.length > MAX_PATTERN_LENGTH) {
+    fail(field, context, `a search text of at most ${MAX_PATTERN_LENGTH} characters`, value, { maxLength: MAX_PATTERN_LENGTH });
+  }
   // Postgres text cannot hold NUL; refusing here beats a driver error later.
   if (value.includes('\u0000')) fail(field, context, 'a string without NUL (\\u0000) characters', value);
+  if (role === 'write') checkIndexedLength(field, value);
   return value;
+}
+
+/** Refuses a value an index of the field could not hold (see MAX_INDEXED_TEXT_BYTES). */
+function checkIndexedLength(field: FieldMeta, text: string): void {
+  if ((field.indexed || field.unique) && Buffer.byteLength(text, 'utf8') > MAX_INDEXED_TEXT_BYTES) {
+    throw indexedValueLimitError(field, text);
+  }
+}
+
+/** invalid_value for a value too long for the field's index, naming the field and the limit. */
+export function indexedValueLimitError(field: Pick<FieldMeta, 'name' | 'type' | 'unique'>, received?: string): DomainError {
+  const got = received === undefined ? '' : `, got ${describeValue(received)} of ${Buffer.byteLength(received, 'utf8')} bytes`;
+  return new DomainError(
+    'invalid_value',
+    `Field "${field.name}" expects at most ${MAX_INDEXED_TEXT_BYTES} bytes of UTF-8 (it is ${field.unique ? 'unique' : 'indexed'}, ` +
+      `and an index entry cannot hold more)${got}`,
+    { field: field.name, type: field.type, maxBytes: MAX_INDEXED_TEXT_BYTES },
+  );
 }
 
 function isHttpUrl(text: string): boolean {
@@ -184,7 +210,9 @@ function encodeMultiselect(field: FieldMeta, value: unknown, context: EncodeCont
   if (role === 'pattern' && value.length === 0) {
     fail(field, context, 'at least one option', value, { options });
   }
-  return [...new Set(value.map(checkOption))];
+  const items = [...new Set(value.map(checkOption))];
+  if (role === 'write') for (const item of items) checkIndexedLength(field, item);
+  return items;
 }
 
 function encodeNumber(field: FieldMeta, value: unknown, context: EncodeContext, role: ValueRole): number {

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Q
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Roles } from '../auth/auth.decorators';
+import { ClientSignal } from '../common/fastify-reply';
 import type { VersionedRecord } from './data.types';
 import { DataService } from './data.service';
 import { etagOf, parseIfMatch } from './record-version';
@@ -42,8 +43,12 @@ export class RecordsController {
 
   @Get('records')
   @Roles('admin', 'member')
-  list(@Param('name') name: string, @Query() query: RecordsQueryDto): Promise<RecordListResponse> {
-    return this.records.list(name, query);
+  list(
+    @Param('name') name: string,
+    @Query() query: RecordsQueryDto,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<RecordListResponse> {
+    return this.records.list(name, query, signal);
   }
 
   @Post('records')
@@ -53,9 +58,10 @@ export class RecordsController {
   async create(
     @Param('name') name: string,
     @Body() body: unknown,
+    @ClientSignal() signal: AbortSignal,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
-    return sendVersioned(reply, await this.data.insert(name, body));
+    return sendVersioned(reply, await this.data.insert(name, body, { signal }));
   }
 
   @Get('records/:id')
@@ -64,9 +70,10 @@ export class RecordsController {
   async get(
     @Param('name') name: string,
     @Param('id') id: string,
+    @ClientSignal() signal: AbortSignal,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
-    return sendVersioned(reply, await this.data.findOneVersioned(name, id));
+    return sendVersioned(reply, await this.data.findOneVersioned(name, id, undefined, { signal }));
   }
 
   @Patch('records/:id')
@@ -80,9 +87,10 @@ export class RecordsController {
     @Param('id') id: string,
     @Body() body: unknown,
     @Headers('if-match') ifMatch: string | undefined,
+    @ClientSignal() signal: AbortSignal,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
-    return sendVersioned(reply, await this.data.update(name, id, body, parseIfMatch(ifMatch)));
+    return sendVersioned(reply, await this.data.update(name, id, body, parseIfMatch(ifMatch), { signal }));
   }
 
   @Delete('records/:id')
@@ -94,14 +102,19 @@ export class RecordsController {
     @Param('name') name: string,
     @Param('id') id: string,
     @Headers('if-match') ifMatch: string | undefined,
+    @ClientSignal() signal: AbortSignal,
   ): Promise<void> {
-    await this.data.delete(name, id, parseIfMatch(ifMatch));
+    await this.data.delete(name, id, parseIfMatch(ifMatch), { signal });
   }
 
   @Post('aggregate')
   @Roles('admin', 'member')
   @HttpCode(200)
-  aggregate(@Param('name') name: string, @Body() dto: AggregateDto): Promise<AggregateResponse> {
-    return this.records.aggregate(name, dto);
+  aggregate(
+    @Param('name') name: string,
+    @Body() dto: AggregateDto,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<AggregateResponse> {
+    return this.records.aggregate(name, dto, signal);
   }
 }

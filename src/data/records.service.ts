@@ -13,27 +13,35 @@ export const RECORDS_MAX_LIMIT = 1000;
 export class RecordsService {
   constructor(private readonly data: DataService) {}
 
-  async list(objectName: string, query: RecordsQueryDto): Promise<RecordListResponse> {
+  async list(objectName: string, query: RecordsQueryDto, signal?: AbortSignal): Promise<RecordListResponse> {
     const limit = clampLimit(query.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT);
     const offset = query.offset ?? 0;
-    const { records, total } = await this.data.find(objectName, {
-      where: parseJsonParam('where', query.where, 'invalid_where'),
-      orderBy: parseJsonParam('orderBy', query.orderBy, 'invalid_order_by'),
-      fields: query.fields,
-      limit,
-      offset,
-    });
+    const { records, total } = await this.data.find(
+      objectName,
+      {
+        where: parseJsonParam('where', query.where, 'invalid_where'),
+        orderBy: parseJsonParam('orderBy', query.orderBy, 'invalid_order_by'),
+        fields: query.fields,
+        limit,
+        offset,
+      },
+      { signal },
+    );
     return { records, total, limit, offset };
   }
 
-  async aggregate(objectName: string, dto: AggregateDto): Promise<{ rows: Record<string, unknown>[] }> {
-    const rows = await this.data.aggregate(objectName, {
-      where: dto.where,
-      groupBy: dto.groupBy,
-      aggregations: dto.aggregations,
-      orderBy: dto.orderBy,
-      limit: clampLimit(dto.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT),
-    });
+  async aggregate(objectName: string, dto: AggregateDto, signal?: AbortSignal): Promise<{ rows: Record<string, unknown>[] }> {
+    const rows = await this.data.aggregate(
+      objectName,
+      {
+        where: dto.where,
+        groupBy: dto.groupBy,
+        aggregations: dto.aggregations,
+        orderBy: dto.orderBy,
+        limit: clampLimit(dto.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT),
+      },
+      { signal },
+    );
     return { rows };
   }
 }

@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { DataPool } from './data-pool';
 import { DATABASE_URL } from './database.constants';
 import { MigrationRunner } from './migration.runner';
 import { ormOptions } from './orm.config';
@@ -8,7 +9,8 @@ import { PgPubSub } from './pg-pubsub.service';
 
 /**
  * MikroORM on the given PostgreSQL URL (the embedded cluster is started before Nest, in main.ts,
- * so that it outlives the application during shutdown) and migrations on start.
+ * so that it outlives the application during shutdown), migrations on start, and the data engine's
+ * own connection pool.
  */
 @Global()
 @Module({})
@@ -23,8 +25,8 @@ export class DatabaseModule {
           useFactory: () => ({ ...ormOptions(databaseUrl), autoLoadEntities: true, registerRequestContext: true }),
         }),
       ],
-      providers: [urlProvider, MigrationRunner, PgPubSub],
-      exports: [urlProvider, PgPubSub],
+      providers: [urlProvider, MigrationRunner, PgPubSub, DataPool],
+      exports: [urlProvider, PgPubSub, DataPool],
     };
   }
 }

@@ -1,17 +1,27 @@
-import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import { MIGRATIONS } from '../database/migrations';
+import { HealthRepository } from './health.repository';
 
 @Injectable()
 export class HealthService {
-  constructor(private readonly em: EntityManager) {}
+  private readonly logger = new Logger(HealthService.name);
 
-  /** ok once the database answers (migrations ran before the server started listening). */
+  constructor(private readonly repo: HealthRepository) {}
+
+  /** ok when the database answers and holds every migration of this build. */
   async check(): Promise<{ status: 'ok' }> {
+    let applied: number;
     try {
-      await this.em.fork().execute('select 1');
-    } catch {
+      applied = await this.repo.appliedMigrations();
+    } catch (error) {
+      // The 503 itself is logged as a failed request; this adds the cause, for whoever looks closer.
+      this.logger.debug({ msg: 'health check failed', error: error instanceof Error ? error.message : String(error) });
       throw new DomainError('database_unavailable', 'The database is not reachable');
+    }
+    // Migrations are only ever added, so a newer replica's extra ones still count as migrated.
+    if (applied < MIGRATIONS.length) {
+      throw new DomainError('database_unavailable', 'The database is not migrated');
     }
     return { status: 'ok' };
   }

@@ -128,6 +128,21 @@ export class MetadataRepository {
     );
   }
 
+  /** True when some record holds a value (a multiselect: an option) longer than `maxBytes` of UTF-8 in `fieldName`. */
+  async hasValueLongerThan(
+    em: EntityManager,
+    objectName: string,
+    field: { name: string; type: FieldType },
+    maxBytes: number,
+  ): Promise<boolean> {
+    const column = quoteIdent(field.name);
+    const sql =
+      field.type === 'multiselect'
+        ? `select 1 from ${objectTable(objectName)} t, unnest(t.${column}) as o(option) where octet_length(o.option) > $1 limit 1`
+        : `select 1 from ${objectTable(objectName)} t where octet_length(t.${column}) > $1 limit 1`;
+    return (await runSql(em, sql, [maxBytes])).length > 0;
+  }
+
   /**
    * Agents whose allowedObjects name the object. Read here, in the metadata write's transaction, so
    * an object cannot be dropped while an agent still grants it (a re-created namesake would inherit it).

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
-import { UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
+import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { MetadataCache } from './metadata.cache';
 import {
@@ -19,7 +19,16 @@ import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { assertValidName } from './metadata.naming';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
-import { FIELD_TYPES, FieldMeta, FieldType, MAX_FIELDS, ObjectMeta, SYSTEM_FIELDS } from './object-metadata.types';
+import {
+  FIELD_TYPES,
+  FieldMeta,
+  FieldType,
+  MAX_FIELDS,
+  MAX_INDEXED_TEXT_BYTES,
+  ObjectMeta,
+  SYSTEM_FIELDS,
+  TEXT_TYPES,
+} from './object-metadata.types';
 
 /**
  * Object and field definitions, and the physical tables behind them. Each change to metadata and
@@ -197,6 +206,11 @@ export class MetadataService {
       const indexed = dto.indexed ?? field.indexed;
       if (unique !== field.unique || indexed !== field.indexed) {
         assertUniqueAllowed(fieldName, type, unique);
+        // Checked first, with the limit that writes to the field will have from now on.
+        const limited = (unique || indexed) && (TEXT_TYPES.includes(type) || type === 'multiselect');
+        if (limited && (await this.repo.hasValueLongerThan(em, objectName, { name: fieldName, type }, MAX_INDEXED_TEXT_BYTES))) {
+          throw valuesTooLong(objectName, fieldName);
+        }
         await this.repo.dropIndexes(em, objectName, fieldName);
         const meta = toFieldMeta({ ...field, unique, indexed });
         try {
@@ -205,6 +219,8 @@ export class MetadataService {
           if (sqlState(error) === UNIQUE_VIOLATION) {
             throw new DomainError('unique_violation', `"${fieldName}" has duplicate values; it cannot be made unique`);
           }
+          // The backstop: some value an index entry cannot hold, whatever the check above let through.
+          if (sqlState(error) === PROGRAM_LIMIT_EXCEEDED) throw valuesTooLong(objectName, fieldName);
           throw error;
         }
         field.unique = unique;
@@ -352,6 +368,15 @@ function validateOptions(fieldName: string, options: string[]): string[] {
   if (new Set(trimmed).size !== trimmed.length)
     throw new DomainError('invalid_options', `Options of "${fieldName}" must be unique`);
   return trimmed;
+}
+
+function valuesTooLong(objectName: string, fieldName: string): DomainError {
+  return new DomainError(
+    'field_values_too_long',
+    `Some "${objectName}" records hold a "${fieldName}" longer than ${MAX_INDEXED_TEXT_BYTES} bytes, more than an index ` +
+      'can hold; shorten them first',
+    { field: fieldName, maxBytes: MAX_INDEXED_TEXT_BYTES },
+  );
 }
 
 function assertUniqueAllowed(fieldName: string, type: FieldType, unique: boolean): void {

@@ -42,6 +42,12 @@ export const FIELD_COLUMN_TYPES: Record<FieldType, string> = {
   json: 'jsonb',
 };
 
+/**
+ * Longest value, in UTF-8 bytes, of a text-like (or multiselect option) field that is indexed or unique.
+ * An index entry must fit in a third of a page (about 2,700 bytes); a longer one fails with SQLSTATE 54000.
+ */
+export const MAX_INDEXED_TEXT_BYTES = 2_000;
+
 export const TEXT_TYPES: readonly FieldType[] = ['text', 'textarea', 'email', 'url', 'phone', 'select'];
 export const NUMERIC_TYPES: readonly FieldType[] = ['number', 'currency', 'percent', 'integer'];
 export const TEMPORAL_TYPES: readonly FieldType[] = ['date', 'datetime'];

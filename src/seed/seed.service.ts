@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { EntityManager } from '@mikro-orm/postgresql';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AgentService } from '../agents/agent.service';
@@ -8,6 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { projectRoot } from '../common/project-root';
 import { DATABASE_URL } from '../database/database.constants';
 import { ADVISORY_LOCK, withSessionLock } from '../database/advisory-locks';
+import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
 import { CreateObjectDto } from '../metadata/metadata.dto';
 import { MetadataService } from '../metadata/metadata.service';
@@ -31,7 +31,7 @@ export class SeedService implements OnApplicationBootstrap {
     private readonly agents: AgentService,
     private readonly metadata: MetadataService,
     private readonly data: DataService,
-    private readonly em: EntityManager,
+    private readonly pool: DataPool,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -62,10 +62,10 @@ export class SeedService implements OnApplicationBootstrap {
     }
     const started = Date.now();
     const sample = generateCrmSample();
-    await this.em.fork().transactional(async (em) => {
+    await this.pool.transaction(async (session) => {
       for (const { name, records } of sample.objects) {
         for (let i = 0; i < records.length; i += INSERT_BATCH) {
-          await this.data.insertMany(name, records.slice(i, i + INSERT_BATCH), em);
+          await this.data.insertMany(name, records.slice(i, i + INSERT_BATCH), { session });
         }
         this.logger.log({ msg: 'seeded records', object: name, count: records.length });
       }

@@ -1,7 +1,7 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataModule } from '../data/data.module';
+import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
@@ -23,7 +23,7 @@ import { ToolsService } from './tools.service';
  * so agents always see a complete registry. Order: audit (sees every attempt) → permission →
  * rate limit → output cap → timeout → validation + tool.
  */
-function createToolRegistry(config: AppConfig, data: DataService, metadata: MetadataService, em: EntityManager): ToolRegistry {
+function createToolRegistry(config: AppConfig, data: DataService, metadata: MetadataService, pool: DataPool): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
     auditMiddleware(new Logger('ToolAudit')),
@@ -32,7 +32,7 @@ function createToolRegistry(config: AppConfig, data: DataService, metadata: Meta
     outputCapMiddleware(),
     timeoutMiddleware(config.toolTimeoutMs),
   );
-  for (const tool of createDataTools({ data, metadata, em, statementTimeoutMs: config.toolStatementTimeoutMs })) {
+  for (const tool of createDataTools({ data, metadata, pool })) {
     registry.register(tool);
   }
   registry.register(createAskUserTool());
@@ -43,7 +43,7 @@ function createToolRegistry(config: AppConfig, data: DataService, metadata: Meta
   imports: [DataModule, MetadataModule],
   controllers: [ToolsController],
   providers: [
-    { provide: ToolRegistry, useFactory: createToolRegistry, inject: [APP_CONFIG, DataService, MetadataService, EntityManager] },
+    { provide: ToolRegistry, useFactory: createToolRegistry, inject: [APP_CONFIG, DataService, MetadataService, DataPool] },
     ToolsService,
   ],
   exports: [ToolRegistry],

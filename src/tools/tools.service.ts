@@ -14,12 +14,13 @@ export class ToolsService {
     return { tools: this.registry.list({ scope: 'agent' }).map(toToolInfo) };
   }
 
-  async execute(caller: Caller, name: string, dto: ExecuteToolDto): Promise<ExecuteToolResponse> {
+  /** `signal` aborts when the HTTP client leaves: the call stops, and so does its database statement. */
+  async execute(caller: Caller, name: string, dto: ExecuteToolDto, signal: AbortSignal): Promise<ExecuteToolResponse> {
     // An unknown name is the caller's URL mistake (404); everything after that is a tool result (200).
     if (!this.registry.get(name)) throw new DomainError('tool_not_found', `Tool "${name.slice(0, 100)}" not found`);
     const result = await this.registry.execute(
       { id: `direct_${randomUUID()}`, name, arguments: dto.arguments ?? {} },
-      { caller, signal: new AbortController().signal },
+      { caller, signal },
     );
     return { result: result.content, isError: result.isError, durationMs: result.durationMs };
   }

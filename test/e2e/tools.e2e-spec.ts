@@ -1,5 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
+import { CompiledQuery } from 'kysely';
 import { DataService } from '../../src/data/data.service';
+import { DataPool } from '../../src/database/data-pool';
 import { runSql } from '../../src/database/sql';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
@@ -306,6 +308,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
   describe('read-only transactions', () => {
     let registry: ToolRegistry;
     let em: EntityManager;
+    let pool: DataPool;
     let data: DataService;
     let randomAccount: string;
 
@@ -313,6 +316,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
       [{ id: randomAccount }] = await t.sql<{ id: string }>('select id from data.account limit 1');
       registry = t.app.get(ToolRegistry);
       em = t.app.get(EntityManager);
+      pool = t.app.get(DataPool);
       data = t.app.get(DataService);
       // Platform tools: hidden from listings, callable by name, so they run through the same HTTP path and middleware.
       registry.register(
@@ -321,9 +325,9 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           description: 'Test only: tries to write inside a read-only transaction.',
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
-          execute: () =>
-            withReadOnlyTransaction(em, 5000, (tx) =>
-              data.insert('deal', { name: 'Injected', account: randomAccount, stage: 'won' }, tx),
+          execute: (_args, ctx) =>
+            withReadOnlyTransaction(pool, ctx.signal, (session) =>
+              data.insert('deal', { name: 'Injected', account: randomAccount, stage: 'won' }, { session }),
             ),
         }),
       );
@@ -333,7 +337,8 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           description: 'Test only: tries a raw UPDATE inside a read-only transaction.',
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
-          execute: () => withReadOnlyTransaction(em, 5000, (tx) => runSql(tx, `update data.deal set amount = 0`)),
+          execute: (_args, ctx) =>
+            withReadOnlyTransaction(pool, ctx.signal, (tx) => tx.query(CompiledQuery.raw(`update data.deal set amount = 0`))),
         }),
       );
       registry.register(
@@ -342,7 +347,12 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           description: 'Test only: sleeps longer than its statement timeout.',
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
-          execute: () => withReadOnlyTransaction(em, 100, (tx) => runSql(tx, 'select pg_sleep(2)')),
+          execute: (_args, ctx) =>
+            withReadOnlyTransaction(pool, ctx.signal, async (tx) => {
+              // Shorter than QUERY_TIMEOUT_MS for this test only; local to the transaction.
+              await tx.query(CompiledQuery.raw(`select set_config('statement_timeout', '100', true)`));
+              return tx.query(CompiledQuery.raw('select pg_sleep(2)'));
+            }),
         }),
       );
     });

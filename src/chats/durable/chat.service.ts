@@ -177,7 +177,7 @@ export class ChatService {
         'too_many_chats',
         `This key has ${inFlight} chats pending or running, the most allowed at once; try again when one is answered`,
         { inFlight, limit },
-        CAP_RETRY_AFTER_SECONDS,
+        { retryAfterSeconds: CAP_RETRY_AFTER_SECONDS },
       );
     }
   }

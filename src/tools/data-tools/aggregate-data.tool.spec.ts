@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { DataService } from '../../data/data.service';
+import type { DataPool, DataSession } from '../../database/data-pool';
 import type { MetadataService } from '../../metadata/metadata.service';
 import { SYSTEM_FIELDS, type ObjectMeta } from '../../metadata/object-metadata.types';
 import { match } from '../../../test/support/matchers';
@@ -16,30 +16,35 @@ const DEAL: ObjectMeta = {
   ],
 };
 
-/** An EntityManager that records every SQL statement instead of running it. */
-function recordingEm(): { em: EntityManager; statements: string[] } {
+/** A data pool that records every SQL statement instead of running it (transactions included). */
+function recordingPool(): { pool: DataPool; statements: string[] } {
   const statements: string[] = [];
-  const em: Record<string, unknown> = {};
-  em.fork = () => em;
-  em.transactional = (fn: (tx: unknown) => unknown) => fn(em);
-  em.getKysely = () => ({
-    executeQuery: (query: { sql: string }) => {
+  const session = (inTransaction: boolean): DataSession => ({
+    inTransaction,
+    query: <T>(query: { sql: string }) => {
       statements.push(query.sql);
-      return Promise.resolve({ rows: [] });
+      return Promise.resolve([] as T[]);
     },
   });
-  return { em: em as unknown as EntityManager, statements };
+  const pool = {
+    session: () => session(false),
+    transaction: <T>(work: (tx: DataSession) => Promise<T>) => {
+      statements.push('begin');
+      return work(session(true));
+    },
+  };
+  return { pool: pool as unknown as DataPool, statements };
 }
 
 describe('aggregate_data with a forbidden function', () => {
   const metadata = { getObject: () => Promise.resolve(DEAL) } as unknown as MetadataService;
 
   it('is rejected by the schema, naming the function, before the tool (and any SQL) runs', async () => {
-    const { em, statements } = recordingEm();
-    const data = new DataService(em, metadata);
+    const { pool, statements } = recordingPool();
+    const data = new DataService(pool, metadata);
     const spy = jest.spyOn(data, 'aggregate');
     const registry = new ToolRegistry();
-    registry.register(createAggregateDataTool({ data, metadata, em, statementTimeoutMs: 1000 }));
+    registry.register(createAggregateDataTool({ data, metadata, pool }));
     const result = await registry.execute(
       {
         id: 'c',
@@ -57,24 +62,24 @@ describe('aggregate_data with a forbidden function', () => {
   });
 
   it('is rejected by the data engine too, before any data SQL, when the schema is bypassed', async () => {
-    const { em, statements } = recordingEm();
-    const data = new DataService(em, metadata);
-    const tool = createAggregateDataTool({ data, metadata, em, statementTimeoutMs: 1000 });
+    const { pool, statements } = recordingPool();
+    const data = new DataService(pool, metadata);
+    const tool = createAggregateDataTool({ data, metadata, pool });
     await expect(
       tool.execute(
         { objectName: 'deal', aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] },
         { signal: new AbortController().signal },
       ),
     ).rejects.toMatchObject({ code: 'invalid_aggregate_function', details: { function: 'drop_table' } });
-    // Only the transaction set-up ran; nothing touched a table.
-    expect(statements).toEqual(['SET TRANSACTION READ ONLY', `select set_config('statement_timeout', $1, true)`]);
+    // Only the transaction began; nothing touched a table.
+    expect(statements).toEqual(['begin']);
   });
 
   it('sum on a text field is refused before SQL', async () => {
-    const { em, statements } = recordingEm();
-    const data = new DataService(em, metadata);
+    const { pool, statements } = recordingPool();
+    const data = new DataService(pool, metadata);
     await expect(
-      data.aggregate('deal', { aggregations: [{ function: 'sum', field: 'owner', alias: 's' }], limit: 10 }, em),
+      data.aggregate('deal', { aggregations: [{ function: 'sum', field: 'owner', alias: 's' }], limit: 10 }),
     ).rejects.toMatchObject({
       code: 'invalid_aggregation',
     });

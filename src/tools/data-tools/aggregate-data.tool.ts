@@ -91,11 +91,11 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
     scope: 'agent',
     async execute(args, ctx): Promise<AggregateDataResult> {
       const limit = clampLimit(args.limit, AGGREGATE_DEFAULT_GROUPS, AGGREGATE_MAX_GROUPS);
-      const rows = await readData(deps, ctx, (em) =>
+      const rows = await readData(deps, ctx, (session) =>
         deps.data.aggregate(
           args.objectName,
           { where: args.where, groupBy: args.groupBy, aggregations: args.aggregations, orderBy: args.orderBy, limit },
-          em,
+          { session },
         ),
       );
       const result: AggregateDataResult = { count: rows.length, rows };

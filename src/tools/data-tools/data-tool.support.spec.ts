@@ -50,9 +50,8 @@ describe('readData error shaping', () => {
   const deps = (error: DomainError) => ({
     data: {} as never,
     metadata: {} as never,
-    statementTimeoutMs: 1000,
-    // withReadOnlyTransaction forks and opens a transaction; here the transaction itself fails.
-    em: { fork: () => ({ transactional: () => Promise.reject(error) }) } as never,
+    // withReadOnlyTransaction opens a transaction of the pool; here the transaction itself fails.
+    pool: { transaction: () => Promise.reject(error) } as never,
   });
 
   it('caps the available fields of unknown_field at 40', async () => {

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { DomainError } from '../../common/domain-error';
+import type { DataPool, DataSession } from '../../database/data-pool';
 import type { DataService } from '../../data/data.service';
 import type { MetadataService } from '../../metadata/metadata.service';
 import { mayUseObject } from '../tool.middlewares';
@@ -10,21 +10,25 @@ import type { JsonSchema, ToolContext } from '../tool.types';
 export interface DataToolDeps {
   data: DataService;
   metadata: MetadataService;
-  /** Root EntityManager; each call forks it into its own READ ONLY transaction. */
-  em: EntityManager;
-  statementTimeoutMs: number;
+  /** The data engine's pool; each record-reading call runs in a READ ONLY transaction of its own there. */
+  pool: DataPool;
 }
 
 /** The most field names an unknown_field error lists, so one typo does not flood the context. */
 export const MAX_LISTED_FIELDS = 40;
 
 /**
- * Runs `fn` in a READ ONLY transaction with the statement timeout, and shapes engine errors for the
- * model: field lists capped, object lists limited to what the agent may use.
+ * Runs `fn` in a READ ONLY transaction (statement timeout, cancelled with the call's signal), and
+ * shapes engine errors for the model.
  */
-export async function readData<T>(deps: DataToolDeps, ctx: ToolContext, fn: (em: EntityManager) => Promise<T>): Promise<T> {
+export async function readData<T>(deps: DataToolDeps, ctx: ToolContext, fn: (session: DataSession) => Promise<T>): Promise<T> {
+  return shapeErrors(ctx, () => withReadOnlyTransaction(deps.pool, ctx.signal, fn));
+}
+
+/** Shapes errors for the model: field lists capped, object lists limited to what the agent may use. */
+export async function shapeErrors<T>(ctx: ToolContext, fn: () => Promise<T>): Promise<T> {
   try {
-    return await withReadOnlyTransaction(deps.em, deps.statementTimeoutMs, fn);
+    return await fn();
   } catch (error) {
     throw error instanceof DomainError ? refineError(error, ctx) : error;
   }

@@ -1,7 +1,7 @@
 import type { FieldMeta } from '../../metadata/object-metadata.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import { DataToolDeps, OBJECT_NAME_PARAM, readData } from './data-tool.support';
+import { DataToolDeps, OBJECT_NAME_PARAM, shapeErrors } from './data-tool.support';
 
 export interface DescribeObjectArgs {
   objectName: string;
@@ -42,7 +42,8 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
     },
     scope: 'agent',
     async execute(args, ctx): Promise<DescribeObjectResult> {
-      const object = await readData(deps, ctx, (em) => deps.metadata.getObject(args.objectName, em));
+      // Definitions come from the metadata cache (or the ORM), never from the data pool.
+      const object = await shapeErrors(ctx, () => deps.metadata.getObject(args.objectName));
       return {
         name: object.name,
         label: object.label,

@@ -27,7 +27,7 @@ export function createGetRecordTool(deps: DataToolDeps): ToolDefinition<GetRecor
     },
     scope: 'agent',
     async execute(args, ctx): Promise<Record<string, unknown>> {
-      return readData(deps, ctx, (em) => deps.data.findOne(args.objectName, args.recordId, args.fields, em));
+      return readData(deps, ctx, (session) => deps.data.findOne(args.objectName, args.recordId, args.fields, { session }));
     },
   });
 }

@@ -1,7 +1,7 @@
 import { defineTool } from '../tool.define';
 import { mayUseObject } from '../tool.middlewares';
 import type { ToolDefinition } from '../tool.types';
-import { DataToolDeps, readData } from './data-tool.support';
+import { DataToolDeps, shapeErrors } from './data-tool.support';
 
 export interface ObjectListItem {
   name: string;
@@ -24,7 +24,7 @@ export function createListObjectsTool(deps: DataToolDeps): ToolDefinition<Record
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     scope: 'agent',
     async execute(_args, ctx): Promise<ListObjectsResult> {
-      const all = await readData(deps, ctx, (em) => deps.metadata.listObjects(em));
+      const all = await shapeErrors(ctx, () => deps.metadata.listObjects());
       const agent = ctx.agent;
       const objects = all
         .filter((o) => !agent || mayUseObject(agent.allowedObjects, o.name))

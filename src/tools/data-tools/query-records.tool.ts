@@ -63,8 +63,12 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
     async execute(args, ctx): Promise<QueryRecordsResult> {
       const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
       const offset = clampOffset(args.offset);
-      const { records, total } = await readData(deps, ctx, (em) =>
-        deps.data.find(args.objectName, { where: args.where, fields: args.fields, orderBy: args.orderBy, limit, offset }, em),
+      const { records, total } = await readData(deps, ctx, (session) =>
+        deps.data.find(
+          args.objectName,
+          { where: args.where, fields: args.fields, orderBy: args.orderBy, limit, offset },
+          { session },
+        ),
       );
       return { count: records.length, total, hasMore: offset + records.length < total, records };
     },

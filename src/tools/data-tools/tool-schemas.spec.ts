@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DataService } from '../../data/data.service';
+import type { DataPool } from '../../database/data-pool';
 import type { MetadataService } from '../../metadata/metadata.service';
 import { createAskUserTool } from '../ask-user.tool';
 import { ToolRegistry } from '../tool.registry';
@@ -13,8 +13,7 @@ describe('data tool schemas', () => {
   const tools = createDataTools({
     data: {} as DataService,
     metadata: {} as MetadataService,
-    em: {} as EntityManager,
-    statementTimeoutMs: 5000,
+    pool: {} as DataPool,
   });
 
   it('offers the five data tools to agents', () => {
@@ -22,25 +21,30 @@ describe('data tool schemas', () => {
     for (const tool of tools) expect({ name: tool.name, scope: tool.scope }).toEqual({ name: tool.name, scope: 'agent' });
   });
 
-  it.each(DATA_TOOL_NAMES.map((name) => [name]))(
+  it.each([['query_records'], ['get_record'], ['aggregate_data']])(
     '%s writes nothing: the engine runs only inside a READ ONLY transaction',
     async (name) => {
-      const statements: string[] = [];
-      const tx = {
-        getKysely: () => ({
-          executeQuery: (query: { sql: string }) => (statements.push(query.sql), Promise.resolve({ rows: [] })),
-        }),
+      const tx = { inTransaction: true, query: () => Promise.reject(new Error('no SQL expected here')) };
+      const transactions: unknown[] = [];
+      const pool = {
+        transaction: (work: (session: unknown) => Promise<unknown>, options: unknown) => {
+          transactions.push(options);
+          return work(tx);
+        },
+        session: () => {
+          throw new Error('a record tool must not run outside its transaction');
+        },
       };
       const stop = new Error('stop here');
-      const usedEm: unknown[] = [];
-      // Every engine call records the EntityManager it was given, then ends the call.
+      const usedScopes: unknown[] = [];
+      // Every engine call records the scope it was given, then ends the call.
       const engine = new Proxy(
         {},
         {
           get:
             () =>
             (...args: unknown[]) => {
-              usedEm.push(args.at(-1));
+              usedScopes.push(args.at(-1));
               return Promise.reject(stop);
             },
         },
@@ -48,21 +52,41 @@ describe('data tool schemas', () => {
       const [tool] = createDataTools({
         data: engine as DataService,
         metadata: engine as MetadataService,
-        em: {
-          fork: () => ({ transactional: async (work: (em: unknown) => Promise<unknown>) => work(tx) }),
-        } as unknown as EntityManager,
-        statementTimeoutMs: 5000,
+        pool: pool as unknown as DataPool,
       }).filter((t) => t.name === name);
+      const signal = new AbortController().signal;
       const args = {
         objectName: 'deal',
         recordId: '00000000-0000-4000-8000-000000000000',
         aggregations: [{ function: 'count', alias: 'n' }],
       };
-      await expect(tool.execute(args as never, { signal: new AbortController().signal })).rejects.toBe(stop);
-      expect(statements[0]).toBe('SET TRANSACTION READ ONLY');
-      expect(usedEm).toEqual([tx]);
+      await expect(tool.execute(args as never, { signal })).rejects.toBe(stop);
+      expect(transactions).toEqual([{ readOnly: true, signal }]);
+      expect(usedScopes).toEqual([{ session: tx }]);
     },
   );
+
+  it.each([['list_objects'], ['describe_object']])('%s reads definitions only, never the data pool', async (name) => {
+    const pool = new Proxy(
+      {},
+      {
+        get: () => () => {
+          throw new Error('the data pool was used');
+        },
+      },
+    );
+    const deal = { name: 'deal', label: 'Deal', description: null, fields: [] };
+    const metadata = {
+      listObjects: () => Promise.resolve([{ ...deal, fieldCount: 0 }]),
+      getObject: () => Promise.resolve(deal),
+    };
+    const [tool] = createDataTools({
+      data: {} as DataService,
+      metadata: metadata as unknown as MetadataService,
+      pool: pool as DataPool,
+    }).filter((t) => t.name === name);
+    await expect(tool.execute({ objectName: 'deal' } as never, { signal: new AbortController().signal })).resolves.toBeDefined();
+  });
 
   it('compiles every schema with ajv', () => {
     const registry = new ToolRegistry();

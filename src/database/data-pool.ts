@@ -1,0 +1,202 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { CompiledQuery } from 'kysely';
+import { Pool, PoolClient, TypeOverrides, types } from 'pg';
+import { DomainError } from '../common/domain-error';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { DATABASE_URL } from './database.constants';
+import { backendKeyOf, cancelBackend } from './pg-cancel';
+import { QUERY_CANCELED, sqlState } from './pg-errors';
+
+/** How the data engine's connections show up in pg_stat_activity. */
+const DATA_POOL_APPLICATION_NAME = 'data-copilot:data';
+
+/** Where the data engine's statements run: a connection per statement, or one transaction. */
+export interface DataSession {
+  /** Runs one statement with its bound parameters; its rows. */
+  query<T>(query: CompiledQuery<T>): Promise<T[]>;
+  /** True inside DataPool.transaction: one failed statement there fails the whole transaction. */
+  readonly inTransaction: boolean;
+}
+
+export interface DataTransactionOptions {
+  /** READ ONLY: any write fails with SQLSTATE 25006. */
+  readOnly?: boolean;
+  /** Cancels the running statement (and so the transaction) when it aborts. */
+  signal?: AbortSignal;
+}
+
+/** Set when a cancel request may still reach the connection: it must not serve anyone else. */
+interface Lease {
+  cancelled: boolean;
+}
+
+/**
+ * The connections of the data engine (records API, aggregates, data tools, sample data), in a pool of
+ * their own: slow user queries can take all of these but never the ORM's connections that API keys,
+ * metadata and chats run on (nor /health, which has its own).
+ *
+ * Every statement here is bounded three ways:
+ *  - `statement_timeout` (QUERY_TIMEOUT_MS) is a startup parameter of each connection, so it costs no
+ *    round trip; a statement past it fails with `query_timeout`;
+ *  - a caller's AbortSignal (the HTTP client left, a tool call timed out or was interrupted) sends the
+ *    server a cancel request for the running statement, and the connection is then closed instead of
+ *    returned to the pool, so that a late cancel can never hit the next user's statement;
+ *  - waiting for a connection ends after DB_ACQUIRE_TIMEOUT_MS with `database_busy` (503, Retry-After).
+ */
+@Injectable()
+export class DataPool implements OnApplicationShutdown {
+  private readonly logger = new Logger(DataPool.name);
+  private readonly pool: Pool;
+
+  constructor(
+    @Inject(DATABASE_URL) databaseUrl: string,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.pool = new Pool({
+      connectionString: databaseUrl,
+      max: config.dataPoolSize,
+      connectionTimeoutMillis: config.dbAcquireTimeoutMs,
+      statement_timeout: config.queryTimeoutMs,
+      application_name: DATA_POOL_APPLICATION_NAME,
+      types: rawTemporalTypes(),
+    });
+    // A connection the server drops must not crash the process: pg reports it as an 'error' event,
+    // on the pool for idle clients and on the client itself while it is checked out.
+    this.pool.on('error', (error) => this.logger.warn({ msg: 'idle data connection failed', error: error.message }));
+    this.pool.on('connect', (client) => {
+      client.on('error', (error) => this.logger.warn({ msg: 'data connection failed', error: error.message }));
+    });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.end();
+  }
+
+  /** Runs each statement on a pooled connection of its own (autocommit), cancelled when `signal` aborts. */
+  session(signal?: AbortSignal): DataSession {
+    return {
+      inTransaction: false,
+      query: <T>(query: CompiledQuery<T>) =>
+        this.withClient(signal, (client, lease) => this.execute(client, query, signal, lease)),
+    };
+  }
+
+  /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
+  transaction<T>(work: (session: DataSession) => Promise<T>, options: DataTransactionOptions = {}): Promise<T> {
+    const { signal } = options;
+    return this.withClient(signal, async (client, lease) => {
+      await this.execute(client, CompiledQuery.raw(options.readOnly ? 'begin transaction read only' : 'begin'), signal, lease);
+      try {
+        const result = await work({
+          inTransaction: true,
+          query: <R>(query: CompiledQuery<R>) => this.execute(client, query, signal, lease),
+        });
+        await this.execute(client, CompiledQuery.raw('commit'), signal, lease);
+        return result;
+      } catch (error) {
+        // A cancelled connection is closed on release, which rolls back on the server anyway.
+        if (!lease.cancelled) {
+          await client.query('rollback').catch(() => {
+            lease.cancelled = true; // a connection that cannot roll back is not pooled again
+          });
+        }
+        throw error;
+      }
+    });
+  }
+
+  private async withClient<T>(
+    signal: AbortSignal | undefined,
+    work: (client: PoolClient, lease: Lease) => Promise<T>,
+  ): Promise<T> {
+    if (signal?.aborted) throw cancelled();
+    // A caller that leaves while waiting here is noticed once a connection is free (DB_ACQUIRE_TIMEOUT_MS at most).
+    const client = await this.acquire();
+    const lease: Lease = { cancelled: false };
+    try {
+      if (signal?.aborted) throw cancelled();
+      return await work(client, lease);
+    } catch (error) {
+      throw this.translate(error, signal);
+    } finally {
+      // release(true) closes the connection instead of pooling it.
+      client.release(lease.cancelled);
+    }
+  }
+
+  private async acquire(): Promise<PoolClient> {
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      // pg-pool's errors carry no code; both of its timeouts (no idle connection, no new one in time) say "timeout".
+      if (error instanceof Error && /timeout/i.test(error.message)) {
+        const waitedMs = this.config.dbAcquireTimeoutMs;
+        throw new DomainError(
+          'database_busy',
+          `Every database connection stayed busy for ${waitedMs} ms; try again in a moment`,
+          { waitedMs },
+          { retryAfterSeconds: Math.max(1, Math.ceil(waitedMs / 1000)) },
+        );
+      }
+      this.logger.warn({ msg: 'no data connection', error: error instanceof Error ? error.message : String(error) });
+      throw new DomainError('database_unavailable', 'The database is not reachable');
+    }
+  }
+
+  /** Runs one statement; if `signal` aborts meanwhile, asks the server to cancel it. */
+  private async execute<T>(
+    client: PoolClient,
+    query: CompiledQuery<T>,
+    signal: AbortSignal | undefined,
+    lease: Lease,
+  ): Promise<T[]> {
+    if (signal?.aborted) throw cancelled();
+    const onAbort = () => {
+      lease.cancelled = true;
+      const key = backendKeyOf(client);
+      // Without a key, the closed connection and statement_timeout still end the statement.
+      if (!key) return;
+      cancelBackend(key).catch((error: unknown) =>
+        this.logger.warn({ msg: 'cancel request failed', error: error instanceof Error ? error.message : String(error) }),
+      );
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const result = await client.query<Record<string, unknown>>(query.sql, [...query.parameters]);
+      return result.rows as T[];
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private translate(error: unknown, signal: AbortSignal | undefined): unknown {
+    if (signal?.aborted) return cancelled();
+    // 57014 is also what an operator's pg_cancel_backend gives; statement_timeout is by far the usual cause.
+    if (sqlState(error) === QUERY_CANCELED) {
+      const statementTimeoutMs = this.config.queryTimeoutMs;
+      return new DomainError(
+        'query_timeout',
+        `The query took longer than ${statementTimeoutMs} ms and was cancelled. Ask for less: add filters to where, ` +
+          'request fewer fields, use a smaller limit, or aggregate instead of listing records.',
+        { statementTimeoutMs },
+      );
+    }
+    return error;
+  }
+}
+
+function cancelled(): DomainError {
+  return new DomainError('query_cancelled', 'The query was cancelled: its request ended before it finished');
+}
+
+/**
+ * Dates and timestamps as the text Postgres sends, as the ORM's pool reads them too: the value codec
+ * decodes them, and a `date` never becomes a JS Date at local midnight on the way.
+ */
+function rawTemporalTypes(): TypeOverrides {
+  const overrides = new TypeOverrides();
+  for (const oid of [types.builtins.DATE, types.builtins.TIMESTAMP, types.builtins.TIMESTAMPTZ, types.builtins.INTERVAL]) {
+    overrides.setTypeParser(oid, (value: string) => value);
+  }
+  return overrides;
+}
