@@ -31,6 +31,8 @@ export interface MemoryReading {
   external: number;
   /** Heap still used after a forced full garbage collection. */
   liveHeap: number;
+  /** RSS right after that collection (V8 may have given some pages back by then). */
+  rssAfterGc: number;
 }
 
 export interface Goal {
@@ -38,6 +40,27 @@ export interface Goal {
   target: string;
   measured: string;
   met: boolean;
+}
+
+/** Durable chats with 64 client tools each, created and deleted in a loop (bench/client-schemas.ts). */
+export interface ClientSchemasResult {
+  cycles: number;
+  toolsPerChat: number;
+  /** Cycles run before the first reading. */
+  warmupCycles: number;
+  /** Size of one create request's JSON body. */
+  bodyBytes: number;
+  wallMs: number;
+  /** Sorted durations, ms: the POST, the POST until the chat was answered, the DELETE. */
+  createMs: number[];
+  answeredMs: number[];
+  deleteMs: number[];
+  /** First reading after the warm-up, then every few cycles, last after the last cycle. */
+  memory: MemoryReading[];
+  /** Cycles done at each reading (0 = right after the warm-up). */
+  memoryCycles: number[];
+  /** Growth goal for RSS and for the live heap, bytes. */
+  limitBytes: number;
 }
 
 export interface BenchReport {
@@ -77,6 +100,7 @@ export interface BenchReport {
     drainMs: number;
     errors: number;
   };
+  clientSchemas?: ClientSchemasResult;
   goals: Goal[];
   notes: string[];
 }
@@ -252,7 +276,88 @@ export function renderReport(r: BenchReport): string {
         `| ${s.name} | ${s.description} | ${s.durations.length} | ${ms(percentile(s.durations, 50))} | ${ms(percentile(s.durations, 95))} | ${ms(s.durations[s.durations.length - 1])} |`,
     ),
   );
+  if (r.clientSchemas) lines.push('', ...renderClientSchemas(r.clientSchemas, { command: r.command, date: r.date }));
   if (r.notes.length) lines.push('', '## Notes from this run', '', ...r.notes.map((n) => `- ${n}`));
   lines.push('');
   return lines.join('\n');
+}
+
+/**
+ * Growth over the second half of the run alone: a leak grows at the same pace all along, while a
+ * high-water mark (V8 sizing its heap to the allocation rate, the allocator keeping freed pages) levels off.
+ */
+function secondHalf(c: ClientSchemasResult): string[] {
+  const middle = c.memoryCycles.findIndex((n) => n >= c.cycles / 2);
+  if (middle <= 0 || middle === c.memory.length - 1) return [];
+  const from = c.memory[middle];
+  const to = c.memory[c.memory.length - 1];
+  const growth = (key: 'rssAfterGc' | 'liveHeap') => `${((to[key] - from[key]) / 1024 / 1024).toFixed(1)} MB`;
+  return [
+    `Over the second half alone (cycles ${c.memoryCycles[middle]} to ${c.cycles}): RSS after a full GC ${growth('rssAfterGc')}, ` +
+      `live heap ${growth('liveHeap')}.`,
+    '',
+  ];
+}
+
+/** The growth goals of the client-schema run: RSS and live heap, last reading minus first. */
+export function clientSchemaGoals(c: ClientSchemasResult): Goal[] {
+  const first = c.memory[0];
+  const last = c.memory[c.memory.length - 1];
+  const limit = `< ${(c.limitBytes / 1024 / 1024).toFixed(0)} MB`;
+  return (['rssAfterGc', 'liveHeap'] as const).map((key) => {
+    const growth = last[key] - first[key];
+    return {
+      name: `${key === 'rssAfterGc' ? 'RSS' : 'live JS heap'} (after a full GC) growth over ${c.cycles} chats with ${c.toolsPerChat} client tools each, created and deleted`,
+      target: limit,
+      measured: `${(growth / 1024 / 1024).toFixed(1)} MB`,
+      met: growth < c.limitBytes,
+    };
+  });
+}
+
+export const CLIENT_SCHEMAS_START = '<!-- client-tool-schemas: start (written by npm run bench and npm run bench:schemas) -->';
+export const CLIENT_SCHEMAS_END = '<!-- client-tool-schemas: end -->';
+
+/** The section of BENCHMARKS.md on client tool schemas, between markers so that `npm run bench:schemas` can replace it alone. */
+export function renderClientSchemas(c: ClientSchemasResult, run: { command: string; date: string; machine?: string }): string[] {
+  const goals = clientSchemaGoals(c);
+  const row = (label: string, sorted: number[]) =>
+    `| ${label} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 95))} | ${ms(sorted[sorted.length - 1])} |`;
+  return [
+    CLIENT_SCHEMAS_START,
+    '',
+    `## Client tool schemas: ${c.cycles} durable chats with ${c.toolsPerChat} dynamic tools each`,
+    '',
+    `- Run: \`${run.command}\`, ${run.date}${run.machine ? `; ${run.machine}` : ''}`,
+    `- One cycle: \`POST /api/v1/chats\` with ${c.toolsPerChat} dynamic tools (${(c.bodyBytes / 1024).toFixed(0)} KB of JSON; each schema has`,
+    '  nested properties, an array of objects, anyOf, a local `$ref`; a quarter of them an `$id`, another quarter 40',
+    '  patternProperties; every cycle new ids and new patterns), the worker answers it with one mock model call that',
+    `  carries the ${c.toolsPerChat} tools, then \`DELETE /api/v1/chats/:id\`. One cycle at a time, after ${c.warmupCycles} warm-up cycles.`,
+    '- The schemas are only checked against the JSON Schema meta-schema and stored with their chat; nothing is compiled',
+    '  or cached per schema. Memory is read from the app process (forked with `--expose-gc`) right after the warm-up,',
+    '  every 50 cycles and after the last one; the goals compare the last reading with the first, RSS and live heap',
+    '  both taken right after a forced full GC. The warm-up covers V8 sizing a cold heap to this allocation rate (a',
+    '  high-water mark reached in about 50 cycles, flat afterwards); the readings every 50 cycles tell a high-water',
+    '  mark from a leak, which would grow with every cycle.',
+    '',
+    `| goal | target | measured | status |`,
+    '|---|---|---|---|',
+    ...goals.map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met ? 'met' : '**NOT met**'} |`),
+    '',
+    '| when | RSS | RSS after a full GC | JS heap used | JS heap total | live heap after GC | external |',
+    '|---|---|---|---|---|---|---|',
+    ...c.memory.map(
+      (m) =>
+        `| ${m.label} | ${mb(m.rss)} | ${mb(m.rssAfterGc)} | ${mb(m.heapUsed)} | ${mb(m.heapTotal)} | ${mb(m.liveHeap)} | ${mb(m.external)} |`,
+    ),
+    '',
+    ...secondHalf(c),
+    `| step (${c.cycles} cycles, ${(c.wallMs / 1000).toFixed(1)} s in all) | p50 ms | p95 ms | max ms |`,
+    '|---|---|---|---|',
+    row('create: POST /chats with the tools (201)', c.createMs),
+    row('create → answered (status waiting, polled every 5 ms)', c.answeredMs),
+    row('delete: DELETE /chats/:id (204)', c.deleteMs),
+    '',
+    CLIENT_SCHEMAS_END,
+  ];
 }

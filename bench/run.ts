@@ -3,9 +3,7 @@
  * (bench/server.ts, in a child process), measures bounded loads over loopback, writes BENCHMARKS.md
  * and prints it, then stops and deletes everything it started. Not part of `npm test`.
  */
-import { ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { openSync, closeSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { freePort } from '../test/support/free-port';
 import { arch, cpus, loadavg, platform, tmpdir, totalmem } from 'node:os';
@@ -16,27 +14,24 @@ import { projectRoot } from '../src/common/project-root';
 import { RunningPostgres, startEmbeddedPostgres } from '../src/database/embedded-postgres.launcher';
 import { DynamicStep, MockLlmServer, MockReply } from '../test/support/mock-llm.server';
 import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runLoad, timeRuns } from './load';
-import { BenchReport, Goal, MemoryReading, renderReport, ScenarioResult, throughput, TimedStep } from './report';
-import type { ChildMessage, ParentMessage, StartupTimings } from './server';
+import { clientSchemasRun } from './client-schemas';
+import {
+  BenchReport,
+  clientSchemaGoals,
+  Goal,
+  MemoryReading,
+  renderReport,
+  ScenarioResult,
+  throughput,
+  TimedStep,
+} from './report';
+import { AppProcess, log, sql } from './harness';
+import type { StartupTimings } from './server';
 
 const COMMAND = 'npm run bench';
 const WARMUP_REQUESTS = 100;
 const SCALE_ROWS = 200_000;
 const SCALE_RUNS = 15;
-
-function log(message: string): void {
-  process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)}s] ${message}\n`);
-}
-
-async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * Statement counts and execution time in PostgreSQL (pg_stat_statements, loaded by the bench's own
@@ -73,116 +68,6 @@ class DbStats {
 
   close(): Promise<void> {
     return this.client.end();
-  }
-}
-
-/** The application process, driven over IPC. */
-class AppProcess {
-  private readonly waiting: Array<{ type: ChildMessage['type']; resolve: (m: ChildMessage) => void }> = [];
-  private exited = false;
-  private failure?: string;
-
-  private constructor(
-    private readonly child: ChildProcess,
-    private readonly logFile: string,
-  ) {
-    child.on('message', (message: ChildMessage) => {
-      if (message.type === 'failed') this.failure = message.error;
-      const index = this.waiting.findIndex((w) => w.type === message.type);
-      if (index >= 0) this.waiting.splice(index, 1)[0].resolve(message);
-    });
-    child.on('exit', (code) => {
-      this.exited = true;
-      for (const w of this.waiting.splice(0)) {
-        w.resolve({
-          type: 'failed',
-          error: this.failure ?? `app process exited with code ${code}; log tail:\n${this.logTail()}`,
-        });
-      }
-    });
-  }
-
-  static start(env: Record<string, string>, logFile: string): AppProcess {
-    const fd = openSync(logFile, 'a');
-    try {
-      const child = fork(join(__dirname, 'server.js'), [], {
-        // BENCH_APP_EXEC_ARGV: extra node flags for the app process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-        execArgv: ['--enable-source-maps', '--expose-gc', ...(process.env.BENCH_APP_EXEC_ARGV ?? '').split(' ').filter(Boolean)],
-        env: { PATH: process.env.PATH ?? '', ...env },
-        stdio: ['ignore', fd, fd, 'ipc'],
-      });
-      return new AppProcess(child, logFile);
-    } finally {
-      closeSync(fd);
-    }
-  }
-
-  get pid(): number | undefined {
-    return this.child.pid;
-  }
-
-  private request<T extends ChildMessage['type']>(type: T, message?: ParentMessage): Promise<Extract<ChildMessage, { type: T }>> {
-    if (this.exited) return Promise.reject(new Error(this.failure ?? 'app process is not running'));
-    return new Promise((resolve, reject) => {
-      this.waiting.push({
-        type,
-        resolve: (m) =>
-          m.type === 'failed'
-            ? reject(new Error(`app process failed: ${m.error}`))
-            : resolve(m as Extract<ChildMessage, { type: T }>),
-      });
-      if (message) this.child.send(message);
-    });
-  }
-
-  ready() {
-    return this.request('ready');
-  }
-
-  async memory(label: string): Promise<MemoryReading> {
-    const { memory, liveHeap } = await this.request('memory', { type: 'memory' });
-    return {
-      label,
-      rss: memory.rss,
-      heapUsed: memory.heapUsed,
-      heapTotal: memory.heapTotal,
-      external: memory.external,
-      liveHeap,
-    };
-  }
-
-  async stop(): Promise<number | undefined> {
-    if (this.exited) return undefined;
-    const stopped = await this.request('stopped', { type: 'stop' }).catch(() => undefined);
-    await this.waitForExit(10_000);
-    return stopped?.closeMs;
-  }
-
-  /** Last resort: the process by its own id, never by name. */
-  kill(): void {
-    if (!this.exited) this.child.kill('SIGKILL');
-  }
-
-  private waitForExit(timeoutMs: number): Promise<void> {
-    if (this.exited) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.kill();
-        resolve();
-      }, timeoutMs);
-      this.child.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-
-  logTail(): string {
-    try {
-      return readFileSync(this.logFile, 'utf8').split('\n').slice(-20).join('\n');
-    } catch {
-      return '(no log)';
-    }
   }
 }
 
@@ -559,6 +444,7 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
       2000,
     ),
     fairnessGoal(report.fairness),
+    ...(report.clientSchemas ? clientSchemaGoals(report.clientSchemas) : []),
   ];
 }
 
@@ -858,6 +744,7 @@ async function main(): Promise<void> {
         ).toFixed(0)} ms, max ${Math.max(...fairness.during).toFixed(0)} ms; ` +
         `flood drained in ${fairness.drainMs.toFixed(0)} ms`,
     );
+    const clientSchemas = await clientSchemasRun(member, app, llm);
     const scale = await scaleRun(admin, member, databaseUrl);
     memory.push(await app.memory(`after the ${SCALE_ROWS.toLocaleString('en-US')}-row run`));
 
@@ -893,6 +780,7 @@ async function main(): Promise<void> {
       scale,
       durable,
       fairness,
+      clientSchemas,
       notes,
     };
     await cleanup();

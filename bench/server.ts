@@ -29,7 +29,7 @@ export interface StartupTimings {
 
 export type ChildMessage =
   | { type: 'ready'; port: number; timings: StartupTimings; memory: NodeJS.MemoryUsage }
-  | { type: 'memory'; memory: NodeJS.MemoryUsage; liveHeap: number }
+  | { type: 'memory'; memory: NodeJS.MemoryUsage; liveHeap: number; rssAfterGc: number }
   | { type: 'stopped'; closeMs: number }
   | { type: 'failed'; error: string };
 
@@ -75,7 +75,8 @@ async function main(): Promise<void> {
       const memory = process.memoryUsage();
       // Live heap = what survives a full collection (the app is forked with --expose-gc): the leak signal.
       (globalThis as { gc?: () => void }).gc?.();
-      send({ type: 'memory', memory, liveHeap: process.memoryUsage().heapUsed });
+      const afterGc = process.memoryUsage();
+      send({ type: 'memory', memory, liveHeap: afterGc.heapUsed, rssAfterGc: afterGc.rss });
     }
     if (message.type === 'stop' && !stopping) {
       stopping = true;

@@ -13,7 +13,7 @@ import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
 import { toAgentResponse, toAgentSummary, toSpec } from './agent.mapper';
-import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AgentSpec } from './agent.types';
+import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_NAME_PATTERN, AgentSpec } from './agent.types';
 
 /** Agent specs: CRUD for admins, loading and access checks for the runtime, built-ins from seeds/agents. */
 @Injectable()
@@ -33,7 +33,7 @@ export class AgentService {
   }
 
   async get(name: string): Promise<AgentResponse> {
-    const agent = await this.em.fork().findOne(AgentEntity, { name });
+    const agent = await findByName(this.em.fork(), name);
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
     return toAgentResponse(agent);
   }
@@ -60,7 +60,7 @@ export class AgentService {
     if (dto.name !== name)
       throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
     const em = this.em.fork();
-    const agent = await em.findOne(AgentEntity, { name });
+    const agent = await findByName(em, name);
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
     em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
     await em.flush();
@@ -68,7 +68,7 @@ export class AgentService {
   }
 
   async delete(name: string): Promise<void> {
-    const deleted = await this.em.fork().nativeDelete(AgentEntity, { name });
+    const deleted = AGENT_NAME_PATTERN.test(name) ? await this.em.fork().nativeDelete(AgentEntity, { name }) : 0;
     if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
   }
 
@@ -77,7 +77,7 @@ export class AgentService {
    * that no longer exists), 403 when inactive or the caller is not in its access lists.
    */
   async loadForRun(name: string, caller: Caller): Promise<AgentSpec> {
-    const agent = typeof name === 'string' && name.length <= 63 ? await this.em.fork().findOne(AgentEntity, { name }) : null;
+    const agent = await findByName(this.em.fork(), name);
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
     const problem = this.findProblem(agent);
     if (problem) throw new DomainError('agent_not_found', `Agent "${name}" is invalid: ${problem}`);
@@ -143,6 +143,14 @@ export class AgentService {
       this.logger.log({ msg: 'created built-in agent', agent: dto.name });
     }
   }
+}
+
+/**
+ * The stored agent of this name. A name that no agent can have (every one was created through the
+ * name pattern) is not looked up: with a NUL in it, PostgreSQL cannot even receive it as a parameter.
+ */
+function findByName(em: EntityManager, name: unknown): Promise<Agent | null> {
+  return typeof name === 'string' && AGENT_NAME_PATTERN.test(name) ? em.findOne(AgentEntity, { name }) : Promise.resolve(null);
 }
 
 function mayUse(agent: Agent, caller: Caller): boolean {

@@ -9,6 +9,7 @@ import {
   IsOptional,
   IsString,
   MaxLength,
+  ValidateIf,
   ValidateNested,
 } from 'class-validator';
 import { FIELD_TYPES, type FieldType, MAX_FIELDS } from './object-metadata.types';
@@ -73,20 +74,26 @@ export class CreateObjectDto {
   fields?: CreateFieldDto[];
 }
 
+/**
+ * For PATCH properties that have no null value: absent leaves the property as it is, null is refused
+ * like any other wrong type (IsOptional would let it through to the service as "set to null").
+ */
+const NotNullIfPresent = () => ValidateIf((_dto: object, value: unknown) => value !== undefined);
+
 export class UpdateObjectDto {
-  @ApiPropertyOptional() @IsOptional() @IsString() @IsNotEmpty() @MaxLength(255) label?: string;
+  @ApiPropertyOptional() @NotNullIfPresent() @IsString() @IsNotEmpty() @MaxLength(255) label?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
 }
 
 export class UpdateFieldDto {
-  @ApiPropertyOptional() @IsOptional() @IsString() @IsNotEmpty() @MaxLength(255) label?: string;
+  @ApiPropertyOptional() @NotNullIfPresent() @IsString() @IsNotEmpty() @MaxLength(255) label?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
-  @ApiPropertyOptional() @IsOptional() @IsBoolean() required?: boolean;
-  @ApiPropertyOptional() @IsOptional() @IsBoolean() unique?: boolean;
-  @ApiPropertyOptional() @IsOptional() @IsBoolean() indexed?: boolean;
+  @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() required?: boolean;
+  @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() unique?: boolean;
+  @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() indexed?: boolean;
 
   @ApiPropertyOptional({ type: [String] })
-  @IsOptional()
+  @NotNullIfPresent()
   @IsArray()
   @ArrayMaxSize(MAX_OPTIONS)
   @IsString({ each: true })

@@ -103,6 +103,28 @@ describe('agents API', () => {
       .expect(400);
   });
 
+  // Found by the fuzz test: a NUL in the path went to PostgreSQL as a query parameter, which its wire
+  // protocol cannot carry ("invalid message format"), and the request failed with a 500.
+  it.each(['a%00b', '%00', 'x%F0%9F%98%80', 'Data_Chat', 'a'.repeat(64)])(
+    'answers 404 agent_not_found for the name %s, which no agent can have, on every agent route',
+    async (name) => {
+      const path = `/api/v1/ai/agents/${name}`;
+      const answers = [
+        await t.http.get(path).set(admin()),
+        await t.http.delete(path).set(admin()),
+        await t.http
+          .post(`${path}/chat`)
+          .set(admin())
+          .send({ messages: [{ role: 'user', content: 'hi' }] }),
+      ];
+      expect(answers.map((res) => [res.status, errorOf(res).code])).toEqual([
+        [404, 'agent_not_found'],
+        [404, 'agent_not_found'],
+        [404, 'agent_not_found'],
+      ]);
+    },
+  );
+
   it('lets members list usable agents but not manage them', async () => {
     await t.http.get('/api/v1/ai/agents').set(bearer(memberKey)).expect(200);
     await t.http

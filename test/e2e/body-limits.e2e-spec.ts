@@ -1,6 +1,6 @@
-import type { OpenAPIObject } from '@nestjs/swagger';
 import { MAX_BODY_DEPTH, MAX_BODY_NODES } from '../../src/common/json-body.parser';
-import { bodyOf, errorOf } from '../support/responses';
+import { documentedBodyRoutes, fillPath } from '../support/openapi-routes';
+import { errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 /** Plausible values for the path parameters of every route; the body is refused before they matter. */
@@ -36,12 +36,10 @@ describe('JSON body limits', () => {
       .set(admin())
       .send({ name: 'widget', label: 'Widget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
       .expect(201);
-    const docs = await t.http.get('/docs-json').expect(200);
-    bodyRoutes = Object.entries(bodyOf<OpenAPIObject>(docs).paths).flatMap(([path, operations]) =>
-      (['post', 'put', 'patch'] as const)
-        .filter((method) => method in operations)
-        .map((method) => ({ method, path: path.replace(/\{(\w+)\}/g, (_, param: string) => PATH_VALUES[param] ?? 'x') })),
-    );
+    bodyRoutes = (await documentedBodyRoutes(t)).map(({ method, template }) => ({
+      method,
+      path: fillPath(template, PATH_VALUES),
+    }));
   });
   afterAll(() => t.close());
 

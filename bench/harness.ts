@@ -1,0 +1,136 @@
+/**
+ * What the benchmark entry points share: the log, one-off SQL, and the application in a child
+ * process (bench/server.ts) driven over IPC, with its memory read after a forced GC.
+ */
+import { ChildProcess, fork } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
+import type { MemoryReading } from './report';
+import type { ChildMessage, ParentMessage } from './server';
+
+export function log(message: string): void {
+  process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)}s] ${message}\n`);
+}
+
+export async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+/** The application process, driven over IPC. */
+export class AppProcess {
+  private readonly waiting: Array<{ type: ChildMessage['type']; resolve: (m: ChildMessage) => void }> = [];
+  private exited = false;
+  private failure?: string;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly logFile: string,
+  ) {
+    child.on('message', (message: ChildMessage) => {
+      if (message.type === 'failed') this.failure = message.error;
+      const index = this.waiting.findIndex((w) => w.type === message.type);
+      if (index >= 0) this.waiting.splice(index, 1)[0].resolve(message);
+    });
+    child.on('exit', (code) => {
+      this.exited = true;
+      for (const w of this.waiting.splice(0)) {
+        w.resolve({
+          type: 'failed',
+          error: this.failure ?? `app process exited with code ${code}; log tail:\n${this.logTail()}`,
+        });
+      }
+    });
+  }
+
+  static start(env: Record<string, string>, logFile: string): AppProcess {
+    const fd = openSync(logFile, 'a');
+    try {
+      const child = fork(join(__dirname, 'server.js'), [], {
+        // BENCH_APP_EXEC_ARGV: extra node flags for the app process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+        execArgv: ['--enable-source-maps', '--expose-gc', ...(process.env.BENCH_APP_EXEC_ARGV ?? '').split(' ').filter(Boolean)],
+        env: { PATH: process.env.PATH ?? '', ...env },
+        stdio: ['ignore', fd, fd, 'ipc'],
+      });
+      return new AppProcess(child, logFile);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  private request<T extends ChildMessage['type']>(type: T, message?: ParentMessage): Promise<Extract<ChildMessage, { type: T }>> {
+    if (this.exited) return Promise.reject(new Error(this.failure ?? 'app process is not running'));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({
+        type,
+        resolve: (m) =>
+          m.type === 'failed'
+            ? reject(new Error(`app process failed: ${m.error}`))
+            : resolve(m as Extract<ChildMessage, { type: T }>),
+      });
+      if (message) this.child.send(message);
+    });
+  }
+
+  ready() {
+    return this.request('ready');
+  }
+
+  async memory(label: string): Promise<MemoryReading> {
+    const { memory, liveHeap, rssAfterGc } = await this.request('memory', { type: 'memory' });
+    return {
+      label,
+      rss: memory.rss,
+      heapUsed: memory.heapUsed,
+      heapTotal: memory.heapTotal,
+      external: memory.external,
+      liveHeap,
+      rssAfterGc,
+    };
+  }
+
+  async stop(): Promise<number | undefined> {
+    if (this.exited) return undefined;
+    const stopped = await this.request('stopped', { type: 'stop' }).catch(() => undefined);
+    await this.waitForExit(10_000);
+    return stopped?.closeMs;
+  }
+
+  /** Last resort: the process by its own id, never by name. */
+  kill(): void {
+    if (!this.exited) this.child.kill('SIGKILL');
+  }
+
+  private waitForExit(timeoutMs: number): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.kill();
+        resolve();
+      }, timeoutMs);
+      this.child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  logTail(): string {
+    try {
+      return readFileSync(this.logFile, 'utf8').split('\n').slice(-20).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+}
