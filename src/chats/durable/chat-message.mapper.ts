@@ -1,53 +1,7 @@
-import { toolMessageContent, TurnStep } from '../../runtime/agent-loop.service';
-import type { LlmMessage, LlmToolCall } from '../../llm/llm.types';
+import type { TurnStep } from '../../runtime/agent-loop.service';
+import type { LlmToolCall } from '../../llm/llm.types';
 import { readableArguments } from '../../tools/tool.arguments';
 import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
-
-/** Persisted messages → the conversation the model sees (tool results one message per call). */
-export function toLlmMessages(rows: ChatMessageRow[]): LlmMessage[] {
-  const messages: LlmMessage[] = [];
-  for (const row of rows) {
-    const text = row.parts
-      .filter((p): p is Extract<ChatPart, { type: 'text' }> => p.type === 'text')
-      .map((p) => p.text)
-      .join('');
-    if (row.role === 'user') {
-      messages.push({ role: 'user', content: text });
-    } else if (row.role === 'assistant') {
-      const calls = row.parts.filter((p): p is Extract<ChatPart, { type: 'tool-call' }> => p.type === 'tool-call');
-      messages.push(
-        calls.length
-          ? {
-              role: 'assistant',
-              content: text || null,
-              tool_calls: calls.map((call) =>
-                call.kind === 'custom'
-                  ? { id: call.toolCallId, type: 'custom' as const, custom: { name: call.toolName, input: String(call.input) } }
-                  : {
-                      id: call.toolCallId,
-                      type: 'function' as const,
-                      function: {
-                        name: call.toolName,
-                        arguments: typeof call.input === 'string' ? call.input : JSON.stringify(call.input),
-                      },
-                    },
-              ),
-            }
-          : { role: 'assistant', content: text },
-      );
-    } else {
-      for (const part of row.parts) {
-        if (part.type !== 'tool-result') continue;
-        messages.push({
-          role: 'tool',
-          tool_call_id: part.toolCallId,
-          content: toolMessageContent({ content: part.output, isError: part.isError }),
-        });
-      }
-    }
-  }
-  return messages;
-}
 
 /** The assistant message of a step as parts: its text, then its tool calls. */
 export function assistantParts(step: TurnStep): ChatPart[] {

@@ -7,7 +7,8 @@ import { DomainError } from '../../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
 import { LlmError } from '../../llm/llm-error';
 import { ChatEvents } from './chat-events.service';
-import { assistantParts, toLlmMessages, toolResultParts, toPendingCall } from './chat-message.mapper';
+import { toLlmMessages } from '../../runtime/conversation';
+import { assistantParts, toolResultParts, toPendingCall } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import { ChatRow } from './chat.types';
 

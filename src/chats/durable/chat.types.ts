@@ -1,17 +1,15 @@
 import type { ApiKeyRole } from '../../auth/api-key.entity';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
+import type { ConversationPart, ConversationRole } from '../../runtime/conversation';
 
 export const CHAT_STATUSES = ['waiting', 'pending', 'running', 'requires_action', 'error'] as const;
 export type ChatStatus = (typeof CHAT_STATUSES)[number];
 
 /** Parts of a persisted message. */
-export type ChatPart =
-  | { type: 'text'; text: string }
-  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; kind?: 'function' | 'custom' }
-  | { type: 'tool-result'; toolCallId: string; toolName: string; output: unknown; isError: boolean };
+export type ChatPart = ConversationPart;
 
-export type ChatRole = 'user' | 'assistant' | 'tool';
+export type ChatRole = ConversationRole;
 
 export interface ChatMessageRow {
   id: number;

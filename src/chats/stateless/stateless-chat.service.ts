@@ -7,7 +7,7 @@ import { LlmMessage } from '../../llm/llm.types';
 import { AgentLoop, TurnResult } from '../../runtime/agent-loop.service';
 import { AgentRuntime, PreparedTurn } from '../../runtime/agent-runtime.service';
 import { StatelessChatDto, StatelessChatResponse } from './stateless-chat.dto';
-import { UiMessageStreamWriter } from './ui-message-stream.writer';
+import { UiMessageStreamWriter } from '../ui-message-stream.writer';
 
 const MAX_CONTENT_LENGTH = 100_000;
 

@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { SseWriter } from '../../common/sse.writer';
-import type { ToolResult } from '../../tools/tool.types';
-import type { TurnHooks, TurnResult } from '../../runtime/agent-loop.service';
+import { SseWriter } from '../common/sse.writer';
+import type { ToolResult } from '../tools/tool.types';
+import type { TurnHooks, TurnResult } from '../runtime/agent-loop.service';
 
 /**
  * Writes one agent turn as a Vercel AI SDK UI message stream (protocol v1, SSE), so `useChat`

@@ -1,0 +1,65 @@
+import type { LlmMessage } from '../llm/llm.types';
+import { toolMessageContent } from './agent-loop.service';
+
+/**
+ * One part of a conversation message, as durable chats store it and as the AI SDK's UI messages
+ * are read: text, a tool call of the assistant, or the result of one.
+ */
+export type ConversationPart =
+  | { type: 'text'; text: string }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; kind?: 'function' | 'custom' }
+  | { type: 'tool-result'; toolCallId: string; toolName: string; output: unknown; isError: boolean };
+
+export type ConversationRole = 'user' | 'assistant' | 'tool';
+
+/** A message of a conversation: user text, an assistant step (text and tool calls), or the results of its calls. */
+export interface ConversationMessage {
+  role: ConversationRole;
+  parts: ConversationPart[];
+}
+
+/** A conversation → the messages the model sees (tool results one message per call). */
+export function toLlmMessages(rows: readonly ConversationMessage[]): LlmMessage[] {
+  const messages: LlmMessage[] = [];
+  for (const row of rows) {
+    const text = row.parts
+      .filter((p): p is Extract<ConversationPart, { type: 'text' }> => p.type === 'text')
+      .map((p) => p.text)
+      .join('');
+    if (row.role === 'user') {
+      messages.push({ role: 'user', content: text });
+    } else if (row.role === 'assistant') {
+      const calls = row.parts.filter((p): p is Extract<ConversationPart, { type: 'tool-call' }> => p.type === 'tool-call');
+      messages.push(
+        calls.length
+          ? {
+              role: 'assistant',
+              content: text || null,
+              tool_calls: calls.map((call) =>
+                call.kind === 'custom'
+                  ? { id: call.toolCallId, type: 'custom' as const, custom: { name: call.toolName, input: String(call.input) } }
+                  : {
+                      id: call.toolCallId,
+                      type: 'function' as const,
+                      function: {
+                        name: call.toolName,
+                        arguments: typeof call.input === 'string' ? call.input : JSON.stringify(call.input),
+                      },
+                    },
+              ),
+            }
+          : { role: 'assistant', content: text },
+      );
+    } else {
+      for (const part of row.parts) {
+        if (part.type !== 'tool-result') continue;
+        messages.push({
+          role: 'tool',
+          tool_call_id: part.toolCallId,
+          content: toolMessageContent({ content: part.output, isError: part.isError }),
+        });
+      }
+    }
+  }
+  return messages;
+}
