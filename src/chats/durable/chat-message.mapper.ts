@@ -1,7 +1,7 @@
 import type { TurnStep } from '../../runtime/agent-loop.service';
 import type { LlmToolCall } from '../../llm/llm.types';
 import { readableArguments } from '../../tools/tool.arguments';
-import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
+import type { ChatPart, PendingToolCall } from './chat.types';
 
 /** The assistant message of a step as parts: its text, then its tool calls. */
 export function assistantParts(step: TurnStep): ChatPart[] {
