@@ -365,6 +365,32 @@ describe('stream tokens', () => {
     }
   });
 
+  it('documents the token route and the query parameters of the event streams in the OpenAPI document', async () => {
+    type Parameter = { name: string; in: string; schema?: { enum?: string[] } };
+    type Operation = {
+      summary?: string;
+      parameters?: Parameter[];
+      responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+    };
+    const docs = bodyOf<{
+      paths: Record<string, Record<string, Operation>>;
+      components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> };
+    }>(await t.http.get('/docs-json').expect(200));
+    const create = docs.paths['/api/v1/stream-tokens'].post;
+    expect(create.summary).toBe('Create a stream token');
+    const ref = create.responses['201'].content?.['application/json'].schema?.$ref ?? '';
+    const response = docs.components.schemas[ref.split('/').at(-1)!];
+    expect(Object.keys(response.properties ?? {}).sort()).toEqual(['expiresAt', 'token']);
+    expect(response.required?.sort()).toEqual(['expiresAt', 'token']);
+
+    const query = (operation: Operation) => (operation.parameters ?? []).filter((p) => p.in === 'query');
+    const stream = query(docs.paths['/api/v1/chats/{id}/stream'].get);
+    expect(stream.map((p) => p.name).sort()).toEqual(['afterId', 'token', 'until']);
+    expect(stream.find((p) => p.name === 'until')?.schema?.enum).toEqual(['idle']);
+    expect(query(docs.paths['/api/v1/chats/watch'].get).map((p) => p.name)).toEqual(['token']);
+    expect(query(docs.paths['/api/v1/chats/{id}/messages'].get).map((p) => p.name)).toEqual(['afterId']);
+  });
+
   it('never writes a token into the log: the request line names the query parameter, not its value', async () => {
     const token = await tokenFor(t.adminKey);
     const res = await t.http.get(`/api/v1/chats?token=${token}`).expect(401);
