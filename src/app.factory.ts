@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
+import { corsOptions } from './common/cors.options';
 import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/framework-errors';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
@@ -25,8 +26,8 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
 
 /**
  * Builds the application (not yet listening): Fastify and Nest on the one logger (a line per
- * request carrying its request id), the global validation pipe and error filter, and OpenAPI docs
- * at /docs.
+ * request carrying its request id), CORS for CORS_ORIGINS, the global validation pipe and error
+ * filter, and OpenAPI docs at /docs.
  */
 export async function createApp(
   config: AppConfig,
@@ -60,6 +61,10 @@ export async function createApp(
     logger: nestLogger,
     abortOnError: false,
   });
+  // Nest runs this hook first, before every other request hook, and copies its headers to the raw
+  // response: preflights are answered before authentication, and errors and hijacked event streams
+  // carry the CORS headers too. Unset CORS_ORIGINS: no hook, no access-control-* header anywhere.
+  if (config.corsOrigins) app.enableCors(corsOptions(config.corsOrigins));
   registerJsonBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(filter);

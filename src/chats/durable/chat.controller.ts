@@ -1,13 +1,14 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiHeader, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Caller, Roles } from '../../auth/auth.decorators';
+import { AcceptsStreamToken, Caller, Roles } from '../../auth/auth.decorators';
 import { hijack } from '../../common/fastify-reply';
 import { PaginationQueryDto } from '../../common/pagination.dto';
 import {
   ChatListResponse,
   ChatMessagesResponse,
   ChatResponse,
+  ChatStreamQueryDto,
   CreateChatDto,
   MessagesQueryDto,
   PostMessageDto,
@@ -40,6 +41,7 @@ export class ChatController {
   /** SSE: created / status_change / action_required / deleted for the caller's chats. */
   @Get('watch')
   @Roles('admin', 'member')
+  @AcceptsStreamToken()
   @ApiProduces('text/event-stream')
   watch(@Caller() caller: Caller, @Res() reply: FastifyReply): void {
     this.streams.watch(caller, () => hijack(reply));
@@ -85,18 +87,22 @@ export class ChatController {
     await this.chats.interrupt(caller, id);
   }
 
-  /** SSE: status, message_part, message (id: = message id), action_required, retry, error. Resumes from Last-Event-ID or ?afterId. */
+  /**
+   * SSE: status, message_part, message (id: = message id), action_required, retry, error, and `end`
+   * with ?until=idle. Resumes from Last-Event-ID or ?afterId.
+   */
   @Get(':id/stream')
   @Roles('admin', 'member')
+  @AcceptsStreamToken({ chatParam: 'id' })
   @ApiProduces('text/event-stream')
   @ApiHeader({ name: 'Last-Event-ID', required: false })
   async stream(
     @Caller() caller: Caller,
     @Param('id') id: string,
-    @Query() query: MessagesQueryDto,
+    @Query() query: ChatStreamQueryDto,
     @Headers('last-event-id') lastEventId: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await this.streams.streamChat(caller, id, { lastEventId, afterId: query.afterId }, () => hijack(reply));
+    await this.streams.streamChat(caller, id, { lastEventId, afterId: query.afterId, until: query.until }, () => hijack(reply));
   }
 }

@@ -6,6 +6,7 @@ import {
   ArrayNotEmpty,
   IsArray,
   IsBoolean,
+  IsIn,
   IsNotEmpty,
   IsOptional,
   IsString,
@@ -68,6 +69,20 @@ export class MessagesQueryDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Only messages with a larger id (the stream cursor)' })
   @QueryInt(0, Number.MAX_SAFE_INTEGER, 'afterId must be a message id')
   afterId?: number;
+}
+
+/** `until` values of a chat stream: `idle` ends it once the chat waits for a message or has failed. */
+export const STREAM_UNTIL = ['idle'] as const;
+
+export class ChatStreamQueryDto extends MessagesQueryDto {
+  @ApiPropertyOptional({
+    enum: STREAM_UNTIL,
+    description:
+      'idle: the stream sends a final `end` event and closes once the chat is waiting or in error (at once, after the catch-up, when it already is)',
+  })
+  @IsOptional()
+  @IsIn(STREAM_UNTIL, { message: 'until must be idle' })
+  until?: (typeof STREAM_UNTIL)[number];
 }
 
 export class PendingToolCallResponse {
