@@ -11,14 +11,21 @@ import {
   MaxLength,
   ValidateNested,
 } from 'class-validator';
+import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { ChatOptionsDto } from '../../runtime/chat-options.dto';
 
+/** One message of the history (documentation only: the service checks each). */
+export class StatelessChatMessageDto {
+  @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
+  @ApiPropertyOptional({ maxLength: 100_000, description: 'The text; or, from AI SDK clients, parts instead' })
+  content?: string;
+  @ApiPropertyOptional({ type: 'array', items: JSON_OBJECT, description: 'AI SDK UI message parts; the text parts are used' })
+  parts?: Record<string, unknown>[];
+}
+
 export class StatelessChatDto {
-  @ApiProperty({
-    type: 'array',
-    items: { type: 'object', properties: { role: { enum: ['user', 'assistant'] }, content: { type: 'string' } } },
-  })
+  @ApiProperty({ type: [StatelessChatMessageDto], minItems: 1, maxItems: 500 })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
   @ArrayMaxSize(500)
@@ -48,16 +55,17 @@ export class StatelessChatDto {
 }
 
 export class ChatUsageResponse {
-  @ApiProperty() promptTokens: number;
-  @ApiProperty() completionTokens: number;
-  @ApiProperty() totalTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) promptTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) completionTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) totalTokens: number;
 }
 
 export class ChatToolCallResponse {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty() arguments: unknown;
-  @ApiProperty() result: unknown;
+  @ApiProperty({ ...JSON_VALUE, description: 'The arguments the model sent' }) arguments: unknown;
+  @ApiProperty({ ...JSON_VALUE, description: 'What the tool returned, or { error } when isError' })
+  result: unknown;
   @ApiProperty() isError: boolean;
 }
 
