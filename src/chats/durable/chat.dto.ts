@@ -80,11 +80,6 @@ export class PendingToolCallResponse {
   arguments: unknown;
 }
 
-export class ChatLastErrorResponse {
-  @ApiProperty({ description: 'An error code of the catalog (ErrorCode), e.g. llm_unavailable' }) code: string;
-  @ApiProperty() message: string;
-}
-
 export class ChatResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() agent: string;
@@ -106,7 +101,18 @@ export class ChatResponse {
     description: 'Only while requires_action: when the pending calls time out',
   })
   actionExpiresAt?: string | null;
-  @ApiProperty({ type: ChatLastErrorResponse, nullable: true, description: 'Why the chat is in error' }) lastError: {
+  // Inline rather than a $ref: OpenAPI 3.0's nullable does not reach into a referenced schema.
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    properties: {
+      code: { type: 'string', description: 'An error code of the catalog (ErrorCode), e.g. llm_unavailable' },
+      message: { type: 'string' },
+    },
+    required: ['code', 'message'],
+    description: 'Why the chat is in error',
+  })
+  lastError: {
     code: string;
     message: string;
   } | null;
