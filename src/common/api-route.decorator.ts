@@ -9,6 +9,7 @@ import {
   type ReferenceObject,
   type SchemaObject,
 } from '@nestjs/swagger';
+import { STATUS_CODES } from 'node:http';
 import { ERRORS, type ErrorCode } from './error-codes';
 import { ErrorResponse } from './error-response.dto';
 
@@ -117,7 +118,7 @@ function errorResponses(codes: ErrorCode[]): MethodDecorator[] {
   return [...byStatus].map(([status, statusCodes]) =>
     ApiResponse({
       status,
-      description: `code: ${[...statusCodes].map((code) => `\`${code}\``).join(', ')}`,
+      description: `${STATUS_CODES[status] ?? 'Error'}: code ${[...statusCodes].map((code) => `\`${code}\``).join(', ')}`,
       content: { 'application/json': { schema: { $ref: getSchemaPath(ErrorResponse) } } },
     }),
   );
