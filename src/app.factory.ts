@@ -1,6 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import { AppModule } from './app.module';
@@ -9,6 +9,7 @@ import { corsOptions } from './common/cors.options';
 import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/framework-errors';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
+import { createOpenApiDocument } from './common/openapi.document';
 import { createValidationPipe } from './common/validation.pipe';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
 import { RequestLogController } from './observability/request-log.controller';
@@ -27,7 +28,7 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
 /**
  * Builds the application (not yet listening): Fastify and Nest on the one logger (a line per
  * request carrying its request id), CORS for CORS_ORIGINS, the global validation pipe and error
- * filter, and OpenAPI docs at /docs.
+ * filter, and OpenAPI docs at /docs (the document itself at /docs-json).
  */
 export async function createApp(
   config: AppConfig,
@@ -76,15 +77,7 @@ export async function createApp(
   // After the hook above, so that its refusals carry the request id too.
   installFrameworkErrorHandlers(app, filter);
   fastify.addHook('preHandler', requestLogContext);
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Data copilot')
-      .setDescription('Metadata-defined objects, records, and LLM agents over them. Every /api route needs a Bearer API key.')
-      .setVersion('1')
-      .addBearerAuth()
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, document);
+  // The UI at /docs, the document at /docs-json.
+  SwaggerModule.setup('docs', app, createOpenApiDocument(app));
   return app;
 }
