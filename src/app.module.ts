@@ -9,6 +9,7 @@ import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
+import { PlaygroundModule } from './playground/playground.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
@@ -31,6 +32,7 @@ export class AppModule {
         StatelessChatModule,
         DurableChatsModule,
         HealthModule,
+        PlaygroundModule,
       ],
     };
   }

@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       dataDir: resolve('./.data'),
       llmModel: 'gpt-4o-mini',
       seed: true,
+      playground: true,
       logLevel: 'info',
       logFormat: 'json',
     });
@@ -42,6 +43,7 @@ describe('loadConfig', () => {
       OPENAI_BASE_URL: 'http://localhost:11434/v1',
       LLM_MODEL: 'llama3.1',
       SEED: 'false',
+      PLAYGROUND: 'false',
       LOG_LEVEL: 'WARN',
     });
 
@@ -55,6 +57,7 @@ describe('loadConfig', () => {
       openaiBaseUrl: 'http://localhost:11434/v1',
       llmModel: 'llama3.1',
       seed: false,
+      playground: false,
       logLevel: 'warn',
     });
   });
@@ -106,6 +109,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'notaurl'],
     ['DATABASE_URL', 'mysql://localhost/db'],
     ['SEED', 'maybe'],
+    ['PLAYGROUND', 'sometimes'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'xml'],
     ['OPENAI_BASE_URL', 'ftp://models.example.com'],
