@@ -79,6 +79,14 @@ describe('loadConfig', () => {
     ).toMatchObject({ chatMaxInFlightPerKey: 5, sseMaxStreamsPerKey: 3, httpRequestTimeoutMs: 2500 });
   });
 
+  it('reads CORS_ORIGINS as none when unset, "*" as any, or a list of origins normalised to scheme://host[:port]', () => {
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+    expect(
+      loadConfig({ CORS_ORIGINS: ' https://App.example.com/ , http://localhost:5173,https://app.example.com' }).corsOrigins,
+    ).toEqual(['https://app.example.com', 'http://localhost:5173']);
+  });
+
   it('treats empty and blank values as unset', () => {
     const config = loadConfig({ PORT: '', ADMIN_API_KEY: '', DATABASE_URL: '   ', SEED: '' });
     expect(config.port).toBe(3000);
@@ -121,6 +129,10 @@ describe('loadConfig', () => {
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
+    ['CORS_ORIGINS', 'app.example.com'],
+    ['CORS_ORIGINS', 'https://app.example.com/path'],
+    ['CORS_ORIGINS', 'ftp://files.example.com'],
+    ['CORS_ORIGINS', 'https://a.example.com, *'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
     const error = configErrorOf({ [variable]: value });
 

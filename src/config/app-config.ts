@@ -45,6 +45,8 @@ export interface AppConfig {
   sseMaxStreamsPerKey: number;
   /** Time a client has to send a whole request (headers and body), milliseconds; streamed responses are not limited. */
   httpRequestTimeoutMs: number;
+  /** Browser origins allowed to call the API (`scheme://host[:port]`), or `'*'` for any; empty = none. */
+  corsOrigins: readonly string[] | '*';
   seed: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `json`: one JSON object per line; `pretty`: the same lines made readable for a terminal. */
@@ -107,6 +109,35 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+/** `*`, or comma-separated origins (`https://app.example.com`, `http://localhost:5173`), each normalised. */
+function origins(env: Env, name: string): readonly string[] | '*' {
+  const raw = str(env, name);
+  if (raw === undefined) return [];
+  if (raw === '*') return '*';
+  return [
+    ...new Set(
+      raw
+        .split(',')
+        .map((part) => part.trim())
+        .filter(Boolean)
+        .map((part) => {
+          let parsed: URL;
+          try {
+            parsed = new URL(part);
+          } catch {
+            throw new ConfigError(name, `must be "*" or comma-separated origins, got "${part}"`);
+          }
+          // An origin is scheme, host and port only: a path, query or credentials would never match a browser's Origin.
+          const bare = parsed.pathname === '/' && !parsed.search && !parsed.hash && !parsed.username && !parsed.password;
+          if (!['http:', 'https:'].includes(parsed.protocol) || !bare) {
+            throw new ConfigError(name, `must list origins like https://app.example.com, got "${part}"`);
+          }
+          return parsed.origin;
+        }),
+    ),
+  ];
+}
+
 function oneOf<const T extends readonly string[]>(env: Env, name: string, values: T, fallback: T[number]): T[number] {
   const raw = str(env, name);
   if (raw === undefined) return fallback;
@@ -149,6 +180,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sseKeepAliveMs: int(env, 'SSE_KEEPALIVE_MS', 15_000, 100, 600_000),
     sseMaxStreamsPerKey: int(env, 'SSE_MAX_STREAMS_PER_KEY', 20, 1, 100_000),
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    corsOrigins: origins(env, 'CORS_ORIGINS'),
     seed: bool(env, 'SEED', true),
     logLevel: logLevel as AppConfig['logLevel'],
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
