@@ -8,6 +8,7 @@ import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
@@ -30,6 +31,7 @@ export class AppModule {
         RuntimeModule,
         StatelessChatModule,
         DurableChatsModule,
+        McpModule,
         HealthModule,
       ],
     };
