@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AgentService } from '../agents/agent.service';
 import type { AgentSpec } from '../agents/agent.types';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
 import { McpServerFactory } from './mcp-server.factory';
 import type { McpScope } from './mcp.types';
 
@@ -39,8 +39,11 @@ export class McpService {
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     const response = open();
-    // Closing the server aborts a tool call still running when the client leaves (its signal).
-    response.once('close', () => void server.close());
+    // A client that leaves before its answer: closing the server aborts the running tool call's signal.
+    // After an answer nothing is left running, and closing would only build an error nobody reads.
+    response.once('close', () => {
+      if (!response.writableFinished) void server.close();
+    });
     await transport.handleRequest(request, response, body);
   }
 
@@ -57,6 +60,8 @@ export class McpService {
   }
 }
 
+/** Whether the body holds an `initialize` request; by its method only, as the transport validates it anyway. */
 function initializes(body: unknown): boolean {
-  return Array.isArray(body) ? body.some((message) => isInitializeRequest(message)) : isInitializeRequest(body);
+  const isInitialize = (message: unknown) => isPlainObject(message) && message.method === 'initialize';
+  return Array.isArray(body) ? body.some(isInitialize) : isInitialize(body);
 }
