@@ -99,7 +99,7 @@ export function serverInstructions(objects: readonly ObjectSummary[], tools: rea
   const has = (tool: string) => tools.includes(tool);
   const head = [
     agent
-      ? `Agent "${agent.label}" (${agent.name})${agent.description ? `: ${clip(agent.description)}` : ''}. ` +
+      ? `Agent "${agent.label}" (${agent.name})${agent.description ? `: ${clip(agent.description).replace(/\.+$/, '')}` : ''}. ` +
         `Its instructions are the prompt "${agent.name}".`
       : undefined,
     `Business data kept as objects (tables of typed fields), read-only through the tools ${tools.join(', ') || '(none)'}. ` +
