@@ -8,6 +8,7 @@ import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { PlaygroundModule } from './playground/playground.module';
 import { RuntimeModule } from './runtime/runtime.module';
@@ -31,6 +32,7 @@ export class AppModule {
         RuntimeModule,
         StatelessChatModule,
         DurableChatsModule,
+        McpModule,
         HealthModule,
         PlaygroundModule,
       ],

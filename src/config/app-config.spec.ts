@@ -125,6 +125,10 @@ describe('loadConfig', () => {
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
+    ['CORS_ORIGINS', 'app.example.com'],
+    ['CORS_ORIGINS', 'https://app.example.com/path'],
+    ['CORS_ORIGINS', 'ftp://files.example.com'],
+    ['CORS_ORIGINS', 'https://a.example.com, *'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
     const error = configErrorOf({ [variable]: value });
 
