@@ -72,6 +72,16 @@ export class ChatRunner {
         messages,
         {
           onTextDelta: (delta) => deltas.push(delta),
+          // The model endpoint failed and is tried again: streams learn of it after the text they already
+          // have (the retried call's text replaces it), and how long the wait is.
+          onRetry: async (retry) => {
+            deltas.flush();
+            await deltas.sent();
+            const { attempt, delayMs, error } = retry;
+            await this.events
+              .publish({ type: 'retry', chatId: chat.id, owner: chat.owner, attempt, delayMs, error: error.message })
+              .catch((e: unknown) => this.logger.warn({ msg: 'could not publish a retry', error: (e as Error).message }));
+          },
           onStep: async (step) => {
             deltas.flush();
             tokens += step.usage.totalTokens;
@@ -154,7 +164,8 @@ export class ChatRunner {
     if (!(error instanceof DomainError)) this.logger.error({ msg: 'chat run failed', err: error });
     return this.owned(chat, workerId, async (em) => {
       if (retryable) {
-        const delayMs = Math.min(30_000, 1_000 * 2 ** (attempt - 1));
+        // The provider's Retry-After when it sent one (capped), else a backoff of 1 s, 2 s, ... up to 30 s.
+        const delayMs = error.retryAfterMs(this.config.llmRetryAfterMaxMs) ?? Math.min(30_000, 1_000 * 2 ** (attempt - 1));
         await this.repo.setStatus(em, chat.id, {
           status: 'pending',
           attempts: attempt,
