@@ -78,6 +78,12 @@ export class PendingToolCallResponse {
 
 export class ChatResponse {
   @ApiProperty() id: string;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'The id an AI SDK client gave the chat (POST /api/v1/ai/agents/:agentName/chats); null otherwise',
+  })
+  clientId: string | null;
   @ApiProperty() agent: string;
   @ApiProperty({ nullable: true }) title: string | null;
   @ApiProperty({ enum: CHAT_STATUSES }) status: ChatStatus;
@@ -110,6 +116,7 @@ export class ChatMessagesResponse {
 export function toChatResponse(chat: ChatRow): ChatResponse {
   const response: ChatResponse = {
     id: chat.id,
+    clientId: chat.clientId,
     agent: chat.agent,
     title: chat.title,
     status: chat.status,
