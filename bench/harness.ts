@@ -134,3 +134,24 @@ export class AppProcess {
     }
   }
 }
+
+/** The app's environment in every bench: loopback on a random port, the mock model without retries, JSON logs at info. */
+export function benchAppEnv(
+  app: { databaseUrl: string; dataDir: string; adminKey: string; llmUrl: string; seed: boolean },
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: app.databaseUrl,
+    DATA_DIR: app.dataDir,
+    ADMIN_API_KEY: app.adminKey,
+    OPENAI_BASE_URL: app.llmUrl,
+    OPENAI_API_KEY: 'sk-bench',
+    LLM_MODEL: 'mock-model',
+    LLM_MAX_RETRIES: '0',
+    SEED: String(app.seed),
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
+}

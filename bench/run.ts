@@ -25,7 +25,7 @@ import {
   throughput,
   TimedStep,
 } from './report';
-import { AppProcess, log, sql } from './harness';
+import { AppProcess, benchAppEnv, log, sql } from './harness';
 import type { StartupTimings } from './server';
 
 const COMMAND = 'npm run bench';
@@ -694,21 +694,11 @@ async function main(): Promise<void> {
 
     const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
     const app = AppProcess.start(
-      {
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: databaseUrl,
-        DATA_DIR: join(root, 'app-data'),
-        ADMIN_API_KEY: adminKey,
-        OPENAI_BASE_URL: llm.url,
-        OPENAI_API_KEY: 'sk-bench',
-        LLM_MODEL: 'mock-model',
-        LLM_MAX_RETRIES: '0',
-        SEED: 'true',
-        LOG_LEVEL: 'info',
+      benchAppEnv(
+        { databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: true },
         // The fairness run queues 150 chats of one key at once: above the default cap of 32 in flight.
-        CHAT_MAX_IN_FLIGHT_PER_KEY: String(FAIRNESS_FLOOD + 10),
-      },
+        { CHAT_MAX_IN_FLIGHT_PER_KEY: String(FAIRNESS_FLOOD + 10) },
+      ),
       join(root, 'app.log'),
     );
     cleanups.push(() => app.kill());

@@ -12,7 +12,7 @@ import { startEmbeddedPostgres } from '../src/database/embedded-postgres.launche
 import { freePort } from '../test/support/free-port';
 import { MockLlmServer } from '../test/support/mock-llm.server';
 import { clientSchemasRun, SCHEMA_CYCLES } from './client-schemas';
-import { AppProcess, log, sql } from './harness';
+import { AppProcess, benchAppEnv, log, sql } from './harness';
 import { HttpClient } from './load';
 import { CLIENT_SCHEMAS_END, CLIENT_SCHEMAS_START, clientSchemaGoals, renderClientSchemas } from './report';
 
@@ -54,20 +54,8 @@ async function main(): Promise<void> {
     cleanups.push(() => llm.close());
     const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
     const app = AppProcess.start(
-      {
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: databaseUrl,
-        DATA_DIR: join(root, 'app-data'),
-        ADMIN_API_KEY: adminKey,
-        OPENAI_BASE_URL: llm.url,
-        OPENAI_API_KEY: 'sk-bench',
-        LLM_MODEL: 'mock-model',
-        LLM_MAX_RETRIES: '0',
-        // The data_chat agent is created whatever SEED says; the sample CRM is not needed here.
-        SEED: 'false',
-        LOG_LEVEL: 'info',
-      },
+      // The data_chat agent is created whatever SEED says; the sample CRM is not needed here.
+      benchAppEnv({ databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: false }),
       join(root, 'app.log'),
     );
     cleanups.push(() => app.kill());

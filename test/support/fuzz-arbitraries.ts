@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import type { JsonSchema } from './openapi-routes';
+import { FIELD_OPERATORS } from '../../src/data/where.compiler';
 
 /**
  * A JSON fragment that JSON.stringify cannot write (`1e999`, `-0`, a 30-digit integer), spliced into
@@ -508,24 +509,8 @@ export function fieldValue(field: FuzzField, ids: readonly string[] = [], hostil
   return fc.oneof({ weight: 3, arbitrary: right }, { weight: 1, arbitrary: leaf }, { weight: 1, arbitrary: nastyValue });
 }
 
-const WHERE_OPERATORS = [
-  '$eq',
-  '$ne',
-  '$gt',
-  '$gte',
-  '$lt',
-  '$lte',
-  '$in',
-  '$nin',
-  '$between',
-  '$contains',
-  '$notContains',
-  '$startsWith',
-  '$endsWith',
-  '$null',
-  '$regex',
-  '$like',
-];
+/** The compiler's operators and two it does not have, which must be refused. */
+const WHERE_OPERATORS = [...FIELD_OPERATORS, '$regex', '$like'];
 
 /** Field names as a client might send them: the object's, the system columns, unknown and hostile ones. */
 export function fieldName(fields: readonly FuzzField[]): fc.Arbitrary<string> {

@@ -1,4 +1,4 @@
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller, Roles } from '../../auth/auth.decorators';
@@ -12,7 +12,11 @@ import { StatelessChatService } from './stateless-chat.service';
 export class StatelessChatController {
   constructor(private readonly chats: StatelessChatService) {}
 
-  /** Runs one agent turn over the given conversation; JSON, or the AI SDK UI message stream with `stream: true`. */
+  /**
+   * Runs one agent turn over the given conversation: JSON, or the AI SDK UI message stream with
+   * `stream: true`, or when `stream` is absent and the caller is an AI SDK client (`trigger` in the body, or
+   * `Accept: text/event-stream`).
+   */
   @Post(':agentName/chat')
   @Roles('admin', 'member')
   @HttpCode(200)
@@ -22,12 +26,15 @@ export class StatelessChatController {
     @Caller() caller: Caller,
     @Param('agentName') agentName: string,
     @Body() dto: StatelessChatDto,
+    @Headers('accept') accept: string | undefined,
     // Not `passthrough`: Nest would then send the handler's result, also after a hijacked stream,
     // and Fastify warns "Reply was already sent". The handler sends the JSON answer itself.
     @Res() reply: FastifyReply,
   ): Promise<void> {
     // Listening before the service awaits anything: a client that leaves during the checks still cancels the turn.
-    const response = await this.chats.chat(caller, agentName, dto, abortWhenClientLeaves(reply), () => hijack(reply));
+    const acceptsEventStream = accept?.toLowerCase().includes('text/event-stream') ?? false;
+    const signal = abortWhenClientLeaves(reply);
+    const response = await this.chats.chat(caller, agentName, dto, { acceptsEventStream, signal }, () => hijack(reply));
     if (response) void reply.status(200).send(response);
   }
 }

@@ -17,7 +17,16 @@ import { ChatOptionsDto } from '../../runtime/chat-options.dto';
 export class StatelessChatDto {
   @ApiProperty({
     type: 'array',
-    items: { type: 'object', properties: { role: { enum: ['user', 'assistant'] }, content: { type: 'string' } } },
+    items: {
+      type: 'object',
+      properties: {
+        role: { enum: ['user', 'assistant'] },
+        content: { type: 'string' },
+        parts: { type: 'array', items: { type: 'object', additionalProperties: true } },
+      },
+    },
+    description:
+      '`{ role, content }` messages or AI SDK UI messages (`{ role, parts }`: text parts, and tool parts with their output, which reach the model as its earlier tool calls and results)',
   })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
@@ -36,14 +45,23 @@ export class StatelessChatDto {
   @IsObject()
   options?: Record<string, unknown>;
 
-  @ApiPropertyOptional({ default: false, description: 'Stream the Vercel AI SDK UI message stream (v1)' })
+  @ApiPropertyOptional({
+    description:
+      'Stream the Vercel AI SDK UI message stream (v1). Absent: streams for AI SDK clients (a body with `trigger`, or `Accept: text/event-stream`), JSON otherwise',
+  })
   @IsOptional()
   @IsBoolean()
   stream?: boolean;
 
-  /** Sent by AI SDK `useChat` clients; accepted and ignored. */
+  /** Sent by AI SDK `useChat` clients: the chat id is ignored (nothing is kept); a trigger asks for the stream. */
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) id?: string;
-  @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) trigger?: string;
+  @ApiPropertyOptional({
+    description: 'Sent by AI SDK `useChat` (`submit-message`, `regenerate-message`); the answer then streams',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  trigger?: string;
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(200) messageId?: string;
 }
 
