@@ -11,7 +11,9 @@ export class MigrationChatClientIds extends Migration {
 
   override up(): void {
     this.addSql(`alter table "chats" add column "client_id" varchar(128) null`);
-    this.addSql(`create unique index "chats_owner_client_id_idx" on "chats" ("owner", "client_id") where "client_id" is not null`);
+    this.addSql(
+      `create unique index "chats_owner_client_id_idx" on "chats" ("owner", "client_id") where "client_id" is not null`,
+    );
     this.addSql(`alter table "chat_messages" add column "client_id" varchar(128) null`);
     this.addSql(`alter table "chat_messages" add column "metadata" jsonb null`);
   }
