@@ -171,4 +171,43 @@ describe('loadConfig', () => {
       expect(configWarnings(env)).toEqual([expect.stringContaining('ignored')]);
     });
   });
+
+  describe('browser access', () => {
+    it('allows no cross-origin access and gives stream tokens 60 s, 100 per key, when nothing is set', () => {
+      const config = loadConfig({});
+      expect(config.corsOrigins).toBeUndefined();
+      expect(config).toMatchObject({ streamTokenTtlMs: 60_000, streamTokensPerKey: 100 });
+    });
+
+    it('reads CORS_ORIGINS as * or a list of origins, lower-cased, blanks and repeats dropped', () => {
+      expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+      expect(
+        loadConfig({ CORS_ORIGINS: ' https://App.example.com, http://localhost:5173,,https://app.example.com ' }).corsOrigins,
+      ).toEqual(['https://app.example.com', 'http://localhost:5173']);
+    });
+
+    it.each([
+      ['a path', 'https://app.example.com/ui'],
+      ['a trailing slash', 'https://app.example.com/'],
+      ['no scheme', 'app.example.com'],
+      ['another scheme', 'ftp://files.example.com'],
+      ['a default port spelled out', 'https://app.example.com:443'],
+      ['a query', 'https://app.example.com?x=1'],
+      ['* beside origins', '*, https://app.example.com'],
+      ['only commas', ' , '],
+    ])('refuses CORS_ORIGINS with %s, naming the variable', (_case, value) => {
+      const error = configErrorOf({ CORS_ORIGINS: value });
+      expect(error.variable).toBe('CORS_ORIGINS');
+      expect(error.message).toContain('CORS_ORIGINS');
+    });
+
+    it('reads STREAM_TOKEN_TTL_MS and STREAM_TOKENS_PER_KEY within their bounds', () => {
+      expect(loadConfig({ STREAM_TOKEN_TTL_MS: '5000', STREAM_TOKENS_PER_KEY: '3' })).toMatchObject({
+        streamTokenTtlMs: 5000,
+        streamTokensPerKey: 3,
+      });
+      expect(configErrorOf({ STREAM_TOKEN_TTL_MS: '10' }).variable).toBe('STREAM_TOKEN_TTL_MS');
+      expect(configErrorOf({ STREAM_TOKENS_PER_KEY: '0' }).variable).toBe('STREAM_TOKENS_PER_KEY');
+    });
+  });
 });

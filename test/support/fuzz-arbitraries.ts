@@ -351,8 +351,8 @@ function rightShape(input: JsonSchema, options: ShapeOptions, depth: number): fc
     case 'integer':
       return integerFor(schema.minimum, schema.maximum, hostile);
     case 'number': {
-      // The OpenAPI document says "number" for the integer-only DTO properties too (maxTokens, maxIterations, ...):
-      // whole numbers pass both, fractions are kept for small ranges (temperature) and for hostile bodies.
+      // Mostly whole numbers (they pass number and integer checks alike); fractions for small ranges
+      // (temperature) and for hostile bodies.
       const fraction = fc.double({
         min: schema.minimum ?? -1e6,
         max: schema.maximum ?? 1e6,
