@@ -1,6 +1,8 @@
 import type { Chat } from '@ai-sdk/react';
 import { lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
+import { EventSource } from 'eventsource';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { StreamTokenResponse } from '../../src/auth/stream-token.dto';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto';
 import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
@@ -19,6 +21,29 @@ const FORM_TOOL = {
 const COUNT_DEALS = { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] };
 
 type ToolPart = Extract<UIMessage['parts'][number], { toolCallId: string }>;
+type UiChunk = Record<string, unknown> & { type: string };
+
+/**
+ * A browser's EventSource on `url`: no Authorization header (a page's EventSource cannot send one).
+ * `chunks` fill as UI message parts arrive; `done` resolves at `[DONE]` and fails if the stream does.
+ */
+function browserStream(url: string): { chunks: UiChunk[]; done: Promise<UiChunk[]> } {
+  const chunks: UiChunk[] = [];
+  const source = new EventSource(url);
+  const done = new Promise<UiChunk[]>((resolve, reject) => {
+    source.onmessage = (event) => {
+      const { data } = event as unknown as { data: string };
+      if (data !== '[DONE]') return void chunks.push(JSON.parse(data) as UiChunk);
+      source.close();
+      resolve(chunks);
+    };
+    source.onerror = (event) => {
+      source.close();
+      reject(new Error(`the event stream failed: ${event.message ?? ''} (status ${event.code ?? '?'})`));
+    };
+  });
+  return { chunks, done };
+}
 
 describe('durable chats through the AI SDK (useChat)', () => {
   let t: TestApp;
@@ -211,6 +236,59 @@ describe('durable chats through the AI SDK (useChat)', () => {
     expect(idle.status).toBe('ready');
     expect(idle.error).toBeUndefined();
     expect(idle.messages).toEqual(stored);
+  });
+
+  it('resumes in a browser EventSource with ?token= (unbound, or bound to this chat); a token of another chat is 401', async () => {
+    llm.enqueue(MockReply.text('The other chat.'));
+    const otherId = newId();
+    await uiChat(baseUrl, API, t.adminKey, { id: otherId }).sendMessage({ text: 'Another chat' });
+    // The answer waits until both browsers listen: they must receive it live, whole and once.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const words = ['Streamed ', 'to ', 'a ', 'browser.'];
+    llm.enqueue(async () => {
+      await released;
+      return MockReply.text(words, { chunkDelayMs: 20 });
+    });
+    const id = newId();
+    const chat = uiChat(baseUrl, API, t.adminKey, { id });
+    const sending = chat.sendMessage({ text: 'Hello from a page' });
+    await llm.waitForRequests(2);
+
+    const tokenFor = async (chatId?: string) =>
+      bodyOf<StreamTokenResponse>(
+        await t.http
+          .post('/api/v1/stream-tokens')
+          .set(bearer(t.adminKey))
+          .send(chatId ? { chatId } : {})
+          .expect(201),
+      ).token;
+    const refused = await t.http.get(`${API}/${id}/stream?token=${await tokenFor((await chatRow(otherId)).id)}`).expect(401);
+    expect(errorOf(refused)).toEqual({ code: 'unauthorized', error: 'This stream token was made for another chat' });
+    // A token of this chat does not open the other chat under its client id either, nor a client id with no chat.
+    const bound = await tokenFor((await chatRow(id)).id);
+    for (const path of [`${API}/${otherId}/stream`, `${API}/no-such-chat/stream`]) {
+      await t.http.get(`${path}?token=${bound}`).expect(401);
+    }
+
+    const browsers = [
+      browserStream(`${baseUrl}${API}/${id}/stream?token=${await tokenFor()}`),
+      browserStream(`${baseUrl}${API}/${id}/stream?token=${bound}`),
+    ];
+    await waitUntil(() => browsers.every((b) => b.chunks.length > 0), 'both browser streams to open');
+    release();
+    await sending;
+    for (const { done } of browsers) {
+      const chunks = await done;
+      expect(chunks[0]).toEqual({ type: 'start', messageId: chat.messages[1].id });
+      const deltas = chunks.filter((c) => c.type === 'text-delta').map((c) => c.delta as string);
+      expect(deltas.join('')).toBe(words.join(''));
+      expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    }
+    expect(textOf(chat.messages[1])).toBe(words.join(''));
+
+    // The turn is over: 204 for the token as for the key.
+    await t.http.get(`${API}/${id}/stream?token=${bound}`).expect(204);
   });
 
   it("is another key's 404 on all three routes, and that key's own chat under the same id stays its own", async () => {

@@ -1,6 +1,7 @@
-import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, getSchemaPath, PickType } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { DomainError } from '../../common/domain-error';
+import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import type { UiMessage, UiPart, UiTurnMetadata } from '../ui-messages';
 import { CreateChatDto } from './chat.dto';
 
@@ -35,7 +36,9 @@ export class UiChatRequestDto extends PickType(CreateChatDto, ['context', 'dynam
     description:
       'AI SDK UI messages; only the last one is read: a user message (its text parts) or the assistant message whose client tool parts now carry their outputs',
     type: 'array',
-    items: { type: 'object' },
+    items: JSON_OBJECT,
+    minItems: 1,
+    maxItems: MAX_UI_MESSAGES,
   })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
@@ -58,25 +61,54 @@ export class UiChatRequestDto extends PickType(CreateChatDto, ['context', 'dynam
 }
 
 export class UiUsageResponse {
-  @ApiProperty() promptTokens: number;
-  @ApiProperty() completionTokens: number;
-  @ApiProperty() totalTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) promptTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) completionTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) totalTokens: number;
 }
 
 export class UiMessageMetadataResponse implements UiTurnMetadata {
-  @ApiPropertyOptional() model?: string;
+  @ApiPropertyOptional({ description: 'The model that answered the last step' }) model?: string;
   @ApiPropertyOptional({ enum: ['stop', 'length', 'max_iterations', 'tool_calls'] })
   finishReason?: UiTurnMetadata['finishReason'];
-  @ApiProperty({ type: UiUsageResponse }) usage: UiUsageResponse;
+  @ApiProperty({ type: UiUsageResponse, description: 'Of every step of the answer' }) usage: UiUsageResponse;
 }
 
+export class UiStepStartPart {
+  @ApiProperty({ enum: ['step-start'], description: 'A model step begins' }) type: 'step-start';
+}
+
+export class UiTextPart {
+  @ApiProperty({ enum: ['text'] }) type: 'text';
+  @ApiProperty() text: string;
+  @ApiPropertyOptional({ enum: ['done'] }) state?: 'done';
+}
+
+export class UiToolInvocationPart {
+  @ApiProperty({ pattern: '^tool-', description: "`tool-<name>`: a call of the tool <name>, built-in or the client's" })
+  type: string;
+  @ApiProperty() toolCallId: string;
+  @ApiProperty({
+    enum: ['input-available', 'output-available', 'output-error'],
+    description: 'input-available: a client tool call still waiting for its output',
+  })
+  state: 'input-available' | 'output-available' | 'output-error';
+  @ApiProperty({ ...JSON_VALUE, description: 'The arguments of the call' }) input: unknown;
+  @ApiPropertyOptional({ ...JSON_VALUE, description: 'With output-available: what the tool returned' }) output?: unknown;
+  @ApiPropertyOptional({ description: 'With output-error: why the call failed' }) errorText?: string;
+}
+
+/** The parts of a UI message; the controller registers these classes with @ApiExtraModels. */
+export const UI_PART_MODELS = [UiStepStartPart, UiTextPart, UiToolInvocationPart];
+
 export class UiMessageResponse implements UiMessage {
-  @ApiProperty() id: string;
+  @ApiProperty({ description: "A user message keeps its client's id; an answer's is the `start` part's messageId" })
+  id: string;
   @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
   @ApiProperty({
-    description: 'step-start, text and tool-<name> parts (states input-available, output-available, output-error)',
+    description:
+      'A user message: one text part. An answer (one per turn): per model step a step-start, its text and its tool calls',
     type: 'array',
-    items: { type: 'object' },
+    items: { oneOf: UI_PART_MODELS.map((model) => ({ $ref: getSchemaPath(model) })) },
   })
   parts: UiPart[];
   @ApiPropertyOptional({ type: UiMessageMetadataResponse, description: 'Of an answer: model, finish reason and usage' })
