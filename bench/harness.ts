@@ -155,3 +155,16 @@ export function benchAppEnv(
     ...extra,
   };
 }
+
+/**
+ * `markdown` with the section between `start` and `end` (markers included in `section`) replaced; a
+ * file without it gets it before the notes of the last run, or at the end.
+ */
+export function spliceSection(markdown: string, section: string, markers: { start: string; end: string }): string {
+  const start = markdown.indexOf(markers.start);
+  const end = markdown.indexOf(markers.end);
+  if (start >= 0 && end > start) return markdown.slice(0, start) + section + markdown.slice(end + markers.end.length);
+  const notes = markdown.indexOf('## Notes from this run');
+  if (notes >= 0) return `${markdown.slice(0, notes)}${section}\n\n${markdown.slice(notes)}`;
+  return `${markdown.trimEnd()}\n\n${section}\n`;
+}

@@ -15,6 +15,7 @@ import { RunningPostgres, startEmbeddedPostgres } from '../src/database/embedded
 import { DynamicStep, MockLlmServer, MockReply } from '../test/support/mock-llm.server';
 import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runLoad, timeRuns } from './load';
 import { clientSchemasRun } from './client-schemas';
+import { mcpGoals, mcpRun } from './mcp';
 import {
   BenchReport,
   clientSchemaGoals,
@@ -445,6 +446,7 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
     ),
     fairnessGoal(report.fairness),
     ...(report.clientSchemas ? clientSchemaGoals(report.clientSchemas) : []),
+    ...(report.mcp ? mcpGoals(report.mcp) : []),
   ];
 }
 
@@ -722,6 +724,7 @@ async function main(): Promise<void> {
     memory.push(await app.memory('after start and seeding, before any load'));
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios(llm)) results.push(await runScenario(member, scenario, db));
+    const mcp = await mcpRun(ready.port, secret, member);
     memory.push(await app.memory('after the HTTP load (all scenarios above)'));
     const durable = await durableRun(member, llm, databaseUrl);
     log(`durable chats: ${durable.completed}/${durable.chats} in ${durable.wallMs.toFixed(0)} ms`);
@@ -771,6 +774,7 @@ async function main(): Promise<void> {
       durable,
       fairness,
       clientSchemas,
+      mcp,
       notes,
     };
     await cleanup();

@@ -32,6 +32,12 @@ export class AgentService {
     return { agents: visible.map(toAgentSummary) };
   }
 
+  /** Agents the caller may run now: active, valid and within its access; for admins too, unlike `listFor`. */
+  async listUsable(caller: Caller): Promise<AgentSpec[]> {
+    const agents = await this.em.fork().find(AgentEntity, { active: true }, { orderBy: { name: 'asc' } });
+    return agents.filter((agent) => !this.findProblem(agent) && mayUse(agent, caller)).map(toSpec);
+  }
+
   async get(name: string): Promise<AgentResponse> {
     const agent = await findByName(this.em.fork(), name);
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);

@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       dataDir: resolve('./.data'),
       llmModel: 'gpt-4o-mini',
       seed: true,
+      playground: true,
       logLevel: 'info',
       logFormat: 'json',
     });
@@ -42,6 +43,7 @@ describe('loadConfig', () => {
       OPENAI_BASE_URL: 'http://localhost:11434/v1',
       LLM_MODEL: 'llama3.1',
       SEED: 'false',
+      PLAYGROUND: 'false',
       LOG_LEVEL: 'WARN',
     });
 
@@ -55,6 +57,7 @@ describe('loadConfig', () => {
       openaiBaseUrl: 'http://localhost:11434/v1',
       llmModel: 'llama3.1',
       seed: false,
+      playground: false,
       logLevel: 'warn',
     });
   });
@@ -106,6 +109,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'notaurl'],
     ['DATABASE_URL', 'mysql://localhost/db'],
     ['SEED', 'maybe'],
+    ['PLAYGROUND', 'sometimes'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'xml'],
     ['OPENAI_BASE_URL', 'ftp://models.example.com'],
@@ -121,6 +125,10 @@ describe('loadConfig', () => {
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
+    ['CORS_ORIGINS', 'app.example.com'],
+    ['CORS_ORIGINS', 'https://app.example.com/path'],
+    ['CORS_ORIGINS', 'ftp://files.example.com'],
+    ['CORS_ORIGINS', 'https://a.example.com, *'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
     const error = configErrorOf({ [variable]: value });
 

@@ -46,6 +46,8 @@ export interface AppConfig {
   /** Time a client has to send a whole request (headers and body), milliseconds; streamed responses are not limited. */
   httpRequestTimeoutMs: number;
   seed: boolean;
+  /** Serve the browser playground (built page and its assets) at `/`. */
+  playground: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `json`: one JSON object per line; `pretty`: the same lines made readable for a terminal. */
   logFormat: 'json' | 'pretty';
@@ -191,6 +193,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sseMaxStreamsPerKey: int(env, 'SSE_MAX_STREAMS_PER_KEY', 20, 1, 100_000),
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     seed: bool(env, 'SEED', true),
+    playground: bool(env, 'PLAYGROUND', true),
     logLevel: logLevel as AppConfig['logLevel'],
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
