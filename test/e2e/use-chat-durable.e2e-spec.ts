@@ -1,6 +1,7 @@
 import type { Chat } from '@ai-sdk/react';
 import { lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
 import { EventSource } from 'eventsource';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { StreamTokenResponse } from '../../src/auth/stream-token.dto';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
@@ -289,6 +290,45 @@ describe('durable chats through the AI SDK (useChat)', () => {
 
     // The turn is over: 204 for the token as for the key.
     await t.http.get(`${API}/${id}/stream?token=${bound}`).expect(204);
+  });
+
+  it("ends a turn's streams, the POST's and a resumed one, when their key is revoked", async () => {
+    const carol = bodyOf<CreatedApiKeyResponse>(
+      await t.http
+        .post('/api/v1/api-keys')
+        .set(bearer(t.adminKey))
+        .send({ name: 'carol', role: 'member', subject: 'carol' })
+        .expect(201),
+    );
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    llm.enqueue(async () => {
+      await released;
+      return MockReply.text('Nobody listens.');
+    });
+    const id = newId();
+    const chat = uiChat(baseUrl, API, carol.secret, { id });
+    const sending = chat.sendMessage({ text: 'Hello' });
+    await llm.waitForRequests(1);
+    const resumed = await fetch(`${baseUrl}${API}/${id}/stream`, { headers: bearer(carol.secret) });
+    expect(resumed.status).toBe(200);
+    const resumedText = resumed.text();
+
+    await t.http.delete(`/api/v1/api-keys/${carol.id}`).set(bearer(t.adminKey)).expect(204);
+    // Both streams end at once, before the turn does: cut off, no finish and no [DONE].
+    const text = await resumedText;
+    expect(text).toContain('"type":"start"');
+    expect(text).not.toContain('[DONE]');
+    await sending;
+    expect(textOf(chat.messages[1])).toBe('');
+
+    // The chat itself goes on without them.
+    release();
+    const deadline = Date.now() + 10_000;
+    while ((await chatRow(id)).status !== 'waiting') {
+      if (Date.now() > deadline) throw new Error('the chat of the revoked key never finished its turn');
+      await sleep(50);
+    }
   });
 
   it("is another key's 404 on all three routes, and that key's own chat under the same id stays its own", async () => {
