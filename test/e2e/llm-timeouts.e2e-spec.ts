@@ -115,6 +115,33 @@ describe('model calls that hang, stall or are rate limited', () => {
       }
     });
 
+    it('takes back the text of a stalled call in a useChat turn stream as soon as the retried text comes', async () => {
+      llm.enqueue(MockReply.stall(3, 'This first answer stops'), MockReply.text('The complete answer.'));
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chats')
+        .set(bearer(t.adminKey))
+        .send({
+          id: `stalled-${Date.now()}`,
+          trigger: 'submit-message',
+          messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'tell me' }] }],
+        })
+        .buffer(true)
+        .parse((r, cb) => {
+          let data = '';
+          r.on('data', (c: Buffer) => (data += c.toString()));
+          r.on('end', () => cb(null, data));
+        })
+        .expect(200);
+      const chunks = (res.body as string)
+        .split('\n')
+        .filter((line) => line.startsWith('data: {'))
+        .map((line) => JSON.parse(line.slice(6)) as { type: string; delta?: string });
+      const shown = chunks.map((c) => (c.type === 'text-delta' ? c.delta : c.type === 'reset-step' ? '|reset|' : '')).join('');
+      // The stalled call's text, taken back when the retried call's first piece arrives, then the answer.
+      expect(shown).toBe('This first|reset|The complete answer.');
+      expect(llm.requests).toHaveLength(2);
+    });
+
     it("waits for a 429's Retry-After and shows that wait in the retry event", async () => {
       llm.enqueue(
         MockReply.httpError(429, { message: 'slow down', headers: { 'retry-after': '2' } }),
