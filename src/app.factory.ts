@@ -12,6 +12,7 @@ import { registerJsonBodyParser } from './common/json-body.parser';
 import { createOpenApiDocument } from './common/openapi.document';
 import { createValidationPipe } from './common/validation.pipe';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
+import { MetricsService } from './observability/metrics.service';
 import { RequestLogController } from './observability/request-log.controller';
 
 export interface CreateAppOptions {
@@ -38,9 +39,11 @@ export async function createApp(
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
   const filter = new HttpExceptionFilter();
   const framework = frameworkErrorOptions(filter);
+  // One registry per app: the request log hook records into it before Nest exists.
+  const metrics = new MetricsService(config.metricsToken);
   const adapter = new FastifyAdapter({
     loggerInstance: httpLogger(),
-    logController: new RequestLogController({ requestIdLogLabel: 'requestId' }),
+    logController: new RequestLogController({ requestIdLogLabel: 'requestId' }, metrics),
     genReqId: requestId,
     bodyLimit: 2 * 1024 * 1024,
     // What Fastify and Node answer themselves (a refused URL or header, a 503 while draining) in the error shape.
@@ -58,7 +61,7 @@ export async function createApp(
       connectionsCheckingInterval: Math.min(1_000, Math.ceil(config.httpRequestTimeoutMs / 4)),
     },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, databaseUrl), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, databaseUrl, metrics), adapter, {
     logger: nestLogger,
     abortOnError: false,
   });

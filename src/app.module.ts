@@ -10,6 +10,8 @@ import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
+import type { MetricsService } from './observability/metrics.service';
+import { ObservabilityModule } from './observability/observability.module';
 import { PlaygroundModule } from './playground/playground.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
@@ -17,12 +19,13 @@ import { ToolsModule } from './tools/tools.module';
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig, databaseUrl: string): DynamicModule {
+  static forRoot(config: AppConfig, databaseUrl: string, metrics: MetricsService): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
         DatabaseModule.forRoot(databaseUrl),
+        ObservabilityModule.forRoot(metrics),
         AuthModule,
         MetadataModule,
         DataModule,

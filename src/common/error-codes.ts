@@ -140,6 +140,8 @@ export const ERRORS = {
 
   // The server itself.
   database_unavailable: HttpStatus.SERVICE_UNAVAILABLE,
+  // GET /health/ready: a check failed (details.checks says which).
+  not_ready: HttpStatus.SERVICE_UNAVAILABLE,
   shutting_down: HttpStatus.SERVICE_UNAVAILABLE,
   // Every connection of the data engine stayed taken for DB_ACQUIRE_TIMEOUT_MS; sent with Retry-After.
   database_busy: HttpStatus.SERVICE_UNAVAILABLE,

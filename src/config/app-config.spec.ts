@@ -75,6 +75,26 @@ describe('loadConfig', () => {
     expect(loadConfig({ LOG_FORMAT: value }).logFormat).toBe(expected);
   });
 
+  it('watches model streams and caps Retry-After, by default and as set', () => {
+    expect(loadConfig({})).toMatchObject({
+      llmFirstChunkTimeoutMs: 60_000,
+      llmStallTimeoutMs: 60_000,
+      llmRetryAfterMaxMs: 30_000,
+    });
+    expect(
+      loadConfig({ LLM_FIRST_CHUNK_TIMEOUT_MS: '90000', LLM_STALL_TIMEOUT_MS: '15000', LLM_RETRY_AFTER_MAX_MS: '0' }),
+    ).toMatchObject({ llmFirstChunkTimeoutMs: 90_000, llmStallTimeoutMs: 15_000, llmRetryAfterMaxMs: 0 });
+    expect(configErrorOf({ LLM_STALL_TIMEOUT_MS: '10' }).variable).toBe('LLM_STALL_TIMEOUT_MS');
+    expect(configErrorOf({ LLM_FIRST_CHUNK_TIMEOUT_MS: 'soon' }).variable).toBe('LLM_FIRST_CHUNK_TIMEOUT_MS');
+    expect(configErrorOf({ LLM_RETRY_AFTER_MAX_MS: '3600000' }).variable).toBe('LLM_RETRY_AFTER_MAX_MS');
+  });
+
+  it('protects the metrics with METRICS_TOKEN only when it is set', () => {
+    expect(loadConfig({}).metricsToken).toBeUndefined();
+    expect(loadConfig({ METRICS_TOKEN: '  ' }).metricsToken).toBeUndefined();
+    expect(loadConfig({ METRICS_TOKEN: 'scrape-me' }).metricsToken).toBe('scrape-me');
+  });
+
   it('caps chats in flight and event streams per key and bounds request reception, by default and as set', () => {
     expect(loadConfig({})).toMatchObject({ chatMaxInFlightPerKey: 32, sseMaxStreamsPerKey: 20, httpRequestTimeoutMs: 30_000 });
     expect(

@@ -19,10 +19,19 @@ export interface AppConfig {
   llmCustomToolsAsFunctions: boolean;
   /** Request field for the completion limit: OpenAI's reasoning models want max_completion_tokens, most others max_tokens. */
   llmMaxTokensParam: 'max_tokens' | 'max_completion_tokens';
-  /** Retries of a failed model call (rate limits, 5xx, connection errors), with backoff. */
+  /** Retries of a failed model call (rate limits, 5xx, connection errors, timeouts), with backoff. */
   llmMaxRetries: number;
-  /** Timeout of one model call, milliseconds. */
+  /**
+   * Timeout of one model call, milliseconds: a whole non-streamed answer, or a stream's response
+   * headers (its chunks are watched by the two limits below).
+   */
   llmTimeoutMs: number;
+  /** A streamed model call that sends no chunk for this long after the request is aborted and retried, milliseconds. */
+  llmFirstChunkTimeoutMs: number;
+  /** A streamed model call that sends nothing for this long between two chunks is aborted and retried, milliseconds. */
+  llmStallTimeoutMs: number;
+  /** The longest wait a provider's Retry-After can impose before a retry (a longer one is cut to this), milliseconds. */
+  llmRetryAfterMaxMs: number;
   /** Durable chats: whether this replica runs the chat worker. */
   chatWorkerEnabled: boolean;
   /** Chats one replica runs at the same time. */
@@ -65,6 +74,8 @@ export interface AppConfig {
   streamTokenTtlMs: number;
   /** Unexpired stream tokens one API key may hold at once (beyond: 429). */
   streamTokensPerKey: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; unset, it is public. */
+  metricsToken?: string;
 }
 
 export class ConfigError extends Error {
@@ -181,6 +192,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
     llmMaxTokensParam: oneOf(env, 'LLM_MAX_TOKENS_PARAM', ['max_tokens', 'max_completion_tokens'] as const, 'max_tokens'),
     llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
     llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
+    llmFirstChunkTimeoutMs: int(env, 'LLM_FIRST_CHUNK_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    llmStallTimeoutMs: int(env, 'LLM_STALL_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    llmRetryAfterMaxMs: int(env, 'LLM_RETRY_AFTER_MAX_MS', 30_000, 0, 600_000),
     chatWorkerEnabled: bool(env, 'CHAT_WORKER_ENABLED', true),
     chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 4, 1, 256),
     chatPollIntervalMs: int(env, 'CHAT_POLL_INTERVAL_MS', 5_000, 50, 600_000),
@@ -203,6 +217,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),
+    metricsToken: str(env, 'METRICS_TOKEN'),
   };
 }
 

@@ -72,6 +72,11 @@ export class DataPool implements OnApplicationShutdown {
     await this.pool.end();
   }
 
+  /** Connections open and idle, and callers waiting for one: what the pool gauge shows. */
+  stats(): { total: number; idle: number; waiting: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  }
+
   /** Runs each statement on a pooled connection of its own (autocommit), cancelled when `signal` aborts. */
   session(signal?: AbortSignal): DataSession {
     return {

@@ -2,7 +2,7 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Public } from '../auth/auth.decorators';
 import { ApiRoute } from '../common/api-route.decorator';
-import { HealthResponse } from './health.dto';
+import { HealthResponse, ReadinessResponse } from './health.dto';
 import { HealthService } from './health.service';
 
 @ApiTags('health')
@@ -21,5 +21,30 @@ export class HealthController {
   })
   health(): Promise<HealthResponse> {
     return this.service.check();
+  }
+
+  @Get('live')
+  @Public()
+  @ApiRoute({
+    summary: 'Liveness: the process answers (no database call; restart the replica when this fails)',
+    type: HealthResponse,
+    public: true,
+  })
+  live(): HealthResponse {
+    return this.service.live();
+  }
+
+  @Get('ready')
+  @Public()
+  @ApiRoute({
+    summary: 'Readiness: the database answers, every migration is applied and the chat worker runs',
+    description:
+      'A 503 `not_ready` names the failed checks in `details.checks` (and `details.pendingMigrations`); send no traffic to the replica meanwhile.',
+    type: ReadinessResponse,
+    errors: ['not_ready'],
+    public: true,
+  })
+  ready(): Promise<ReadinessResponse> {
+    return this.service.ready();
   }
 }

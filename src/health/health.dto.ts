@@ -3,3 +3,26 @@ import { ApiProperty } from '@nestjs/swagger';
 export class HealthResponse {
   @ApiProperty({ enum: ['ok'] }) status: 'ok';
 }
+
+/** Each check of GET /health/ready; a 503 carries the same object in `details.checks`. */
+export class ReadinessChecks {
+  @ApiProperty({ enum: ['ok', 'unreachable'], description: 'The database answered within 3 s' })
+  database: 'ok' | 'unreachable';
+
+  @ApiProperty({
+    enum: ['ok', 'pending', 'unknown'],
+    description: 'Every migration of this build is applied (`unknown` while the database is unreachable)',
+  })
+  migrations: 'ok' | 'pending' | 'unknown';
+
+  @ApiProperty({
+    enum: ['ok', 'stopped', 'disabled'],
+    description: 'The durable chat worker runs (`disabled` with CHAT_WORKER_ENABLED=false, `stopped` while shutting down)',
+  })
+  worker: 'ok' | 'stopped' | 'disabled';
+}
+
+export class ReadinessResponse {
+  @ApiProperty({ enum: ['ok'] }) status: 'ok';
+  @ApiProperty({ type: ReadinessChecks }) checks: ReadinessChecks;
+}

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
+import { DurableChatsModule } from '../chats/durable/durable-chats.module';
 import { HealthController } from './health.controller';
 import { HealthRepository } from './health.repository';
 import { HealthService } from './health.service';
 
-@Module({ controllers: [HealthController], providers: [HealthService, HealthRepository] })
+/** GET /health (as it always was), /health/live and /health/ready (which looks at the chat worker too). */
+@Module({ imports: [DurableChatsModule], controllers: [HealthController], providers: [HealthService, HealthRepository] })
 export class HealthModule {}

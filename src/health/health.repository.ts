@@ -6,7 +6,7 @@ import { StandaloneConnection } from '../database/standalone-connection';
 const HEALTH_TIMEOUT_MS = 3_000;
 
 /**
- * The SQL of GET /health, on a connection of its own: user queries can fill every pool without
+ * The SQL of the health routes, on a connection of its own: user queries can fill every pool without
  * making the health check wait behind them.
  */
 @Injectable()
@@ -25,5 +25,11 @@ export class HealthRepository implements OnApplicationShutdown {
   async appliedMigrations(): Promise<number> {
     const [row] = await this.connection.query<{ applied: number }>('select count(*)::int as applied from mikro_orm_migrations');
     return row.applied;
+  }
+
+  /** The names of the migrations the database has recorded; throws when it is unreachable. */
+  async appliedMigrationNames(): Promise<string[]> {
+    const rows = await this.connection.query<{ name: string }>('select name from mikro_orm_migrations');
+    return rows.map((row) => row.name);
   }
 }

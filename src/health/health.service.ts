@@ -1,14 +1,21 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ChatWorker } from '../chats/durable/chat.worker';
 import { DomainError } from '../common/domain-error';
-import { MIGRATIONS } from '../database/migrations';
-import type { HealthResponse } from './health.dto';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { MIGRATIONS, migrationNames } from '../database/migrations';
+import type { HealthResponse, ReadinessChecks, ReadinessResponse } from './health.dto';
 import { HealthRepository } from './health.repository';
 
 @Injectable()
 export class HealthService {
   private readonly logger = new Logger(HealthService.name);
+  private readonly expectedMigrations = migrationNames();
 
-  constructor(private readonly repo: HealthRepository) {}
+  constructor(
+    private readonly repo: HealthRepository,
+    private readonly worker: ChatWorker,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   /** ok when the database answers and holds every migration of this build. */
   async check(): Promise<HealthResponse> {
@@ -25,5 +32,41 @@ export class HealthService {
       throw new DomainError('database_unavailable', 'The database is not migrated');
     }
     return { status: 'ok' };
+  }
+
+  /** The process runs: no I/O at all, so a busy or lost database never makes it fail. */
+  live(): HealthResponse {
+    return { status: 'ok' };
+  }
+
+  /**
+   * Ready for traffic: the database answers (its own connection, 3 s at most), every migration of
+   * this build is recorded there (extra ones of a newer replica are fine), and the chat worker runs
+   * when CHAT_WORKER_ENABLED. Otherwise 503 `not_ready` naming the checks that failed.
+   */
+  async ready(): Promise<ReadinessResponse> {
+    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'ok' };
+    let pendingMigrations: string[] = [];
+    try {
+      const applied = new Set(await this.repo.appliedMigrationNames());
+      pendingMigrations = this.expectedMigrations.filter((name) => !applied.has(name));
+      if (pendingMigrations.length) checks.migrations = 'pending';
+    } catch (error) {
+      this.logger.debug({ msg: 'readiness check failed', error: error instanceof Error ? error.message : String(error) });
+      checks.database = 'unreachable';
+      checks.migrations = 'unknown';
+    }
+    if (!this.config.chatWorkerEnabled) checks.worker = 'disabled';
+    else if (!this.worker.active) checks.worker = 'stopped';
+
+    const failed = Object.entries(checks).filter(([, state]) => state !== 'ok' && state !== 'disabled');
+    if (failed.length) {
+      throw new DomainError(
+        'not_ready',
+        `Not ready: ${failed.map(([check, state]) => `${check} ${state}`).join(', ')}`,
+        pendingMigrations.length ? { checks, pendingMigrations } : { checks },
+      );
+    }
+    return { status: 'ok', checks };
   }
 }

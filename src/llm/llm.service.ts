@@ -2,28 +2,44 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { MetricsService } from '../observability/metrics.service';
 import { classifyLlmError, LlmError } from './llm-error';
 import { LlmRequest, LlmResponse, LlmStreamHandlers, LlmToolCall, LlmUsage, ZERO_USAGE } from './llm.types';
 
 type ChatParams = Omit<OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming, 'stream'>;
 
+/** Backoff between attempts without a Retry-After: 0.5 s, 1 s, 2 s, ... up to 8 s, less up to a quarter (jitter). */
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_MAX_MS = 8_000;
+
 /**
  * The one client of the OpenAI-compatible endpoint (OpenAI, Azure, Ollama, vLLM, ...). Calls are
  * non-streaming, or streaming when the caller wants live text; both return the same response.
- * Retries with backoff (rate limits, 5xx, connection errors) are the SDK's, bounded by config.
+ *
+ * Retries are ours, not the SDK's (its own are off), so that every attempt is seen: a retryable
+ * failure (rate limit, 5xx, connection error, timeout) is tried again up to LLM_MAX_RETRIES times,
+ * after the provider's Retry-After (at most LLM_RETRY_AFTER_MAX_MS) or an exponential backoff, and
+ * the caller is told before each wait (`onRetry`). A stream is watched chunk by chunk: nothing for
+ * LLM_FIRST_CHUNK_TIMEOUT_MS after the request, or a silence of LLM_STALL_TIMEOUT_MS between chunks,
+ * aborts the request (its connection is closed) and counts as a timeout. A non-streamed answer's
+ * first byte is its last, so it keeps LLM_TIMEOUT_MS, the SDK's deadline for the whole response: the
+ * first-chunk limit would cut long answers that a stream delivers fine.
  */
 @Injectable()
 export class LlmService {
   private readonly logger = new Logger(LlmService.name);
   private readonly client?: OpenAI;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
+  ) {
     if (config.openaiApiKey || config.openaiBaseUrl) {
       this.client = new OpenAI({
         // Local endpoints (Ollama, LM Studio) need no key, but the SDK insists on one.
         apiKey: config.openaiApiKey ?? 'not-needed',
         baseURL: config.openaiBaseUrl,
-        maxRetries: config.llmMaxRetries,
+        maxRetries: 0,
         timeout: config.llmTimeoutMs,
       });
     }
@@ -54,24 +70,59 @@ export class LlmService {
       ...(request.maxTokens !== undefined ? { [this.config.llmMaxTokensParam]: request.maxTokens } : {}),
       ...(request.stop !== undefined ? { stop: request.stop } : {}),
     };
+    const done = this.metrics.modelCallStarted();
     try {
-      const response = handlers
-        ? await this.streamed(params, request.signal, handlers)
-        : await this.single(params, request.signal);
-      return wellFormedResponse(response);
-    } catch (error) {
-      const classified = classifyLlmError(error);
-      if (classified.kind !== 'aborted') {
-        // The provider's own words go to the operator's log only.
-        this.logger.warn({
-          msg: 'model call failed',
-          code: classified.code,
-          status: classified.status,
-          upstream: classified.upstreamMessage,
-        });
+      for (let attempt = 1; ; attempt++) {
+        const output = { sent: false };
+        const started = performance.now();
+        try {
+          const response = handlers
+            ? await this.streamed(params, request.signal, watchOutput(handlers, output))
+            : await this.single(params, request.signal);
+          this.observe(request, 'ok', started, response.usage);
+          return wellFormedResponse(response);
+        } catch (error) {
+          const failure = classifyLlmError(error);
+          this.observe(request, failure.code, started);
+          const delayMs = this.retryDelay(failure, attempt, output.sent, request);
+          if (failure.kind !== 'aborted') {
+            // The provider's own words go to the operator's log only.
+            this.logger.warn({
+              msg: 'model call failed',
+              code: failure.code,
+              status: failure.status,
+              upstream: failure.upstreamMessage,
+              attempt,
+              retryInMs: delayMs ?? null,
+            });
+          }
+          if (delayMs === undefined) throw failure;
+          await request.onRetry?.({ attempt, delayMs, error: failure });
+          await waitBeforeRetry(delayMs, request.signal);
+        }
       }
-      throw classified;
+    } finally {
+      done();
     }
+  }
+
+  /** How long to wait before trying again, or undefined when the call must not be retried. */
+  private retryDelay(failure: LlmError, attempt: number, outputSent: boolean, request: LlmRequest): number | undefined {
+    if (attempt > this.config.llmMaxRetries || request.signal?.aborted) return undefined;
+    // Text already shown can only be replaced by a caller that knows how to take it back.
+    if (outputSent && !request.onRetry) return undefined;
+    if (!(failure.hints.shouldRetry ?? failure.retryable)) return undefined;
+    return failure.retryAfterMs(this.config.llmRetryAfterMaxMs) ?? backoffMs(attempt);
+  }
+
+  private observe(request: LlmRequest, outcome: string, started: number, usage?: LlmUsage): void {
+    this.metrics.observeModelCall({
+      agent: request.agent,
+      model: request.model,
+      outcome,
+      seconds: (performance.now() - started) / 1000,
+      usage,
+    });
   }
 
   private async single(params: ChatParams, signal?: AbortSignal): Promise<LlmResponse> {
@@ -93,9 +144,20 @@ export class LlmService {
   }
 
   private async streamed(params: ChatParams, signal: AbortSignal | undefined, handlers: LlmStreamHandlers): Promise<LlmResponse> {
+    const watchdog = new StreamWatchdog(signal, this.config.llmFirstChunkTimeoutMs, this.config.llmStallTimeoutMs);
+    try {
+      return await this.readStream(params, watchdog, handlers);
+    } catch (error) {
+      throw watchdog.timeout() ?? error;
+    } finally {
+      watchdog.stop();
+    }
+  }
+
+  private async readStream(params: ChatParams, watchdog: StreamWatchdog, handlers: LlmStreamHandlers): Promise<LlmResponse> {
     const stream = await this.client!.chat.completions.create(
       { ...params, stream: true, stream_options: { include_usage: true } },
-      { signal },
+      { signal: watchdog.signal },
     );
     let model = params.model;
     let content = '';
@@ -105,6 +167,7 @@ export class LlmService {
     // A surrogate pair split across two chunks must not turn into U+FFFD in the live text.
     let heldSurrogate = '';
     for await (const chunk of stream) {
+      watchdog.chunk();
       if (chunk.model) model = chunk.model;
       if (chunk.usage) usage = mapUsage(chunk.usage);
       const choice = chunk.choices?.[0];
@@ -136,10 +199,115 @@ export class LlmService {
       }
       if (choice.finish_reason) finishReason = choice.finish_reason;
     }
-    if (signal?.aborted) throw new LlmError('aborted', 'The model call was cancelled', false);
+    // An aborted stream (the watchdog's or the caller's) ends its iteration quietly.
+    const timedOut = watchdog.timeout();
+    if (timedOut) throw timedOut;
+    if (watchdog.signal.aborted) throw new LlmError('aborted', 'The model call was cancelled', false);
     if (heldSurrogate) handlers.onTextDelta?.(wellFormed(heldSurrogate));
     return { model, content, toolCalls: [...calls.values()], finishReason, usage };
   }
+}
+
+/**
+ * Aborts a streamed call that goes silent: no chunk within `firstChunkMs` of the request (response
+ * headers do not count), or none within `stallMs` of the previous one. Its signal also follows the
+ * caller's, so one signal cancels the request either way; `timeout()` tells the two apart.
+ */
+class StreamWatchdog {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout;
+  private fired?: LlmError;
+  private receiving = false;
+  private readonly onCallerAbort = () => this.controller.abort();
+
+  constructor(
+    private readonly caller: AbortSignal | undefined,
+    private readonly firstChunkMs: number,
+    private readonly stallMs: number,
+  ) {
+    this.timer = setTimeout(
+      () => this.fire(`The model endpoint sent nothing within ${seconds(firstChunkMs)} of the request`),
+      firstChunkMs,
+    );
+    if (caller?.aborted) this.controller.abort();
+    else caller?.addEventListener('abort', this.onCallerAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** A chunk arrived: the stall limit starts again. */
+  chunk(): void {
+    if (this.receiving) {
+      // Re-arms the same timer: no allocation per chunk.
+      this.timer.refresh();
+      return;
+    }
+    this.receiving = true;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(
+      () => this.fire(`The model endpoint stopped sending for ${seconds(this.stallMs)} in the middle of its answer`),
+      this.stallMs,
+    );
+  }
+
+  /** The timeout error when the watchdog aborted the call. */
+  timeout(): LlmError | undefined {
+    return this.fired;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.caller?.removeEventListener('abort', this.onCallerAbort);
+  }
+
+  private fire(message: string): void {
+    if (this.controller.signal.aborted) return;
+    this.fired = new LlmError('timeout', message, true);
+    this.controller.abort();
+  }
+}
+
+/** Handlers that note whether any output reached the caller (then only a caller with onRetry may see a retry). */
+function watchOutput(handlers: LlmStreamHandlers, output: { sent: boolean }): LlmStreamHandlers {
+  return {
+    onTextDelta: (delta) => {
+      output.sent = true;
+      handlers.onTextDelta?.(delta);
+    },
+    onToolCallStart: (call) => {
+      output.sent = true;
+      handlers.onToolCallStart?.(call);
+    },
+  };
+}
+
+/** The SDK's schedule: 0.5 s doubling per attempt up to 8 s, less a random quarter so that clients spread out. */
+function backoffMs(attempt: number): number {
+  const base = Math.min(BACKOFF_BASE_MS * 2 ** (attempt - 1), BACKOFF_MAX_MS);
+  return Math.round(base * (1 - Math.random() * 0.25));
+}
+
+/** Sleeps `ms`; a cancelled call stops waiting at once. */
+function waitBeforeRetry(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  const cancelled = () => new LlmError('aborted', 'The model call was cancelled', false);
+  if (signal?.aborted) return Promise.reject(cancelled());
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(cancelled());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 /**

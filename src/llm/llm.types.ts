@@ -1,4 +1,5 @@
 import type OpenAI from 'openai';
+import type { LlmError } from './llm-error';
 
 export type LlmMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 export type LlmTool = OpenAI.Chat.Completions.ChatCompletionTool;
@@ -25,6 +26,23 @@ export interface LlmRequest {
   maxTokens?: number;
   stop?: string | string[];
   signal?: AbortSignal;
+  /** The agent the call is made for: a label of the model-call metrics (agent names are bounded by admins). */
+  agent?: string;
+  /**
+   * Told before each retry of this call, once the wait is known and before it starts. A stream that
+   * already handed out text is retried only when this is set: the listener takes that text back
+   * (a durable chat's `retry` event); without it such a failure ends the call.
+   */
+  onRetry?(retry: LlmRetry): Promise<void> | void;
+}
+
+/** A failed attempt of a model call that is about to be tried again. */
+export interface LlmRetry {
+  /** The attempt that failed: 1 for the first. */
+  attempt: number;
+  /** The wait before the next attempt: the provider's Retry-After (capped) or the backoff. */
+  delayMs: number;
+  error: LlmError;
 }
 
 export interface LlmResponse {

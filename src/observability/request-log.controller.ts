@@ -1,22 +1,33 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { MetricsService } from './metrics.service';
 
 /**
  * Fastify's request logging, reshaped: one line when a request completes, with the route pattern
  * and the names of the query parameters. Never the URL: its query string can hold record data
- * (`?where=`) or a credential (`?token=`).
+ * (`?where=`) or a credential (`?token=`). The same moment counts the request in the metrics, by
+ * route pattern too, so that no URL can become a label.
  */
 export class RequestLogController extends LogController {
+  constructor(
+    options: ConstructorParameters<typeof LogController>[0],
+    private readonly metrics?: MetricsService,
+  ) {
+    super(options);
+  }
+
   override incomingRequest(): void {}
 
   /** The completion line reports the 404; Fastify's own line would quote the URL. */
   override routeNotFound(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const route = request.routeOptions.url;
+    this.metrics?.observeHttpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
     const fields = {
       context: 'http',
       msg: 'request completed',
       method: request.method,
-      route: request.routeOptions.url ?? null,
+      route: route ?? null,
       query: queryNames(request.query),
       status: reply.statusCode,
       durationMs: Math.round(reply.elapsedTime),

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { LlmService } from '../llm/llm.service';
-import { addUsage, LlmMessage, LlmResponse, LlmTool, LlmToolCall, LlmUsage, ZERO_USAGE } from '../llm/llm.types';
+import { addUsage, LlmMessage, LlmResponse, LlmRetry, LlmTool, LlmToolCall, LlmUsage, ZERO_USAGE } from '../llm/llm.types';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolErrorContent, ToolResult } from '../tools/tool.types';
@@ -67,6 +67,11 @@ export interface TurnHooks {
   onToolResult?(result: ToolResult): void;
   /** Runs after each step is appended, before the next starts: durable chats persist it here. */
   onStep?(step: TurnStep): Promise<void>;
+  /**
+   * Present = a model call may be retried even after some of its text went out through
+   * onTextDelta; called before each retry's wait, so the front door can take that text back.
+   */
+  onRetry?(retry: LlmRetry): Promise<void>;
 }
 
 export type TurnFinishReason = 'stop' | 'length' | 'max_iterations';
@@ -281,6 +286,8 @@ export class AgentLoop {
           maxTokens,
           stop: turn.stop,
           signal,
+          agent: turn.toolContext.agent?.name,
+          onRetry: hooks.onRetry && ((retry) => hooks.onRetry?.(retry)),
         },
         hooks.onTextDelta ? { onTextDelta: (delta) => hooks.onTextDelta?.(delta) } : undefined,
       );

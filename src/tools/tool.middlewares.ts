@@ -1,5 +1,6 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { isPlainObject } from '../common/plain-object';
+import type { MetricsService } from '../observability/metrics.service';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
 import type { ToolMiddleware, ToolOutcome } from './tool.types';
 
@@ -69,6 +70,24 @@ export function auditMiddleware(logger: LoggerService = new Logger('ToolAudit'))
         isError: outcome ? outcome.isError : true,
         errorCode: outcome ? (outcomeErrorCode(outcome) ?? null) : 'middleware_failed',
       });
+    }
+  };
+}
+
+/**
+ * Counts each call in the metrics by tool and outcome (`ok` or the result's error code), with its
+ * duration. Outermost, like audit, so refused and timed-out calls count too.
+ */
+export function metricsMiddleware(metrics: Pick<MetricsService, 'observeToolCall'>): ToolMiddleware {
+  return async (invocation, _ctx, next) => {
+    const started = performance.now();
+    let outcome: ToolOutcome | undefined;
+    try {
+      outcome = await next();
+      return outcome;
+    } finally {
+      const code = outcome ? (outcome.isError ? (outcomeErrorCode(outcome) ?? 'error') : 'ok') : 'error';
+      metrics.observeToolCall(invocation.tool.name, code, (performance.now() - started) / 1000);
     }
   };
 }

@@ -3,6 +3,7 @@ import { DomainError } from '../common/domain-error';
 import { defineTool, toOpenAiTool } from './tool.define';
 import {
   auditMiddleware,
+  metricsMiddleware,
   capContent,
   outputCapMiddleware,
   permissionMiddleware,
@@ -416,5 +417,31 @@ describe('audit middleware', () => {
     });
     expect(typeof entry.durationMs).toBe('number');
     expect(JSON.stringify(entry)).not.toMatch(/secret/);
+  });
+});
+
+describe('metrics middleware', () => {
+  it('counts each call by tool and outcome (ok or the error code); an unknown tool never reaches it', async () => {
+    const observeToolCall = jest.fn<void, [string, string, number]>();
+    const registry = new ToolRegistry();
+    registry.use(metricsMiddleware({ observeToolCall }), permissionMiddleware());
+    registry.register(echoTool());
+    registry.register(echoTool({ name: 'broken', execute: () => Promise.reject(new DomainError('query_timeout', 'slow')) }));
+    const agent = { name: 'sales', tools: ['echo', 'broken'], allowedObjects: ['deal'] };
+
+    await registry.execute({ id: 'c1', name: 'echo', arguments: { objectName: 'deal' } }, ctx({ agent }));
+    await registry.execute({ id: 'c2', name: 'echo', arguments: { objectName: 'secret' } }, ctx({ agent }));
+    await registry.execute({ id: 'c3', name: 'echo', arguments: { objectName: 'deal', count: 0 } }, ctx({ agent }));
+    await registry.execute({ id: 'c4', name: 'broken', arguments: { objectName: 'deal' } }, ctx({ agent }));
+    // An unknown tool never reaches the chain: its made-up name cannot become a label.
+    await registry.execute({ id: 'c5', name: 'made_up_by_the_model', arguments: {} }, ctx({ agent }));
+
+    expect(observeToolCall.mock.calls.map(([tool, outcome]) => [tool, outcome])).toEqual([
+      ['echo', 'ok'],
+      ['echo', 'object_not_allowed'],
+      ['echo', 'invalid_arguments'],
+      ['broken', 'query_timeout'],
+    ]);
+    for (const [, , seconds] of observeToolCall.mock.calls) expect(seconds).toBeGreaterThanOrEqual(0);
   });
 });

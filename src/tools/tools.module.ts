@@ -5,10 +5,12 @@ import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
+import { MetricsService } from '../observability/metrics.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createDataTools } from './data-tools';
 import {
   auditMiddleware,
+  metricsMiddleware,
   outputCapMiddleware,
   permissionMiddleware,
   rateLimitMiddleware,
@@ -20,12 +22,19 @@ import { ToolsService } from './tools.service';
 
 /**
  * Builds the registry with its middleware chain and the five data tools before anyone can inject it,
- * so agents always see a complete registry. Order: audit (sees every attempt) → permission →
- * rate limit → output cap → timeout → validation + tool.
+ * so agents always see a complete registry. Order: metrics and audit (see every attempt) →
+ * permission → rate limit → output cap → timeout → validation + tool.
  */
-function createToolRegistry(config: AppConfig, data: DataService, metadata: MetadataService, pool: DataPool): ToolRegistry {
+function createToolRegistry(
+  config: AppConfig,
+  data: DataService,
+  metadata: MetadataService,
+  pool: DataPool,
+  metrics: MetricsService,
+): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
+    metricsMiddleware(metrics),
     auditMiddleware(new Logger('ToolAudit')),
     permissionMiddleware(),
     rateLimitMiddleware(),
@@ -43,7 +52,11 @@ function createToolRegistry(config: AppConfig, data: DataService, metadata: Meta
   imports: [DataModule, MetadataModule],
   controllers: [ToolsController],
   providers: [
-    { provide: ToolRegistry, useFactory: createToolRegistry, inject: [APP_CONFIG, DataService, MetadataService, DataPool] },
+    {
+      provide: ToolRegistry,
+      useFactory: createToolRegistry,
+      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService],
+    },
     ToolsService,
   ],
   exports: [ToolRegistry, ToolsService],

@@ -289,6 +289,8 @@ describe('OpenAPI document', () => {
     expect(missing.code).toBe(out.error.code);
     const chat = await t.http.get(`/api/v1/chats/${out.chat.id}`).set(bearer(t.adminKey)).expect(200);
     expect(chat.body).toMatchObject({ agent: 'data_chat' });
+    // Its answer uses the step scripted here: the next test's script must not be taken by a late run.
+    await waitForChat(t, out.chat.id, hasStatus('waiting'));
   });
 
   it('documents bodies that the server really sends: answers validate against their schemas', async () => {

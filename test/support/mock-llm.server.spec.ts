@@ -310,6 +310,68 @@ describe('MockLlmServer (driven by the real openai SDK)', () => {
     }
   });
 
+  it('sends the headers of a headers-then-hang step and nothing else until the client aborts', async () => {
+    server.enqueue(MockReply.headersThenHang());
+    const controller = new AbortController();
+
+    // The SDK resolves a stream once the headers are in: the silence is in the body.
+    const stream = await client.chat.completions.create(
+      { model: MODEL, messages: USER, stream: true },
+      { signal: controller.signal },
+    );
+    const chunks: ChatCompletionChunk[] = [];
+    const iterating = (async () => {
+      for await (const chunk of stream) chunks.push(chunk);
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort();
+    await iterating.catch(() => undefined);
+
+    expect(chunks).toHaveLength(0);
+    await waitFor(() => server.abortedRequests === 1);
+    expect(server.requests[0].aborted).toBe(true);
+  });
+
+  it('stalls a stream after the given number of chunks, keeping the connection open', async () => {
+    server.enqueue(MockReply.stall(3, 'one two three four five'));
+    const controller = new AbortController();
+
+    const stream = await client.chat.completions.create(
+      { model: MODEL, messages: USER, stream: true },
+      { signal: controller.signal },
+    );
+    let text = '';
+    let received = 0;
+    const iterating = (async () => {
+      for await (const chunk of stream) {
+        received += 1;
+        text += chunk.choices[0]?.delta.content ?? '';
+      }
+    })();
+    await waitFor(() => received === 3);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(received).toBe(3);
+    controller.abort();
+    await iterating.catch(() => undefined);
+
+    // The role chunk, then two words.
+    expect(text).toBe('one two');
+    await waitFor(() => server.abortedRequests === 1);
+  });
+
+  it('sends the headers of a stalling step to a non-streaming request and no body', async () => {
+    server.enqueue(MockReply.stall(0));
+    const controller = new AbortController();
+
+    const pending = client.chat.completions.create({ model: MODEL, messages: USER }, { signal: controller.signal });
+    await server.waitForRequests(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort();
+
+    await expect(pending).rejects.toBeInstanceOf(APIUserAbortError);
+    await waitFor(() => server.abortedRequests === 1);
+  });
+
   it('delays the reply by delayMs', async () => {
     server.enqueue(MockReply.text('slow', { delayMs: 150 }));
 

@@ -69,6 +69,12 @@ export interface StepOptions {
    * Use it to test client-side timeouts and AbortSignal handling.
    */
   hang?: boolean;
+  /**
+   * Send the response headers and this many SSE chunks, then go silent with the connection open
+   * until the client aborts it or the server closes: `0` is "headers, then nothing". Use it to test
+   * first-chunk and stall timeouts. A non-streaming request gets its headers and no body.
+   */
+  stallAfterChunks?: number;
   /** Extra response headers (e.g. `retry-after`, `x-should-retry`). */
   headers?: Record<string, string>;
 }
@@ -178,6 +184,14 @@ export const MockReply = {
   /** A request that is never answered. */
   hang(): TextStep {
     return { kind: 'text', content: '', hang: true };
+  },
+  /** Response headers, then silence with the connection open (a model stuck before its first token). */
+  headersThenHang(): TextStep {
+    return { kind: 'text', content: '', stallAfterChunks: 0 };
+  },
+  /** `chunks` SSE chunks of `content` (the role chunk counts as the first), then silence with the connection open (a shorter answer just completes). */
+  stall(chunks: number, content = 'This answer stops midway'): TextStep {
+    return { kind: 'text', content, stallAfterChunks: chunks };
   },
 } as const;
 
@@ -450,6 +464,7 @@ export class MockLlmServer {
       case 'text':
       case 'toolCalls':
         if (streaming) await this.streamReply(exchange, step);
+        else if (step.stallAfterChunks !== undefined) await this.stallBeforeBody(exchange, step);
         else this.sendCompletion(exchange, step);
         return;
       default:
@@ -486,6 +501,13 @@ export class MockLlmServer {
       },
       { ...requestIdHeader(exchange), ...step.headers },
     );
+  }
+
+  /** A non-streaming answer that never comes: the headers of a 200, then silence. */
+  private async stallBeforeBody(exchange: Exchange, step: StepOptions): Promise<void> {
+    exchange.res.writeHead(200, { 'content-type': 'application/json', ...requestIdHeader(exchange), ...step.headers });
+    exchange.res.flushHeaders();
+    await untilAborted(exchange.signal);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -563,10 +585,17 @@ export class MockLlmServer {
     res.flushHeaders();
 
     let first = true;
+    let written = 0;
     const base = () => ({ id: completionId, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_mock' });
     const write = async (payload: unknown): Promise<boolean> => {
+      if (step.stallAfterChunks !== undefined && written >= step.stallAfterChunks) {
+        // Stalled: nothing more, the connection stays open until the client gives up.
+        await untilAborted(signal);
+        return false;
+      }
       if (!first && !(await sleep(step.chunkDelayMs, signal))) return false;
       first = false;
+      written += 1;
       if (signal.aborted || res.destroyed || res.writableEnded) return false;
       res.write(`data: ${JSON.stringify(payload)}\n\n`);
       return true;

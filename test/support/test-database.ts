@@ -33,3 +33,12 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     drop: () => withAdmin((client) => client.query(`drop database if exists "${name}" with (force)`)).then(() => undefined),
   };
 }
+
+/**
+ * Refuses (or allows again) new connections to a test database, from the server's side: connections
+ * already open stay, any new one fails, as when the database went away.
+ */
+export async function allowConnections(database: TestDatabase, allowed: boolean): Promise<void> {
+  const name = new URL(database.url).pathname.slice(1);
+  await withAdmin((client) => client.query(`alter database "${name}" allow_connections ${allowed ? 'true' : 'false'}`));
+}

@@ -82,6 +82,18 @@ export class ChatRunner {
             step.offset = 0;
           },
           onTextDelta: (delta) => deltas.push(delta),
+          // The model endpoint failed and is tried again: streams learn of it after the text they already
+          // have, and how long the wait is. The retried call's text starts the step's text anew (offset 0),
+          // so a stream built from the pieces replaces what it showed.
+          onRetry: async (retry) => {
+            deltas.flush();
+            await deltas.sent();
+            const { attempt, delayMs, error } = retry;
+            await this.events
+              .publish({ type: 'retry', chatId: chat.id, owner: chat.owner, attempt, delayMs, error: error.message })
+              .catch((e: unknown) => this.logger.warn({ msg: 'could not publish a retry', error: (e as Error).message }));
+            step.offset = 0;
+          },
           onStep: async (done) => {
             // The step's text is out before the step commits: a stream never sees text after its step.
             deltas.flush();
@@ -175,7 +187,8 @@ export class ChatRunner {
     if (!(error instanceof DomainError)) this.logger.error({ msg: 'chat run failed', err: error });
     return this.owned(chat, workerId, async (em) => {
       if (retryable) {
-        const delayMs = Math.min(30_000, 1_000 * 2 ** (attempt - 1));
+        // The provider's Retry-After when it sent one (capped), else a backoff of 1 s, 2 s, ... up to 30 s.
+        const delayMs = error.retryAfterMs(this.config.llmRetryAfterMaxMs) ?? Math.min(30_000, 1_000 * 2 ** (attempt - 1));
         await this.repo.setStatus(em, chat.id, {
           status: 'pending',
           attempts: attempt,

@@ -4,7 +4,16 @@ import { Kysely, Selectable, sql } from 'kysely';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
 import { ChatDatabase, ChatsTable } from './chat.tables';
-import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus, PendingToolCall, StepMetadata } from './chat.types';
+import {
+  CHAT_STATUSES,
+  ChatMessageRow,
+  ChatPart,
+  ChatRole,
+  ChatRow,
+  ChatStatus,
+  PendingToolCall,
+  StepMetadata,
+} from './chat.types';
 
 /** Every column of `chats`: what a statement returns for a ChatRow. */
 const CHAT_COLUMNS = [
@@ -332,6 +341,24 @@ export class ChatRepository {
       .returning(CHAT_COLUMNS)
       .execute();
     return rows.map(toChat);
+  }
+
+  /**
+   * How many chats each status holds (every status, zeros included), for the metrics: one GROUP BY
+   * in a transaction of its own under a short statement_timeout, so a scrape never waits long.
+   */
+  async countByStatus(em: EntityManager, timeoutMs: number): Promise<Record<ChatStatus, number>> {
+    return em.transactional(async (tx) => {
+      await sql`select set_config('statement_timeout', ${String(timeoutMs)}, true)`.execute(db(tx));
+      const rows = await db(tx)
+        .selectFrom('chats')
+        .select((eb) => ['status', eb.fn.countAll<string>().as('count')])
+        .groupBy('status')
+        .execute();
+      const counts = Object.fromEntries(CHAT_STATUSES.map((status) => [status, 0])) as Record<ChatStatus, number>;
+      for (const row of rows) counts[row.status] = Number(row.count);
+      return counts;
+    });
   }
 
   /** One statement per replica per interval for all of its running chats. */

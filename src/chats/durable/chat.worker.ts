@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
 import { runInLogContext } from '../../observability/logger';
+import { MetricsService } from '../../observability/metrics.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRunner } from './chat-runner.service';
 import { ChatRepository } from './chat.repository';
@@ -25,6 +26,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private readonly timers: NodeJS.Timeout[] = [];
   private unsubscribe?: () => void;
   private stopping = false;
+  private started = false;
   /** Claims and maintenance under way: shutdown waits for them, so none starts on a closing pool. */
   private readonly background = new Set<Promise<void>>();
   private claiming = false;
@@ -36,8 +38,14 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     private readonly events: ChatEvents,
     private readonly runner: ChatRunner,
     private readonly chats: ChatService,
+    private readonly metrics: MetricsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
+
+  /** Taking chats: started (with CHAT_WORKER_ENABLED) and not shutting down. What readiness checks. */
+  get active(): boolean {
+    return this.started && !this.stopping;
+  }
 
   onApplicationBootstrap(): void {
     this.unsubscribe = this.events.subscribe((event) => {
@@ -48,6 +56,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
       }
     });
     if (!this.config.chatWorkerEnabled) return;
+    this.started = true;
     this.every(this.config.chatPollIntervalMs, () => this.claim());
     this.every(this.config.chatHeartbeatIntervalMs, () => this.maintain());
     void this.claim();
@@ -101,6 +110,9 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   private start(chat: Parameters<ChatRunner['run']>[0]): void {
+    // The claim stamped heartbeat_at with the database's now(): both ends of the lag on one clock.
+    if (chat.heartbeatAt) this.metrics.observeClaimLag((chat.heartbeatAt.getTime() - chat.availableAt.getTime()) / 1000);
+    const finished = this.metrics.chatRunStarted();
     const controller = new AbortController();
     const entry: { controller: AbortController; done: Promise<void> } = { controller, done: Promise.resolve() };
     // Every line of the run, down to the tools it calls, carries the chat id.
@@ -108,6 +120,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     entry.done = run
       .catch((error: unknown) => this.logger.error({ msg: 'chat run crashed', chatId: chat.id, err: error }))
       .finally(() => {
+        finished();
         // Only our own entry: a later run of the same chat must keep its slot and heartbeat.
         if (this.running.get(chat.id) === entry) this.running.delete(chat.id);
         // A slot is free: there may be more work waiting.

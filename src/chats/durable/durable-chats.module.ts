@@ -5,6 +5,7 @@ import { LlmModule } from '../../llm/llm.module';
 import { RuntimeModule } from '../../runtime/runtime.module';
 import { ChatController } from './chat.controller';
 import { ChatEvents } from './chat-events.service';
+import { ChatMetrics } from './chat.metrics';
 import { ChatRunner } from './chat-runner.service';
 import { ChatStreamService } from './chat-stream.service';
 import { ChatRepository } from './chat.repository';
@@ -16,7 +17,8 @@ import { UiChatService } from './ui-chat.service';
 @Module({
   imports: [AgentsModule, AuthModule, RuntimeModule, LlmModule],
   controllers: [ChatController, UiChatController],
-  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService],
+  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService, ChatMetrics],
+  exports: [ChatWorker],
 })
 /**
  * Durable chats: persisted conversations run by a worker on any replica, with client tools and SSE

@@ -18,3 +18,8 @@ export const MIGRATIONS = [
   MigrationStreamTokens,
   MigrationChatClientIds,
 ];
+
+/** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
+export function migrationNames(): string[] {
+  return MIGRATIONS.map((Migration) => new Migration(undefined as never, undefined as never).name);
+}

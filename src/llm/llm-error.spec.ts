@@ -1,0 +1,47 @@
+import OpenAI from 'openai';
+import { classifyLlmError, retryHints } from './llm-error';
+
+describe('retryHints', () => {
+  const now = Date.parse('2026-01-01T00:00:00Z');
+  const hints = (headers: Record<string, string>) => retryHints(new Headers(headers), now);
+
+  it('reads Retry-After in seconds', () => {
+    expect(hints({ 'retry-after': '2' })).toEqual({ retryAfterMs: 2_000 });
+    expect(hints({ 'retry-after': '0.5' })).toEqual({ retryAfterMs: 500 });
+  });
+
+  it('reads Retry-After as an HTTP date, a past one as no wait', () => {
+    expect(hints({ 'retry-after': 'Thu, 01 Jan 2026 00:00:07 GMT' })).toEqual({ retryAfterMs: 7_000 });
+    expect(hints({ 'retry-after': 'Wed, 31 Dec 2025 23:59:00 GMT' })).toEqual({ retryAfterMs: 0 });
+  });
+
+  it('prefers retry-after-ms, and ignores what it cannot read', () => {
+    expect(hints({ 'retry-after-ms': '1500', 'retry-after': '9' })).toEqual({ retryAfterMs: 1_500 });
+    expect(hints({ 'retry-after-ms': 'soon', 'retry-after': '3' })).toEqual({ retryAfterMs: 3_000 });
+    expect(hints({ 'retry-after': 'later please' })).toEqual({});
+    expect(hints({ 'retry-after': '-4' })).toEqual({});
+  });
+
+  it('reads x-should-retry', () => {
+    expect(hints({ 'x-should-retry': 'false' })).toEqual({ shouldRetry: false });
+    expect(hints({ 'x-should-retry': 'true' })).toEqual({ shouldRetry: true });
+    expect(hints({ 'x-should-retry': 'maybe' })).toEqual({});
+  });
+});
+
+describe('classifyLlmError', () => {
+  it('keeps the wait a 429 asks for, capped when read', () => {
+    const error = classifyLlmError(
+      OpenAI.APIError.generate(429, { message: 'slow down' }, undefined, new Headers({ 'retry-after': '120' })),
+    );
+    expect(error).toMatchObject({ kind: 'rate_limited', retryable: true, code: 'llm_rate_limited' });
+    expect(error.retryAfterMs(30_000)).toBe(30_000);
+    expect(error.retryAfterMs(600_000)).toBe(120_000);
+  });
+
+  it('has no wait when the provider named none', () => {
+    const error = classifyLlmError(OpenAI.APIError.generate(503, { message: 'down' }, undefined, new Headers()));
+    expect(error).toMatchObject({ kind: 'unavailable', retryable: true });
+    expect(error.retryAfterMs(30_000)).toBeUndefined();
+  });
+});

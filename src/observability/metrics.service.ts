@@ -1,0 +1,274 @@
+import { Logger } from '@nestjs/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DomainError } from '../common/domain-error';
+import { ERRORS } from '../common/error-codes';
+
+/** The two pools of the app: the ORM's (keys, metadata, chats) and the data engine's (object tables). */
+export type PoolName = 'orm' | 'data';
+
+export interface PoolStats {
+  /** Connections open, idle or in use. */
+  total: number;
+  idle: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
+}
+
+/** The labels of one model call. */
+export interface ModelCallObservation {
+  agent?: string;
+  model: string;
+  /** `ok`, or the call's error code (`llm_timeout`, `llm_rate_limited`, ...). */
+  outcome: string;
+  seconds: number;
+  usage?: { promptTokens: number; completionTokens: number };
+}
+
+/** The label of requests that matched no route: one value for every unknown URL. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+const PREFIX = 'datacopilot_';
+
+/** Seconds: model calls take from a fraction of a second to minutes. */
+const MODEL_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120];
+/** Seconds: data tools answer in milliseconds; their timeout is seconds. */
+const TOOL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Seconds: a woken worker claims within milliseconds; a full replica makes chats wait. */
+const CLAIM_LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** Longest label value kept; admins name agents and models, but a label stays a label. */
+const MAX_LABEL_LENGTH = 100;
+
+/**
+ * The Prometheus metrics of one app instance: a registry of its own (tests run several apps in one
+ * process, so nothing goes to prom-client's global registry) and typed instruments, each recorded in
+ * the one place its event happens: the request log hook (HTTP), LlmService (model calls), the tool
+ * middleware chain (tool calls) and the chat worker (runs, claim lag). Gauges that describe state
+ * (chats by status, pools) are read when scraped, through sources their owners register.
+ *
+ * Label values come only from bounded sets: route patterns (never URLs), method and status, tool
+ * names of the registry, agents and models that admins define, and error codes of the catalog.
+ */
+export class MetricsService {
+  private readonly logger = new Logger(MetricsService.name);
+  readonly registry = new Registry();
+
+  private readonly httpRequests = new Counter({
+    name: `${PREFIX}http_requests_total`,
+    help: 'HTTP requests answered, by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly httpDuration = new Histogram({
+    name: `${PREFIX}http_request_duration_seconds`,
+    help: 'Time to answer an HTTP request (an event stream: until it closed), by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly modelCalls = new Counter({
+    name: `${PREFIX}llm_calls_total`,
+    help: 'Model calls (each attempt), by agent, model and outcome (ok or the error code)',
+    labelNames: ['agent', 'model', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly modelDuration = new Histogram({
+    name: `${PREFIX}llm_call_duration_seconds`,
+    help: 'Duration of a model call attempt, to its last streamed chunk, by agent, model and outcome',
+    labelNames: ['agent', 'model', 'outcome'] as const,
+    buckets: MODEL_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly modelTokens = new Counter({
+    name: `${PREFIX}llm_tokens_total`,
+    help: 'Tokens the model endpoint reported, by agent, model and kind (prompt or completion)',
+    labelNames: ['agent', 'model', 'kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly modelCallsInFlight = new Gauge({
+    name: `${PREFIX}llm_calls_in_flight`,
+    help: 'Model calls under way on this replica (waits between retries included)',
+    registers: [this.registry],
+  });
+  private readonly toolCalls = new Counter({
+    name: `${PREFIX}tool_calls_total`,
+    help: 'Tool calls that reached the middleware chain, by tool and outcome (ok or the error code)',
+    labelNames: ['tool', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly toolDuration = new Histogram({
+    name: `${PREFIX}tool_call_duration_seconds`,
+    help: 'Duration of a tool call, middleware included, by tool and outcome',
+    labelNames: ['tool', 'outcome'] as const,
+    buckets: TOOL_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly chatsInFlight = new Gauge({
+    name: `${PREFIX}chat_worker_chats_in_flight`,
+    help: "Durable chats this replica's worker is running",
+    registers: [this.registry],
+  });
+  private readonly claimLag = new Histogram({
+    name: `${PREFIX}chat_claim_lag_seconds`,
+    help: 'Time from a durable chat becoming claimable (pending, its retry delay over) to a worker claiming it',
+    buckets: CLAIM_LAG_BUCKETS,
+    registers: [this.registry],
+  });
+
+  private chatStatusSource?: () => Promise<Record<string, number>>;
+  private readonly poolSources = new Map<PoolName, () => Promise<PoolStats | undefined>>();
+
+  private readonly chats: Gauge<'status'> = new Gauge({
+    name: `${PREFIX}chats`,
+    help: 'Durable chats by status (all replicas; read from the database when scraped)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+    collect: () => this.collectChats(),
+  });
+  private readonly poolConnections: Gauge<'pool' | 'state'> = new Gauge({
+    name: `${PREFIX}pg_pool_connections`,
+    help: 'Connections of a database pool by state: in_use, idle, and waiting (callers queued for one)',
+    labelNames: ['pool', 'state'] as const,
+    registers: [this.registry],
+    collect: () => this.collectPools(),
+  });
+
+  /** `token`: METRICS_TOKEN, when scrapes must present it. */
+  constructor(private readonly token?: string) {}
+
+  /** The text format's content type. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /**
+   * Every metric in the text format: this app's, then the process's (Node's defaults). With
+   * METRICS_TOKEN set, only for `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise).
+   */
+  async scrape(authorization: string | undefined): Promise<string> {
+    if (this.token !== undefined && !bearerMatches(authorization, this.token)) {
+      throw new DomainError('unauthorized', 'The metrics need Authorization: Bearer <METRICS_TOKEN>');
+    }
+    const [app, process] = await Promise.all([this.registry.metrics(), processRegistry().metrics()]);
+    return app + process;
+  }
+
+  observeHttpRequest(method: string, route: string | undefined, status: number, seconds: number): void {
+    const labels = { method, route: route ?? UNMATCHED_ROUTE, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
+  }
+
+  /** Counts a model call as under way until the returned function is called. */
+  modelCallStarted(): () => void {
+    this.modelCallsInFlight.inc();
+    return once(() => this.modelCallsInFlight.dec());
+  }
+
+  observeModelCall(call: ModelCallObservation): void {
+    const labels = { agent: label(call.agent ?? 'none'), model: label(call.model), outcome: codeLabel(call.outcome) };
+    this.modelCalls.inc(labels);
+    this.modelDuration.observe(labels, call.seconds);
+    if (call.usage) {
+      const { agent, model } = labels;
+      this.modelTokens.inc({ agent, model, kind: 'prompt' }, call.usage.promptTokens);
+      this.modelTokens.inc({ agent, model, kind: 'completion' }, call.usage.completionTokens);
+    }
+  }
+
+  /** `tool` must be a registered tool's name; `outcome` is `ok` or the result's error code. */
+  observeToolCall(tool: string, outcome: string, seconds: number): void {
+    const labels = { tool: label(tool), outcome: codeLabel(outcome) };
+    this.toolCalls.inc(labels);
+    this.toolDuration.observe(labels, seconds);
+  }
+
+  /** Counts a durable chat run as under way until the returned function is called. */
+  chatRunStarted(): () => void {
+    this.chatsInFlight.inc();
+    return once(() => this.chatsInFlight.dec());
+  }
+
+  observeClaimLag(seconds: number): void {
+    this.claimLag.observe(Math.max(0, seconds));
+  }
+
+  /** Where the chats-by-status gauge reads its numbers when scraped. */
+  collectChatStatuses(source: () => Promise<Record<string, number>>): void {
+    this.chatStatusSource = source;
+  }
+
+  /** Where a pool's gauge reads its numbers when scraped (undefined: the pool is not open yet). */
+  collectPool(pool: PoolName, source: () => Promise<PoolStats | undefined>): void {
+    this.poolSources.set(pool, source);
+  }
+
+  private async collectChats(): Promise<void> {
+    this.chats.reset();
+    if (!this.chatStatusSource) return;
+    let counts: Record<string, number>;
+    try {
+      counts = await this.chatStatusSource();
+    } catch (error) {
+      // A scrape still answers when the database is slow or gone: without this gauge.
+      this.logger.warn({ msg: 'could not read chats by status', error: (error as Error).message });
+      return;
+    }
+    for (const [status, count] of Object.entries(counts)) this.chats.set({ status }, count);
+  }
+
+  private async collectPools(): Promise<void> {
+    this.poolConnections.reset();
+    for (const [pool, source] of this.poolSources) {
+      const stats = await source().catch(() => undefined);
+      if (!stats) continue;
+      this.poolConnections.set({ pool, state: 'in_use' }, stats.total - stats.idle);
+      this.poolConnections.set({ pool, state: 'idle' }, stats.idle);
+      this.poolConnections.set({ pool, state: 'waiting' }, stats.waiting);
+    }
+  }
+}
+
+let processMetrics: Registry | undefined;
+
+/**
+ * Node's default metrics (CPU, memory, event loop lag, GC, handles) in a registry of their own, made
+ * once per process: they describe the process, and each collection installs observers that are never
+ * removed, so several apps in one process share them.
+ */
+function processRegistry(): Registry {
+  if (!processMetrics) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
+  }
+  return processMetrics;
+}
+
+/** Compares digests, so neither the token's content nor its length shows in the time taken. */
+function bearerMatches(authorization: string | undefined, token: string): boolean {
+  const match = /^Bearer (.+)$/i.exec(authorization ?? '');
+  if (!match) return false;
+  return timingSafeEqual(digest(match[1]), digest(token));
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+function label(value: string): string {
+  return value.length > MAX_LABEL_LENGTH ? value.slice(0, MAX_LABEL_LENGTH) : value;
+}
+
+/** `ok` or a catalog error code; anything else (a tool's own code) counts as `error`. */
+function codeLabel(outcome: string): string {
+  return outcome === 'ok' || Object.hasOwn(ERRORS, outcome) ? outcome : 'error';
+}
+
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+}
