@@ -31,13 +31,18 @@ type Line = Record<string, unknown>;
 
 const ALLOWED_ORIGIN = 'https://analytics.example.com';
 
+/** What `callTool` resolves to: a current result, or the pre-2024 `{ toolResult }` shape (never sent here). */
+type ToolCallAnswer = CallToolResult | { toolResult: unknown };
+
 /** What a tool call returned: its JSON text and its structured content, which must say the same. */
-function structured<T>(result: CallToolResult): T {
+function structured<T>(answer: ToolCallAnswer): T {
+  if (!('content' in answer)) throw new Error(`a legacy toolResult answer: ${JSON.stringify(answer)}`);
+  const result = answer as CallToolResult;
   expect(result.content).toEqual([{ type: 'text', text: JSON.stringify(result.structuredContent) }]);
   return result.structuredContent as T;
 }
 
-const errorCodeOf = (result: CallToolResult) => structured<ToolErrorContent>(result).error.code;
+const errorCodeOf = (result: ToolCallAnswer) => structured<ToolErrorContent>(result).error.code;
 
 describe('MCP server (official SDK client over Streamable HTTP)', () => {
   let t: TestApp;
