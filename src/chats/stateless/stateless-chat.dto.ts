@@ -13,6 +13,7 @@ import {
 } from 'class-validator';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { ChatOptionsDto } from '../../runtime/chat-options.dto';
+import { MAX_CONVERSATION_MESSAGES } from '../../runtime/conversation';
 
 export class StatelessChatDto {
   @ApiProperty({
@@ -30,7 +31,7 @@ export class StatelessChatDto {
   })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
-  @ArrayMaxSize(500)
+  @ArrayMaxSize(MAX_CONVERSATION_MESSAGES)
   messages: unknown[];
 
   @ApiPropertyOptional({ type: ChatContextDto })
