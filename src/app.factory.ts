@@ -9,6 +9,7 @@ import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/f
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
 import { createValidationPipe } from './common/validation.pipe';
+import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
 import { RequestLogController } from './observability/request-log.controller';
 
@@ -34,7 +35,8 @@ export async function createApp(
   options: CreateAppOptions = {},
 ): Promise<NestFastifyApplication> {
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
-  const filter = new HttpExceptionFilter();
+  // Under /v1 errors take OpenAI's shape, so that OpenAI client libraries raise their usual error classes.
+  const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE]);
   const framework = frameworkErrorOptions(filter);
   const adapter = new FastifyAdapter({
     loggerInstance: httpLogger(),

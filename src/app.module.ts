@@ -9,6 +9,7 @@ import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { MetadataModule } from './metadata/metadata.module';
+import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
@@ -30,6 +31,7 @@ export class AppModule {
         RuntimeModule,
         StatelessChatModule,
         DurableChatsModule,
+        OpenAiCompatModule,
         HealthModule,
       ],
     };

@@ -28,8 +28,26 @@ export class AgentService {
   /** Agents the caller may use: active and within its access. Admins see every agent, inactive ones too, to manage them. */
   async listFor(caller: Caller): Promise<AgentListResponse> {
     const agents = await this.em.fork().find(AgentEntity, {}, { orderBy: { name: 'asc' } });
-    const visible = caller.role === 'admin' ? agents : agents.filter((agent) => agent.active && mayUse(agent, caller));
+    const visible = caller.role === 'admin' ? agents : agents.filter((agent) => mayRun(agent, caller));
     return { agents: visible.map(toAgentSummary) };
+  }
+
+  /**
+   * Agents the caller can run now, admins included: active, within its access and valid (what
+   * loadForRun would load), by name.
+   */
+  async listRunnable(caller: Caller): Promise<AgentResponse[]> {
+    const agents = await this.em.fork().find(AgentEntity, { active: true }, { orderBy: { name: 'asc' } });
+    return agents.filter((agent) => mayRun(agent, caller) && !this.findProblem(agent)).map(toAgentResponse);
+  }
+
+  /** One agent the caller can run now; any other name is as unknown as a missing one (404). */
+  async getRunnable(name: string, caller: Caller): Promise<AgentResponse> {
+    const agent = await findByName(this.em.fork(), name);
+    if (!agent || !mayRun(agent, caller) || this.findProblem(agent)) {
+      throw new DomainError('agent_not_found', `Agent "${name}" not found or not available to this key`);
+    }
+    return toAgentResponse(agent);
   }
 
   async get(name: string): Promise<AgentResponse> {
@@ -151,6 +169,11 @@ export class AgentService {
  */
 function findByName(em: EntityManager, name: unknown): Promise<Agent | null> {
   return typeof name === 'string' && AGENT_NAME_PATTERN.test(name) ? em.findOne(AgentEntity, { name }) : Promise.resolve(null);
+}
+
+/** The caller may run the agent now: it is active and the caller is within its access. */
+function mayRun(agent: Agent, caller: Caller): boolean {
+  return agent.active && mayUse(agent, caller);
 }
 
 function mayUse(agent: Agent, caller: Caller): boolean {
