@@ -8,6 +8,7 @@ import type { AppConfig } from './config/app-config';
 import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/framework-errors';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
+import { closeUnusedConnectionsOnClose } from './common/unused-connections';
 import { createValidationPipe } from './common/validation.pipe';
 import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
@@ -73,6 +74,7 @@ export async function createApp(
   // After the hook above, so that its refusals carry the request id too.
   installFrameworkErrorHandlers(app, filter);
   fastify.addHook('preHandler', requestLogContext);
+  closeUnusedConnectionsOnClose(fastify);
   const document = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()

@@ -16,8 +16,8 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
 
 /** OpenAI's error types by status: the SDKs pick their error class by status, some clients read the type. */
 function typeOf(status: number): string {
-  if (status === HttpStatus.FORBIDDEN) return 'permission_error';
-  if (status === HttpStatus.TOO_MANY_REQUESTS) return 'rate_limit_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
   if (status >= 500) return 'server_error';
   // 401 too: OpenAI answers an unknown key with invalid_request_error / invalid_api_key.
   return 'invalid_request_error';
