@@ -134,3 +134,37 @@ export class AppProcess {
     }
   }
 }
+
+/** The app's environment in every bench: loopback on a random port, the mock model without retries, JSON logs at info. */
+export function benchAppEnv(
+  app: { databaseUrl: string; dataDir: string; adminKey: string; llmUrl: string; seed: boolean },
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: app.databaseUrl,
+    DATA_DIR: app.dataDir,
+    ADMIN_API_KEY: app.adminKey,
+    OPENAI_BASE_URL: app.llmUrl,
+    OPENAI_API_KEY: 'sk-bench',
+    LLM_MODEL: 'mock-model',
+    LLM_MAX_RETRIES: '0',
+    SEED: String(app.seed),
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
+
+/**
+ * `markdown` with the section between `start` and `end` (markers included in `section`) replaced; a
+ * file without it gets it before the notes of the last run, or at the end.
+ */
+export function spliceSection(markdown: string, section: string, markers: { start: string; end: string }): string {
+  const start = markdown.indexOf(markers.start);
+  const end = markdown.indexOf(markers.end);
+  if (start >= 0 && end > start) return markdown.slice(0, start) + section + markdown.slice(end + markers.end.length);
+  const notes = markdown.indexOf('## Notes from this run');
+  if (notes >= 0) return `${markdown.slice(0, notes)}${section}\n\n${markdown.slice(notes)}`;
+  return `${markdown.trimEnd()}\n\n${section}\n`;
+}

@@ -1,5 +1,6 @@
 /** Renders the benchmark results as BENCHMARKS.md, goals first, each marked met or not met. */
 import { LoadResult, percentile } from './load';
+import { McpResult, renderMcp } from './mcp';
 import type { StartupTimings } from './server';
 
 export interface ScenarioResult {
@@ -101,6 +102,7 @@ export interface BenchReport {
     errors: number;
   };
   clientSchemas?: ClientSchemasResult;
+  mcp?: McpResult;
   goals: Goal[];
   notes: string[];
 }
@@ -277,6 +279,7 @@ export function renderReport(r: BenchReport): string {
     ),
   );
   if (r.clientSchemas) lines.push('', ...renderClientSchemas(r.clientSchemas, { command: r.command, date: r.date }));
+  if (r.mcp) lines.push('', ...renderMcp(r.mcp, { command: r.command, date: r.date }));
   if (r.notes.length) lines.push('', '## Notes from this run', '', ...r.notes.map((n) => `- ${n}`));
   lines.push('');
   return lines.join('\n');

@@ -15,6 +15,7 @@ import { RunningPostgres, startEmbeddedPostgres } from '../src/database/embedded
 import { DynamicStep, MockLlmServer, MockReply } from '../test/support/mock-llm.server';
 import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runLoad, timeRuns } from './load';
 import { clientSchemasRun } from './client-schemas';
+import { mcpGoals, mcpRun } from './mcp';
 import {
   BenchReport,
   clientSchemaGoals,
@@ -25,7 +26,7 @@ import {
   throughput,
   TimedStep,
 } from './report';
-import { AppProcess, log, sql } from './harness';
+import { AppProcess, benchAppEnv, log, sql } from './harness';
 import type { StartupTimings } from './server';
 
 const COMMAND = 'npm run bench';
@@ -445,6 +446,7 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
     ),
     fairnessGoal(report.fairness),
     ...(report.clientSchemas ? clientSchemaGoals(report.clientSchemas) : []),
+    ...(report.mcp ? mcpGoals(report.mcp) : []),
   ];
 }
 
@@ -694,21 +696,11 @@ async function main(): Promise<void> {
 
     const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
     const app = AppProcess.start(
-      {
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: databaseUrl,
-        DATA_DIR: join(root, 'app-data'),
-        ADMIN_API_KEY: adminKey,
-        OPENAI_BASE_URL: llm.url,
-        OPENAI_API_KEY: 'sk-bench',
-        LLM_MODEL: 'mock-model',
-        LLM_MAX_RETRIES: '0',
-        SEED: 'true',
-        LOG_LEVEL: 'info',
+      benchAppEnv(
+        { databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: true },
         // The fairness run queues 150 chats of one key at once: above the default cap of 32 in flight.
-        CHAT_MAX_IN_FLIGHT_PER_KEY: String(FAIRNESS_FLOOD + 10),
-      },
+        { CHAT_MAX_IN_FLIGHT_PER_KEY: String(FAIRNESS_FLOOD + 10) },
+      ),
       join(root, 'app.log'),
     );
     cleanups.push(() => app.kill());
@@ -732,6 +724,7 @@ async function main(): Promise<void> {
     memory.push(await app.memory('after start and seeding, before any load'));
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios(llm)) results.push(await runScenario(member, scenario, db));
+    const mcp = await mcpRun(ready.port, secret, member);
     memory.push(await app.memory('after the HTTP load (all scenarios above)'));
     const durable = await durableRun(member, llm, databaseUrl);
     log(`durable chats: ${durable.completed}/${durable.chats} in ${durable.wallMs.toFixed(0)} ms`);
@@ -781,6 +774,7 @@ async function main(): Promise<void> {
       durable,
       fairness,
       clientSchemas,
+      mcp,
       notes,
     };
     await cleanup();

@@ -12,21 +12,11 @@ import { startEmbeddedPostgres } from '../src/database/embedded-postgres.launche
 import { freePort } from '../test/support/free-port';
 import { MockLlmServer } from '../test/support/mock-llm.server';
 import { clientSchemasRun, SCHEMA_CYCLES } from './client-schemas';
-import { AppProcess, log, sql } from './harness';
+import { AppProcess, benchAppEnv, log, spliceSection, sql } from './harness';
 import { HttpClient } from './load';
 import { CLIENT_SCHEMAS_END, CLIENT_SCHEMAS_START, clientSchemaGoals, renderClientSchemas } from './report';
 
 const COMMAND = 'npm run bench:schemas';
-
-/** The file with the section replaced; a file without it gets it before the notes, or at the end. */
-function spliceSection(markdown: string, section: string): string {
-  const start = markdown.indexOf(CLIENT_SCHEMAS_START);
-  const end = markdown.indexOf(CLIENT_SCHEMAS_END);
-  if (start >= 0 && end > start) return markdown.slice(0, start) + section + markdown.slice(end + CLIENT_SCHEMAS_END.length);
-  const notes = markdown.indexOf('## Notes from this run');
-  if (notes >= 0) return `${markdown.slice(0, notes)}${section}\n\n${markdown.slice(notes)}`;
-  return `${markdown.trimEnd()}\n\n${section}\n`;
-}
 
 async function main(): Promise<void> {
   const loadBefore = loadavg();
@@ -54,20 +44,8 @@ async function main(): Promise<void> {
     cleanups.push(() => llm.close());
     const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
     const app = AppProcess.start(
-      {
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: databaseUrl,
-        DATA_DIR: join(root, 'app-data'),
-        ADMIN_API_KEY: adminKey,
-        OPENAI_BASE_URL: llm.url,
-        OPENAI_API_KEY: 'sk-bench',
-        LLM_MODEL: 'mock-model',
-        LLM_MAX_RETRIES: '0',
-        // The data_chat agent is created whatever SEED says; the sample CRM is not needed here.
-        SEED: 'false',
-        LOG_LEVEL: 'info',
-      },
+      // The data_chat agent is created whatever SEED says; the sample CRM is not needed here.
+      benchAppEnv({ databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: false }),
       join(root, 'app.log'),
     );
     cleanups.push(() => app.kill());
@@ -94,7 +72,7 @@ async function main(): Promise<void> {
     const section = renderClientSchemas(result, { command: COMMAND, date: new Date().toISOString(), machine }).join('\n');
     const file = join(projectRoot(), 'BENCHMARKS.md');
     const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
-    await writeFile(file, spliceSection(current, section));
+    await writeFile(file, spliceSection(current, section, { start: CLIENT_SCHEMAS_START, end: CLIENT_SCHEMAS_END }));
     process.stdout.write(section + '\n');
     for (const goal of clientSchemaGoals(result))
       log(`${goal.met ? 'met' : 'NOT met'}: ${goal.name}: ${goal.measured} (${goal.target})`);

@@ -1,13 +1,15 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config/app-config';
+import { corsOptions } from './common/cors.options';
 import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/framework-errors';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
+import { createOpenApiDocument } from './common/openapi.document';
 import { closeUnusedConnectionsOnClose } from './common/unused-connections';
 import { createValidationPipe } from './common/validation.pipe';
 import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
@@ -27,8 +29,8 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
 
 /**
  * Builds the application (not yet listening): Fastify and Nest on the one logger (a line per
- * request carrying its request id), the global validation pipe and error filter, and OpenAPI docs
- * at /docs.
+ * request carrying its request id), CORS for CORS_ORIGINS, the global validation pipe and error
+ * filter, and OpenAPI docs at /docs (the document itself at /docs-json).
  */
 export async function createApp(
   config: AppConfig,
@@ -63,6 +65,10 @@ export async function createApp(
     logger: nestLogger,
     abortOnError: false,
   });
+  // Nest runs this hook first, before every other request hook, and copies its headers to the raw
+  // response: preflights are answered before authentication, and errors and hijacked event streams
+  // carry the CORS headers too. Unset CORS_ORIGINS: no hook, no access-control-* header anywhere.
+  if (config.corsOrigins) app.enableCors(corsOptions(config.corsOrigins));
   registerJsonBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(filter);
@@ -75,15 +81,7 @@ export async function createApp(
   installFrameworkErrorHandlers(app, filter);
   fastify.addHook('preHandler', requestLogContext);
   closeUnusedConnectionsOnClose(fastify);
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Data copilot')
-      .setDescription('Metadata-defined objects, records, and LLM agents over them. Every /api route needs a Bearer API key.')
-      .setVersion('1')
-      .addBearerAuth()
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, document);
+  // The UI at /docs, the document at /docs-json.
+  SwaggerModule.setup('docs', app, createOpenApiDocument(app));
   return app;
 }

@@ -8,8 +8,10 @@ import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
+import { PlaygroundModule } from './playground/playground.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
@@ -32,7 +34,9 @@ export class AppModule {
         StatelessChatModule,
         DurableChatsModule,
         OpenAiCompatModule,
+        McpModule,
         HealthModule,
+        PlaygroundModule,
       ],
     };
   }

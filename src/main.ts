@@ -39,7 +39,8 @@ async function main(): Promise<void> {
     throw error;
   });
   await app.listen({ port: config.port, host: config.host });
-  log.info({ msg: `listening on http://${config.host}:${config.port} (docs at /docs)` });
+  const pages = config.playground ? 'playground at /, docs at /docs' : 'docs at /docs';
+  log.info({ msg: `listening on http://${config.host}:${config.port} (${pages})` });
 
   // Shutdown order: stop taking requests and drain them, stop workers and the ORM, then Postgres.
   let stopping = false;

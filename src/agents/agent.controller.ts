@@ -1,11 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { Caller, Roles } from '../auth/auth.decorators';
+import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { AgentService } from './agent.service';
 
 @ApiTags('agents')
-@ApiBearerAuth()
 @Controller('api/v1/ai/agents')
 export class AgentController {
   constructor(private readonly agents: AgentService) {}
@@ -13,24 +13,37 @@ export class AgentController {
   /** Only the agents the caller may use. */
   @Get()
   @Roles('admin', 'member')
+  @ApiRoute({ summary: 'List the agents the caller may use', type: AgentListResponse })
   list(@Caller() caller: Caller): Promise<AgentListResponse> {
     return this.agents.listFor(caller);
   }
 
   @Get(':name')
   @Roles('admin')
+  @ApiRoute({ summary: "Read an agent's whole spec", type: AgentResponse, errors: ['agent_not_found'] })
   get(@Param('name') name: string): Promise<AgentResponse> {
     return this.agents.get(name);
   }
 
   @Post()
   @Roles('admin')
+  @ApiRoute({
+    summary: 'Create an agent',
+    status: 201,
+    type: AgentResponse,
+    errors: [...BODY_ERRORS, 'unknown_tool', 'agent_exists'],
+  })
   create(@Body() dto: AgentSpecDto): Promise<AgentResponse> {
     return this.agents.create(dto);
   }
 
   @Put(':name')
   @Roles('admin')
+  @ApiRoute({
+    summary: "Replace an agent's whole spec",
+    type: AgentResponse,
+    errors: [...BODY_ERRORS, 'unknown_tool', 'agent_not_found'],
+  })
   replace(@Param('name') name: string, @Body() dto: AgentSpecDto): Promise<AgentResponse> {
     return this.agents.replace(name, dto);
   }
@@ -38,6 +51,7 @@ export class AgentController {
   @Delete(':name')
   @Roles('admin')
   @HttpCode(204)
+  @ApiRoute({ summary: 'Delete an agent', status: 204, errors: ['agent_not_found'] })
   async delete(@Param('name') name: string): Promise<void> {
     await this.agents.delete(name);
   }

@@ -31,17 +31,27 @@ import {
 export class AgentModelDto implements AgentModelSettings {
   @ApiPropertyOptional({ example: 'gpt-4o-mini' }) @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
   @ApiPropertyOptional({ minimum: 0, maximum: 2 }) @IsOptional() @IsNumber() @Min(0) @Max(2) temperature?: number;
-  @ApiPropertyOptional({ minimum: 1 }) @IsOptional() @IsInt() @Min(1) @Max(1_000_000) maxTokens?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 1_000_000 })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  maxTokens?: number;
 }
 
 export class AgentPlanningDto implements Partial<AgentPlanning> {
-  @ApiProperty({ minimum: 1, maximum: AGENT_MAX_ITERATIONS, default: AGENT_DEFAULTS.maxIterations })
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: AGENT_MAX_ITERATIONS, default: AGENT_DEFAULTS.maxIterations })
   @IsInt()
   @Min(1)
   @Max(AGENT_MAX_ITERATIONS)
   maxIterations: number;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: AGENT_MAX_TOOL_CALLS_PER_STEP, default: AGENT_DEFAULTS.maxToolCallsPerStep })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: AGENT_MAX_TOOL_CALLS_PER_STEP,
+    default: AGENT_DEFAULTS.maxToolCallsPerStep,
+  })
   @IsOptional()
   @IsInt()
   @Min(1)
@@ -50,8 +60,12 @@ export class AgentPlanningDto implements Partial<AgentPlanning> {
 }
 
 export class AgentGuardrailsDto implements AgentGuardrails {
-  @ApiProperty({ minimum: 1, maximum: 3600 }) @IsInt() @Min(1) @Max(3600) maxExecutionTimeSec: number;
-  @ApiProperty({ minimum: 1 }) @IsInt() @Min(1) @Max(10_000_000) maxTokensPerInvocation: number;
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 3600 }) @IsInt() @Min(1) @Max(3600) maxExecutionTimeSec: number;
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 10_000_000 })
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  maxTokensPerInvocation: number;
 }
 
 export class AgentAccessDto implements AgentAccess {
@@ -72,7 +86,7 @@ export class AgentAccessDto implements AgentAccess {
 
 /** Body of POST /agents and PUT /agents/:name (PUT replaces the whole spec). */
 export class AgentSpecDto {
-  @ApiProperty({ example: 'sales_analyst' })
+  @ApiProperty({ example: 'sales_analyst', pattern: AGENT_NAME_PATTERN.source })
   @IsString()
   @Matches(AGENT_NAME_PATTERN, {
     message: 'name must be lower-case letters, digits, _ or -, starting with a letter, at most 63 characters',
@@ -137,7 +151,7 @@ export class AgentListResponse {
 }
 
 export class AgentResponse extends AgentSummaryResponse {
-  @ApiProperty({ nullable: true }) description: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) description: string | null;
   @ApiProperty() instructions: string;
   @ApiProperty({ type: AgentModelDto }) model: AgentModelSettings;
   @ApiProperty({ type: [String] }) tools: string[];
@@ -145,7 +159,7 @@ export class AgentResponse extends AgentSummaryResponse {
   @ApiProperty({ type: AgentPlanningDto }) planning: AgentPlanning;
   @ApiProperty({ type: AgentGuardrailsDto }) guardrails: AgentGuardrails;
   @ApiProperty({ type: AgentAccessDto }) access: AgentAccess;
-  @ApiProperty() version: number;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'Incremented by every change' }) version: number;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }

@@ -28,23 +28,23 @@ export class AgentService {
   /** Agents the caller may use: active and within its access. Admins see every agent, inactive ones too, to manage them. */
   async listFor(caller: Caller): Promise<AgentListResponse> {
     const agents = await this.em.fork().find(AgentEntity, {}, { orderBy: { name: 'asc' } });
-    const visible = caller.role === 'admin' ? agents : agents.filter((agent) => mayRun(agent, caller));
+    const visible = caller.role === 'admin' ? agents : agents.filter((agent) => agent.active && mayUse(agent, caller));
     return { agents: visible.map(toAgentSummary) };
   }
 
   /**
-   * Agents the caller can run now, admins included: active, within its access and valid (what
-   * loadForRun would load), by name.
+   * Agents the caller may run now: active, valid (what loadForRun would load) and within its access;
+   * for admins too, unlike `listFor`.
    */
-  async listRunnable(caller: Caller): Promise<AgentResponse[]> {
+  async listUsable(caller: Caller): Promise<AgentResponse[]> {
     const agents = await this.em.fork().find(AgentEntity, { active: true }, { orderBy: { name: 'asc' } });
-    return agents.filter((agent) => mayRun(agent, caller) && !this.findProblem(agent)).map(toAgentResponse);
+    return agents.filter((agent) => !this.findProblem(agent) && mayUse(agent, caller)).map(toAgentResponse);
   }
 
-  /** One agent the caller can run now; any other name is as unknown as a missing one (404). */
-  async getRunnable(name: string, caller: Caller): Promise<AgentResponse> {
+  /** One agent the caller may run now; any other name is as unknown as a missing one (404). */
+  async getUsable(name: string, caller: Caller): Promise<AgentResponse> {
     const agent = await findByName(this.em.fork(), name);
-    if (!agent || !mayRun(agent, caller) || this.findProblem(agent)) {
+    if (!agent || !agent.active || this.findProblem(agent) || !mayUse(agent, caller)) {
       throw new DomainError('agent_not_found', `Agent "${name}" not found or not available to this key`);
     }
     return toAgentResponse(agent);
@@ -169,11 +169,6 @@ export class AgentService {
  */
 function findByName(em: EntityManager, name: unknown): Promise<Agent | null> {
   return typeof name === 'string' && AGENT_NAME_PATTERN.test(name) ? em.findOne(AgentEntity, { name }) : Promise.resolve(null);
-}
-
-/** The caller may run the agent now: it is active and the caller is within its access. */
-function mayRun(agent: Agent, caller: Caller): boolean {
-  return agent.active && mayUse(agent, caller);
 }
 
 function mayUse(agent: Agent, caller: Caller): boolean {

@@ -1,23 +1,30 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
+import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { Roles } from './auth.decorators';
 import { ApiKeyListResponse, CreateApiKeyDto, CreatedApiKeyResponse } from './api-key.dto';
 import { ApiKeyService } from './api-key.service';
 
 @ApiTags('api-keys')
-@ApiBearerAuth()
 @Controller('api/v1/api-keys')
 export class ApiKeyController {
   constructor(private readonly keys: ApiKeyService) {}
 
   @Post()
   @Roles('admin')
+  @ApiRoute({
+    summary: 'Create an API key; its secret is in this response only',
+    status: 201,
+    type: CreatedApiKeyResponse,
+    errors: BODY_ERRORS,
+  })
   create(@Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
     return this.keys.create(dto);
   }
 
   @Get()
   @Roles('admin')
+  @ApiRoute({ summary: 'List API keys (never their secrets)', type: ApiKeyListResponse })
   list(): Promise<ApiKeyListResponse> {
     return this.keys.list();
   }
@@ -25,6 +32,11 @@ export class ApiKeyController {
   @Delete(':id')
   @Roles('admin')
   @HttpCode(204)
+  @ApiRoute({
+    summary: 'Revoke an API key; its open event streams close',
+    status: 204,
+    errors: ['api_key_not_found', 'last_admin_key'],
+  })
   async revoke(@Param('id') id: string): Promise<void> {
     await this.keys.revoke(id);
   }

@@ -22,13 +22,13 @@ export class CreateApiKeyDto {
 }
 
 export class ApiKeyResponse {
-  @ApiProperty() id: string;
+  @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() name: string;
   @ApiProperty({ enum: API_KEY_ROLES }) role: ApiKeyRole;
   @ApiProperty() subject: string;
   @ApiProperty({ description: 'First characters of the secret' }) prefix: string;
   @ApiProperty() revoked: boolean;
-  @ApiProperty() createdAt: string;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 
 export class CreatedApiKeyResponse extends ApiKeyResponse {

@@ -4,25 +4,29 @@ import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../common/domain-error';
 import type { ApiKeyRole } from './api-key.entity';
 import { ApiKeyService } from './api-key.service';
-import { Caller, PUBLIC_KEY, ROLES_KEY } from './auth.decorators';
+import { Caller, PUBLIC_KEY, ROLES_KEY, STREAM_TOKEN_KEY, type StreamTokenRoute } from './auth.decorators';
+import { StreamTokenService } from './stream-token.service';
 
-/** Global guard: every route needs `Authorization: Bearer <key>` unless marked @Public(); roles from @Roles(). */
+type GuardedRequest = FastifyRequest & { caller?: Caller };
+
+/**
+ * Global guard: every route needs `Authorization: Bearer <key>` unless marked @Public(); roles from
+ * @Roles(). Event-stream routes marked @AcceptsStreamToken() also take `?token=<stream token>`.
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly keys: ApiKeyService,
+    private readonly streamTokens: StreamTokenService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
-    const request = context.switchToHttp().getRequest<FastifyRequest & { caller?: Caller }>();
-    const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) throw new DomainError('unauthorized', 'Missing API key: send "Authorization: Bearer <key>"');
-    const caller = await this.keys.authenticate(match[1]);
-    if (!caller) throw new DomainError('unauthorized', 'Unknown or revoked API key');
+    const request = context.switchToHttp().getRequest<GuardedRequest>();
+    const streamRoute = this.reflector.getAllAndOverride<StreamTokenRoute | undefined>(STREAM_TOKEN_KEY, targets);
+    const caller = await this.authenticate(request, streamRoute);
     const roles = this.reflector.getAllAndOverride<ApiKeyRole[]>(ROLES_KEY, targets) ?? ['admin'];
     if (!roles.includes(caller.role)) {
       throw new DomainError('forbidden', `This route needs the role ${roles.join(' or ')}`);
@@ -30,4 +34,44 @@ export class ApiKeyGuard implements CanActivate {
     request.caller = caller;
     return true;
   }
+
+  private async authenticate(request: GuardedRequest, streamRoute: StreamTokenRoute | undefined): Promise<Caller> {
+    const token = takeStreamToken(request, streamRoute !== undefined);
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (match) {
+      const caller = await this.keys.authenticate(match[1]);
+      if (!caller) throw new DomainError('unauthorized', 'Unknown or revoked API key');
+      return caller;
+    }
+    if (token === undefined) throw new DomainError('unauthorized', 'Missing API key: send "Authorization: Bearer <key>"');
+    if (!streamRoute) {
+      throw new DomainError(
+        'unauthorized',
+        'Stream tokens open event streams only; send "Authorization: Bearer <key>" on this route',
+      );
+    }
+    const grant = typeof token === 'string' ? await this.streamTokens.verify(token) : undefined;
+    if (!grant) throw new DomainError('unauthorized', 'Unknown or expired stream token, or its key was revoked');
+    if (grant.chatId !== null) {
+      const param = streamRoute.chatParam;
+      const chatId = param ? (request.params as Record<string, string | undefined>)[param] : undefined;
+      if (chatId?.toLowerCase() !== grant.chatId) {
+        throw new DomainError('unauthorized', 'This stream token was made for another chat');
+      }
+    }
+    return grant.caller;
+  }
+}
+
+/**
+ * The `token` query parameter. On a stream route it is consumed here, so the credential never reaches
+ * the handler or its query DTO; elsewhere it stays, and is refused when it would be the only credential.
+ */
+function takeStreamToken(request: GuardedRequest, consume: boolean): unknown {
+  const query = request.query as Record<string, unknown> | undefined;
+  if (!query || typeof query !== 'object' || !('token' in query)) return undefined;
+  const token = query.token;
+  if (consume) delete query.token;
+  return token;
 }

@@ -13,3 +13,10 @@ export function generateSecret(): string {
 export function secretPrefix(secret: string): string {
   return secret.slice(0, 8);
 }
+
+/** Stream tokens: 32 random bytes too, with a prefix of their own so they are never mistaken for keys. */
+export const STREAM_TOKEN_PATTERN = /^dst_[A-Za-z0-9_-]{43}$/;
+
+export function generateStreamToken(): string {
+  return `dst_${randomBytes(32).toString('base64url')}`;
+}

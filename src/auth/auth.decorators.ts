@@ -1,4 +1,5 @@
-import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { ApiQuery } from '@nestjs/swagger';
 import type { ApiKeyRole } from './api-key.entity';
 
 /** The authenticated caller of a request: the API key's id, role and subject. */
@@ -10,6 +11,13 @@ export interface Caller {
 
 export const ROLES_KEY = 'roles';
 export const PUBLIC_KEY = 'public';
+export const STREAM_TOKEN_KEY = 'streamToken';
+
+/** How an event-stream route takes stream tokens (see AcceptsStreamToken). */
+export interface StreamTokenRoute {
+  /** The path parameter holding the chat id that a chat-bound token must name; none: chat-bound tokens are refused. */
+  chatParam?: string;
+}
 
 /** Roles allowed on a route. A route without `@Roles` is admin-only: forgetting it fails closed. */
 export const Roles = (...roles: ApiKeyRole[]) => SetMetadata(ROLES_KEY, roles);
@@ -21,3 +29,20 @@ export const Public = () => SetMetadata(PUBLIC_KEY, true);
 export const Caller = createParamDecorator((_data: unknown, ctx: ExecutionContext): Caller => {
   return ctx.switchToHttp().getRequest<{ caller: Caller }>().caller;
 });
+
+/**
+ * An event-stream route that also takes `?token=<stream token>` instead of the Authorization header,
+ * for browsers' EventSource, which cannot send headers. The stream then runs as the key that made the
+ * token, under the route's @Roles. A token made for a chat opens only routes whose `chatParam` path
+ * parameter is that chat's id. Every other route refuses tokens (401).
+ */
+export const AcceptsStreamToken = (route: StreamTokenRoute = {}) =>
+  applyDecorators(
+    SetMetadata(STREAM_TOKEN_KEY, route),
+    ApiQuery({
+      name: 'token',
+      required: false,
+      description: 'A stream token from POST /api/v1/stream-tokens, for clients that cannot send Authorization (EventSource)',
+      schema: { type: 'string', maxLength: 128 },
+    }),
+  );

@@ -6,11 +6,20 @@ import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeyService } from './api-key.service';
 import { KeyStreams } from './key-streams.service';
+import { StreamTokenController } from './stream-token.controller';
+import { StreamTokenRepository } from './stream-token.repository';
+import { StreamTokenService } from './stream-token.service';
 
 @Module({
   imports: [MikroOrmModule.forFeature([ApiKeyEntity])],
-  controllers: [ApiKeyController],
-  providers: [ApiKeyService, KeyStreams, { provide: APP_GUARD, useClass: ApiKeyGuard }],
+  controllers: [ApiKeyController, StreamTokenController],
+  providers: [
+    ApiKeyService,
+    KeyStreams,
+    StreamTokenRepository,
+    StreamTokenService,
+    { provide: APP_GUARD, useClass: ApiKeyGuard },
+  ],
   exports: [ApiKeyService, KeyStreams],
 })
 export class AuthModule {}

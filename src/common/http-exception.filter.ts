@@ -77,6 +77,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
     }
     const retryAfter = exception instanceof DomainError ? exception.options.retryAfterSeconds : undefined;
     if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
+    // A 401 names the scheme it wants (RFC 9110); MCP hosts read it to know a bearer token is missing.
+    if (status === 401) void reply.header('www-authenticate', 'Bearer');
     const shape = this.shapes.find((s) => underPrefix(request.url, s.prefix));
     void reply
       .status(status)

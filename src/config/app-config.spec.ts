@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       dataDir: resolve('./.data'),
       llmModel: 'gpt-4o-mini',
       seed: true,
+      playground: true,
       logLevel: 'info',
       logFormat: 'json',
     });
@@ -42,6 +43,7 @@ describe('loadConfig', () => {
       OPENAI_BASE_URL: 'http://localhost:11434/v1',
       LLM_MODEL: 'llama3.1',
       SEED: 'false',
+      PLAYGROUND: 'false',
       LOG_LEVEL: 'WARN',
     });
 
@@ -55,6 +57,7 @@ describe('loadConfig', () => {
       openaiBaseUrl: 'http://localhost:11434/v1',
       llmModel: 'llama3.1',
       seed: false,
+      playground: false,
       logLevel: 'warn',
     });
   });
@@ -106,6 +109,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'notaurl'],
     ['DATABASE_URL', 'mysql://localhost/db'],
     ['SEED', 'maybe'],
+    ['PLAYGROUND', 'sometimes'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'xml'],
     ['OPENAI_BASE_URL', 'ftp://models.example.com'],
@@ -121,6 +125,10 @@ describe('loadConfig', () => {
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
+    ['CORS_ORIGINS', 'app.example.com'],
+    ['CORS_ORIGINS', 'https://app.example.com/path'],
+    ['CORS_ORIGINS', 'ftp://files.example.com'],
+    ['CORS_ORIGINS', 'https://a.example.com, *'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
     const error = configErrorOf({ [variable]: value });
 
@@ -169,6 +177,45 @@ describe('loadConfig', () => {
       const env = { TOOL_STATEMENT_TIMEOUT_MS: '1500', QUERY_TIMEOUT_MS: '2500' };
       expect(loadConfig(env).queryTimeoutMs).toBe(2500);
       expect(configWarnings(env)).toEqual([expect.stringContaining('ignored')]);
+    });
+  });
+
+  describe('browser access', () => {
+    it('allows no cross-origin access and gives stream tokens 60 s, 100 per key, when nothing is set', () => {
+      const config = loadConfig({});
+      expect(config.corsOrigins).toBeUndefined();
+      expect(config).toMatchObject({ streamTokenTtlMs: 60_000, streamTokensPerKey: 100 });
+    });
+
+    it('reads CORS_ORIGINS as * or a list of origins, lower-cased, blanks and repeats dropped', () => {
+      expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toBe('*');
+      expect(
+        loadConfig({ CORS_ORIGINS: ' https://App.example.com, http://localhost:5173,,https://app.example.com ' }).corsOrigins,
+      ).toEqual(['https://app.example.com', 'http://localhost:5173']);
+    });
+
+    it.each([
+      ['a path', 'https://app.example.com/ui'],
+      ['a trailing slash', 'https://app.example.com/'],
+      ['no scheme', 'app.example.com'],
+      ['another scheme', 'ftp://files.example.com'],
+      ['a default port spelled out', 'https://app.example.com:443'],
+      ['a query', 'https://app.example.com?x=1'],
+      ['* beside origins', '*, https://app.example.com'],
+      ['only commas', ' , '],
+    ])('refuses CORS_ORIGINS with %s, naming the variable', (_case, value) => {
+      const error = configErrorOf({ CORS_ORIGINS: value });
+      expect(error.variable).toBe('CORS_ORIGINS');
+      expect(error.message).toContain('CORS_ORIGINS');
+    });
+
+    it('reads STREAM_TOKEN_TTL_MS and STREAM_TOKENS_PER_KEY within their bounds', () => {
+      expect(loadConfig({ STREAM_TOKEN_TTL_MS: '5000', STREAM_TOKENS_PER_KEY: '3' })).toMatchObject({
+        streamTokenTtlMs: 5000,
+        streamTokensPerKey: 3,
+      });
+      expect(configErrorOf({ STREAM_TOKEN_TTL_MS: '10' }).variable).toBe('STREAM_TOKEN_TTL_MS');
+      expect(configErrorOf({ STREAM_TOKENS_PER_KEY: '0' }).variable).toBe('STREAM_TOKENS_PER_KEY');
     });
   });
 });

@@ -46,6 +46,8 @@ export interface AppConfig {
   /** Time a client has to send a whole request (headers and body), milliseconds; streamed responses are not limited. */
   httpRequestTimeoutMs: number;
   seed: boolean;
+  /** Serve the browser playground (built page and its assets) at `/`. */
+  playground: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** `json`: one JSON object per line; `pretty`: the same lines made readable for a terminal. */
   logFormat: 'json' | 'pretty';
@@ -57,6 +59,12 @@ export interface AppConfig {
   dbAcquireTimeoutMs: number;
   /** Connections of the data engine's own pool. */
   dataPoolSize: number;
+  /** Browser origins allowed to call the API: `*` for any, a list of origins, or undefined for none (no CORS headers). */
+  corsOrigins?: '*' | string[];
+  /** How long a stream token may be used to open an event stream, milliseconds. */
+  streamTokenTtlMs: number;
+  /** Unexpired stream tokens one API key may hold at once (beyond: 429). */
+  streamTokensPerKey: number;
 }
 
 export class ConfigError extends Error {
@@ -114,6 +122,41 @@ function oneOf<const T extends readonly string[]>(env: Env, name: string, values
   return raw;
 }
 
+/**
+ * `*`, or comma-separated origins as browsers send them in `Origin`: scheme, host and an optional
+ * port, nothing else. A path or a trailing slash would never match a browser's Origin, so it is refused
+ * rather than silently matching nothing.
+ */
+function origins(env: Env, name: string): '*' | string[] | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  const items = raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+  if (items.includes('*')) {
+    if (items.length > 1) throw new ConfigError(name, 'must be either * or a list of origins, not both');
+    return '*';
+  }
+  const result = items.map((item) => {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(item);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== item.toLowerCase()) {
+      throw new ConfigError(
+        name,
+        `must be * or comma-separated origins like https://app.example.com (http or https, host, optional port, no path), got "${item}"`,
+      );
+    }
+    return parsed.origin;
+  });
+  if (!result.length) throw new ConfigError(name, 'must name at least one origin, or *');
+  return [...new Set(result)];
+}
+
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 
 /** Builds and validates the configuration; throws ConfigError naming the first bad variable. */
@@ -150,12 +193,16 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sseMaxStreamsPerKey: int(env, 'SSE_MAX_STREAMS_PER_KEY', 20, 1, 100_000),
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     seed: bool(env, 'SEED', true),
+    playground: bool(env, 'PLAYGROUND', true),
     logLevel: logLevel as AppConfig['logLevel'],
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
     queryTimeoutMs: int(env, queryTimeoutVariable(env), 5_000, 100, 600_000),
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
     dataPoolSize: int(env, 'DATA_POOL_SIZE', 10, 1, 1_000),
+    corsOrigins: origins(env, 'CORS_ORIGINS'),
+    streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
+    streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),
   };
 }
 

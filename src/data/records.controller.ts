@@ -1,15 +1,18 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Roles } from '../auth/auth.decorators';
+import { ApiRoute, BODY_ERRORS, DATA_ERRORS } from '../common/api-route.decorator';
+import type { ErrorCode } from '../common/error-codes';
 import { ClientSignal } from '../common/fastify-reply';
+import { schemaRef } from '../common/openapi.schemas';
 import type { VersionedRecord } from './data.types';
 import { DataService } from './data.service';
 import { etagOf, parseIfMatch } from './record-version';
 import { AggregateDto, AggregateResponse, RecordListResponse, RecordsQueryDto } from './records.dto';
 import { RecordsService } from './records.service';
 
-const RECORD_BODY = { schema: { type: 'object', additionalProperties: true, example: { name: 'Acme', stage: 'won' } } };
+const RECORD_BODY = { schema: schemaRef('RecordInput') };
 
 const ETAG_HEADER = {
   ETag: {
@@ -24,7 +27,20 @@ const IF_MATCH = {
     'ETag(s) of the record as last read: the write happens only if the record is still at one of them, else 412 ' +
     'precondition_failed. Not a list of quoted entity tags (nor "*"): 400 invalid_if_match. Absent: last write wins.',
 };
-const PRECONDITION_FAILED = { status: 412, description: 'precondition_failed: the record changed since the If-Match version' };
+
+/** Errors of a record's field values (create and update). */
+const VALUE_ERRORS: ErrorCode[] = [
+  'invalid_record',
+  'unknown_field',
+  'read_only_field',
+  'invalid_value',
+  'invalid_reference',
+  'unique_violation',
+  'metadata_changed',
+];
+
+/** Errors of a where filter (query string or body). */
+const WHERE_ERRORS: ErrorCode[] = ['invalid_where', 'unknown_field', 'invalid_operator', 'too_many_values', 'invalid_value'];
 
 /** Answers with the record and its version as ETag. */
 function sendVersioned(reply: FastifyReply, { record, version }: VersionedRecord): Record<string, unknown> {
@@ -33,7 +49,6 @@ function sendVersioned(reply: FastifyReply, { record, version }: VersionedRecord
 }
 
 @ApiTags('records')
-@ApiBearerAuth()
 @Controller('api/v1/objects/:name')
 export class RecordsController {
   constructor(
@@ -43,6 +58,11 @@ export class RecordsController {
 
   @Get('records')
   @Roles('admin', 'member')
+  @ApiRoute({
+    summary: 'Query records: filter, sort, project and page',
+    type: RecordListResponse,
+    errors: ['validation_failed', 'object_not_found', ...WHERE_ERRORS, 'invalid_order_by', 'invalid_fields', ...DATA_ERRORS],
+  })
   list(
     @Param('name') name: string,
     @Query() query: RecordsQueryDto,
@@ -54,7 +74,14 @@ export class RecordsController {
   @Post('records')
   @Roles('admin', 'member')
   @ApiBody(RECORD_BODY)
-  @ApiResponse({ status: 201, description: 'The created record', headers: ETAG_HEADER })
+  @ApiRoute({
+    summary: 'Create a record',
+    status: 201,
+    schema: schemaRef('RecordResponse'),
+    responseDescription: 'The created record',
+    headers: ETAG_HEADER,
+    errors: [...BODY_ERRORS, 'object_not_found', ...VALUE_ERRORS, 'missing_required_field', ...DATA_ERRORS],
+  })
   async create(
     @Param('name') name: string,
     @Body() body: unknown,
@@ -66,7 +93,13 @@ export class RecordsController {
 
   @Get('records/:id')
   @Roles('admin', 'member')
-  @ApiResponse({ status: 200, description: 'The record', headers: ETAG_HEADER })
+  @ApiRoute({
+    summary: 'Read a record',
+    schema: schemaRef('RecordResponse'),
+    responseDescription: 'The record',
+    headers: ETAG_HEADER,
+    errors: ['object_not_found', 'record_not_found', ...DATA_ERRORS],
+  })
   async get(
     @Param('name') name: string,
     @Param('id') id: string,
@@ -80,8 +113,21 @@ export class RecordsController {
   @Roles('admin', 'member')
   @ApiBody(RECORD_BODY)
   @ApiHeader(IF_MATCH)
-  @ApiResponse({ status: 200, description: 'The updated record', headers: ETAG_HEADER })
-  @ApiResponse(PRECONDITION_FAILED)
+  @ApiRoute({
+    summary: 'Update some fields of a record',
+    schema: schemaRef('RecordResponse'),
+    responseDescription: 'The updated record',
+    headers: ETAG_HEADER,
+    errors: [
+      ...BODY_ERRORS,
+      'invalid_if_match',
+      'object_not_found',
+      'record_not_found',
+      ...VALUE_ERRORS,
+      'precondition_failed',
+      ...DATA_ERRORS,
+    ],
+  })
   async update(
     @Param('name') name: string,
     @Param('id') id: string,
@@ -97,7 +143,18 @@ export class RecordsController {
   @Roles('admin', 'member')
   @HttpCode(204)
   @ApiHeader(IF_MATCH)
-  @ApiResponse(PRECONDITION_FAILED)
+  @ApiRoute({
+    summary: 'Delete a record',
+    status: 204,
+    errors: [
+      'invalid_if_match',
+      'object_not_found',
+      'record_not_found',
+      'record_referenced',
+      'precondition_failed',
+      ...DATA_ERRORS,
+    ],
+  })
   async delete(
     @Param('name') name: string,
     @Param('id') id: string,
@@ -110,6 +167,20 @@ export class RecordsController {
   @Post('aggregate')
   @Roles('admin', 'member')
   @HttpCode(200)
+  @ApiRoute({
+    summary: 'Aggregate records: count, sum, avg, min, max, count_distinct, optionally grouped',
+    type: AggregateResponse,
+    errors: [
+      ...BODY_ERRORS,
+      'object_not_found',
+      ...WHERE_ERRORS,
+      'invalid_group_by',
+      'invalid_aggregation',
+      'invalid_aggregate_function',
+      'invalid_order_by',
+      ...DATA_ERRORS,
+    ],
+  })
   aggregate(
     @Param('name') name: string,
     @Body() dto: AggregateDto,

@@ -1,22 +1,27 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDefined, IsInt, IsOptional, IsString, MaxLength, Min, ValidateIf } from 'class-validator';
+import { schemaRef } from '../common/openapi.schemas';
 import { PaginationQueryDto } from '../common/pagination.dto';
+import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from './data.types';
 
 /** Query string of GET /records. JSON-valued parameters are parsed and checked by the service. */
 export class RecordsQueryDto extends PaginationQueryDto {
-  @ApiPropertyOptional({ description: 'JSON filter, e.g. {"stage":"won","amount":{"$gt":1000}}' })
+  @ApiPropertyOptional({
+    maxLength: 20_000,
+    description: 'A Where filter as JSON text, e.g. {"stage":"won","amount":{"$gt":1000}}',
+  })
   @IsOptional()
   @IsString()
   @MaxLength(20_000)
   where?: string;
 
-  @ApiPropertyOptional({ description: 'JSON, e.g. [{"field":"amount","order":"desc"}]' })
+  @ApiPropertyOptional({ maxLength: 2_000, description: 'Sort order as JSON text, e.g. [{"field":"amount","order":"desc"}]' })
   @IsOptional()
   @IsString()
   @MaxLength(2_000)
   orderBy?: string;
 
-  @ApiPropertyOptional({ description: 'Comma-separated field names; id is always included' })
+  @ApiPropertyOptional({ maxLength: 5_000, description: 'Comma-separated field names; id is always included' })
   @IsOptional()
   @IsString()
   @MaxLength(5_000)
@@ -24,24 +29,50 @@ export class RecordsQueryDto extends PaginationQueryDto {
 }
 
 export class RecordListResponse {
-  @ApiProperty({ type: 'array', items: { type: 'object' } }) records: Record<string, unknown>[];
-  @ApiProperty() total: number;
-  @ApiProperty() limit: number;
-  @ApiProperty() offset: number;
+  @ApiProperty({ type: 'array', items: schemaRef('RecordResponse') }) records: Record<string, unknown>[];
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Records matching the filter, all pages' }) total: number;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'The page size used (after clamping)' }) limit: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) offset: number;
 }
 
 export class AggregateResponse {
-  @ApiProperty({ type: 'array', items: { type: 'object' } }) rows: Record<string, unknown>[];
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'object', additionalProperties: schemaRef('FieldValue') },
+    description: 'One row per group: the group-by fields and one column per aggregation alias',
+    example: [{ stage: 'won', total: 125000 }],
+  })
+  rows: Record<string, unknown>[];
+}
+
+/** One aggregation of POST /aggregate (documentation only: the aggregate compiler checks them). */
+export class AggregationDto {
+  @ApiProperty({ enum: AGGREGATE_FUNCTIONS }) function: string;
+  @ApiPropertyOptional({ description: 'The field aggregated; omitted only for count (count of records)' }) field?: string;
+  @ApiProperty({ description: 'Name of the result column' }) alias: string;
+}
+
+/** One sort key (documentation only: the compilers check them). */
+export class OrderByDto {
+  @ApiProperty({ description: 'A field name (records), or a group-by field or aggregation alias (aggregate)' }) field: string;
+  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'asc' }) order?: 'asc' | 'desc';
 }
 
 /** Body of POST /aggregate; checked field by field by the data engine. */
 export class AggregateDto {
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) @IsOptional() where?: unknown;
-  @ApiPropertyOptional({ type: [String] }) @IsOptional() groupBy?: unknown;
-  @ApiProperty({ type: 'array', items: { type: 'object' }, example: [{ function: 'sum', field: 'amount', alias: 'total' }] })
+  @ApiPropertyOptional({ allOf: [schemaRef('Where')], description: 'Only records matching this filter' })
+  @IsOptional()
+  where?: unknown;
+  @ApiPropertyOptional({ type: [String], maxItems: MAX_GROUP_BY_FIELDS }) @IsOptional() groupBy?: unknown;
+  @ApiProperty({
+    type: [AggregationDto],
+    minItems: 1,
+    maxItems: MAX_AGGREGATIONS,
+    example: [{ function: 'sum', field: 'amount', alias: 'total' }],
+  })
   @IsDefined()
   aggregations: unknown;
-  @ApiPropertyOptional({ type: 'array', items: { type: 'object' } }) @IsOptional() orderBy?: unknown;
+  @ApiPropertyOptional({ type: [OrderByDto], description: 'Top-N when combined with limit' }) @IsOptional() orderBy?: unknown;
   /** null is refused like any other non-number, hence ValidateIf rather than IsOptional. */
   @ApiPropertyOptional({
     type: 'integer',

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { MIGRATIONS } from '../database/migrations';
+import type { HealthResponse } from './health.dto';
 import { HealthRepository } from './health.repository';
 
 @Injectable()
@@ -10,7 +11,7 @@ export class HealthService {
   constructor(private readonly repo: HealthRepository) {}
 
   /** ok when the database answers and holds every migration of this build. */
-  async check(): Promise<{ status: 'ok' }> {
+  async check(): Promise<HealthResponse> {
     let applied: number;
     try {
       applied = await this.repo.appliedMigrations();

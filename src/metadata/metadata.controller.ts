@@ -1,6 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators';
+import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
+import type { ErrorCode } from '../common/error-codes';
 import {
   CreateFieldDto,
   CreateObjectDto,
@@ -12,32 +14,59 @@ import {
 } from './metadata.dto';
 import { MetadataService } from './metadata.service';
 
+/** What a field definition may be refused for (a new field, or a new object's fields). */
+const FIELD_ERRORS: ErrorCode[] = [
+  'invalid_name',
+  'reserved_name',
+  'invalid_field_type',
+  'missing_options',
+  'invalid_options',
+  'unexpected_options',
+  'missing_reference',
+  'unknown_reference',
+  'unexpected_reference',
+  'invalid_unique',
+  'too_many_fields',
+];
+
 @ApiTags('objects')
-@ApiBearerAuth()
 @Controller('api/v1/objects')
 export class MetadataController {
   constructor(private readonly metadata: MetadataService) {}
 
   @Get()
   @Roles('admin', 'member')
+  @ApiRoute({ summary: 'List objects', type: ObjectListResponse })
   list(): Promise<ObjectListResponse> {
     return this.metadata.listObjectsForApi();
   }
 
   @Get(':name')
   @Roles('admin', 'member')
+  @ApiRoute({ summary: 'Describe an object and its fields', type: ObjectResponse, errors: ['object_not_found'] })
   get(@Param('name') name: string): Promise<ObjectResponse> {
     return this.metadata.describeObject(name);
   }
 
   @Post()
   @Roles('admin')
+  @ApiRoute({
+    summary: 'Create an object and its table',
+    status: 201,
+    type: ObjectResponse,
+    errors: [...BODY_ERRORS, ...FIELD_ERRORS, 'duplicate_field', 'object_exists'],
+  })
   create(@Body() dto: CreateObjectDto): Promise<ObjectResponse> {
     return this.metadata.createObject(dto);
   }
 
   @Patch(':name')
   @Roles('admin')
+  @ApiRoute({
+    summary: "Change an object's label or description",
+    type: ObjectResponse,
+    errors: [...BODY_ERRORS, 'object_not_found'],
+  })
   update(@Param('name') name: string, @Body() dto: UpdateObjectDto): Promise<ObjectResponse> {
     return this.metadata.updateObject(name, dto);
   }
@@ -45,18 +74,46 @@ export class MetadataController {
   @Delete(':name')
   @Roles('admin')
   @HttpCode(204)
+  @ApiRoute({
+    summary: 'Delete an object, its table and its records',
+    status: 204,
+    errors: ['object_not_found', 'object_in_use', 'object_referenced'],
+  })
   async delete(@Param('name') name: string): Promise<void> {
     await this.metadata.deleteObject(name);
   }
 
   @Post(':name/fields')
   @Roles('admin')
+  @ApiRoute({
+    summary: 'Add a field (a column) to an object',
+    status: 201,
+    type: FieldResponse,
+    errors: [...BODY_ERRORS, ...FIELD_ERRORS, 'object_not_found', 'field_exists', 'object_not_empty'],
+  })
   addField(@Param('name') name: string, @Body() dto: CreateFieldDto): Promise<FieldResponse> {
     return this.metadata.addField(name, dto);
   }
 
   @Patch(':name/fields/:field')
   @Roles('admin')
+  @ApiRoute({
+    summary: 'Change a field: label, description, required, unique, indexed or options',
+    type: FieldResponse,
+    errors: [
+      ...BODY_ERRORS,
+      'object_not_found',
+      'field_not_found',
+      'missing_options',
+      'invalid_options',
+      'unexpected_options',
+      'invalid_unique',
+      'options_in_use',
+      'field_has_empty_values',
+      'field_values_too_long',
+      'unique_violation',
+    ],
+  })
   updateField(@Param('name') name: string, @Param('field') field: string, @Body() dto: UpdateFieldDto): Promise<FieldResponse> {
     return this.metadata.updateField(name, field, dto);
   }
@@ -64,6 +121,11 @@ export class MetadataController {
   @Delete(':name/fields/:field')
   @Roles('admin')
   @HttpCode(204)
+  @ApiRoute({
+    summary: 'Delete a field and its column',
+    status: 204,
+    errors: ['object_not_found', 'field_not_found'],
+  })
   async deleteField(@Param('name') name: string, @Param('field') field: string): Promise<void> {
     await this.metadata.deleteField(name, field);
   }

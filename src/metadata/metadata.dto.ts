@@ -116,15 +116,15 @@ export class FieldResponse {
 export class ObjectResponse {
   @ApiProperty() name: string;
   @ApiProperty() label: string;
-  @ApiProperty({ nullable: true }) description: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) description: string | null;
   @ApiProperty({ type: [FieldResponse] }) fields: FieldResponse[];
 }
 
 export class ObjectSummaryResponse {
   @ApiProperty() name: string;
   @ApiProperty() label: string;
-  @ApiProperty({ nullable: true }) description: string | null;
-  @ApiProperty() fieldCount: number;
+  @ApiProperty({ type: 'string', nullable: true }) description: string | null;
+  @ApiProperty({ type: 'integer', minimum: 0 }) fieldCount: number;
 }
 
 export class ObjectListResponse {

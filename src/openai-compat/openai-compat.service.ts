@@ -30,11 +30,11 @@ export class OpenAiCompatService {
   ) {}
 
   async listModels(caller: Caller): Promise<ModelListResponse> {
-    return { object: 'list', data: (await this.agents.listRunnable(caller)).map(toModelResponse) };
+    return { object: 'list', data: (await this.agents.listUsable(caller)).map(toModelResponse) };
   }
 
   async getModel(caller: Caller, id: string): Promise<ModelResponse> {
-    return toModelResponse(await this.agents.getRunnable(id, caller));
+    return toModelResponse(await this.agents.getUsable(id, caller));
   }
 
   /**

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsObject, IsOptional } from 'class-validator';
+import { JSON_VALUE } from '../common/openapi.schemas';
 import type { ToolDefinition } from './tool.types';
 
 /** Body of POST /api/v1/ai/tools/:name/execute. */
@@ -27,10 +28,13 @@ export class ToolListResponse {
 }
 
 export class ExecuteToolResponse {
-  @ApiProperty({ description: 'What the tool returned, or { error: { code, message, details? } } when isError' })
+  @ApiProperty({
+    ...JSON_VALUE,
+    description: 'What the tool returned (any JSON), or { error: { code, message, details? } } when isError',
+  })
   result: unknown;
   @ApiProperty() isError: boolean;
-  @ApiProperty() durationMs: number;
+  @ApiProperty({ minimum: 0, description: 'Milliseconds, two decimals' }) durationMs: number;
 }
 
 export function toToolInfo(tool: Pick<ToolDefinition<never>, 'name' | 'description' | 'parameters'>): ToolInfo {

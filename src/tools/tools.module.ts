@@ -46,6 +46,6 @@ function createToolRegistry(config: AppConfig, data: DataService, metadata: Meta
     { provide: ToolRegistry, useFactory: createToolRegistry, inject: [APP_CONFIG, DataService, MetadataService, DataPool] },
     ToolsService,
   ],
-  exports: [ToolRegistry],
+  exports: [ToolRegistry, ToolsService],
 })
 export class ToolsModule {}

@@ -3,9 +3,13 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { ToolRegistry } from './tool.registry';
+import type { ToolAgentScope } from './tool.types';
 import { ExecuteToolDto, ExecuteToolResponse, toToolInfo, ToolListResponse } from './tools.dto';
 
-/** Direct tool calls by a user over HTTP: the same registry and middleware as agents, without an agent. */
+/**
+ * Direct tool calls by a user (REST, MCP): the same registry and middleware as agents. With `agent`,
+ * the call is held to that agent's tools and objects, as the agent's own calls are.
+ */
 @Injectable()
 export class ToolsService {
   constructor(private readonly registry: ToolRegistry) {}
@@ -15,12 +19,18 @@ export class ToolsService {
   }
 
   /** `signal` aborts when the HTTP client leaves: the call stops, and so does its database statement. */
-  async execute(caller: Caller, name: string, dto: ExecuteToolDto, signal: AbortSignal): Promise<ExecuteToolResponse> {
+  async execute(
+    caller: Caller,
+    name: string,
+    dto: ExecuteToolDto,
+    signal: AbortSignal,
+    agent?: ToolAgentScope,
+  ): Promise<ExecuteToolResponse> {
     // An unknown name is the caller's URL mistake (404); everything after that is a tool result (200).
     if (!this.registry.get(name)) throw new DomainError('tool_not_found', `Tool "${name.slice(0, 100)}" not found`);
     const result = await this.registry.execute(
       { id: `direct_${randomUUID()}`, name, arguments: dto.arguments ?? {} },
-      { caller, signal },
+      { caller, signal, ...(agent ? { agent } : {}) },
     );
     return { result: result.content, isError: result.isError, durationMs: result.durationMs };
   }

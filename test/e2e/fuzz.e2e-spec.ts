@@ -53,6 +53,7 @@ const TARGETS = [
   'POST /api/v1/chats/{id}/messages',
   'POST /api/v1/chats/{id}/tool-results',
   'POST /api/v1/chats/{id}/interrupt',
+  'POST /api/v1/stream-tokens',
   'POST /api/v1/api-keys',
   'POST /api/v1/ai/agents',
   'PUT /api/v1/ai/agents/{name}',
@@ -499,6 +500,24 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
       // The route takes no body: none, or anything.
       body: oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
     })),
+    'POST /api/v1/stream-tokens': requestAs('POST', (role) => {
+      const own = pick([world.chats[role].talk, world.chats[role].action]);
+      return {
+        path: fc.constant('/api/v1/stream-tokens'),
+        body: validOr(
+          fc.record({ chatId: own }, { requiredKeys: [] }),
+          bodyFor(schemaOf('POST /api/v1/stream-tokens'), {
+            // Mostly the key's own chats; sometimes the other key's, which must be as unknown as a missing one.
+            chatId: fc.oneof(
+              { weight: 4, arbitrary: own },
+              { weight: 2, arbitrary: fc.constant(world.chats[role === 'admin' ? 'member' : 'admin'].talk) },
+              { weight: 1, arbitrary: fc.uuid() },
+              { weight: 1, arbitrary: nastyString },
+            ),
+          }),
+        ),
+      };
+    }),
     'POST /api/v1/api-keys': request('POST', fc.constant('/api/v1/api-keys'), bodyFor(schemaOf('POST /api/v1/api-keys'))),
     'POST /api/v1/ai/agents': request(
       'POST',

@@ -54,6 +54,8 @@ export class SseClient {
   readonly events: SseEvent[] = [];
   /** The server ended the response (or the connection went away). */
   ended = false;
+  /** The response's headers (names lower-cased). */
+  headers: http.IncomingHttpHeaders = {};
   private request?: http.ClientRequest;
   private response?: http.IncomingMessage;
 
@@ -65,6 +67,7 @@ export class SseClient {
         { headers: { ...bearer(key), accept: 'text/event-stream', ...headers } },
         (res) => {
           client.response = res;
+          client.headers = res.headers;
           if (res.statusCode !== 200) return reject(new Error(`SSE status ${res.statusCode}`));
           let buffer = '';
           res.setEncoding('utf8');

@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import type { JsonSchema } from './openapi-routes';
+import { FIELD_OPERATORS } from '../../src/data/where.compiler';
 
 /**
  * A JSON fragment that JSON.stringify cannot write (`1e999`, `-0`, a 30-digit integer), spliced into
@@ -350,8 +351,8 @@ function rightShape(input: JsonSchema, options: ShapeOptions, depth: number): fc
     case 'integer':
       return integerFor(schema.minimum, schema.maximum, hostile);
     case 'number': {
-      // The OpenAPI document says "number" for the integer-only DTO properties too (maxTokens, maxIterations, ...):
-      // whole numbers pass both, fractions are kept for small ranges (temperature) and for hostile bodies.
+      // Mostly whole numbers (they pass number and integer checks alike); fractions for small ranges
+      // (temperature) and for hostile bodies.
       const fraction = fc.double({
         min: schema.minimum ?? -1e6,
         max: schema.maximum ?? 1e6,
@@ -508,24 +509,8 @@ export function fieldValue(field: FuzzField, ids: readonly string[] = [], hostil
   return fc.oneof({ weight: 3, arbitrary: right }, { weight: 1, arbitrary: leaf }, { weight: 1, arbitrary: nastyValue });
 }
 
-const WHERE_OPERATORS = [
-  '$eq',
-  '$ne',
-  '$gt',
-  '$gte',
-  '$lt',
-  '$lte',
-  '$in',
-  '$nin',
-  '$between',
-  '$contains',
-  '$notContains',
-  '$startsWith',
-  '$endsWith',
-  '$null',
-  '$regex',
-  '$like',
-];
+/** The compiler's operators and two it does not have, which must be refused. */
+const WHERE_OPERATORS = [...FIELD_OPERATORS, '$regex', '$like'];
 
 /** Field names as a client might send them: the object's, the system columns, unknown and hostile ones. */
 export function fieldName(fields: readonly FuzzField[]): fc.Arbitrary<string> {

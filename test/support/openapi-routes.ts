@@ -59,15 +59,18 @@ export function fillPath(template: string, values: Record<string, string>, fallb
   return template.replace(/\{(\w+)\}/g, (_, param: string) => encodeURIComponent(values[param] ?? fallback));
 }
 
-/** A copy of `schema` with `#/components/schemas/*` references replaced by their targets (the DTOs hold no cycles). */
-export function resolveRefs(schema: JsonSchema, components: Record<string, JsonSchema>, depth = 0): JsonSchema {
-  if (depth > 20) throw new Error('resolveRefs: schema nested too deep (a cycle?)');
+/**
+ * A copy of `schema` with `#/components/schemas/*` references replaced by their targets. A reference
+ * back to a schema it is already inside (the recursive Where filter) becomes `{}`, any value.
+ */
+export function resolveRefs(schema: JsonSchema, components: Record<string, JsonSchema>, inside: string[] = []): JsonSchema {
   if (schema.$ref) {
+    if (inside.includes(schema.$ref)) return {};
     const target = components[schema.$ref.replace('#/components/schemas/', '')];
     if (!target) throw new Error(`resolveRefs: ${schema.$ref} is not in the document`);
-    return resolveRefs(target, components, depth + 1);
+    return resolveRefs(target, components, [...inside, schema.$ref]);
   }
-  const resolve = (s: JsonSchema) => resolveRefs(s, components, depth + 1);
+  const resolve = (s: JsonSchema) => resolveRefs(s, components, inside);
   const out: JsonSchema = { ...schema };
   if (schema.properties) out.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, s]) => [k, resolve(s)]));
   if (schema.items) out.items = resolve(schema.items);

@@ -25,7 +25,7 @@ export interface TestApp {
 }
 
 export interface TestAppOptions {
-  /** Environment variables, as a user would set them (SEED defaults to false in tests). */
+  /** Environment variables, as a user would set them (SEED and PLAYGROUND default to false in tests). */
   env?: Record<string, string>;
   /** Reuse a database (a second replica on the same data). */
   database?: TestDatabase;
@@ -39,6 +39,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const dataDir = await mkdtemp(join(tmpdir(), 'data-copilot-app-'));
   const config = loadConfig({
     SEED: 'false',
+    // The page's files exist only after npm run build; the tests about it turn it on.
+    PLAYGROUND: 'false',
     LOG_LEVEL: 'silent',
     ADMIN_API_KEY: TEST_ADMIN_KEY,
     DATA_DIR: dataDir,

@@ -10,6 +10,9 @@ import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 import { toChatResponse, toMessageResponse } from './chat.dto';
 
+/** Statuses in which a chat waits for its client's next message: where `?until=idle` ends a stream. */
+const IDLE_STATUSES: readonly ChatStatus[] = ['waiting', 'error'];
+
 /**
  * SSE streams of chats. Events over NOTIFY are hints; what a client receives is re-read from the
  * tables, serialised per connection and tracked by message id, so a resumed stream (Last-Event-ID
@@ -27,12 +30,14 @@ export class ChatStreamService {
 
   /**
    * Checks the cursor and the chat first and only then calls `open` for the raw response, so a 400
-   * or 404 is still a normal JSON error. A Last-Event-ID header wins over ?afterId.
+   * or 404 is still a normal JSON error. A Last-Event-ID header wins over ?afterId. With `until:
+   * 'idle'` the stream ends with an `end` event once it has sent a `waiting` or `error` status, the
+   * catch-up's included, so a client can follow one turn and be done.
    */
   async streamChat(
     caller: Caller,
     chatId: string,
-    resume: { lastEventId?: string; afterId?: number },
+    resume: { lastEventId?: string; afterId?: number; until?: 'idle' },
     open: () => ServerResponse,
   ): Promise<void> {
     let lastId = resume.afterId ?? 0;
@@ -64,18 +69,26 @@ export class ChatStreamService {
      * the details only the table has.
      */
     const sendStatus = async (status?: ChatStatus) => {
+      let sent: ChatStatus;
       if (status && status !== 'requires_action' && status !== 'error') {
-        return writer.send({ status, lastError: null }, { event: 'status' });
+        writer.send({ status, lastError: null }, { event: 'status' });
+        sent = status;
+      } else {
+        const chat = await this.repo.find(this.em.fork(), chatId, caller.subject);
+        if (!chat) {
+          writer.send({ status: 'deleted' }, { event: 'status' });
+          writer.close();
+          return;
+        }
+        sent = status ?? chat.status;
+        writer.send({ status: sent, lastError: chat.lastError }, { event: 'status' });
+        if (chat.status === 'requires_action' && sent === 'requires_action') {
+          writer.send({ pendingToolCalls: toChatResponse(chat).pendingToolCalls }, { event: 'action_required' });
+        }
       }
-      const chat = await this.repo.find(this.em.fork(), chatId, caller.subject);
-      if (!chat) {
-        writer.send({ status: 'deleted' }, { event: 'status' });
+      if (resume.until === 'idle' && IDLE_STATUSES.includes(sent)) {
+        writer.send({ status: sent }, { event: 'end' });
         writer.close();
-        return;
-      }
-      writer.send({ status: status ?? chat.status, lastError: chat.lastError }, { event: 'status' });
-      if (chat.status === 'requires_action' && (status ?? chat.status) === 'requires_action') {
-        writer.send({ pendingToolCalls: toChatResponse(chat).pendingToolCalls }, { event: 'action_required' });
       }
     };
     const unsubscribe = this.events.subscribe((event: ChatEventOrResync) => {

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import {
   Allow,
@@ -6,12 +6,14 @@ import {
   ArrayNotEmpty,
   IsArray,
   IsBoolean,
+  IsIn,
   IsNotEmpty,
   IsOptional,
   IsString,
   MaxLength,
   ValidateNested,
 } from 'class-validator';
+import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import { QueryInt } from '../../common/pagination.dto';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { CHAT_STATUSES, type ChatMessageRow, type ChatRow, type ChatStatus, type PendingToolCall } from './chat.types';
@@ -36,7 +38,7 @@ export class CreateChatDto {
     description:
       'Tools the client executes: { name, description, inputSchema } or { type: "custom", name, description } (raw text input)',
     type: 'array',
-    items: { type: 'object' },
+    items: JSON_OBJECT,
   })
   @IsOptional()
   @IsArray()
@@ -50,7 +52,9 @@ export class PostMessageDto {
 export class ToolResultDto {
   @ApiProperty() @IsString() @IsNotEmpty() @MaxLength(200) toolCallId: string;
   /** Any JSON value, null included; only a missing `output` is refused (by the service). */
-  @ApiProperty({ description: 'Any JSON value, null included (text for freeform tools)' }) @Allow() output: unknown;
+  @ApiProperty({ ...JSON_VALUE, description: 'Any JSON value, null included (text for freeform tools)' })
+  @Allow()
+  output: unknown;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() isError?: boolean;
 }
 
@@ -70,37 +74,115 @@ export class MessagesQueryDto {
   afterId?: number;
 }
 
+/** `until` values of a chat stream: `idle` ends it once the chat waits for a message or has failed. */
+export const STREAM_UNTIL = ['idle'] as const;
+
+export class ChatStreamQueryDto extends MessagesQueryDto {
+  @ApiPropertyOptional({
+    enum: STREAM_UNTIL,
+    description:
+      'idle: the stream sends a final `end` event and closes once the chat is waiting or in error (at once, after the catch-up, when it already is)',
+  })
+  @IsOptional()
+  @IsIn(STREAM_UNTIL, { message: 'until must be idle' })
+  until?: (typeof STREAM_UNTIL)[number];
+}
+
 export class PendingToolCallResponse {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty() arguments: unknown;
+  @ApiProperty({ ...JSON_VALUE, description: 'Parsed JSON arguments; raw text for freeform (custom) tools' })
+  arguments: unknown;
 }
 
 export class ChatResponse {
-  @ApiProperty() id: string;
+  @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() agent: string;
-  @ApiProperty({ nullable: true }) title: string | null;
+  @ApiProperty({ type: 'string', nullable: true }) title: string | null;
   @ApiProperty({ enum: CHAT_STATUSES }) status: ChatStatus;
-  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true }) context: Record<string, string> | null;
-  @ApiPropertyOptional({ type: [PendingToolCallResponse] }) pendingToolCalls?: PendingToolCall[];
-  @ApiPropertyOptional({ nullable: true }) actionExpiresAt?: string | null;
-  @ApiProperty({ nullable: true, type: 'object', additionalProperties: true }) lastError: {
+  @ApiProperty({
+    nullable: true,
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description: 'The context the chat was created with (objectName, recordId, viewName)',
+  })
+  context: Record<string, string> | null;
+  @ApiPropertyOptional({ type: [PendingToolCallResponse], description: 'Only while requires_action' })
+  pendingToolCalls?: PendingToolCall[];
+  @ApiPropertyOptional({
+    type: 'string',
+    nullable: true,
+    format: 'date-time',
+    description: 'Only while requires_action: when the pending calls time out',
+  })
+  actionExpiresAt?: string | null;
+  // Inline rather than a $ref: OpenAPI 3.0's nullable does not reach into a referenced schema.
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    properties: {
+      code: { type: 'string', description: 'An error code of the catalog (ErrorCode), e.g. llm_unavailable' },
+      message: { type: 'string' },
+    },
+    required: ['code', 'message'],
+    description: 'Why the chat is in error',
+  })
+  lastError: {
     code: string;
     message: string;
   } | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
 export class ChatListResponse {
   @ApiProperty({ type: [ChatResponse] }) chats: ChatResponse[];
 }
 
+export class ChatTextPart {
+  @ApiProperty({ enum: ['text'] }) type: 'text';
+  @ApiProperty() text: string;
+}
+
+export class ChatToolCallPart {
+  @ApiProperty({ enum: ['tool-call'] }) type: 'tool-call';
+  @ApiProperty() toolCallId: string;
+  @ApiProperty() toolName: string;
+  @ApiProperty({ ...JSON_VALUE, description: 'The arguments (raw text for freeform tools)' }) input: unknown;
+  @ApiPropertyOptional({ enum: ['function', 'custom'] }) kind?: 'function' | 'custom';
+}
+
+export class ChatToolResultPart {
+  @ApiProperty({ enum: ['tool-result'] }) type: 'tool-result';
+  @ApiProperty() toolCallId: string;
+  @ApiProperty() toolName: string;
+  @ApiProperty({ ...JSON_VALUE }) output: unknown;
+  @ApiProperty() isError: boolean;
+}
+
+/** The parts of a message; the controller registers these classes with @ApiExtraModels. */
+export const CHAT_PART_MODELS = [ChatTextPart, ChatToolCallPart, ChatToolResultPart];
+
 export class ChatMessageResponse {
-  @ApiProperty() id: number;
+  @ApiProperty({ type: 'integer', minimum: 1, description: 'Increasing within a chat: the stream cursor (afterId)' })
+  id: number;
   @ApiProperty({ enum: ['user', 'assistant', 'tool'] }) role: string;
-  @ApiProperty({ type: 'array', items: { type: 'object' } }) parts: unknown[];
-  @ApiProperty() createdAt: string;
+  @ApiProperty({
+    type: 'array',
+    items: {
+      oneOf: CHAT_PART_MODELS.map((model) => ({ $ref: getSchemaPath(model) })),
+      discriminator: {
+        propertyName: 'type',
+        mapping: {
+          text: getSchemaPath(ChatTextPart),
+          'tool-call': getSchemaPath(ChatToolCallPart),
+          'tool-result': getSchemaPath(ChatToolResultPart),
+        },
+      },
+    },
+  })
+  parts: unknown[];
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 
 export class ChatMessagesResponse {

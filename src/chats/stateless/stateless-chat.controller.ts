@@ -1,13 +1,22 @@
 import { Body, Controller, Headers, HttpCode, Param, Post, Res } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller, Roles } from '../../auth/auth.decorators';
+import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
 import { abortWhenClientLeaves, hijack } from '../../common/fastify-reply';
 import { StatelessChatDto, StatelessChatResponse } from './stateless-chat.dto';
 import { StatelessChatService } from './stateless-chat.service';
 
+/** The stream of `stream: true`, and of AI SDK clients when `stream` is absent. */
+const UI_MESSAGE_STREAM_EVENTS =
+  'With `stream: true`, or for AI SDK clients (`trigger` in the body, or `Accept: text/event-stream`) unless `stream: false`: the Vercel AI SDK UI message stream, protocol v1 (header `x-vercel-ai-ui-message-stream: v1`), ' +
+  'which `useChat` reads. Each `data:` is one JSON part, by `type`: `start` `{ messageId }`; per model step ' +
+  '`start-step`, `text-start` `{ id }`, `text-delta` `{ id, delta }`, `text-end` `{ id }`, `tool-input-start` ' +
+  '`{ toolCallId, toolName }`, `tool-input-available` `{ toolCallId, toolName, input }`, `tool-output-available` ' +
+  '`{ toolCallId, output }` or `tool-output-error` `{ toolCallId, errorText }`, `finish-step`; then `finish` ' +
+  '`{ finishReason, messageMetadata: { finishReason, model, usage } }` or `error` `{ errorText }`; last `data: [DONE]`.';
+
 @ApiTags('agents')
-@ApiBearerAuth()
 @Controller('api/v1/ai/agents')
 export class StatelessChatController {
   constructor(private readonly chats: StatelessChatService) {}
@@ -20,8 +29,29 @@ export class StatelessChatController {
   @Post(':agentName/chat')
   @Roles('admin', 'member')
   @HttpCode(200)
-  @ApiProduces('application/json', 'text/event-stream')
-  @ApiOkResponse({ type: StatelessChatResponse, description: 'The answer (JSON), or the UI message stream when streaming' })
+  @ApiRoute({
+    summary: 'Chat with an agent: one turn over the given history (JSON, or a UI message stream)',
+    type: StatelessChatResponse,
+    responseDescription: 'The answer (JSON), or the UI message stream (`stream: true`, or an AI SDK client)',
+    events: UI_MESSAGE_STREAM_EVENTS,
+    errors: [
+      ...BODY_ERRORS,
+      'invalid_message',
+      'invalid_option',
+      'agent_not_found',
+      'agent_inactive',
+      'agent_forbidden',
+      'llm_not_configured',
+      'llm_rate_limited',
+      'llm_timeout',
+      'llm_auth_failed',
+      'llm_bad_request',
+      'llm_unavailable',
+      'llm_invalid_response',
+      'agent_timeout',
+      'turn_aborted',
+    ],
+  })
   async chat(
     @Caller() caller: Caller,
     @Param('agentName') agentName: string,

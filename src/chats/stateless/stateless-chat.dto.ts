@@ -11,24 +11,27 @@ import {
   MaxLength,
   ValidateNested,
 } from 'class-validator';
+import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { ChatOptionsDto } from '../../runtime/chat-options.dto';
 import { MAX_CONVERSATION_MESSAGES } from '../../runtime/conversation';
 
-export class StatelessChatDto {
-  @ApiProperty({
+/** One message of the history (documentation only: the service checks each). */
+export class StatelessChatMessageDto {
+  @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
+  @ApiPropertyOptional({ maxLength: 100_000, description: 'The text; or, from AI SDK clients, parts instead' })
+  content?: string;
+  @ApiPropertyOptional({
     type: 'array',
-    items: {
-      type: 'object',
-      properties: {
-        role: { enum: ['user', 'assistant'] },
-        content: { type: 'string' },
-        parts: { type: 'array', items: { type: 'object', additionalProperties: true } },
-      },
-    },
+    items: JSON_OBJECT,
     description:
-      '`{ role, content }` messages or AI SDK UI messages (`{ role, parts }`: text parts, and tool parts with their output, which reach the model as its earlier tool calls and results)',
+      'AI SDK UI message parts: text parts, and tool parts with their output (`tool-<name>`, `dynamic-tool`), which reach the model as its earlier tool calls and results; other parts are ignored',
   })
+  parts?: Record<string, unknown>[];
+}
+
+export class StatelessChatDto {
+  @ApiProperty({ type: [StatelessChatMessageDto], minItems: 1, maxItems: 500 })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
   @ArrayMaxSize(MAX_CONVERSATION_MESSAGES)
@@ -67,16 +70,17 @@ export class StatelessChatDto {
 }
 
 export class ChatUsageResponse {
-  @ApiProperty() promptTokens: number;
-  @ApiProperty() completionTokens: number;
-  @ApiProperty() totalTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) promptTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) completionTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) totalTokens: number;
 }
 
 export class ChatToolCallResponse {
   @ApiProperty() id: string;
   @ApiProperty() name: string;
-  @ApiProperty() arguments: unknown;
-  @ApiProperty() result: unknown;
+  @ApiProperty({ ...JSON_VALUE, description: 'The arguments the model sent' }) arguments: unknown;
+  @ApiProperty({ ...JSON_VALUE, description: 'What the tool returned, or { error } when isError' })
+  result: unknown;
   @ApiProperty() isError: boolean;
 }
 

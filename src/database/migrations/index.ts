@@ -4,6 +4,7 @@ import { MigrationChatClaims } from './migration-20261122-chat-claims';
 import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
+import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   MigrationChatClaims,
   MigrationApiKeyLastUsed,
   MigrationChatInFlight,
+  MigrationStreamTokens,
 ];

@@ -1,4 +1,4 @@
-import type { FieldMeta } from '../../metadata/object-metadata.types';
+import type { FieldMeta, ObjectMeta } from '../../metadata/object-metadata.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
 import { DataToolDeps, OBJECT_NAME_PARAM, shapeErrors } from './data-tool.support';
@@ -43,15 +43,19 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
     scope: 'agent',
     async execute(args, ctx): Promise<DescribeObjectResult> {
       // Definitions come from the metadata cache (or the ORM), never from the data pool.
-      const object = await shapeErrors(ctx, () => deps.metadata.getObject(args.objectName));
-      return {
-        name: object.name,
-        label: object.label,
-        description: object.description ?? null,
-        fields: object.fields.map(describeField),
-      };
+      return describeObjectMeta(await shapeErrors(ctx, () => deps.metadata.getObject(args.objectName)));
     },
   });
+}
+
+/** An object as describe_object returns it (and MCP hosts read it as a resource): no storage details. */
+export function describeObjectMeta(object: ObjectMeta): DescribeObjectResult {
+  return {
+    name: object.name,
+    label: object.label,
+    description: object.description ?? null,
+    fields: object.fields.map(describeField),
+  };
 }
 
 function describeField(field: FieldMeta): DescribedField {

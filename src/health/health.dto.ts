@@ -1,0 +1,5 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+export class HealthResponse {
+  @ApiProperty({ enum: ['ok'] }) status: 'ok';
+}

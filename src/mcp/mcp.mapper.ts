@@ -1,0 +1,129 @@
+import type {
+  CallToolResult,
+  GetPromptResult,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { AgentSpec } from '../agents/agent.types';
+import { isPlainObject } from '../common/plain-object';
+import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
+import type { ObjectSummary } from '../metadata/metadata.repository';
+import type { ObjectMeta } from '../metadata/object-metadata.types';
+import { describeObjectMeta } from '../tools/data-tools/describe-object.tool';
+import type { ToolDefinition } from '../tools/tool.types';
+
+/** Longest server `instructions`: hosts put them into every conversation's context. */
+export const MAX_INSTRUCTIONS_CHARS = 4000;
+/** Longest object or agent description quoted in the instructions; the resource has the whole text. */
+const MAX_DESCRIPTION_CHARS = 160;
+
+/** Longest line that counts the objects the instructions leave out. */
+const CLOSING_LINE_ROOM = 60;
+
+const OBJECT_URI_PREFIX = 'object://';
+
+export function objectUri(name: string): string {
+  return `${OBJECT_URI_PREFIX}${name}`;
+}
+
+/** The object name of an `object://<name>` URI, or undefined when the URI cannot name an object. */
+export function objectNameOf(uri: string): string | undefined {
+  if (!uri.startsWith(OBJECT_URI_PREFIX)) return undefined;
+  const name = uri.slice(OBJECT_URI_PREFIX.length);
+  return IDENTIFIER_PATTERN.test(name) ? name : undefined;
+}
+
+/** A registry tool as MCP lists it: the same name, description and JSON Schema the model is offered. */
+export function toMcpTool(tool: ToolDefinition): Tool {
+  return { name: tool.name, description: tool.description, inputSchema: tool.parameters as Tool['inputSchema'] };
+}
+
+/**
+ * A tool outcome as an MCP result: the JSON as text for hosts that read only text, and as
+ * `structuredContent` when it is an object (MCP wants an object there). Errors are results too
+ * (`isError`), so the host's model reads them and can correct its call.
+ */
+export function toCallToolResult(content: unknown, isError: boolean): CallToolResult {
+  const result: CallToolResult = { content: [{ type: 'text', text: JSON.stringify(content ?? null) }], isError };
+  if (isPlainObject(content)) result.structuredContent = content;
+  return result;
+}
+
+export function toObjectResource(object: ObjectSummary): Resource {
+  const resource: Resource = {
+    uri: objectUri(object.name),
+    name: object.name,
+    title: object.label,
+    mimeType: 'application/json',
+  };
+  if (object.description) resource.description = object.description;
+  return resource;
+}
+
+/** `object://{name}`: for hosts that let a user type a resource address. */
+export const OBJECT_RESOURCE_TEMPLATE: ResourceTemplate = {
+  uriTemplate: `${OBJECT_URI_PREFIX}{name}`,
+  name: 'object',
+  title: 'Object schema',
+  description: 'An object (table): its label, description and fields with their types, options and references, as JSON.',
+  mimeType: 'application/json',
+};
+
+/** An object's description and fields, as describe_object returns them, for a host to attach to a conversation. */
+export function toObjectResourceContents(uri: string, object: ObjectMeta): ReadResourceResult {
+  return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(describeObjectMeta(object)) }] };
+}
+
+export function toPrompt(agent: AgentSpec): Prompt {
+  const prompt: Prompt = { name: agent.name, title: agent.label };
+  if (agent.description) prompt.description = agent.description;
+  return prompt;
+}
+
+/** An agent's instructions, as the one message of its prompt (MCP prompts have no system role). */
+export function toPromptResult(agent: AgentSpec): GetPromptResult {
+  return {
+    description: agent.description ?? agent.label,
+    messages: [{ role: 'user', content: { type: 'text', text: agent.instructions } }],
+  };
+}
+
+/**
+ * What a host is told about the server in `initialize`: whose data, which tools, then one line per
+ * object the caller may use, within MAX_INSTRUCTIONS_CHARS (the rest are counted, not listed).
+ */
+export function serverInstructions(objects: readonly ObjectSummary[], tools: readonly string[], agent?: AgentSpec): string {
+  const has = (tool: string) => tools.includes(tool);
+  const head = [
+    agent
+      ? `Agent "${agent.label}" (${agent.name})${agent.description ? `: ${clip(agent.description).replace(/\.+$/, '')}` : ''}. ` +
+        `Its instructions are the prompt "${agent.name}".`
+      : undefined,
+    `Business data kept as objects (tables of typed fields), read-only through the tools ${tools.join(', ') || '(none)'}. ` +
+      `Each object's fields are the resource object://<name>${has('describe_object') ? ' and what describe_object returns' : ''}: ` +
+      'use the exact field names and option values from there.',
+    has('aggregate_data') ? 'For counts, sums and averages call aggregate_data instead of adding up records.' : undefined,
+    objects.length ? 'Objects:' : 'No objects are defined yet.',
+  ].filter((line): line is string => line !== undefined);
+  const lines = [...head];
+  let length = head.join('\n').length;
+  for (const [index, object] of objects.entries()) {
+    const line = `- ${object.name} (${object.label})${object.description ? `: ${clip(object.description)}` : ''}`;
+    // Room is kept for the line that counts the objects left out.
+    if (length + 1 + line.length + 1 + CLOSING_LINE_ROOM > MAX_INSTRUCTIONS_CHARS) {
+      lines.push(`- ... and ${objects.length - index} more${has('list_objects') ? ': call list_objects' : ''}.`);
+      break;
+    }
+    lines.push(line);
+    length += 1 + line.length;
+  }
+  return lines.join('\n');
+}
+
+function clip(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > MAX_DESCRIPTION_CHARS ? `${flat.slice(0, MAX_DESCRIPTION_CHARS - 3)}...` : flat;
+}

@@ -1,0 +1,133 @@
+import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+
+type ToolPart = ToolUIPart | DynamicToolUIPart;
+
+const TOOL_STATE_LABELS: Record<ToolPart['state'], string> = {
+  'input-streaming': 'preparing',
+  'input-available': 'running',
+  'approval-requested': 'awaiting approval',
+  'approval-responded': 'approval given',
+  'output-available': 'done',
+  'output-error': 'failed',
+  'output-denied': 'denied',
+};
+
+/** Longest JSON shown in a tool card; a big result is cut, the model still got all of it. */
+const MAX_JSON_CHARS = 20_000;
+
+function json(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value, null, 2) ?? 'undefined';
+  } catch {
+    text = String(value);
+  }
+  return text.length > MAX_JSON_CHARS
+    ? `${text.slice(0, MAX_JSON_CHARS)}\n… (${text.length - MAX_JSON_CHARS} more characters)`
+    : text;
+}
+
+function element<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function setText(node: Element, text: string): void {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+/**
+ * Renders the conversation into the log element. Each message and part keeps its element across
+ * updates (keyed by message id and part position), so a streamed delta changes one text node, an
+ * opened tool card stays open, and screen readers hear only what was added.
+ */
+export class ChatView {
+  private readonly messageNodes = new Map<string, HTMLElement>();
+
+  constructor(private readonly log: HTMLElement) {}
+
+  clear(placeholder: string): void {
+    this.messageNodes.clear();
+    this.log.replaceChildren(element('p', 'empty', placeholder));
+  }
+
+  render(messages: UIMessage[]): void {
+    const wanted = new Set(messages.map((message) => message.id));
+    for (const [id, node] of this.messageNodes) {
+      if (!wanted.has(id)) {
+        node.remove();
+        this.messageNodes.delete(id);
+      }
+    }
+    if (messages.length > 0) this.log.querySelector(':scope > .empty')?.remove();
+    let previous: HTMLElement | undefined;
+    for (const message of messages) {
+      let node = this.messageNodes.get(message.id);
+      if (!node) {
+        node = this.createMessage(message);
+        this.messageNodes.set(message.id, node);
+      }
+      // Keep the DOM order equal to the conversation order (a resumed stream may replace a message).
+      const expectedPosition: ChildNode | null = previous ? previous.nextSibling : this.log.firstChild;
+      if (expectedPosition !== node) this.log.insertBefore(node, expectedPosition);
+      this.updateParts(node, message);
+      previous = node;
+    }
+    this.log.scrollTop = this.log.scrollHeight;
+  }
+
+  private createMessage(message: UIMessage): HTMLElement {
+    const node = element('article', `message ${message.role}`);
+    node.dataset.messageId = message.id;
+    node.append(element('h3', 'speaker', message.role === 'user' ? 'You' : 'Agent'));
+    node.append(element('div', 'parts'));
+    return node;
+  }
+
+  private updateParts(node: HTMLElement, message: UIMessage): void {
+    const container = node.querySelector<HTMLElement>(':scope > .parts')!;
+    let index = 0;
+    for (const part of message.parts) {
+      const key = isToolUIPart(part) ? `tool:${part.toolCallId}` : part.type === 'text' ? `text:${index}` : undefined;
+      if (key === undefined) continue; // step boundaries, data parts, reasoning: nothing to show
+      let child = container.children.item(index) as HTMLElement | null;
+      if (!child || child.dataset.key !== key) {
+        const created = isToolUIPart(part) ? this.createToolCard() : element('div', message.role === 'user' ? 'text' : 'answer');
+        created.dataset.key = key;
+        container.insertBefore(created, child);
+        child = created;
+      }
+      if (isToolUIPart(part)) this.updateToolCard(child, part);
+      else if (part.type === 'text') setText(child, part.text);
+      index += 1;
+    }
+    while (container.children.length > index) container.lastElementChild!.remove();
+  }
+
+  private createToolCard(): HTMLElement {
+    const card = element('details', 'tool-call');
+    const summary = element('summary');
+    summary.append(element('span', 'tool-label', 'Tool '), element('code', 'tool-name'), element('span', 'tool-state'));
+    card.append(
+      summary,
+      element('h4', undefined, 'Input'),
+      element('pre', 'tool-input'),
+      element('h4', 'result-title', 'Result'),
+    );
+    card.append(element('pre', 'tool-output'));
+    return card;
+  }
+
+  private updateToolCard(card: HTMLElement, part: ToolPart): void {
+    card.dataset.state = part.state;
+    setText(card.querySelector('.tool-name')!, getToolName(part));
+    setText(card.querySelector('.tool-state')!, ` · ${TOOL_STATE_LABELS[part.state] ?? part.state}`);
+    setText(card.querySelector('.tool-input')!, part.input === undefined ? '…' : json(part.input));
+    const output = card.querySelector('.tool-output')!;
+    if (part.state === 'output-available') setText(output, json(part.output));
+    else if (part.state === 'output-error') setText(output, part.errorText);
+    else setText(output, '…');
+  }
+}

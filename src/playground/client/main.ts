@@ -1,0 +1,203 @@
+import type { UIMessage } from 'ai';
+import { ApiError, apiErrorFromText, apiGet, apiPath, type AgentSummary, type ObjectSummary } from './api';
+import { createChat, type PlaygroundChat } from './chat';
+import { ChatView } from './chat-view';
+import { byId, randomId, showError } from './dom';
+import { RecordsView } from './records-view';
+import { session } from './session';
+
+const EMPTY_CHAT = 'Ask a question about your data; the tools the agent calls appear as cards you can open.';
+
+const el = {
+  keyForm: byId('key-form', HTMLFormElement),
+  keyInput: byId('api-key', HTMLInputElement),
+  forgetKey: byId('forget-key', HTMLButtonElement),
+  keyStatus: byId('key-status', HTMLElement),
+  agent: byId('agent', HTMLSelectElement),
+  durable: byId('durable', HTMLInputElement),
+  newChat: byId('new-chat', HTMLButtonElement),
+  messages: byId('messages', HTMLElement),
+  chatStatus: byId('chat-status', HTMLElement),
+  chatError: byId('chat-error', HTMLElement),
+  askForm: byId('ask-form', HTMLFormElement),
+  question: byId('question', HTMLTextAreaElement),
+  send: byId('send', HTMLButtonElement),
+  stop: byId('stop', HTMLButtonElement),
+};
+
+const view = new ChatView(el.messages);
+const records = new RecordsView(
+  {
+    form: byId('records-form', HTMLFormElement),
+    object: byId('object', HTMLSelectElement),
+    where: byId('where', HTMLTextAreaElement),
+    error: byId('records-error', HTMLElement),
+    table: byId('grid', HTMLTableElement),
+    caption: byId('grid-caption', HTMLElement),
+    prev: byId('prev', HTMLButtonElement),
+    next: byId('next', HTMLButtonElement),
+    pageInfo: byId('page-info', HTMLElement),
+  },
+  () => session.apiKey(),
+);
+
+let chat: PlaygroundChat | undefined;
+let renderScheduled = false;
+/** Bumped by every openChat, so that a slower earlier one (a restore still loading) gives way. */
+let openings = 0;
+
+/** The failure of a chat request as the API worded it (`{ error, code }` of a 4xx), or the stream's error text. */
+function chatFailure(error: Error): Error {
+  const { statusCode, responseBody } = error as Error & { statusCode?: unknown; responseBody?: unknown };
+  if (typeof statusCode === 'number' && typeof responseBody === 'string') return apiErrorFromText(statusCode, responseBody);
+  return error;
+}
+
+const STATUS_TEXT = { submitted: 'Waiting for the agent…', streaming: 'The agent is answering…', ready: '', error: '' };
+
+function render(): void {
+  renderScheduled = false;
+  const busy = chat?.status === 'submitted' || chat?.status === 'streaming';
+  if (chat) view.render(chat.messages);
+  el.chatStatus.textContent = chat ? STATUS_TEXT[chat.status] : '';
+  showError(el.chatError, chat?.error ? chatFailure(chat.error) : undefined);
+  el.send.disabled = !chat || busy;
+  el.stop.hidden = !busy;
+  // Screen readers announce the answer once it is complete, not every streamed word.
+  el.messages.setAttribute('aria-busy', String(busy));
+}
+
+/** Streamed deltas arrive faster than frames: one render per frame. */
+function scheduleRender(): void {
+  if (renderScheduled) return;
+  renderScheduled = true;
+  requestAnimationFrame(render);
+}
+
+/** Previous messages of a durable chat; an unknown chat (deleted, other key) starts afresh. */
+async function storedMessages(key: string, agent: string, id: string): Promise<UIMessage[] | undefined> {
+  try {
+    const body = await apiGet<{ messages: UIMessage[] }>(key, apiPath('ai', 'agents', agent, 'chats', id, 'messages'));
+    return body.messages;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Opens the chat for the selected agent and mode. With `restore`, a durable chat kept in this tab
+ * comes back: its messages from the server, then the running turn's stream, if one is running.
+ */
+async function openChat(restore: boolean): Promise<void> {
+  const opening = ++openings;
+  const previous = chat;
+  chat = undefined;
+  await previous?.stop();
+  const key = session.apiKey();
+  const agent = el.agent.value;
+  if (!key || !agent) {
+    view.clear(EMPTY_CHAT);
+    render();
+    return;
+  }
+  const durable = el.durable.checked;
+  session.setAgent(agent);
+  session.setDurable(durable);
+  let id = randomId();
+  let messages: UIMessage[] = [];
+  const storedId = session.chatId();
+  if (durable && restore && storedId) {
+    try {
+      const stored = await storedMessages(key, agent, storedId);
+      if (stored) [id, messages] = [storedId, stored];
+    } catch (error) {
+      showError(el.chatError, error);
+    }
+    if (opening !== openings) return;
+  }
+  session.setChatId(durable ? id : undefined);
+  const opened = createChat({ key, agent, durable, id }, messages, { onChange: scheduleRender, onError: scheduleRender });
+  chat = opened;
+  view.clear(EMPTY_CHAT);
+  render();
+  // The server answers 204 when no turn is running; otherwise its stream from the turn's start.
+  if (durable && id === storedId) await opened.resumeStream();
+}
+
+async function connect(key: string): Promise<void> {
+  el.keyStatus.textContent = 'Checking the key…';
+  let agents: AgentSummary[];
+  let objects: ObjectSummary[];
+  try {
+    [{ agents }, { objects }] = await Promise.all([
+      apiGet<{ agents: AgentSummary[] }>(key, apiPath('ai', 'agents')),
+      apiGet<{ objects: ObjectSummary[] }>(key, apiPath('objects')),
+    ]);
+  } catch (error) {
+    el.keyStatus.textContent = '';
+    showError(el.chatError, error);
+    if (error instanceof ApiError && error.status === 401) forget();
+    return;
+  }
+  el.keyStatus.textContent = `Using the key ending in …${key.slice(-4)}.`;
+  showError(el.chatError, undefined);
+  const usable = agents.filter((agent) => agent.active);
+  el.agent.replaceChildren(
+    ...usable.map((agent) => new Option(agent.label ? `${agent.label} (${agent.name})` : agent.name, agent.name)),
+  );
+  el.agent.disabled = usable.length === 0;
+  const preferred = [session.agent(), 'data_chat'].find((name) => usable.some((agent) => agent.name === name));
+  if (preferred) el.agent.value = preferred;
+  await Promise.all([openChat(true), records.start(objects)]);
+}
+
+function forget(): void {
+  session.setApiKey(undefined);
+  session.setChatId(undefined);
+  void chat?.stop();
+  chat = undefined;
+  el.agent.replaceChildren();
+  el.agent.disabled = true;
+  el.keyStatus.textContent = 'No key in use.';
+  records.reset();
+  view.clear(EMPTY_CHAT);
+  render();
+}
+
+el.keyForm.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const key = el.keyInput.value.trim();
+  if (!key) return;
+  session.setApiKey(key);
+  // A new key is another caller: its chats are not the previous key's.
+  session.setChatId(undefined);
+  el.keyInput.value = '';
+  void connect(key);
+});
+
+el.forgetKey.addEventListener('click', forget);
+el.agent.addEventListener('change', () => void openChat(false));
+el.durable.addEventListener('change', () => void openChat(false));
+el.newChat.addEventListener('click', () => void openChat(false));
+el.stop.addEventListener('click', () => void chat?.stop());
+
+el.askForm.addEventListener('submit', (event) => {
+  event.preventDefault();
+  const text = el.question.value.trim();
+  if (!text || !chat || el.send.disabled) return;
+  el.question.value = '';
+  void chat.sendMessage({ text });
+});
+
+el.question.addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    el.askForm.requestSubmit();
+  }
+});
+
+el.durable.checked = session.durable();
+const storedKey = session.apiKey();
+if (storedKey) void connect(storedKey);
+else render();

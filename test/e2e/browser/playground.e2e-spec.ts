@@ -1,0 +1,245 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { Page } from 'puppeteer-core';
+import type { CreatedApiKeyResponse } from '../../../src/auth/api-key.dto';
+import { PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX } from '../../../src/playground/playground.paths';
+import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../../support/agent-fixtures';
+import { launchBrowser, type TestBrowser } from '../../support/browser';
+import { listen } from '../../support/chat-helpers';
+import { MockLlmServer, MockReply } from '../../support/mock-llm.server';
+import { bodyOf, errorOf } from '../../support/responses';
+import { bearer, startTestApp, TestApp } from '../../support/test-app';
+
+/** Set by `npm run screenshot:playground`: where to save a picture of the page mid-conversation. */
+const SCREENSHOT = process.env.PLAYGROUND_SCREENSHOT;
+
+if (!existsSync(join(PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX))) {
+  throw new Error('The playground is not built: run npm run build first (npm test does)');
+}
+
+describe('playground at /', () => {
+  let t: TestApp;
+  let llm: MockLlmServer;
+  let baseUrl: string;
+  let memberKey: string;
+  let chromium: TestBrowser;
+  let page: Page;
+  /** What the page's console reported as errors, CSP refusals included. */
+  let consoleErrors: string[];
+
+  beforeAll(async () => {
+    ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true', PLAYGROUND: 'true' } }));
+    baseUrl = await listen(t);
+    const res = await t.http
+      .post('/api/v1/api-keys')
+      .set(bearer(t.adminKey))
+      .send({ name: 'analyst', role: 'member' })
+      .expect(201);
+    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
+    chromium = await launchBrowser();
+  });
+  afterAll(async () => {
+    await chromium?.close();
+    await t?.close();
+    await llm?.close();
+  });
+
+  beforeEach(async () => {
+    llm.reset();
+    consoleErrors = [];
+    page = await chromium.browser.newPage();
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => consoleErrors.push(String(error)));
+  });
+  afterEach(async () => {
+    await page.close();
+    expect(llm.pendingSteps).toBe(0);
+  });
+
+  /** Loads the page and enters the member key, as a person would. */
+  async function openWithKey(): Promise<void> {
+    await page.goto(`${baseUrl}/`);
+    await page.type('#api-key', memberKey);
+    await page.click('#key-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector<HTMLSelectElement>('#agent')?.value === 'data_chat');
+  }
+
+  const text = (selector: string) => page.$eval(selector, (node) => node.textContent ?? '');
+  const rowCount = () => page.$$eval('#grid tbody tr', (rows) => rows.length);
+
+  describe('serving', () => {
+    it('serves the page without an API key, with a policy that allows only its own origin', async () => {
+      const res = await t.http.get('/').expect(200);
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toContain('<script type="module" src="/playground.js"></script>');
+      const csp = res.headers['content-security-policy'];
+      expect(csp).toContain("default-src 'self'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|\*|https?:/);
+      expect(res.headers).toMatchObject({
+        'x-content-type-options': 'nosniff',
+        'x-frame-options': 'DENY',
+        'referrer-policy': 'no-referrer',
+        'cache-control': 'no-cache',
+      });
+      // No inline script for the policy to have to allow.
+      expect(res.text).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+
+      const script = await t.http.get('/playground.js').expect(200);
+      expect(script.headers['content-type']).toMatch(/javascript/);
+      expect(script.headers['content-security-policy']).toBe(csp);
+    });
+
+    it('leaves every /api route behind its key, without the page headers', async () => {
+      const res = await t.http.get('/api/v1/objects').expect(401);
+      expect(errorOf(res).code).toBe('unauthorized');
+      expect(res.headers['content-security-policy']).toBeUndefined();
+      await t.http.get('/api/v1/objects').set(bearer(memberKey)).expect(200);
+    });
+
+    it('serves only the built files: another path is the API 404', async () => {
+      const res = await t.http.get('/secrets.txt').expect(404);
+      expect(errorOf(res).code).toBeDefined();
+      await t.http.get('/../package.json').expect(404);
+    });
+
+    it('is absent with PLAYGROUND=false', async () => {
+      const off = await startTestApp({ database: t.database, env: { PLAYGROUND: 'false' } });
+      try {
+        const res = await off.http.get('/').expect(404);
+        expect(errorOf(res).code).toBeDefined();
+        await off.http.get('/playground.js').expect(404);
+      } finally {
+        await off.close();
+      }
+    });
+  });
+
+  describe('in a browser', () => {
+    it('asks an agent: the tool call shows as a card, then the streamed answer', async () => {
+      const [expected] = await t.sql<{ n: string }>(`select count(*) as n from data.deal where stage = 'won'`);
+      llm.enqueue(
+        MockReply.toolCall('aggregate_data', {
+          objectName: 'deal',
+          where: { stage: 'won' },
+          aggregations: [{ function: 'count', alias: 'won_deals' }],
+        }),
+        (request) => {
+          const tool = (request.body!.messages as SentMessage[]).find((m) => m.role === 'tool')!;
+          const [row] = parsedContent<{ rows: Array<{ won_deals: number }> }>(tool).rows;
+          return MockReply.text(`We won ${row.won_deals} deals in total.`, { chunkDelayMs: 20 });
+        },
+      );
+      await openWithKey();
+      await page.type('#question', 'How many deals did we win?');
+      await page.keyboard.press('Enter');
+
+      const answer = `We won ${Number(expected.n)} deals in total.`;
+      await page.waitForFunction(
+        (wanted) => document.querySelector('.message.assistant .answer')?.textContent === wanted,
+        {},
+        answer,
+      );
+      expect(await text('.message.user')).toContain('How many deals did we win?');
+      const card = await page.$eval('.message.assistant details.tool-call', (details) => ({
+        open: details.open,
+        state: (details as HTMLElement).dataset.state,
+        summary: details.querySelector('summary')!.textContent,
+      }));
+      expect(card).toEqual({ open: false, state: 'output-available', summary: 'Tool aggregate_data · done' });
+      // Open the card from the keyboard: its input and the tool's real result.
+      await page.focus('.message.assistant details.tool-call summary');
+      await page.keyboard.press('Enter');
+      expect(await page.$eval('details.tool-call', (details) => details.open)).toBe(true);
+      expect(JSON.parse(await text('details.tool-call .tool-input'))).toMatchObject({ objectName: 'deal' });
+      expect(JSON.parse(await text('details.tool-call .tool-output'))).toMatchObject({
+        rows: [{ won_deals: Number(expected.n) }],
+      });
+      expect(await text('#chat-error')).toBe('');
+      if (SCREENSHOT) {
+        await page.$eval('#messages', (log) => log.scrollTo(0, log.scrollHeight));
+        await screenshot(page, SCREENSHOT);
+      }
+
+      // The model saw the question and the tool result; the key went only in the Authorization header.
+      expect(sentMessages(llm, 0).at(-1)).toEqual({ role: 'user', content: 'How many deals did we win?' });
+      const stored = await page.evaluate(() => ({
+        session: sessionStorage.getItem('playground.apiKey'),
+        local: localStorage.length,
+        url: location.href,
+      }));
+      expect(stored).toEqual({ session: memberKey, local: 0, url: `${baseUrl}/` });
+      expect(consoleErrors).toEqual([]);
+    });
+
+    it('shows the API error of a refused chat, with its code', async () => {
+      await openWithKey();
+      await page.evaluate(() => {
+        // An agent the key may not use (or that does not exist): the server's 404 must reach the page.
+        const select = document.querySelector<HTMLSelectElement>('#agent')!;
+        select.append(new Option('ghost', 'ghost_agent'));
+        select.value = 'ghost_agent';
+        select.dispatchEvent(new Event('change'));
+      });
+      await page.type('#question', 'hello?');
+      await page.click('#send');
+      await page.waitForSelector('#chat-error:not([hidden])');
+      expect(await text('#chat-error .error-code')).toBe('agent_not_found');
+      expect(llm.requests).toHaveLength(0);
+    });
+
+    it('browses records: pages, a where filter that narrows them, a bad filter shown with its code', async () => {
+      await openWithKey();
+      await page.select('#object', 'deal');
+      await page.waitForFunction(() => document.querySelector('#page-info')?.textContent === '1–25 of 2000');
+      expect(await rowCount()).toBe(25);
+      const headers = await page.$$eval('#grid thead th', (cells) => cells.map((cell) => cell.getAttribute('title')));
+      expect(headers).toEqual(expect.arrayContaining(['id', 'name', 'stage', 'amount']));
+      expect(await page.$eval('#prev', (button) => (button as HTMLButtonElement).disabled)).toBe(true);
+
+      await page.click('#next');
+      await page.waitForFunction(() => document.querySelector('#page-info')?.textContent === '26–50 of 2000');
+      expect(await page.$eval('#prev', (button) => (button as HTMLButtonElement).disabled)).toBe(false);
+
+      const [won] = await t.sql<{ n: string }>(`select count(*) as n from data.deal where stage = 'won'`);
+      await page.type('#where', '{"stage": "won"}');
+      await page.click('#apply');
+      await page.waitForFunction(
+        (wanted) => document.querySelector('#page-info')?.textContent === wanted,
+        {},
+        `1–25 of ${won.n}`,
+      );
+      const stageColumn = (await page.$$eval('#grid thead th', (cells) => cells.map((cell) => cell.title))).indexOf('stage');
+      const stages = await page.$$eval(
+        '#grid tbody tr',
+        (rows, column) => rows.map((row) => row.children[column].textContent),
+        stageColumn,
+      );
+      expect(new Set(stages)).toEqual(new Set(['won']));
+
+      await page.$eval('#where', (area) => ((area as HTMLTextAreaElement).value = ''));
+      await page.type('#where', '{"nope": 1}');
+      await page.click('#apply');
+      await page.waitForSelector('#records-error:not([hidden])');
+      expect(await text('#records-error .error-code')).toBe('unknown_field');
+      expect(await text('#records-error')).toContain('nope');
+
+      await page.$eval('#where', (area) => ((area as HTMLTextAreaElement).value = ''));
+      await page.type('#where', '{"stage": ');
+      await page.click('#apply');
+      await page.waitForFunction(() => document.querySelector('#records-error .error-code')?.textContent !== 'unknown_field');
+      expect(await text('#records-error .error-code')).toMatch(/^[a-z_]+$/);
+      expect(await page.$eval('#records-error', (box) => (box as HTMLElement).hidden)).toBe(false);
+    });
+  });
+});
+
+async function screenshot(page: Page, path: string): Promise<void> {
+  const file = resolve(path);
+  await mkdir(dirname(file), { recursive: true });
+  await page.screenshot({ path: file, fullPage: false });
+}
