@@ -109,6 +109,12 @@ describe('OpenAI-compatible API (/v1) through the openai SDK', () => {
       expect(error.status).toBe(401);
       expect(error.code).toBe('invalid_api_key');
     });
+
+    it("answers an OpenAI route this server does not offer with NotFoundError in OpenAI's shape", async () => {
+      const error = await sdkError(member.embeddings.create({ model: 'data_chat', input: 'won deals' }));
+      expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(error.error).toMatchObject({ type: 'invalid_request_error', code: 'route_not_found' });
+    });
   });
 
   describe('chat completions', () => {
