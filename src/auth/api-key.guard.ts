@@ -55,8 +55,12 @@ export class ApiKeyGuard implements CanActivate {
     if (!grant) throw new DomainError('unauthorized', 'Unknown or expired stream token, or its key was revoked');
     if (grant.chatId !== null) {
       const param = streamRoute.chatParam;
-      const chatId = param ? (request.params as Record<string, string | undefined>)[param] : undefined;
-      if (chatId?.toLowerCase() !== grant.chatId) {
+      const value = param ? (request.params as Record<string, string | undefined>)[param] : undefined;
+      const chatId =
+        streamRoute.chatParamIs === 'clientId' && value !== undefined
+          ? await this.streamTokens.chatOfClientId(grant.caller, value)
+          : value?.toLowerCase();
+      if (chatId === undefined || chatId !== grant.chatId) {
         throw new DomainError('unauthorized', 'This stream token was made for another chat');
       }
     }

@@ -17,6 +17,11 @@ export const STREAM_TOKEN_KEY = 'streamToken';
 export interface StreamTokenRoute {
   /** The path parameter holding the chat id that a chat-bound token must name; none: chat-bound tokens are refused. */
   chatParam?: string;
+  /**
+   * What `chatParam` holds: the chat's id (the default), or `clientId`, the id an AI SDK client gave
+   * the chat (unique per owner): a chat-bound token then opens the route for that client id of its key's chats.
+   */
+  chatParamIs?: 'id' | 'clientId';
 }
 
 /** Roles allowed on a route. A route without `@Roles` is admin-only: forgetting it fails closed. */

@@ -27,7 +27,27 @@ export class KeyStreams implements BeforeApplicationShutdown {
    * first, so a refused stream is still a normal JSON error: 401 for a key revoked meanwhile, 429
    * with Retry-After when the key already holds its cap.
    */
-  open(caller: Caller, open: () => ServerResponse): SseWriter {
+  open(caller: Caller, open: () => ServerResponse, options: { headers?: Record<string, string> } = {}): SseWriter {
+    const streams = this.admit(caller);
+    const writer = new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs, headers: options.headers });
+    streams.add(writer);
+    this.byKey.set(caller.keyId, streams);
+    writer.onClose(() => {
+      streams.delete(writer);
+      if (!streams.size && this.byKey.get(caller.keyId) === streams) this.byKey.delete(caller.keyId);
+    });
+    return writer;
+  }
+
+  /**
+   * The checks of `open` alone, for a route that must know before it changes anything that its
+   * stream will open (a refusal after the change would leave the client without its answer).
+   */
+  check(caller: Caller): void {
+    this.admit(caller);
+  }
+
+  private admit(caller: Caller): Set<SseWriter> {
     if (this.revoked.has(caller.keyId)) throw new DomainError('unauthorized', 'Unknown or revoked API key');
     const streams = this.byKey.get(caller.keyId) ?? new Set<SseWriter>();
     const limit = this.config.sseMaxStreamsPerKey;
@@ -39,14 +59,7 @@ export class KeyStreams implements BeforeApplicationShutdown {
         { retryAfterSeconds: CAP_RETRY_AFTER_SECONDS },
       );
     }
-    const writer = new SseWriter(open(), { keepAliveMs: this.config.sseKeepAliveMs });
-    streams.add(writer);
-    this.byKey.set(caller.keyId, streams);
-    writer.onClose(() => {
-      streams.delete(writer);
-      if (!streams.size && this.byKey.get(caller.keyId) === streams) this.byKey.delete(caller.keyId);
-    });
-    return writer;
+    return streams;
   }
 
   /** The key was revoked: its streams end now and it opens no more. */

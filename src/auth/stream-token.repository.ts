@@ -14,7 +14,7 @@ interface StreamTokenDatabase {
     created_at: ColumnType<Date | string, never, never>;
   };
   api_keys: { id: string; role: ApiKeyRole; subject: string; revoked: boolean };
-  chats: { id: string; owner: string };
+  chats: { id: string; owner: string; client_id: string | null };
 }
 
 /** A token as its route check needs it: who it runs as, and the chat it is bound to, if any. */
@@ -50,6 +50,17 @@ export class StreamTokenRepository {
       .where('owner', '=', owner)
       .executeTakeFirst();
     return row !== undefined;
+  }
+
+  /** The id of `owner`'s chat with this client id (the id an AI SDK client gave it), if any. */
+  async chatOfClientId(em: EntityManager, owner: string, clientId: string): Promise<string | undefined> {
+    const row = await db(em)
+      .selectFrom('chats')
+      .select('id')
+      .where('owner', '=', owner)
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    return row?.id;
   }
 
   /** The key's unexpired tokens: how many, and in how many milliseconds the first of them expires. */

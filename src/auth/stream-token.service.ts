@@ -57,6 +57,11 @@ export class StreamTokenService {
     return { token, expiresAt: expiresAt.toISOString() };
   }
 
+  /** The id of the caller's chat that its AI SDK client named `clientId`; undefined when there is none. */
+  chatOfClientId(caller: Caller, clientId: string): Promise<string | undefined> {
+    return this.repo.chatOfClientId(this.em.fork(), caller.subject, clientId);
+  }
+
   /** What an unexpired token of an active key grants; undefined for anything else. */
   async verify(token: string): Promise<StreamTokenGrant | undefined> {
     if (!STREAM_TOKEN_PATTERN.test(token)) return undefined;

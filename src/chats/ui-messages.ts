@@ -1,5 +1,6 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
+import { addUsage, type LlmUsage, ZERO_USAGE } from '../llm/llm.types';
 import {
   MAX_MESSAGE_LENGTH,
   MAX_TOOL_CALL_ID_LENGTH,
@@ -21,7 +22,8 @@ export function fromClientMessages(input: readonly unknown[]): ConversationMessa
   return input.flatMap((message, index) => fromClientMessage(message, index));
 }
 
-function fromClientMessage(message: unknown, index: number): ConversationMessage[] {
+/** One message of fromClientMessages; `index` is its place in the request, for error messages. */
+export function fromClientMessage(message: unknown, index: number): ConversationMessage[] {
   const fail = (problem: string) => new DomainError('invalid_message', `messages[${index}]${problem}`);
   if (!isPlainObject(message)) throw fail(' must be an object { role, content } or a UI message { role, parts }');
   const { role, content, parts } = message;
@@ -93,4 +95,160 @@ function assistantSteps(parts: unknown[], fail: (problem: string) => DomainError
   endStep();
   // An assistant message without anything the model can read still marks a turn of the conversation.
   return messages.length ? messages : [{ role: 'assistant', parts: [{ type: 'text', text: '' }] }];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other way: a stored conversation as UI messages (durable chats for useChat)
+// ---------------------------------------------------------------------------------------------
+
+type ToolCallPart = Extract<ConversationPart, { type: 'tool-call' }>;
+type ToolResultPart = Extract<ConversationPart, { type: 'tool-result' }>;
+
+/** Why a model step ended: the turn's reason on its last step, `tool_calls` on the others. */
+export type StepFinishReason = 'stop' | 'length' | 'max_iterations' | 'tool_calls';
+
+/** A message as durable chats store it: one per user message, model step, or batch of tool results. */
+export interface StoredMessage extends ConversationMessage {
+  id: number;
+  /** The id a client gave a user message. */
+  clientId?: string | null;
+  usage?: LlmUsage | null;
+  /** Of an assistant message: what answered and why the step ended. */
+  metadata?: { model: string; finishReason: StepFinishReason } | null;
+}
+
+/** A tool part of a UI message: `tool-<name>`, in the state its result gives it. */
+export type UiToolPart = { type: `tool-${string}`; toolCallId: string; input: unknown } & (
+  { state: 'input-available' } | { state: 'output-available'; output: unknown } | { state: 'output-error'; errorText: string }
+);
+
+/** The parts of UI messages this server writes, a subset of the AI SDK's. */
+export type UiPart = { type: 'step-start' } | { type: 'text'; text: string; state?: 'done' } | UiToolPart;
+
+/** What an answer reports about itself (`messageMetadata` of the stream's `finish`). */
+export interface UiTurnMetadata {
+  model?: string;
+  finishReason?: StepFinishReason;
+  usage: LlmUsage;
+}
+
+/** An AI SDK UI message. */
+export interface UiMessage {
+  id: string;
+  role: 'user' | 'assistant';
+  parts: UiPart[];
+  metadata?: UiTurnMetadata;
+}
+
+/** One step of an answer as a UI shows it: the model's text, then its tool calls in the state their results give them. */
+export interface UiStep {
+  text: string;
+  tools: UiToolPart[];
+}
+
+/** The UI id of a user message: the client's own, or one made from the stored id. */
+export function userMessageId(message: Pick<StoredMessage, 'id' | 'clientId'>): string {
+  return message.clientId ?? `msg-${message.id}`;
+}
+
+/**
+ * The UI id of the answer to a user message. One assistant UI message holds the whole turn (every
+ * step, across a pause for client tools), so its id comes from the user message that opened the turn:
+ * known before the first step exists, and the same for a stream, its replay and the history.
+ */
+export function replyMessageId(userMessageStoredId: number): string {
+  return `msg-${userMessageStoredId}-reply`;
+}
+
+/**
+ * A stored conversation as UI messages: each user message, and one assistant message per turn with
+ * a `step-start` for each model step, its text (`state: 'done'`) and its tool calls as `tool-<name>`
+ * parts: `output-available` or `output-error` once the result is stored, `input-available` while a
+ * client tool call waits for its result. Text parts of one message are joined into one.
+ */
+export function toUiMessages(messages: readonly StoredMessage[]): UiMessage[] {
+  const ui: UiMessage[] = [];
+  for (const turn of splitTurns(messages)) {
+    if (turn.user)
+      ui.push({ id: userMessageId(turn.user), role: 'user', parts: [{ type: 'text', text: joinedText(turn.user) }] });
+    if (!turn.rest.length) continue;
+    const results = resultsOf(turn.rest);
+    const parts: UiPart[] = [];
+    for (const message of turn.rest) {
+      if (message.role !== 'assistant') continue;
+      const step = uiStep(message, results);
+      parts.push({ type: 'step-start' });
+      if (step.text) parts.push({ type: 'text', text: step.text, state: 'done' });
+      parts.push(...step.tools);
+    }
+    const reply: UiMessage = { id: replyMessageId(turn.user?.id ?? 0), role: 'assistant', parts };
+    const metadata = turnMetadata(turn.rest);
+    if (metadata) reply.metadata = metadata;
+    ui.push(reply);
+  }
+  return ui;
+}
+
+/** A model step (an assistant message) as a UI step, given the tool results known so far. */
+export function uiStep(message: StoredMessage, results: ReadonlyMap<string, ToolResultPart>): UiStep {
+  const calls = message.parts.filter((p): p is ToolCallPart => p.type === 'tool-call');
+  return { text: joinedText(message), tools: calls.map((call) => uiToolPart(call, results.get(call.toolCallId))) };
+}
+
+/** The tool results among `messages`, by tool call id. */
+export function resultsOf(messages: readonly StoredMessage[]): Map<string, ToolResultPart> {
+  const results = new Map<string, ToolResultPart>();
+  for (const message of messages) {
+    for (const part of message.parts) if (part.type === 'tool-result') results.set(part.toolCallId, part);
+  }
+  return results;
+}
+
+/** A tool call as a UI tool part, with its result when there is one. */
+export function uiToolPart(call: ToolCallPart, result: ToolResultPart | undefined): UiToolPart {
+  const base = { type: `tool-${call.toolName}` as const, toolCallId: call.toolCallId, input: call.input };
+  if (!result) return { ...base, state: 'input-available' };
+  if (result.isError) return { ...base, state: 'output-error', errorText: toolErrorText(result.output) };
+  return { ...base, state: 'output-available', output: result.output };
+}
+
+/** The text of a failed call: what a client posted as `errorText`, or the error result as JSON. */
+export function toolErrorText(output: unknown): string {
+  return typeof output === 'string' ? output : JSON.stringify(output ?? null);
+}
+
+/**
+ * What an answer reports: the model and finish reason of its last step, where stored, and the usage
+ * of all its steps. Undefined before its first step.
+ */
+export function turnMetadata(messages: readonly StoredMessage[]): UiTurnMetadata | undefined {
+  const steps = messages.filter((m) => m.role === 'assistant');
+  if (!steps.length) return undefined;
+  const usage = steps.reduce((sum, step) => (step.usage ? addUsage(sum, step.usage) : sum), ZERO_USAGE);
+  const last = steps.at(-1)!.metadata;
+  return last ? { model: last.model, finishReason: last.finishReason, usage } : { usage };
+}
+
+/** A finish reason in the AI SDK's words (the `finishReason` of its `finish` chunk). */
+export function uiFinishReason(reason: StepFinishReason | undefined): 'stop' | 'length' | 'tool-calls' | 'other' {
+  if (reason === 'stop' || reason === 'length') return reason;
+  return reason === 'tool_calls' ? 'tool-calls' : 'other';
+}
+
+/** Turns of a conversation: the user message that opens each one (none before the first) and what follows it. */
+function splitTurns(messages: readonly StoredMessage[]): Array<{ user?: StoredMessage; rest: StoredMessage[] }> {
+  const turns: Array<{ user?: StoredMessage; rest: StoredMessage[] }> = [];
+  for (const message of messages) {
+    if (message.role === 'user') turns.push({ user: message, rest: [] });
+    else if (turns.length) turns.at(-1)!.rest.push(message);
+    else turns.push({ rest: [message] });
+  }
+  return turns;
+}
+
+function joinedText(message: ConversationMessage): string {
+  return message.parts
+    .filter((p): p is Extract<ConversationPart, { type: 'text' }> => p.type === 'text')
+    .map((p) => p.text)
+    .join('');
 }

@@ -63,6 +63,8 @@ export const ERRORS = {
   chat_busy: HttpStatus.CONFLICT,
   metadata_changed: HttpStatus.CONFLICT,
   chat_not_waiting_for_tools: HttpStatus.CONFLICT,
+  // A client chat id already names a chat of the same key with another agent.
+  chat_agent_mismatch: HttpStatus.CONFLICT,
   // The record changed since the version the client sent in If-Match.
   precondition_failed: HttpStatus.PRECONDITION_FAILED,
 
@@ -108,6 +110,8 @@ export const ERRORS = {
   // Agents, chats and tools.
   unknown_tool: HttpStatus.BAD_REQUEST,
   invalid_message: HttpStatus.BAD_REQUEST,
+  // An AI SDK trigger a durable chat does not take (regenerate-message: its history is append-only).
+  unsupported_trigger: HttpStatus.BAD_REQUEST,
   invalid_dynamic_tools: HttpStatus.BAD_REQUEST,
   invalid_tool_results: HttpStatus.BAD_REQUEST,
   invalid_arguments: HttpStatus.BAD_REQUEST,

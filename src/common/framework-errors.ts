@@ -6,8 +6,12 @@ import type { Duplex } from 'node:stream';
 import { DomainError } from './domain-error';
 import type { HttpExceptionFilter } from './http-exception.filter';
 
-/** Longest path parameter (an object name, a record id, ...) the router takes: Fastify's default, named. */
-export const MAX_PATH_PARAM_LENGTH = 100;
+/**
+ * Longest path parameter (an object name, a record id, a client's chat id, ...) the router takes.
+ * Above the longest id any route accepts (a client chat id, 128), so that a slightly longer one is the
+ * route's own 400 naming the rule, not a 414.
+ */
+export const MAX_PATH_PARAM_LENGTH = 256;
 
 /**
  * Fastify options for what Fastify and Node answer on their own, before any hook or route runs:

@@ -57,6 +57,10 @@ export interface TurnStep {
   /** Tool rounds used so far in the turn, this step included. */
   iterationsUsed: number;
   final: boolean;
+  /** The model that answered, as the endpoint names it. */
+  model: string;
+  /** Why the step ended: the turn's reason on a final step, `tool_calls` otherwise. */
+  finishReason: TurnFinishReason | 'tool_calls';
 }
 
 export interface TurnHooks {
@@ -162,6 +166,12 @@ export class AgentLoop {
       if (!withTools || response.toolCalls.length === 0) {
         const assistant: LlmMessage = { role: 'assistant', content: response.content };
         messages.push(assistant);
+        const finishReason: TurnFinishReason =
+          !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
+            ? 'max_iterations'
+            : response.finishReason === 'length'
+              ? 'length'
+              : 'stop';
         await hooks.onStep?.({
           assistant,
           toolCalls: [],
@@ -171,13 +181,9 @@ export class AgentLoop {
           usage: response.usage,
           iterationsUsed: iterations,
           final: true,
+          model: response.model,
+          finishReason,
         });
-        const finishReason: TurnFinishReason =
-          !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
-            ? 'max_iterations'
-            : response.finishReason === 'length'
-              ? 'length'
-              : 'stop';
         return {
           status: 'completed',
           content: response.content,
@@ -242,6 +248,8 @@ export class AgentLoop {
         usage: response.usage,
         iterationsUsed: iterations,
         final: false,
+        model: response.model,
+        finishReason: 'tool_calls',
       });
       if (client.length) {
         return {

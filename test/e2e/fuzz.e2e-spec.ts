@@ -53,6 +53,7 @@ const TARGETS = [
   'POST /api/v1/chats/{id}/messages',
   'POST /api/v1/chats/{id}/tool-results',
   'POST /api/v1/chats/{id}/interrupt',
+  'POST /api/v1/ai/agents/{agentName}/chats',
   'POST /api/v1/stream-tokens',
   'POST /api/v1/api-keys',
   'POST /api/v1/ai/agents',
@@ -312,6 +313,65 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
   );
   const chatHints: ShapeHints = { agent: fc.oneof(pick(world.agents), nastyString), dynamicTools, ...contextHints };
 
+  /** AI SDK chat ids: short, so that some repeat and reach a chat that exists (waiting, or waiting for its client tool). */
+  const clientChatId = fc.stringMatching(/^[A-Za-z0-9_-]{1,3}$/);
+  const uiUserMessage = (text: fc.Arbitrary<unknown>) =>
+    fc.record({
+      id: fc.stringMatching(/^[A-Za-z0-9]{1,16}$/),
+      role: fc.constant('user'),
+      parts: fc.tuple(fc.record({ type: fc.constant('text'), text })),
+    });
+  /** An assistant UI message with tool parts: outputs of client tool calls, or parts that cannot be. */
+  const uiToolOutputs = fc.record(
+    {
+      id: fc.stringMatching(/^[A-Za-z0-9]{1,16}$/),
+      role: pick(['assistant', 'user', 'system']),
+      parts: fc.array(
+        fc.oneof(
+          fc.constant({ type: 'step-start' }),
+          fc.record(
+            {
+              type: pick([`tool-${CLIENT_TOOL}`, 'dynamic-tool', 'tool-', 'tool-a b', 'text']),
+              toolName: fc.oneof(pick([CLIENT_TOOL, 'query_records']), nastyString),
+              toolCallId: fc.oneof(fc.stringMatching(/^call_[a-z0-9]{1,8}$/), nastyString),
+              state: pick(['output-available', 'output-error', 'input-available', 'x']),
+              input: nastyValue,
+              output: nastyValue,
+              errorText: fc.oneof(nastyString, nastyValue),
+              text: fc.oneof(fc.string(), nastyValue),
+            },
+            { requiredKeys: ['type'] },
+          ),
+          nastyValue,
+        ),
+        { maxLength: 4 },
+      ),
+    },
+    { requiredKeys: [] },
+  );
+  const uiMessages = fc.array(
+    fc.oneof(
+      { weight: 3, arbitrary: uiUserMessage(fc.oneof(fc.string({ minLength: 1 }), nastyString, nastyValue)) },
+      { weight: 2, arbitrary: uiToolOutputs },
+      { weight: 1, arbitrary: nastyValue },
+    ),
+    { maxLength: 3 },
+  );
+  const validUiChat = fc.record(
+    {
+      id: clientChatId,
+      trigger: fc.constant('submit-message'),
+      messages: fc.tuple(uiUserMessage(fc.string({ minLength: 1, maxLength: 200 }))),
+      messageId: fc.stringMatching(/^[A-Za-z0-9]{1,16}$/),
+      context: validChat.map((chat) => chat.context ?? {}),
+      dynamicTools: fc.oneof(
+        validChat.map((chat) => chat.dynamicTools ?? []),
+        fc.constant([{ name: CLIENT_TOOL, inputSchema: { type: 'object', properties: {} } }]),
+      ),
+    },
+    { requiredKeys: ['id', 'trigger', 'messages'] },
+  );
+
   /** A record body for one object: some of its fields with right (or also wrong) values, now and then more keys. */
   const recordBody = (object: string) => {
     const fields = world.objects[object];
@@ -500,6 +560,22 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
       // The route takes no body: none, or anything.
       body: oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
     })),
+    'POST /api/v1/ai/agents/{agentName}/chats': request(
+      'POST',
+      fc
+        .oneof({ weight: 9, arbitrary: pick(world.agents) }, { weight: 1, arbitrary: strangePathValue })
+        .map((n) => url('/api/v1/ai/agents/', n, '/chats')),
+      validOr(
+        validUiChat,
+        bodyFor(schemaOf('POST /api/v1/ai/agents/{agentName}/chats'), {
+          id: fc.oneof({ weight: 3, arbitrary: clientChatId }, { weight: 1, arbitrary: nastyString }),
+          messages: uiMessages,
+          trigger: pick(['submit-message', 'regenerate-message', 'resume-stream']),
+          dynamicTools,
+          ...contextHints,
+        }),
+      ),
+    ),
     'POST /api/v1/stream-tokens': requestAs('POST', (role) => {
       const own = pick([world.chats[role].talk, world.chats[role].action]);
       return {

@@ -366,6 +366,28 @@ describe('OpenAPI document', () => {
         .set(key)
         .send({ messages: [{ role: 'user', content: 'Hi' }] }),
     );
+
+    // A durable useChat chat: its stream ends with the turn, then its history as UI messages.
+    llm.enqueue(
+      MockReply.toolCalls([{ id: 'call_2', name: 'query_records', arguments: { objectName: 'deal', limit: 1 } }]),
+      MockReply.text('One deal.'),
+    );
+    const uiChats = '/api/v1/ai/agents/data_chat/chats';
+    const userMessage = { id: 'm1', role: 'user', parts: [{ type: 'text', text: 'One deal?' }] };
+    const streamed = await http
+      .post(uiChats)
+      .set(key)
+      .send({ id: 'docs-chat', trigger: 'submit-message', messages: [userMessage] });
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers['content-type']).toContain('text/event-stream');
+    check('POST /api/v1/ai/agents/{agentName}/chats', 400, await http.post(uiChats).set(key).send({ id: 'a/b', messages: [] }));
+    const uiHistory = await http.get(`${uiChats}/docs-chat/messages`).set(key);
+    expect(
+      bodyOf<{ messages: Array<{ parts: Array<{ type: string }> }> }>(uiHistory).messages[1].parts.map((p) => p.type),
+    ).toEqual(['step-start', 'tool-query_records', 'step-start', 'text']);
+    check('GET /api/v1/ai/agents/{agentName}/chats/{id}/messages', 200, uiHistory);
+    check('GET /api/v1/ai/agents/{agentName}/chats/{id}/messages', 404, await http.get(`${uiChats}/nope/messages`).set(key));
+    expect((await http.get(`${uiChats}/docs-chat/stream`).set(key)).status).toBe(204);
   });
 });
 

@@ -48,15 +48,21 @@ export class ChatRunner {
   }
 
   private async runTurn(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<RunOutcome> {
-    const deltas = new DeltaBatcher((delta) =>
-      this.events.publish({ type: 'message_part', chatId: chat.id, owner: chat.owner, delta }),
-    );
+    // Each piece of text says where its step starts (after which message) and where in the step's
+    // text it belongs, so that streams can tell a whole step from one they joined midway.
+    const step = { after: 0, offset: 0 };
+    const deltas = new DeltaBatcher((delta) => {
+      const event = { type: 'message_part' as const, chatId: chat.id, owner: chat.owner, delta, ...step };
+      step.offset += delta.length;
+      return () => this.events.publish(event);
+    });
     try {
       await this.owned(chat, workerId, (em) =>
         this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em),
       );
       const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
       const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
+      let lastMessageId = history.at(-1)?.id ?? 0;
       const { turn, messages, clientTools } = await this.runtime.prepareTurn({
         caller,
         agentName: chat.agent,
@@ -71,11 +77,19 @@ export class ChatRunner {
         turn,
         messages,
         {
+          onStepStart: () => {
+            step.after = lastMessageId;
+            step.offset = 0;
+          },
           onTextDelta: (delta) => deltas.push(delta),
-          onStep: async (step) => {
+          onStep: async (done) => {
+            // The step's text is out before the step commits: a stream never sees text after its step.
             deltas.flush();
-            tokens += step.usage.totalTokens;
-            settled = await this.persistStep(chat, workerId, step, tokens, clientTools.freeformAsFunction);
+            await deltas.sent();
+            tokens += done.usage.totalTokens;
+            const persisted = await this.persistStep(chat, workerId, done, tokens, clientTools.freeformAsFunction);
+            settled = persisted.settled;
+            lastMessageId = persisted.lastMessageId;
           },
         },
         signal,
@@ -90,6 +104,7 @@ export class ChatRunner {
         return 'abandoned';
       }
       deltas.flush();
+      await deltas.sent();
       return this.fail(chat, workerId, error).catch((e: unknown) => {
         if (e instanceof LostClaim) return 'abandoned' as const;
         this.logger.error({ msg: 'could not record the failure of the chat', err: e });
@@ -101,26 +116,32 @@ export class ChatRunner {
     }
   }
 
-  /** Commits one step; returns true when the chat left `running` with it (final answer or client tools). */
+  /**
+   * Commits one step; `settled` when the chat left `running` with it (final answer or client tools),
+   * and the id of the step's last message.
+   */
   private async persistStep(
     chat: ChatRow,
     workerId: string,
     step: TurnStep,
     tokens: number,
     freeform: ReadonlySet<string>,
-  ): Promise<boolean> {
+  ): Promise<{ settled: boolean; lastMessageId: number }> {
     return this.owned(chat, workerId, async (em) => {
-      const assistantId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step), step.usage);
-      await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: assistantId }, em);
+      let lastMessageId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step), {
+        usage: step.usage,
+        metadata: { model: step.model, finishReason: step.finishReason },
+      });
+      await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: lastMessageId }, em);
       if (step.toolResults.length) {
-        const toolId = await this.repo.insertMessage(em, chat.id, 'tool', toolResultParts(step));
-        await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: toolId }, em);
+        lastMessageId = await this.repo.insertMessage(em, chat.id, 'tool', toolResultParts(step));
+        await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: lastMessageId }, em);
       }
       await this.repo.recordProgress(em, chat.id, step.iterationsUsed, tokens);
       if (step.final) {
         await this.repo.setStatus(em, chat.id, { status: 'waiting', lastError: null, attempts: 0 });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'waiting' }, em);
-        return true;
+        return { settled: true, lastMessageId };
       }
       if (step.pendingClientCalls.length) {
         const pending = step.pendingClientCalls.map((call) => toPendingCall(call, freeform));
@@ -132,9 +153,9 @@ export class ChatRunner {
         });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'requires_action' }, em);
         await this.events.publish({ type: 'action_required', chatId: chat.id, owner: chat.owner }, em);
-        return true;
+        return { settled: true, lastMessageId };
       }
-      return false;
+      return { settled: false, lastMessageId };
     });
   }
 
@@ -185,13 +206,16 @@ export class ChatRunner {
   }
 }
 
-/** Groups text deltas for NOTIFY: one event per ~50 ms instead of one per token, sent in order. */
+/**
+ * Groups text deltas for NOTIFY: one event per ~50 ms instead of one per token, sent in order.
+ * `prepare` is called when a piece is cut (so it can note where the piece belongs) and returns the send.
+ */
 class DeltaBatcher {
   private buffer = '';
   private timer?: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly send: (delta: string) => Promise<void>) {}
+  constructor(private readonly prepare: (delta: string) => () => Promise<void>) {}
 
   push(delta: string): void {
     this.buffer += delta;
@@ -203,8 +227,9 @@ class DeltaBatcher {
     this.clearTimer();
     if (!this.buffer) return;
     for (const piece of splitByBytes(this.buffer, MAX_DELTA_BYTES)) {
+      const send = this.prepare(piece);
       // Chained, so deltas commit (and reach streams) in the order they were produced.
-      this.chain = this.chain.then(() => this.send(piece)).catch(() => undefined);
+      this.chain = this.chain.then(send).catch(() => undefined);
     }
     this.buffer = '';
   }

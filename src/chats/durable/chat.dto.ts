@@ -97,6 +97,12 @@ export class PendingToolCallResponse {
 
 export class ChatResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({
+    nullable: true,
+    type: 'string',
+    description: 'The id an AI SDK client gave the chat (POST /api/v1/ai/agents/:agentName/chats); null otherwise',
+  })
+  clientId: string | null;
   @ApiProperty() agent: string;
   @ApiProperty({ type: 'string', nullable: true }) title: string | null;
   @ApiProperty({ enum: CHAT_STATUSES }) status: ChatStatus;
@@ -192,6 +198,7 @@ export class ChatMessagesResponse {
 export function toChatResponse(chat: ChatRow): ChatResponse {
   const response: ChatResponse = {
     id: chat.id,
+    clientId: chat.clientId,
     agent: chat.agent,
     title: chat.title,
     status: chat.status,

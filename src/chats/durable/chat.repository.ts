@@ -4,11 +4,12 @@ import { Kysely, Selectable, sql } from 'kysely';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
 import { ChatDatabase, ChatsTable } from './chat.tables';
-import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
+import { ChatMessageRow, ChatPart, ChatRole, ChatRow, ChatStatus, PendingToolCall, StepMetadata } from './chat.types';
 
 /** Every column of `chats`: what a statement returns for a ChatRow. */
 const CHAT_COLUMNS = [
   'id',
+  'client_id',
   'owner',
   'owner_role',
   'agent',
@@ -65,6 +66,7 @@ export class ChatRepository {
     em: EntityManager,
     chat: {
       id: string;
+      clientId?: string | null;
       owner: string;
       ownerRole: ChatRow['ownerRole'];
       agent: string;
@@ -77,6 +79,7 @@ export class ChatRepository {
       .insertInto('chats')
       .values({
         id: chat.id,
+        client_id: chat.clientId ?? null,
         owner: chat.owner,
         owner_role: chat.ownerRole,
         agent: chat.agent,
@@ -102,6 +105,40 @@ export class ChatRepository {
     return row ? toChat(row) : undefined;
   }
 
+  /** The owner's chat with this client id (an AI SDK chat id); `lock` as for find. */
+  async findByClientId(
+    em: EntityManager,
+    owner: string,
+    clientId: string,
+    options: { lock?: boolean } = {},
+  ): Promise<ChatRow | undefined> {
+    const row = await db(em)
+      .selectFrom('chats')
+      .select(CHAT_COLUMNS)
+      .where('owner', '=', owner)
+      .where('client_id', '=', clientId)
+      .$if(options.lock === true, (qb) => qb.forUpdate())
+      .executeTakeFirst();
+    return row ? toChat(row) : undefined;
+  }
+
+  /** What the next turn runs with: the client's tools and context, as a client sends them again with a message. */
+  async updateSetup(
+    em: EntityManager,
+    id: string,
+    setup: { dynamicTools?: DynamicTool[]; context?: Record<string, string> | null },
+  ): Promise<void> {
+    if (setup.dynamicTools === undefined && setup.context === undefined) return;
+    await db(em)
+      .updateTable('chats')
+      .set({
+        dynamic_tools: setup.dynamicTools === undefined ? undefined : json(setup.dynamicTools),
+        context: setup.context === undefined ? undefined : json(setup.context),
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+
   /** The owner's chats, most recently updated first. */
   async listOwned(em: EntityManager, owner: string, limit: number, offset: number): Promise<ChatRow[]> {
     const rows = await db(em)
@@ -122,20 +159,47 @@ export class ChatRepository {
   }
 
   /** Appends a message; returns its id, the stream cursor. */
-  async insertMessage(em: EntityManager, chatId: string, role: ChatRole, parts: ChatPart[], usage?: LlmUsage): Promise<number> {
+  async insertMessage(
+    em: EntityManager,
+    chatId: string,
+    role: ChatRole,
+    parts: ChatPart[],
+    extra: { usage?: LlmUsage; clientId?: string | null; metadata?: StepMetadata } = {},
+  ): Promise<number> {
     const row = await db(em)
       .insertInto('chat_messages')
-      .values({ chat_id: chatId, role, parts: json(parts), usage: usage ? json(usage) : null })
+      .values({
+        chat_id: chatId,
+        role,
+        parts: json(parts),
+        usage: extra.usage ? json(extra.usage) : null,
+        client_id: extra.clientId ?? null,
+        metadata: extra.metadata ? json(extra.metadata) : null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     return Number(row.id);
+  }
+
+  /** Id of the chat's latest user message at or before `beforeOrAt` (where its current turn starts), or 0. */
+  async lastUserMessageId(em: EntityManager, chatId: string, beforeOrAt = Number.MAX_SAFE_INTEGER): Promise<number> {
+    const row = await db(em)
+      .selectFrom('chat_messages')
+      .select('id')
+      .where('chat_id', '=', chatId)
+      .where('role', '=', 'user')
+      .where('id', '<=', beforeOrAt)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row ? Number(row.id) : 0;
   }
 
   /** Messages after `afterId` in order; `limit` null = all of them (the model needs the whole history). */
   async messages(em: EntityManager, chatId: string, afterId: number, limit: number | null): Promise<ChatMessageRow[]> {
     const rows = await db(em)
       .selectFrom('chat_messages')
-      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'created_at'])
+      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'client_id', 'metadata', 'created_at'])
       .where('chat_id', '=', chatId)
       .where('id', '>', afterId)
       .orderBy('id')
@@ -147,6 +211,8 @@ export class ChatRepository {
       role: row.role,
       parts: row.parts,
       usage: row.usage ?? null,
+      clientId: row.client_id ?? null,
+      metadata: row.metadata ?? null,
       createdAt: asDate(row.created_at)!,
     }));
   }
@@ -373,6 +439,7 @@ function asDate(value: Date | string | null): Date | null {
 function toChat(row: Selectable<ChatsTable>): ChatRow {
   return {
     id: row.id,
+    clientId: row.client_id ?? null,
     owner: row.owner,
     ownerRole: row.owner_role,
     agent: row.agent,

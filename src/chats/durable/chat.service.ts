@@ -24,7 +24,8 @@ import {
   toMessageResponse,
   ToolResultDto,
 } from './chat.dto';
-import { validateDynamicTools } from '../../runtime/client-tools';
+import type { ChatContext } from '../../runtime/chat-context.dto';
+import { DynamicTool, validateDynamicTools } from '../../runtime/client-tools';
 
 /** Messages per GET /messages response; clients page on with ?afterId=. */
 const MESSAGES_PAGE = 1000;
@@ -50,23 +51,40 @@ export class ChatService {
     const agent = await this.agents.loadForRun(dto.agent, caller);
     const dynamicTools = validateDynamicTools(dto.dynamicTools, agent.tools);
     this.llm.assertConfigured();
-    const created = await this.em.fork().transactional(async (em) => {
-      await this.admitTurn(em, caller.subject);
-      const chat = await this.repo.insertChat(em, {
-        id: randomUUID(),
-        owner: caller.subject,
-        ownerRole: caller.role,
+    const { chat } = await this.em.fork().transactional((em) =>
+      this.insertChat(em, caller, {
         agent: agent.name,
-        title: dto.title ?? dto.message.slice(0, 80),
-        context: contextOf(dto.context),
+        message: dto.message,
+        title: dto.title,
+        context: dto.context,
         dynamicTools,
-      });
-      const messageId = await this.repo.insertMessage(em, chat.id, 'user', [{ type: 'text', text: dto.message }]);
-      await this.events.publish({ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }, em);
-      await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
-      return chat;
+      }),
+    );
+    return toChatResponse(chat);
+  }
+
+  /**
+   * A new chat with its first user message, pending for a worker, in the caller's transaction (the
+   * agent is checked and the tools validated by the caller). Returns the chat and the message's id.
+   */
+  async insertChat(em: EntityManager, caller: Caller, input: NewChat): Promise<{ chat: ChatRow; messageId: number }> {
+    await this.admitTurn(em, caller.subject);
+    const chat = await this.repo.insertChat(em, {
+      id: input.id ?? randomUUID(),
+      clientId: input.clientId,
+      owner: caller.subject,
+      ownerRole: caller.role,
+      agent: input.agent,
+      title: input.title ?? input.message.slice(0, 80),
+      context: contextOf(input.context),
+      dynamicTools: input.dynamicTools,
     });
-    return toChatResponse(created);
+    const messageId = await this.repo.insertMessage(em, chat.id, 'user', [{ type: 'text', text: input.message }], {
+      clientId: input.messageClientId,
+    });
+    await this.events.publish({ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }, em);
+    await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
+    return { chat, messageId };
   }
 
   async list(caller: Caller, query: PaginationQueryDto): Promise<ChatListResponse> {
@@ -97,17 +115,25 @@ export class ChatService {
   async postMessage(caller: Caller, id: string, message: string): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       const chat = await this.get(caller, id, em, true);
-      if (chat.status !== 'waiting' && chat.status !== 'error') {
-        throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, {
-          status: chat.status,
-        });
-      }
-      await this.admitTurn(em, chat.owner);
-      const messageId = await this.repo.insertMessage(em, id, 'user', [{ type: 'text', text: message }]);
-      await this.repo.setStatus(em, id, { status: 'pending', resetTurn: true, lastError: null });
-      await this.events.publish({ type: 'message', chatId: id, owner: chat.owner, messageId }, em);
-      await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'pending' }, em);
+      await this.appendUserMessage(em, chat, message);
     });
+  }
+
+  /** A new user turn of `chat`, locked by the caller's transaction: from waiting or error only. Returns the message's id. */
+  async appendUserMessage(em: EntityManager, chat: ChatRow, message: string, messageClientId?: string | null): Promise<number> {
+    if (chat.status !== 'waiting' && chat.status !== 'error') {
+      throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, {
+        status: chat.status,
+      });
+    }
+    await this.admitTurn(em, chat.owner);
+    const messageId = await this.repo.insertMessage(em, chat.id, 'user', [{ type: 'text', text: message }], {
+      clientId: messageClientId,
+    });
+    await this.repo.setStatus(em, chat.id, { status: 'pending', resetTurn: true, lastError: null });
+    await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
+    await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
+    return messageId;
   }
 
   /**
@@ -117,27 +143,33 @@ export class ChatService {
   async postToolResults(caller: Caller, id: string, results: ToolResultDto[]): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       const chat = await this.get(caller, id, em, true);
-      if (chat.status !== 'requires_action') {
-        throw new DomainError('chat_not_waiting_for_tools', `The chat is ${chat.status}, not waiting for tool results`, {
-          status: chat.status,
-        });
-      }
-      const pending = chat.pendingToolCalls ?? [];
-      checkResultIds(pending, results);
-      await this.admitTurn(em, chat.owner);
-      const byId = new Map(pending.map((call) => [call.id, call]));
-      const parts: ChatPart[] = results.map((result) => ({
-        type: 'tool-result',
-        toolCallId: result.toolCallId,
-        toolName: byId.get(result.toolCallId)!.name,
-        output: result.output,
-        isError: result.isError ?? false,
-      }));
-      const messageId = await this.repo.insertMessage(em, id, 'tool', parts);
-      await this.repo.setStatus(em, id, { status: 'pending' });
-      await this.events.publish({ type: 'message', chatId: id, owner: chat.owner, messageId }, em);
-      await this.events.publish({ type: 'status', chatId: id, owner: chat.owner, status: 'pending' }, em);
+      await this.acceptToolResults(em, chat, results);
     });
+  }
+
+  /** postToolResults for `chat`, locked by the caller's transaction. Returns the id of the message with the results. */
+  async acceptToolResults(em: EntityManager, chat: ChatRow, results: ToolResultDto[]): Promise<number> {
+    if (chat.status !== 'requires_action') {
+      throw new DomainError('chat_not_waiting_for_tools', `The chat is ${chat.status}, not waiting for tool results`, {
+        status: chat.status,
+      });
+    }
+    const pending = chat.pendingToolCalls ?? [];
+    checkResultIds(pending, results);
+    await this.admitTurn(em, chat.owner);
+    const byId = new Map(pending.map((call) => [call.id, call]));
+    const parts: ChatPart[] = results.map((result) => ({
+      type: 'tool-result',
+      toolCallId: result.toolCallId,
+      toolName: byId.get(result.toolCallId)!.name,
+      output: result.output,
+      isError: result.isError ?? false,
+    }));
+    const messageId = await this.repo.insertMessage(em, chat.id, 'tool', parts);
+    await this.repo.setStatus(em, chat.id, { status: 'pending' });
+    await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
+    await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
+    return messageId;
   }
 
   /** Stops the chat: a running model call is cancelled (its worker loses the claim) and the chat waits. */
@@ -201,7 +233,21 @@ export class ChatService {
   }
 }
 
-function contextOf(context: CreateChatDto['context']): Record<string, string> | null {
+/** What a new chat starts with; `id` and the client ids only when the caller chose them. */
+export interface NewChat {
+  id?: string;
+  clientId?: string;
+  agent: string;
+  message: string;
+  /** The id a client gave the first message. */
+  messageClientId?: string | null;
+  title?: string;
+  context?: ChatContext | null;
+  dynamicTools: DynamicTool[];
+}
+
+/** A context as stored: the present, non-empty values, or null. */
+export function contextOf(context: ChatContext | null | undefined): Record<string, string> | null {
   if (!context) return null;
   const entries = Object.entries(context).filter(([, v]) => typeof v === 'string' && v !== '');
   return entries.length ? Object.fromEntries(entries) : null;

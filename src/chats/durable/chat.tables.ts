@@ -2,7 +2,7 @@ import type { ColumnType, Generated, JSONColumnType } from 'kysely';
 import type { ApiKeyRole } from '../../auth/api-key.entity';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
-import type { ChatPart, ChatRole, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
+import type { ChatPart, ChatRole, ChatRow, ChatStatus, PendingToolCall, StepMetadata } from './chat.types';
 
 /**
  * The chat tables as Kysely sees them (columns as created by the chats migrations). Timestamps are
@@ -20,6 +20,7 @@ type NullableJson<T extends object> = JSONColumnType<T | null, string | null, st
 
 export interface ChatsTable {
   id: string;
+  client_id: ColumnType<string | null, string | null | undefined, string | null>;
   owner: string;
   owner_role: ApiKeyRole;
   agent: string;
@@ -49,5 +50,7 @@ export interface ChatMessagesTable {
   role: ChatRole;
   parts: JSONColumnType<ChatPart[]>;
   usage: NullableJson<LlmUsage>;
+  client_id: ColumnType<string | null, string | null | undefined, string | null>;
+  metadata: ColumnType<StepMetadata | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }

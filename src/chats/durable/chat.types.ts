@@ -17,7 +17,17 @@ export interface ChatMessageRow {
   role: ChatRole;
   parts: ChatPart[];
   usage: LlmUsage | null;
+  /** The id an AI SDK client gave this (user) message; null when it came another way. */
+  clientId: string | null;
+  /** What the model step of an assistant message reported; null on other messages. */
+  metadata: StepMetadata | null;
   createdAt: Date;
+}
+
+/** Kept with each assistant message: what answered and why the step ended. */
+export interface StepMetadata {
+  model: string;
+  finishReason: 'stop' | 'length' | 'max_iterations' | 'tool_calls';
 }
 
 /** A call waiting for the client (or a human, for ask_user). `arguments` is raw text for custom tools. */
@@ -29,6 +39,8 @@ export interface PendingToolCall {
 
 export interface ChatRow {
   id: string;
+  /** The id an AI SDK client (`useChat`) gave the chat, unique per owner; null for chats created by id-less routes. */
+  clientId: string | null;
   owner: string;
   ownerRole: ApiKeyRole;
   agent: string;
@@ -56,7 +68,12 @@ export type ChatEvent =
   | { type: 'created'; chatId: string; owner: string; status: ChatStatus }
   | { type: 'status'; chatId: string; owner: string; status: ChatStatus }
   | { type: 'message'; chatId: string; owner: string; messageId: number }
-  | { type: 'message_part'; chatId: string; owner: string; delta: string }
+  /**
+   * Model text of the step in flight, in pieces. `after` is the id of the chat's last message when the
+   * step started and `offset` where the piece starts in the step's text, so a stream can tell whether it
+   * holds everything before a piece (see UiTurnStream). `delta` is absent when it did not fit a NOTIFY.
+   */
+  | { type: 'message_part'; chatId: string; owner: string; delta: string; after?: number; offset?: number }
   | { type: 'action_required'; chatId: string; owner: string }
   | { type: 'retry'; chatId: string; owner: string; attempt: number; delayMs: number; error: string }
   | { type: 'error'; chatId: string; owner: string; code: string; message: string }

@@ -10,11 +10,16 @@ import { ChatStreamService } from './chat-stream.service';
 import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 import { ChatWorker } from './chat.worker';
+import { UiChatController } from './ui-chat.controller';
+import { UiChatService } from './ui-chat.service';
 
 @Module({
   imports: [AgentsModule, AuthModule, RuntimeModule, LlmModule],
-  controllers: [ChatController],
-  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService],
+  controllers: [ChatController, UiChatController],
+  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService],
 })
-/** Durable chats: persisted conversations run by a worker on any replica, with client tools and SSE streams. */
+/**
+ * Durable chats: persisted conversations run by a worker on any replica, with client tools and SSE
+ * streams, also as AI SDK `useChat` chats (UI message streams, resumable).
+ */
 export class DurableChatsModule {}

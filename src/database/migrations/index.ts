@@ -1,6 +1,7 @@
 import { MigrationAgents } from './migration-20261122-agents';
 import { MigrationApiKeyLastUsed } from './migration-20261122-api-key-last-used';
 import { MigrationChatClaims } from './migration-20261122-chat-claims';
+import { MigrationChatClientIds } from './migration-20261124-chat-client-ids';
 import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   MigrationApiKeyLastUsed,
   MigrationChatInFlight,
   MigrationStreamTokens,
+  MigrationChatClientIds,
 ];

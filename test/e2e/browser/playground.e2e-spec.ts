@@ -176,6 +176,40 @@ describe('playground at /', () => {
       expect(consoleErrors).toEqual([]);
     });
 
+    it('keeps a durable chat across a reload mid-turn: the answer completes on the reloaded page', async () => {
+      const answer = 'Deals are tracked by stage: lead, qualified, proposal, won and lost. Ask about any of them.';
+      llm.enqueue(
+        MockReply.toolCall('describe_object', { objectName: 'deal' }),
+        // Slow enough for the reload to land mid-answer: one word at a time.
+        MockReply.text(answer, { chunkDelayMs: 150 }),
+      );
+      await openWithKey();
+      await page.click('#durable');
+      await page.type('#question', 'How are deals tracked?');
+      await page.keyboard.press('Enter');
+      // Part of the answer is on the page, not all of it: reload now.
+      await page.waitForFunction(() => (document.querySelector('.message.assistant .answer')?.textContent ?? '').length > 0);
+      expect(await text('.message.assistant .answer')).not.toBe(answer);
+      const chatId = await page.evaluate(() => sessionStorage.getItem('playground.chatId'));
+      expect(chatId).toMatch(/^[A-Za-z0-9_-]{1,128}$/);
+      await page.reload();
+
+      // The toggle and the chat survive; the page resumes the running turn and shows the whole answer once.
+      await page.waitForFunction(
+        (wanted) => document.querySelector('.message.assistant .answer')?.textContent === wanted,
+        { timeout: 30_000 },
+        answer,
+      );
+      expect(await page.$eval('#durable', (box) => (box as HTMLInputElement).checked)).toBe(true);
+      expect(await text('.message.user')).toContain('How are deals tracked?');
+      expect(await page.$eval('.message.assistant details.tool-call', (d) => (d as HTMLElement).dataset.state)).toBe(
+        'output-available',
+      );
+      expect(llm.requests).toHaveLength(2);
+      expect(await text('#chat-error')).toBe('');
+      expect(consoleErrors).toEqual([]);
+    });
+
     it('shows the API error of a refused chat, with its code', async () => {
       await openWithKey();
       await page.evaluate(() => {

@@ -1,0 +1,120 @@
+import { ApiProperty, ApiPropertyOptional, getSchemaPath, PickType } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { DomainError } from '../../common/domain-error';
+import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
+import type { UiMessage, UiPart, UiTurnMetadata } from '../ui-messages';
+import { CreateChatDto } from './chat.dto';
+
+/** A chat id an AI SDK client chooses (its `Chat`'s id): what the transport puts in URL paths. */
+export const CLIENT_CHAT_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+const CLIENT_CHAT_ID_RULE = 'must be 1 to 128 of A-Z, a-z, 0-9, _ and -';
+
+/**
+ * UI messages a client sends with each request: the whole conversation, of which only the last
+ * message is read (the rest is stored already). The body limits bound it further.
+ */
+const MAX_UI_MESSAGES = 10_000;
+
+export const UI_CHAT_TRIGGERS = ['submit-message', 'regenerate-message'] as const;
+
+/** 400 unless `id` is a client chat id; for ids that arrive in a path. */
+export function checkClientChatId(id: string): void {
+  if (!CLIENT_CHAT_ID_PATTERN.test(id)) throw new DomainError('validation_failed', `The chat id ${CLIENT_CHAT_ID_RULE}`);
+}
+
+/**
+ * What `DefaultChatTransport` posts (`id`, `messages`, `trigger`, `messageId`), plus the fields a
+ * page adds through the transport's `body`: `dynamicTools` and `context`, checked as for POST /chats.
+ */
+export class UiChatRequestDto extends PickType(CreateChatDto, ['context', 'dynamicTools'] as const) {
+  @ApiProperty({ description: "The client's chat id, unique per key", pattern: CLIENT_CHAT_ID_PATTERN.source, maxLength: 128 })
+  @IsString()
+  @Matches(CLIENT_CHAT_ID_PATTERN, { message: `id ${CLIENT_CHAT_ID_RULE}` })
+  id: string;
+
+  @ApiProperty({
+    description:
+      'AI SDK UI messages; only the last one is read: a user message (its text parts) or the assistant message whose client tool parts now carry their outputs',
+    type: 'array',
+    items: JSON_OBJECT,
+    minItems: 1,
+    maxItems: MAX_UI_MESSAGES,
+  })
+  @IsArray()
+  @ArrayNotEmpty({ message: 'messages must contain at least one message' })
+  @ArrayMaxSize(MAX_UI_MESSAGES)
+  messages: unknown[];
+
+  @ApiProperty({
+    enum: UI_CHAT_TRIGGERS,
+    description: '`regenerate-message` is refused (400): a durable history is never rewritten',
+  })
+  @IsString()
+  @IsIn(UI_CHAT_TRIGGERS)
+  trigger: (typeof UI_CHAT_TRIGGERS)[number];
+
+  @ApiPropertyOptional({ description: 'Sent by the AI SDK; not used' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  messageId?: string;
+}
+
+export class UiUsageResponse {
+  @ApiProperty({ type: 'integer', minimum: 0 }) promptTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) completionTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) totalTokens: number;
+}
+
+export class UiMessageMetadataResponse implements UiTurnMetadata {
+  @ApiPropertyOptional({ description: 'The model that answered the last step' }) model?: string;
+  @ApiPropertyOptional({ enum: ['stop', 'length', 'max_iterations', 'tool_calls'] })
+  finishReason?: UiTurnMetadata['finishReason'];
+  @ApiProperty({ type: UiUsageResponse, description: 'Of every step of the answer' }) usage: UiUsageResponse;
+}
+
+export class UiStepStartPart {
+  @ApiProperty({ enum: ['step-start'], description: 'A model step begins' }) type: 'step-start';
+}
+
+export class UiTextPart {
+  @ApiProperty({ enum: ['text'] }) type: 'text';
+  @ApiProperty() text: string;
+  @ApiPropertyOptional({ enum: ['done'] }) state?: 'done';
+}
+
+export class UiToolInvocationPart {
+  @ApiProperty({ pattern: '^tool-', description: "`tool-<name>`: a call of the tool <name>, built-in or the client's" })
+  type: string;
+  @ApiProperty() toolCallId: string;
+  @ApiProperty({
+    enum: ['input-available', 'output-available', 'output-error'],
+    description: 'input-available: a client tool call still waiting for its output',
+  })
+  state: 'input-available' | 'output-available' | 'output-error';
+  @ApiProperty({ ...JSON_VALUE, description: 'The arguments of the call' }) input: unknown;
+  @ApiPropertyOptional({ ...JSON_VALUE, description: 'With output-available: what the tool returned' }) output?: unknown;
+  @ApiPropertyOptional({ description: 'With output-error: why the call failed' }) errorText?: string;
+}
+
+/** The parts of a UI message; the controller registers these classes with @ApiExtraModels. */
+export const UI_PART_MODELS = [UiStepStartPart, UiTextPart, UiToolInvocationPart];
+
+export class UiMessageResponse implements UiMessage {
+  @ApiProperty({ description: "A user message keeps its client's id; an answer's is the `start` part's messageId" })
+  id: string;
+  @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
+  @ApiProperty({
+    description:
+      'A user message: one text part. An answer (one per turn): per model step a step-start, its text and its tool calls',
+    type: 'array',
+    items: { oneOf: UI_PART_MODELS.map((model) => ({ $ref: getSchemaPath(model) })) },
+  })
+  parts: UiPart[];
+  @ApiPropertyOptional({ type: UiMessageMetadataResponse, description: 'Of an answer: model, finish reason and usage' })
+  metadata?: UiMessageMetadataResponse;
+}
+
+export class UiChatMessagesResponse {
+  @ApiProperty({ type: [UiMessageResponse] }) messages: UiMessageResponse[];
+}

@@ -1,0 +1,192 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import { AgentService } from '../../agents/agent.service';
+import type { Caller } from '../../auth/auth.decorators';
+import { KeyStreams } from '../../auth/key-streams.service';
+import { DomainError } from '../../common/domain-error';
+import { isPlainObject } from '../../common/plain-object';
+import { sqlState, UNIQUE_VIOLATION } from '../../database/pg-errors';
+import { LlmService } from '../../llm/llm.service';
+import { validateDynamicTools } from '../../runtime/client-tools';
+import type { ConversationPart } from '../../runtime/conversation';
+import { fromClientMessage, toUiMessages } from '../ui-messages';
+import { ChatEvents } from './chat-events.service';
+import { ChatRepository } from './chat.repository';
+import { ChatService, contextOf } from './chat.service';
+import type { ToolResultDto } from './chat.dto';
+import type { ChatRow } from './chat.types';
+import { checkClientChatId, CLIENT_CHAT_ID_PATTERN, UiChatMessagesResponse, UiChatRequestDto } from './ui-chat.dto';
+import { TurnStreamOrigin, UI_MESSAGE_STREAM_HEADERS, UiTurnStream } from './ui-turn-stream';
+
+/** What the last UI message of a request asks for. */
+type Submission = { kind: 'message'; text: string; clientId: string | null } | { kind: 'tool-results'; results: ToolResultDto[] };
+
+/**
+ * Durable chats for AI SDK clients (`useChat` with a stock `DefaultChatTransport`): the client's
+ * chat id names the chat, each request's last UI message is a new user message or the outputs of
+ * the client's tool calls, and the answer is the turn's UI message stream, produced by the worker of
+ * whichever replica runs it (UiTurnStream). The rules are those of the chat API underneath
+ * (ChatService): the same states, 409s, caps and checks.
+ */
+@Injectable()
+export class UiChatService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly repo: ChatRepository,
+    private readonly events: ChatEvents,
+    private readonly chats: ChatService,
+    private readonly agents: AgentService,
+    private readonly llm: LlmService,
+    private readonly streams: KeyStreams,
+  ) {}
+
+  /**
+   * A new chat, its next user message, or its client tool results; then the turn's stream on the
+   * raw response `open` hands over. Every refusal comes before the response opens (a JSON error).
+   */
+  async send(caller: Caller, agentName: string, dto: UiChatRequestDto, open: () => ServerResponse): Promise<void> {
+    if (dto.trigger === 'regenerate-message') {
+      throw new DomainError(
+        'unsupported_trigger',
+        'Regenerating an answer is not supported: a durable chat keeps every answer; send a new message instead',
+      );
+    }
+    const submission = readSubmission(dto.messages);
+    const agent = await this.agents.loadForRun(agentName, caller);
+    const dynamicTools = dto.dynamicTools === undefined ? undefined : validateDynamicTools(dto.dynamicTools, agent.tools);
+    this.llm.assertConfigured();
+    this.streams.check(caller);
+    // Listening before the commit that starts the turn: the stream misses nothing of it.
+    const stream = new UiTurnStream(this.em, this.repo, this.events);
+    let origin: TurnStreamOrigin;
+    try {
+      origin = await this.em.fork().transactional(async (em) => {
+        const chat = await this.repo.findByClientId(em, caller.subject, dto.id, { lock: true });
+        if (!chat) {
+          if (submission.kind !== 'message') throw notFound(dto.id);
+          const created = await this.chats.insertChat(em, caller, {
+            clientId: dto.id,
+            agent: agent.name,
+            message: submission.text,
+            messageClientId: submission.clientId,
+            context: dto.context,
+            dynamicTools: dynamicTools ?? [],
+          });
+          return { chatId: created.chat.id, turnStart: created.messageId, cursor: created.messageId };
+        }
+        if (chat.agent !== agent.name) {
+          throw new DomainError('chat_agent_mismatch', `Chat "${dto.id}" is a chat with agent "${chat.agent}"`, {
+            agent: chat.agent,
+          });
+        }
+        if (submission.kind === 'tool-results') {
+          // The answer's UI message holds every call of the turn with its output; the pending ones are the results.
+          const pending = new Set((chat.pendingToolCalls ?? []).map((call) => call.id));
+          const results = submission.results.filter((result) => pending.has(result.toolCallId));
+          const cursor = await this.chats.acceptToolResults(em, chat, results);
+          return { chatId: chat.id, turnStart: await this.repo.lastUserMessageId(em, chat.id, cursor), cursor };
+        }
+        const messageId = await this.chats.appendUserMessage(em, chat, submission.text, submission.clientId);
+        // The transport sends the page's tools and context with every message: the turn runs with them.
+        await this.repo.updateSetup(em, chat.id, {
+          dynamicTools,
+          context: dto.context === undefined ? undefined : contextOf(dto.context),
+        });
+        return { chatId: chat.id, turnStart: messageId, cursor: messageId };
+      });
+      stream.start(origin, this.streams.open(caller, open, { headers: UI_MESSAGE_STREAM_HEADERS }));
+    } catch (error) {
+      stream.dispose();
+      if (sqlState(error) === UNIQUE_VIOLATION) {
+        throw new DomainError('chat_busy', `Chat "${dto.id}" was created by another request at the same time`);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * The running turn's stream from its start (what was produced, then live), for a client that
+   * reconnects; false when no turn runs (the route answers 204).
+   */
+  async resume(caller: Caller, agentName: string, id: string, open: () => ServerResponse): Promise<boolean> {
+    checkClientChatId(id);
+    const stream = new UiTurnStream(this.em, this.repo, this.events);
+    try {
+      const em = this.em.fork();
+      const chat = await this.find(em, caller, agentName, id);
+      if (chat.status !== 'pending' && chat.status !== 'running') {
+        stream.dispose();
+        return false;
+      }
+      const turnStart = await this.repo.lastUserMessageId(em, chat.id);
+      stream.start(
+        { chatId: chat.id, turnStart, cursor: turnStart },
+        this.streams.open(caller, open, { headers: UI_MESSAGE_STREAM_HEADERS }),
+      );
+      return true;
+    } catch (error) {
+      stream.dispose();
+      throw error;
+    }
+  }
+
+  /** The whole conversation as UI messages, for a page to restore and continue. */
+  async messages(caller: Caller, agentName: string, id: string): Promise<UiChatMessagesResponse> {
+    checkClientChatId(id);
+    const em = this.em.fork();
+    const chat = await this.find(em, caller, agentName, id);
+    return { messages: toUiMessages(await this.repo.messages(em, chat.id, 0, null)) };
+  }
+
+  /** The caller's chat with this client id and agent; another owner's, or another agent's, is not found. */
+  private async find(em: EntityManager, caller: Caller, agentName: string, id: string): Promise<ChatRow> {
+    const chat = await this.repo.findByClientId(em, caller.subject, id);
+    if (!chat || chat.agent !== agentName) throw notFound(id);
+    return chat;
+  }
+}
+
+function notFound(id: string): DomainError {
+  return new DomainError('chat_not_found', `Chat "${id}" not found`);
+}
+
+/**
+ * The request's last UI message: a user message (its text parts), or the assistant message whose
+ * tool parts now carry outputs (`addToolOutput`), read by the parser of client conversations.
+ */
+function readSubmission(messages: unknown[]): Submission {
+  const index = messages.length - 1;
+  const last = messages[index];
+  const conversation = fromClientMessage(lastStepOf(last), index);
+  if (conversation[0].role === 'user') {
+    const part = conversation[0].parts[0];
+    const text = part?.type === 'text' ? part.text : '';
+    if (!text) throw new DomainError('invalid_message', `messages[${index}] has no text`);
+    const { id } = last as { id?: unknown };
+    return { kind: 'message', text, clientId: typeof id === 'string' && CLIENT_CHAT_ID_PATTERN.test(id) ? id : null };
+  }
+  const results = conversation
+    .flatMap((message) => message.parts)
+    .filter((part): part is Extract<ConversationPart, { type: 'tool-result' }> => part.type === 'tool-result')
+    .map((part) => ({ toolCallId: part.toolCallId, output: part.output, isError: part.isError }));
+  if (!results.length) {
+    throw new DomainError(
+      'invalid_tool_results',
+      `messages[${index}] is an assistant message without tool outputs: send a user message, or the outputs of the client's tool calls`,
+    );
+  }
+  return { kind: 'tool-results', results };
+}
+
+/**
+ * Of an assistant UI message, only its last step: the calls the chat waits for are all in the step
+ * that paused it, and the earlier steps' tool outputs (built-in results, up to 16 KB each) need not be
+ * read again nor count against the message's length cap. Anything else is returned as it is.
+ */
+function lastStepOf(message: unknown): unknown {
+  if (!isPlainObject(message) || message.role !== 'assistant' || !Array.isArray(message.parts)) return message;
+  const parts: unknown[] = message.parts;
+  const start = parts.findLastIndex((part) => isPlainObject(part) && part.type === 'step-start');
+  return start <= 0 ? message : { ...message, parts: parts.slice(start) };
+}
