@@ -1,6 +1,7 @@
 /** Renders the benchmark results as BENCHMARKS.md, goals first, each marked met or not met. */
 import { LoadResult, percentile } from './load';
 import { McpResult, renderMcp } from './mcp';
+import { OpenAiCompatResult, renderOpenAiCompat } from './openai-compat';
 import type { StartupTimings } from './server';
 
 export interface ScenarioResult {
@@ -103,6 +104,7 @@ export interface BenchReport {
   };
   clientSchemas?: ClientSchemasResult;
   mcp?: McpResult;
+  openaiCompat?: OpenAiCompatResult;
   goals: Goal[];
   notes: string[];
 }
@@ -280,6 +282,7 @@ export function renderReport(r: BenchReport): string {
   );
   if (r.clientSchemas) lines.push('', ...renderClientSchemas(r.clientSchemas, { command: r.command, date: r.date }));
   if (r.mcp) lines.push('', ...renderMcp(r.mcp, { command: r.command, date: r.date }));
+  if (r.openaiCompat) lines.push('', ...renderOpenAiCompat(r.openaiCompat, { command: r.command, date: r.date }));
   if (r.notes.length) lines.push('', '## Notes from this run', '', ...r.notes.map((n) => `- ${n}`));
   lines.push('');
   return lines.join('\n');

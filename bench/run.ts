@@ -16,6 +16,7 @@ import { DynamicStep, MockLlmServer, MockReply } from '../test/support/mock-llm.
 import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runLoad, timeRuns } from './load';
 import { clientSchemasRun } from './client-schemas';
 import { mcpGoals, mcpRun } from './mcp';
+import { openAiCompatGoals, openAiCompatRun } from './openai-compat';
 import {
   BenchReport,
   clientSchemaGoals,
@@ -447,6 +448,7 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
     fairnessGoal(report.fairness),
     ...(report.clientSchemas ? clientSchemaGoals(report.clientSchemas) : []),
     ...(report.mcp ? mcpGoals(report.mcp) : []),
+    ...(report.openaiCompat ? openAiCompatGoals(report.openaiCompat) : []),
   ];
 }
 
@@ -725,6 +727,7 @@ async function main(): Promise<void> {
     const results: ScenarioResult[] = [];
     for (const scenario of scenarios(llm)) results.push(await runScenario(member, scenario, db));
     const mcp = await mcpRun(ready.port, secret, member);
+    const openaiCompat = await openAiCompatRun(ready.port, secret, member, llm);
     memory.push(await app.memory('after the HTTP load (all scenarios above)'));
     const durable = await durableRun(member, llm, databaseUrl);
     log(`durable chats: ${durable.completed}/${durable.chats} in ${durable.wallMs.toFixed(0)} ms`);
@@ -775,6 +778,7 @@ async function main(): Promise<void> {
       fairness,
       clientSchemas,
       mcp,
+      openaiCompat,
       notes,
     };
     await cleanup();

@@ -10,7 +10,9 @@ import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/f
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
 import { createOpenApiDocument } from './common/openapi.document';
+import { closeUnusedConnectionsOnClose } from './common/unused-connections';
 import { createValidationPipe } from './common/validation.pipe';
+import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
 import { MetricsService } from './observability/metrics.service';
 import { RequestLogController } from './observability/request-log.controller';
@@ -37,7 +39,8 @@ export async function createApp(
   options: CreateAppOptions = {},
 ): Promise<NestFastifyApplication> {
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
-  const filter = new HttpExceptionFilter();
+  // Under /v1 errors take OpenAI's shape, so that OpenAI client libraries raise their usual error classes.
+  const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE]);
   const framework = frameworkErrorOptions(filter);
   // One registry per app: the request log hook records into it before Nest exists.
   const metrics = new MetricsService(config.metricsToken);
@@ -80,6 +83,7 @@ export async function createApp(
   // After the hook above, so that its refusals carry the request id too.
   installFrameworkErrorHandlers(app, filter);
   fastify.addHook('preHandler', requestLogContext);
+  closeUnusedConnectionsOnClose(fastify);
   // The UI at /docs, the document at /docs-json.
   SwaggerModule.setup('docs', app, createOpenApiDocument(app));
   return app;

@@ -12,6 +12,7 @@ import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
 import type { MetricsService } from './observability/metrics.service';
 import { ObservabilityModule } from './observability/observability.module';
+import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
 import { PlaygroundModule } from './playground/playground.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
@@ -35,6 +36,7 @@ export class AppModule {
         RuntimeModule,
         StatelessChatModule,
         DurableChatsModule,
+        OpenAiCompatModule,
         McpModule,
         HealthModule,
         PlaygroundModule,

@@ -32,10 +32,22 @@ export class AgentService {
     return { agents: visible.map(toAgentSummary) };
   }
 
-  /** Agents the caller may run now: active, valid and within its access; for admins too, unlike `listFor`. */
-  async listUsable(caller: Caller): Promise<AgentSpec[]> {
+  /**
+   * Agents the caller may run now: active, valid (what loadForRun would load) and within its access;
+   * for admins too, unlike `listFor`.
+   */
+  async listUsable(caller: Caller): Promise<AgentResponse[]> {
     const agents = await this.em.fork().find(AgentEntity, { active: true }, { orderBy: { name: 'asc' } });
-    return agents.filter((agent) => !this.findProblem(agent) && mayUse(agent, caller)).map(toSpec);
+    return agents.filter((agent) => !this.findProblem(agent) && mayUse(agent, caller)).map(toAgentResponse);
+  }
+
+  /** One agent the caller may run now; any other name is as unknown as a missing one (404). */
+  async getUsable(name: string, caller: Caller): Promise<AgentResponse> {
+    const agent = await findByName(this.em.fork(), name);
+    if (!agent || !agent.active || this.findProblem(agent) || !mayUse(agent, caller)) {
+      throw new DomainError('agent_not_found', `Agent "${name}" not found or not available to this key`);
+    }
+    return toAgentResponse(agent);
   }
 
   async get(name: string): Promise<AgentResponse> {

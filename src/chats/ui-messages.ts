@@ -1,13 +1,14 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { addUsage, type LlmUsage, ZERO_USAGE } from '../llm/llm.types';
-import type { ConversationMessage, ConversationPart } from '../runtime/conversation';
-
-/** Longest text of one message, tool inputs and outputs included (as JSON). */
-export const MAX_MESSAGE_LENGTH = 100_000;
-const MAX_TOOL_CALL_ID_LENGTH = 200;
-/** What OpenAI-compatible endpoints accept as a function name. */
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+import {
+  MAX_MESSAGE_LENGTH,
+  MAX_TOOL_CALL_ID_LENGTH,
+  messageLength,
+  type ConversationMessage,
+  type ConversationPart,
+} from '../runtime/conversation';
+import { TOOL_NAME_PATTERN } from '../tools/tool.define';
 
 /**
  * A conversation sent by a client: `{ role, content }` messages, or AI SDK UI messages (`parts`).
@@ -36,7 +37,8 @@ export function fromClientMessage(message: unknown, index: number): Conversation
   } else {
     throw fail('.content must be a string');
   }
-  if (lengthOf(messages) > MAX_MESSAGE_LENGTH) throw fail(` is longer than ${MAX_MESSAGE_LENGTH} characters`);
+  if (messages.reduce((sum, m) => sum + messageLength(m), 0) > MAX_MESSAGE_LENGTH)
+    throw fail(` is longer than ${MAX_MESSAGE_LENGTH} characters`);
   return messages;
 }
 
@@ -77,7 +79,7 @@ function assistantSteps(parts: unknown[], fail: (problem: string) => DomainError
     if (part.type !== 'dynamic-tool' && !part.type.startsWith('tool-')) return;
     const toolName = part.type === 'dynamic-tool' ? part.toolName : part.type.slice(5);
     if (part.state !== 'output-available' && part.state !== 'output-error') return;
-    if (typeof toolName !== 'string' || !TOOL_NAME.test(toolName)) {
+    if (typeof toolName !== 'string' || !TOOL_NAME_PATTERN.test(toolName)) {
       throw fail(`.parts[${i}] names a tool that cannot exist (1-64 of A-Z, a-z, 0-9, _ and -)`);
     }
     const { toolCallId } = part;
@@ -93,18 +95,6 @@ function assistantSteps(parts: unknown[], fail: (problem: string) => DomainError
   endStep();
   // An assistant message without anything the model can read still marks a turn of the conversation.
   return messages.length ? messages : [{ role: 'assistant', parts: [{ type: 'text', text: '' }] }];
-}
-
-function lengthOf(messages: ConversationMessage[]): number {
-  let length = 0;
-  for (const { parts } of messages) {
-    for (const part of parts) {
-      if (part.type === 'text') length += part.text.length;
-      else if (part.type === 'tool-call') length += JSON.stringify(part.input ?? null).length;
-      else length += JSON.stringify(part.output ?? null).length;
-    }
-  }
-  return length;
 }
 
 // ---------------------------------------------------------------------------------------------

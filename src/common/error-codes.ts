@@ -115,6 +115,8 @@ export const ERRORS = {
   invalid_dynamic_tools: HttpStatus.BAD_REQUEST,
   invalid_tool_results: HttpStatus.BAD_REQUEST,
   invalid_arguments: HttpStatus.BAD_REQUEST,
+  // A request parameter this server does not offer (OpenAI-compatible API: n > 1, logprobs, audio, ...).
+  unsupported_parameter: HttpStatus.BAD_REQUEST,
   ask_user_unavailable: HttpStatus.BAD_REQUEST,
   // Only ever a tool result: a call past the agent's planning.maxToolCallsPerStep.
   too_many_tool_calls: HttpStatus.BAD_REQUEST,

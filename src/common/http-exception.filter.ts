@@ -35,6 +35,16 @@ const PG_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
 };
 
 /**
+ * A front door whose clients expect errors in their own wire format (OpenAI's `{ error: { ... } }`):
+ * every failure under `prefix` keeps its status and is written by `render` instead.
+ */
+export interface ErrorShape {
+  /** A path prefix such as `/v1`: the path itself and everything below it. */
+  prefix: string;
+  render(status: number, body: ErrorBody): unknown;
+}
+
+/**
  * The one place where failures become HTTP: domain errors by their code, framework errors by
  * their status, anything unexpected as a 500 carrying the request id (the stack goes to the log).
  * What Fastify or Node answer before Nest sees a request goes through here too (framework-errors.ts).
@@ -42,6 +52,8 @@ const PG_ERRORS: Record<string, { code: ErrorCode; message: string }> = {
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpError');
+
+  constructor(private readonly shapes: readonly ErrorShape[] = []) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
@@ -67,7 +79,11 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
     // A 401 names the scheme it wants (RFC 9110); MCP hosts read it to know a bearer token is missing.
     if (status === 401) void reply.header('www-authenticate', 'Bearer');
-    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+    const shape = this.shapes.find((s) => underPrefix(request.url, s.prefix));
+    void reply
+      .status(status)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(shape ? shape.render(status, body) : body);
   }
 
   /** The status and body for a failure; `requestId` is quoted by a 500 only. */
@@ -117,6 +133,12 @@ export class HttpExceptionFilter implements ExceptionFilter {
       body: { error: 'Internal server error', code: 'internal_error', details: { requestId } },
     };
   }
+}
+
+function underPrefix(url: string | undefined, prefix: string): boolean {
+  if (!url?.startsWith(prefix)) return false;
+  const next = url.charAt(prefix.length);
+  return next === '' || next === '/' || next === '?';
 }
 
 function codeForStatus(status: number): ErrorCode {

@@ -66,9 +66,11 @@ export class LlmService {
       model: request.model,
       messages: request.messages,
       ...(request.tools?.length ? { tools: request.tools } : {}),
+      ...(request.tools?.length && request.toolChoice ? { tool_choice: request.toolChoice } : {}),
       ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       ...(request.maxTokens !== undefined ? { [this.config.llmMaxTokensParam]: request.maxTokens } : {}),
       ...(request.stop !== undefined ? { stop: request.stop } : {}),
+      ...(request.user !== undefined ? { user: request.user } : {}),
     };
     const done = this.metrics.modelCallStarted();
     try {

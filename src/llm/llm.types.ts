@@ -3,6 +3,12 @@ import type { LlmError } from './llm-error';
 
 export type LlmMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 export type LlmTool = OpenAI.Chat.Completions.ChatCompletionTool;
+/** `none`, `auto`, or one named tool the model must call. */
+export type LlmToolChoice =
+  | 'none'
+  | 'auto'
+  | OpenAI.Chat.Completions.ChatCompletionNamedToolChoice
+  | OpenAI.Chat.Completions.ChatCompletionNamedToolChoiceCustom;
 
 export interface LlmUsage {
   promptTokens: number;
@@ -22,9 +28,13 @@ export interface LlmRequest {
   model: string;
   messages: LlmMessage[];
   tools?: LlmTool[];
+  /** Sent only with tools. */
+  toolChoice?: LlmToolChoice;
   temperature?: number;
   maxTokens?: number;
   stop?: string | string[];
+  /** The end user, for the provider's abuse monitoring (OpenAI's `user`). */
+  user?: string;
   signal?: AbortSignal;
   /** The agent the call is made for: a label of the model-call metrics (agent names are bounded by admins). */
   agent?: string;

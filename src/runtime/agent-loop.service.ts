@@ -1,7 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { LlmService } from '../llm/llm.service';
-import { addUsage, LlmMessage, LlmResponse, LlmRetry, LlmTool, LlmToolCall, LlmUsage, ZERO_USAGE } from '../llm/llm.types';
+import {
+  addUsage,
+  LlmMessage,
+  LlmResponse,
+  LlmRetry,
+  LlmTool,
+  LlmToolCall,
+  LlmToolChoice,
+  LlmUsage,
+  ZERO_USAGE,
+} from '../llm/llm.types';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolErrorContent, ToolResult } from '../tools/tool.types';
@@ -15,6 +25,10 @@ export interface AgentTurn {
   stop?: string | string[];
   /** Tool definitions offered to the model while iterations remain. */
   tools: LlmTool[];
+  /** Sent with every call that offers tools (absent: the endpoint's default, auto). */
+  toolChoice?: LlmToolChoice;
+  /** The end user, passed on to the model endpoint. */
+  user?: string;
   /** Names the client executes; a call to one pauses the turn in requires_action. */
   clientTools: ReadonlySet<string>;
   maxIterations: number;
@@ -282,9 +296,11 @@ export class AgentLoop {
           model: turn.model,
           messages,
           tools: withTools ? turn.tools : undefined,
+          toolChoice: withTools ? turn.toolChoice : undefined,
           temperature: turn.temperature,
           maxTokens,
           stop: turn.stop,
+          user: turn.user,
           signal,
           agent: turn.toolContext.agent?.name,
           onRetry: hooks.onRetry && ((retry) => hooks.onRetry?.(retry)),

@@ -5,7 +5,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
-import { LlmMessage } from '../llm/llm.types';
+import { LlmMessage, LlmTool, LlmToolChoice } from '../llm/llm.types';
 import { MetadataService } from '../metadata/metadata.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { toOpenAiTool } from '../tools/tool.define';
@@ -13,8 +13,11 @@ import { mayUseObject } from '../tools/tool.middlewares';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentTurn } from './agent-loop.service';
 import type { ChatContext } from './chat-context.dto';
-import { parseChatOptions } from './chat-options.dto';
-import { ClientToolSet, clientToolSet, DynamicTool } from './client-tools';
+import { CHAT_OPTION_NAMES, ChatOptionNames, parseChatOptions } from './chat-options.dto';
+import { ClientToolLabels, ClientToolSet, clientToolSet, DynamicTool, validateDynamicTools } from './client-tools';
+
+/** What the model may do with tools: the endpoint's default (`auto`), no tool at all, or call one client tool. */
+export type TurnToolChoice = 'none' | 'auto' | { name: string };
 
 /** What a front door knows about a turn, in its own terms turned into ours. */
 export interface TurnRequest {
@@ -22,11 +25,22 @@ export interface TurnRequest {
   agentName: string;
   /** The conversation so far, without a system message; the front door has checked its own wire format. */
   history: LlmMessage[];
-  /** Raw caller options: only temperature, maxTokens and stop are read (ChatOptionsDto); the rest is ignored. */
+  /** Raw caller options, checked against ChatOptionsDto; only those in `optionNames` are read, the rest is ignored. */
   options?: unknown;
+  /** The options this front door takes and its names for them (default: the stateless chat's three). */
+  optionNames?: ChatOptionNames;
+  /**
+   * The caller's own instructions (OpenAI's system and developer messages): system messages after the
+   * agent's, never instead of them.
+   */
+  instructions?: readonly string[];
   context?: ChatContext | null;
   /** Tools the client executes itself, already validated (durable chats store them with the chat). */
   dynamicTools?: readonly DynamicTool[] | null;
+  /** Tools the client declares with this request, unchecked: validated here against the agent's tools (400). */
+  declaredTools?: { tools: unknown; labels: ClientToolLabels };
+  /** Passed to every model call that offers tools; a named tool must be one of the client's. */
+  toolChoice?: TurnToolChoice;
   /** Spent so far, when a turn resumes after client tool results. */
   progress?: { iterationsUsed: number; tokensUsed: number };
 }
@@ -44,7 +58,7 @@ export interface PreparedTurn {
  * Turns an agent spec into what the loop runs: the system message (instructions, the current
  * context and a compact schema of the context object) and the tools the model is offered. Only the
  * agent's declared tools are offered, once each, and only they can execute. Every front door
- * (stateless, durable) builds its turn here.
+ * (stateless, durable, OpenAI-compatible) builds its turn here.
  */
 @Injectable()
 export class AgentRuntime {
@@ -56,16 +70,25 @@ export class AgentRuntime {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** Checks in the contract's order: options (400), agent (404), access (403), agent limits (400), LLM endpoint (503). */
+  /**
+   * Checks in the contract's order: options (400), agent (404), access (403), agent limits and client
+   * tools (400), LLM endpoint (503).
+   */
   async prepareTurn(request: TurnRequest): Promise<PreparedTurn> {
-    const options = parseChatOptions(request.options);
+    const names = request.optionNames ?? CHAT_OPTION_NAMES;
+    const options = parseChatOptions(request.options, names);
     const agent = await this.agents.loadForRun(request.agentName, request.caller);
     const agentMax = agent.model.maxTokens;
     if (options.maxTokens !== undefined && agentMax !== undefined && options.maxTokens > agentMax) {
-      throw new DomainError('invalid_option', `options.maxTokens may not exceed the agent's maxTokens (${agentMax})`);
+      const option = names.maxTokens ?? 'maxTokens';
+      throw new DomainError('invalid_option', `${option} may not exceed the agent's maxTokens (${agentMax})`, { option });
     }
+    const dynamicTools = request.declaredTools
+      ? validateDynamicTools(request.declaredTools.tools, agent.tools, request.declaredTools.labels)
+      : (request.dynamicTools ?? []);
+    const clientTools = clientToolSet(dynamicTools, agent.tools, this.config.llmCustomToolsAsFunctions);
+    const toolChoice = toolChoiceOf(request.toolChoice, clientTools, names.toolChoice ?? 'toolChoice');
     this.llm.assertConfigured();
-    const clientTools = clientToolSet(request.dynamicTools ?? [], agent.tools, this.config.llmCustomToolsAsFunctions);
     const agentTools = this.registry.resolve(agent.tools).tools;
     // ask_user is an agent tool the client answers: offered to the model, never executed here.
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
@@ -74,7 +97,9 @@ export class AgentRuntime {
       temperature: options.temperature ?? agent.model.temperature,
       maxTokens: options.maxTokens ?? agent.model.maxTokens,
       stop: options.stop,
+      user: options.user,
       tools: [...agentTools.map((tool) => toOpenAiTool(tool)), ...clientTools.tools],
+      toolChoice,
       clientTools: new Set(clientTools.names),
       maxIterations: agent.planning.maxIterations,
       maxToolCallsPerStep: agent.planning.maxToolCallsPerStep,
@@ -89,6 +114,7 @@ export class AgentRuntime {
     };
     const context = visibleContext(agent, request.context);
     const preamble = [await this.systemMessage(agent, context)];
+    for (const text of request.instructions ?? []) preamble.push({ role: 'system', content: text });
     if (context) preamble.push(contextMessage(context));
     return { agent, turn, messages: [...preamble, ...request.history], clientTools };
   }
@@ -120,6 +146,26 @@ export class AgentRuntime {
     });
     return `Schema of ${object.name} (${object.label}):\n${fields.join('\n')}`;
   }
+}
+
+/**
+ * The tool choice as the model endpoint takes it. Only a client tool may be forced: its call ends the
+ * turn, while a forced built-in tool would be called again on every step until the iterations run out.
+ */
+function toolChoiceOf(choice: TurnToolChoice | undefined, clientTools: ClientToolSet, option: string): LlmToolChoice | undefined {
+  if (choice === undefined || typeof choice === 'string') return choice;
+  const tool: LlmTool | undefined = clientTools.tools.find(
+    (t) => (t.type === 'function' ? t.function.name : t.custom.name) === choice.name,
+  );
+  if (!tool) {
+    throw new DomainError('invalid_option', `${option} names "${choice.name}", which is not a tool of the client`, {
+      option,
+      clientTools: clientTools.tools.map((t) => (t.type === 'function' ? t.function.name : t.custom.name)),
+    });
+  }
+  return tool.type === 'function'
+    ? { type: 'function', function: { name: choice.name } }
+    : { type: 'custom', custom: { name: choice.name } };
 }
 
 /**

@@ -27,46 +27,69 @@ function invalid(message: string, details?: unknown): DomainError {
   return new DomainError('invalid_dynamic_tools', message, details);
 }
 
+/** How a front door's wire format names a declared tool and its schema, for error messages. */
+export interface ClientToolLabels {
+  /** The path of tool `index`, e.g. `dynamicTools[0]`. */
+  tool(index: number): string;
+  /** The key of its JSON Schema under that path. */
+  schema: string;
+  /** The list as a whole. */
+  list: string;
+}
+
+/** Durable chats: `dynamicTools: [{ name, description, inputSchema }]`. */
+export const DYNAMIC_TOOL_LABELS: ClientToolLabels = {
+  tool: (index) => `dynamicTools[${index}]`,
+  schema: 'inputSchema',
+  list: 'dynamicTools',
+};
+
 /**
- * Checks the tools a client declares at chat creation: names as for any tool (TOOL_NAME_PATTERN), unique, at
- * most 64, not shadowing the agent's tools; function tools need an `inputSchema` that compiles as
- * JSON Schema; `{ type: 'custom' }` tools take raw text and have no schema.
+ * Checks the tools a client declares (a durable chat at creation, an OpenAI-compatible request):
+ * names as for any tool (TOOL_NAME_PATTERN), unique, at most 64, not shadowing the agent's tools;
+ * function tools need an `inputSchema` that compiles as JSON Schema; `{ type: 'custom' }` tools take
+ * raw text and have no schema.
  */
-export function validateDynamicTools(input: unknown, agentTools: readonly string[]): DynamicTool[] {
+export function validateDynamicTools(
+  input: unknown,
+  agentTools: readonly string[],
+  labels: ClientToolLabels = DYNAMIC_TOOL_LABELS,
+): DynamicTool[] {
   if (input === undefined || input === null) return [];
-  if (!Array.isArray(input)) throw invalid('dynamicTools must be an array');
-  if (input.length > MAX_DYNAMIC_TOOLS) throw invalid(`At most ${MAX_DYNAMIC_TOOLS} dynamic tools`);
+  if (!Array.isArray(input)) throw invalid(`${labels.list} must be an array`);
+  if (input.length > MAX_DYNAMIC_TOOLS) throw invalid(`At most ${MAX_DYNAMIC_TOOLS} client tools`);
   const seen = new Set<string>();
   let totalBytes = 0;
   return input.map((tool, index) => {
-    const at = `dynamicTools[${index}]`;
+    const at = labels.tool(index);
+    const schemaAt = `${at}.${labels.schema}`;
     if (typeof tool !== 'object' || tool === null || Array.isArray(tool)) throw invalid(`${at} must be an object`);
     const { type, name, description, inputSchema, ...rest } = tool as Record<string, unknown>;
     if (Object.keys(rest).length) throw invalid(`${at} has unknown properties: ${Object.keys(rest).join(', ')}`);
     if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name))
       throw invalid(`${at}.name must match ${TOOL_NAME_PATTERN.source}`);
-    if (seen.has(name)) throw invalid(`Dynamic tool "${name}" is declared twice`);
+    if (seen.has(name)) throw invalid(`Client tool "${name}" is declared twice`);
     seen.add(name);
     if (agentTools.includes(name) || name === ASK_USER_TOOL)
-      throw invalid(`Dynamic tool "${name}" would shadow a tool of the agent`);
+      throw invalid(`Client tool "${name}" would shadow a tool of the agent`);
     if (description !== undefined && (typeof description !== 'string' || description.length > MAX_DESCRIPTION)) {
       throw invalid(`${at}.description must be a string of at most ${MAX_DESCRIPTION} characters`);
     }
     if (type === 'custom') {
-      if (inputSchema !== undefined) throw invalid(`${at}: custom tools take raw text and have no inputSchema`);
+      if (inputSchema !== undefined) throw invalid(`${at}: custom tools take raw text and have no ${labels.schema}`);
       return { type: 'custom', name, ...(description ? { description } : {}) };
     }
     if (type !== undefined && type !== 'function') throw invalid(`${at}.type must be "function" or "custom"`);
     if (typeof inputSchema !== 'object' || inputSchema === null || Array.isArray(inputSchema)) {
-      throw invalid(`${at}.inputSchema must be a JSON Schema object`);
+      throw invalid(`${schemaAt} must be a JSON Schema object`);
     }
     const bytes = JSON.stringify(inputSchema).length;
-    if (bytes > MAX_SCHEMA_BYTES) throw invalid(`${at}.inputSchema is larger than 64 KB`);
+    if (bytes > MAX_SCHEMA_BYTES) throw invalid(`${schemaAt} is larger than 64 KB`);
     totalBytes += bytes;
     if (totalBytes > MAX_TOTAL_SCHEMA_BYTES)
-      throw invalid('The inputSchemas of all dynamic tools together are larger than 256 KB');
-    const problem = schemaProblem(inputSchema);
-    if (problem) throw invalid(`${at}.inputSchema is not a valid JSON Schema: ${problem}`);
+      throw invalid(`The schemas of all client tools together (${labels.list}) are larger than 256 KB`);
+    const problem = schemaProblem(inputSchema, labels.schema);
+    if (problem) throw invalid(`${schemaAt} is not a valid JSON Schema: ${problem}`);
     return {
       type: 'function',
       name,
@@ -77,9 +100,9 @@ export function validateDynamicTools(input: unknown, agentTools: readonly string
 }
 
 /** Why a schema is not valid JSON Schema (meta-schema errors, a bad regular expression), or undefined. */
-function schemaProblem(schema: object): string | undefined {
+function schemaProblem(schema: object, dataVar: string): string | undefined {
   try {
-    if (!metaSchema.validateSchema(schema)) return metaSchema.errorsText(metaSchema.errors, { dataVar: 'inputSchema' });
+    if (!metaSchema.validateSchema(schema)) return metaSchema.errorsText(metaSchema.errors, { dataVar });
   } catch (error) {
     // An unknown `$schema` dialect, or nesting too deep for the checker.
     return (error as Error).message;

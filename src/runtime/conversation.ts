@@ -10,12 +10,30 @@ export type ConversationPart =
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; kind?: 'function' | 'custom' }
   | { type: 'tool-result'; toolCallId: string; toolName: string; output: unknown; isError: boolean };
 
+/** Most messages of a conversation a client sends in one request. */
+export const MAX_CONVERSATION_MESSAGES = 500;
+/** Longest text of one message a client sends, tool inputs and outputs included (as JSON). */
+export const MAX_MESSAGE_LENGTH = 100_000;
+/** Longest tool call id a client may send back. */
+export const MAX_TOOL_CALL_ID_LENGTH = 200;
+
 export type ConversationRole = 'user' | 'assistant' | 'tool';
 
 /** A message of a conversation: user text, an assistant step (text and tool calls), or the results of its calls. */
 export interface ConversationMessage {
   role: ConversationRole;
   parts: ConversationPart[];
+}
+
+/** Characters of a message as MAX_MESSAGE_LENGTH counts them: text, and tool inputs and outputs as JSON. */
+export function messageLength(message: ConversationMessage): number {
+  let length = 0;
+  for (const part of message.parts) {
+    if (part.type === 'text') length += part.text.length;
+    else if (part.type === 'tool-call') length += JSON.stringify(part.input ?? null).length;
+    else length += JSON.stringify(part.output ?? null).length;
+  }
+  return length;
 }
 
 /** A conversation → the messages the model sees (tool results one message per call). */

@@ -592,5 +592,16 @@ describe('hardening against hostile member input', () => {
         else await s.close();
       }
     });
+
+    it('closes a connection that never sent a request when the server shuts down, rather than waiting for it', async () => {
+      // Node stops timing such connections out once closing begins; an HTTP client leaves one after an aborted request.
+      const s = await startTestApp();
+      const server = s.app.getHttpServer();
+      const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+      const connection = RawConnection.open(await listenOnLoopback(server));
+      await accepted;
+      await s.close();
+      expect(await connection.closed).toEqual([]);
+    });
   });
 });

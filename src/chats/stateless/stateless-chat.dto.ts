@@ -14,6 +14,7 @@ import {
 import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { ChatOptionsDto } from '../../runtime/chat-options.dto';
+import { MAX_CONVERSATION_MESSAGES } from '../../runtime/conversation';
 
 /** One message of the history (documentation only: the service checks each). */
 export class StatelessChatMessageDto {
@@ -33,7 +34,7 @@ export class StatelessChatDto {
   @ApiProperty({ type: [StatelessChatMessageDto], minItems: 1, maxItems: 500 })
   @IsArray()
   @ArrayNotEmpty({ message: 'messages must contain at least one message' })
-  @ArrayMaxSize(500)
+  @ArrayMaxSize(MAX_CONVERSATION_MESSAGES)
   messages: unknown[];
 
   @ApiPropertyOptional({ type: ChatContextDto })
