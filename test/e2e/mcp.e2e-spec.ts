@@ -37,7 +37,7 @@ type ToolCallAnswer = CallToolResult | { toolResult: unknown };
 /** What a tool call returned: its JSON text and its structured content, which must say the same. */
 function structured<T>(answer: ToolCallAnswer): T {
   if (!('content' in answer)) throw new Error(`a legacy toolResult answer: ${JSON.stringify(answer)}`);
-  const result = answer as CallToolResult;
+  const result = answer;
   expect(result.content).toEqual([{ type: 'text', text: JSON.stringify(result.structuredContent) }]);
   return result.structuredContent as T;
 }
