@@ -54,8 +54,9 @@ export class AppProcess {
     const fd = openSync(logFile, 'a');
     try {
       const child = fork(join(__dirname, 'server.js'), [], {
-        // BENCH_APP_EXEC_ARGV: extra node flags for the app process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-        execArgv: ['--enable-source-maps', '--expose-gc', ...(process.env.BENCH_APP_EXEC_ARGV ?? '').split(' ').filter(Boolean)],
+        // The flags of `npm start`, so the figures are those of the process users run; BENCH_APP_EXEC_ARGV adds
+        // node flags for the app process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+        execArgv: [...startFlags(), '--expose-gc', ...(process.env.BENCH_APP_EXEC_ARGV ?? '').split(' ').filter(Boolean)],
         env: { PATH: process.env.PATH ?? '', ...env },
         stdio: ['ignore', fd, fd, 'ipc'],
       });
@@ -167,4 +168,10 @@ export function spliceSection(markdown: string, section: string, markers: { star
   const notes = markdown.indexOf('## Notes from this run');
   if (notes >= 0) return `${markdown.slice(0, notes)}${section}\n\n${markdown.slice(notes)}`;
   return `${markdown.trimEnd()}\n\n${section}\n`;
+}
+
+/** The node flags of package.json's `start` script (`--enable-source-maps`, the young-generation size, ...). */
+function startFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
+  return pkg.scripts.start.split(/\s+/).filter((token) => token.startsWith('--'));
 }
