@@ -89,32 +89,48 @@ export interface LoadResult {
 
 /** Runs `requests` requests with `concurrency` workers; never more requests than asked. */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const { client, requests, concurrency, make } = options;
-  const expectStatus = options.expectStatus ?? 200;
-  const latencies: number[] = [];
-  const errorSamples: string[] = [];
-  let errors = 0;
+  const [result] = await runInterleaved(options.client, options.requests, options.concurrency, [options]);
+  return result;
+}
+
+/** One of the routes of runInterleaved: how to make its requests and check their answers. */
+export type InterleavedRoute = Pick<LoadOptions, 'make' | 'expectStatus' | 'check'>;
+
+/**
+ * Runs `requests` requests with `concurrency` workers, the i-th to `routes[i % routes.length]`, and
+ * gives each route its own result: every moment of the run (and whatever else the machine does then)
+ * weighs on all routes alike, so their latencies compare.
+ */
+export async function runInterleaved(
+  client: HttpClient,
+  requests: number,
+  concurrency: number,
+  routes: InterleavedRoute[],
+): Promise<LoadResult[]> {
+  const tallies = routes.map(() => ({ latencies: [] as number[], errors: 0, errorSamples: [] as string[] }));
   let next = 0;
-  const fail = (message: string) => {
-    errors++;
-    if (errorSamples.length < 5) errorSamples.push(message);
-  };
   const worker = async () => {
     for (;;) {
       const i = next++;
       if (i >= requests) return;
-      const req = make(i);
+      const route = routes[i % routes.length];
+      const tally = tallies[i % routes.length];
+      const fail = (message: string) => {
+        tally.errors++;
+        if (tally.errorSamples.length < 5) tally.errorSamples.push(message);
+      };
+      const req = route.make(i);
       const started = process.hrtime.bigint();
       try {
         const res = await client.send(req);
-        latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
-        if (res.status !== expectStatus) {
+        tally.latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+        if (res.status !== (route.expectStatus ?? 200)) {
           fail(`${req.method} ${req.path} → ${res.status} ${res.body.slice(0, 300)}`);
-        } else if (options.check && options.check(res, i) === false) {
+        } else if (route.check && route.check(res, i) === false) {
           fail(`${req.method} ${req.path} → unexpected body ${res.body.slice(0, 300)}`);
         }
       } catch (error) {
-        latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+        tally.latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
         fail(`${req.method} ${req.path} → ${error instanceof Error ? error.message : String(error)}`);
       }
     }
@@ -122,8 +138,14 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const started = process.hrtime.bigint();
   await Promise.all(Array.from({ length: Math.min(concurrency, requests) }, worker));
   const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
-  latencies.sort((a, b) => a - b);
-  return { requests, concurrency, errors, errorSamples, latencies, wallMs };
+  return tallies.map((tally) => ({
+    requests: tally.latencies.length,
+    concurrency,
+    errors: tally.errors,
+    errorSamples: tally.errorSamples,
+    latencies: tally.latencies.sort((x, y) => x - y),
+    wallMs,
+  }));
 }
 
 /** Nearest-rank percentile of an ascending array. */

@@ -1,88 +1,18 @@
 /**
- * `npm run bench:mcp`: only the MCP overhead scenario of the benchmark (bench/mcp.ts), on its own
- * embedded PostgreSQL and application process with the sample CRM. Replaces that section of
- * BENCHMARKS.md and leaves the rest of the file as the last `npm run bench` wrote it.
+ * `npm run bench:mcp`: only the MCP overhead scenario of the benchmark (bench/mcp.ts), with the sample
+ * CRM; replaces that section of BENCHMARKS.md.
  */
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { arch, cpus, loadavg, platform, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
-import { projectRoot } from '../src/common/project-root';
-import { startEmbeddedPostgres } from '../src/database/embedded-postgres.launcher';
-import { freePort } from '../test/support/free-port';
-import { MockLlmServer } from '../test/support/mock-llm.server';
-import { AppProcess, benchAppEnv, log, spliceSection, sql } from './harness';
-import { HttpClient } from './load';
 import { MCP_END, MCP_START, mcpGoals, mcpRun, renderMcp } from './mcp';
+import { runSection } from './section';
 
-const COMMAND = 'npm run bench:mcp';
-
-async function main(): Promise<void> {
-  const loadBefore = loadavg();
-  const root = await mkdtemp(join(tmpdir(), 'data-copilot-bench-'));
-  // As root, Postgres runs as the `postgres` user, which must be able to pass through this folder.
-  await chmod(root, 0o711);
-  const cleanups: Array<() => Promise<void> | void> = [() => rm(root, { recursive: true, force: true })];
-  const cleanup = async () => {
-    for (const step of cleanups.splice(0).reverse()) {
-      try {
-        await step();
-      } catch (error) {
-        log(`cleanup: ${String(error)}`);
-      }
-    }
-  };
-  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
-  try {
-    const postgres = await startEmbeddedPostgres({ dataDir: join(root, 'pg'), port: await freePort(), persistent: true });
-    cleanups.push(() => postgres.stop());
-    await sql(postgres.url, 'create database bench_app');
-    const databaseUrl = postgres.urlFor('bench_app');
-    const [{ server_version: postgresVersion }] = await sql<{ server_version: string }>(databaseUrl, 'show server_version');
-    // No model call is made; the app only needs an endpoint configured as in the full benchmark.
-    const llm = await MockLlmServer.start();
-    cleanups.push(() => llm.close());
-    const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
-    const app = AppProcess.start(
-      benchAppEnv({ databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: true }),
-      join(root, 'app.log'),
-    );
-    cleanups.push(() => app.kill());
-    const ready = await app.ready();
-    log(`app listening on 127.0.0.1:${ready.port} (pid ${app.pid}), PostgreSQL ${postgresVersion}`);
-    const admin = new HttpClient(ready.port, { authorization: `Bearer ${adminKey}` });
-    cleanups.push(() => admin.close());
-    const { secret } = await admin.json<{ secret: string }>(
-      { method: 'POST', path: '/api/v1/api-keys', body: { name: 'bench member', role: 'member' } },
-      201,
-    );
-    const member = new HttpClient(ready.port, { authorization: `Bearer ${secret}` }, 16);
-    cleanups.push(() => member.close());
-
-    const result = await mcpRun(ready.port, secret, member);
-    await app.stop();
-
-    const load = (values: number[]) => values.map((l) => l.toFixed(2)).join(' / ');
-    const machine =
-      `${cpus().length} cores (${cpus()[0]?.model?.trim() ?? 'unknown CPU'}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB, ` +
-      `${platform()} ${arch()}, Node ${process.version}, PostgreSQL ${postgresVersion}; load average (1/5/15 min) ` +
-      `${load(loadBefore)} at the start, ${load(loadavg())} at the end`;
-    const section = renderMcp(result, { command: COMMAND, date: new Date().toISOString(), machine }).join('\n');
-    const file = join(projectRoot(), 'BENCHMARKS.md');
-    const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
-    await writeFile(file, spliceSection(current, section, { start: MCP_START, end: MCP_END }));
-    process.stdout.write(section + '\n');
-    for (const goal of mcpGoals(result)) log(`${goal.met ? 'met' : 'NOT met'}: ${goal.name}: ${goal.measured} (${goal.target})`);
-    log(`wrote the MCP section of ${file}`);
-  } finally {
-    await cleanup();
-  }
-}
-
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  },
-);
+runSection({
+  command: 'npm run bench:mcp',
+  title: 'MCP',
+  seed: true,
+  memberSockets: 16,
+  markers: { start: MCP_START, end: MCP_END },
+  // No model call is made; the app only has an endpoint configured, as in the full benchmark.
+  run: ({ port, secret, member }) => mcpRun(port, secret, member),
+  render: renderMcp,
+  goals: mcpGoals,
+});

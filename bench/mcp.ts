@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { isDeepStrictEqual } from 'node:util';
 import { log } from './harness';
-import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile } from './load';
+import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runInterleaved } from './load';
 import type { Goal } from './report';
 
 /** Both routes together, half each. */
@@ -79,46 +79,12 @@ async function checkWithSdkClient(port: number, key: string, rest: HttpClient): 
   }
 }
 
-/**
- * `requests` requests with `CONCURRENCY` in flight, even ones to REST and odd ones to MCP: every
- * moment of the run (and whatever else the machine does then) weighs on both routes alike.
- */
+/** `requests` requests with `CONCURRENCY` in flight, even ones to REST and odd ones to MCP. */
 async function mixedLoad(client: HttpClient, requests: number): Promise<{ rest: LoadResult; mcp: LoadResult }> {
-  const routes = [
-    { make: restRequest, check: restCheck, latencies: [] as number[], errors: 0, errorSamples: [] as string[] },
-    { make: mcpRequest, check: mcpCheck, latencies: [] as number[], errors: 0, errorSamples: [] as string[] },
-  ];
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < requests; i = next++) {
-      const route = routes[i % 2];
-      const request = route.make(i);
-      const started = process.hrtime.bigint();
-      let problem: string | undefined;
-      try {
-        const res = await client.send(request);
-        if (res.status !== 200 || !route.check(res)) problem = `${res.status} ${res.body.slice(0, 300)}`;
-      } catch (error) {
-        problem = error instanceof Error ? error.message : String(error);
-      }
-      route.latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
-      if (problem) {
-        route.errors++;
-        if (route.errorSamples.length < 5) route.errorSamples.push(`${request.method} ${request.path} → ${problem}`);
-      }
-    }
-  };
-  const started = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
-  const [rest, mcp] = routes.map((route): LoadResult => ({
-    requests: route.latencies.length,
-    concurrency: CONCURRENCY,
-    errors: route.errors,
-    errorSamples: route.errorSamples,
-    latencies: route.latencies.sort((a, b) => a - b),
-    wallMs,
-  }));
+  const [rest, mcp] = await runInterleaved(client, requests, CONCURRENCY, [
+    { make: restRequest, check: restCheck },
+    { make: mcpRequest, check: mcpCheck },
+  ]);
   return { rest, mcp };
 }
 
