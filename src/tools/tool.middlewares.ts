@@ -49,10 +49,17 @@ export function timeoutMiddleware(defaultTimeoutMs: number): ToolMiddleware {
 }
 
 /**
- * One structured log line per call: tool, agent, caller subject, duration and error flag.
- * Never arguments or results: they carry record values.
+ * A middleware that watches each call without changing it: `report` gets the call's outcome
+ * (undefined when an inner middleware threw) and its duration, however the call ended.
  */
-export function auditMiddleware(logger: LoggerService = new Logger('ToolAudit')): ToolMiddleware {
+function observingMiddleware(
+  report: (
+    invocation: Parameters<ToolMiddleware>[0],
+    ctx: Parameters<ToolMiddleware>[1],
+    outcome: ToolOutcome | undefined,
+    ms: number,
+  ) => void,
+): ToolMiddleware {
   return async (invocation, ctx, next) => {
     const started = performance.now();
     let outcome: ToolOutcome | undefined;
@@ -60,18 +67,28 @@ export function auditMiddleware(logger: LoggerService = new Logger('ToolAudit'))
       outcome = await next();
       return outcome;
     } finally {
-      logger.log({
-        msg: 'tool call',
-        tool: invocation.tool.name,
-        toolCallId: invocation.call.id,
-        agent: ctx.agent?.name ?? null,
-        caller: ctx.caller?.subject ?? null,
-        durationMs: Math.round(performance.now() - started),
-        isError: outcome ? outcome.isError : true,
-        errorCode: outcome ? (outcomeErrorCode(outcome) ?? null) : 'middleware_failed',
-      });
+      report(invocation, ctx, outcome, performance.now() - started);
     }
   };
+}
+
+/**
+ * One structured log line per call: tool, agent, caller subject, duration and error flag.
+ * Never arguments or results: they carry record values.
+ */
+export function auditMiddleware(logger: LoggerService = new Logger('ToolAudit')): ToolMiddleware {
+  return observingMiddleware((invocation, ctx, outcome, ms) => {
+    logger.log({
+      msg: 'tool call',
+      tool: invocation.tool.name,
+      toolCallId: invocation.call.id,
+      agent: ctx.agent?.name ?? null,
+      caller: ctx.caller?.subject ?? null,
+      durationMs: Math.round(ms),
+      isError: outcome ? outcome.isError : true,
+      errorCode: outcome ? (outcomeErrorCode(outcome) ?? null) : 'middleware_failed',
+    });
+  });
 }
 
 /**
@@ -79,17 +96,10 @@ export function auditMiddleware(logger: LoggerService = new Logger('ToolAudit'))
  * duration. Outermost, like audit, so refused and timed-out calls count too.
  */
 export function metricsMiddleware(metrics: Pick<MetricsService, 'observeToolCall'>): ToolMiddleware {
-  return async (invocation, _ctx, next) => {
-    const started = performance.now();
-    let outcome: ToolOutcome | undefined;
-    try {
-      outcome = await next();
-      return outcome;
-    } finally {
-      const code = outcome ? (outcome.isError ? (outcomeErrorCode(outcome) ?? 'error') : 'ok') : 'error';
-      metrics.observeToolCall(invocation.tool.name, code, (performance.now() - started) / 1000);
-    }
-  };
+  return observingMiddleware((invocation, _ctx, outcome, ms) => {
+    const code = outcome ? (outcome.isError ? (outcomeErrorCode(outcome) ?? 'error') : 'ok') : 'error';
+    metrics.observeToolCall(invocation.tool.name, code, ms / 1000);
+  });
 }
 
 /**

@@ -4,16 +4,14 @@ import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply, RecordedRequest } from '../support/mock-llm.server';
-import { bodyOf, errorOf, idOf } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { errorOf, idOf } from '../support/responses';
+import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 
 const FAST = { CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100' };
 
 /** A new member key on `t`. */
 async function memberKey(t: TestApp, name: string): Promise<CreatedApiKeyResponse> {
-  return bodyOf<CreatedApiKeyResponse>(
-    await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201),
-  );
+  return await createApiKey(t, { name, role: 'member' });
 }
 
 /** A gate the model's answers wait behind, so a test decides when the worker's slots free up. */

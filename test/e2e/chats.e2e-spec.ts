@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatListResponse, ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import { parsedContent, startAppWithMockLlm, sentMessages, sentToolNames } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, TestApp } from '../support/test-app';
+import { bearer, createApiKey, TestApp } from '../support/test-app';
 
 const FORM_TOOL = {
   name: 'show_form',
@@ -33,13 +32,7 @@ describe('durable chats', () => {
       },
     }));
     baseUrl = await listen(t);
-    otherKey = bodyOf<CreatedApiKeyResponse>(
-      await t.http
-        .post('/api/v1/api-keys')
-        .set(bearer(t.adminKey))
-        .send({ name: 'other', role: 'member', subject: 'someone-else' })
-        .expect(201),
-    ).secret;
+    otherKey = (await createApiKey(t, { name: 'other', role: 'member', subject: 'someone-else' })).secret;
   });
   afterAll(async () => {
     await t.close();

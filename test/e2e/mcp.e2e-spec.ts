@@ -2,7 +2,6 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { MAX_BODY_DEPTH } from '../../src/common/json-body.parser';
 import { MAX_INSTRUCTIONS_CHARS } from '../../src/mcp/mcp.mapper';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
@@ -15,7 +14,7 @@ import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tool
 import { listen } from '../support/chat-helpers';
 import { match } from '../support/matchers';
 import { bodyOf, type RecordPage } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 
 /** One HTTP exchange of an MCP client, as its transport's fetch saw it. */
 interface Exchange {
@@ -108,9 +107,7 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       logDestination: { write: (chunk: string) => void logs.push(chunk) },
     });
     baseUrl = await listen(t);
-    memberKey = bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'analyst', role: 'member' }).expect(201),
-    ).secret;
+    memberKey = (await createApiKey(t, { name: 'analyst', role: 'member' })).secret;
     const agent = (spec: Record<string, unknown>) =>
       t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send(spec).expect(201);
     await agent({

@@ -1,10 +1,8 @@
 import OpenAI, { APIError } from 'openai';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { listen } from '../support/chat-helpers';
 import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply, type RecordedRequest } from '../support/mock-llm.server';
-import { bodyOf } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 
 const DATA_TOOLS = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'];
 const WON = {
@@ -62,9 +60,7 @@ describe('OpenAI-compatible API (/v1) through the openai SDK', () => {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
     baseURL = `${await listen(t)}/v1`;
-    const key = bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'sdk', role: 'member' }).expect(201),
-    );
+    const key = await createApiKey(t, { name: 'sdk', role: 'member' });
     // No retries: each scripted step is one model call, and a refused request is answered once.
     member = new OpenAI({ baseURL, apiKey: key.secret, maxRetries: 0 });
     await agent({ name: 'pipeline', access: { roles: ['member'] } });
@@ -434,9 +430,7 @@ describe('OpenAI-compatible API without a model endpoint', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    const key = bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'sdk', role: 'member' }).expect(201),
-    );
+    const key = await createApiKey(t, { name: 'sdk', role: 'member' });
     member = new OpenAI({ baseURL: `${await listen(t)}/v1`, apiKey: key.secret, maxRetries: 0 });
   });
   afterAll(() => t.close());

@@ -9,7 +9,7 @@ import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpe
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 
 const APP_ORIGIN = 'https://app.example.com';
 
@@ -110,10 +110,7 @@ describe('stream tokens', () => {
   const log: string[] = [];
   const streams: BrowserStream[] = [];
 
-  const memberKey = async (name: string) =>
-    bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member', subject: name }).expect(201),
-    );
+  const memberKey = async (name: string) => await createApiKey(t, { name, role: 'member', subject: name });
   const createToken = (key: string, body: Record<string, unknown> = {}) =>
     t.http.post('/api/v1/stream-tokens').set(bearer(key)).send(body);
   const tokenFor = async (key: string, chatId?: string): Promise<string> => {

@@ -2,7 +2,6 @@ import type { Chat } from '@ai-sdk/react';
 import { lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
 import { EventSource } from 'eventsource';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { StreamTokenResponse } from '../../src/auth/stream-token.dto';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto';
@@ -10,7 +9,7 @@ import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/age
 import { listen } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 import { textOf, uiChat, waitUntil } from '../support/ui-chat';
 
 const API = '/api/v1/ai/agents/data_chat/chats';
@@ -65,13 +64,7 @@ describe('durable chats through the AI SDK (useChat)', () => {
       env: { SEED: 'true', CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100', SSE_KEEPALIVE_MS: '1000' },
     }));
     baseUrl = await listen(t);
-    otherKey = bodyOf<CreatedApiKeyResponse>(
-      await t.http
-        .post('/api/v1/api-keys')
-        .set(bearer(t.adminKey))
-        .send({ name: 'other', role: 'member', subject: 'someone-else' })
-        .expect(201),
-    ).secret;
+    otherKey = (await createApiKey(t, { name: 'other', role: 'member', subject: 'someone-else' })).secret;
   });
   afterAll(async () => {
     await t.close();
@@ -293,13 +286,7 @@ describe('durable chats through the AI SDK (useChat)', () => {
   });
 
   it("ends a turn's streams, the POST's and a resumed one, when their key is revoked", async () => {
-    const carol = bodyOf<CreatedApiKeyResponse>(
-      await t.http
-        .post('/api/v1/api-keys')
-        .set(bearer(t.adminKey))
-        .send({ name: 'carol', role: 'member', subject: 'carol' })
-        .expect(201),
-    );
+    const carol = await createApiKey(t, { name: 'carol', role: 'member', subject: 'carol' });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     llm.enqueue(async () => {
