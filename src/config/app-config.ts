@@ -32,10 +32,14 @@ export interface AppConfig {
   llmStallTimeoutMs: number;
   /** The longest wait a provider's Retry-After can impose before a retry (a longer one is cut to this), milliseconds. */
   llmRetryAfterMaxMs: number;
+  /** Model calls this replica sends at the same time, every front door together; the others wait for a slot. */
+  llmMaxConcurrency: number;
   /** Durable chats: whether this replica runs the chat worker. */
   chatWorkerEnabled: boolean;
-  /** Chats one replica runs at the same time. */
+  /** Chats one replica runs at the same time (a chat waiting on the model holds memory only). */
   chatWorkerConcurrency: number;
+  /** Data tool calls of durable chats that may hold data pool connections at once (below the pool's size). */
+  chatToolConcurrency: number;
   /** Safety-net poll for pending chats (NOTIFY wakes workers at once), milliseconds. */
   chatPollIntervalMs: number;
   /** How often a replica refreshes the heartbeat of its running chats, milliseconds. */
@@ -178,6 +182,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
   // Any value becomes an admin key with exactly that secret (a short one is warned about at start).
   const adminApiKey = str(env, 'ADMIN_API_KEY');
+  const dataPoolSize = int(env, 'DATA_POOL_SIZE', 10, 1, 1_000);
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -195,8 +200,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     llmFirstChunkTimeoutMs: int(env, 'LLM_FIRST_CHUNK_TIMEOUT_MS', 60_000, 100, 3_600_000),
     llmStallTimeoutMs: int(env, 'LLM_STALL_TIMEOUT_MS', 60_000, 100, 3_600_000),
     llmRetryAfterMaxMs: int(env, 'LLM_RETRY_AFTER_MAX_MS', 30_000, 0, 600_000),
+    llmMaxConcurrency: int(env, 'LLM_MAX_CONCURRENCY', 256, 1, 100_000),
     chatWorkerEnabled: bool(env, 'CHAT_WORKER_ENABLED', true),
-    chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 4, 1, 256),
+    chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 2_000, 1, 100_000),
+    // Half the data pool by default: REST and MCP data calls always keep the other half.
+    chatToolConcurrency: int(env, 'CHAT_TOOL_CONCURRENCY', Math.max(1, Math.floor(dataPoolSize / 2)), 1, dataPoolSize),
     chatPollIntervalMs: int(env, 'CHAT_POLL_INTERVAL_MS', 5_000, 50, 600_000),
     chatHeartbeatIntervalMs: int(env, 'CHAT_HEARTBEAT_INTERVAL_MS', 5_000, 50, 600_000),
     chatStaleAfterMs: int(env, 'CHAT_STALE_AFTER_MS', 30_000, 100, 3_600_000),
@@ -213,7 +221,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
     queryTimeoutMs: int(env, queryTimeoutVariable(env), 5_000, 100, 600_000),
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
-    dataPoolSize: int(env, 'DATA_POOL_SIZE', 10, 1, 1_000),
+    dataPoolSize,
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),

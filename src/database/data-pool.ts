@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { CompiledQuery } from 'kysely';
 import { Pool, PoolClient, TypeOverrides, types } from 'pg';
 import { DomainError } from '../common/domain-error';
+import { Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
@@ -23,6 +24,11 @@ export interface DataTransactionOptions {
   readOnly?: boolean;
   /** Cancels the running statement (and so the transaction) when it aborts. */
   signal?: AbortSignal;
+  /**
+   * Background work (a durable chat's tool call): it first waits for one of CHAT_TOOL_CONCURRENCY
+   * slots, so that a burst of chats never holds more than that share of the pool.
+   */
+  background?: boolean;
 }
 
 /** Set when a cancel request may still reach the connection: it must not serve anyone else. */
@@ -42,16 +48,23 @@ interface Lease {
  *    server a cancel request for the running statement, and the connection is then closed instead of
  *    returned to the pool, so that a late cancel can never hit the next user's statement;
  *  - waiting for a connection ends after DB_ACQUIRE_TIMEOUT_MS with `database_busy` (503, Retry-After).
+ *
+ * Background transactions (durable chats' tool calls, which thousands of chats may want at once)
+ * hold at most CHAT_TOOL_CONCURRENCY connections: they queue for a slot first (as long as their
+ * signal lets them: the tool's timeout), so the rest of the pool stays free for requests a user
+ * waits on, which then never wait behind chats for longer than the acquire timeout.
  */
 @Injectable()
 export class DataPool implements OnApplicationShutdown {
   private readonly logger = new Logger(DataPool.name);
   private readonly pool: Pool;
+  private readonly background: Semaphore;
 
   constructor(
     @Inject(DATABASE_URL) databaseUrl: string,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
+    this.background = new Semaphore(config.chatToolConcurrency);
     this.pool = new Pool({
       connectionString: databaseUrl,
       max: config.dataPoolSize,
@@ -88,6 +101,9 @@ export class DataPool implements OnApplicationShutdown {
 
   /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
   transaction<T>(work: (session: DataSession) => Promise<T>, options: DataTransactionOptions = {}): Promise<T> {
+    if (options.background) {
+      return this.background.run(options.signal, cancelled, () => this.transaction(work, { ...options, background: false }));
+    }
     const { signal } = options;
     return this.withClient(signal, async (client, lease) => {
       await this.execute(client, CompiledQuery.raw(options.readOnly ? 'begin transaction read only' : 'begin'), signal, lease);

@@ -12,6 +12,12 @@ const MAX_PAYLOAD = 7000;
 
 type Listener = (event: Record<string, unknown>) => void;
 
+/** The NOTIFY payload of an event: its JSON, a too-long text piece dropped (`truncated`, listeners re-read). */
+export function eventPayload(event: Record<string, unknown>): string {
+  const payload = JSON.stringify(event);
+  return Buffer.byteLength(payload) > MAX_PAYLOAD ? JSON.stringify({ ...event, delta: undefined, truncated: true }) : payload;
+}
+
 /**
  * Cross-replica events over Postgres LISTEN/NOTIFY: Postgres is the only coordination point.
  * Publishing inside a transaction delivers on commit, so a hint never precedes its data. Every
@@ -51,9 +57,7 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
 
   /** Sends an event; with `em` inside a transaction it goes out on commit. */
   async publish(event: Record<string, unknown>, em: EntityManager = this.em.fork()): Promise<void> {
-    let payload = JSON.stringify(event);
-    if (Buffer.byteLength(payload) > MAX_PAYLOAD) payload = JSON.stringify({ ...event, delta: undefined, truncated: true });
-    await notify(em, PUBSUB_CHANNEL, payload);
+    await notify(em, PUBSUB_CHANNEL, eventPayload(event));
   }
 
   /** Opens the LISTEN connection; the end handler is attached only once it works, so a failed attempt starts nothing. */

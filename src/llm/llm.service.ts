@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
+import { Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { MetricsService } from '../observability/metrics.service';
 import { classifyLlmError, LlmError } from './llm-error';
@@ -24,16 +25,22 @@ const BACKOFF_MAX_MS = 8_000;
  * aborts the request (its connection is closed) and counts as a timeout. A non-streamed answer's
  * first byte is its last, so it keeps LLM_TIMEOUT_MS, the SDK's deadline for the whole response: the
  * first-chunk limit would cut long answers that a stream delivers fine.
+ *
+ * At most LLM_MAX_CONCURRENCY attempts are on the wire at once, whichever front door sends them
+ * (durable chats, stateless chats, /v1, MCP): the others queue for a slot in arrival order, which a
+ * cancelled caller leaves at once. A slot is held for one attempt, never across a backoff.
  */
 @Injectable()
 export class LlmService {
   private readonly logger = new Logger(LlmService.name);
   private readonly client?: OpenAI;
+  private readonly slots: Semaphore;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: MetricsService,
   ) {
+    this.slots = new Semaphore(config.llmMaxConcurrency);
     if (config.openaiApiKey || config.openaiBaseUrl) {
       this.client = new OpenAI({
         // Local endpoints (Ollama, LM Studio) need no key, but the SDK insists on one.
@@ -76,11 +83,12 @@ export class LlmService {
     try {
       for (let attempt = 1; ; attempt++) {
         const output = { sent: false };
+        const release = await this.waitForSlot(request.signal);
         const started = performance.now();
         try {
-          const response = handlers
-            ? await this.streamed(params, request.signal, watchOutput(handlers, output))
-            : await this.single(params, request.signal);
+          const response = await (
+            handlers ? this.streamed(params, request.signal, watchOutput(handlers, output)) : this.single(params, request.signal)
+          ).finally(release);
           this.observe(request, 'ok', started, response.usage);
           return wellFormedResponse(response);
         } catch (error) {
@@ -105,6 +113,16 @@ export class LlmService {
       }
     } finally {
       done();
+    }
+  }
+
+  /** A slot for one attempt; the wait shows in the queued-calls gauge and ends at once when the caller cancels. */
+  private async waitForSlot(signal: AbortSignal | undefined): Promise<() => void> {
+    const queued = this.metrics.modelCallQueued();
+    try {
+      return await this.slots.acquire(signal, () => new LlmError('aborted', 'The model call was cancelled', false));
+    } finally {
+      queued();
     }
   }
 

@@ -90,6 +90,11 @@ export class MetricsService {
     help: 'Model calls under way on this replica (waits between retries included)',
     registers: [this.registry],
   });
+  private readonly modelCallsQueued = new Gauge({
+    name: `${PREFIX}llm_calls_queued`,
+    help: 'Model calls waiting for one of the LLM_MAX_CONCURRENCY slots of this replica',
+    registers: [this.registry],
+  });
   private readonly toolCalls = new Counter({
     name: `${PREFIX}tool_calls_total`,
     help: 'Tool calls that reached the middleware chain, by tool and outcome (ok or the error code)',
@@ -163,6 +168,12 @@ export class MetricsService {
   modelCallStarted(): () => void {
     this.modelCallsInFlight.inc();
     return once(() => this.modelCallsInFlight.dec());
+  }
+
+  /** Counts a model call as waiting for a slot until the returned function is called. */
+  modelCallQueued(): () => void {
+    this.modelCallsQueued.inc();
+    return once(() => this.modelCallsQueued.dec());
   }
 
   observeModelCall(call: ModelCallObservation): void {

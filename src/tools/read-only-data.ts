@@ -5,15 +5,17 @@ import { DATA_EXCEPTION_CLASS, READ_ONLY_SQL_TRANSACTION, sqlState } from '../da
 /**
  * Runs `fn` in a READ ONLY transaction of the data pool, whose statements have the data engine's
  * statement timeout and are cancelled when `signal` aborts. Even a tool that tries to write (or an
- * engine bug) fails with `read_only_transaction`; a slow query ends as `query_timeout`.
+ * engine bug) fails with `read_only_transaction`; a slow query ends as `query_timeout`. `background`:
+ * a durable chat's call, which takes a slot of the pool's background share first.
  */
 export async function withReadOnlyTransaction<T>(
   pool: DataPool,
   signal: AbortSignal | undefined,
   fn: (session: DataSession) => Promise<T>,
+  background = false,
 ): Promise<T> {
   try {
-    return await pool.transaction(fn, { readOnly: true, signal });
+    return await pool.transaction(fn, { readOnly: true, signal, ...(background ? { background } : {}) });
   } catch (error) {
     throw translateReadOnlyError(error) ?? error;
   }

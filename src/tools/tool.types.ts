@@ -22,6 +22,8 @@ export interface ToolContext {
   agent?: ToolAgentScope;
   /** Aborted on timeout, interrupt or client disconnect. */
   signal: AbortSignal;
+  /** A durable chat's worker runs the call: its data work takes the pool's background share (CHAT_TOOL_CONCURRENCY). */
+  background?: boolean;
 }
 
 /** A tool: product text for the model plus a function. `execute` may throw; the registry turns that into a result. */

@@ -9,8 +9,8 @@ import { LlmError } from '../../llm/llm-error';
 import { ChatEvents } from './chat-events.service';
 import { toLlmMessages } from '../../runtime/conversation';
 import { assistantParts, toolResultParts, toPendingCall } from './chat-message.mapper';
-import { ChatRepository } from './chat.repository';
-import { ChatRow } from './chat.types';
+import { ChatRepository, ChatWrite, NewMessage, StatusChange } from './chat.repository';
+import { ChatEvent, ChatRow } from './chat.types';
 
 /** This worker no longer owns the chat (interrupted, deleted, or taken over after a stale heartbeat). */
 class LostClaim extends Error {}
@@ -51,19 +51,24 @@ export class ChatRunner {
     // Each piece of text says where its step starts (after which message) and where in the step's
     // text it belongs, so that streams can tell a whole step from one they joined midway.
     const step = { after: 0, offset: 0 };
-    const deltas = new DeltaBatcher((delta) => {
-      const event = { type: 'message_part' as const, chatId: chat.id, owner: chat.owner, delta, ...step };
-      step.offset += delta.length;
-      return () => this.events.publish(event);
-    });
+    const deltas = new DeltaBatcher(
+      (delta) => {
+        const event = { type: 'message_part' as const, chatId: chat.id, owner: chat.owner, delta, ...step };
+        step.offset += delta.length;
+        return event;
+      },
+      (event) => this.events.publish(event),
+    );
     try {
-      await this.owned(chat, workerId, (em) =>
-        this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em),
-      );
+      // The claim itself published the `running` status.
       const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
       const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
       let lastMessageId = history.at(-1)?.id ?? 0;
-      const { turn, messages, clientTools } = await this.runtime.prepareTurn({
+      const {
+        turn: prepared,
+        messages,
+        clientTools,
+      } = await this.runtime.prepareTurn({
         caller,
         agentName: chat.agent,
         history: toLlmMessages(history),
@@ -71,6 +76,8 @@ export class ChatRunner {
         dynamicTools: chat.dynamicTools,
         progress: { iterationsUsed: chat.turnIterations, tokensUsed: chat.turnTokens },
       });
+      // Its data tools take the pool's background share: thousands of chats never crowd out REST calls.
+      const turn = { ...prepared, toolContext: { ...prepared.toolContext, background: true } };
       let tokens = chat.turnTokens;
       let settled = false;
       const result = await this.loop.runTurn(
@@ -95,11 +102,12 @@ export class ChatRunner {
             step.offset = 0;
           },
           onStep: async (done) => {
-            // The step's text is out before the step commits: a stream never sees text after its step.
-            deltas.flush();
+            // Text pieces already cut go out first; the rest goes out with the step, before its messages:
+            // a stream never sees text after its step.
+            const text = deltas.drain();
             await deltas.sent();
             tokens += done.usage.totalTokens;
-            const persisted = await this.persistStep(chat, workerId, done, tokens, clientTools.freeformAsFunction);
+            const persisted = await this.persistStep(chat, workerId, done, tokens, clientTools.freeformAsFunction, text);
             settled = persisted.settled;
             lastMessageId = persisted.lastMessageId;
           },
@@ -129,8 +137,8 @@ export class ChatRunner {
   }
 
   /**
-   * Commits one step; `settled` when the chat left `running` with it (final answer or client tools),
-   * and the id of the step's last message.
+   * Commits one step in one statement (its messages, progress, status and events); `settled` when the
+   * chat left `running` with it (final answer or client tools), and the id of the step's last message.
    */
   private async persistStep(
     chat: ChatRow,
@@ -138,43 +146,45 @@ export class ChatRunner {
     step: TurnStep,
     tokens: number,
     freeform: ReadonlySet<string>,
+    text: ChatEvent[],
   ): Promise<{ settled: boolean; lastMessageId: number }> {
-    return this.owned(chat, workerId, async (em) => {
-      let lastMessageId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step), {
+    const messages: NewMessage[] = [
+      {
+        role: 'assistant',
+        parts: assistantParts(step),
         usage: step.usage,
         metadata: { model: step.model, finishReason: step.finishReason },
-      });
-      await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: lastMessageId }, em);
-      if (step.toolResults.length) {
-        lastMessageId = await this.repo.insertMessage(em, chat.id, 'tool', toolResultParts(step));
-        await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: lastMessageId }, em);
-      }
-      await this.repo.recordProgress(em, chat.id, step.iterationsUsed, tokens);
-      if (step.final) {
-        await this.repo.setStatus(em, chat.id, { status: 'waiting', lastError: null, attempts: 0 });
-        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'waiting' }, em);
-        return { settled: true, lastMessageId };
-      }
-      if (step.pendingClientCalls.length) {
-        const pending = step.pendingClientCalls.map((call) => toPendingCall(call, freeform));
-        await this.repo.setStatus(em, chat.id, {
-          status: 'requires_action',
-          pendingToolCalls: pending,
-          actionExpiresInMs: this.config.chatActionTimeoutMs,
-          attempts: 0,
-        });
-        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'requires_action' }, em);
-        await this.events.publish({ type: 'action_required', chatId: chat.id, owner: chat.owner }, em);
-        return { settled: true, lastMessageId };
-      }
-      return { settled: false, lastMessageId };
-    });
+      },
+    ];
+    if (step.toolResults.length) messages.push({ role: 'tool', parts: toolResultParts(step) });
+    const event = { chatId: chat.id, owner: chat.owner };
+    const progress = { iterations: step.iterationsUsed, tokens };
+    let status: StatusChange | undefined;
+    let after: ChatEvent[] = [];
+    if (step.final) {
+      status = { status: 'waiting', lastError: null, attempts: 0 };
+      after = [{ type: 'status', ...event, status: 'waiting' }];
+    } else if (step.pendingClientCalls.length) {
+      const pending = step.pendingClientCalls.map((call) => toPendingCall(call, freeform));
+      status = {
+        status: 'requires_action',
+        pendingToolCalls: pending,
+        actionExpiresInMs: this.config.chatActionTimeoutMs,
+        attempts: 0,
+      };
+      after = [
+        { type: 'status', ...event, status: 'requires_action' },
+        { type: 'action_required', ...event },
+      ];
+    }
+    const ids = await this.owned(chat, workerId, { messages, progress, status, before: text, after });
+    return { settled: status !== undefined, lastMessageId: ids.at(-1)! };
   }
 
   private async settle(chat: ChatRow, workerId: string, status: 'waiting'): Promise<void> {
-    await this.owned(chat, workerId, async (em) => {
-      await this.repo.setStatus(em, chat.id, { status, attempts: 0 });
-      await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status }, em);
+    await this.owned(chat, workerId, {
+      status: { status, attempts: 0 },
+      after: [{ type: 'status', chatId: chat.id, owner: chat.owner, status }],
     });
   }
 
@@ -185,50 +195,55 @@ export class ChatRunner {
     const code = error instanceof DomainError ? error.code : 'internal_error';
     const message = error instanceof DomainError ? error.message : 'The chat failed unexpectedly';
     if (!(error instanceof DomainError)) this.logger.error({ msg: 'chat run failed', err: error });
-    return this.owned(chat, workerId, async (em) => {
-      if (retryable) {
-        // The provider's Retry-After when it sent one (capped), else a backoff of 1 s, 2 s, ... up to 30 s.
-        const delayMs = error.retryAfterMs(this.config.llmRetryAfterMaxMs) ?? Math.min(30_000, 1_000 * 2 ** (attempt - 1));
-        await this.repo.setStatus(em, chat.id, {
-          status: 'pending',
-          attempts: attempt,
-          availableInMs: delayMs,
-          lastError: { code, message },
-        });
-        await this.events.publish({ type: 'retry', chatId: chat.id, owner: chat.owner, attempt, delayMs, error: message }, em);
-        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
-        return 'pending';
-      } else {
-        await this.repo.setStatus(em, chat.id, { status: 'error', attempts: attempt, lastError: { code, message } });
-        await this.events.publish({ type: 'error', chatId: chat.id, owner: chat.owner, code, message }, em);
-        await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'error' }, em);
-        return 'error';
-      }
+    const event = { chatId: chat.id, owner: chat.owner };
+    if (retryable) {
+      // The provider's Retry-After when it sent one (capped), else a backoff of 1 s, 2 s, ... up to 30 s.
+      const delayMs = error.retryAfterMs(this.config.llmRetryAfterMaxMs) ?? Math.min(30_000, 1_000 * 2 ** (attempt - 1));
+      await this.owned(chat, workerId, {
+        status: { status: 'pending', attempts: attempt, availableInMs: delayMs, lastError: { code, message } },
+        after: [
+          { type: 'retry', ...event, attempt, delayMs, error: message },
+          { type: 'status', ...event, status: 'pending' },
+        ],
+      });
+      return 'pending';
+    }
+    await this.owned(chat, workerId, {
+      status: { status: 'error', attempts: attempt, lastError: { code, message } },
+      after: [
+        { type: 'error', ...event, code, message },
+        { type: 'status', ...event, status: 'error' },
+      ],
     });
+    return 'error';
   }
 
-  /** Runs `work` in a transaction only while this worker still owns the running chat (checked under the row lock). */
-  private async owned<T>(chat: ChatRow, workerId: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return this.em.fork().transactional(async (em) => {
-      const current = await this.repo.find(em, chat.id, undefined, { lock: true });
-      if (!current || current.status !== 'running' || current.workerId !== workerId || current.claimToken !== chat.claimToken) {
-        throw new LostClaim();
-      }
-      return work(em);
+  /** Writes only while this worker still owns the running chat (checked under the row lock, in the same statement). */
+  private async owned(chat: ChatRow, workerId: string, change: Omit<ChatWrite, 'chatId' | 'owner' | 'claim'>): Promise<number[]> {
+    const ids = await this.repo.write(this.em.fork(), {
+      chatId: chat.id,
+      owner: chat.owner,
+      claim: { workerId, claimToken: chat.claimToken },
+      ...change,
     });
+    if (!ids) throw new LostClaim();
+    return ids;
   }
 }
 
 /**
  * Groups text deltas for NOTIFY: one event per ~50 ms instead of one per token, sent in order.
- * `prepare` is called when a piece is cut (so it can note where the piece belongs) and returns the send.
+ * `cut` makes the event of a piece (so it can note where the piece belongs); `send` publishes it.
  */
 class DeltaBatcher {
   private buffer = '';
   private timer?: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly prepare: (delta: string) => () => Promise<void>) {}
+  constructor(
+    private readonly cut: (delta: string) => ChatEvent,
+    private readonly send: (event: ChatEvent) => Promise<void>,
+  ) {}
 
   push(delta: string): void {
     this.buffer += delta;
@@ -237,14 +252,19 @@ class DeltaBatcher {
   }
 
   flush(): void {
-    this.clearTimer();
-    if (!this.buffer) return;
-    for (const piece of splitByBytes(this.buffer, MAX_DELTA_BYTES)) {
-      const send = this.prepare(piece);
+    for (const event of this.drain()) {
       // Chained, so deltas commit (and reach streams) in the order they were produced.
-      this.chain = this.chain.then(send).catch(() => undefined);
+      this.chain = this.chain.then(() => this.send(event)).catch(() => undefined);
     }
+  }
+
+  /** The events of the text not sent yet, for the caller to send (with the step that ends the text). */
+  drain(): ChatEvent[] {
+    this.clearTimer();
+    if (!this.buffer) return [];
+    const events = splitByBytes(this.buffer, MAX_DELTA_BYTES).map((piece) => this.cut(piece));
     this.buffer = '';
+    return events;
   }
 
   discard(): void {

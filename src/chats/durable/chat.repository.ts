@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { Kysely, Selectable, sql } from 'kysely';
+import { eventPayload, PUBSUB_CHANNEL } from '../../database/pg-pubsub.service';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
 import { ChatDatabase, ChatsTable } from './chat.tables';
@@ -9,6 +10,7 @@ import {
   ChatMessageRow,
   ChatPart,
   ChatRole,
+  ChatEvent,
   ChatRow,
   ChatStatus,
   PendingToolCall,
@@ -62,6 +64,33 @@ export type StatusChange = {
   | { status: 'requires_action'; pendingToolCalls: PendingToolCall[]; actionExpiresInMs: number }
   | { status: Exclude<ChatStatus, 'running' | 'requires_action'> }
 );
+
+/** A message to append: what insertMessage takes. */
+export interface NewMessage {
+  role: ChatRole;
+  parts: ChatPart[];
+  usage?: LlmUsage;
+  clientId?: string | null;
+  metadata?: StepMetadata;
+}
+
+/**
+ * One write of a chat, done by `write` in a single statement: new messages, then the chat's row
+ * (a status change and/or the turn's progress), then the events, in this order on commit:
+ * `before`, one `message` event per new message, `after`.
+ */
+export interface ChatWrite {
+  chatId: string;
+  owner: string;
+  /** Only while this claim still holds the running chat (checked under its row lock); otherwise nothing is written. */
+  claim?: { workerId: string; claimToken: string | null };
+  messages?: NewMessage[];
+  status?: StatusChange;
+  /** The turn's iterations and tokens so far; with no status change, the heartbeat too. */
+  progress?: { iterations: number; tokens: number };
+  before?: ChatEvent[];
+  after?: ChatEvent[];
+}
 
 /**
  * Every SQL statement about chats, on typed Kysely bound to the caller's EntityManager (and so to
@@ -228,24 +257,75 @@ export class ChatRepository {
 
   /** Moves a chat to another status (under the caller's row lock); see StatusChange. */
   async setStatus(em: EntityManager, id: string, change: StatusChange): Promise<void> {
-    const actionRequired = change.status === 'requires_action';
-    await db(em)
-      .updateTable('chats')
-      // An undefined value leaves its column out of the SET list: only what changes is written.
-      .set({
-        status: change.status,
-        updated_at: now(),
-        ...NO_CLAIM,
-        pending_tool_calls: actionRequired ? json(change.pendingToolCalls) : null,
-        action_expires_at: actionRequired ? msFromNow(change.actionExpiresInMs) : null,
-        last_error: change.lastError === undefined ? undefined : json(change.lastError),
-        turn_iterations: change.resetTurn ? 0 : undefined,
-        turn_tokens: change.resetTurn ? 0 : undefined,
-        attempts: change.attempts ?? (change.resetTurn ? 0 : undefined),
-        available_at: msFromNow(change.availableInMs ?? 0),
-      })
-      .where('id', '=', id)
-      .execute();
+    await db(em).updateTable('chats').set(statusSet(change)).where('id', '=', id).execute();
+  }
+
+  /**
+   * Does a ChatWrite in one statement (one round trip, atomic on its own or part of the caller's
+   * transaction): locks the chat's row (checking the claim when given), appends the messages,
+   * updates the row and sends the events with pg_notify, which Postgres delivers on commit in the
+   * order sent. Returns the new messages' ids in order, or undefined when the claim no longer holds.
+   */
+  async write(em: EntityManager, change: ChatWrite): Promise<number[] | undefined> {
+    const kysely = db(em);
+    const claim = change.claim;
+    const messages = (change.messages ?? []).map((m) => ({
+      role: m.role,
+      parts: m.parts,
+      usage: m.usage ?? null,
+      client_id: m.clientId ?? null,
+      metadata: m.metadata ?? null,
+    }));
+    const set = change.status
+      ? {
+          ...statusSet(change.status),
+          ...(change.progress ? { turn_iterations: change.progress.iterations, turn_tokens: change.progress.tokens } : {}),
+        }
+      : change.progress
+        ? {
+            turn_iterations: change.progress.iterations,
+            turn_tokens: change.progress.tokens,
+            heartbeat_at: now(),
+            updated_at: now(),
+          }
+        : undefined;
+    // The row is updated only when it was found (and still claimed): `target` is empty otherwise.
+    const update = set
+      ? sql`, updated as (${kysely
+          .updateTable('chats')
+          .set(set)
+          .where('id', '=', sql<string>`(select id from target)`)})`
+      : sql``;
+    const payloads = (events: ChatEvent[] | undefined) => JSON.stringify((events ?? []).map(eventPayload));
+    const { rows } = await sql<{ ids: string[] }>`
+      with target as (
+        select id from chats
+         where id = ${change.chatId}
+           ${claim ? sql`and status = 'running' and worker_id = ${claim.workerId} and claim_token = ${claim.claimToken}` : sql``}
+           for update
+      ),
+      inserted as (
+        insert into chat_messages (chat_id, role, parts, usage, client_id, metadata)
+        select t.id, m.value->>'role', m.value->'parts', nullif(m.value->'usage', 'null'),
+               m.value->>'client_id', nullif(m.value->'metadata', 'null')
+          from target t cross join jsonb_array_elements(${JSON.stringify(messages)}::jsonb) with ordinality as m(value, n)
+         order by m.n
+        returning id
+      )${update},
+      events as (
+        select e.payload, e.n
+          from jsonb_array_elements_text(
+                 ${payloads(change.before)}::jsonb
+                 || coalesce((select jsonb_agg(jsonb_build_object('type', 'message', 'chatId', ${change.chatId}::text,
+                                                                  'owner', ${change.owner}::text, 'messageId', id)::text
+                                               order by id) from inserted), '[]')
+                 || ${payloads(change.after)}::jsonb
+               ) with ordinality as e(payload, n)
+      )
+      select (select coalesce(array_agg(id order by id), '{}') from inserted) as ids,
+             (select count(*) from (select pg_notify(${PUBSUB_CHANNEL}, payload) from events order by n) sent) as sent
+        from target`.execute(kysely);
+    return rows[0]?.ids.map(Number);
   }
 
   /** Progress of the turn, written with each persisted step. */
@@ -269,8 +349,9 @@ export class ChatRepository {
   }
 
   /**
-   * Claims up to `limit` pending chats for a worker (each with a fresh claim token); concurrent
-   * workers skip each other's rows, and a worker skips chats it is still unwinding (`busy`).
+   * Claims up to `limit` pending chats for a worker (each with a fresh claim token) in one
+   * statement, which also publishes their `running` status; concurrent workers skip each other's
+   * rows, and a worker skips chats it is still unwinding (`busy`).
    *
    * Fair across owners, so one owner's backlog never holds back another owner's chat by more than a
    * free slot: a pending chat's turn is its rank among its owner's pending chats plus the owner's
@@ -327,7 +408,7 @@ export class ChatRepository {
       .limit(limit)
       .forUpdate('chats')
       .skipLocked();
-    const rows = await kysely
+    const claimed = kysely
       .updateTable('chats')
       .set({
         status: 'running',
@@ -338,8 +419,13 @@ export class ChatRepository {
       })
       // array(...) evaluates the locking subquery once, before the update, so each locked row is claimed exactly once.
       .where((eb) => eb('id', '=', eb.fn.any(sql<string[]>`array(${claimable})`)))
-      .returning(CHAT_COLUMNS)
-      .execute();
+      .returning(CHAT_COLUMNS);
+    // The `running` status event of each claimed chat goes out with the claim, in the same statement.
+    const { rows } = await sql<Selectable<ChatsTable>>`
+      with claimed as (${claimed})
+      select claimed.*,
+             pg_notify(${PUBSUB_CHANNEL}, json_build_object('type', 'status', 'chatId', id, 'owner', owner, 'status', 'running')::text)
+        from claimed`.execute(kysely);
     return rows.map(toChat);
   }
 
@@ -430,6 +516,23 @@ export class ChatRepository {
       .returning(['id', 'owner'])
       .execute();
   }
+}
+
+/** The SET list of a status change; an undefined value leaves its column out: only what changes is written. */
+function statusSet(change: StatusChange) {
+  const actionRequired = change.status === 'requires_action';
+  return {
+    status: change.status,
+    updated_at: now(),
+    ...NO_CLAIM,
+    pending_tool_calls: actionRequired ? json(change.pendingToolCalls) : null,
+    action_expires_at: actionRequired ? msFromNow(change.actionExpiresInMs) : null,
+    last_error: change.lastError === undefined ? undefined : json(change.lastError),
+    turn_iterations: change.resetTurn ? 0 : undefined,
+    turn_tokens: change.resetTurn ? 0 : undefined,
+    attempts: change.attempts ?? (change.resetTurn ? 0 : undefined),
+    available_at: msFromNow(change.availableInMs ?? 0),
+  };
 }
 
 /** Typed Kysely on `em`'s connection, inside its transaction when there is one. */

@@ -79,11 +79,12 @@ export class ChatService {
       context: contextOf(input.context),
       dynamicTools: input.dynamicTools,
     });
-    const messageId = await this.repo.insertMessage(em, chat.id, 'user', [{ type: 'text', text: input.message }], {
-      clientId: input.messageClientId,
-    });
-    await this.events.publish({ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }, em);
-    await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
+    const [messageId] = (await this.repo.write(em, {
+      chatId: chat.id,
+      owner: chat.owner,
+      messages: [{ role: 'user', parts: [{ type: 'text', text: input.message }], clientId: input.messageClientId }],
+      before: [{ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }],
+    }))!;
     return { chat, messageId };
   }
 
@@ -127,12 +128,14 @@ export class ChatService {
       });
     }
     await this.admitTurn(em, chat.owner);
-    const messageId = await this.repo.insertMessage(em, chat.id, 'user', [{ type: 'text', text: message }], {
-      clientId: messageClientId,
-    });
-    await this.repo.setStatus(em, chat.id, { status: 'pending', resetTurn: true, lastError: null });
-    await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
-    await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
+    // The message, the status and both events in one statement.
+    const [messageId] = (await this.repo.write(em, {
+      chatId: chat.id,
+      owner: chat.owner,
+      messages: [{ role: 'user', parts: [{ type: 'text', text: message }], clientId: messageClientId }],
+      status: { status: 'pending', resetTurn: true, lastError: null },
+      after: [{ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }],
+    }))!;
     return messageId;
   }
 
@@ -165,10 +168,13 @@ export class ChatService {
       output: result.output,
       isError: result.isError ?? false,
     }));
-    const messageId = await this.repo.insertMessage(em, chat.id, 'tool', parts);
-    await this.repo.setStatus(em, chat.id, { status: 'pending' });
-    await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
-    await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }, em);
+    const [messageId] = (await this.repo.write(em, {
+      chatId: chat.id,
+      owner: chat.owner,
+      messages: [{ role: 'tool', parts }],
+      status: { status: 'pending' },
+      after: [{ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }],
+    }))!;
     return messageId;
   }
 

@@ -22,7 +22,7 @@ export const MAX_LISTED_FIELDS = 40;
  * shapes engine errors for the model.
  */
 export async function readData<T>(deps: DataToolDeps, ctx: ToolContext, fn: (session: DataSession) => Promise<T>): Promise<T> {
-  return shapeErrors(ctx, () => withReadOnlyTransaction(deps.pool, ctx.signal, fn));
+  return shapeErrors(ctx, () => withReadOnlyTransaction(deps.pool, ctx.signal, fn, ctx.background));
 }
 
 /** Shapes errors for the model: field lists capped, object lists limited to what the agent may use. */
