@@ -175,3 +175,41 @@ function startFlags(): string[] {
   const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
   return pkg.scripts.start.split(/\s+/).filter((token) => token.startsWith('--'));
 }
+
+/**
+ * Statement counts and execution time in PostgreSQL (pg_stat_statements, loaded by the bench's own
+ * cluster), to show how much of a request is database work and how many round trips it makes.
+ */
+export class DbStats {
+  private constructor(
+    private readonly client: Client,
+    private readonly database: string,
+  ) {}
+
+  static async open(url: string, database: string): Promise<DbStats> {
+    const client = new Client({ connectionString: url });
+    await client.connect();
+    await client.query('create extension if not exists pg_stat_statements');
+    return new DbStats(client, database);
+  }
+
+  async reset(): Promise<void> {
+    await this.client.query('select pg_stat_statements_reset()');
+  }
+
+  /** Statements of the app's database since the last reset, most called first (our own queries left out). */
+  async read(): Promise<Array<{ query: string; calls: number; totalMs: number }>> {
+    const { rows } = await this.client.query<{ query: string; calls: string; total_ms: number }>(
+      `select s.query, s.calls, s.total_exec_time::float8 as total_ms
+         from pg_stat_statements s join pg_database d on d.oid = s.dbid
+        where d.datname = $1 and s.query not ilike '%pg_stat_statements%'
+        order by s.calls desc, s.total_exec_time desc`,
+      [this.database],
+    );
+    return rows.map((r) => ({ query: r.query, calls: Number(r.calls), totalMs: r.total_ms }));
+  }
+
+  close(): Promise<void> {
+    return this.client.end();
+  }
+}

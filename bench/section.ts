@@ -11,7 +11,7 @@ import { projectRoot } from '../src/common/project-root';
 import { startEmbeddedPostgres } from '../src/database/embedded-postgres.launcher';
 import { freePort } from '../test/support/free-port';
 import { MockLlmServer } from '../test/support/mock-llm.server';
-import { AppProcess, benchAppEnv, log, spliceSection, sql } from './harness';
+import { AppProcess, benchAppEnv, DbStats, log, spliceSection, sql } from './harness';
 import { HttpClient } from './load';
 import type { Goal } from './report';
 
@@ -22,7 +22,13 @@ export interface SectionContext {
   /** A member key's secret, and a keep-alive client that sends it. */
   secret: string;
   member: HttpClient;
+  /** The admin key's client (to make more keys). */
+  admin: HttpClient;
   llm: MockLlmServer;
+  /** The app's database. */
+  databaseUrl: string;
+  /** pg_stat_statements of the app's database, when the spec asked for it. */
+  db?: DbStats;
 }
 
 export interface SectionSpec<R> {
@@ -35,6 +41,12 @@ export interface SectionSpec<R> {
   /** Sockets of the member's client; its default when absent. */
   memberSockets?: number;
   markers: { start: string; end: string };
+  /** Preload pg_stat_statements (one restart of PostgreSQL) and hand the scenario its reader. */
+  statements?: boolean;
+  /** Environment of the app beyond the bench's defaults. */
+  env?: Record<string, string>;
+  /** Options of the mock model server. */
+  llm?: { keepRequests?: boolean };
   run(context: SectionContext): Promise<R>;
   render(result: R, meta: { command: string; date: string; machine: string }): string[];
   goals(result: R): Goal[];
@@ -68,16 +80,26 @@ async function runSectionOnce<R>(spec: SectionSpec<R>): Promise<void> {
   };
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
   try {
-    const postgres = await startEmbeddedPostgres({ dataDir: join(root, 'pg'), port: await freePort(), persistent: true });
-    cleanups.push(() => postgres.stop());
+    const pgOptions = { dataDir: join(root, 'pg'), port: await freePort(), persistent: true };
+    let postgres = await startEmbeddedPostgres(pgOptions);
+    if (spec.statements) {
+      // pg_stat_statements must be preloaded: set it, restart. The cluster is deleted with the temporary folder.
+      await sql(postgres.url, "alter system set shared_preload_libraries = 'pg_stat_statements'");
+      await postgres.stop();
+      postgres = await startEmbeddedPostgres(pgOptions);
+    }
+    const running = postgres;
+    cleanups.push(() => running.stop());
     await sql(postgres.url, 'create database bench_app');
     const databaseUrl = postgres.urlFor('bench_app');
     const [{ server_version: postgresVersion }] = await sql<{ server_version: string }>(databaseUrl, 'show server_version');
-    const llm = await MockLlmServer.start();
+    const db = spec.statements ? await DbStats.open(databaseUrl, 'bench_app') : undefined;
+    if (db) cleanups.push(() => db.close());
+    const llm = await MockLlmServer.start(spec.llm);
     cleanups.push(() => llm.close());
     const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
     const app = AppProcess.start(
-      benchAppEnv({ databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: spec.seed }),
+      benchAppEnv({ databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: spec.seed }, spec.env),
       join(root, 'app.log'),
     );
     cleanups.push(() => app.kill());
@@ -92,7 +114,7 @@ async function runSectionOnce<R>(spec: SectionSpec<R>): Promise<void> {
     const member = new HttpClient(ready.port, { authorization: `Bearer ${secret}` }, spec.memberSockets);
     cleanups.push(() => member.close());
 
-    const result = await spec.run({ port: ready.port, app, secret, member, llm });
+    const result = await spec.run({ port: ready.port, app, secret, member, admin, llm, databaseUrl, db });
     await app.stop();
 
     const load = (values: number[]) => values.map((l) => l.toFixed(2)).join(' / ');

@@ -145,6 +145,11 @@ describe('loadConfig', () => {
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
+    ['CHAT_WORKER_CONCURRENCY', '0'],
+    ['CHAT_WORKER_CONCURRENCY', '200000'],
+    ['LLM_MAX_CONCURRENCY', '0'],
+    ['CHAT_TOOL_CONCURRENCY', '0'],
+    ['CHAT_TOOL_CONCURRENCY', '11'],
     ['CORS_ORIGINS', 'app.example.com'],
     ['CORS_ORIGINS', 'https://app.example.com/path'],
     ['CORS_ORIGINS', 'ftp://files.example.com'],
@@ -171,6 +176,23 @@ describe('loadConfig', () => {
       OPENAI_BASE_URL: 'ftp://x',
     });
     expect(error.variable).toBe('OPENAI_BASE_URL');
+  });
+
+  describe('durable chats at scale', () => {
+    it('runs 2000 chats at once, 256 model calls at once, and chats use at most half the data pool', () => {
+      expect(loadConfig({})).toMatchObject({ chatWorkerConcurrency: 2000, llmMaxConcurrency: 256, chatToolConcurrency: 5 });
+    });
+
+    it('reads CHAT_WORKER_CONCURRENCY, LLM_MAX_CONCURRENCY and CHAT_TOOL_CONCURRENCY up to the data pool size', () => {
+      const env = {
+        CHAT_WORKER_CONCURRENCY: '5000',
+        LLM_MAX_CONCURRENCY: '32',
+        DATA_POOL_SIZE: '20',
+        CHAT_TOOL_CONCURRENCY: '20',
+      };
+      expect(loadConfig(env)).toMatchObject({ chatWorkerConcurrency: 5000, llmMaxConcurrency: 32, chatToolConcurrency: 20 });
+      expect(loadConfig({ DATA_POOL_SIZE: '1' }).chatToolConcurrency).toBe(1);
+    });
   });
 
   describe('data engine limits', () => {

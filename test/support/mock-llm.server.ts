@@ -222,15 +222,21 @@ export class MockLlmServer {
   private completionCounter = 0;
   private abortedCount = 0;
   private closed = false;
+  /** Requests received, recorded or not. */
+  private received = 0;
+  /** What answers once the script is used up (benchmarks); none: such a request fails. */
+  private fallback?: ScriptStep;
 
   private constructor(
     private readonly server: Server,
     private readonly port: number,
+    /** Keep every request in `requests`; a benchmark of many calls turns it off and keeps only the count. */
+    private readonly keepRequests: boolean,
   ) {}
 
   /** Starts a server on a random free port of 127.0.0.1. */
   /** Listens on 127.0.0.1, on `options.port` or a random free port (the default, for tests). */
-  static async start(options: { port?: number } = {}): Promise<MockLlmServer> {
+  static async start(options: { port?: number; keepRequests?: boolean } = {}): Promise<MockLlmServer> {
     // The handler needs the instance and the instance needs the listening port, hence the holder.
     const holder: { instance?: MockLlmServer } = {};
     const server = createServer((req, res) => {
@@ -243,7 +249,7 @@ export class MockLlmServer {
         resolve();
       });
     });
-    const instance = new MockLlmServer(server, (server.address() as AddressInfo).port);
+    const instance = new MockLlmServer(server, (server.address() as AddressInfo).port, options.keepRequests ?? true);
     holder.instance = instance;
     server.on('connection', (socket) => {
       instance.sockets.add(socket);
@@ -280,6 +286,17 @@ export class MockLlmServer {
     return this;
   }
 
+  /** Requests received so far, also when they are not kept. */
+  get requestCount(): number {
+    return this.received;
+  }
+
+  /** Answers every request that finds the script used up with `step` (a benchmark's endless model). */
+  always(step: ScriptStep | undefined): this {
+    this.fallback = step;
+    return this;
+  }
+
   /** The most recent request, or `undefined` if none was received. */
   lastRequest(): RecordedRequest | undefined {
     return this.recorded.at(-1);
@@ -287,7 +304,7 @@ export class MockLlmServer {
 
   /** Resolves once at least `count` requests have been received, e.g. to abort a hung call at the right time. */
   waitForRequests(count = 1, timeoutMs = 5_000): Promise<void> {
-    if (this.recorded.length >= count) return Promise.resolve();
+    if (this.received >= count) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const waiter = {
         count,
@@ -298,7 +315,7 @@ export class MockLlmServer {
       };
       const timer = setTimeout(() => {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        reject(new Error(`MockLlmServer: expected ${count} request(s) within ${timeoutMs} ms, got ${this.recorded.length}`));
+        reject(new Error(`MockLlmServer: expected ${count} request(s) within ${timeoutMs} ms, got ${this.received}`));
       }, timeoutMs);
       this.waiters.push(waiter);
     });
@@ -308,6 +325,8 @@ export class MockLlmServer {
   reset(): void {
     this.queue.length = 0;
     this.recorded.length = 0;
+    this.received = 0;
+    this.fallback = undefined;
     this.completionCounter = 0;
     this.abortedCount = 0;
   }
@@ -367,7 +386,7 @@ export class MockLlmServer {
       body = undefined;
     }
     const record: RecordedRequest = {
-      index: this.recorded.length,
+      index: this.received,
       method: req.method ?? 'GET',
       path: (req.url ?? '/').split('?')[0],
       headers,
@@ -376,9 +395,10 @@ export class MockLlmServer {
       receivedAt: Date.now(),
       aborted: false,
     };
-    this.recorded.push(record);
+    this.received += 1;
+    if (this.keepRequests) this.recorded.push(record);
     for (const waiter of [...this.waiters]) {
-      if (this.recorded.length >= waiter.count) {
+      if (this.received >= waiter.count) {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
         waiter.resolve();
       }
@@ -401,7 +421,7 @@ export class MockLlmServer {
       return;
     }
 
-    const next = this.queue.shift();
+    const next = this.queue.shift() ?? this.fallback;
     if (next === undefined) {
       sendJson(
         res,

@@ -99,16 +99,22 @@ export class ChatStreamService {
         });
       if (!('chatId' in event) || event.chatId !== chatId) return;
       switch (event.type) {
+        // A chat's messages commit in id order and their events arrive in that order, so a new message that
+        // came with its event is the next one: sent as it is. Otherwise one read sends it and any after it.
         case 'message':
-          return enqueue(sendMessages);
+          return enqueue(() => {
+            if (event.messageId <= lastId) return;
+            if (!event.message) return sendMessages();
+            const { id, role, parts, createdAt } = event.message;
+            writer.send({ id, role, parts, createdAt: new Date(createdAt).toISOString() }, { event: 'message', id });
+            lastId = id;
+          });
         case 'message_part':
           return enqueue(() => writer.send({ delta: event.delta }, { event: 'message_part' }));
-        // The event's own status, in commit order: a stream shows every transition, not just the latest.
+        // The event's own status, in commit order: a stream shows every transition, not just the latest. The
+        // messages committed with it or before it were announced by their own events, which came first.
         case 'status':
-          return enqueue(async () => {
-            await sendMessages();
-            await sendStatus(event.status);
-          });
+          return enqueue(() => sendStatus(event.status));
         case 'retry':
           return enqueue(() =>
             writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }),

@@ -45,6 +45,9 @@ const CHAT_COLUMNS = [
 /** A chat that leaves `running` loses its claim: no worker, no token, no heartbeat. */
 const NO_CLAIM = { worker_id: null, claim_token: null, heartbeat_at: null } as const;
 
+/** A message event carries its message up to this many bytes of payload (Postgres' NOTIFY limit is 8000). */
+const MAX_MESSAGE_PAYLOAD = 7000;
+
 const WORKER_LOST = { code: 'worker_lost', message: 'The replica running this chat stopped responding too many times' };
 
 /**
@@ -84,6 +87,11 @@ export interface ChatWrite {
   owner: string;
   /** Only while this claim still holds the running chat (checked under its row lock); otherwise nothing is written. */
   claim?: { workerId: string; claimToken: string | null };
+  /**
+   * Only while the owner has fewer than `limit` chats pending or running; otherwise nothing is written.
+   * Counted in this statement: the caller holds the owner's admission lock, taken in an earlier one.
+   */
+  admit?: { limit: number };
   messages?: NewMessage[];
   status?: StatusChange;
   /** The turn's iterations and tokens so far; with no status change, the heartbeat too. */
@@ -264,7 +272,8 @@ export class ChatRepository {
    * Does a ChatWrite in one statement (one round trip, atomic on its own or part of the caller's
    * transaction): locks the chat's row (checking the claim when given), appends the messages,
    * updates the row and sends the events with pg_notify, which Postgres delivers on commit in the
-   * order sent. Returns the new messages' ids in order, or undefined when the claim no longer holds.
+   * order sent. Returns the new messages' ids in order, or undefined when the claim no longer holds
+   * (or the owner was not admitted).
    */
   async write(em: EntityManager, change: ChatWrite): Promise<number[] | undefined> {
     const kysely = db(em);
@@ -302,6 +311,11 @@ export class ChatRepository {
         select id from chats
          where id = ${change.chatId}
            ${claim ? sql`and status = 'running' and worker_id = ${claim.workerId} and claim_token = ${claim.claimToken}` : sql``}
+           ${
+             change.admit
+               ? sql`and (select count(*) from chats c where c.owner = ${change.owner} and c.status in ('pending', 'running')) < ${change.admit.limit}`
+               : sql``
+           }
            for update
       ),
       inserted as (
@@ -310,15 +324,23 @@ export class ChatRepository {
                m.value->>'client_id', nullif(m.value->'metadata', 'null')
           from target t cross join jsonb_array_elements(${JSON.stringify(messages)}::jsonb) with ordinality as m(value, n)
          order by m.n
-        returning id
+        returning id, role, parts, created_at
       )${update},
+      announced as (
+        select i.id, jsonb_build_object('type', 'message', 'chatId', ${change.chatId}::text, 'owner', ${change.owner}::text,
+                                        'messageId', i.id) as hint,
+               jsonb_build_object('id', i.id, 'role', i.role, 'parts', i.parts, 'createdAt', i.created_at) as message
+          from inserted i
+      ),
       events as (
         select e.payload, e.n
           from jsonb_array_elements_text(
                  ${payloads(change.before)}::jsonb
-                 || coalesce((select jsonb_agg(jsonb_build_object('type', 'message', 'chatId', ${change.chatId}::text,
-                                                                  'owner', ${change.owner}::text, 'messageId', id)::text
-                                               order by id) from inserted), '[]')
+                 -- The message itself rides along when the payload stays under the NOTIFY limit.
+                 || coalesce((select jsonb_agg((case when octet_length((a.hint || jsonb_build_object('message', a.message))::text) <= ${MAX_MESSAGE_PAYLOAD}
+                                                     then a.hint || jsonb_build_object('message', a.message)
+                                                     else a.hint end)::text
+                                               order by a.id) from announced a), '[]')
                  || ${payloads(change.after)}::jsonb
                ) with ordinality as e(payload, n)
       )

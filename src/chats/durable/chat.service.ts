@@ -127,16 +127,18 @@ export class ChatService {
         status: chat.status,
       });
     }
-    await this.admitTurn(em, chat.owner);
-    // The message, the status and both events in one statement.
-    const [messageId] = (await this.repo.write(em, {
+    await lockNameForTransaction(em, ADVISORY_LOCK.chatOwner, chat.owner);
+    // The admission count, the message, the status and both events in one statement.
+    const ids = await this.repo.write(em, {
       chatId: chat.id,
       owner: chat.owner,
+      admit: { limit: this.config.chatMaxInFlightPerKey },
       messages: [{ role: 'user', parts: [{ type: 'text', text: message }], clientId: messageClientId }],
       status: { status: 'pending', resetTurn: true, lastError: null },
       after: [{ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }],
-    }))!;
-    return messageId;
+    });
+    if (!ids) throw await this.tooManyChats(em, chat.owner);
+    return ids[0];
   }
 
   /**
@@ -159,7 +161,7 @@ export class ChatService {
     }
     const pending = chat.pendingToolCalls ?? [];
     checkResultIds(pending, results);
-    await this.admitTurn(em, chat.owner);
+    await lockNameForTransaction(em, ADVISORY_LOCK.chatOwner, chat.owner);
     const byId = new Map(pending.map((call) => [call.id, call]));
     const parts: ChatPart[] = results.map((result) => ({
       type: 'tool-result',
@@ -168,14 +170,16 @@ export class ChatService {
       output: result.output,
       isError: result.isError ?? false,
     }));
-    const [messageId] = (await this.repo.write(em, {
+    const ids = await this.repo.write(em, {
       chatId: chat.id,
       owner: chat.owner,
+      admit: { limit: this.config.chatMaxInFlightPerKey },
       messages: [{ role: 'tool', parts }],
       status: { status: 'pending' },
       after: [{ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }],
-    }))!;
-    return messageId;
+    });
+    if (!ids) throw await this.tooManyChats(em, chat.owner);
+    return ids[0];
   }
 
   /** Stops the chat: a running model call is cancelled (its worker loses the claim) and the chat waits. */
@@ -208,16 +212,19 @@ export class ChatService {
    */
   private async admitTurn(em: EntityManager, owner: string): Promise<void> {
     await lockNameForTransaction(em, ADVISORY_LOCK.chatOwner, owner);
+    if ((await this.repo.countInFlight(em, owner)) >= this.config.chatMaxInFlightPerKey) throw await this.tooManyChats(em, owner);
+  }
+
+  /** The 429 of an owner at the cap (a turn of an existing chat is counted within its write, under the same lock). */
+  private async tooManyChats(em: EntityManager, owner: string): Promise<DomainError> {
     const inFlight = await this.repo.countInFlight(em, owner);
     const limit = this.config.chatMaxInFlightPerKey;
-    if (inFlight >= limit) {
-      throw new DomainError(
-        'too_many_chats',
-        `This key has ${inFlight} chats pending or running, the most allowed at once; try again when one is answered`,
-        { inFlight, limit },
-        { retryAfterSeconds: CAP_RETRY_AFTER_SECONDS },
-      );
-    }
+    return new DomainError(
+      'too_many_chats',
+      `This key has ${inFlight} chats pending or running, the most allowed at once; try again when one is answered`,
+      { inFlight, limit },
+      { retryAfterSeconds: CAP_RETRY_AFTER_SECONDS },
+    );
   }
 
   /**

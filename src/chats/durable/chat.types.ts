@@ -63,11 +63,21 @@ export interface ChatRow {
   updatedAt: Date;
 }
 
-/** What goes over NOTIFY: hints only; content is re-read from the tables. */
+/** What goes over NOTIFY: hints, and a new message when it is small; the rest is re-read from the tables. */
 export type ChatEvent =
   | { type: 'created'; chatId: string; owner: string; status: ChatStatus }
   | { type: 'status'; chatId: string; owner: string; status: ChatStatus }
-  | { type: 'message'; chatId: string; owner: string; messageId: number }
+  /**
+   * A persisted message; `message` carries it (as the API shows it, `createdAt` as Postgres wrote it)
+   * when it fits a NOTIFY, so that streams need not read it back.
+   */
+  | {
+      type: 'message';
+      chatId: string;
+      owner: string;
+      messageId: number;
+      message?: { id: number; role: ChatRole; parts: ChatPart[]; createdAt: string };
+    }
   /**
    * Model text of the step in flight, in pieces. `after` is the id of the chat's last message when the
    * step started and `offset` where the piece starts in the step's text, so a stream can tell whether it
