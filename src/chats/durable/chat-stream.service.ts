@@ -91,7 +91,7 @@ export class ChatStreamService {
         writer.close();
       }
     };
-    const unsubscribe = this.events.subscribe((event: ChatEventOrResync) => {
+    const unsubscribe = this.events.subscribeChat(chatId, (event: ChatEventOrResync) => {
       if (event.type === 'resync')
         return enqueue(async () => {
           await sendMessages();
