@@ -380,11 +380,16 @@ function statementKind(query: string): string {
   return q.slice(0, 60);
 }
 
-function breakdown(statements: StatementRow[], turns: number): Array<{ kind: string; perTurn: number }> {
-  const byKind = new Map<string, number>();
-  for (const s of statements) byKind.set(statementKind(s.query), (byKind.get(statementKind(s.query)) ?? 0) + s.calls);
+function breakdown(statements: StatementRow[], turns: number): Array<{ kind: string; perTurn: number; totalMs: number }> {
+  const byKind = new Map<string, { calls: number; totalMs: number }>();
+  for (const s of statements) {
+    const kind = byKind.get(statementKind(s.query)) ?? { calls: 0, totalMs: 0 };
+    kind.calls += s.calls;
+    kind.totalMs += s.totalMs;
+    byKind.set(statementKind(s.query), kind);
+  }
   return [...byKind.entries()]
-    .map(([kind, calls]) => ({ kind, perTurn: calls / turns }))
+    .map(([kind, { calls, totalMs }]) => ({ kind, perTurn: calls / turns, totalMs }))
     .filter((row) => row.perTurn >= 0.01)
     .sort((a, b) => b.perTurn - a.perTurn);
 }
@@ -500,9 +505,11 @@ export function renderScale(r: ScaleResult, run: { command: string; date: string
     `- Statements per turn in the CPU-bound run (pg_stat_statements, ${cpuTurns} turns; the floor made ` +
       `${(r.floor.statements / (r.floor.chats * r.floor.turns)).toFixed(1)} per turn):`,
     '',
-    '| statement | per turn |',
-    '|---|---|',
-    ...breakdown(r.cpu.statements, cpuTurns).map((row) => `| ${row.kind} | ${row.perTurn.toFixed(2)} |`),
+    '| statement | per turn | execution time in PostgreSQL, whole run |',
+    '|---|---|---|',
+    ...breakdown(r.cpu.statements, cpuTurns).map(
+      (row) => `| ${row.kind} | ${row.perTurn.toFixed(2)} | ${(row.totalMs / 1000).toFixed(1)} s |`,
+    ),
     '',
     SCALE_END,
   ];
