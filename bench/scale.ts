@@ -157,6 +157,8 @@ function followChat(port: number, agent: Agent, posts: HttpClient, key: string, 
       messages++;
       if (messages < MESSAGES_PER_TURN * (times.length + 1)) return;
       times.push(performance.now() - turnStarted);
+      // The limit is per turn.
+      timer.refresh();
       if (times.length === turns) {
         settled = true;
         clearTimeout(timer);

@@ -69,6 +69,21 @@ describe('durable chats at scale: model-call slots and streams', () => {
     expect(bodyOf<ChatMessagesResponse>(res).messages.map((m) => m.role)).toEqual(['user']);
   });
 
+  it('holds no transaction while a chat waits on the model', async () => {
+    llm.enqueue(MockReply.text('Slow answer.', { delayMs: 1_000 }));
+    const id = await startChat('take your time');
+    await llm.waitForRequests(1);
+    await sleep(500);
+    // Seen from another connection half way through the model's second: no session of the app has had a
+    // transaction open since the call started (short ones, e.g. the worker's maintenance, may come and go).
+    const open = await t.sql<{ state: string }>(
+      `select state from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and xact_start < now() - interval '400 milliseconds'`,
+    );
+    expect(open).toEqual([]);
+    await waitForChat(t, id, hasStatus('waiting'));
+  });
+
   it("streams a turn's messages as they are persisted, each once and in order, with the ids GET /messages shows", async () => {
     llm.enqueue(
       MockReply.toolCall(
