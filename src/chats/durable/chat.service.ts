@@ -38,6 +38,9 @@ const CHATS_MAX_LIMIT = 200;
  */
 @Injectable()
 export class ChatService {
+  /** The tail of each owner's queue of turn-starting transactions on this replica. */
+  private readonly ownerQueues = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
@@ -51,14 +54,16 @@ export class ChatService {
     const agent = await this.agents.loadForRun(dto.agent, caller);
     const dynamicTools = validateDynamicTools(dto.dynamicTools, agent.tools);
     this.llm.assertConfigured();
-    const { chat } = await this.em.fork().transactional((em) =>
-      this.insertChat(em, caller, {
-        agent: agent.name,
-        message: dto.message,
-        title: dto.title,
-        context: dto.context,
-        dynamicTools,
-      }),
+    const { chat } = await this.oneTurnAtATime(caller.subject, () =>
+      this.em.fork().transactional((em) =>
+        this.insertChat(em, caller, {
+          agent: agent.name,
+          message: dto.message,
+          title: dto.title,
+          context: dto.context,
+          dynamicTools,
+        }),
+      ),
     );
     return toChatResponse(chat);
   }
@@ -114,10 +119,29 @@ export class ChatService {
 
   /** A new user turn: from waiting or error only. */
   async postMessage(caller: Caller, id: string, message: string): Promise<void> {
-    await this.em.fork().transactional(async (em) => {
-      const chat = await this.get(caller, id, em, true);
-      await this.appendUserMessage(em, chat, message);
+    await this.oneTurnAtATime(caller.subject, () =>
+      this.em.fork().transactional(async (em) => {
+        const chat = await this.get(caller, id, em, true);
+        await this.appendUserMessage(em, chat, message);
+      }),
+    );
+  }
+
+  /**
+   * Runs the transactions that start turns of one owner one after the other on this replica. They
+   * take the owner's admission lock, which they would otherwise wait for inside a transaction, each
+   * holding a pooled connection: a burst of one key's requests could take the whole pool from the
+   * chats being run. Across replicas the lock still decides.
+   */
+  oneTurnAtATime<T>(owner: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.ownerQueues.get(owner) ?? Promise.resolve();
+    const result = previous.then(work, work);
+    const tail = result.catch(() => undefined);
+    this.ownerQueues.set(owner, tail);
+    void tail.then(() => {
+      if (this.ownerQueues.get(owner) === tail) this.ownerQueues.delete(owner);
     });
+    return result;
   }
 
   /** A new user turn of `chat`, locked by the caller's transaction: from waiting or error only. Returns the message's id. */
@@ -146,10 +170,12 @@ export class ChatService {
    * concurrent posts exactly one succeeds and the others find the chat no longer waiting (409).
    */
   async postToolResults(caller: Caller, id: string, results: ToolResultDto[]): Promise<void> {
-    await this.em.fork().transactional(async (em) => {
-      const chat = await this.get(caller, id, em, true);
-      await this.acceptToolResults(em, chat, results);
-    });
+    await this.oneTurnAtATime(caller.subject, () =>
+      this.em.fork().transactional(async (em) => {
+        const chat = await this.get(caller, id, em, true);
+        await this.acceptToolResults(em, chat, results);
+      }),
+    );
   }
 
   /** postToolResults for `chat`, locked by the caller's transaction. Returns the id of the message with the results. */

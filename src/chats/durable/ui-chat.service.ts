@@ -61,40 +61,42 @@ export class UiChatService {
     const stream = new UiTurnStream(this.em, this.repo, this.events);
     let origin: TurnStreamOrigin;
     try {
-      origin = await this.em.fork().transactional(async (em) => {
-        const chat = await this.repo.findByClientId(em, caller.subject, dto.id, { lock: true });
-        if (!chat) {
-          if (submission.kind !== 'message') throw notFound(dto.id);
-          const created = await this.chats.insertChat(em, caller, {
-            clientId: dto.id,
-            agent: agent.name,
-            message: submission.text,
-            messageClientId: submission.clientId,
-            context: dto.context,
-            dynamicTools: dynamicTools ?? [],
+      origin = await this.chats.oneTurnAtATime(caller.subject, () =>
+        this.em.fork().transactional(async (em) => {
+          const chat = await this.repo.findByClientId(em, caller.subject, dto.id, { lock: true });
+          if (!chat) {
+            if (submission.kind !== 'message') throw notFound(dto.id);
+            const created = await this.chats.insertChat(em, caller, {
+              clientId: dto.id,
+              agent: agent.name,
+              message: submission.text,
+              messageClientId: submission.clientId,
+              context: dto.context,
+              dynamicTools: dynamicTools ?? [],
+            });
+            return { chatId: created.chat.id, turnStart: created.messageId, cursor: created.messageId };
+          }
+          if (chat.agent !== agent.name) {
+            throw new DomainError('chat_agent_mismatch', `Chat "${dto.id}" is a chat with agent "${chat.agent}"`, {
+              agent: chat.agent,
+            });
+          }
+          if (submission.kind === 'tool-results') {
+            // The answer's UI message holds every call of the turn with its output; the pending ones are the results.
+            const pending = new Set((chat.pendingToolCalls ?? []).map((call) => call.id));
+            const results = submission.results.filter((result) => pending.has(result.toolCallId));
+            const cursor = await this.chats.acceptToolResults(em, chat, results);
+            return { chatId: chat.id, turnStart: await this.repo.lastUserMessageId(em, chat.id, cursor), cursor };
+          }
+          const messageId = await this.chats.appendUserMessage(em, chat, submission.text, submission.clientId);
+          // The transport sends the page's tools and context with every message: the turn runs with them.
+          await this.repo.updateSetup(em, chat.id, {
+            dynamicTools,
+            context: dto.context === undefined ? undefined : contextOf(dto.context),
           });
-          return { chatId: created.chat.id, turnStart: created.messageId, cursor: created.messageId };
-        }
-        if (chat.agent !== agent.name) {
-          throw new DomainError('chat_agent_mismatch', `Chat "${dto.id}" is a chat with agent "${chat.agent}"`, {
-            agent: chat.agent,
-          });
-        }
-        if (submission.kind === 'tool-results') {
-          // The answer's UI message holds every call of the turn with its output; the pending ones are the results.
-          const pending = new Set((chat.pendingToolCalls ?? []).map((call) => call.id));
-          const results = submission.results.filter((result) => pending.has(result.toolCallId));
-          const cursor = await this.chats.acceptToolResults(em, chat, results);
-          return { chatId: chat.id, turnStart: await this.repo.lastUserMessageId(em, chat.id, cursor), cursor };
-        }
-        const messageId = await this.chats.appendUserMessage(em, chat, submission.text, submission.clientId);
-        // The transport sends the page's tools and context with every message: the turn runs with them.
-        await this.repo.updateSetup(em, chat.id, {
-          dynamicTools,
-          context: dto.context === undefined ? undefined : contextOf(dto.context),
-        });
-        return { chatId: chat.id, turnStart: messageId, cursor: messageId };
-      });
+          return { chatId: chat.id, turnStart: messageId, cursor: messageId };
+        }),
+      );
       stream.start(origin, this.streams.open(caller, open, { headers: UI_MESSAGE_STREAM_HEADERS }));
     } catch (error) {
       stream.dispose();
