@@ -105,6 +105,8 @@ export class AgentRuntime {
       maxToolCallsPerStep: agent.planning.maxToolCallsPerStep,
       iterationsUsed: request.progress?.iterationsUsed,
       tokenBudget: agent.guardrails.maxTokensPerInvocation,
+      contextTokens: agent.model.contextTokens ?? this.config.llmContextTokens,
+      pinnedMessages: 0,
       tokensUsed: request.progress?.tokensUsed,
       deadline: Date.now() + agent.guardrails.maxExecutionTimeSec * 1000,
       toolContext: {
@@ -116,6 +118,7 @@ export class AgentRuntime {
     const preamble = [await this.systemMessage(agent, context)];
     for (const text of request.instructions ?? []) preamble.push({ role: 'system', content: text });
     if (context) preamble.push(contextMessage(context));
+    turn.pinnedMessages = preamble.length;
     return { agent, turn, messages: [...preamble, ...request.history], clientTools };
   }
 
