@@ -91,8 +91,11 @@ describe('fitToContext', () => {
     const messages = [SYSTEM, context, ...history, { role: 'user', content: 'Question 21' } as LlmMessage];
     const fitted = await fitToContext({ messages, tools: TOOLS, budget: 300, pinned: 2 }, load);
 
-    expect(fitted.elidedResults).toBe(20);
+    // Every earlier result went before any turn did; those of the turns left out count as left out.
     expect(fitted.droppedTurns).toBeGreaterThan(0);
+    expect(fitted.elidedResults).toBe(20 - fitted.droppedTurns);
+    expect(fitted.elidedCharacters).toBe(400 * fitted.elidedResults);
+    expect(fitted.messages.filter((m) => m.role === 'tool').every((m) => m.content === elisionMarker(400))).toBe(true);
     expect(fitted.droppedMessages).toBe(fitted.droppedTurns * 4);
     expect(fitted.messages.slice(0, 2)).toEqual([SYSTEM, context]);
     expect(fitted.messages.at(-1)).toEqual({ role: 'user', content: 'Question 21' });

@@ -35,6 +35,8 @@ export function loadTokenizer(): Promise<CountTokens> {
     const options = { disallowedSpecial: new Set<string>() };
     return (text: string) => countInPieces(text, (piece) => countTokens(piece, options));
   });
+  // A failed load is tried again by the next request, not remembered.
+  tokenizer.catch(() => (tokenizer = undefined));
   return tokenizer;
 }
 
@@ -226,6 +228,11 @@ export async function fitToContext(
     let end = start + 1;
     while (end < current && messages[end].role !== 'user') end++;
     for (let i = start; i < end; i++) {
+      // A result elided first and then left out with its turn counts as left out only.
+      if (sent[i] !== messages[i]) {
+        fitted.elidedResults--;
+        fitted.elidedCharacters -= (messages[i].content as string).length;
+      }
       total -= costs[i];
       sent[i] = undefined;
     }
