@@ -7,6 +7,7 @@ import { isUuid } from '../common/uuid';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
+import type { ObjectLens } from '../metadata/object-lens';
 import { AccessPolicyEntity } from './access-policy.entity';
 import { ACCESS_CHANGED, type AccessAction } from './access-policy.types';
 import { CallerAccess, objectNotFound } from './caller-access';
@@ -23,7 +24,7 @@ export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'adm
  * cache); `generation` keeps a load that raced with a change from storing what it read before it.
  */
 @Injectable()
-export class AccessService implements OnModuleInit {
+export class AccessService implements OnModuleInit, ObjectLens {
   private readonly cache = new Map<string, CallerAccess>();
   private generation = 0;
 
@@ -74,6 +75,15 @@ export class AccessService implements OnModuleInit {
         objects.map((o) => o.name).filter((name) => access.mayRead(name)),
       );
     }
+  }
+
+  viewFor(caller: Caller, objectName: string): Promise<ObjectMeta> {
+    return this.view(caller, objectName, 'read');
+  }
+
+  async readableBy(caller: Caller, objectNames: string[]): Promise<boolean[]> {
+    const access = await this.forCaller(caller);
+    return objectNames.map((name) => access.mayRead(name));
   }
 
   /** The object as the caller may read it (describe_object, MCP resources). */

@@ -3,6 +3,8 @@ import type { ObjectMeta } from '../metadata/object-metadata.types';
 import type { KeyAttributes } from '../auth/api-key.entity';
 import { ALL_OBJECTS, type AccessAction, type AccessPolicy, type PolicyObjectGrant } from './access-policy.types';
 
+type Filters = Record<string, unknown>[];
+
 /** What a key's policies, taken together, allow on one object. */
 interface ObjectGrants {
   /** Per action: `true` for every row, the filters of the granting policies, or absent (not granted). */
@@ -66,8 +68,9 @@ export class CallerAccess {
     }
     const fields = grants.hidden.size ? object.fields.filter((f) => !grants.hidden.has(f.name)) : object.fields;
     const view: ObjectMeta = { ...object, fields };
-    if (granted !== true) {
-      view.rowFilter = { object, filters: granted, subject: this.subject, attributes: this.attributes };
+    const filters = rowsFor(grants.actions.read, granted);
+    if (filters !== true) {
+      view.rowFilter = { object, filters, subject: this.subject, attributes: this.attributes };
     }
     return view;
   }
@@ -84,6 +87,20 @@ export class CallerAccess {
     this.grants.set(objectName, compiled);
     return compiled;
   }
+}
+
+/**
+ * The rows an action may touch: those its granting policies' filters match, and only among the rows
+ * the caller may read (a key never changes a record it could not read). `true`: every row.
+ */
+function rowsFor(read: true | Filters, action: true | Filters): true | Filters {
+  if (read === true || JSON.stringify(read) === JSON.stringify(action)) return action;
+  if (action === true) return read;
+  return [{ $and: [anyOf(read), anyOf(action)] }];
+}
+
+function anyOf(filters: Filters): Record<string, unknown> {
+  return filters.length === 1 ? filters[0] : { $or: filters };
 }
 
 function compileGrants(policies: readonly AccessPolicy[], objectName: string): ObjectGrants | null {

@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AggregateResponse } from '../../src/data/records.dto';
+import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
 import { DataService } from '../../src/data/data.service';
 import { DataPool } from '../../src/database/data-pool';
 import { INSUFFICIENT_PRIVILEGE } from '../../src/database/pg-errors';
@@ -249,6 +250,18 @@ describe('access policies: object grants, row filters and hidden fields on every
       expect(await t.sql('select id from data.activity')).toHaveLength(1);
     });
 
+    it('describes only the objects the key may read, without hidden fields (GET /api/v1/objects)', async () => {
+      const listed = bodyOf<ObjectListResponse>(await t.http.get('/api/v1/objects').set(bearer(alice)).expect(200));
+      expect(listed.objects.map((o) => o.name)).toEqual(['deal']);
+      const deal = bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/deal').set(bearer(alice)).expect(200));
+      expect(deal.fields.map((f) => f.name)).not.toContain('amount');
+      expect(listed.objects[0].fieldCount).toBe(deal.fields.length);
+      const hidden = await t.http.get('/api/v1/objects/activity').set(bearer(alice));
+      expect([hidden.status, errorOf(hidden).code]).toEqual([404, 'object_not_found']);
+      const all = bodyOf<ObjectListResponse>(await t.http.get('/api/v1/objects').set(bearer(plainMember)).expect(200));
+      expect(all.objects.map((o) => o.name).sort()).toEqual(['activity', 'deal']);
+    });
+
     it('aggregates only the key’s rows; grouping or aggregating a hidden field is unknown_field', async () => {
       const res = await t.http
         .post('/api/v1/objects/deal/aggregate')
@@ -290,7 +303,7 @@ describe('access policies: object grants, row filters and hidden fields on every
         expect(described.isError).toBe(false);
         expect(described.result.fields.map((f) => f.name)).not.toContain('amount');
         expect(described.result.fields.map((f) => f.name)).toEqual(expect.arrayContaining(['title', 'owner', 'region']));
-        expect(listed.result.objects[0].fieldCount).toBe(described.result.fields.length);
+        expect(listed.result.objects[0].fieldCount).toBe(described.result.fields.filter((f) => !f.system).length);
         const forbidden = await exec<ToolErrorContent>(key, 'describe_object', { objectName: 'activity' });
         expect(forbidden.isError).toBe(true);
         expect(forbidden.result.error.code).toBe('object_not_found');

@@ -34,7 +34,9 @@ export function createListObjectsTool(deps: DataToolDeps): ToolDefinition<Record
           name: o.name,
           label: o.label,
           description: o.description,
-          fieldCount: access.restricted ? access.view(await deps.metadata.getObject(o.name), 'read').fields.length : o.fieldCount,
+          fieldCount: access.restricted
+            ? access.view(await deps.metadata.getObject(o.name), 'read').fields.filter((f) => !f.system).length
+            : o.fieldCount,
         })),
       );
       return { objects, totalCount: objects.length };
