@@ -29,6 +29,7 @@ import {
   compileFindOne,
   compileInsert,
   compileUpdate,
+  IN_SCOPE_ALIAS,
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
@@ -144,7 +145,7 @@ export class DataService {
     return this.withObject(caller, objectName, 'update', scope, async (object, session) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await write(object, session, compileUpdate(object, id, values, versions));
+      const rows = await this.scopedWrite(object, session, scope, compileUpdate(object, id, values, versions));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
       return decodeVersioned(object, rows[0]);
     });
@@ -174,9 +175,34 @@ export class DataService {
     return this.withObject(caller, objectName, 'create', scope, async (object, session) => {
       if (!inputs.length) return [];
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-      const rows = await write(object, session, compileInsert(object, encoded));
+      const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded));
       return rows.map((row) => decodeVersioned(object, row));
     });
+  }
+
+  /**
+   * Runs an insert or update. With a row filter, the new rows must be inside it too (a key cannot
+   * create or move a record where it could not write it): the write and that check share one
+   * transaction, rolled back with `forbidden` when a row falls outside.
+   */
+  private async scopedWrite(
+    object: ObjectMeta,
+    session: DataSession,
+    scope: DataScope,
+    query: CompiledQuery<Record<string, unknown>>,
+  ): Promise<Record<string, unknown>[]> {
+    if (!object.rowFilter) return write(object, session, query);
+    const checked = async (tx: DataSession) => {
+      const rows = await write(object, tx, query);
+      if (rows.some((row) => row[IN_SCOPE_ALIAS] !== true)) {
+        throw new DomainError('forbidden', `This API key may not write "${object.name}" records with these values`, {
+          object: object.name,
+        });
+      }
+      for (const row of rows) delete row[IN_SCOPE_ALIAS];
+      return rows;
+    };
+    return session.inTransaction ? checked(session) : this.pool.transaction(checked, { signal: scope.signal });
   }
 
   /**

@@ -5,7 +5,7 @@ import { ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
 import { compileOrderBy, compileProjection } from './order-by.compiler';
-import { compileScopedWhere, requireField, rowFilterCondition } from './where.compiler';
+import { compileRowFilter, compileScopedWhere, requireField, rowFilterCondition } from './where.compiler';
 
 /**
  * The statements of the records engine over one object's table (find, count, get, insert, update,
@@ -72,8 +72,8 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
   );
   return params.query(
     columns.length
-      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${visibleColumns(object)}, ${VERSION_SELECT}`
-      : `insert into ${objectTable(object.name)} default values returning ${visibleColumns(object)}, ${VERSION_SELECT}`,
+      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${writeReturning(object, params)}`
+      : `insert into ${objectTable(object.name)} default values returning ${writeReturning(object, params)}`,
   );
 }
 
@@ -96,7 +96,7 @@ export function compileUpdate(
   sets.push(`"updated_at" = now()`);
   const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
   return params.query(
-    `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${visibleColumns(object)}, ${VERSION_SELECT}`,
+    `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
   );
 }
 
@@ -112,7 +112,18 @@ export function engineLimit(limit: number): number {
   return Math.min(Math.max(1, Math.floor(limit)), MAX_ENGINE_LIMIT);
 }
 
-/** Every field of the caller's view of the object: what a write returns (never `*`, which would include hidden fields). */
-function visibleColumns(object: ObjectMeta): string {
-  return compileProjection(object, undefined).sql;
+/**
+ * Whether a written row is still one the caller may write (its row filter over the new values), as
+ * `__in_scope`: DataService refuses the write, in its transaction, when it is not.
+ */
+export const IN_SCOPE_ALIAS = '__in_scope';
+
+/**
+ * What a write returns: every field of the caller's view of the object (never `*`, which would
+ * include hidden fields), its version, and with a row filter whether the new row is inside it.
+ */
+function writeReturning(object: ObjectMeta, params: SqlParams): string {
+  const columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
+  const scope = compileRowFilter(object, params);
+  return scope === undefined ? columns : `${columns}, ${scope} as "${IN_SCOPE_ALIAS}"`;
 }

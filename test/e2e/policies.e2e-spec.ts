@@ -227,6 +227,22 @@ describe('access policies: object grants, row filters and hidden fields on every
         .expect(204);
     });
 
+    it('refuses to create or move a record outside the key’s filter (403), writing nothing', async () => {
+      const count = async () => (await t.sql<{ n: number }>('select count(*)::int as n from data.deal'))[0].n;
+      const before = await count();
+      const create = await t.http
+        .post('/api/v1/objects/deal/records')
+        .set(bearer(alice))
+        .send({ title: 'for bob', owner: 'bob' });
+      expect([create.status, errorOf(create).code]).toEqual([403, 'forbidden']);
+      expect(await count()).toBe(before);
+
+      const [alicesDeal] = await sqlIds(`owner = 'alice'`);
+      const move = await t.http.patch(`/api/v1/objects/deal/records/${alicesDeal}`).set(bearer(alice)).send({ owner: 'bob' });
+      expect([move.status, errorOf(move).code]).toEqual([403, 'forbidden']);
+      expect(await t.sql('select owner from data.deal where id = $1', [alicesDeal])).toEqual([{ owner: 'alice' }]);
+    });
+
     it('refuses a write the key is not granted with 403 forbidden', async () => {
       const [emeaDeal] = await sqlIds(`region = 'emea'`);
       const res = await t.http.patch(`/api/v1/objects/deal/records/${emeaDeal}`).set(bearer(bob)).send({ title: 'x' });
