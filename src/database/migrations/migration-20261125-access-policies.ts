@@ -39,8 +39,10 @@ export class MigrationAccessPolicies extends Migration {
         if not pg_has_role(current_user, '${DATA_READER_ROLE}', 'MEMBER') then
           begin
             execute format('grant %I to %I', '${DATA_READER_ROLE}', current_user);
-          exception when insufficient_privilege then
-            raise exception 'Cannot make the database user a member of "${DATA_READER_ROLE}": an administrator runs GRANT "${DATA_READER_ROLE}" TO <app user>';
+          exception
+            when unique_violation then null; -- another database of this cluster granted it meanwhile
+            when insufficient_privilege then
+              raise exception 'Cannot make the database user a member of "${DATA_READER_ROLE}": an administrator runs GRANT "${DATA_READER_ROLE}" TO <app user>';
           end;
         end if;
       end $$`);
