@@ -1,5 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import type { AggregateResponse } from '../../src/data/records.dto';
 import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
 import { DataService } from '../../src/data/data.service';
@@ -15,7 +16,9 @@ import { enterReaderRole, withReadOnlyTransaction } from '../../src/tools/read-o
 import type { ToolErrorContent } from '../../src/tools/tool.types';
 import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tools.dto';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
+import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bearer, TestApp } from '../support/test-app';
 
 type Executed<R> = ExecuteToolResponse & { result: R };
 
@@ -31,6 +34,7 @@ const STAGES = ['new', 'won', 'lost'];
  */
 describe('access policies: object grants, row filters and hidden fields on every surface', () => {
   let t: TestApp;
+  let llm: MockLlmServer;
   let alice: string;
   let bob: string;
   let bobKeyId: string;
@@ -65,7 +69,7 @@ describe('access policies: object grants, row filters and hidden fields on every
   }
 
   beforeAll(async () => {
-    t = await startTestApp();
+    ({ t, llm } = await startAppWithMockLlm());
     await t.http
       .post('/api/v1/objects')
       .set(admin())
@@ -141,7 +145,10 @@ describe('access policies: object grants, row filters and hidden fields on every
     expect(bodyOf<ApiKeyResponse>(patched)).toMatchObject({ policies: ['regional-reader'], attributes: { region: 'emea' } });
     plainMember = (await member('plain', 'plain')).secret;
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t.close();
+    await llm.close();
+  });
 
   describe('records API', () => {
     it('lists exactly the rows of each key’s filter, with total counting only those', async () => {
@@ -385,6 +392,45 @@ describe('access policies: object grants, row filters and hidden fields on every
         JSON.stringify(bodyOf<ToolListResponse>(await t.http.get('/api/v1/ai/tools').set(bearer(key))));
       expect(await schemas(alice)).toBe(await schemas(t.adminKey));
       expect(await schemas(alice)).not.toContain('"activity"');
+    });
+  });
+
+  describe('a stateless chat (scripted model calling the data tools)', () => {
+    beforeEach(() => llm.reset());
+    afterEach(() => expect(llm.pendingSteps).toBe(0));
+
+    it('runs the tools as the chatting key: its rows only, no hidden field, no forbidden object, not even in the system message', async () => {
+      const toolMessages = (request: { body?: Record<string, unknown> }) =>
+        (request.body!.messages as SentMessage[]).filter((m) => m.role === 'tool');
+      llm.enqueue(
+        MockReply.toolCalls([
+          { name: 'query_records', arguments: { objectName: 'deal', limit: 200 } },
+          { name: 'aggregate_data', arguments: { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] } },
+          { name: 'query_records', arguments: { objectName: 'activity' } },
+        ]),
+        MockReply.text('done'),
+      );
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(alice))
+        .send({ messages: [{ role: 'user', content: 'my deals?' }], context: { objectName: 'deal' } })
+        .expect(200);
+      expect(bodyOf<StatelessChatResponse>(res).content).toBe('done');
+
+      const [records, count, activity] = toolMessages(llm.requests[1]);
+      const expected = await sqlIds(`owner = 'alice'`);
+      const page = parsedContent<QueryRecordsResult>(records);
+      expect(page.records.map((r) => r.id as string).sort()).toEqual(expected);
+      expect(page.records.every((r) => !('amount' in r))).toBe(true);
+      expect(parsedContent<AggregateDataResult>(count).rows).toEqual([{ n: expected.length }]);
+      // A failed call reaches the model as "Tool call failed: <error JSON>".
+      const failure = JSON.parse((activity.content as string).replace(/^Tool call failed: /, '')) as ToolErrorContent;
+      expect(failure.error.code).toBe('object_not_found');
+      expect(failure.error.message).not.toContain('activity,');
+      // The context object's schema in the system message is the key's view of it.
+      const [system] = sentMessages(llm, 0);
+      expect(system.content).toContain('- owner (text)');
+      expect(system.content).not.toContain('amount');
     });
   });
 
