@@ -45,9 +45,13 @@ export class AccessService implements OnModuleInit, ObjectLens {
     this.cache.clear();
   }
 
-  /** What `caller` may read and write. A key without policies keeps every right of its role. */
+  /**
+   * What `caller` may read and write. A key without policies keeps every right of its role; a caller
+   * that names no key (other than the server itself) gets nothing: access fails closed.
+   */
   async forCaller(caller: Caller): Promise<CallerAccess> {
-    if (caller === SYSTEM_CALLER || !isUuid(caller.keyId)) return CallerAccess.unrestricted();
+    if (caller === SYSTEM_CALLER) return CallerAccess.unrestricted();
+    if (!isUuid(caller.keyId)) return CallerAccess.fromPolicies([], caller.subject, {});
     const cached = this.cache.get(caller.keyId);
     if (cached) return cached;
     const generation = this.generation;

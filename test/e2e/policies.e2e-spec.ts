@@ -1,5 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import type { AggregateResponse } from '../../src/data/records.dto';
 import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
@@ -17,6 +18,7 @@ import type { ToolErrorContent } from '../../src/tools/tool.types';
 import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tools.dto';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
+import { hasStatus, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bearer, TestApp } from '../support/test-app';
 
@@ -69,7 +71,7 @@ describe('access policies: object grants, row filters and hidden fields on every
   }
 
   beforeAll(async () => {
-    ({ t, llm } = await startAppWithMockLlm());
+    ({ t, llm } = await startAppWithMockLlm({ env: { CHAT_POLL_INTERVAL_MS: '200' } }));
     await t.http
       .post('/api/v1/objects')
       .set(admin())
@@ -431,6 +433,38 @@ describe('access policies: object grants, row filters and hidden fields on every
       const [system] = sentMessages(llm, 0);
       expect(system.content).toContain('- owner (text)');
       expect(system.content).not.toContain('amount');
+    });
+  });
+
+  describe('a durable chat (scripted model calling the data tools)', () => {
+    beforeEach(() => llm.reset());
+    afterEach(() => expect(llm.pendingSteps).toBe(0));
+
+    it('runs its turns as the key that started it, under that key’s policies', async () => {
+      llm.enqueue(
+        MockReply.toolCalls([
+          { name: 'query_records', arguments: { objectName: 'deal', limit: 200 } },
+          { name: 'aggregate_data', arguments: { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] } },
+          { name: 'describe_object', arguments: { objectName: 'activity' } },
+        ]),
+        MockReply.text('done'),
+      );
+      const created = await t.http
+        .post('/api/v1/chats')
+        .set(bearer(bob))
+        .send({ agent: 'data_chat', message: 'deals in my region?' })
+        .expect(201);
+      const id = bodyOf<ChatResponse>(created).id;
+      await waitForChat(t, id, hasStatus('waiting', 'error'), bob);
+      expect(bodyOf<ChatResponse>(await t.http.get(`/api/v1/chats/${id}`).set(bearer(bob))).status).toBe('waiting');
+
+      const [records, count, activity] = sentMessages(llm, 1).filter((m) => m.role === 'tool');
+      const expected = await sqlIds(`region = 'emea'`);
+      const page = parsedContent<QueryRecordsResult>(records);
+      expect(page.records.map((r) => r.id as string).sort()).toEqual(expected);
+      expect(page.records.every((r) => !('amount' in r))).toBe(true);
+      expect(parsedContent<AggregateDataResult>(count).rows).toEqual([{ n: expected.length }]);
+      expect(activity.content as string).toMatch(/^Tool call failed: .*object_not_found/);
     });
   });
 

@@ -25,6 +25,8 @@ export class MigrationAccessPolicies extends Migration {
     )`);
     this.addSql(`alter table "api_keys" add column "policies" jsonb not null default '[]'`);
     this.addSql(`alter table "api_keys" add column "attributes" jsonb not null default '{}'`);
+    // A durable chat's turns run as the key that started it, under that key's policies.
+    this.addSql(`alter table "chats" add column "owner_key_id" uuid null`);
     this.addSql(`do $$
       begin
         if not exists (select from pg_roles where rolname = '${DATA_READER_ROLE}') then
@@ -55,6 +57,7 @@ export class MigrationAccessPolicies extends Migration {
     this.addSql(`alter default privileges in schema "data" revoke select on tables from "${DATA_READER_ROLE}"`);
     this.addSql(`revoke select on all tables in schema "data" from "${DATA_READER_ROLE}"`);
     this.addSql(`revoke usage on schema "data" from "${DATA_READER_ROLE}"`);
+    this.addSql(`alter table "chats" drop column "owner_key_id"`);
     this.addSql(`alter table "api_keys" drop column "attributes"`);
     this.addSql(`alter table "api_keys" drop column "policies"`);
     this.addSql(`drop table "access_policies"`);
