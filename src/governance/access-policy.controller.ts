@@ -2,8 +2,12 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nest
 import { ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
+import type { ErrorCode } from '../common/error-codes';
 import { CreatePolicyDto, PolicyListResponse, PolicyResponse, ReplacePolicyDto } from './access-policy.dto';
 import { AccessPolicyService } from './access-policy.service';
+
+/** What a row filter that does not compile answers with (the where language's errors). */
+const FILTER_ERRORS: ErrorCode[] = ['unknown_field', 'invalid_where', 'invalid_operator', 'invalid_value', 'too_many_values'];
 
 @ApiTags('policies')
 @Controller('api/v1/policies')
@@ -16,7 +20,7 @@ export class AccessPolicyController {
     summary: 'Create an access policy (object grants, row filters, hidden fields)',
     status: 201,
     type: PolicyResponse,
-    errors: [...BODY_ERRORS, 'invalid_policy', 'unknown_field', 'invalid_where', 'policy_exists'],
+    errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_exists'],
   })
   create(@Body() dto: CreatePolicyDto): Promise<PolicyResponse> {
     return this.policies.create(dto);
@@ -41,7 +45,7 @@ export class AccessPolicyController {
   @ApiRoute({
     summary: 'Replace an access policy; keys under it get the new grants at once',
     type: PolicyResponse,
-    errors: [...BODY_ERRORS, 'invalid_policy', 'unknown_field', 'invalid_where', 'policy_not_found'],
+    errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_not_found'],
   })
   replace(@Param('name') name: string, @Body() dto: ReplacePolicyDto): Promise<PolicyResponse> {
     return this.policies.replace(name, dto);

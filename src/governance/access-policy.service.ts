@@ -105,11 +105,10 @@ export class AccessPolicyService {
     if (!isPlainObject(input)) throw invalid('objects must be an object of object name → grant');
     const entries = Object.entries(input);
     if (entries.length > MAX_POLICY_OBJECTS) throw invalid(`A policy names at most ${MAX_POLICY_OBJECTS} objects`);
-    const objects: PolicyObjects = {};
-    for (const [name, grant] of entries) {
-      objects[name] = await this.validateGrant(name, grant);
-    }
-    return objects;
+    const grants: [string, PolicyObjectGrant][] = [];
+    for (const [name, grant] of entries) grants.push([name, await this.validateGrant(name, grant)]);
+    // fromEntries defines own properties: a name like __proto__ cannot reach the prototype.
+    return Object.fromEntries(grants);
   }
 
   private async validateGrant(objectName: string, input: unknown): Promise<PolicyObjectGrant> {

@@ -105,7 +105,7 @@ function anyOf(filters: Filters): Record<string, unknown> {
 
 function compileGrants(policies: readonly AccessPolicy[], objectName: string): ObjectGrants | null {
   const entries = policies
-    .map((policy) => ({ policy: policy.name, grant: policy.objects[objectName] ?? policy.objects[ALL_OBJECTS] }))
+    .map((policy) => ({ policy: policy.name, grant: ownEntry(policy, objectName) ?? ownEntry(policy, ALL_OBJECTS) }))
     .filter((entry): entry is { policy: string; grant: PolicyObjectGrant } => entry.grant !== undefined);
   if (!entries.length) return null;
   const actions: ObjectGrants['actions'] = {};
@@ -127,6 +127,10 @@ function compileGrants(policies: readonly AccessPolicy[], objectName: string): O
 }
 
 /** The same error as for an object that does not exist, so a forbidden one does not reveal that it does. */
+function ownEntry(policy: AccessPolicy, name: string): PolicyObjectGrant | undefined {
+  return Object.hasOwn(policy.objects, name) ? policy.objects[name] : undefined;
+}
+
 export function objectNotFound(objectName: string, availableObjects: string[]): DomainError {
   return new DomainError('object_not_found', `Object "${String(objectName)}" not found`, { availableObjects });
 }
