@@ -3,7 +3,7 @@ import type { DataPool, DataSession } from '../database/data-pool';
 import { checkReaderRole, withReadOnlyTransaction } from './read-only-data';
 
 /** A pool whose transactions record their statements and fail with `error` on the first one, if given. */
-function fakePool(error?: unknown): { pool: DataPool; statements: string[]; options: unknown[] } {
+function fakePool(error?: Error): { pool: DataPool; statements: string[]; options: unknown[] } {
   const statements: string[] = [];
   const options: unknown[] = [];
   const session: DataSession = {
