@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CompiledQuery } from 'kysely';
 import type { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
@@ -18,7 +20,7 @@ import type { ToolErrorContent } from '../../src/tools/tool.types';
 import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tools.dto';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
-import { hasStatus, waitForChat } from '../support/chat-helpers';
+import { hasStatus, listen, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bearer, TestApp } from '../support/test-app';
 
@@ -465,6 +467,32 @@ describe('access policies: object grants, row filters and hidden fields on every
       expect(page.records.every((r) => !('amount' in r))).toBe(true);
       expect(parsedContent<AggregateDataResult>(count).rows).toEqual([{ n: expected.length }]);
       expect(activity.content as string).toMatch(/^Tool call failed: .*object_not_found/);
+    });
+  });
+
+  describe('the MCP server', () => {
+    it('lists and reads only the key’s objects as resources, without hidden fields, and runs its tools as the key', async () => {
+      const baseUrl = await listen(t);
+      const client = new Client({ name: 'policies-e2e', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL('/mcp', baseUrl), { requestInit: { headers: bearer(alice) } }),
+      );
+      try {
+        const { resources } = await client.listResources();
+        expect(resources.map((r) => r.uri)).toEqual(['object://deal']);
+        const { contents } = await client.readResource({ uri: 'object://deal' });
+        const described = JSON.parse((contents[0] as { text: string }).text) as DescribeObjectResult;
+        expect(described.fields.map((f) => f.name)).not.toContain('amount');
+        await expect(client.readResource({ uri: 'object://activity' })).rejects.toThrow(/not found/);
+        const answer = await client.callTool({
+          name: 'aggregate_data',
+          arguments: { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] },
+        });
+        expect(answer.isError).toBeFalsy();
+        expect(answer.structuredContent).toMatchObject({ rows: [{ n: (await sqlIds(`owner = 'alice'`)).length }] });
+      } finally {
+        await client.close();
+      }
     });
   });
 
