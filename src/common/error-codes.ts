@@ -128,6 +128,8 @@ export const ERRORS = {
   agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
   turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   tool_timeout: HttpStatus.GATEWAY_TIMEOUT,
+  // The pinned messages and the current turn alone exceed the agent's context budget (model.contextTokens).
+  context_too_large: HttpStatus.BAD_REQUEST,
 
   // Only in tool results and a chat's lastError, never an HTTP response of their own.
   tool_aborted: HttpStatus.BAD_REQUEST,
@@ -141,6 +143,9 @@ export const ERRORS = {
   llm_timeout: HttpStatus.GATEWAY_TIMEOUT,
   llm_auth_failed: HttpStatus.BAD_GATEWAY,
   llm_bad_request: HttpStatus.BAD_GATEWAY,
+  // The endpoint said the conversation exceeds the model's context window: like context_too_large, and like
+  // OpenAI's own answer to it, a 400 that retrying cannot fix (lower model.contextTokens, shorten the conversation).
+  llm_context_length: HttpStatus.BAD_REQUEST,
   llm_unavailable: HttpStatus.BAD_GATEWAY,
   llm_invalid_response: HttpStatus.BAD_GATEWAY,
   llm_aborted: HttpStatus.SERVICE_UNAVAILABLE,

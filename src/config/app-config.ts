@@ -1,5 +1,9 @@
 import { resolve } from 'node:path';
 
+/** Bounds of LLM_CONTEXT_TOKENS and of an agent's model.contextTokens. */
+export const CONTEXT_TOKENS_MIN = 1_000;
+export const CONTEXT_TOKENS_MAX = 10_000_000;
+
 /**
  * Typed configuration, read from the environment once at start.
  * A bad value stops the start with a message naming the variable.
@@ -32,6 +36,8 @@ export interface AppConfig {
   llmStallTimeoutMs: number;
   /** The longest wait a provider's Retry-After can impose before a retry (a longer one is cut to this), milliseconds. */
   llmRetryAfterMaxMs: number;
+  /** Most prompt tokens one model call may send, for agents without model.contextTokens. */
+  llmContextTokens: number;
   /** Durable chats: whether this replica runs the chat worker. */
   chatWorkerEnabled: boolean;
   /** Chats one replica runs at the same time. */
@@ -195,6 +201,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     llmFirstChunkTimeoutMs: int(env, 'LLM_FIRST_CHUNK_TIMEOUT_MS', 60_000, 100, 3_600_000),
     llmStallTimeoutMs: int(env, 'LLM_STALL_TIMEOUT_MS', 60_000, 100, 3_600_000),
     llmRetryAfterMaxMs: int(env, 'LLM_RETRY_AFTER_MAX_MS', 30_000, 0, 600_000),
+    // The 128k-token window of LLM_MODEL's default (gpt-4o-mini, gpt-4o) less 8k for the answer and the estimate's slack.
+    llmContextTokens: int(env, 'LLM_CONTEXT_TOKENS', 120_000, CONTEXT_TOKENS_MIN, CONTEXT_TOKENS_MAX),
     chatWorkerEnabled: bool(env, 'CHAT_WORKER_ENABLED', true),
     chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 4, 1, 256),
     chatPollIntervalMs: int(env, 'CHAT_POLL_INTERVAL_MS', 5_000, 50, 600_000),

@@ -92,6 +92,10 @@ export class AgentRuntime {
     const agentTools = this.registry.resolve(agent.tools).tools;
     // ask_user is an agent tool the client answers: offered to the model, never executed here.
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
+    const context = visibleContext(agent, request.context);
+    const preamble = [await this.systemMessage(request.caller, agent, context)];
+    for (const text of request.instructions ?? []) preamble.push({ role: 'system', content: text });
+    if (context) preamble.push(contextMessage(context));
     const turn: AgentTurn = {
       model: agent.model.model ?? this.llm.defaultModel,
       temperature: options.temperature ?? agent.model.temperature,
@@ -105,6 +109,8 @@ export class AgentRuntime {
       maxToolCallsPerStep: agent.planning.maxToolCallsPerStep,
       iterationsUsed: request.progress?.iterationsUsed,
       tokenBudget: agent.guardrails.maxTokensPerInvocation,
+      contextTokens: agent.model.contextTokens ?? this.config.llmContextTokens,
+      pinnedMessages: preamble.length,
       tokensUsed: request.progress?.tokensUsed,
       deadline: Date.now() + agent.guardrails.maxExecutionTimeSec * 1000,
       toolContext: {
@@ -112,10 +118,6 @@ export class AgentRuntime {
         agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects },
       },
     };
-    const context = visibleContext(agent, request.context);
-    const preamble = [await this.systemMessage(request.caller, agent, context)];
-    for (const text of request.instructions ?? []) preamble.push({ role: 'system', content: text });
-    if (context) preamble.push(contextMessage(context));
     return { agent, turn, messages: [...preamble, ...request.history], clientTools };
   }
 
