@@ -49,11 +49,15 @@ export const ERRORS = {
   agent_not_found: HttpStatus.NOT_FOUND,
   tool_not_found: HttpStatus.NOT_FOUND,
   chat_not_found: HttpStatus.NOT_FOUND,
+  policy_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
   field_exists: HttpStatus.CONFLICT,
   agent_exists: HttpStatus.CONFLICT,
+  policy_exists: HttpStatus.CONFLICT,
+  // A policy that API keys still run under cannot be deleted: those keys would silently get every member right.
+  policy_in_use: HttpStatus.CONFLICT,
   object_referenced: HttpStatus.CONFLICT,
   object_in_use: HttpStatus.CONFLICT,
   options_in_use: HttpStatus.CONFLICT,
@@ -99,6 +103,7 @@ export const ERRORS = {
   invalid_operator: HttpStatus.BAD_REQUEST,
   too_many_values: HttpStatus.BAD_REQUEST,
   invalid_order_by: HttpStatus.BAD_REQUEST,
+  invalid_policy: HttpStatus.BAD_REQUEST,
   invalid_group_by: HttpStatus.BAD_REQUEST,
   invalid_aggregation: HttpStatus.BAD_REQUEST,
   invalid_aggregate_function: HttpStatus.BAD_REQUEST,

@@ -6,7 +6,7 @@ import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
 import { LlmMessage, LlmTool, LlmToolChoice } from '../llm/llm.types';
-import { MetadataService } from '../metadata/metadata.service';
+import { AccessService } from '../governance/access.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { toOpenAiTool } from '../tools/tool.define';
 import { mayUseObject } from '../tools/tool.middlewares';
@@ -66,8 +66,8 @@ export class AgentRuntime {
     private readonly agents: AgentService,
     private readonly llm: LlmService,
     private readonly registry: ToolRegistry,
-    private readonly metadata: MetadataService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly access: AccessService,
   ) {}
 
   /**
@@ -93,7 +93,7 @@ export class AgentRuntime {
     // ask_user is an agent tool the client answers: offered to the model, never executed here.
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
     const context = visibleContext(agent, request.context);
-    const preamble = [await this.systemMessage(agent, context)];
+    const preamble = [await this.systemMessage(request.caller, agent, context)];
     for (const text of request.instructions ?? []) preamble.push({ role: 'system', content: text });
     if (context) preamble.push(contextMessage(context));
     const turn: AgentTurn = {
@@ -122,16 +122,17 @@ export class AgentRuntime {
   }
 
   /** The agent's instructions, plus the schema of the object the user is looking at (trusted metadata). */
-  private async systemMessage(agent: AgentSpec, context: ChatContext | undefined): Promise<LlmMessage> {
-    const schema = context?.objectName ? await this.compactSchema(context.objectName) : undefined;
+  private async systemMessage(caller: Caller, agent: AgentSpec, context: ChatContext | undefined): Promise<LlmMessage> {
+    const schema = context?.objectName ? await this.compactSchema(caller, context.objectName) : undefined;
     return { role: 'system', content: schema ? `${agent.instructions}\n\n${schema}` : agent.instructions };
   }
 
   /** One line per field: `amount (currency)`, `stage (select: a | b)`, `account (lookup → account)`. */
-  private async compactSchema(objectName: string): Promise<string | undefined> {
+  private async compactSchema(caller: Caller, objectName: string): Promise<string | undefined> {
     let object: ObjectMeta;
     try {
-      object = await this.metadata.getObject(objectName);
+      // As the caller sees it: no hidden field, nothing of an object it may not read.
+      object = await this.access.view(caller, objectName, 'read');
     } catch {
       return undefined;
     }

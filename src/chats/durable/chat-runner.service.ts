@@ -60,7 +60,8 @@ export class ChatRunner {
       await this.owned(chat, workerId, (em) =>
         this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'running' }, em),
       );
-      const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
+      // As the key that started the chat (its access policies); a chat from before keys were recorded has none.
+      const caller: Caller = { keyId: chat.ownerKeyId ?? '', role: chat.ownerRole, subject: chat.owner };
       const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
       let lastMessageId = history.at(-1)?.id ?? 0;
       const { turn, messages, clientTools } = await this.runtime.prepareTurn({
