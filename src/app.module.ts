@@ -7,6 +7,7 @@ import type { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
+import { GovernanceModule } from './governance/governance.module';
 import { HealthModule } from './health/health.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
@@ -29,6 +30,7 @@ export class AppModule {
         ObservabilityModule.forRoot(metrics),
         AuthModule,
         MetadataModule,
+        GovernanceModule,
         DataModule,
         SeedModule,
         ToolsModule,

@@ -17,6 +17,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
+import { CONTEXT_TOKENS_MAX, CONTEXT_TOKENS_MIN } from '../config/app-config';
 import {
   AGENT_DEFAULTS,
   AGENT_MAX_ITERATIONS,
@@ -37,6 +38,21 @@ export class AgentModelDto implements AgentModelSettings {
   @Min(1)
   @Max(1_000_000)
   maxTokens?: number;
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: CONTEXT_TOKENS_MIN,
+    maximum: CONTEXT_TOKENS_MAX,
+    description:
+      'Most prompt tokens one model call may send (system message, tool schemas and conversation, estimated with ' +
+      "OpenAI's o200k tokenizer); leave room for the answer below the model's context window. A longer conversation " +
+      'is trimmed for the call, never in storage: older tool results become a marker, then older turns are left ' +
+      'out. Default: LLM_CONTEXT_TOKENS.',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(CONTEXT_TOKENS_MIN)
+  @Max(CONTEXT_TOKENS_MAX)
+  contextTokens?: number;
 }
 
 export class AgentPlanningDto implements Partial<AgentPlanning> {

@@ -6,6 +6,11 @@ export interface AgentModelSettings {
   temperature?: number;
   /** Most completion tokens per model call. */
   maxTokens?: number;
+  /**
+   * Most prompt tokens per model call (system message, tool schemas, conversation); a longer conversation
+   * is trimmed to it. Absent = LLM_CONTEXT_TOKENS.
+   */
+  contextTokens?: number;
 }
 
 export interface AgentPlanning {

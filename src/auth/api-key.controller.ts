@@ -1,8 +1,8 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { Roles } from './auth.decorators';
-import { ApiKeyListResponse, CreateApiKeyDto, CreatedApiKeyResponse } from './api-key.dto';
+import { ApiKeyListResponse, ApiKeyResponse, CreateApiKeyDto, CreatedApiKeyResponse, UpdateApiKeyDto } from './api-key.dto';
 import { ApiKeyService } from './api-key.service';
 
 @ApiTags('api-keys')
@@ -16,7 +16,7 @@ export class ApiKeyController {
     summary: 'Create an API key; its secret is in this response only',
     status: 201,
     type: CreatedApiKeyResponse,
-    errors: BODY_ERRORS,
+    errors: [...BODY_ERRORS, 'invalid_policy'],
   })
   create(@Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
     return this.keys.create(dto);
@@ -27,6 +27,17 @@ export class ApiKeyController {
   @ApiRoute({ summary: 'List API keys (never their secrets)', type: ApiKeyListResponse })
   list(): Promise<ApiKeyListResponse> {
     return this.keys.list();
+  }
+
+  @Patch(':id')
+  @Roles('admin')
+  @ApiRoute({
+    summary: "Change a key's subject, access policies or attributes; the key runs under them at once",
+    type: ApiKeyResponse,
+    errors: [...BODY_ERRORS, 'invalid_policy', 'api_key_not_found'],
+  })
+  update(@Param('id') id: string, @Body() dto: UpdateApiKeyDto): Promise<ApiKeyResponse> {
+    return this.keys.update(id, dto);
   }
 
   @Delete(':id')

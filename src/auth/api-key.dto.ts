@@ -1,6 +1,23 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
-import { API_KEY_ROLES, ApiKey, type ApiKeyRole } from './api-key.entity';
+import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
+import { ArrayMaxSize, IsArray, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { API_KEY_ROLES, ApiKey, type ApiKeyRole, type KeyAttributes } from './api-key.entity';
+
+/** Most policies one key runs under. */
+export const MAX_KEY_POLICIES = 20;
+/** Most attributes one key carries. */
+export const MAX_KEY_ATTRIBUTES = 50;
+
+const POLICIES_DOC: ApiPropertyOptions = {
+  description: 'Names of the access policies the key runs under (the union of their grants). None: every right of its role.',
+  type: [String],
+  maxItems: MAX_KEY_POLICIES,
+};
+const ATTRIBUTES_DOC: ApiPropertyOptions = {
+  description: 'Values that row filters read as "$attr.<name>" (strings or numbers), e.g. {"region": "emea"}.',
+  type: 'object',
+  additionalProperties: { oneOf: [{ type: 'string' }, { type: 'number' }] },
+  example: { region: 'emea' },
+};
 
 export class CreateApiKeyDto {
   @ApiProperty({ example: 'analyst laptop' })
@@ -19,6 +36,42 @@ export class CreateApiKeyDto {
   @IsNotEmpty()
   @MaxLength(255)
   subject?: string;
+
+  @ApiPropertyOptional(POLICIES_DOC)
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(MAX_KEY_POLICIES)
+  @IsString({ each: true })
+  @Matches(/^[a-z][a-z0-9_-]{0,62}$/, { each: true, message: 'each policy is a policy name' })
+  policies?: string[];
+
+  @ApiPropertyOptional(ATTRIBUTES_DOC)
+  @IsOptional()
+  @IsObject()
+  attributes?: KeyAttributes;
+}
+
+/** What an admin may change on a key; fields left out stay as they are. */
+export class UpdateApiKeyDto {
+  @ApiPropertyOptional({ description: 'Who the key acts for; row filters read it as "$subject"' })
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(255)
+  subject?: string;
+
+  @ApiPropertyOptional(POLICIES_DOC)
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(MAX_KEY_POLICIES)
+  @IsString({ each: true })
+  @Matches(/^[a-z][a-z0-9_-]{0,62}$/, { each: true, message: 'each policy is a policy name' })
+  policies?: string[];
+
+  @ApiPropertyOptional(ATTRIBUTES_DOC)
+  @IsOptional()
+  @IsObject()
+  attributes?: KeyAttributes;
 }
 
 export class ApiKeyResponse {
@@ -26,6 +79,8 @@ export class ApiKeyResponse {
   @ApiProperty() name: string;
   @ApiProperty({ enum: API_KEY_ROLES }) role: ApiKeyRole;
   @ApiProperty() subject: string;
+  @ApiProperty({ type: [String], description: 'Access policies; none: every right of its role' }) policies: string[];
+  @ApiProperty(ATTRIBUTES_DOC) attributes: KeyAttributes;
   @ApiProperty({ description: 'First characters of the secret' }) prefix: string;
   @ApiProperty() revoked: boolean;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
@@ -45,6 +100,8 @@ export function toApiKeyResponse(key: ApiKey): ApiKeyResponse {
     name: key.name,
     role: key.role,
     subject: key.subject,
+    policies: key.policies ?? [],
+    attributes: key.attributes ?? {},
     prefix: key.prefix,
     revoked: key.revoked,
     createdAt: key.createdAt.toISOString(),

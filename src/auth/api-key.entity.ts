@@ -13,6 +13,10 @@ export const ApiKeyEntity = defineEntity({
     role: p.string().$type<ApiKeyRole>(),
     /** Who the key acts for; chats and other owned rows belong to a subject. */
     subject: p.string(),
+    /** Names of the access policies the key runs under; none: every member right (see governance/). */
+    policies: p.json<string[]>(),
+    /** Values row filters read as `$attr.<name>`. */
+    attributes: p.json<KeyAttributes>(),
     revoked: p.boolean().default(false),
     createdAt: p.datetime(),
   },
@@ -21,3 +25,6 @@ export type ApiKey = InferEntity<typeof ApiKeyEntity>;
 
 export const API_KEY_ROLES = ['admin', 'member'] as const;
 export type ApiKeyRole = (typeof API_KEY_ROLES)[number];
+
+/** Per-key values a policy's row filter can name (`$attr.region`). */
+export type KeyAttributes = Record<string, string | number>;

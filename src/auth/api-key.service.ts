@@ -8,16 +8,30 @@ import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PgPubSub } from '../database/pg-pubsub.service';
-import { ApiKey, ApiKeyEntity, ApiKeyRole } from './api-key.entity';
+import { ApiKey, ApiKeyEntity, ApiKeyRole, type KeyAttributes } from './api-key.entity';
+import { runSql } from '../database/sql';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
 import { KeyStreams } from './key-streams.service';
-import { ApiKeyListResponse, CreatedApiKeyResponse, toApiKeyResponse } from './api-key.dto';
+import {
+  ApiKeyListResponse,
+  ApiKeyResponse,
+  CreatedApiKeyResponse,
+  MAX_KEY_ATTRIBUTES,
+  toApiKeyResponse,
+  UpdateApiKeyDto,
+} from './api-key.dto';
 
 /** How long a verified key is trusted without asking the database again (revocations clear it at once). */
 const AUTH_CACHE_TTL_MS = 30_000;
 const AUTH_CACHE_MAX = 10_000;
 const API_KEY_REVOKED = 'api_key_revoked';
+/** The access a key's policies compile to is cached per key (governance/access.service.ts): a change clears it everywhere. */
+export const ACCESS_CHANGED = 'access_changed';
+
+/** Attribute names: what `$attr.<name>` can name. */
+const ATTRIBUTE_NAME = /^[a-zA-Z][a-zA-Z0-9_]{0,62}$/;
+const MAX_ATTRIBUTE_LENGTH = 255;
 
 @Injectable()
 export class ApiKeyService implements OnModuleInit {
@@ -35,6 +49,7 @@ export class ApiKeyService implements OnModuleInit {
   onModuleInit(): void {
     // A key revoked on any replica stops working on every replica, and its open event streams end.
     this.pubsub.subscribe((event) => {
+      if (event.type === ACCESS_CHANGED) this.verified.clear();
       if (event.type === API_KEY_REVOKED) {
         this.verified.clear();
         if (typeof event.keyId === 'string') this.streams.closeKey(event.keyId);
@@ -60,12 +75,50 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /** The secret is in this response only; it is never stored. */
-  async create(input: { name: string; role: ApiKeyRole; subject?: string }): Promise<CreatedApiKeyResponse> {
+  async create(input: {
+    name: string;
+    role: ApiKeyRole;
+    subject?: string;
+    policies?: string[];
+    attributes?: unknown;
+  }): Promise<CreatedApiKeyResponse> {
     const secret = generateSecret();
     const em = this.em.fork();
     const key = this.build(em, secret, input.name, input.role, input.subject);
+    if (input.policies) key.policies = await this.checkPolicies(em, input.policies);
+    if (input.attributes !== undefined) key.attributes = checkAttributes(input.attributes);
     await em.persist(key).flush();
     return { ...toApiKeyResponse(key), secret };
+  }
+
+  /** Changes what the key runs as; every replica drops the access and the caller it cached for it. */
+  async update(id: string, dto: UpdateApiKeyDto): Promise<ApiKeyResponse> {
+    return this.em.fork().transactional(async (em) => {
+      const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
+      if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${String(id).slice(0, 100)}" not found`);
+      if (dto.subject !== undefined) key.subject = dto.subject;
+      if (dto.policies !== undefined) key.policies = await this.checkPolicies(em, dto.policies);
+      if (dto.attributes !== undefined) key.attributes = checkAttributes(dto.attributes);
+      await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      return toApiKeyResponse(key);
+    });
+  }
+
+  /** Every name must be an existing policy: a misspelt one would leave the key with less than meant. */
+  private async checkPolicies(em: EntityManager, names: string[]): Promise<string[]> {
+    const unique = [...new Set(names)];
+    if (!unique.length) return [];
+    const found = await runSql<{ name: string }>(em, `select "name" from "access_policies" where "name" = any($1::text[])`, [
+      unique,
+    ]);
+    const known = new Set(found.map((row) => row.name));
+    const missing = unique.filter((name) => !known.has(name));
+    if (missing.length) {
+      throw new DomainError('invalid_policy', `Unknown polic${missing.length > 1 ? 'ies' : 'y'}: ${missing.join(', ')}`, {
+        missing,
+      });
+    }
+    return unique;
   }
 
   async list(): Promise<ApiKeyListResponse> {
@@ -144,8 +197,25 @@ export class ApiKeyService implements OnModuleInit {
       secretHash: hashSecret(secret),
       role,
       subject: subject ?? `key:${id}`,
+      policies: [],
+      attributes: {},
       revoked: false,
       createdAt: new Date(),
     });
   }
+}
+
+function checkAttributes(input: unknown): KeyAttributes {
+  const invalid = (message: string) => new DomainError('validation_failed', message);
+  if (!input || typeof input !== 'object' || Array.isArray(input)) throw invalid('attributes must be an object');
+  const entries = Object.entries(input);
+  if (entries.length > MAX_KEY_ATTRIBUTES) throw invalid(`A key has at most ${MAX_KEY_ATTRIBUTES} attributes`);
+  for (const [name, value] of entries) {
+    if (!ATTRIBUTE_NAME.test(name)) throw invalid(`Attribute name "${name.slice(0, 100)}" must be letters, digits or _`);
+    const ok =
+      (typeof value === 'string' && value.length <= MAX_ATTRIBUTE_LENGTH) ||
+      (typeof value === 'number' && Number.isFinite(value));
+    if (!ok) throw invalid(`Attribute "${name}" must be a string (at most ${MAX_ATTRIBUTE_LENGTH} characters) or a number`);
+  }
+  return Object.fromEntries<string | number>(entries as [string, string | number][]);
 }

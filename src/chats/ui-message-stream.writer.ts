@@ -3,6 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { SseWriter } from '../common/sse.writer';
 import type { ToolResult } from '../tools/tool.types';
 import type { TurnHooks, TurnResult } from '../runtime/agent-loop.service';
+import { uiFinishReason } from './ui-messages';
+
+/** The response header by which AI SDK clients recognise a UI message stream. */
+export const UI_MESSAGE_STREAM_HEADERS = { 'x-vercel-ai-ui-message-stream': 'v1' };
 
 /**
  * Writes one agent turn as a Vercel AI SDK UI message stream (protocol v1, SSE), so `useChat`
@@ -15,7 +19,7 @@ export class UiMessageStreamWriter {
   private readonly sse: SseWriter;
 
   constructor(raw: ServerResponse, keepAliveMs: number) {
-    this.sse = new SseWriter(raw, { keepAliveMs, headers: { 'x-vercel-ai-ui-message-stream': 'v1' } });
+    this.sse = new SseWriter(raw, { keepAliveMs, headers: UI_MESSAGE_STREAM_HEADERS });
     this.write({ type: 'start', messageId: randomUUID() });
   }
 
@@ -56,7 +60,7 @@ export class UiMessageStreamWriter {
     this.closeStep();
     this.write({
       type: 'finish',
-      finishReason: result.finishReason === 'max_iterations' ? 'other' : result.finishReason,
+      finishReason: uiFinishReason(result.finishReason),
       messageMetadata: { finishReason: result.finishReason, model: result.model, usage: result.usage },
     });
     this.end();

@@ -2,6 +2,7 @@ import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { addUsage, type LlmUsage, ZERO_USAGE } from '../llm/llm.types';
 import {
+  isToolCallId,
   MAX_MESSAGE_LENGTH,
   MAX_TOOL_CALL_ID_LENGTH,
   messageLength,
@@ -83,7 +84,7 @@ function assistantSteps(parts: unknown[], fail: (problem: string) => DomainError
       throw fail(`.parts[${i}] names a tool that cannot exist (1-64 of A-Z, a-z, 0-9, _ and -)`);
     }
     const { toolCallId } = part;
-    if (typeof toolCallId !== 'string' || !toolCallId || toolCallId.length > MAX_TOOL_CALL_ID_LENGTH) {
+    if (!isToolCallId(toolCallId)) {
       throw fail(`.parts[${i}].toolCallId must be a string of 1 to ${MAX_TOOL_CALL_ID_LENGTH} characters`);
     }
     const isError = part.state === 'output-error';

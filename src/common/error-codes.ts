@@ -49,11 +49,15 @@ export const ERRORS = {
   agent_not_found: HttpStatus.NOT_FOUND,
   tool_not_found: HttpStatus.NOT_FOUND,
   chat_not_found: HttpStatus.NOT_FOUND,
+  policy_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
   field_exists: HttpStatus.CONFLICT,
   agent_exists: HttpStatus.CONFLICT,
+  policy_exists: HttpStatus.CONFLICT,
+  // A policy that API keys still run under cannot be deleted: those keys would silently get every member right.
+  policy_in_use: HttpStatus.CONFLICT,
   object_referenced: HttpStatus.CONFLICT,
   object_in_use: HttpStatus.CONFLICT,
   options_in_use: HttpStatus.CONFLICT,
@@ -99,6 +103,7 @@ export const ERRORS = {
   invalid_operator: HttpStatus.BAD_REQUEST,
   too_many_values: HttpStatus.BAD_REQUEST,
   invalid_order_by: HttpStatus.BAD_REQUEST,
+  invalid_policy: HttpStatus.BAD_REQUEST,
   invalid_group_by: HttpStatus.BAD_REQUEST,
   invalid_aggregation: HttpStatus.BAD_REQUEST,
   invalid_aggregate_function: HttpStatus.BAD_REQUEST,
@@ -123,6 +128,8 @@ export const ERRORS = {
   agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
   turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   tool_timeout: HttpStatus.GATEWAY_TIMEOUT,
+  // The pinned messages and the current turn alone exceed the agent's context budget (model.contextTokens).
+  context_too_large: HttpStatus.BAD_REQUEST,
 
   // Only in tool results and a chat's lastError, never an HTTP response of their own.
   tool_aborted: HttpStatus.BAD_REQUEST,
@@ -136,6 +143,9 @@ export const ERRORS = {
   llm_timeout: HttpStatus.GATEWAY_TIMEOUT,
   llm_auth_failed: HttpStatus.BAD_GATEWAY,
   llm_bad_request: HttpStatus.BAD_GATEWAY,
+  // The endpoint said the conversation exceeds the model's context window: like context_too_large, and like
+  // OpenAI's own answer to it, a 400 that retrying cannot fix (lower model.contextTokens, shorten the conversation).
+  llm_context_length: HttpStatus.BAD_REQUEST,
   llm_unavailable: HttpStatus.BAD_GATEWAY,
   llm_invalid_response: HttpStatus.BAD_GATEWAY,
   llm_aborted: HttpStatus.SERVICE_UNAVAILABLE,

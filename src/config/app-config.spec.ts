@@ -89,6 +89,13 @@ describe('loadConfig', () => {
     expect(configErrorOf({ LLM_RETRY_AFTER_MAX_MS: '3600000' }).variable).toBe('LLM_RETRY_AFTER_MAX_MS');
   });
 
+  it('bounds what a model call sends by LLM_CONTEXT_TOKENS: 120000 by default, 1000 to 10000000 when set', () => {
+    expect(loadConfig({}).llmContextTokens).toBe(120_000);
+    expect(loadConfig({ LLM_CONTEXT_TOKENS: '32000' }).llmContextTokens).toBe(32_000);
+    expect(configErrorOf({ LLM_CONTEXT_TOKENS: '999' }).variable).toBe('LLM_CONTEXT_TOKENS');
+    expect(configErrorOf({ LLM_CONTEXT_TOKENS: '128k' }).variable).toBe('LLM_CONTEXT_TOKENS');
+  });
+
   it('protects the metrics with METRICS_TOKEN only when it is set', () => {
     expect(loadConfig({}).metricsToken).toBeUndefined();
     expect(loadConfig({ METRICS_TOKEN: '  ' }).metricsToken).toBeUndefined();

@@ -1,5 +1,9 @@
 import { resolve } from 'node:path';
 
+/** Bounds of LLM_CONTEXT_TOKENS and of an agent's model.contextTokens. */
+export const CONTEXT_TOKENS_MIN = 1_000;
+export const CONTEXT_TOKENS_MAX = 10_000_000;
+
 /**
  * Typed configuration, read from the environment once at start.
  * A bad value stops the start with a message naming the variable.
@@ -34,6 +38,8 @@ export interface AppConfig {
   llmRetryAfterMaxMs: number;
   /** Model calls this replica sends at the same time, every front door together; the others wait for a slot. */
   llmMaxConcurrency: number;
+  /** Most prompt tokens one model call may send, for agents without model.contextTokens. */
+  llmContextTokens: number;
   /** Durable chats: whether this replica runs the chat worker. */
   chatWorkerEnabled: boolean;
   /** Chats one replica runs at the same time (a chat waiting on the model holds memory only). */
@@ -201,6 +207,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     llmStallTimeoutMs: int(env, 'LLM_STALL_TIMEOUT_MS', 60_000, 100, 3_600_000),
     llmRetryAfterMaxMs: int(env, 'LLM_RETRY_AFTER_MAX_MS', 30_000, 0, 600_000),
     llmMaxConcurrency: int(env, 'LLM_MAX_CONCURRENCY', 256, 1, 100_000),
+    // The 128k-token window of LLM_MODEL's default (gpt-4o-mini, gpt-4o) less 8k for the answer and the estimate's slack.
+    llmContextTokens: int(env, 'LLM_CONTEXT_TOKENS', 120_000, CONTEXT_TOKENS_MIN, CONTEXT_TOKENS_MAX),
     chatWorkerEnabled: bool(env, 'CHAT_WORKER_ENABLED', true),
     chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 2_000, 1, 100_000),
     // Half the data pool by default: REST and MCP data calls always keep the other half.

@@ -7,7 +7,7 @@ import { AGGREGATE_FUNCTIONS, AggregateQuery, AggregationSpec, MAX_AGGREGATIONS,
 import { isPlainObject } from '../common/plain-object';
 import { decodeRow } from './field-value.codec';
 import { engineLimit } from './records.compiler';
-import { clip, compileWhere, requireField } from './where.compiler';
+import { clip, compileScopedWhere, requireField } from './where.compiler';
 
 /** A checked aggregate query: the statement, and what its rows hold (for decoding them). */
 export interface CompiledAggregate {
@@ -32,7 +32,7 @@ export function compileAggregate(object: ObjectMeta, query: AggregateQuery): Com
       throw new DomainError('invalid_aggregation', `Alias "${field.name}" collides with a group-by field`);
   }
   const params = new SqlParams();
-  const where = compileWhere(object, query.where, params);
+  const where = compileScopedWhere(object, query.where, params);
   const selects = [
     ...groupBy.map((f) => quoteIdent(f.name)),
     ...aggregations.map((a) => `${aggregateSql(object, a)} as ${quoteIdent(a.alias)}`),

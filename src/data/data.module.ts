@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
+import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { DataService } from './data.service';
 import { RecordsController } from './records.controller';
 import { RecordsService } from './records.service';
 
 @Module({
-  imports: [MetadataModule],
+  imports: [MetadataModule, GovernanceModule],
   controllers: [RecordsController],
   providers: [DataService, RecordsService],
   exports: [DataService],

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
+import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
@@ -13,6 +14,8 @@ import {
   UNIQUE_VIOLATION,
   sqlState,
 } from '../database/pg-errors';
+import { AccessService } from '../governance/access.service';
+import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
 import { indexName } from '../metadata/metadata.naming';
 import { ObjectMeta } from '../metadata/object-metadata.types';
@@ -26,6 +29,7 @@ import {
   compileFindOne,
   compileInsert,
   compileUpdate,
+  IN_SCOPE_ALIAS,
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
@@ -49,33 +53,46 @@ export class DataService {
   constructor(
     private readonly pool: DataPool,
     private readonly metadata: MetadataService,
+    private readonly access: AccessService,
   ) {}
 
-  async find(objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
-    return this.withObject(objectName, scope, async (object, session) => {
+  async find(caller: Caller, objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
+    return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       // One statement: the window count gives the total without a second scan of the filter.
       const rows = await session.query(compileFind(object, query));
       let total = rows.length ? Number(rows[0].__total) : 0;
-      if (!rows.length && query.offset > 0) total = await this.count(objectName, query.where, { ...scope, session });
+      if (!rows.length && query.offset > 0) total = await this.count(caller, objectName, query.where, { ...scope, session });
       return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
     });
   }
 
-  async count(objectName: string, where: unknown, scope: DataScope = {}): Promise<number> {
-    return this.withObject(objectName, scope, async (object, session) => {
+  async count(caller: Caller, objectName: string, where: unknown, scope: DataScope = {}): Promise<number> {
+    return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const [row] = await session.query(compileCount(object, where));
       return Number(row.count);
     });
   }
 
   /** One record by id, or `record_not_found` (a malformed id is not found too). */
-  async findOne(objectName: string, id: unknown, fields?: unknown, scope: DataScope = {}): Promise<Record<string, unknown>> {
-    return (await this.findOneVersioned(objectName, id, fields, scope)).record;
+  async findOne(
+    caller: Caller,
+    objectName: string,
+    id: unknown,
+    fields?: unknown,
+    scope: DataScope = {},
+  ): Promise<Record<string, unknown>> {
+    return (await this.findOneVersioned(caller, objectName, id, fields, scope)).record;
   }
 
   /** Like findOne, with the record's version (for its ETag). */
-  async findOneVersioned(objectName: string, id: unknown, fields?: unknown, scope: DataScope = {}): Promise<VersionedRecord> {
-    return this.withObject(objectName, scope, async (object, session) => {
+  async findOneVersioned(
+    caller: Caller,
+    objectName: string,
+    id: unknown,
+    fields?: unknown,
+    scope: DataScope = {},
+  ): Promise<VersionedRecord> {
+    return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const query = compileFindOne(object, id, fields);
       if (!isUuid(id)) throw notFound(object.name, id);
       const rows = await session.query(query);
@@ -85,22 +102,32 @@ export class DataService {
   }
 
   /** Grouped aggregates. Functions, fields and aliases are checked before any SQL is built. */
-  async aggregate(objectName: string, query: AggregateQuery, scope: DataScope = {}): Promise<Record<string, unknown>[]> {
-    return this.withObject(objectName, scope, async (object, session) => {
+  async aggregate(
+    caller: Caller,
+    objectName: string,
+    query: AggregateQuery,
+    scope: DataScope = {},
+  ): Promise<Record<string, unknown>[]> {
+    return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const compiled = compileAggregate(object, query);
       return decodeAggregateRows(object, compiled, await session.query(compiled.query));
     });
   }
 
   /** One record, returned with its version (for its ETag). */
-  async insert(objectName: string, input: unknown, scope: DataScope = {}): Promise<VersionedRecord> {
-    const [inserted] = await this.insertVersioned(objectName, [input], scope);
+  async insert(caller: Caller, objectName: string, input: unknown, scope: DataScope = {}): Promise<VersionedRecord> {
+    const [inserted] = await this.insertVersioned(caller, objectName, [input], scope);
     return inserted;
   }
 
   /** Inserts records in one statement (all or nothing); each is validated like a single insert. */
-  async insertMany(objectName: string, inputs: unknown[], scope: DataScope = {}): Promise<Record<string, unknown>[]> {
-    return (await this.insertVersioned(objectName, inputs, scope)).map(({ record }) => record);
+  async insertMany(
+    caller: Caller,
+    objectName: string,
+    inputs: unknown[],
+    scope: DataScope = {},
+  ): Promise<Record<string, unknown>[]> {
+    return (await this.insertVersioned(caller, objectName, inputs, scope)).map(({ record }) => record);
   }
 
   /**
@@ -108,51 +135,91 @@ export class DataService {
    * (If-Match), only a record still at one of them changes, else `precondition_failed`.
    */
   async update(
+    caller: Caller,
     objectName: string,
     id: unknown,
     input: unknown,
     versions?: readonly string[],
     scope: DataScope = {},
   ): Promise<VersionedRecord> {
-    return this.withObject(objectName, scope, async (object, session) => {
+    return this.withObject(caller, objectName, 'update', scope, async (object, session) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await write(object, session, compileUpdate(object, id, values, versions));
+      const rows = await this.scopedWrite(object, session, scope, compileUpdate(object, id, values, versions));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
       return decodeVersioned(object, rows[0]);
     });
   }
 
   /** Deletes one record; with `versions` (If-Match), only if it is still at one of them. */
-  async delete(objectName: string, id: unknown, versions?: readonly string[], scope: DataScope = {}): Promise<void> {
-    return this.withObject(objectName, scope, async (object, session) => {
+  async delete(
+    caller: Caller,
+    objectName: string,
+    id: unknown,
+    versions?: readonly string[],
+    scope: DataScope = {},
+  ): Promise<void> {
+    return this.withObject(caller, objectName, 'delete', scope, async (object, session) => {
       if (!isUuid(id)) throw notFound(object.name, id);
       const rows = await write(object, session, compileDelete(object, id, versions));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
     });
   }
 
-  private async insertVersioned(objectName: string, inputs: unknown[], scope: DataScope): Promise<VersionedRecord[]> {
-    return this.withObject(objectName, scope, async (object, session) => {
+  private async insertVersioned(
+    caller: Caller,
+    objectName: string,
+    inputs: unknown[],
+    scope: DataScope,
+  ): Promise<VersionedRecord[]> {
+    return this.withObject(caller, objectName, 'create', scope, async (object, session) => {
       if (!inputs.length) return [];
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-      const rows = await write(object, session, compileInsert(object, encoded));
+      const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded));
       return rows.map((row) => decodeVersioned(object, row));
     });
   }
 
   /**
-   * Runs `work` with the object's (cached) definition and the session its statements run on. If the
+   * Runs an insert or update. With a row filter, the new rows must be inside it too (a key cannot
+   * create or move a record where it could not write it): the write and that check share one
+   * transaction, rolled back with `forbidden` when a row falls outside.
+   */
+  private async scopedWrite(
+    object: ObjectMeta,
+    session: DataSession,
+    scope: DataScope,
+    query: CompiledQuery<Record<string, unknown>>,
+  ): Promise<Record<string, unknown>[]> {
+    if (!object.rowFilter) return write(object, session, query);
+    const checked = async (tx: DataSession) => {
+      const rows = await write(object, tx, query);
+      if (rows.some((row) => row[IN_SCOPE_ALIAS] !== true)) {
+        throw new DomainError('forbidden', `This API key may not write "${object.name}" records with these values`, {
+          object: object.name,
+        });
+      }
+      for (const row of rows) delete row[IN_SCOPE_ALIAS];
+      return rows;
+    };
+    return session.inTransaction ? checked(session) : this.pool.transaction(checked, { signal: scope.signal });
+  }
+
+  /**
+   * Runs `work` with the caller's view of the object for `action` (its visible fields and row filter,
+   * see CallerAccess) and the session its statements run on: the one place access is applied. If the
    * table no longer matches the definition (another replica changed the object a moment ago), the
    * cache is dropped and the call runs once more.
    */
   private async withObject<T>(
+    caller: Caller,
     objectName: string,
+    action: AccessAction,
     scope: DataScope,
     work: (object: ObjectMeta, session: DataSession) => Promise<T>,
   ): Promise<T> {
     const session = scope.session ?? this.pool.session(scope.signal);
-    const object = await this.metadata.getObject(objectName);
+    const object = await this.access.view(caller, objectName, action);
     try {
       return await work(object, session);
     } catch (error) {
@@ -162,7 +229,7 @@ export class DataService {
       if (session.inTransaction) {
         throw new DomainError('metadata_changed', `The definition of "${objectName}" changed while the query ran; try again`);
       }
-      return work(await this.metadata.getObject(objectName), session);
+      return work(await this.access.view(caller, objectName, action), session);
     }
   }
 }

@@ -5,7 +5,7 @@ import { ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
 import { compileOrderBy, compileProjection } from './order-by.compiler';
-import { compileWhere, requireField } from './where.compiler';
+import { compileRowFilter, compileScopedWhere, requireField, rowFilterCondition } from './where.compiler';
 
 /**
  * The statements of the records engine over one object's table (find, count, get, insert, update,
@@ -35,7 +35,7 @@ function versionCondition(versions: readonly string[] | undefined, params: SqlPa
 export function compileFind(object: ObjectMeta, query: FindQuery): CompiledQuery<Row> {
   const params = new SqlParams();
   const projection = compileProjection(object, query.fields);
-  const where = compileWhere(object, query.where, params);
+  const where = compileScopedWhere(object, query.where, params);
   const orderBy = compileOrderBy(object, query.orderBy);
   const limit = params.add(engineLimit(query.limit));
   const offset = params.add(Math.max(0, Math.floor(query.offset)));
@@ -48,15 +48,17 @@ export function compileFind(object: ObjectMeta, query: FindQuery): CompiledQuery
 /** The number of records matching `where`, as `count`. */
 export function compileCount(object: ObjectMeta, where: unknown): CompiledQuery<{ count: string }> {
   const params = new SqlParams();
-  return params.query(`select count(*) as "count" from ${objectTable(object.name)} where ${compileWhere(object, where, params)}`);
+  return params.query(
+    `select count(*) as "count" from ${objectTable(object.name)} where ${compileScopedWhere(object, where, params)}`,
+  );
 }
 
 /** The record with this id, with the selected fields and its version; the caller runs it only for a well-formed uuid. */
 export function compileFindOne(object: ObjectMeta, id: unknown, fields: unknown): CompiledQuery<Row> {
   const projection = compileProjection(object, fields);
-  return CompiledQuery.raw(`select ${projection.sql}, ${VERSION_SELECT} from ${objectTable(object.name)} where "id" = $1::uuid`, [
-    id,
-  ]);
+  const params = new SqlParams();
+  const where = `"id" = ${params.add(id)}::uuid${rowFilterCondition(object, params)}`;
+  return params.query(`select ${projection.sql}, ${VERSION_SELECT} from ${objectTable(object.name)} where ${where}`);
 }
 
 /** Inserts every record in one statement; a column some records leave out takes its default in those. */
@@ -70,8 +72,8 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
   );
   return params.query(
     columns.length
-      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning *, ${VERSION_SELECT}`
-      : `insert into ${objectTable(object.name)} default values returning *, ${VERSION_SELECT}`,
+      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${writeReturning(object, params)}`
+      : `insert into ${objectTable(object.name)} default values returning ${writeReturning(object, params)}`,
   );
 }
 
@@ -92,18 +94,36 @@ export function compileUpdate(
     return `${quoteIdent(name)} = ${params.add(value)}::${bindCast(field)}`;
   });
   sets.push(`"updated_at" = now()`);
-  const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}`;
-  return params.query(`update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning *, ${VERSION_SELECT}`);
+  const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
+  return params.query(
+    `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
+  );
 }
 
 /** Deletes one record (with `versions`, only at one of them, as in compileUpdate); returns its id when it did. */
 export function compileDelete(object: ObjectMeta, id: string, versions?: readonly string[]): CompiledQuery<Row> {
   const params = new SqlParams();
-  const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}`;
+  const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
   return params.query(`delete from ${objectTable(object.name)} where ${where} returning "id"`);
 }
 
 /** Rows one engine call may return: the caller's limit, at least 1 and at most MAX_ENGINE_LIMIT. */
 export function engineLimit(limit: number): number {
   return Math.min(Math.max(1, Math.floor(limit)), MAX_ENGINE_LIMIT);
+}
+
+/**
+ * Whether a written row is still one the caller may write (its row filter over the new values), as
+ * `__in_scope`: DataService refuses the write, in its transaction, when it is not.
+ */
+export const IN_SCOPE_ALIAS = '__in_scope';
+
+/**
+ * What a write returns: every field of the caller's view of the object (never `*`, which would
+ * include hidden fields), its version, and with a row filter whether the new row is inside it.
+ */
+function writeReturning(object: ObjectMeta, params: SqlParams): string {
+  const columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
+  const scope = compileRowFilter(object, params);
+  return scope === undefined ? columns : `${columns}, ${scope} as "${IN_SCOPE_ALIAS}"`;
 }

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Roles } from '../auth/auth.decorators';
+import { Caller, Roles } from '../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS, DATA_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
 import { ClientSignal } from '../common/fastify-reply';
@@ -64,11 +64,12 @@ export class RecordsController {
     errors: ['validation_failed', 'object_not_found', ...WHERE_ERRORS, 'invalid_order_by', 'invalid_fields', ...DATA_ERRORS],
   })
   list(
+    @Caller() caller: Caller,
     @Param('name') name: string,
     @Query() query: RecordsQueryDto,
     @ClientSignal() signal: AbortSignal,
   ): Promise<RecordListResponse> {
-    return this.records.list(name, query, signal);
+    return this.records.list(caller, name, query, signal);
   }
 
   @Post('records')
@@ -83,12 +84,13 @@ export class RecordsController {
     errors: [...BODY_ERRORS, 'object_not_found', ...VALUE_ERRORS, 'missing_required_field', ...DATA_ERRORS],
   })
   async create(
+    @Caller() caller: Caller,
     @Param('name') name: string,
     @Body() body: unknown,
     @ClientSignal() signal: AbortSignal,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
-    return sendVersioned(reply, await this.data.insert(name, body, { signal }));
+    return sendVersioned(reply, await this.data.insert(caller, name, body, { signal }));
   }
 
   @Get('records/:id')
@@ -101,12 +103,13 @@ export class RecordsController {
     errors: ['object_not_found', 'record_not_found', ...DATA_ERRORS],
   })
   async get(
+    @Caller() caller: Caller,
     @Param('name') name: string,
     @Param('id') id: string,
     @ClientSignal() signal: AbortSignal,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
-    return sendVersioned(reply, await this.data.findOneVersioned(name, id, undefined, { signal }));
+    return sendVersioned(reply, await this.data.findOneVersioned(caller, name, id, undefined, { signal }));
   }
 
   @Patch('records/:id')
@@ -129,6 +132,7 @@ export class RecordsController {
     ],
   })
   async update(
+    @Caller() caller: Caller,
     @Param('name') name: string,
     @Param('id') id: string,
     @Body() body: unknown,
@@ -136,7 +140,7 @@ export class RecordsController {
     @ClientSignal() signal: AbortSignal,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
-    return sendVersioned(reply, await this.data.update(name, id, body, parseIfMatch(ifMatch), { signal }));
+    return sendVersioned(reply, await this.data.update(caller, name, id, body, parseIfMatch(ifMatch), { signal }));
   }
 
   @Delete('records/:id')
@@ -156,12 +160,13 @@ export class RecordsController {
     ],
   })
   async delete(
+    @Caller() caller: Caller,
     @Param('name') name: string,
     @Param('id') id: string,
     @Headers('if-match') ifMatch: string | undefined,
     @ClientSignal() signal: AbortSignal,
   ): Promise<void> {
-    await this.data.delete(name, id, parseIfMatch(ifMatch), { signal });
+    await this.data.delete(caller, name, id, parseIfMatch(ifMatch), { signal });
   }
 
   @Post('aggregate')
@@ -182,10 +187,11 @@ export class RecordsController {
     ],
   })
   aggregate(
+    @Caller() caller: Caller,
     @Param('name') name: string,
     @Body() dto: AggregateDto,
     @ClientSignal() signal: AbortSignal,
   ): Promise<AggregateResponse> {
-    return this.records.aggregate(name, dto, signal);
+    return this.records.aggregate(caller, name, dto, signal);
   }
 }

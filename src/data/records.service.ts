@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import type { ErrorCode } from '../common/error-codes';
 import { clampLimit } from '../common/limits';
@@ -13,10 +14,11 @@ export const RECORDS_MAX_LIMIT = 1000;
 export class RecordsService {
   constructor(private readonly data: DataService) {}
 
-  async list(objectName: string, query: RecordsQueryDto, signal?: AbortSignal): Promise<RecordListResponse> {
+  async list(caller: Caller, objectName: string, query: RecordsQueryDto, signal?: AbortSignal): Promise<RecordListResponse> {
     const limit = clampLimit(query.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT);
     const offset = query.offset ?? 0;
     const { records, total } = await this.data.find(
+      caller,
       objectName,
       {
         where: parseJsonParam('where', query.where, 'invalid_where'),
@@ -30,8 +32,14 @@ export class RecordsService {
     return { records, total, limit, offset };
   }
 
-  async aggregate(objectName: string, dto: AggregateDto, signal?: AbortSignal): Promise<{ rows: Record<string, unknown>[] }> {
+  async aggregate(
+    caller: Caller,
+    objectName: string,
+    dto: AggregateDto,
+    signal?: AbortSignal,
+  ): Promise<{ rows: Record<string, unknown>[] }> {
     const rows = await this.data.aggregate(
+      caller,
       objectName,
       {
         where: dto.where,

@@ -1,7 +1,16 @@
 import { DomainError } from '../common/domain-error';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import { MAX_IN_VALUES, MAX_WHERE_CONDITIONS, MAX_WHERE_DEPTH, compileWhere, operatorsForField } from './where.compiler';
+import {
+  MAX_IN_VALUES,
+  MAX_WHERE_CONDITIONS,
+  MAX_WHERE_DEPTH,
+  UnresolvedPlaceholder,
+  compileRowFilter,
+  compileScopedWhere,
+  compileWhere,
+  operatorsForField,
+} from './where.compiler';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const deal: ObjectMeta = {
@@ -426,6 +435,71 @@ describe('compileWhere', () => {
       const error = compileError({ ['x'.repeat(10_000)]: 1 });
       expect(error.message.length).toBeLessThan(200);
     });
+  });
+});
+
+describe('row filters: placeholders and scoping', () => {
+  const caller = { subject: "alice'; drop table x; --", attributes: { region: 'emea', level: 3 } };
+
+  it('binds $subject and $attr.<name> as parameters, never as SQL text', () => {
+    const params = new SqlParams();
+    const sql = compileWhere(deal, { name: '$subject', quantity: { $gte: '$attr.level' } }, params, { placeholders: caller });
+    expect(sql).toBe('("name" = $1::text AND "quantity" >= $2::bigint)');
+    expect(params.values).toEqual([caller.subject, 3]);
+  });
+
+  it('resolves placeholders inside $in lists', () => {
+    const params = new SqlParams();
+    expect(compileWhere(deal, { name: { $in: ['$attr.region', 'won'] } }, params, { placeholders: caller })).toBe(
+      '"name" = ANY($1::text[])',
+    );
+    expect(params.values).toEqual([['emea', 'won']]);
+  });
+
+  it('leaves "$subject" a plain string in a where without placeholders (a caller cannot use them)', () => {
+    expect(compile({ name: '$subject' })).toEqual({ sql: '"name" = $1::text', values: ['$subject'] });
+  });
+
+  it('throws UnresolvedPlaceholder for a missing attribute or a value its field cannot hold', () => {
+    const params = new SqlParams();
+    expect(() => compileWhere(deal, { name: '$attr.team' }, params, { placeholders: caller })).toThrow(UnresolvedPlaceholder);
+    expect(() => compileWhere(deal, { quantity: '$attr.region' }, params, { placeholders: caller })).toThrow(
+      UnresolvedPlaceholder,
+    );
+  });
+
+  it('checks fields and operators of a policy filter without a caller (validate)', () => {
+    expect(compileWhere(deal, { name: '$subject' }, new SqlParams(), { placeholders: 'validate' })).toBe('TRUE');
+    expect(domainError(() => compileWhere(deal, { nope: '$subject' }, new SqlParams(), { placeholders: 'validate' })).code).toBe(
+      'unknown_field',
+    );
+  });
+
+  it('ORs the filters of several policies and ANDs them with the caller’s where', () => {
+    const scoped: ObjectMeta = {
+      ...deal,
+      rowFilter: { object: deal, filters: [{ name: '$subject' }, { stage: 'won' }], ...caller },
+    };
+    const params = new SqlParams();
+    expect(compileScopedWhere(scoped, { amount: { $gt: 1 } }, params)).toBe(
+      '(COALESCE(("name" = $1::text OR "stage" = $2::text), FALSE) AND "amount" > $3::numeric)',
+    );
+    expect(params.values).toEqual([caller.subject, 'won', 1]);
+  });
+
+  it('turns a filter it cannot resolve into FALSE, dropping that filter’s parameters', () => {
+    const scoped: ObjectMeta = {
+      ...deal,
+      rowFilter: { object: deal, filters: [{ stage: 'won', name: '$attr.team' }, { name: '$subject' }], ...caller },
+    };
+    const params = new SqlParams();
+    expect(compileRowFilter(scoped, params)).toBe('COALESCE((FALSE OR "name" = $1::text), FALSE)');
+    expect(params.values).toEqual([caller.subject]);
+  });
+
+  it('is FALSE when no filter grants anything, and absent without a row filter', () => {
+    expect(compileRowFilter({ ...deal, rowFilter: { object: deal, filters: [], ...caller } }, new SqlParams())).toBe('FALSE');
+    expect(compileRowFilter(deal, new SqlParams())).toBeUndefined();
   });
 });
 

@@ -28,6 +28,10 @@ import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
  *   - json: only $eq/$ne (jsonb equality, key order insensitive) and $null.
  *   - boolean and uuid/lookup: equality only.
  * Every bound value carries a cast from `bindCast` (`$1::numeric`, `$2::timestamptz`, `$3::uuid[]`, ...).
+ *
+ * Access policies' row filters (and only they, through `placeholders`) may use `"$subject"` (the
+ * caller's subject) and `"$attr.<name>"` (one of the caller's attributes) as an operand or an item of
+ * one. They are resolved from the caller and bound like any other value, never spliced into the SQL.
  */
 
 export const FIELD_OPERATORS = [
@@ -113,11 +117,32 @@ export function clip(text: string, max = 100): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
+/** The values a row filter's placeholders stand for, or `validate`: check a filter without a caller. */
+export type Placeholders = { subject: string; attributes: Readonly<Record<string, string | number>> } | 'validate';
+
+/**
+ * A placeholder the caller has no value for (or one its field cannot hold): the filter it is in
+ * matches nothing. Thrown up to whoever compiles the row filter, never to the caller.
+ */
+export class UnresolvedPlaceholder extends Error {
+  constructor(readonly placeholder: string) {
+    super(`Unresolved placeholder ${placeholder}`);
+  }
+}
+
+const SUBJECT_PLACEHOLDER = '$subject';
+const ATTRIBUTE_PLACEHOLDER = '$attr.';
+
+function isPlaceholder(value: unknown): value is string {
+  return typeof value === 'string' && (value === SUBJECT_PLACEHOLDER || value.startsWith(ATTRIBUTE_PLACEHOLDER));
+}
+
 interface CompileState {
   object: ObjectMeta;
   params: SqlParams;
   tableAlias?: string;
   conditions: number;
+  placeholders?: Placeholders;
 }
 
 /**
@@ -129,10 +154,16 @@ export function compileWhere(
   object: ObjectMeta,
   where: unknown,
   params: SqlParams,
-  options: { tableAlias?: string } = {},
+  options: { tableAlias?: string; placeholders?: Placeholders } = {},
 ): string {
   if (where === undefined || where === null) return 'TRUE';
-  const state: CompileState = { object, params, tableAlias: options.tableAlias, conditions: 0 };
+  const state: CompileState = {
+    object,
+    params,
+    tableAlias: options.tableAlias,
+    conditions: 0,
+    placeholders: options.placeholders,
+  };
   return compileNode(where, 1, state, 'where');
 }
 
@@ -230,6 +261,38 @@ function compileOperator(field: FieldMeta, operator: FieldOperator, operand: unk
     });
   }
   const column = columnRef(field.name, state.tableAlias);
+  const usesPlaceholder = isPlaceholder(operand) || (Array.isArray(operand) && operand.some(isPlaceholder));
+  if (state.placeholders && usesPlaceholder) {
+    // Checking a policy: the field and operator are known to be valid; the values come with a caller.
+    if (state.placeholders === 'validate') return 'TRUE';
+    const resolved = Array.isArray(operand)
+      ? operand.map((item) => resolvePlaceholder(item, state.placeholders as Exclude<Placeholders, 'validate'>))
+      : resolvePlaceholder(operand, state.placeholders);
+    try {
+      return compileResolved(field, operator, resolved, column, state);
+    } catch (error) {
+      if (error instanceof DomainError) throw new UnresolvedPlaceholder(String(operand));
+      throw error;
+    }
+  }
+  return compileResolved(field, operator, operand, column, state);
+}
+
+function resolvePlaceholder(value: unknown, placeholders: Exclude<Placeholders, 'validate'>): unknown {
+  if (!isPlaceholder(value)) return value;
+  if (value === SUBJECT_PLACEHOLDER) return placeholders.subject;
+  const name = value.slice(ATTRIBUTE_PLACEHOLDER.length);
+  if (!Object.hasOwn(placeholders.attributes, name)) throw new UnresolvedPlaceholder(value);
+  return placeholders.attributes[name];
+}
+
+function compileResolved(
+  field: FieldMeta,
+  operator: FieldOperator,
+  operand: unknown,
+  column: string,
+  state: CompileState,
+): string {
   switch (operator) {
     case '$eq':
     case '$ne':
@@ -365,4 +428,44 @@ function invalidOperand(field: FieldMeta, operator: FieldOperator, expected: str
     `Field "${field.name}" expects ${expected} for ${operator}, got ${describeValue(received)}`,
     { field: field.name, type: field.type, operator, expected },
   );
+}
+
+/**
+ * The caller's row filter of a scoped object (ObjectMeta.rowFilter) as one SQL boolean, or undefined
+ * when the caller sees every row. Each policy's filter is compiled against the whole object with the
+ * caller's subject and attributes bound as parameters; a filter that cannot be resolved for this
+ * caller (a missing attribute, a field deleted since) matches nothing: access fails closed.
+ */
+export function compileRowFilter(
+  object: ObjectMeta,
+  params: SqlParams,
+  options: { tableAlias?: string } = {},
+): string | undefined {
+  const scope = object.rowFilter;
+  if (!scope) return undefined;
+  const placeholders = { subject: scope.subject, attributes: scope.attributes };
+  const parts = scope.filters.map((filter) => {
+    const mark = params.values.length;
+    try {
+      return compileWhere(scope.object, filter, params, { tableAlias: options.tableAlias, placeholders });
+    } catch (error) {
+      if (!(error instanceof UnresolvedPlaceholder) && !(error instanceof DomainError)) throw error;
+      params.values.length = mark; // the values of a discarded filter must not stay bound
+      return 'FALSE';
+    }
+  });
+  return parts.length ? `COALESCE(${join(parts, 'OR')}, FALSE)` : 'FALSE';
+}
+
+/** The caller's `where` ANDed with its row filter: what every query, count and aggregate runs with. */
+export function compileScopedWhere(object: ObjectMeta, where: unknown, params: SqlParams): string {
+  const scope = compileRowFilter(object, params);
+  const own = compileWhere(object, where, params);
+  return scope === undefined ? own : `(${scope} AND ${own})`;
+}
+
+/** ` and <row filter>` for statements that select one record by id (get, update, delete), or ''. */
+export function rowFilterCondition(object: ObjectMeta, params: SqlParams): string {
+  const scope = compileRowFilter(object, params);
+  return scope === undefined ? '' : ` and ${scope}`;
 }

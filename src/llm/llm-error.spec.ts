@@ -44,4 +44,30 @@ describe('classifyLlmError', () => {
     expect(error).toMatchObject({ kind: 'unavailable', retryable: true });
     expect(error.retryAfterMs(30_000)).toBeUndefined();
   });
+
+  it('tells a conversation too long for the model from other bad requests, and never retries it', () => {
+    const openAi = classifyLlmError(
+      OpenAI.APIError.generate(
+        400,
+        { error: { message: "This model's maximum context length is 128000 tokens.", code: 'context_length_exceeded' } },
+        undefined,
+        new Headers({ 'x-should-retry': 'true' }),
+      ),
+    );
+    expect(openAi).toMatchObject({ kind: 'context_length', code: 'llm_context_length', retryable: false, hints: {} });
+    const vllm = classifyLlmError(
+      OpenAI.APIError.generate(
+        400,
+        // The SDK wraps a body without `error` (vLLM's `{ object: 'error', message }`) like this.
+        { error: { object: 'error', message: 'Please reduce the length of the messages: maximum context length is 8192' } },
+        undefined,
+        new Headers(),
+      ),
+    );
+    expect(vllm).toMatchObject({ kind: 'context_length', status: 400 });
+    const other = classifyLlmError(
+      OpenAI.APIError.generate(400, { error: { message: 'Invalid tool schema' } }, undefined, new Headers()),
+    );
+    expect(other).toMatchObject({ kind: 'bad_request', code: 'llm_bad_request' });
+  });
 });

@@ -3,13 +3,15 @@ import { DomainError } from '../common/domain-error';
 import type { ErrorCode } from '../common/error-codes';
 
 /** Kinds of model failure, each with its own HTTP status and retry advice. */
-export type LlmErrorKind = 'rate_limited' | 'timeout' | 'auth' | 'bad_request' | 'unavailable' | 'aborted' | 'invalid_response';
+export type LlmErrorKind =
+  'rate_limited' | 'timeout' | 'auth' | 'bad_request' | 'context_length' | 'unavailable' | 'aborted' | 'invalid_response';
 
 const CODES: Record<LlmErrorKind, ErrorCode> = {
   rate_limited: 'llm_rate_limited',
   timeout: 'llm_timeout',
   auth: 'llm_auth_failed',
   bad_request: 'llm_bad_request',
+  context_length: 'llm_context_length',
   unavailable: 'llm_unavailable',
   aborted: 'llm_aborted',
   invalid_response: 'llm_invalid_response',
@@ -72,6 +74,16 @@ export function classifyLlmError(error: unknown): LlmError {
     if (status === 401 || status === 403)
       return new LlmError('auth', 'The model endpoint rejected the API key', false, status, upstream, hints);
     if (status === 408) return new LlmError('timeout', 'The model endpoint timed out', true, status, upstream, hints);
+    if (status !== undefined && status >= 400 && status < 500 && isContextLengthError(error)) {
+      return new LlmError(
+        'context_length',
+        "The conversation is longer than the model's context window: lower the agent's model.contextTokens",
+        false,
+        status,
+        upstream,
+        // Never retried, whatever x-should-retry says: the same request cannot fit the next time either.
+      );
+    }
     if (status !== undefined && status >= 400 && status < 500) {
       return new LlmError('bad_request', 'The model endpoint rejected the request', false, status, upstream, hints);
     }
@@ -79,6 +91,18 @@ export function classifyLlmError(error: unknown): LlmError {
   }
   const upstream = (error as Error)?.message ?? String(error);
   return new LlmError('invalid_response', 'The model endpoint sent an answer that could not be read', true, undefined, upstream);
+}
+
+/**
+ * OpenAI (and Azure) say `code: context_length_exceeded`; vLLM, LiteLLM, Mistral, Anthropic-style and other
+ * endpoints only say it in their message ("maximum context length is 8192 tokens", "prompt is too long").
+ */
+const CONTEXT_LENGTH_MESSAGE =
+  /context[ _-]length|context window|maximum context|prompt is too long|prompt too long|too many (input |prompt )?tokens/i;
+
+function isContextLengthError(error: { code?: string | null; message?: string }): boolean {
+  if (error.code === 'context_length_exceeded') return true;
+  return CONTEXT_LENGTH_MESSAGE.test(error.message ?? '');
 }
 
 /**

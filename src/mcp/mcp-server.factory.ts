@@ -17,6 +17,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { AgentService } from '../agents/agent.service';
 import type { AgentSpec } from '../agents/agent.types';
 import { DomainError } from '../common/domain-error';
+import { AccessService } from '../governance/access.service';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectSummary } from '../metadata/metadata.repository';
 import { errorContent } from '../tools/tool.define';
@@ -52,6 +53,7 @@ export class McpServerFactory {
     private readonly tools: ToolsService,
     private readonly metadata: MetadataService,
     private readonly agents: AgentService,
+    private readonly access: AccessService,
   ) {}
 
   create(scope: McpScope, instructions?: string): Server {
@@ -92,9 +94,9 @@ export class McpServerFactory {
   }
 
   private async objectsOf(scope: McpScope): Promise<ObjectSummary[]> {
-    const objects = await this.metadata.listObjects();
+    const [objects, access] = await Promise.all([this.metadata.listObjects(), this.access.forCaller(scope.caller)]);
     const agent = scope.agent;
-    return agent ? objects.filter((object) => mayUseObject(agent.allowedObjects, object.name)) : objects;
+    return objects.filter((object) => access.mayRead(object.name) && (!agent || mayUseObject(agent.allowedObjects, object.name)));
   }
 
   private async agentsOf(scope: McpScope): Promise<AgentSpec[]> {
@@ -128,7 +130,7 @@ export class McpServerFactory {
       new McpError(RESOURCE_NOT_FOUND, `Resource ${uri.slice(0, 200)} not found`, { uri: uri.slice(0, 200) });
     if (!name || (scope.agent && !mayUseObject(scope.agent.allowedObjects, name))) throw notFound();
     try {
-      return toObjectResourceContents(uri, await this.metadata.getObject(name));
+      return toObjectResourceContents(uri, await this.access.describe(await this.access.forCaller(scope.caller), name));
     } catch (error) {
       if (error instanceof DomainError && error.code === 'object_not_found') throw notFound();
       throw error;

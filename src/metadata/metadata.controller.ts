@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Roles } from '../auth/auth.decorators';
+import { Caller, Roles } from '../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
 import {
@@ -13,6 +13,7 @@ import {
   UpdateObjectDto,
 } from './metadata.dto';
 import { MetadataService } from './metadata.service';
+import { ObjectCatalogService } from './object-catalog.service';
 
 /** What a field definition may be refused for (a new field, or a new object's fields). */
 const FIELD_ERRORS: ErrorCode[] = [
@@ -32,20 +33,27 @@ const FIELD_ERRORS: ErrorCode[] = [
 @ApiTags('objects')
 @Controller('api/v1/objects')
 export class MetadataController {
-  constructor(private readonly metadata: MetadataService) {}
+  constructor(
+    private readonly metadata: MetadataService,
+    private readonly catalog: ObjectCatalogService,
+  ) {}
 
   @Get()
   @Roles('admin', 'member')
-  @ApiRoute({ summary: 'List objects', type: ObjectListResponse })
-  list(): Promise<ObjectListResponse> {
-    return this.metadata.listObjectsForApi();
+  @ApiRoute({ summary: 'List the objects the caller may read', type: ObjectListResponse })
+  list(@Caller() caller: Caller): Promise<ObjectListResponse> {
+    return this.catalog.list(caller);
   }
 
   @Get(':name')
   @Roles('admin', 'member')
-  @ApiRoute({ summary: 'Describe an object and its fields', type: ObjectResponse, errors: ['object_not_found'] })
-  get(@Param('name') name: string): Promise<ObjectResponse> {
-    return this.metadata.describeObject(name);
+  @ApiRoute({
+    summary: 'Describe an object and the fields the caller may see',
+    type: ObjectResponse,
+    errors: ['object_not_found'],
+  })
+  get(@Caller() caller: Caller, @Param('name') name: string): Promise<ObjectResponse> {
+    return this.catalog.describe(caller, name);
   }
 
   @Post()

@@ -6,15 +6,7 @@ import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { MetadataCache } from './metadata.cache';
-import {
-  CreateFieldDto,
-  CreateObjectDto,
-  FieldResponse,
-  ObjectListResponse,
-  ObjectResponse,
-  UpdateFieldDto,
-  UpdateObjectDto,
-} from './metadata.dto';
+import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { assertValidName } from './metadata.naming';
@@ -54,14 +46,6 @@ export class MetadataService {
   /** The object with its fields (system fields first), from the cache; `object_not_found` when absent. */
   async getObject(name: string, em: EntityManager = this.em.fork()): Promise<ObjectMeta> {
     return this.cache.get(name, () => this.loadObject(name, em));
-  }
-
-  async listObjectsForApi(): Promise<ObjectListResponse> {
-    return { objects: await this.listObjects() };
-  }
-
-  async describeObject(name: string): Promise<ObjectResponse> {
-    return toObjectResponse(await this.getObject(name));
   }
 
   /** Reads the definition from the database (inside metadata writes: their own uncommitted state). */

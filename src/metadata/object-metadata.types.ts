@@ -75,6 +75,20 @@ export interface ObjectMeta {
   label: string;
   description?: string | null;
   fields: FieldMeta[];
+  /**
+   * Set on a caller's view of an object (governance/caller-access.ts): the rows the caller may touch,
+   * ANDed into every statement by the data compilers. Absent: every row.
+   */
+  rowFilter?: ObjectRowFilter;
+}
+
+/** The rows a caller may touch: any of `filters` (where objects with `$subject` / `$attr.<name>`) matches. */
+export interface ObjectRowFilter {
+  /** The whole object, hidden fields included: a filter may name a field the caller cannot see. */
+  object: ObjectMeta;
+  filters: Record<string, unknown>[];
+  subject: string;
+  attributes: Readonly<Record<string, string | number>>;
 }
 
 /** System columns every object table has. */

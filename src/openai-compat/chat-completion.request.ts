@@ -5,6 +5,7 @@ import type { TurnToolChoice } from '../runtime/agent-runtime.service';
 import type { ChatOptionNames } from '../runtime/chat-options.dto';
 import type { ClientToolLabels } from '../runtime/client-tools';
 import {
+  isToolCallId,
   MAX_CONVERSATION_MESSAGES,
   MAX_MESSAGE_LENGTH,
   MAX_TOOL_CALL_ID_LENGTH,
@@ -239,7 +240,7 @@ function assistantMessage(
       }
       const { id } = call;
       const { name, arguments: args } = call.function;
-      if (typeof id !== 'string' || !id || id.length > MAX_TOOL_CALL_ID_LENGTH || calls.has(id)) {
+      if (!isToolCallId(id) || calls.has(id)) {
         throw badMessage(`${path}.id`, `${path}.id must be a unique string of 1 to ${MAX_TOOL_CALL_ID_LENGTH} characters`);
       }
       if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name)) {

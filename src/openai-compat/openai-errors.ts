@@ -12,6 +12,9 @@ export interface OpenAiErrorBody {
 const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
   unauthorized: 'invalid_api_key',
   agent_not_found: 'model_not_found',
+  // What OpenAI clients look for to shorten a conversation and try again.
+  context_too_large: 'context_length_exceeded',
+  llm_context_length: 'context_length_exceeded',
 };
 
 /** OpenAI's error types by status: the SDKs pick their error class by status, some clients read the type. */

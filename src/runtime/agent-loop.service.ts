@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { LlmService } from '../llm/llm.service';
 import {
@@ -15,6 +15,7 @@ import {
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolErrorContent, ToolResult } from '../tools/tool.types';
+import { fitToContext } from './context-window';
 
 /** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */
 export interface AgentTurn {
@@ -38,6 +39,10 @@ export interface AgentTurn {
   iterationsUsed?: number;
   /** Token budget of the whole turn. */
   tokenBudget: number;
+  /** Most prompt tokens one model call may send (system message, tool schemas, conversation). */
+  contextTokens: number;
+  /** Leading messages always sent (system messages and the context message); older turns may be left out. */
+  pinnedMessages: number;
   /** Tokens already spent in this turn. */
   tokensUsed?: number;
   /** Epoch ms by which the turn must end. */
@@ -112,6 +117,8 @@ export interface TurnResult {
  */
 @Injectable()
 export class AgentLoop {
+  private readonly logger = new Logger(AgentLoop.name);
+
   constructor(
     private readonly llm: LlmService,
     private readonly registry: ToolRegistry,
@@ -290,11 +297,27 @@ export class AgentLoop {
     signal: AbortSignal,
     deadline: AbortSignal,
   ): Promise<LlmResponse> {
+    const tools = withTools ? turn.tools : [];
+    // The conversation (what a durable chat stores) stays whole; only what this call sends is trimmed.
+    const fitted = await fitToContext({ messages, tools, budget: turn.contextTokens, pinned: turn.pinnedMessages });
+    if (fitted.elidedResults || fitted.droppedTurns) {
+      this.logger.log({
+        msg: 'conversation trimmed to the context window',
+        agent: turn.toolContext.agent?.name,
+        contextTokens: turn.contextTokens,
+        conversationTokens: fitted.conversationTokens,
+        sentTokens: fitted.estimatedTokens,
+        elidedResults: fitted.elidedResults,
+        elidedCharacters: fitted.elidedCharacters,
+        droppedTurns: fitted.droppedTurns,
+        droppedMessages: fitted.droppedMessages,
+      });
+    }
     try {
       return await this.llm.complete(
         {
           model: turn.model,
-          messages,
+          messages: fitted.messages,
           tools: withTools ? turn.tools : undefined,
           toolChoice: withTools ? turn.toolChoice : undefined,
           temperature: turn.temperature,

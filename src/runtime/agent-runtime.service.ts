@@ -6,7 +6,7 @@ import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
 import { LlmMessage, LlmTool, LlmToolChoice } from '../llm/llm.types';
-import { MetadataService } from '../metadata/metadata.service';
+import { AccessService } from '../governance/access.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { toOpenAiTool } from '../tools/tool.define';
 import { mayUseObject } from '../tools/tool.middlewares';
@@ -66,8 +66,8 @@ export class AgentRuntime {
     private readonly agents: AgentService,
     private readonly llm: LlmService,
     private readonly registry: ToolRegistry,
-    private readonly metadata: MetadataService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly access: AccessService,
   ) {}
 
   /**
@@ -92,6 +92,10 @@ export class AgentRuntime {
     const agentTools = this.registry.resolve(agent.tools).tools;
     // ask_user is an agent tool the client answers: offered to the model, never executed here.
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
+    const context = visibleContext(agent, request.context);
+    const preamble = [await this.systemMessage(request.caller, agent, context)];
+    for (const text of request.instructions ?? []) preamble.push({ role: 'system', content: text });
+    if (context) preamble.push(contextMessage(context));
     const turn: AgentTurn = {
       model: agent.model.model ?? this.llm.defaultModel,
       temperature: options.temperature ?? agent.model.temperature,
@@ -105,6 +109,8 @@ export class AgentRuntime {
       maxToolCallsPerStep: agent.planning.maxToolCallsPerStep,
       iterationsUsed: request.progress?.iterationsUsed,
       tokenBudget: agent.guardrails.maxTokensPerInvocation,
+      contextTokens: agent.model.contextTokens ?? this.config.llmContextTokens,
+      pinnedMessages: preamble.length,
       tokensUsed: request.progress?.tokensUsed,
       deadline: Date.now() + agent.guardrails.maxExecutionTimeSec * 1000,
       toolContext: {
@@ -112,24 +118,21 @@ export class AgentRuntime {
         agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects },
       },
     };
-    const context = visibleContext(agent, request.context);
-    const preamble = [await this.systemMessage(agent, context)];
-    for (const text of request.instructions ?? []) preamble.push({ role: 'system', content: text });
-    if (context) preamble.push(contextMessage(context));
     return { agent, turn, messages: [...preamble, ...request.history], clientTools };
   }
 
   /** The agent's instructions, plus the schema of the object the user is looking at (trusted metadata). */
-  private async systemMessage(agent: AgentSpec, context: ChatContext | undefined): Promise<LlmMessage> {
-    const schema = context?.objectName ? await this.compactSchema(context.objectName) : undefined;
+  private async systemMessage(caller: Caller, agent: AgentSpec, context: ChatContext | undefined): Promise<LlmMessage> {
+    const schema = context?.objectName ? await this.compactSchema(caller, context.objectName) : undefined;
     return { role: 'system', content: schema ? `${agent.instructions}\n\n${schema}` : agent.instructions };
   }
 
   /** One line per field: `amount (currency)`, `stage (select: a | b)`, `account (lookup → account)`. */
-  private async compactSchema(objectName: string): Promise<string | undefined> {
+  private async compactSchema(caller: Caller, objectName: string): Promise<string | undefined> {
     let object: ObjectMeta;
     try {
-      object = await this.metadata.getObject(objectName);
+      // As the caller sees it: no hidden field, nothing of an object it may not read.
+      object = await this.access.view(caller, objectName, 'read');
     } catch {
       return undefined;
     }

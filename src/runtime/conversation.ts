@@ -17,6 +17,11 @@ export const MAX_MESSAGE_LENGTH = 100_000;
 /** Longest tool call id a client may send back. */
 export const MAX_TOOL_CALL_ID_LENGTH = 200;
 
+/** Whether a client sent a usable tool call id: a string of 1 to MAX_TOOL_CALL_ID_LENGTH characters. */
+export function isToolCallId(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_TOOL_CALL_ID_LENGTH;
+}
+
 export type ConversationRole = 'user' | 'assistant' | 'tool';
 
 /** A message of a conversation: user text, an assistant step (text and tool calls), or the results of its calls. */

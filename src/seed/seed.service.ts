@@ -9,6 +9,7 @@ import { DATABASE_URL } from '../database/database.constants';
 import { ADVISORY_LOCK, withSessionLock } from '../database/advisory-locks';
 import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
+import { SYSTEM_CALLER } from '../governance/access.service';
 import { CreateObjectDto } from '../metadata/metadata.dto';
 import { MetadataService } from '../metadata/metadata.service';
 import { generateCrmSample } from './crm-sample.data';
@@ -65,7 +66,7 @@ export class SeedService implements OnApplicationBootstrap {
     await this.pool.transaction(async (session) => {
       for (const { name, records } of sample.objects) {
         for (let i = 0; i < records.length; i += INSERT_BATCH) {
-          await this.data.insertMany(name, records.slice(i, i + INSERT_BATCH), { session });
+          await this.data.insertMany(SYSTEM_CALLER, name, records.slice(i, i + INSERT_BATCH), { session });
         }
         this.logger.log({ msg: 'seeded records', object: name, count: records.length });
       }

@@ -1,12 +1,16 @@
+import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import type { DataPool, DataSession } from '../database/data-pool';
-import { DATA_EXCEPTION_CLASS, READ_ONLY_SQL_TRANSACTION, sqlState } from '../database/pg-errors';
+import { DATA_READER_ROLE } from '../database/database.constants';
+import { DATA_EXCEPTION_CLASS, INSUFFICIENT_PRIVILEGE, READ_ONLY_SQL_TRANSACTION, sqlState } from '../database/pg-errors';
+import { quoteIdent } from '../database/sql-identifier';
 
 /**
- * Runs `fn` in a READ ONLY transaction of the data pool, whose statements have the data engine's
- * statement timeout and are cancelled when `signal` aborts. Even a tool that tries to write (or an
- * engine bug) fails with `read_only_transaction`; a slow query ends as `query_timeout`. `background`:
- * a durable chat's call, which takes a slot of the pool's background share first.
+ * Runs `fn` in a READ ONLY transaction of the data pool, under the SELECT-only role DATA_READER_ROLE,
+ * whose statements have the data engine's statement timeout and are cancelled when `signal` aborts.
+ * Even a tool that tries to write (or an engine bug) fails with `read_only_transaction`, twice over:
+ * the transaction is read-only, and the role may not write anything; a slow query ends as `query_timeout`.
+ * `background`: a durable chat's call, which takes a slot of the pool's background share first.
  */
 export async function withReadOnlyTransaction<T>(
   pool: DataPool,
@@ -15,9 +19,37 @@ export async function withReadOnlyTransaction<T>(
   background = false,
 ): Promise<T> {
   try {
-    return await pool.transaction(fn, { readOnly: true, signal, ...(background ? { background } : {}) });
+    return await pool.transaction(
+      async (session) => {
+        await enterReaderRole(session);
+        return fn(session);
+      },
+      { readOnly: true, signal, ...(background ? { background } : {}) },
+    );
   } catch (error) {
     throw translateReadOnlyError(error) ?? error;
+  }
+}
+
+/** Switches the transaction to the SELECT-only role until it ends (SET LOCAL: the pooled connection gets its own role back). */
+export async function enterReaderRole(session: DataSession): Promise<void> {
+  await session.query(CompiledQuery.raw(`set local role ${quoteIdent(DATA_READER_ROLE)}`));
+}
+
+/**
+ * At start: the app's database user must be able to switch to the reader role (a migration makes it,
+ * which needs CREATEROLE once). Without it every data tool would fail, so the server does not start.
+ */
+export async function checkReaderRole(pool: DataPool): Promise<void> {
+  try {
+    await pool.transaction(enterReaderRole, { readOnly: true });
+  } catch (error) {
+    throw new Error(
+      `The data tools run under the Postgres role "${DATA_READER_ROLE}", which this database user cannot use ` +
+        `(${error instanceof Error ? error.message : String(error)}). Give the user CREATEROLE for the first start, or ` +
+        `have an administrator run: CREATE ROLE "${DATA_READER_ROLE}" NOLOGIN; GRANT "${DATA_READER_ROLE}" TO <app user>;`,
+      { cause: error },
+    );
   }
 }
 
@@ -25,7 +57,7 @@ export async function withReadOnlyTransaction<T>(
 function translateReadOnlyError(error: unknown): DomainError | undefined {
   if (error instanceof DomainError) return undefined;
   const code = sqlState(error);
-  if (code === READ_ONLY_SQL_TRANSACTION) {
+  if (code === READ_ONLY_SQL_TRANSACTION || code === INSUFFICIENT_PRIVILEGE) {
     return new DomainError('read_only_transaction', 'This tool can only read data; changing records is not possible here.');
   }
   if (code?.startsWith(DATA_EXCEPTION_CLASS)) {

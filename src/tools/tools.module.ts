@@ -3,6 +3,8 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataModule } from '../data/data.module';
 import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
+import { AccessService } from '../governance/access.service';
+import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
 import { MetricsService } from '../observability/metrics.service';
@@ -16,6 +18,7 @@ import {
   rateLimitMiddleware,
   timeoutMiddleware,
 } from './tool.middlewares';
+import { ReaderRoleCheck } from './reader-role.check';
 import { ToolRegistry } from './tool.registry';
 import { ToolsController } from './tools.controller';
 import { ToolsService } from './tools.service';
@@ -31,6 +34,7 @@ function createToolRegistry(
   metadata: MetadataService,
   pool: DataPool,
   metrics: MetricsService,
+  access: AccessService,
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
@@ -41,7 +45,7 @@ function createToolRegistry(
     outputCapMiddleware(),
     timeoutMiddleware(config.toolTimeoutMs),
   );
-  for (const tool of createDataTools({ data, metadata, pool })) {
+  for (const tool of createDataTools({ data, metadata, pool, access })) {
     registry.register(tool);
   }
   registry.register(createAskUserTool());
@@ -49,15 +53,16 @@ function createToolRegistry(
 }
 
 @Module({
-  imports: [DataModule, MetadataModule],
+  imports: [DataModule, MetadataModule, GovernanceModule],
   controllers: [ToolsController],
   providers: [
     {
       provide: ToolRegistry,
       useFactory: createToolRegistry,
-      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService],
+      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService],
     },
     ToolsService,
+    ReaderRoleCheck,
   ],
   exports: [ToolRegistry, ToolsService],
 })

@@ -7,7 +7,7 @@ import type { QueryRecordsResult } from '../../src/tools/data-tools/query-record
 import { ToolRegistry } from '../../src/tools/tool.registry';
 import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
-import { bodyOf, errorOf } from '../support/responses';
+import { bodyOf, errorOf, rawText } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 const DATA_TOOLS = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'];
@@ -446,14 +446,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
         MockReply.toolCall('aggregate_data', { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] }),
         MockReply.text('There are 2000 deals in total.'),
       );
-      const res = await ask('How many deals?', { stream: true })
-        .buffer(true)
-        .parse((r, cb) => {
-          let data = '';
-          r.on('data', (c: Buffer) => (data += c.toString()));
-          r.on('end', () => cb(null, data));
-        })
-        .expect(200);
+      const res = await ask('How many deals?', { stream: true }).buffer(true).parse(rawText).expect(200);
       expect(res.headers['content-type']).toContain('text/event-stream');
       expect(res.headers['x-vercel-ai-ui-message-stream']).toBe('v1');
       const text = res.body as string;
@@ -476,14 +469,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
     it('ends with an error part when the model fails mid-stream', async () => {
       llm.enqueue(MockReply.streamError({ content: 'Partial answer that', mode: 'disconnect' }));
-      const res = await ask('x', { stream: true })
-        .buffer(true)
-        .parse((r, cb) => {
-          let data = '';
-          r.on('data', (c: Buffer) => (data += c.toString()));
-          r.on('end', () => cb(null, data));
-        })
-        .expect(200);
+      const res = await ask('x', { stream: true }).buffer(true).parse(rawText).expect(200);
       const { chunks } = await readStream(res.body as string);
       expect(chunks.some((c) => c.type === 'text-delta')).toBe(true);
       expect(chunks.at(-1)?.type).toBe('error');

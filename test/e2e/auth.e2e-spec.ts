@@ -81,6 +81,8 @@ describe('auth and API keys', () => {
         name: 'laptop',
         role: 'member',
         subject: match.any(String),
+        policies: [],
+        attributes: {},
         prefix: created.secret.slice(0, 8),
         revoked: false,
         createdAt: match.any(String),
@@ -148,6 +150,8 @@ describe('auth and API keys', () => {
         name: 'listed key',
         role: 'member',
         subject: created.subject,
+        policies: [],
+        attributes: {},
         prefix: created.prefix,
         revoked: false,
         createdAt: created.createdAt,
@@ -157,7 +161,17 @@ describe('auth and API keys', () => {
       expect(text).not.toContain(TEST_ADMIN_KEY);
       expect(text).not.toContain(sha256(created.secret));
       for (const key of bodyOf<ApiKeyListResponse>(res).apiKeys)
-        expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'name', 'prefix', 'revoked', 'role', 'subject']);
+        expect(Object.keys(key).sort()).toEqual([
+          'attributes',
+          'createdAt',
+          'id',
+          'name',
+          'policies',
+          'prefix',
+          'revoked',
+          'role',
+          'subject',
+        ]);
     });
 
     it('includes the ADMIN_API_KEY admin key', async () => {

@@ -62,6 +62,9 @@ const TARGETS = [
   'PATCH /api/v1/objects/{name}',
   'POST /api/v1/objects/{name}/fields',
   'PATCH /api/v1/objects/{name}/fields/{field}',
+  'POST /api/v1/policies',
+  'PUT /api/v1/policies/{name}',
+  'PATCH /api/v1/api-keys/{id}',
 ] as const;
 type Target = (typeof TARGETS)[number];
 
@@ -89,6 +92,8 @@ interface World {
   tools: Array<{ name: string; parameters: JsonSchema }>;
   agents: string[];
   chats: Record<Role, { talk: string; action: string }>;
+  /** A member key no other target uses, for PATCH /api-keys (its policies change what it sees). */
+  spareKeyId: string;
 }
 
 const ITEM_FIELDS = [
@@ -204,6 +209,37 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
   };
   const contextHints: ShapeHints = { objectName: fc.oneof(pick(objectNames), identifier) };
   const validField = validFieldArb(FIELD_TYPES, objectNames);
+  /** A grant of a policy: sometimes naming fields the object lacks, placeholders the key lacks, operators that do not fit. */
+  const policyGrant = fc.record(
+    {
+      read: fc.boolean(),
+      create: fc.boolean(),
+      update: fc.boolean(),
+      delete: fc.boolean(),
+      rowFilter: fc.constantFrom(
+        { title: '$subject' },
+        { qty: { $gt: '$attr.level' } },
+        { title: { $in: ['$attr.region', 'x'] } },
+        { $or: [{ title: '$subject' }, { qty: { $null: true } }] },
+        { nope: 1 },
+      ),
+      hiddenFields: fc.subarray(['title', 'qty', 'code', 'nope']),
+    },
+    { requiredKeys: [] },
+  );
+  const validPolicy = (named: boolean) =>
+    fc.record(
+      {
+        ...(named ? { name: fc.stringMatching(/^[a-z][a-z0-9_-]{2,20}$/) } : {}),
+        description: fc.string({ maxLength: 40 }),
+        objects: fc.dictionary(pick(['fuzz_item', 'fuzz_parent', '*', 'nope']), policyGrant, { maxKeys: 3 }),
+      },
+      { requiredKeys: named ? ['name', 'objects'] : ['objects'] },
+    );
+  const policyBody = (method: 'POST' | 'PUT') =>
+    bodyFor(schemaOf(method === 'POST' ? 'POST /api/v1/policies' : 'PUT /api/v1/policies/{name}'), {
+      name: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_-]{0,20}$/), nastyString),
+    });
   const validAgent = fc.record(
     {
       name: fc.stringMatching(/^[a-z][a-z0-9_-]{2,20}$/),
@@ -648,6 +684,31 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         ),
       ),
     ),
+    'POST /api/v1/policies': request('POST', fc.constant('/api/v1/policies'), validOr(validPolicy(true), policyBody('POST'))),
+    'PUT /api/v1/policies/{name}': overValues(['fuzz-policy'], (name) =>
+      request(
+        'PUT',
+        name.map((n) => url('/api/v1/policies/', n)),
+        validOr(validPolicy(false), policyBody('PUT')),
+      ),
+    ),
+    'PATCH /api/v1/api-keys/{id}': overValues([world.spareKeyId], (id) =>
+      request(
+        'PATCH',
+        id.map((i) => url('/api/v1/api-keys/', i)),
+        validOr(
+          fc.record(
+            {
+              subject: fc.string({ minLength: 1, maxLength: 20 }),
+              policies: fc.subarray(['fuzz-policy']),
+              attributes: fc.dictionary(fc.stringMatching(/^[a-z][a-z0-9_]{0,10}$/), fc.oneof(fc.string(), fc.integer())),
+            },
+            { requiredKeys: [] },
+          ),
+          bodyFor(schemaOf('PATCH /api/v1/api-keys/{id}')),
+        ),
+      ),
+    ),
   };
 }
 
@@ -800,7 +861,10 @@ describe('fuzzing every body-taking route (fast-check)', () => {
       await waitForChat(t, action, hasStatus('requires_action'), key);
       return { talk, action };
     };
+    await post('/api/v1/policies', { name: 'fuzz-policy', objects: { fuzz_item: { read: true } } });
+    const spare = (await post('/api/v1/api-keys', { name: 'fuzz spare', role: 'member' })) as unknown as CreatedApiKeyResponse;
     world = {
+      spareKeyId: spare.id,
       keys: { admin: t.adminKey, member: member.secret },
       objects: {
         fuzz_item: ITEM_FIELDS.map(({ name, type, options }) => ({ name, type, options })),

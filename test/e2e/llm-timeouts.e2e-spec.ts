@@ -6,7 +6,7 @@ import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-
 import { startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
-import { bodyOf } from '../support/responses';
+import { bodyOf, rawText } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
 
 /** Short limits, so that a hung or stalled model is given up on within a test's time. */
@@ -126,11 +126,7 @@ describe('model calls that hang, stall or are rate limited', () => {
           messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'tell me' }] }],
         })
         .buffer(true)
-        .parse((r, cb) => {
-          let data = '';
-          r.on('data', (c: Buffer) => (data += c.toString()));
-          r.on('end', () => cb(null, data));
-        })
+        .parse(rawText)
         .expect(200);
       const chunks = (res.body as string)
         .split('\n')
@@ -175,14 +171,7 @@ describe('model calls that hang, stall or are rate limited', () => {
 
     /** The UI message stream of a streamed answer, parsed. */
     async function streamed(content: string): Promise<UIMessageChunk[]> {
-      const res = await ask(content, { stream: true })
-        .buffer(true)
-        .parse((r, cb) => {
-          let data = '';
-          r.on('data', (c: Buffer) => (data += c.toString()));
-          r.on('end', () => cb(null, data));
-        })
-        .expect(200);
+      const res = await ask(content, { stream: true }).buffer(true).parse(rawText).expect(200);
       const body = new ReadableStream<Uint8Array>({
         start(controller) {
           controller.enqueue(new TextEncoder().encode(res.body as string));

@@ -3,7 +3,7 @@ import { startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, waitForChat } from '../support/chat-helpers';
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
-import { bodyOf, idOf, type RecordPage } from '../support/responses';
+import { bodyOf, idOf, rawText, type RecordPage } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
 
 type Line = Record<string, unknown>;
@@ -88,11 +88,7 @@ describe('logs', () => {
       .set(bearer(t.adminKey))
       .send({ messages: [{ role: 'user', content: 'What objects exist?' }], stream: true })
       .buffer(true)
-      .parse((r, cb) => {
-        let data = '';
-        r.on('data', (c: Buffer) => (data += c.toString()));
-        r.on('end', () => cb(null, data));
-      })
+      .parse(rawText)
       .expect(200);
     expect(res.headers['content-type']).toContain('text/event-stream');
     expect(res.body as string).toContain('"delta":" gizmos."');

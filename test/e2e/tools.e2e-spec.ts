@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { CompiledQuery } from 'kysely';
 import { DataService } from '../../src/data/data.service';
 import { DataPool } from '../../src/database/data-pool';
+import { SYSTEM_CALLER } from '../../src/governance/access.service';
 import { runSql } from '../../src/database/sql';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
@@ -327,7 +328,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           scope: 'platform',
           execute: (_args, ctx) =>
             withReadOnlyTransaction(pool, ctx.signal, (session) =>
-              data.insert('deal', { name: 'Injected', account: randomAccount, stage: 'won' }, { session }),
+              data.insert(SYSTEM_CALLER, 'deal', { name: 'Injected', account: randomAccount, stage: 'won' }, { session }),
             ),
         }),
       );

@@ -1,3 +1,4 @@
+import type { Response as AgentResponse } from 'superagent';
 import type { Response } from 'supertest';
 import type { ErrorBody } from '../../src/common/http-exception.filter';
 import type { RecordListResponse } from '../../src/data/records.dto';
@@ -37,4 +38,14 @@ export interface RecordPage extends RecordListResponse {
 /** The `id` of what a response carries: a created record, chat, API key, ... */
 export function idOf(res: Response): string {
   return bodyOf<{ id: string }>(res).id;
+}
+
+/**
+ * A supertest parser that keeps the body as one string, for event streams:
+ * `.buffer(true).parse(rawText)`, then `res.body` is the text.
+ */
+export function rawText(res: AgentResponse, done: (error: Error | null, body: unknown) => void): void {
+  let data = '';
+  res.on('data', (chunk: Buffer) => (data += chunk.toString()));
+  res.on('end', () => done(null, data));
 }

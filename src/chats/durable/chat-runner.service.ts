@@ -60,8 +60,9 @@ export class ChatRunner {
       (event) => this.events.publish(event),
     );
     try {
-      // The claim itself published the `running` status.
-      const caller: Caller = { keyId: '', role: chat.ownerRole, subject: chat.owner };
+      // The claim itself published the `running` status. As the key that started the chat (its access
+      // policies); a chat from before keys were recorded has none.
+      const caller: Caller = { keyId: chat.ownerKeyId ?? '', role: chat.ownerRole, subject: chat.owner };
       const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
       let lastMessageId = history.at(-1)?.id ?? 0;
       const {

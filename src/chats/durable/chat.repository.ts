@@ -23,6 +23,7 @@ const CHAT_COLUMNS = [
   'client_id',
   'owner',
   'owner_role',
+  'owner_key_id',
   'agent',
   'title',
   'status',
@@ -115,6 +116,7 @@ export class ChatRepository {
       clientId?: string | null;
       owner: string;
       ownerRole: ChatRow['ownerRole'];
+      ownerKeyId: string;
       agent: string;
       title: string | null;
       context: Record<string, string> | null;
@@ -128,6 +130,7 @@ export class ChatRepository {
         client_id: chat.clientId ?? null,
         owner: chat.owner,
         owner_role: chat.ownerRole,
+        owner_key_id: chat.ownerKeyId,
         agent: chat.agent,
         title: chat.title,
         status: 'pending',
@@ -594,6 +597,7 @@ function toChat(row: Selectable<ChatsTable>): ChatRow {
     clientId: row.client_id ?? null,
     owner: row.owner,
     ownerRole: row.owner_role,
+    ownerKeyId: row.owner_key_id ?? null,
     agent: row.agent,
     title: row.title ?? null,
     status: row.status,

@@ -79,6 +79,7 @@ export class ChatService {
       clientId: input.clientId,
       owner: caller.subject,
       ownerRole: caller.role,
+      ownerKeyId: caller.keyId,
       agent: input.agent,
       title: input.title ?? input.message.slice(0, 80),
       context: contextOf(input.context),

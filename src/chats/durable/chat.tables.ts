@@ -23,6 +23,7 @@ export interface ChatsTable {
   client_id: ColumnType<string | null, string | null | undefined, string | null>;
   owner: string;
   owner_role: ApiKeyRole;
+  owner_key_id: ColumnType<string | null, string | null | undefined, string | null>;
   agent: string;
   title: string | null;
   status: ChatStatus;

@@ -43,6 +43,8 @@ export interface ChatRow {
   clientId: string | null;
   owner: string;
   ownerRole: ApiKeyRole;
+  /** The key that started the chat: its turns run under that key's access policies. */
+  ownerKeyId: string | null;
   agent: string;
   title: string | null;
   status: ChatStatus;

@@ -17,7 +17,8 @@ import { ChatService, contextOf } from './chat.service';
 import type { ToolResultDto } from './chat.dto';
 import type { ChatRow } from './chat.types';
 import { checkClientChatId, CLIENT_CHAT_ID_PATTERN, UiChatMessagesResponse, UiChatRequestDto } from './ui-chat.dto';
-import { TurnStreamOrigin, UI_MESSAGE_STREAM_HEADERS, UiTurnStream } from './ui-turn-stream';
+import { UI_MESSAGE_STREAM_HEADERS } from '../ui-message-stream.writer';
+import { TurnStreamOrigin, UiTurnStream } from './ui-turn-stream';
 
 /** What the last UI message of a request asks for. */
 type Submission = { kind: 'message'; text: string; clientId: string | null } | { kind: 'tool-results'; results: ToolResultDto[] };

@@ -7,9 +7,6 @@ import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
 import type { ChatRepository } from './chat.repository';
 import type { ChatEvent, ChatMessageRow, ChatStatus } from './chat.types';
 
-/** The header that tells AI SDK clients what they are reading. */
-export const UI_MESSAGE_STREAM_HEADERS = { 'x-vercel-ai-ui-message-stream': 'v1' };
-
 /** Statuses in which no turn runs: a stream of the turn ends there. */
 const SETTLED: readonly ChatStatus[] = ['waiting', 'requires_action', 'error'];
 

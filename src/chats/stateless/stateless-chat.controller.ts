@@ -46,6 +46,8 @@ export class StatelessChatController {
       'llm_timeout',
       'llm_auth_failed',
       'llm_bad_request',
+      'llm_context_length',
+      'context_too_large',
       'llm_unavailable',
       'llm_invalid_response',
       'agent_timeout',

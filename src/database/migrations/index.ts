@@ -1,3 +1,4 @@
+import { MigrationAccessPolicies } from './migration-20261125-access-policies';
 import { MigrationAgents } from './migration-20261122-agents';
 import { MigrationApiKeyLastUsed } from './migration-20261122-api-key-last-used';
 import { MigrationChatClaims } from './migration-20261122-chat-claims';
@@ -17,6 +18,7 @@ export const MIGRATIONS = [
   MigrationChatInFlight,
   MigrationStreamTokens,
   MigrationChatClientIds,
+  MigrationAccessPolicies,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

@@ -1,5 +1,7 @@
+import type { Caller } from '../../auth/auth.decorators';
 import { DataService } from '../../data/data.service';
 import type { DataPool, DataSession } from '../../database/data-pool';
+import type { AccessService } from '../../governance/access.service';
 import type { MetadataService } from '../../metadata/metadata.service';
 import { SYSTEM_FIELDS, type ObjectMeta } from '../../metadata/object-metadata.types';
 import { match } from '../../../test/support/matchers';
@@ -15,6 +17,8 @@ const DEAL: ObjectMeta = {
     { name: 'owner', label: 'Owner', type: 'text', required: false, unique: false, indexed: false },
   ],
 };
+
+const CALLER: Caller = { keyId: 'k', role: 'member', subject: 's' };
 
 /** A data pool that records every SQL statement instead of running it (transactions included). */
 function recordingPool(): { pool: DataPool; statements: string[] } {
@@ -38,20 +42,21 @@ function recordingPool(): { pool: DataPool; statements: string[] } {
 
 describe('aggregate_data with a forbidden function', () => {
   const metadata = { getObject: () => Promise.resolve(DEAL) } as unknown as MetadataService;
+  const access = { view: () => Promise.resolve(DEAL) } as unknown as AccessService;
 
   it('is rejected by the schema, naming the function, before the tool (and any SQL) runs', async () => {
     const { pool, statements } = recordingPool();
-    const data = new DataService(pool, metadata);
+    const data = new DataService(pool, metadata, access);
     const spy = jest.spyOn(data, 'aggregate');
     const registry = new ToolRegistry();
-    registry.register(createAggregateDataTool({ data, metadata, pool }));
+    registry.register(createAggregateDataTool({ data, metadata, pool, access }));
     const result = await registry.execute(
       {
         id: 'c',
         name: 'aggregate_data',
         arguments: { objectName: 'deal', aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] },
       },
-      { signal: new AbortController().signal },
+      { caller: CALLER, signal: new AbortController().signal },
     );
     expect(result.isError).toBe(true);
     expect(result.content).toMatchObject({
@@ -63,23 +68,23 @@ describe('aggregate_data with a forbidden function', () => {
 
   it('is rejected by the data engine too, before any data SQL, when the schema is bypassed', async () => {
     const { pool, statements } = recordingPool();
-    const data = new DataService(pool, metadata);
-    const tool = createAggregateDataTool({ data, metadata, pool });
+    const data = new DataService(pool, metadata, access);
+    const tool = createAggregateDataTool({ data, metadata, pool, access });
     await expect(
       tool.execute(
         { objectName: 'deal', aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] },
-        { signal: new AbortController().signal },
+        { caller: CALLER, signal: new AbortController().signal },
       ),
     ).rejects.toMatchObject({ code: 'invalid_aggregate_function', details: { function: 'drop_table' } });
-    // Only the transaction began; nothing touched a table.
-    expect(statements).toEqual(['begin']);
+    // Only the transaction began (under the reader role); nothing touched a table.
+    expect(statements).toEqual(['begin', 'set local role "data_copilot_reader"']);
   });
 
   it('sum on a text field is refused before SQL', async () => {
     const { pool, statements } = recordingPool();
-    const data = new DataService(pool, metadata);
+    const data = new DataService(pool, metadata, access);
     await expect(
-      data.aggregate('deal', { aggregations: [{ function: 'sum', field: 'owner', alias: 's' }], limit: 10 }),
+      data.aggregate(CALLER, 'deal', { aggregations: [{ function: 'sum', field: 'owner', alias: 's' }], limit: 10 }),
     ).rejects.toMatchObject({
       code: 'invalid_aggregation',
     });

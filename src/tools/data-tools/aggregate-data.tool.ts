@@ -2,7 +2,7 @@ import { clampLimit } from '../../common/limits';
 import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from '../../data/data.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import { DataToolDeps, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM } from './data-tool.support';
+import { callerOf, DataToolDeps, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM } from './data-tool.support';
 
 export const AGGREGATE_DEFAULT_GROUPS = 50;
 export const AGGREGATE_MAX_GROUPS = 200;
@@ -93,6 +93,7 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
       const limit = clampLimit(args.limit, AGGREGATE_DEFAULT_GROUPS, AGGREGATE_MAX_GROUPS);
       const rows = await readData(deps, ctx, (session) =>
         deps.data.aggregate(
+          callerOf(ctx),
           args.objectName,
           { where: args.where, groupBy: args.groupBy, aggregations: args.aggregations, orderBy: args.orderBy, limit },
           { session },

@@ -52,6 +52,7 @@ describe('readData error shaping', () => {
     metadata: {} as never,
     // withReadOnlyTransaction opens a transaction of the pool; here the transaction itself fails.
     pool: { transaction: () => Promise.reject(error) } as never,
+    access: {} as never,
   });
 
   it('caps the available fields of unknown_field at 40', async () => {

@@ -1,6 +1,9 @@
+import type { Caller } from '../../auth/auth.decorators';
 import { DomainError } from '../../common/domain-error';
 import type { DataPool, DataSession } from '../../database/data-pool';
 import type { DataService } from '../../data/data.service';
+import type { AccessService } from '../../governance/access.service';
+import type { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';
 import { mayUseObject } from '../tool.middlewares';
 import { withReadOnlyTransaction } from '../read-only-data';
@@ -10,12 +13,25 @@ import type { JsonSchema, ToolContext } from '../tool.types';
 export interface DataToolDeps {
   data: DataService;
   metadata: MetadataService;
+  /** What the caller may see: objects and fields outside it are absent from every tool's answer. */
+  access: AccessService;
   /** The data engine's pool; each record-reading call runs in a READ ONLY transaction of its own there. */
   pool: DataPool;
 }
 
 /** The most field names an unknown_field error lists, so one typo does not flood the context. */
 export const MAX_LISTED_FIELDS = 40;
+
+/** The caller a data tool runs as; a call without one (no key behind it) reads nothing. */
+export function callerOf(ctx: ToolContext): Caller {
+  if (!ctx.caller) throw new DomainError('unauthorized', 'Data tools run as an API key; this call has none');
+  return ctx.caller;
+}
+
+/** What the caller may see (objects, fields). */
+export function accessOf(deps: DataToolDeps, ctx: ToolContext): Promise<CallerAccess> {
+  return deps.access.forCaller(callerOf(ctx));
+}
 
 /**
  * Runs `fn` in a READ ONLY transaction (statement timeout, cancelled with the call's signal), and

@@ -1,7 +1,7 @@
 import type { FieldMeta, ObjectMeta } from '../../metadata/object-metadata.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import { DataToolDeps, OBJECT_NAME_PARAM, shapeErrors } from './data-tool.support';
+import { accessOf, DataToolDeps, OBJECT_NAME_PARAM, shapeErrors } from './data-tool.support';
 
 export interface DescribeObjectArgs {
   objectName: string;
@@ -43,7 +43,8 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
     scope: 'agent',
     async execute(args, ctx): Promise<DescribeObjectResult> {
       // Definitions come from the metadata cache (or the ORM), never from the data pool.
-      return describeObjectMeta(await shapeErrors(ctx, () => deps.metadata.getObject(args.objectName)));
+      const access = await accessOf(deps, ctx);
+      return describeObjectMeta(await shapeErrors(ctx, () => deps.access.describe(access, args.objectName)));
     },
   });
 }

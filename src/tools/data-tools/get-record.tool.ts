@@ -1,6 +1,6 @@
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import { DataToolDeps, FIELDS_PARAM, OBJECT_NAME_PARAM, readData } from './data-tool.support';
+import { callerOf, DataToolDeps, FIELDS_PARAM, OBJECT_NAME_PARAM, readData } from './data-tool.support';
 
 export interface GetRecordArgs {
   objectName: string;
@@ -27,7 +27,9 @@ export function createGetRecordTool(deps: DataToolDeps): ToolDefinition<GetRecor
     },
     scope: 'agent',
     async execute(args, ctx): Promise<Record<string, unknown>> {
-      return readData(deps, ctx, (session) => deps.data.findOne(args.objectName, args.recordId, args.fields, { session }));
+      return readData(deps, ctx, (session) =>
+        deps.data.findOne(callerOf(ctx), args.objectName, args.recordId, args.fields, { session }),
+      );
     },
   });
 }

@@ -1,7 +1,7 @@
 import { defineTool } from '../tool.define';
 import { mayUseObject } from '../tool.middlewares';
 import type { ToolDefinition } from '../tool.types';
-import { DataToolDeps, shapeErrors } from './data-tool.support';
+import { accessOf, DataToolDeps, shapeErrors } from './data-tool.support';
 
 export interface ObjectListItem {
   name: string;
@@ -24,11 +24,21 @@ export function createListObjectsTool(deps: DataToolDeps): ToolDefinition<Record
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     scope: 'agent',
     async execute(_args, ctx): Promise<ListObjectsResult> {
+      const access = await accessOf(deps, ctx);
       const all = await shapeErrors(ctx, () => deps.metadata.listObjects());
       const agent = ctx.agent;
-      const objects = all
-        .filter((o) => !agent || mayUseObject(agent.allowedObjects, o.name))
-        .map((o) => ({ name: o.name, label: o.label, description: o.description, fieldCount: o.fieldCount }));
+      const visible = all.filter((o) => access.mayRead(o.name) && (!agent || mayUseObject(agent.allowedObjects, o.name)));
+      // Hidden fields are not counted: the count is what describe_object will show.
+      const objects = await Promise.all(
+        visible.map(async (o) => ({
+          name: o.name,
+          label: o.label,
+          description: o.description,
+          fieldCount: access.restricted
+            ? access.view(await deps.metadata.getObject(o.name), 'read').fields.filter((f) => !f.system).length
+            : o.fieldCount,
+        })),
+      );
       return { objects, totalCount: objects.length };
     },
   });

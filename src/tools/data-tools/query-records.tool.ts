@@ -1,7 +1,15 @@
 import { clampLimit, clampOffset } from '../../common/limits';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import { DataToolDeps, FIELDS_PARAM, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM } from './data-tool.support';
+import {
+  callerOf,
+  DataToolDeps,
+  FIELDS_PARAM,
+  OBJECT_NAME_PARAM,
+  readData,
+  SORT_ORDER_PARAM,
+  WHERE_PARAM,
+} from './data-tool.support';
 
 export const QUERY_DEFAULT_LIMIT = 20;
 export const QUERY_MAX_LIMIT = 200;
@@ -65,6 +73,7 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
       const offset = clampOffset(args.offset);
       const { records, total } = await readData(deps, ctx, (session) =>
         deps.data.find(
+          callerOf(ctx),
           args.objectName,
           { where: args.where, fields: args.fields, orderBy: args.orderBy, limit, offset },
           { session },

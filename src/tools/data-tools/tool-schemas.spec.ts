@@ -1,9 +1,14 @@
 import type { DataService } from '../../data/data.service';
 import type { DataPool } from '../../database/data-pool';
+import type { Caller } from '../../auth/auth.decorators';
+import type { AccessService } from '../../governance/access.service';
+import { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';
 import { createAskUserTool } from '../ask-user.tool';
 import { ToolRegistry } from '../tool.registry';
 import { createDataTools, DATA_TOOL_NAMES } from './index';
+
+const CALLER: Caller = { keyId: 'k', role: 'member', subject: 's' };
 
 /**
  * What the model sees of every data tool. A change here changes the model's behaviour: the
@@ -14,6 +19,7 @@ describe('data tool schemas', () => {
     data: {} as DataService,
     metadata: {} as MetadataService,
     pool: {} as DataPool,
+    access: {} as AccessService,
   });
 
   it('offers the five data tools to agents', () => {
@@ -24,7 +30,12 @@ describe('data tool schemas', () => {
   it.each([['query_records'], ['get_record'], ['aggregate_data']])(
     '%s writes nothing: the engine runs only inside a READ ONLY transaction',
     async (name) => {
-      const tx = { inTransaction: true, query: () => Promise.reject(new Error('no SQL expected here')) };
+      // Only the switch to the reader role runs; the engine itself is stopped before any SQL.
+      const tx = {
+        inTransaction: true,
+        query: (query: { sql: string }) =>
+          query.sql.startsWith('set local role ') ? Promise.resolve([]) : Promise.reject(new Error('no SQL expected here')),
+      };
       const transactions: unknown[] = [];
       const pool = {
         transaction: (work: (session: unknown) => Promise<unknown>, options: unknown) => {
@@ -53,6 +64,7 @@ describe('data tool schemas', () => {
         data: engine as DataService,
         metadata: engine as MetadataService,
         pool: pool as unknown as DataPool,
+        access: engine as AccessService,
       }).filter((t) => t.name === name);
       const signal = new AbortController().signal;
       const args = {
@@ -60,7 +72,7 @@ describe('data tool schemas', () => {
         recordId: '00000000-0000-4000-8000-000000000000',
         aggregations: [{ function: 'count', alias: 'n' }],
       };
-      await expect(tool.execute(args as never, { signal })).rejects.toBe(stop);
+      await expect(tool.execute(args as never, { signal, caller: CALLER })).rejects.toBe(stop);
       expect(transactions).toEqual([{ readOnly: true, signal }]);
       expect(usedScopes).toEqual([{ session: tx }]);
     },
@@ -84,8 +96,14 @@ describe('data tool schemas', () => {
       data: {} as DataService,
       metadata: metadata as unknown as MetadataService,
       pool: pool as DataPool,
+      access: {
+        forCaller: () => Promise.resolve(CallerAccess.unrestricted()),
+        describe: () => metadata.getObject(),
+      } as unknown as AccessService,
     }).filter((t) => t.name === name);
-    await expect(tool.execute({ objectName: 'deal' } as never, { signal: new AbortController().signal })).resolves.toBeDefined();
+    await expect(
+      tool.execute({ objectName: 'deal' } as never, { caller: CALLER, signal: new AbortController().signal }),
+    ).resolves.toBeDefined();
   });
 
   it('compiles every schema with ajv', () => {

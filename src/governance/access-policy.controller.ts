@@ -1,0 +1,65 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { Roles } from '../auth/auth.decorators';
+import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
+import type { ErrorCode } from '../common/error-codes';
+import { CreatePolicyDto, PolicyListResponse, PolicyResponse, ReplacePolicyDto } from './access-policy.dto';
+import { AccessPolicyService } from './access-policy.service';
+
+/** What a row filter that does not compile answers with (the where language's errors). */
+const FILTER_ERRORS: ErrorCode[] = ['unknown_field', 'invalid_where', 'invalid_operator', 'invalid_value', 'too_many_values'];
+
+@ApiTags('policies')
+@Controller('api/v1/policies')
+export class AccessPolicyController {
+  constructor(private readonly policies: AccessPolicyService) {}
+
+  @Post()
+  @Roles('admin')
+  @ApiRoute({
+    summary: 'Create an access policy (object grants, row filters, hidden fields)',
+    status: 201,
+    type: PolicyResponse,
+    errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_exists'],
+  })
+  create(@Body() dto: CreatePolicyDto): Promise<PolicyResponse> {
+    return this.policies.create(dto);
+  }
+
+  @Get()
+  @Roles('admin')
+  @ApiRoute({ summary: 'List access policies', type: PolicyListResponse })
+  list(): Promise<PolicyListResponse> {
+    return this.policies.list();
+  }
+
+  @Get(':name')
+  @Roles('admin')
+  @ApiRoute({ summary: 'Read an access policy', type: PolicyResponse, errors: ['policy_not_found'] })
+  get(@Param('name') name: string): Promise<PolicyResponse> {
+    return this.policies.get(name);
+  }
+
+  @Put(':name')
+  @Roles('admin')
+  @ApiRoute({
+    summary: 'Replace an access policy; keys under it get the new grants at once',
+    type: PolicyResponse,
+    errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_not_found'],
+  })
+  replace(@Param('name') name: string, @Body() dto: ReplacePolicyDto): Promise<PolicyResponse> {
+    return this.policies.replace(name, dto);
+  }
+
+  @Delete(':name')
+  @Roles('admin')
+  @HttpCode(204)
+  @ApiRoute({
+    summary: 'Delete an access policy that no API key runs under',
+    status: 204,
+    errors: ['policy_not_found', 'policy_in_use'],
+  })
+  async delete(@Param('name') name: string): Promise<void> {
+    await this.policies.delete(name);
+  }
+}

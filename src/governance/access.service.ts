@@ -1,0 +1,112 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { ApiKeyEntity } from '../auth/api-key.entity';
+import type { Caller } from '../auth/auth.decorators';
+import { DomainError } from '../common/domain-error';
+import { isUuid } from '../common/uuid';
+import { PgPubSub } from '../database/pg-pubsub.service';
+import { MetadataService } from '../metadata/metadata.service';
+import type { ObjectMeta } from '../metadata/object-metadata.types';
+import type { ObjectLens } from '../metadata/object-lens';
+import { AccessPolicyEntity } from './access-policy.entity';
+import { ACCESS_CHANGED, type AccessAction } from './access-policy.types';
+import { CallerAccess, objectNotFound } from './caller-access';
+
+/** Keys whose compiled access is kept; past it the cache starts over. */
+const ACCESS_CACHE_MAX = 10_000;
+
+/** The caller the server itself runs as (seeding sample data): every object, row and field. */
+export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'admin', subject: 'system' });
+
+/**
+ * Each key's access, compiled from its policies once and kept until a policy or a key changes: every
+ * such write publishes ACCESS_CHANGED, which clears this cache on every replica (like the metadata
+ * cache); `generation` keeps a load that raced with a change from storing what it read before it.
+ */
+@Injectable()
+export class AccessService implements OnModuleInit, ObjectLens {
+  private readonly cache = new Map<string, CallerAccess>();
+  private generation = 0;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly pubsub: PgPubSub,
+    private readonly metadata: MetadataService,
+  ) {}
+
+  onModuleInit(): void {
+    this.pubsub.subscribe((event) => {
+      if (event.type === ACCESS_CHANGED || event.type === 'resync') this.invalidate();
+    });
+  }
+
+  invalidate(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  /**
+   * What `caller` may read and write. A key without policies keeps every right of its role; a caller
+   * that names no key (other than the server itself) gets nothing: access fails closed.
+   */
+  async forCaller(caller: Caller): Promise<CallerAccess> {
+    if (caller === SYSTEM_CALLER) return CallerAccess.unrestricted();
+    if (!isUuid(caller.keyId)) return CallerAccess.fromPolicies([], caller.subject, {});
+    const cached = this.cache.get(caller.keyId);
+    if (cached) return cached;
+    const generation = this.generation;
+    const access = await this.load(caller);
+    if (generation === this.generation) {
+      if (this.cache.size >= ACCESS_CACHE_MAX) this.cache.clear();
+      this.cache.set(caller.keyId, access);
+    }
+    return access;
+  }
+
+  /**
+   * The caller's view of an object for `action` (CallerAccess.view). An object it may not read is
+   * `object_not_found`, exactly like one that does not exist, listing only the objects it may read.
+   */
+  async view(caller: Caller | CallerAccess, objectName: string, action: AccessAction): Promise<ObjectMeta> {
+    const access = caller instanceof CallerAccess ? caller : await this.forCaller(caller);
+    try {
+      return access.view(await this.metadata.getObject(objectName), action);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'object_not_found' || !access.restricted) throw error;
+      const objects = await this.metadata.listObjects();
+      throw objectNotFound(
+        objectName,
+        objects.map((o) => o.name).filter((name) => access.mayRead(name)),
+      );
+    }
+  }
+
+  viewFor(caller: Caller, objectName: string): Promise<ObjectMeta> {
+    return this.view(caller, objectName, 'read');
+  }
+
+  async readableBy(caller: Caller, objectNames: string[]): Promise<boolean[]> {
+    const access = await this.forCaller(caller);
+    return objectNames.map((name) => access.mayRead(name));
+  }
+
+  /** The object as the caller may read it (describe_object, MCP resources). */
+  describe(access: CallerAccess, objectName: string): Promise<ObjectMeta> {
+    return this.view(access, objectName, 'read');
+  }
+
+  private async load(caller: Caller): Promise<CallerAccess> {
+    const em = this.em.fork();
+    const key = await em.findOne(ApiKeyEntity, { id: caller.keyId }, { fields: ['policies', 'attributes', 'subject'] });
+    if (!key) return CallerAccess.fromPolicies([], caller.subject, {}); // gone since it authenticated: nothing
+    const names = key.policies ?? [];
+    if (!names.length) return CallerAccess.unrestricted();
+    const policies = await em.find(AccessPolicyEntity, { name: { $in: names } });
+    // A name that no longer resolves grants nothing; the remaining policies still restrict the key.
+    return CallerAccess.fromPolicies(
+      policies.map((p) => ({ name: p.name, objects: p.objects })),
+      key.subject,
+      key.attributes ?? {},
+    );
+  }
+}

@@ -1,0 +1,136 @@
+import { DomainError } from '../common/domain-error';
+import type { ObjectMeta } from '../metadata/object-metadata.types';
+import type { KeyAttributes } from '../auth/api-key.entity';
+import { ALL_OBJECTS, type AccessAction, type AccessPolicy, type PolicyObjectGrant } from './access-policy.types';
+
+type Filters = Record<string, unknown>[];
+
+/** What a key's policies, taken together, allow on one object. */
+interface ObjectGrants {
+  /** Per action: `true` for every row, the filters of the granting policies, or absent (not granted). */
+  actions: Partial<Record<AccessAction, true | Record<string, unknown>[]>>;
+  /** Fields hidden by every policy that grants read. */
+  hidden: Set<string>;
+}
+
+/**
+ * A key's access, compiled once from its policies (see AccessService, which caches it per key): which
+ * objects it may read and write, the rows (row filters, resolved with the key's subject and
+ * attributes), and the fields it may see. `view()` gives the data engine the caller's view of an
+ * object; everything above the engine sees only that view.
+ *
+ * Policies add up: an action is allowed when any policy grants it; a row is visible when any granting
+ * policy's filter matches it; a field is hidden only when every policy granting read hides it.
+ */
+export class CallerAccess {
+  private readonly grants = new Map<string, ObjectGrants | null>();
+
+  private constructor(
+    private readonly policies: readonly AccessPolicy[] | null,
+    private readonly subject: string,
+    private readonly attributes: KeyAttributes,
+  ) {}
+
+  /** A key without policies (or the server itself): every object, row and field. */
+  static unrestricted(): CallerAccess {
+    return new CallerAccess(null, '', {});
+  }
+
+  static fromPolicies(policies: readonly AccessPolicy[], subject: string, attributes: KeyAttributes): CallerAccess {
+    return new CallerAccess(policies, subject, attributes);
+  }
+
+  get restricted(): boolean {
+    return this.policies !== null;
+  }
+
+  /** Whether the object exists for this caller at all (lists, descriptions, `object_not_found`). */
+  mayRead(objectName: string): boolean {
+    return !this.policies || this.grantsFor(objectName)?.actions.read !== undefined;
+  }
+
+  /**
+   * The caller's view of `object` for `action`: the fields it may see (hidden ones removed, so they
+   * are `unknown_field` everywhere) and the rows it may touch (`rowFilter`, ANDed into every
+   * statement by the compilers). An object it may not read is `object_not_found`; an action it is
+   * not granted on a readable object is `forbidden`.
+   */
+  view(object: ObjectMeta, action: AccessAction): ObjectMeta {
+    if (!this.policies) return object;
+    const grants = this.grantsFor(object.name);
+    if (!grants?.actions.read) throw objectNotFound(object.name, []);
+    const granted = grants.actions[action];
+    if (!granted) {
+      throw new DomainError('forbidden', `This API key may not ${action} "${object.name}" records`, {
+        object: object.name,
+        action,
+      });
+    }
+    const fields = grants.hidden.size ? object.fields.filter((f) => !grants.hidden.has(f.name)) : object.fields;
+    const view: ObjectMeta = { ...object, fields };
+    const filters = rowsFor(grants.actions.read, granted);
+    if (filters !== true) {
+      view.rowFilter = { object, filters, subject: this.subject, attributes: this.attributes };
+    }
+    return view;
+  }
+
+  /** The object's fields as this caller sees them (describe_object, MCP resources), or undefined when it may not read it. */
+  describe(object: ObjectMeta): ObjectMeta | undefined {
+    if (!this.mayRead(object.name)) return undefined;
+    return this.view(object, 'read');
+  }
+
+  private grantsFor(objectName: string): ObjectGrants | null {
+    if (this.grants.has(objectName)) return this.grants.get(objectName)!;
+    const compiled = compileGrants(this.policies ?? [], objectName);
+    this.grants.set(objectName, compiled);
+    return compiled;
+  }
+}
+
+/**
+ * The rows an action may touch: those its granting policies' filters match, and only among the rows
+ * the caller may read (a key never changes a record it could not read). `true`: every row.
+ */
+function rowsFor(read: true | Filters, action: true | Filters): true | Filters {
+  if (read === true || JSON.stringify(read) === JSON.stringify(action)) return action;
+  if (action === true) return read;
+  return [{ $and: [anyOf(read), anyOf(action)] }];
+}
+
+function anyOf(filters: Filters): Record<string, unknown> {
+  return filters.length === 1 ? filters[0] : { $or: filters };
+}
+
+function compileGrants(policies: readonly AccessPolicy[], objectName: string): ObjectGrants | null {
+  const entries = policies
+    .map((policy) => ({ policy: policy.name, grant: ownEntry(policy, objectName) ?? ownEntry(policy, ALL_OBJECTS) }))
+    .filter((entry): entry is { policy: string; grant: PolicyObjectGrant } => entry.grant !== undefined);
+  if (!entries.length) return null;
+  const actions: ObjectGrants['actions'] = {};
+  let hidden: Set<string> | undefined;
+  for (const { grant } of entries) {
+    for (const action of ['read', 'create', 'update', 'delete'] as const) {
+      if (grant[action] !== true) continue;
+      const current = actions[action];
+      if (current === true) continue;
+      actions[action] = grant.rowFilter ? [...(current ?? []), grant.rowFilter] : true;
+    }
+    if (grant.read === true) {
+      const own = new Set(grant.hiddenFields ?? []);
+      hidden = hidden ? new Set([...hidden].filter((name) => own.has(name))) : own;
+    }
+  }
+  hidden?.delete('id');
+  return { actions, hidden: hidden ?? new Set() };
+}
+
+/** The same error as for an object that does not exist, so a forbidden one does not reveal that it does. */
+function ownEntry(policy: AccessPolicy, name: string): PolicyObjectGrant | undefined {
+  return Object.hasOwn(policy.objects, name) ? policy.objects[name] : undefined;
+}
+
+export function objectNotFound(objectName: string, availableObjects: string[]): DomainError {
+  return new DomainError('object_not_found', `Object "${String(objectName)}" not found`, { availableObjects });
+}
