@@ -91,9 +91,15 @@ describe('model calls that hang, stall or are rate limited', () => {
     });
 
     it('aborts a stream that stalls midway, tells its streams, and keeps only the retried answer', async () => {
-      // A moment before answering, so that the stream is open before the first text goes out.
-      llm.enqueue({ ...MockReply.stall(3, 'This first answer stops'), delayMs: 300 }, MockReply.text('The complete answer.'));
+      // The model answers once the stream is open, so that the stream sees the first text go out.
+      let streamOpened!: () => void;
+      const opened = new Promise<void>((resolve) => (streamOpened = resolve));
+      llm.enqueue(async () => {
+        await opened;
+        return MockReply.stall(3, 'This first answer stops');
+      }, MockReply.text('The complete answer.'));
       const { id, stream } = await startChat('tell me');
+      streamOpened();
       try {
         await waitForChat(t, id, hasStatus('waiting'));
         expect(llm.requests).toHaveLength(2);
