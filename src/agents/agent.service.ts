@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { projectRoot } from '../common/project-root';
+import { PgPubSub } from '../database/pg-pubsub.service';
+import { deepFreeze, ReplicatedCache } from '../database/replicated-cache';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
@@ -15,15 +17,29 @@ import { Agent, AgentEntity } from './agent.entity';
 import { toAgentResponse, toAgentSummary, toSpec } from './agent.mapper';
 import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_NAME_PATTERN, AgentSpec } from './agent.types';
 
+/** Event telling every replica to drop its cached agents. */
+const AGENTS_CHANGED = 'agents_changed';
+
+/** What loadForRun needs of a stored agent, kept per replica: every turn of every chat loads its agent. */
+interface RunnableAgent {
+  spec: AgentSpec;
+  /** Why the stored agent cannot run (findProblem), if it cannot. */
+  problem?: string;
+}
+
 /** Agent specs: CRUD for admins, loading and access checks for the runtime, built-ins from seeds/agents. */
 @Injectable()
 export class AgentService {
   private readonly logger = new Logger(AgentService.name);
+  private readonly runnable: ReplicatedCache<RunnableAgent | null>;
 
   constructor(
     private readonly em: EntityManager,
     private readonly tools: ToolRegistry,
-  ) {}
+    pubsub: PgPubSub,
+  ) {
+    this.runnable = new ReplicatedCache(pubsub, AGENTS_CHANGED);
+  }
 
   /** Agents the caller may use: active and within its access. Admins see every agent, inactive ones too, to manage them. */
   async listFor(caller: Caller): Promise<AgentListResponse> {
@@ -70,6 +86,7 @@ export class AgentService {
       updatedAt: now,
     });
     await em.persist(agent).flush();
+    await this.runnable.publishChange();
     return toAgentResponse(agent);
   }
 
@@ -82,12 +99,14 @@ export class AgentService {
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
     em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
     await em.flush();
+    await this.runnable.publishChange();
     return toAgentResponse(agent);
   }
 
   async delete(name: string): Promise<void> {
     const deleted = AGENT_NAME_PATTERN.test(name) ? await this.em.fork().nativeDelete(AgentEntity, { name }) : 0;
     if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+    await this.runnable.publishChange();
   }
 
   /**
@@ -95,13 +114,20 @@ export class AgentService {
    * that no longer exists), 403 when inactive or the caller is not in its access lists.
    */
   async loadForRun(name: string, caller: Caller): Promise<AgentSpec> {
-    const agent = await findByName(this.em.fork(), name);
+    // Misses are not kept: a name that does not exist costs its caller a read, never this cache's room.
+    const agent = await this.runnable.get(
+      name,
+      async () => {
+        const stored = await findByName(this.em.fork(), name);
+        return stored && deepFreeze({ spec: toSpec(stored), problem: this.findProblem(stored) });
+      },
+      (found) => found !== null,
+    );
     if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
-    const problem = this.findProblem(agent);
-    if (problem) throw new DomainError('agent_not_found', `Agent "${name}" is invalid: ${problem}`);
-    if (!agent.active) throw new DomainError('agent_inactive', `Agent "${name}" is inactive`);
-    if (!mayUse(agent, caller)) throw new DomainError('agent_forbidden', `You may not use agent "${name}"`);
-    return toSpec(agent);
+    if (agent.problem) throw new DomainError('agent_not_found', `Agent "${name}" is invalid: ${agent.problem}`);
+    if (!agent.spec.active) throw new DomainError('agent_inactive', `Agent "${name}" is inactive`);
+    if (!mayUse(agent.spec, caller)) throw new DomainError('agent_forbidden', `You may not use agent "${name}"`);
+    return agent.spec;
   }
 
   private normalise(dto: AgentSpecDto): Omit<AgentSpec, 'version'> {
@@ -171,7 +197,7 @@ function findByName(em: EntityManager, name: unknown): Promise<Agent | null> {
   return typeof name === 'string' && AGENT_NAME_PATTERN.test(name) ? em.findOne(AgentEntity, { name }) : Promise.resolve(null);
 }
 
-function mayUse(agent: Agent, caller: Caller): boolean {
+function mayUse(agent: Pick<Agent, 'access'>, caller: Caller): boolean {
   if (caller.role === 'admin') return true;
   const { roles, subjects } = agent.access ?? {};
   if (!roles && !subjects) return true;

@@ -1,10 +1,11 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ApiKeyEntity } from '../auth/api-key.entity';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { PgPubSub } from '../database/pg-pubsub.service';
+import { ReplicatedCache } from '../database/replicated-cache';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import type { ObjectLens } from '../metadata/object-lens';
@@ -12,37 +13,27 @@ import { AccessPolicyEntity } from './access-policy.entity';
 import { ACCESS_CHANGED, type AccessAction } from './access-policy.types';
 import { CallerAccess, objectNotFound } from './caller-access';
 
-/** Keys whose compiled access is kept; past it the cache starts over. */
-const ACCESS_CACHE_MAX = 10_000;
-
 /** The caller the server itself runs as (seeding sample data): every object, row and field. */
 export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'admin', subject: 'system' });
 
 /**
  * Each key's access, compiled from its policies once and kept until a policy or a key changes: every
- * such write publishes ACCESS_CHANGED, which clears this cache on every replica (like the metadata
- * cache); `generation` keeps a load that raced with a change from storing what it read before it.
+ * such write publishes ACCESS_CHANGED, which clears this cache on every replica (like the metadata cache).
  */
 @Injectable()
-export class AccessService implements OnModuleInit, ObjectLens {
-  private readonly cache = new Map<string, CallerAccess>();
-  private generation = 0;
+export class AccessService implements ObjectLens {
+  private readonly cache: ReplicatedCache<CallerAccess>;
 
   constructor(
     private readonly em: EntityManager,
-    private readonly pubsub: PgPubSub,
+    pubsub: PgPubSub,
     private readonly metadata: MetadataService,
-  ) {}
-
-  onModuleInit(): void {
-    this.pubsub.subscribe((event) => {
-      if (event.type === ACCESS_CHANGED || event.type === 'resync') this.invalidate();
-    });
+  ) {
+    this.cache = new ReplicatedCache(pubsub, ACCESS_CHANGED);
   }
 
   invalidate(): void {
-    this.generation++;
-    this.cache.clear();
+    this.cache.invalidate();
   }
 
   /**
@@ -52,15 +43,7 @@ export class AccessService implements OnModuleInit, ObjectLens {
   async forCaller(caller: Caller): Promise<CallerAccess> {
     if (caller === SYSTEM_CALLER) return CallerAccess.unrestricted();
     if (!isUuid(caller.keyId)) return CallerAccess.fromPolicies([], caller.subject, {});
-    const cached = this.cache.get(caller.keyId);
-    if (cached) return cached;
-    const generation = this.generation;
-    const access = await this.load(caller);
-    if (generation === this.generation) {
-      if (this.cache.size >= ACCESS_CACHE_MAX) this.cache.clear();
-      this.cache.set(caller.keyId, access);
-    }
-    return access;
+    return this.cache.get(caller.keyId, () => this.load(caller));
   }
 
   /**

@@ -1,20 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
-import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
+import { hasStatus, listen, SseClient, waitForChat, eventually } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { Scrape } from '../support/prometheus';
 import { bodyOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
-
-/** Resolves once `condition` holds. */
-async function eventually(condition: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 
 describe('durable chats at scale: model-call slots and streams', () => {
   let t: TestApp;

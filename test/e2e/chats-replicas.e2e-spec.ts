@@ -4,10 +4,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
+import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import { startAppWithMockLlm, sentMessages } from '../support/agent-fixtures';
-import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
+import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
-import { bodyOf } from '../support/responses';
+import { bodyOf, errorOf } from '../support/responses';
 import { createTestDatabase } from '../support/test-database';
 import { bearer, startTestApp, TEST_ADMIN_KEY } from '../support/test-app';
 
@@ -115,6 +116,41 @@ describe('shutting a replica down', () => {
       await b.close();
       await llm.close();
       await database.drop();
+    }
+  });
+});
+
+describe('agents across replicas', () => {
+  it('refuses on every replica an agent that one replica deleted, though the others had it cached', async () => {
+    const { t: a, llm } = await startAppWithMockLlm({ env: FAST });
+    const b = await startTestApp({
+      database: a.database,
+      env: { ...FAST, CHAT_WORKER_ENABLED: 'false', OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' },
+    });
+    try {
+      await a.http
+        .post('/api/v1/ai/agents')
+        .set(bearer(a.adminKey))
+        .send({ name: 'short_lived', label: 'Short lived', instructions: 'Answer briefly.', tools: [] })
+        .expect(201);
+      const chatOnB = () =>
+        b.http
+          .post('/api/v1/ai/agents/short_lived/chat')
+          .set(bearer(b.adminKey))
+          .send({ messages: [{ role: 'user', content: 'hi' }] });
+      llm.enqueue(MockReply.text('Still here.'));
+      // B loads the agent (and keeps it) for this chat.
+      expect(bodyOf<StatelessChatResponse>(await chatOnB().expect(200)).content).toBe('Still here.');
+
+      await a.http.delete('/api/v1/ai/agents/short_lived').set(bearer(a.adminKey)).expect(204);
+      await eventually(async () => (await chatOnB()).status === 404);
+      const refused = await chatOnB().expect(404);
+      expect(errorOf(refused).code).toBe('agent_not_found');
+      expect(llm.requests).toHaveLength(1);
+    } finally {
+      await b.close();
+      await a.close();
+      await llm.close();
     }
   });
 });

@@ -1,10 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseJsonEventStream, uiMessageChunkSchema, type UIMessageChunk } from 'ai';
 import type { ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { ChatPart } from '../../src/chats/durable/chat.types';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
-import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
+import { hasStatus, listen, SseClient, waitForChat, eventually } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, rawText } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
@@ -17,15 +16,6 @@ const LIMITS = {
   LLM_TIMEOUT_MS: '1000',
   CHAT_POLL_INTERVAL_MS: '200',
 };
-
-/** Resolves once `condition` holds; the mock notices a closed connection a moment after the app moved on. */
-async function eventually(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 
 /** The text parts of a persisted message, joined. */
 function textOf(message: { parts: unknown[] }): string {

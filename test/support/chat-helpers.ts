@@ -140,3 +140,12 @@ export async function listen(t: TestApp): Promise<string> {
   const address = t.app.getHttpServer().address();
   return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 }
+
+/** Resolves once `condition` holds (checked every 20 ms), or fails after `timeoutMs`. */
+export async function eventually(condition: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}

@@ -1,0 +1,59 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { PgPubSub } from './pg-pubsub.service';
+
+/**
+ * A replica's cache of values read from the database, cleared on every replica by one pubsub event
+ * (and by a `resync` after the LISTEN connection was lost). `generation` keeps a load that raced with
+ * a change from storing what it read before the change. Past `maxEntries` it starts over, so keys a
+ * caller chooses cannot grow it without bound.
+ */
+export class ReplicatedCache<V> {
+  private readonly entries = new Map<string, V>();
+  private generation = 0;
+
+  constructor(
+    private readonly pubsub: PgPubSub,
+    private readonly changeEvent: string,
+    private readonly maxEntries = 10_000,
+  ) {
+    pubsub.subscribe((event) => {
+      if (event.type === changeEvent || event.type === 'resync') this.invalidate();
+    });
+  }
+
+  /** The cached value, or the one `load` reads (cached unless a change raced with it, or `keep` refuses it). */
+  async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
+    if (this.entries.has(key)) return this.entries.get(key) as V;
+    const generation = this.generation;
+    const value = await load();
+    if (generation === this.generation && keep(value)) {
+      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  /** Forgets every cached value on this replica. */
+  invalidate(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  /**
+   * Tells every replica (this one too) to forget its values; inside `em`'s transaction it goes out on
+   * commit. This replica forgets at once as well, so its next read never waits for the notification.
+   */
+  async publishChange(em?: EntityManager): Promise<void> {
+    this.invalidate();
+    await this.pubsub.publish({ type: this.changeEvent }, em);
+  }
+}
+
+/** Cached values are shared by concurrent requests: freezing makes an accidental mutation throw. */
+export function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
