@@ -9,6 +9,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { projectRoot } from '../common/project-root';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
+import { AuditLog, type AuditActor } from '../governance/audit-log.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
@@ -23,6 +24,7 @@ export class AgentService {
   constructor(
     private readonly em: EntityManager,
     private readonly tools: ToolRegistry,
+    private readonly audit: AuditLog,
   ) {}
 
   /** Agents the caller may use: active and within its access. Admins see every agent, inactive ones too, to manage them. */
@@ -56,38 +58,45 @@ export class AgentService {
     return toAgentResponse(agent);
   }
 
-  async create(dto: AgentSpecDto): Promise<AgentResponse> {
-    const em = this.em.fork();
-    if (await em.findOne(AgentEntity, { name: dto.name })) {
-      throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
-    }
-    const now = new Date();
-    const agent = em.create(AgentEntity, {
-      id: randomUUID(),
-      ...this.normalise(dto),
-      version: 1,
-      createdAt: now,
-      updatedAt: now,
+  async create(dto: AgentSpecDto, actor?: AuditActor): Promise<AgentResponse> {
+    return this.em.fork().transactional(async (em) => {
+      if (await em.findOne(AgentEntity, { name: dto.name })) {
+        throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
+      }
+      const now = new Date();
+      const agent = em.create(AgentEntity, {
+        id: randomUUID(),
+        ...this.normalise(dto),
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await em.persist(agent).flush();
+      await this.audit.admin(em, actor, 'agent.create', agent.name);
+      return toAgentResponse(agent);
     });
-    await em.persist(agent).flush();
-    return toAgentResponse(agent);
   }
 
   /** Replaces the whole spec; the version goes up by one. */
-  async replace(name: string, dto: AgentSpecDto): Promise<AgentResponse> {
+  async replace(name: string, dto: AgentSpecDto, actor?: AuditActor): Promise<AgentResponse> {
     if (dto.name !== name)
       throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
-    const em = this.em.fork();
-    const agent = await findByName(em, name);
-    if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
-    em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
-    await em.flush();
-    return toAgentResponse(agent);
+    return this.em.fork().transactional(async (em) => {
+      const agent = await findByName(em, name);
+      if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+      em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
+      await em.flush();
+      await this.audit.admin(em, actor, 'agent.update', agent.name);
+      return toAgentResponse(agent);
+    });
   }
 
-  async delete(name: string): Promise<void> {
-    const deleted = AGENT_NAME_PATTERN.test(name) ? await this.em.fork().nativeDelete(AgentEntity, { name }) : 0;
-    if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+  async delete(name: string, actor?: AuditActor): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const deleted = AGENT_NAME_PATTERN.test(name) ? await em.nativeDelete(AgentEntity, { name }) : 0;
+      if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+      await this.audit.admin(em, actor, 'agent.delete', name);
+    });
   }
 
   /**

@@ -67,6 +67,7 @@ export class ChatRunner {
       const { turn, messages, clientTools } = await this.runtime.prepareTurn({
         caller,
         agentName: chat.agent,
+        chatId: chat.id,
         history: toLlmMessages(history),
         context: chat.context,
         dynamicTools: chat.dynamicTools,
