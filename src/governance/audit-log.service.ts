@@ -146,7 +146,7 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
       `select "id"::text as "id", "at", "kind", "key_id" as "keyId", "agent", "chat_id" as "chatId", "tool", "action",
          "target", "arguments", "row_count" as "rowCount", "duration_ms" as "durationMs", "outcome"
        from "audit_log" ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
-       order by "id" desc limit $${params.length}`,
+       order by "audit_log"."id" desc limit $${params.length}`,
       params,
     );
     const page = rows.slice(0, limit);
