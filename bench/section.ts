@@ -23,6 +23,9 @@ export interface SectionContext {
   secret: string;
   member: HttpClient;
   llm: MockLlmServer;
+  /** The admin key's client, and the app's database (for filling tables in bulk). */
+  admin: HttpClient;
+  databaseUrl: string;
 }
 
 export interface SectionSpec<R> {
@@ -92,7 +95,7 @@ async function runSectionOnce<R>(spec: SectionSpec<R>): Promise<void> {
     const member = new HttpClient(ready.port, { authorization: `Bearer ${secret}` }, spec.memberSockets);
     cleanups.push(() => member.close());
 
-    const result = await spec.run({ port: ready.port, app, secret, member, llm });
+    const result = await spec.run({ port: ready.port, app, secret, member, llm, admin, databaseUrl });
     await app.stop();
 
     const load = (values: number[]) => values.map((l) => l.toFixed(2)).join(' / ');
