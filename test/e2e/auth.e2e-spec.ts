@@ -173,6 +173,7 @@ describe('auth and API keys', () => {
           'revoked',
           'role',
           'subject',
+          'tokensPerDay',
         ]);
     });
 
