@@ -153,6 +153,8 @@ export function benchAppEnv(
     LLM_MAX_RETRIES: '0',
     SEED: String(app.seed),
     LOG_LEVEL: 'info',
+    // The benchmark measures throughput, not the per-key request limit.
+    RATE_LIMIT_PER_MINUTE: '0',
     ...extra,
   };
 }

@@ -1,6 +1,7 @@
 /** Renders the benchmark results as BENCHMARKS.md, goals first, each marked met or not met. */
 import { LoadResult, percentile } from './load';
 import { McpResult, renderMcp } from './mcp';
+import { renderRowFilter, type RowFilterResult } from './row-filter';
 import { OpenAiCompatResult, renderOpenAiCompat } from './openai-compat';
 import type { StartupTimings } from './server';
 
@@ -105,6 +106,7 @@ export interface BenchReport {
   clientSchemas?: ClientSchemasResult;
   mcp?: McpResult;
   openaiCompat?: OpenAiCompatResult;
+  rowFilter?: RowFilterResult;
   goals: Goal[];
   notes: string[];
 }
@@ -283,6 +285,7 @@ export function renderReport(r: BenchReport): string {
   if (r.clientSchemas) lines.push('', ...renderClientSchemas(r.clientSchemas, { command: r.command, date: r.date }));
   if (r.mcp) lines.push('', ...renderMcp(r.mcp, { command: r.command, date: r.date }));
   if (r.openaiCompat) lines.push('', ...renderOpenAiCompat(r.openaiCompat, { command: r.command, date: r.date }));
+  if (r.rowFilter) lines.push('', ...renderRowFilter(r.rowFilter, { command: r.command, date: r.date }));
   if (r.notes.length) lines.push('', '## Notes from this run', '', ...r.notes.map((n) => `- ${n}`));
   lines.push('');
   return lines.join('\n');

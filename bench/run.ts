@@ -15,6 +15,7 @@ import { DynamicStep, MockLlmServer, MockReply } from '../test/support/mock-llm.
 import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runLoad, timeRuns } from './load';
 import { clientSchemasRun } from './client-schemas';
 import { mcpGoals, mcpRun } from './mcp';
+import { rowFilterGoals, rowFilterRun } from './row-filter';
 import { openAiCompatGoals, openAiCompatRun } from './openai-compat';
 import {
   BenchReport,
@@ -409,6 +410,7 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
     fairnessGoal(report.fairness),
     ...(report.clientSchemas ? clientSchemaGoals(report.clientSchemas) : []),
     ...(report.mcp ? mcpGoals(report.mcp) : []),
+    ...(report.rowFilter ? rowFilterGoals(report.rowFilter) : []),
     ...(report.openaiCompat ? openAiCompatGoals(report.openaiCompat) : []),
   ];
 }
@@ -705,6 +707,7 @@ async function main(): Promise<void> {
     );
     const clientSchemas = await clientSchemasRun(member, app, llm);
     const scale = await scaleRun(admin, member, databaseUrl);
+    const rowFilter = await rowFilterRun(admin, ready.port, databaseUrl);
     memory.push(await app.memory(`after the ${SCALE_ROWS.toLocaleString('en-US')}-row run`));
 
     admin.close();
@@ -742,6 +745,7 @@ async function main(): Promise<void> {
       clientSchemas,
       mcp,
       openaiCompat,
+      rowFilter,
       notes,
     };
     await cleanup();

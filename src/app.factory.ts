@@ -3,7 +3,9 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
 import type { DestinationStream } from 'pino';
+import fastifyHelmet from '@fastify/helmet';
 import { AppModule } from './app.module';
+import { installRateLimits } from './auth/rate-limits';
 import type { AppConfig } from './config/app-config';
 import { corsOptions } from './common/cors.options';
 import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/framework-errors';
@@ -72,6 +74,12 @@ export async function createApp(
   // response: preflights are answered before authentication, and errors and hijacked event streams
   // carry the CORS headers too. Unset CORS_ORIGINS: no hook, no access-control-* header anywhere.
   if (config.corsOrigins) app.enableCors(corsOptions(config.corsOrigins));
+  // Security headers on every answer. The playground page sets its own, stricter, policy; Swagger UI
+  // at /docs needs inline styles, which helmet's default policy allows. With CORS_ORIGINS set, other
+  // origins may read responses, so the resource policy must not be same-origin.
+  await app.register(fastifyHelmet, {
+    crossOriginResourcePolicy: { policy: config.corsOrigins ? 'cross-origin' : 'same-origin' },
+  });
   registerJsonBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(filter);
@@ -83,6 +91,8 @@ export async function createApp(
   // After the hook above, so that its refusals carry the request id too.
   installFrameworkErrorHandlers(app, filter);
   fastify.addHook('preHandler', requestLogContext);
+  // After the hooks above: a refused request still carries its request id, and is refused while draining.
+  await installRateLimits(app, config);
   closeUnusedConnectionsOnClose(fastify);
   // The UI at /docs, the document at /docs-json.
   SwaggerModule.setup('docs', app, createOpenApiDocument(app));

@@ -33,8 +33,8 @@ export class AgentController {
     type: AgentResponse,
     errors: [...BODY_ERRORS, 'unknown_tool', 'agent_exists'],
   })
-  create(@Body() dto: AgentSpecDto): Promise<AgentResponse> {
-    return this.agents.create(dto);
+  create(@Caller() caller: Caller, @Body() dto: AgentSpecDto): Promise<AgentResponse> {
+    return this.agents.create(dto, caller);
   }
 
   @Put(':name')
@@ -44,15 +44,15 @@ export class AgentController {
     type: AgentResponse,
     errors: [...BODY_ERRORS, 'unknown_tool', 'agent_not_found'],
   })
-  replace(@Param('name') name: string, @Body() dto: AgentSpecDto): Promise<AgentResponse> {
-    return this.agents.replace(name, dto);
+  replace(@Caller() caller: Caller, @Param('name') name: string, @Body() dto: AgentSpecDto): Promise<AgentResponse> {
+    return this.agents.replace(name, dto, caller);
   }
 
   @Delete(':name')
   @Roles('admin')
   @HttpCode(204)
   @ApiRoute({ summary: 'Delete an agent', status: 204, errors: ['agent_not_found'] })
-  async delete(@Param('name') name: string): Promise<void> {
-    await this.agents.delete(name);
+  async delete(@Caller() caller: Caller, @Param('name') name: string): Promise<void> {
+    await this.agents.delete(name, caller);
   }
 }

@@ -11,6 +11,7 @@ import { projectRoot } from '../common/project-root';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { deepFreeze, ReplicatedCache } from '../database/replicated-cache';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
+import { AuditLog, type AuditActor } from '../governance/audit-log.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
@@ -37,6 +38,7 @@ export class AgentService {
     private readonly em: EntityManager,
     private readonly tools: ToolRegistry,
     pubsub: PgPubSub,
+    private readonly audit: AuditLog,
   ) {
     this.runnable = new ReplicatedCache(pubsub, AGENTS_CHANGED);
   }
@@ -72,41 +74,48 @@ export class AgentService {
     return toAgentResponse(agent);
   }
 
-  async create(dto: AgentSpecDto): Promise<AgentResponse> {
-    const em = this.em.fork();
-    if (await em.findOne(AgentEntity, { name: dto.name })) {
-      throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
-    }
-    const now = new Date();
-    const agent = em.create(AgentEntity, {
-      id: randomUUID(),
-      ...this.normalise(dto),
-      version: 1,
-      createdAt: now,
-      updatedAt: now,
+  async create(dto: AgentSpecDto, actor?: AuditActor): Promise<AgentResponse> {
+    return this.em.fork().transactional(async (em) => {
+      if (await em.findOne(AgentEntity, { name: dto.name })) {
+        throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
+      }
+      const now = new Date();
+      const agent = em.create(AgentEntity, {
+        id: randomUUID(),
+        ...this.normalise(dto),
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await em.persist(agent).flush();
+      await this.audit.admin(em, actor, 'agent.create', agent.name);
+      await this.runnable.publishChange(em);
+      return toAgentResponse(agent);
     });
-    await em.persist(agent).flush();
-    await this.runnable.publishChange();
-    return toAgentResponse(agent);
   }
 
   /** Replaces the whole spec; the version goes up by one. */
-  async replace(name: string, dto: AgentSpecDto): Promise<AgentResponse> {
+  async replace(name: string, dto: AgentSpecDto, actor?: AuditActor): Promise<AgentResponse> {
     if (dto.name !== name)
       throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
-    const em = this.em.fork();
-    const agent = await findByName(em, name);
-    if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
-    em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
-    await em.flush();
-    await this.runnable.publishChange();
-    return toAgentResponse(agent);
+    return this.em.fork().transactional(async (em) => {
+      const agent = await findByName(em, name);
+      if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+      em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
+      await em.flush();
+      await this.audit.admin(em, actor, 'agent.update', agent.name);
+      await this.runnable.publishChange(em);
+      return toAgentResponse(agent);
+    });
   }
 
-  async delete(name: string): Promise<void> {
-    const deleted = AGENT_NAME_PATTERN.test(name) ? await this.em.fork().nativeDelete(AgentEntity, { name }) : 0;
-    if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
-    await this.runnable.publishChange();
+  async delete(name: string, actor?: AuditActor): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const deleted = AGENT_NAME_PATTERN.test(name) ? await em.nativeDelete(AgentEntity, { name }) : 0;
+      if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
+      await this.audit.admin(em, actor, 'agent.delete', name);
+      await this.runnable.publishChange(em);
+    });
   }
 
   /**

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
-import { Roles } from './auth.decorators';
+import { Caller, Roles } from './auth.decorators';
 import { ApiKeyListResponse, ApiKeyResponse, CreateApiKeyDto, CreatedApiKeyResponse, UpdateApiKeyDto } from './api-key.dto';
 import { ApiKeyService } from './api-key.service';
 
@@ -18,8 +18,8 @@ export class ApiKeyController {
     type: CreatedApiKeyResponse,
     errors: [...BODY_ERRORS, 'invalid_policy'],
   })
-  create(@Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
-    return this.keys.create(dto);
+  create(@Caller() caller: Caller, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyResponse> {
+    return this.keys.create(dto, caller);
   }
 
   @Get()
@@ -32,12 +32,12 @@ export class ApiKeyController {
   @Patch(':id')
   @Roles('admin')
   @ApiRoute({
-    summary: "Change a key's subject, access policies or attributes; the key runs under them at once",
+    summary: "Change a key's subject, access policies, attributes or token quota; the key runs under them at once",
     type: ApiKeyResponse,
     errors: [...BODY_ERRORS, 'invalid_policy', 'api_key_not_found'],
   })
-  update(@Param('id') id: string, @Body() dto: UpdateApiKeyDto): Promise<ApiKeyResponse> {
-    return this.keys.update(id, dto);
+  update(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: UpdateApiKeyDto): Promise<ApiKeyResponse> {
+    return this.keys.update(id, dto, caller);
   }
 
   @Delete(':id')
@@ -48,7 +48,7 @@ export class ApiKeyController {
     status: 204,
     errors: ['api_key_not_found', 'last_admin_key'],
   })
-  async revoke(@Param('id') id: string): Promise<void> {
-    await this.keys.revoke(id);
+  async revoke(@Caller() caller: Caller, @Param('id') id: string): Promise<void> {
+    await this.keys.revoke(id, caller);
   }
 }

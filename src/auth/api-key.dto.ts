@@ -1,5 +1,18 @@
 import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsNotEmpty, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+} from 'class-validator';
 import { API_KEY_ROLES, ApiKey, type ApiKeyRole, type KeyAttributes } from './api-key.entity';
 
 /** Most policies one key runs under. */
@@ -11,6 +24,17 @@ const POLICIES_DOC: ApiPropertyOptions = {
   description: 'Names of the access policies the key runs under (the union of their grants). None: every right of its role.',
   type: [String],
   maxItems: MAX_KEY_POLICIES,
+};
+/** Largest per-key daily token quota (the column is a 32-bit integer). */
+export const MAX_TOKENS_PER_DAY = 2_000_000_000;
+
+const TOKENS_PER_DAY_DOC: ApiPropertyOptions = {
+  description:
+    'Model tokens the key may use per UTC day (every agent together), overriding QUOTA_TOKENS_PER_KEY_DAY; null: that default.',
+  type: 'integer',
+  nullable: true,
+  minimum: 0,
+  maximum: MAX_TOKENS_PER_DAY,
 };
 const ATTRIBUTES_DOC: ApiPropertyOptions = {
   description: 'Values that row filters read as "$attr.<name>" (strings or numbers), e.g. {"region": "emea"}.',
@@ -49,6 +73,13 @@ export class CreateApiKeyDto {
   @IsOptional()
   @IsObject()
   attributes?: KeyAttributes;
+
+  @ApiPropertyOptional(TOKENS_PER_DAY_DOC)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_TOKENS_PER_DAY)
+  tokensPerDay?: number | null;
 }
 
 /** What an admin may change on a key; fields left out stay as they are. */
@@ -72,6 +103,13 @@ export class UpdateApiKeyDto {
   @IsOptional()
   @IsObject()
   attributes?: KeyAttributes;
+
+  @ApiPropertyOptional(TOKENS_PER_DAY_DOC)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_TOKENS_PER_DAY)
+  tokensPerDay?: number | null;
 }
 
 export class ApiKeyResponse {
@@ -81,6 +119,7 @@ export class ApiKeyResponse {
   @ApiProperty() subject: string;
   @ApiProperty({ type: [String], description: 'Access policies; none: every right of its role' }) policies: string[];
   @ApiProperty(ATTRIBUTES_DOC) attributes: KeyAttributes;
+  @ApiProperty(TOKENS_PER_DAY_DOC) tokensPerDay: number | null;
   @ApiProperty({ description: 'First characters of the secret' }) prefix: string;
   @ApiProperty() revoked: boolean;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
@@ -102,6 +141,7 @@ export function toApiKeyResponse(key: ApiKey): ApiKeyResponse {
     subject: key.subject,
     policies: key.policies ?? [],
     attributes: key.attributes ?? {},
+    tokensPerDay: key.tokensPerDay ?? null,
     prefix: key.prefix,
     revoked: key.revoked,
     createdAt: key.createdAt.toISOString(),

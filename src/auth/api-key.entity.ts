@@ -17,6 +17,8 @@ export const ApiKeyEntity = defineEntity({
     policies: p.json<string[]>(),
     /** Values row filters read as `$attr.<name>`. */
     attributes: p.json<KeyAttributes>(),
+    /** Model tokens the key may use per UTC day, overriding QUOTA_TOKENS_PER_KEY_DAY; null: that default. */
+    tokensPerDay: p.integer().nullable(),
     revoked: p.boolean().default(false),
     createdAt: p.datetime(),
   },

@@ -5,6 +5,7 @@ import { DomainError } from '../common/domain-error';
 import type { ApiKeyRole } from './api-key.entity';
 import { ApiKeyService } from './api-key.service';
 import { Caller, PUBLIC_KEY, ROLES_KEY, STREAM_TOKEN_KEY, type StreamTokenRoute } from './auth.decorators';
+import { AuthFailureThrottle } from './rate-limits';
 import { StreamTokenService } from './stream-token.service';
 
 type GuardedRequest = FastifyRequest & { caller?: Caller };
@@ -19,6 +20,7 @@ export class ApiKeyGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly keys: ApiKeyService,
     private readonly streamTokens: StreamTokenService,
+    private readonly throttle: AuthFailureThrottle,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -26,13 +28,29 @@ export class ApiKeyGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
     const request = context.switchToHttp().getRequest<GuardedRequest>();
     const streamRoute = this.reflector.getAllAndOverride<StreamTokenRoute | undefined>(STREAM_TOKEN_KEY, targets);
-    const caller = await this.authenticate(request, streamRoute);
+    const caller = await this.authenticateThrottled(request, streamRoute);
     const roles = this.reflector.getAllAndOverride<ApiKeyRole[]>(ROLES_KEY, targets) ?? ['admin'];
     if (!roles.includes(caller.role)) {
       throw new DomainError('forbidden', `This route needs the role ${roles.join(' or ')}`);
     }
     request.caller = caller;
     return true;
+  }
+
+  /**
+   * A request that presents a wrong credential counts against its address; an address past its
+   * budget gets 429 before its credential is even looked at.
+   */
+  private async authenticateThrottled(request: GuardedRequest, streamRoute: StreamTokenRoute | undefined): Promise<Caller> {
+    const presented = request.headers.authorization !== undefined || hasQueryToken(request);
+    if (!presented) return this.authenticate(request, streamRoute);
+    this.throttle.assertAllowed(request.ip);
+    try {
+      return await this.authenticate(request, streamRoute);
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'unauthorized') this.throttle.failed(request.ip);
+      throw error;
+    }
   }
 
   private async authenticate(request: GuardedRequest, streamRoute: StreamTokenRoute | undefined): Promise<Caller> {
@@ -66,6 +84,11 @@ export class ApiKeyGuard implements CanActivate {
     }
     return grant.caller;
   }
+}
+
+function hasQueryToken(request: GuardedRequest): boolean {
+  const query = request.query as Record<string, unknown> | undefined;
+  return !!query && typeof query === 'object' && 'token' in query;
 }
 
 /**

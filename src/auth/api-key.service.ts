@@ -10,6 +10,7 @@ import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { ApiKey, ApiKeyEntity, ApiKeyRole, type KeyAttributes } from './api-key.entity';
 import { runSql } from '../database/sql';
+import { AuditLog, type AuditActor } from '../governance/audit-log.service';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
 import { KeyStreams } from './key-streams.service';
@@ -44,6 +45,7 @@ export class ApiKeyService implements OnModuleInit {
     private readonly pubsub: PgPubSub,
     private readonly streams: KeyStreams,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly audit: AuditLog,
   ) {}
 
   onModuleInit(): void {
@@ -75,31 +77,40 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /** The secret is in this response only; it is never stored. */
-  async create(input: {
-    name: string;
-    role: ApiKeyRole;
-    subject?: string;
-    policies?: string[];
-    attributes?: unknown;
-  }): Promise<CreatedApiKeyResponse> {
+  async create(
+    input: {
+      name: string;
+      role: ApiKeyRole;
+      subject?: string;
+      policies?: string[];
+      attributes?: unknown;
+      tokensPerDay?: number | null;
+    },
+    actor?: AuditActor,
+  ): Promise<CreatedApiKeyResponse> {
     const secret = generateSecret();
-    const em = this.em.fork();
-    const key = this.build(em, secret, input.name, input.role, input.subject);
-    if (input.policies) key.policies = await this.checkPolicies(em, input.policies);
-    if (input.attributes !== undefined) key.attributes = checkAttributes(input.attributes);
-    await em.persist(key).flush();
-    return { ...toApiKeyResponse(key), secret };
+    return this.em.fork().transactional(async (em) => {
+      const key = this.build(em, secret, input.name, input.role, input.subject);
+      if (input.policies) key.policies = await this.checkPolicies(em, input.policies);
+      if (input.attributes !== undefined) key.attributes = checkAttributes(input.attributes);
+      if (input.tokensPerDay !== undefined) key.tokensPerDay = input.tokensPerDay;
+      await em.persist(key).flush();
+      await this.audit.admin(em, actor, 'api_key.create', key.id);
+      return { ...toApiKeyResponse(key), secret };
+    });
   }
 
   /** Changes what the key runs as; every replica drops the access and the caller it cached for it. */
-  async update(id: string, dto: UpdateApiKeyDto): Promise<ApiKeyResponse> {
+  async update(id: string, dto: UpdateApiKeyDto, actor?: AuditActor): Promise<ApiKeyResponse> {
     return this.em.fork().transactional(async (em) => {
       const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
       if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${String(id).slice(0, 100)}" not found`);
       if (dto.subject !== undefined) key.subject = dto.subject;
       if (dto.policies !== undefined) key.policies = await this.checkPolicies(em, dto.policies);
       if (dto.attributes !== undefined) key.attributes = checkAttributes(dto.attributes);
+      if (dto.tokensPerDay !== undefined) key.tokensPerDay = dto.tokensPerDay;
       await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      await this.audit.admin(em, actor, 'api_key.update', key.id);
       return toApiKeyResponse(key);
     });
   }
@@ -127,7 +138,7 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /** Revokes a key. The last active admin key cannot be revoked: nobody could administer the server. */
-  async revoke(id: string): Promise<void> {
+  async revoke(id: string, actor?: AuditActor): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
       if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${id}" not found`);
@@ -138,6 +149,7 @@ export class ApiKeyService implements OnModuleInit {
       }
       key.revoked = true;
       await this.pubsub.publish({ type: API_KEY_REVOKED, keyId: key.id }, em);
+      await this.audit.admin(em, actor, 'api_key.delete', key.id);
     });
     this.verified.clear();
     this.streams.closeKey(id);
@@ -199,6 +211,7 @@ export class ApiKeyService implements OnModuleInit {
       subject: subject ?? `key:${id}`,
       policies: [],
       attributes: {},
+      tokensPerDay: null,
       revoked: false,
       createdAt: new Date(),
     });

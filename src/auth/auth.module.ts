@@ -5,7 +5,9 @@ import { ApiKeyController } from './api-key.controller';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeyService } from './api-key.service';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { KeyStreams } from './key-streams.service';
+import { AuthFailureThrottle } from './rate-limits';
 import { StreamTokenController } from './stream-token.controller';
 import { StreamTokenRepository } from './stream-token.repository';
 import { StreamTokenService } from './stream-token.service';
@@ -18,6 +20,11 @@ import { StreamTokenService } from './stream-token.service';
     KeyStreams,
     StreamTokenRepository,
     StreamTokenService,
+    {
+      provide: AuthFailureThrottle,
+      useFactory: (config: AppConfig) => new AuthFailureThrottle(config.authFailuresPerMinute),
+      inject: [APP_CONFIG],
+    },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
   ],
   exports: [ApiKeyService, KeyStreams],

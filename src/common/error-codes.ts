@@ -23,7 +23,11 @@ export const ERRORS = {
   invalid_json: HttpStatus.BAD_REQUEST,
   payload_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   unsupported_media_type: HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+  // Too many requests of one API key per minute (RATE_LIMIT_PER_MINUTE), or too many failed authentications
+  // of one client address; sent with Retry-After.
   rate_limited: HttpStatus.TOO_MANY_REQUESTS,
+  // The key's or the agent's model tokens of the day are spent; sent with Retry-After (the next UTC midnight).
+  quota_exceeded: HttpStatus.TOO_MANY_REQUESTS,
   // Per-key caps on durable chats in flight and on open event streams; sent with Retry-After.
   too_many_chats: HttpStatus.TOO_MANY_REQUESTS,
   too_many_streams: HttpStatus.TOO_MANY_REQUESTS,

@@ -86,6 +86,14 @@ export interface AppConfig {
   streamTokensPerKey: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; unset, it is public. */
   metricsToken?: string;
+  /** Model tokens one API key may use per UTC day (every agent together); undefined: unlimited. A key's tokensPerDay overrides it. */
+  quotaTokensPerKeyDay?: number;
+  /** Model tokens one agent may use per UTC day (every key together); undefined: unlimited. */
+  quotaTokensPerAgentDay?: number;
+  /** Requests one member API key may make per minute (admin keys are not limited); 0: no limit. */
+  rateLimitPerMinute: number;
+  /** Requests with a wrong API key or stream token one client address may make per minute before it gets 429; 0: no limit. */
+  authFailuresPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -111,6 +119,11 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** A whole number, or undefined when the variable is unset. */
+function optionalInt(env: Env, name: string, min: number, max: number): number | undefined {
+  return str(env, name) === undefined ? undefined : int(env, name, 0, min, max);
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -234,6 +247,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),
     metricsToken: str(env, 'METRICS_TOKEN'),
+    quotaTokensPerKeyDay: optionalInt(env, 'QUOTA_TOKENS_PER_KEY_DAY', 0, Number.MAX_SAFE_INTEGER),
+    quotaTokensPerAgentDay: optionalInt(env, 'QUOTA_TOKENS_PER_AGENT_DAY', 0, Number.MAX_SAFE_INTEGER),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
+    authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),
   };
 }
 

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Roles } from '../auth/auth.decorators';
+import { Caller, Roles } from '../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
 import { CreatePolicyDto, PolicyListResponse, PolicyResponse, ReplacePolicyDto } from './access-policy.dto';
@@ -22,8 +22,8 @@ export class AccessPolicyController {
     type: PolicyResponse,
     errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_exists'],
   })
-  create(@Body() dto: CreatePolicyDto): Promise<PolicyResponse> {
-    return this.policies.create(dto);
+  create(@Caller() caller: Caller, @Body() dto: CreatePolicyDto): Promise<PolicyResponse> {
+    return this.policies.create(dto, caller);
   }
 
   @Get()
@@ -47,8 +47,8 @@ export class AccessPolicyController {
     type: PolicyResponse,
     errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_not_found'],
   })
-  replace(@Param('name') name: string, @Body() dto: ReplacePolicyDto): Promise<PolicyResponse> {
-    return this.policies.replace(name, dto);
+  replace(@Caller() caller: Caller, @Param('name') name: string, @Body() dto: ReplacePolicyDto): Promise<PolicyResponse> {
+    return this.policies.replace(name, dto, caller);
   }
 
   @Delete(':name')
@@ -59,7 +59,7 @@ export class AccessPolicyController {
     status: 204,
     errors: ['policy_not_found', 'policy_in_use'],
   })
-  async delete(@Param('name') name: string): Promise<void> {
-    await this.policies.delete(name);
+  async delete(@Caller() caller: Caller, @Param('name') name: string): Promise<void> {
+    await this.policies.delete(name, caller);
   }
 }

@@ -9,6 +9,7 @@ import { SqlParams } from '../database/sql-params';
 import { compileWhere, requireField } from '../data/where.compiler';
 import { MetadataService } from '../metadata/metadata.service';
 import { AccessPolicyEntity } from './access-policy.entity';
+import { AuditLog, type AuditActor } from './audit-log.service';
 import { CreatePolicyDto, PolicyListResponse, PolicyResponse, ReplacePolicyDto, toPolicyResponse } from './access-policy.dto';
 import {
   ACCESS_ACTIONS,
@@ -29,29 +30,32 @@ export class AccessPolicyService {
     private readonly em: EntityManager,
     private readonly pubsub: PgPubSub,
     private readonly metadata: MetadataService,
+    private readonly audit: AuditLog,
   ) {}
 
-  async create(dto: CreatePolicyDto): Promise<PolicyResponse> {
+  async create(dto: CreatePolicyDto, actor?: AuditActor): Promise<PolicyResponse> {
     const objects = await this.validateObjects(dto.objects);
-    const em = this.em.fork();
-    const now = new Date();
-    const row = em.create(AccessPolicyEntity, {
-      id: randomUUID(),
-      name: dto.name,
-      description: dto.description ?? null,
-      objects,
-      createdAt: now,
-      updatedAt: now,
-    });
     try {
-      await em.persist(row).flush();
+      return await this.em.fork().transactional(async (em) => {
+        const now = new Date();
+        const row = em.create(AccessPolicyEntity, {
+          id: randomUUID(),
+          name: dto.name,
+          description: dto.description ?? null,
+          objects,
+          createdAt: now,
+          updatedAt: now,
+        });
+        await em.persist(row).flush();
+        await this.audit.admin(em, actor, 'policy.create', row.name);
+        return toPolicyResponse(row);
+      });
     } catch (error) {
       if (error instanceof UniqueConstraintViolationException) {
         throw new DomainError('policy_exists', `Policy "${dto.name}" already exists`);
       }
       throw error;
     }
-    return toPolicyResponse(row);
   }
 
   async list(): Promise<PolicyListResponse> {
@@ -63,7 +67,7 @@ export class AccessPolicyService {
     return toPolicyResponse(await this.find(this.em.fork(), name));
   }
 
-  async replace(name: string, dto: ReplacePolicyDto): Promise<PolicyResponse> {
+  async replace(name: string, dto: ReplacePolicyDto, actor?: AuditActor): Promise<PolicyResponse> {
     const objects = await this.validateObjects(dto.objects);
     return this.em.fork().transactional(async (em) => {
       const row = await this.find(em, name);
@@ -71,12 +75,13 @@ export class AccessPolicyService {
       row.objects = objects;
       row.updatedAt = new Date();
       await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      await this.audit.admin(em, actor, 'policy.update', row.name);
       return toPolicyResponse(row);
     });
   }
 
   /** Refused while a key runs under the policy: without it that key could silently get every member right. */
-  async delete(name: string): Promise<void> {
+  async delete(name: string, actor?: AuditActor): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       const row = await this.find(em, name);
       const [{ count }] = await runSql<{ count: number }>(
@@ -91,6 +96,7 @@ export class AccessPolicyService {
       }
       em.remove(row);
       await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      await this.audit.admin(em, actor, 'policy.delete', row.name);
     });
   }
 

@@ -78,6 +78,25 @@ export class AccessService implements ObjectLens {
     return this.view(access, objectName, 'read');
   }
 
+  /**
+   * Fields of `objectName` the caller may not see (empty when it sees them all, or may not read the
+   * object at all): the audit trail drops their values from the arguments it stores.
+   */
+  async hiddenFields(caller: Caller, objectName: string): Promise<string[]> {
+    const access = await this.forCaller(caller);
+    if (!access.restricted) return [];
+    let object: ObjectMeta;
+    try {
+      object = await this.metadata.getObject(objectName);
+    } catch {
+      return [];
+    }
+    const visible = access.describe(object);
+    if (!visible) return [];
+    const shown = new Set(visible.fields.map((f) => f.name));
+    return object.fields.map((f) => f.name).filter((name) => !shown.has(name));
+  }
+
   private async load(caller: Caller): Promise<CallerAccess> {
     const em = this.em.fork();
     const key = await em.findOne(ApiKeyEntity, { id: caller.keyId }, { fields: ['policies', 'attributes', 'subject'] });

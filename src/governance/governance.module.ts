@@ -7,16 +7,21 @@ import { AccessPolicyController } from './access-policy.controller';
 import { AccessPolicyEntity } from './access-policy.entity';
 import { AccessPolicyService } from './access-policy.service';
 import { AccessService } from './access.service';
+import { AuditController } from './audit.controller';
+import { AuditLog } from './audit-log.service';
+import { UsageController } from './usage.controller';
+import { UsageService } from './usage.service';
 
 /**
- * Access policies and each key's access compiled from them; the data engine applies it. Global so
- * that metadata's read routes get the OBJECT_LENS without importing this module (which needs metadata).
+ * Access policies and each key's access compiled from them (the data engine applies it), token
+ * quotas and usage, and the audit trail. Global so that metadata's read routes get the OBJECT_LENS,
+ * and metadata's writes the audit log, without importing this module (which needs metadata).
  */
 @Global()
 @Module({
   imports: [MikroOrmModule.forFeature([AccessPolicyEntity, ApiKeyEntity]), MetadataModule],
-  controllers: [AccessPolicyController],
-  providers: [AccessPolicyService, AccessService, { provide: OBJECT_LENS, useExisting: AccessService }],
-  exports: [AccessService, OBJECT_LENS],
+  controllers: [AccessPolicyController, UsageController, AuditController],
+  providers: [AccessPolicyService, AccessService, { provide: OBJECT_LENS, useExisting: AccessService }, UsageService, AuditLog],
+  exports: [AccessService, OBJECT_LENS, UsageService, AuditLog],
 })
 export class GovernanceModule {}

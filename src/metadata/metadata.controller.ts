@@ -64,8 +64,8 @@ export class MetadataController {
     type: ObjectResponse,
     errors: [...BODY_ERRORS, ...FIELD_ERRORS, 'duplicate_field', 'object_exists'],
   })
-  create(@Body() dto: CreateObjectDto): Promise<ObjectResponse> {
-    return this.metadata.createObject(dto);
+  create(@Caller() caller: Caller, @Body() dto: CreateObjectDto): Promise<ObjectResponse> {
+    return this.metadata.createObject(dto, caller);
   }
 
   @Patch(':name')
@@ -75,8 +75,8 @@ export class MetadataController {
     type: ObjectResponse,
     errors: [...BODY_ERRORS, 'object_not_found'],
   })
-  update(@Param('name') name: string, @Body() dto: UpdateObjectDto): Promise<ObjectResponse> {
-    return this.metadata.updateObject(name, dto);
+  update(@Caller() caller: Caller, @Param('name') name: string, @Body() dto: UpdateObjectDto): Promise<ObjectResponse> {
+    return this.metadata.updateObject(name, dto, caller);
   }
 
   @Delete(':name')
@@ -87,8 +87,8 @@ export class MetadataController {
     status: 204,
     errors: ['object_not_found', 'object_in_use', 'object_referenced'],
   })
-  async delete(@Param('name') name: string): Promise<void> {
-    await this.metadata.deleteObject(name);
+  async delete(@Caller() caller: Caller, @Param('name') name: string): Promise<void> {
+    await this.metadata.deleteObject(name, caller);
   }
 
   @Post(':name/fields')
@@ -99,8 +99,8 @@ export class MetadataController {
     type: FieldResponse,
     errors: [...BODY_ERRORS, ...FIELD_ERRORS, 'object_not_found', 'field_exists', 'object_not_empty'],
   })
-  addField(@Param('name') name: string, @Body() dto: CreateFieldDto): Promise<FieldResponse> {
-    return this.metadata.addField(name, dto);
+  addField(@Caller() caller: Caller, @Param('name') name: string, @Body() dto: CreateFieldDto): Promise<FieldResponse> {
+    return this.metadata.addField(name, dto, caller);
   }
 
   @Patch(':name/fields/:field')
@@ -122,8 +122,13 @@ export class MetadataController {
       'unique_violation',
     ],
   })
-  updateField(@Param('name') name: string, @Param('field') field: string, @Body() dto: UpdateFieldDto): Promise<FieldResponse> {
-    return this.metadata.updateField(name, field, dto);
+  updateField(
+    @Caller() caller: Caller,
+    @Param('name') name: string,
+    @Param('field') field: string,
+    @Body() dto: UpdateFieldDto,
+  ): Promise<FieldResponse> {
+    return this.metadata.updateField(name, field, dto, caller);
   }
 
   @Delete(':name/fields/:field')
@@ -134,7 +139,7 @@ export class MetadataController {
     status: 204,
     errors: ['object_not_found', 'field_not_found'],
   })
-  async deleteField(@Param('name') name: string, @Param('field') field: string): Promise<void> {
-    await this.metadata.deleteField(name, field);
+  async deleteField(@Caller() caller: Caller, @Param('name') name: string, @Param('field') field: string): Promise<void> {
+    await this.metadata.deleteField(name, field, caller);
   }
 }

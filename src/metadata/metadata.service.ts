@@ -5,6 +5,7 @@ import { DomainError } from '../common/domain-error';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
+import { AuditLog, type AuditActor } from '../governance/audit-log.service';
 import { MetadataCache } from './metadata.cache';
 import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
@@ -32,6 +33,7 @@ export class MetadataService {
     private readonly em: EntityManager,
     private readonly cache: MetadataCache,
     private readonly repo: MetadataRepository,
+    private readonly audit: AuditLog,
   ) {}
 
   /** Forgets every cached definition (after a write, or when a query met a schema that moved on). */
@@ -59,7 +61,7 @@ export class MetadataService {
     return toObjectMeta(object, fields);
   }
 
-  async createObject(dto: CreateObjectDto): Promise<ObjectResponse> {
+  async createObject(dto: CreateObjectDto, actor?: AuditActor): Promise<ObjectResponse> {
     assertValidName('object', dto.name);
     const fields = dto.fields ?? [];
     if (fields.length > MAX_FIELDS) throw new DomainError('too_many_fields', `An object has at most ${MAX_FIELDS} fields`);
@@ -68,7 +70,7 @@ export class MetadataService {
       if (seen.has(field.name)) throw new DomainError('duplicate_field', `Field "${field.name}" is defined twice`);
       seen.add(field.name);
     }
-    return this.write(async (em) => {
+    return this.write({ actor, action: 'object.create', target: dto.name }, async (em) => {
       if (await em.findOne(ObjectDefinitionEntity, { name: dto.name })) {
         throw new DomainError('object_exists', `Object "${dto.name}" already exists`);
       }
@@ -92,8 +94,8 @@ export class MetadataService {
     });
   }
 
-  async updateObject(name: string, dto: UpdateObjectDto): Promise<ObjectResponse> {
-    return this.write(async (em) => {
+  async updateObject(name: string, dto: UpdateObjectDto, actor?: AuditActor): Promise<ObjectResponse> {
+    return this.write({ actor, action: 'object.update', target: name }, async (em) => {
       const object = await this.findDefinition(em, name);
       if (dto.label !== undefined) object.label = dto.label;
       if (dto.description !== undefined) object.description = dto.description;
@@ -104,8 +106,8 @@ export class MetadataService {
   }
 
   /** Drops the object and its table; 409 while another object's lookup points at it. */
-  async deleteObject(name: string): Promise<void> {
-    await this.write(async (em) => {
+  async deleteObject(name: string, actor?: AuditActor): Promise<void> {
+    await this.write({ actor, action: 'object.delete', target: name }, async (em) => {
       const object = await this.findDefinition(em, name);
       const agents = await this.repo.agentsAllowing(em, name);
       if (agents.length) {
@@ -130,8 +132,8 @@ export class MetadataService {
     });
   }
 
-  async addField(objectName: string, dto: CreateFieldDto): Promise<FieldResponse> {
-    return this.write(async (em) => {
+  async addField(objectName: string, dto: CreateFieldDto, actor?: AuditActor): Promise<FieldResponse> {
+    return this.write({ actor, action: 'field.create', target: `${objectName}.${dto.name}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       assertValidName('field', dto.name);
       const count = await em.count(FieldDefinitionEntity, { objectId: object.id });
@@ -148,8 +150,8 @@ export class MetadataService {
     });
   }
 
-  async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto): Promise<FieldResponse> {
-    return this.write(async (em) => {
+  async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto, actor?: AuditActor): Promise<FieldResponse> {
+    return this.write({ actor, action: 'field.update', target: `${objectName}.${fieldName}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
       const type = field.type as FieldType;
@@ -218,8 +220,8 @@ export class MetadataService {
     });
   }
 
-  async deleteField(objectName: string, fieldName: string): Promise<void> {
-    await this.write(async (em) => {
+  async deleteField(objectName: string, fieldName: string, actor?: AuditActor): Promise<void> {
+    await this.write({ actor, action: 'field.delete', target: `${objectName}.${fieldName}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
       await this.repo.dropColumn(em, objectName, fieldName);
@@ -229,12 +231,19 @@ export class MetadataService {
     });
   }
 
-  /** One serialised transaction per metadata write; DDL and metadata rows commit or roll back together. */
-  private async write<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+  /**
+   * One serialised transaction per metadata write; DDL, metadata rows and the change's audit entry
+   * commit or roll back together.
+   */
+  private async write<T>(
+    audit: { actor?: AuditActor; action: string; target: string },
+    work: (em: EntityManager) => Promise<T>,
+  ): Promise<T> {
     try {
       return await this.em.fork().transactional(async (em) => {
         await lockForTransaction(em, ADVISORY_LOCK.metadata);
         const result = await work(em);
+        await this.audit.admin(em, audit.actor, audit.action, audit.target);
         // Delivered on commit, to this replica too.
         await this.cache.publishChange(em);
         return result;

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import { UsageService } from '../governance/usage.service';
 import { LlmService } from '../llm/llm.service';
 import {
   addUsage,
@@ -122,6 +123,7 @@ export class AgentLoop {
   constructor(
     private readonly llm: LlmService,
     private readonly registry: ToolRegistry,
+    private readonly usage: UsageService,
   ) {}
 
   async runTurn(turn: AgentTurn, messages: LlmMessage[], hooks: TurnHooks = {}, signal?: AbortSignal): Promise<TurnResult> {
@@ -313,8 +315,18 @@ export class AgentLoop {
         droppedMessages: fitted.droppedMessages,
       });
     }
+    // Every front door's model calls pass here: the quota is checked before the provider is asked, and
+    // each call, answered or failed, becomes one usage row.
+    const scope = {
+      keyId: turn.toolContext.caller?.keyId,
+      agent: turn.toolContext.agent?.name,
+      chatId: turn.toolContext.chatId,
+    };
+    await this.usage.assertWithinQuota(scope);
+    const started = performance.now();
+    let response: LlmResponse;
     try {
-      return await this.llm.complete(
+      response = await this.llm.complete(
         {
           model: turn.model,
           messages: fitted.messages,
@@ -331,10 +343,28 @@ export class AgentLoop {
         hooks.onTextDelta ? { onTextDelta: (delta) => hooks.onTextDelta?.(delta) } : undefined,
       );
     } catch (error) {
-      if (deadline.aborted) throw deadlineError();
-      throw error;
+      const failure = deadline.aborted ? deadlineError() : error;
+      await this.usage
+        .record({ ...scope, model: turn.model, ...ZERO_USAGE, durationMs: performance.now() - started, outcome: codeOf(failure) })
+        .catch((e: unknown) =>
+          this.logger.warn({ msg: 'could not record the usage of a failed model call', error: (e as Error).message }),
+        );
+      throw failure;
     }
+    await this.usage.record({
+      ...scope,
+      model: response.model || turn.model,
+      ...response.usage,
+      durationMs: performance.now() - started,
+      outcome: 'ok',
+    });
+    return response;
   }
+}
+
+function codeOf(error: unknown): string {
+  if (error instanceof DomainError) return error.code;
+  return 'internal_error';
 }
 
 /** The result of a call past the step's cap: not run, and the model is told why and what to do. */

@@ -7,6 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
 import { LlmMessage, LlmTool, LlmToolChoice } from '../llm/llm.types';
 import { AccessService } from '../governance/access.service';
+import { UsageService } from '../governance/usage.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { toOpenAiTool } from '../tools/tool.define';
 import { mayUseObject } from '../tools/tool.middlewares';
@@ -41,6 +42,8 @@ export interface TurnRequest {
   declaredTools?: { tools: unknown; labels: ClientToolLabels };
   /** Passed to every model call that offers tools; a named tool must be one of the client's. */
   toolChoice?: TurnToolChoice;
+  /** The durable chat the turn belongs to (usage and audit rows name it). */
+  chatId?: string;
   /** Spent so far, when a turn resumes after client tool results. */
   progress?: { iterationsUsed: number; tokensUsed: number };
 }
@@ -68,11 +71,12 @@ export class AgentRuntime {
     private readonly registry: ToolRegistry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly access: AccessService,
+    private readonly usage: UsageService,
   ) {}
 
   /**
    * Checks in the contract's order: options (400), agent (404), access (403), agent limits and client
-   * tools (400), LLM endpoint (503).
+   * tools (400), LLM endpoint (503), token quota (429; the loop checks it again before every model call).
    */
   async prepareTurn(request: TurnRequest): Promise<PreparedTurn> {
     const names = request.optionNames ?? CHAT_OPTION_NAMES;
@@ -89,6 +93,7 @@ export class AgentRuntime {
     const clientTools = clientToolSet(dynamicTools, agent.tools, this.config.llmCustomToolsAsFunctions);
     const toolChoice = toolChoiceOf(request.toolChoice, clientTools, names.toolChoice ?? 'toolChoice');
     this.llm.assertConfigured();
+    await this.usage.assertWithinQuota({ keyId: request.caller.keyId, agent: agent.name, chatId: request.chatId });
     const agentTools = this.registry.resolve(agent.tools).tools;
     // ask_user is an agent tool the client answers: offered to the model, never executed here.
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
@@ -116,6 +121,7 @@ export class AgentRuntime {
       toolContext: {
         caller: request.caller,
         agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects },
+        chatId: request.chatId,
       },
     };
     return { agent, turn, messages: [...preamble, ...request.history], clientTools };

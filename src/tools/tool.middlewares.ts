@@ -2,6 +2,8 @@ import { Logger, type LoggerService } from '@nestjs/common';
 import { isPlainObject } from '../common/plain-object';
 import type { MetricsService } from '../observability/metrics.service';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
+import type { Caller } from '../auth/auth.decorators';
+import type { ToolAuditEntry } from '../governance/audit-log.service';
 import type { ToolMiddleware, ToolOutcome } from './tool.types';
 
 /** 16 KB of JSON: enough for a page of records, small enough to leave the model room to think. */
@@ -89,6 +91,64 @@ export function auditMiddleware(logger: LoggerService = new Logger('ToolAudit'))
       errorCode: outcome ? (outcomeErrorCode(outcome) ?? null) : 'middleware_failed',
     });
   });
+}
+
+/**
+ * The audit trail of tool calls: one entry per call, however it ended, with the caller, agent and
+ * chat, the arguments without values of fields the caller may not see, the rows returned and the
+ * outcome. `record` queues the entry (the audit log writes it in batches), so the call waits for no
+ * database round trip of its own.
+ */
+export function auditTrailMiddleware(
+  record: (entry: ToolAuditEntry) => void,
+  hiddenFields: (caller: Caller, objectName: string) => Promise<readonly string[]>,
+): ToolMiddleware {
+  return async (invocation, ctx, next) => {
+    const at = new Date();
+    const started = performance.now();
+    let outcome: ToolOutcome | undefined;
+    try {
+      outcome = await next();
+      return outcome;
+    } finally {
+      const durationMs = performance.now() - started;
+      const objectName = invocation.args.objectName;
+      const hidden =
+        ctx.caller && typeof objectName === 'string' ? await hiddenFields(ctx.caller, objectName).catch(() => null) : [];
+      record({
+        at,
+        keyId: ctx.caller?.keyId,
+        agent: ctx.agent?.name,
+        chatId: ctx.chatId,
+        tool: invocation.tool.name,
+        // Could not tell which fields are hidden: keep no argument rather than risk a hidden value.
+        arguments: hidden === null ? null : withoutKeys(invocation.args, new Set(hidden)),
+        rowCount: outcome && !outcome.isError ? rowCountOf(invocation.tool.name, outcome.content) : null,
+        durationMs,
+        outcome: outcome ? (outcome.isError ? (outcomeErrorCode(outcome) ?? 'error') : 'ok') : 'middleware_failed',
+      });
+    }
+  };
+}
+
+/** A JSON value with every property named in `keys` removed at any depth (record values, where conditions). */
+export function withoutKeys(value: unknown, keys: ReadonlySet<string>): unknown {
+  if (!keys.size) return value;
+  if (Array.isArray(value)) return value.map((item) => withoutKeys(item, keys));
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key]) => !keys.has(key))
+      .map(([key, item]) => [key, withoutKeys(item, keys)]),
+  );
+}
+
+/** Records or rows a tool answered with; null when its result has none. */
+function rowCountOf(tool: string, content: unknown): number | null {
+  if (!isPlainObject(content)) return null;
+  if (Array.isArray(content.records)) return content.records.length;
+  if (Array.isArray(content.rows)) return content.rows.length;
+  return tool === 'get_record' ? 1 : null;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface ToolContext {
   caller?: Caller;
   /** Absent for direct calls through POST /api/v1/ai/tools/:name/execute by a user. */
   agent?: ToolAgentScope;
+  /** The durable chat the call is made in, for the audit trail. */
+  chatId?: string;
   /** Aborted on timeout, interrupt or client disconnect. */
   signal: AbortSignal;
   /** A durable chat's worker runs the call: its data work takes the pool's background share (CHAT_TOOL_CONCURRENCY). */

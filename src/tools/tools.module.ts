@@ -4,6 +4,7 @@ import { DataModule } from '../data/data.module';
 import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
 import { AccessService } from '../governance/access.service';
+import { AuditLog } from '../governance/audit-log.service';
 import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
@@ -12,6 +13,7 @@ import { createAskUserTool } from './ask-user.tool';
 import { createDataTools } from './data-tools';
 import {
   auditMiddleware,
+  auditTrailMiddleware,
   metricsMiddleware,
   outputCapMiddleware,
   permissionMiddleware,
@@ -25,7 +27,7 @@ import { ToolsService } from './tools.service';
 
 /**
  * Builds the registry with its middleware chain and the five data tools before anyone can inject it,
- * so agents always see a complete registry. Order: metrics and audit (see every attempt) →
+ * so agents always see a complete registry. Order: metrics, the audit log line and the audit trail (see every attempt) →
  * permission → rate limit → output cap → timeout → validation + tool.
  */
 function createToolRegistry(
@@ -35,11 +37,16 @@ function createToolRegistry(
   pool: DataPool,
   metrics: MetricsService,
   access: AccessService,
+  audit: AuditLog,
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
     metricsMiddleware(metrics),
     auditMiddleware(new Logger('ToolAudit')),
+    auditTrailMiddleware(
+      (entry) => audit.toolCall(entry),
+      (caller, objectName) => access.hiddenFields(caller, objectName),
+    ),
     permissionMiddleware(),
     rateLimitMiddleware(),
     outputCapMiddleware(),
@@ -59,7 +66,7 @@ function createToolRegistry(
     {
       provide: ToolRegistry,
       useFactory: createToolRegistry,
-      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService],
+      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService, AuditLog],
     },
     ToolsService,
     ReaderRoleCheck,

@@ -83,6 +83,7 @@ describe('auth and API keys', () => {
         subject: match.any(String),
         policies: [],
         attributes: {},
+        tokensPerDay: null,
         prefix: created.secret.slice(0, 8),
         revoked: false,
         createdAt: match.any(String),
@@ -152,6 +153,7 @@ describe('auth and API keys', () => {
         subject: created.subject,
         policies: [],
         attributes: {},
+        tokensPerDay: null,
         prefix: created.prefix,
         revoked: false,
         createdAt: created.createdAt,
@@ -171,6 +173,7 @@ describe('auth and API keys', () => {
           'revoked',
           'role',
           'subject',
+          'tokensPerDay',
         ]);
     });
 

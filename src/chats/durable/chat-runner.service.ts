@@ -72,6 +72,7 @@ export class ChatRunner {
       } = await this.runtime.prepareTurn({
         caller,
         agentName: chat.agent,
+        chatId: chat.id,
         history: toLlmMessages(history),
         context: chat.context,
         dynamicTools: chat.dynamicTools,

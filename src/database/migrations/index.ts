@@ -7,6 +7,7 @@ import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
+import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
 export const MIGRATIONS = [
@@ -19,6 +20,7 @@ export const MIGRATIONS = [
   MigrationStreamTokens,
   MigrationChatClientIds,
   MigrationAccessPolicies,
+  MigrationUsageAudit,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

@@ -1,0 +1,79 @@
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import { bodyOf, errorOf } from '../support/responses';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+
+const PER_MINUTE = 5;
+const AUTH_FAILURES = 3;
+
+describe('rate limits per API key, failed-authentication throttling and security headers', () => {
+  let t: TestApp;
+  let member: CreatedApiKeyResponse;
+
+  beforeAll(async () => {
+    t = await startTestApp({
+      env: { RATE_LIMIT_PER_MINUTE: String(PER_MINUTE), AUTH_FAILURES_PER_MINUTE: String(AUTH_FAILURES) },
+    });
+    member = bodyOf<CreatedApiKeyResponse>(
+      await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'm', role: 'member' }).expect(201),
+    );
+  });
+  afterAll(() => t.close());
+
+  it('counts a member key’s requests with RateLimit-* headers, then answers 429 rate_limited with Retry-After', async () => {
+    for (let i = 1; i <= PER_MINUTE; i++) {
+      const res = await t.http.get('/api/v1/objects').set(bearer(member.secret)).expect(200);
+      expect(res.headers['ratelimit-limit']).toBe(String(PER_MINUTE));
+      expect(res.headers['ratelimit-remaining']).toBe(String(PER_MINUTE - i));
+      expect(Number(res.headers['ratelimit-reset'])).toBeGreaterThan(0);
+    }
+    const limited = await t.http.get('/api/v1/objects').set(bearer(member.secret));
+    expect(limited.status).toBe(429);
+    expect(errorOf(limited)).toMatchObject({ code: 'rate_limited' });
+    expect(limited.headers['ratelimit-remaining']).toBe('0');
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(limited.headers['x-request-id']).toBeDefined();
+    // Every keyed door counts: under /v1 the refusal takes OpenAI's shape.
+    const openai = await t.http.get('/v1/models').set(bearer(member.secret));
+    expect(openai.status).toBe(429);
+    expect(bodyOf<{ error: { type: string; code: string } }>(openai).error).toMatchObject({
+      type: 'rate_limit_error',
+      code: 'rate_limited',
+    });
+  });
+
+  it('does not limit admin keys, health or requests without a key', async () => {
+    for (let i = 0; i < PER_MINUTE * 2; i++) {
+      const res = await t.http.get('/api/v1/objects').set(bearer(t.adminKey)).expect(200);
+      expect(res.headers['ratelimit-limit']).toBeUndefined();
+      await t.http.get('/health').expect(200);
+    }
+    const anonymous = await t.http.get('/api/v1/objects');
+    expect(anonymous.status).toBe(401);
+  });
+
+  it('sends security headers', async () => {
+    const res = await t.http.get('/health').expect(200);
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(res.headers['x-frame-options']).toBeDefined();
+    const docs = await t.http.get('/docs').redirects(1);
+    expect(docs.status).toBe(200);
+  });
+
+  // Last: it blocks every credential of the test's own address for the rest of the minute.
+  it('throttles an address after repeated failed authentications, before looking at its credential', async () => {
+    for (let i = 0; i < AUTH_FAILURES; i++) {
+      const res = await t.http.get('/api/v1/objects').set(bearer(`wrong-key-${i}`));
+      expect(res.status).toBe(401);
+    }
+    const throttled = await t.http.get('/api/v1/objects').set(bearer('wrong-key-again'));
+    expect(throttled.status).toBe(429);
+    expect(errorOf(throttled).code).toBe('rate_limited');
+    expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+    // Even a right key from that address waits: a guesser cannot tell a hit from a miss.
+    expect((await t.http.get('/api/v1/objects').set(bearer(t.adminKey))).status).toBe(429);
+    // Requests without a credential guess nothing and are not throttled.
+    expect((await t.http.get('/api/v1/objects')).status).toBe(401);
+  });
+});
