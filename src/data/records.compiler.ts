@@ -124,6 +124,6 @@ export const IN_SCOPE_ALIAS = '__in_scope';
  */
 function writeReturning(object: ObjectMeta, params: SqlParams): string {
   const columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
-  const scope = compileRowFilter(object, params);
+  const scope = compileRowFilter(object, params, { asValue: true });
   return scope === undefined ? columns : `${columns}, ${scope} as "${IN_SCOPE_ALIAS}"`;
 }

@@ -482,7 +482,7 @@ describe('row filters: placeholders and scoping', () => {
     };
     const params = new SqlParams();
     expect(compileScopedWhere(scoped, { amount: { $gt: 1 } }, params)).toBe(
-      '(COALESCE(("name" = $1::text OR "stage" = $2::text), FALSE) AND "amount" > $3::numeric)',
+      '(("name" = $1::text OR "stage" = $2::text) AND "amount" > $3::numeric)',
     );
     expect(params.values).toEqual([caller.subject, 'won', 1]);
   });
@@ -493,7 +493,8 @@ describe('row filters: placeholders and scoping', () => {
       rowFilter: { object: deal, filters: [{ stage: 'won', name: '$attr.team' }, { name: '$subject' }], ...caller },
     };
     const params = new SqlParams();
-    expect(compileRowFilter(scoped, params)).toBe('COALESCE((FALSE OR "name" = $1::text), FALSE)');
+    expect(compileRowFilter(scoped, params)).toBe('(FALSE OR "name" = $1::text)');
+    expect(compileRowFilter(scoped, new SqlParams(), { asValue: true })).toBe('COALESCE((FALSE OR "name" = $1::text), FALSE)');
     expect(params.values).toEqual([caller.subject]);
   });
 

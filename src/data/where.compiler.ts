@@ -439,7 +439,7 @@ function invalidOperand(field: FieldMeta, operator: FieldOperator, expected: str
 export function compileRowFilter(
   object: ObjectMeta,
   params: SqlParams,
-  options: { tableAlias?: string } = {},
+  options: { tableAlias?: string; asValue?: boolean } = {},
 ): string | undefined {
   const scope = object.rowFilter;
   if (!scope) return undefined;
@@ -454,7 +454,10 @@ export function compileRowFilter(
       return 'FALSE';
     }
   });
-  return parts.length ? `COALESCE(${join(parts, 'OR')}, FALSE)` : 'FALSE';
+  if (!parts.length) return 'FALSE';
+  // In a WHERE, NULL already drops the row; a COALESCE there would hide the filter from the planner
+  // (no index, no selectivity estimate). A selected value must be true or false.
+  return options.asValue ? `COALESCE(${join(parts, 'OR')}, FALSE)` : join(parts, 'OR');
 }
 
 /** The caller's `where` ANDed with its row filter: what every query, count and aggregate runs with. */
