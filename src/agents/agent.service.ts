@@ -134,6 +134,7 @@ export class AgentService {
         maxTokensPerInvocation: dto.guardrails?.maxTokensPerInvocation ?? AGENT_DEFAULTS.maxTokensPerInvocation,
       },
       access: { ...dto.access },
+      grounding: dto.grounding ?? 'annotate',
       active: dto.active ?? true,
     };
   }

@@ -9,6 +9,10 @@
 export const GROUNDING_MODES = ['annotate', 'retry', 'off'] as const;
 export type GroundingMode = (typeof GROUNDING_MODES)[number];
 
+export function isGroundingMode(value: unknown): value is GroundingMode {
+  return GROUNDING_MODES.includes(value as GroundingMode);
+}
+
 export interface Grounding {
   /** How many numbers of the answer are claims (dates, ordinals and the question's own numbers are not). */
   numbers: number;

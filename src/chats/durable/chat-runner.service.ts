@@ -143,7 +143,12 @@ export class ChatRunner {
     return this.owned(chat, workerId, async (em) => {
       let lastMessageId = await this.repo.insertMessage(em, chat.id, 'assistant', assistantParts(step), {
         usage: step.usage,
-        metadata: { model: step.model, finishReason: step.finishReason },
+        metadata: {
+          model: step.model,
+          finishReason: step.finishReason,
+          ...(step.grounding ? { grounding: step.grounding } : {}),
+          ...(step.superseded ? { superseded: true } : {}),
+        },
       });
       await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId: lastMessageId }, em);
       if (step.toolResults.length) {
