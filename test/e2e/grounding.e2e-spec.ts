@@ -9,7 +9,8 @@ import { hasStatus, listen, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply, type RecordedRequest } from '../support/mock-llm.server';
 import { bodyOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
-import { textOf, uiChat } from '../support/ui-chat';
+import { uiChat } from '../support/ui-chat';
+import { match } from '../support/matchers';
 
 const WON = {
   objectName: 'deal',
@@ -73,8 +74,10 @@ describe('Grounded answers', () => {
       `select count(*) as n, sum(amount) as total, avg(amount) as average from data.deal where stage = 'won'`,
     );
     won = { n: Number(row.n), total: Number(row.total), average: Number(row.average) };
-    const { body: dataChat } = await t.http.get('/api/v1/ai/agents/data_chat').set(bearer(t.adminKey)).expect(200);
-    const spec = { ...(dataChat as Record<string, unknown>) };
+    const dataChat = bodyOf<Record<string, unknown>>(
+      await t.http.get('/api/v1/ai/agents/data_chat').set(bearer(t.adminKey)).expect(200),
+    );
+    const spec = { ...dataChat };
     for (const key of ['createdAt', 'updatedAt', 'version']) delete spec[key];
     for (const [name, grounding] of [
       ['strict_chat', 'retry'],
@@ -123,7 +126,7 @@ describe('Grounded answers', () => {
       numbers: 7,
       supported: [
         ...figures.map((text) => ({ text, toolCallId: call.id })),
-        { text: expect.stringMatching(/^\d+\.\d%$/), toolCallId: 'call_p' },
+        { text: match.stringMatching(/^\d+\.\d%$/), toolCallId: 'call_p' },
       ],
       unsupported: [],
     });
@@ -259,7 +262,7 @@ describe('Grounded answers', () => {
     const request = correcting.at(-1)!;
     expect(request.role).toBe('user');
     expect(request.content).toContain(`"${INVENTED}", "999"`);
-    expect(correcting.at(-2)).toMatchObject({ role: 'assistant', content: expect.stringContaining(INVENTED) });
+    expect(correcting.at(-2)).toMatchObject({ role: 'assistant', content: match.stringContaining(INVENTED) });
     // One model call that can only rewrite the answer: no tools offered.
     expect(sentToolNames(llm, 2)).toEqual([]);
     expect(answer.content).toBe(`We won ${won.n} deals worth $${money(won.total, 2)}.`);
@@ -296,11 +299,11 @@ describe('Grounded answers', () => {
   });
 
   it('rejects an unknown grounding mode with 400 and shows the mode in the agent', async () => {
-    const { body } = await t.http.get('/api/v1/ai/agents/strict_chat').set(bearer(t.adminKey)).expect(200);
-    expect((body as { grounding: string }).grounding).toBe('retry');
-    const { body: builtIn } = await t.http.get('/api/v1/ai/agents/data_chat').set(bearer(t.adminKey)).expect(200);
-    expect((builtIn as { grounding: string }).grounding).toBe('annotate');
-    const spec: Record<string, unknown> = { ...(body as Record<string, unknown>), grounding: 'sometimes' };
+    const agent = (name: string) => t.http.get(`/api/v1/ai/agents/${name}`).set(bearer(t.adminKey)).expect(200);
+    const body = bodyOf<Record<string, unknown>>(await agent('strict_chat'));
+    expect(body.grounding).toBe('retry');
+    expect(bodyOf<Record<string, unknown>>(await agent('data_chat')).grounding).toBe('annotate');
+    const spec: Record<string, unknown> = { ...body, grounding: 'sometimes' };
     for (const key of ['createdAt', 'updatedAt', 'version']) delete spec[key];
     const res = await t.http.put('/api/v1/ai/agents/strict_chat').set(bearer(t.adminKey)).send(spec).expect(400);
     expect(JSON.stringify(res.body)).toContain('grounding');
