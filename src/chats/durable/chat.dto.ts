@@ -174,6 +174,12 @@ export class ChatToolResultPart {
   @ApiProperty() isError: boolean;
 }
 
+export class ChatMessageUsageResponse {
+  @ApiProperty({ type: 'integer', minimum: 0 }) promptTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) completionTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) totalTokens: number;
+}
+
 export class ChatMessageMetadataResponse {
   @ApiProperty({ description: 'The model that answered' }) model: string;
   @ApiProperty({ enum: ['stop', 'length', 'max_iterations', 'tool_calls'] }) finishReason: StepMetadata['finishReason'];
@@ -216,6 +222,8 @@ export class ChatMessageResponse {
     description: 'Of an assistant message: what answered, why the step ended and, of an answer, its grounding',
   })
   metadata?: ChatMessageMetadataResponse;
+  @ApiPropertyOptional({ type: ChatMessageUsageResponse, description: "Of an assistant message: its model step's tokens" })
+  usage?: ChatMessageUsageResponse;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 
@@ -248,6 +256,7 @@ export function toMessageResponse(message: ChatMessageRow): ChatMessageResponse 
     role: message.role,
     parts: message.parts,
     ...(message.metadata ? { metadata: message.metadata } : {}),
+    ...(message.usage ? { usage: message.usage } : {}),
     createdAt: message.createdAt.toISOString(),
   };
 }
