@@ -74,7 +74,8 @@ export function expectedFrom(evalCase: EvalCase, rows: ReadonlyArray<Record<stri
         continue;
       }
       if (evalCase.figures && !evalCase.figures.includes(column)) continue;
-      const number = typeof value === 'number' ? value : typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+      const number =
+        typeof value === 'number' ? value : typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
       if (Number.isFinite(number)) figures.push(number);
     }
   }

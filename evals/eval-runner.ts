@@ -103,7 +103,9 @@ export async function runEval(options: EvalOptions): Promise<EvalReport> {
   let done = 0;
   try {
     for (const evalCase of options.cases) {
-      const expected = evalCase.sql ? expectedFrom(evalCase, (await db.query(evalCase.sql)).rows as Record<string, unknown>[]) : null;
+      const expected = evalCase.sql
+        ? expectedFrom(evalCase, (await db.query(evalCase.sql)).rows as Record<string, unknown>[])
+        : null;
       const runs: CaseRun[] = [];
       for (let attempt = 1; attempt <= options.repeat; attempt++) {
         const run = await runCase(options, evalCase, expected, attempt);
@@ -220,9 +222,7 @@ function summarise(options: EvalOptions, cases: CaseReport[], startedAt: Date): 
     completionTokens,
     latencyP50: Math.round(percentile(latencies, 0.5)),
     latencyP95: Math.round(percentile(latencies, 0.95)),
-    cost: options.price
-      ? round((promptTokens * options.price.input + completionTokens * options.price.output) / 1e6, 6)
-      : null,
+    cost: options.price ? round((promptTokens * options.price.input + completionTokens * options.price.output) / 1e6, 6) : null,
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
   };
