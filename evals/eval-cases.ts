@@ -70,7 +70,7 @@ export function expectedFrom(evalCase: EvalCase, rows: ReadonlyArray<Record<stri
   for (const row of rows) {
     for (const [column, value] of Object.entries(row)) {
       if (evalCase.terms?.includes(column)) {
-        if (value !== null && value !== undefined) terms.push(String(value));
+        if (typeof value === 'string' || typeof value === 'number') terms.push(String(value));
         continue;
       }
       if (evalCase.figures && !evalCase.figures.includes(column)) continue;

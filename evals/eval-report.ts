@@ -43,7 +43,7 @@ export function compareWithBaseline(report: EvalReport, baseline: EvalReport): B
   const metric = (name: keyof EvalSummary, format: (v: number) => string) => {
     const now = report.summary[name];
     const before = baseline.summary[name];
-    if (typeof now !== 'number' || typeof before !== 'number') return `${name}: ${String(now)} (baseline ${String(before)})`;
+    if (typeof now !== 'number' || typeof before !== 'number') return `${name}: not comparable`;
     const sign = now - before >= 0 ? '+' : '-';
     return `${name}: ${format(now)} (baseline ${format(before)}, ${sign}${format(Math.abs(now - before))})`;
   };
