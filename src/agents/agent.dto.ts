@@ -17,6 +17,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
+import { GROUNDING_MODES, type GroundingMode } from '../runtime/grounding';
 import { CONTEXT_TOKENS_MAX, CONTEXT_TOKENS_MIN } from '../config/app-config';
 import {
   AGENT_DEFAULTS,
@@ -152,6 +153,16 @@ export class AgentSpecDto {
   @Type(() => AgentAccessDto)
   access?: AgentAccessDto;
 
+  @ApiPropertyOptional({
+    enum: GROUNDING_MODES,
+    default: 'annotate',
+    description:
+      'Numbers of an answer that no tool result of the turn supports: annotate = report them in `grounding`; retry = also ask the model once to correct or remove them; off = no check',
+  })
+  @IsOptional()
+  @IsIn(GROUNDING_MODES)
+  grounding?: GroundingMode;
+
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() active?: boolean;
 }
 
@@ -175,6 +186,7 @@ export class AgentResponse extends AgentSummaryResponse {
   @ApiProperty({ type: AgentPlanningDto }) planning: AgentPlanning;
   @ApiProperty({ type: AgentGuardrailsDto }) guardrails: AgentGuardrails;
   @ApiProperty({ type: AgentAccessDto }) access: AgentAccess;
+  @ApiProperty({ enum: GROUNDING_MODES }) grounding: GroundingMode;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'Incremented by every change' }) version: number;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;

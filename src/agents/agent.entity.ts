@@ -18,6 +18,7 @@ export const AgentEntity = defineEntity({
     planning: p.json<AgentPlanning>(),
     guardrails: p.json<AgentGuardrails>(),
     access: p.json<AgentAccess>(),
+    grounding: p.string().default('annotate'),
     active: p.boolean(),
     version: p.integer(),
     createdAt: p.datetime(),

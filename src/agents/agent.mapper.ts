@@ -1,5 +1,6 @@
 import type { AgentResponse, AgentSummaryResponse } from './agent.dto';
 import type { Agent } from './agent.entity';
+import { isGroundingMode } from '../runtime/grounding';
 import { AGENT_DEFAULTS, type AgentPlanning, type AgentSpec } from './agent.types';
 
 const AGENT_PLANNING_DEFAULTS: AgentPlanning = {
@@ -22,6 +23,7 @@ export function toSpec(agent: Agent): AgentSpec {
     planning: { ...AGENT_PLANNING_DEFAULTS, ...agent.planning },
     guardrails: agent.guardrails,
     access: agent.access,
+    grounding: isGroundingMode(agent.grounding) ? agent.grounding : 'annotate',
     active: agent.active,
     version: agent.version,
   };

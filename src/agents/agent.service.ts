@@ -169,6 +169,7 @@ export class AgentService {
         maxTokensPerInvocation: dto.guardrails?.maxTokensPerInvocation ?? AGENT_DEFAULTS.maxTokensPerInvocation,
       },
       access: { ...dto.access },
+      grounding: dto.grounding ?? 'annotate',
       active: dto.active ?? true,
     };
   }

@@ -1,4 +1,5 @@
 import type { ApiKeyRole } from '../auth/api-key.entity';
+import type { GroundingMode } from '../runtime/grounding';
 
 export interface AgentModelSettings {
   /** Model name; absent = LLM_MODEL. */
@@ -49,6 +50,11 @@ export interface AgentSpec {
   planning: AgentPlanning;
   guardrails: AgentGuardrails;
   access: AgentAccess;
+  /**
+   * What happens to the numbers of an answer that no tool result of the turn supports: `annotate`
+   * reports them, `retry` also asks the model once to correct or remove them, `off` skips the check.
+   */
+  grounding: GroundingMode;
   active: boolean;
   version: number;
 }

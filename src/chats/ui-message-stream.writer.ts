@@ -3,7 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { SseWriter } from '../common/sse.writer';
 import type { ToolResult } from '../tools/tool.types';
 import type { TurnHooks, TurnResult } from '../runtime/agent-loop.service';
+import type { Grounding } from '../runtime/grounding';
 import { uiFinishReason } from './ui-messages';
+
+/** The answer's grounding as a UI message stream data part (`data-grounding`), sent before `finish`. */
+export function groundingPart(grounding: Grounding): Record<string, unknown> {
+  return { type: 'data-grounding', data: grounding };
+}
 
 /** The response header by which AI SDK clients recognise a UI message stream. */
 export const UI_MESSAGE_STREAM_HEADERS = { 'x-vercel-ai-ui-message-stream': 'v1' };
@@ -58,10 +64,16 @@ export class UiMessageStreamWriter {
 
   finish(result: TurnResult): void {
     this.closeStep();
+    if (result.grounding) this.write(groundingPart(result.grounding));
     this.write({
       type: 'finish',
       finishReason: uiFinishReason(result.finishReason),
-      messageMetadata: { finishReason: result.finishReason, model: result.model, usage: result.usage },
+      messageMetadata: {
+        finishReason: result.finishReason,
+        model: result.model,
+        usage: result.usage,
+        ...(result.grounding ? { grounding: result.grounding } : {}),
+      },
     });
     this.end();
   }

@@ -9,6 +9,7 @@ import {
   type ConversationMessage,
   type ConversationPart,
 } from '../runtime/conversation';
+import type { Grounding } from '../runtime/grounding';
 import { TOOL_NAME_PATTERN } from '../tools/tool.define';
 
 /**
@@ -115,7 +116,7 @@ export interface StoredMessage extends ConversationMessage {
   clientId?: string | null;
   usage?: LlmUsage | null;
   /** Of an assistant message: what answered and why the step ended. */
-  metadata?: { model: string; finishReason: StepFinishReason } | null;
+  metadata?: { model: string; finishReason: StepFinishReason; grounding?: Grounding; superseded?: boolean } | null;
 }
 
 /** A tool part of a UI message: `tool-<name>`, in the state its result gives it. */
@@ -124,13 +125,19 @@ export type UiToolPart = { type: `tool-${string}`; toolCallId: string; input: un
 );
 
 /** The parts of UI messages this server writes, a subset of the AI SDK's. */
-export type UiPart = { type: 'step-start' } | { type: 'text'; text: string; state?: 'done' } | UiToolPart;
+export type UiPart =
+  | { type: 'step-start' }
+  | { type: 'text'; text: string; state?: 'done' }
+  | UiToolPart
+  | { type: 'data-grounding'; data: Grounding };
 
 /** What an answer reports about itself (`messageMetadata` of the stream's `finish`). */
 export interface UiTurnMetadata {
   model?: string;
   finishReason?: StepFinishReason;
   usage: LlmUsage;
+  /** Of the answer's last step: which of its numbers the tool results support. */
+  grounding?: Grounding;
 }
 
 /** An AI SDK UI message. */
@@ -184,6 +191,8 @@ export function toUiMessages(messages: readonly StoredMessage[]): UiMessage[] {
     }
     const reply: UiMessage = { id: replyMessageId(turn.user?.id ?? 0), role: 'assistant', parts };
     const metadata = turnMetadata(turn.rest);
+    // Where the stream sent it: after the last step (the AI SDK keeps a data part in the message).
+    if (metadata?.grounding) parts.push({ type: 'data-grounding', data: metadata.grounding });
     if (metadata) reply.metadata = metadata;
     ui.push(reply);
   }
@@ -227,7 +236,10 @@ export function turnMetadata(messages: readonly StoredMessage[]): UiTurnMetadata
   if (!steps.length) return undefined;
   const usage = steps.reduce((sum, step) => (step.usage ? addUsage(sum, step.usage) : sum), ZERO_USAGE);
   const last = steps.at(-1)!.metadata;
-  return last ? { model: last.model, finishReason: last.finishReason, usage } : { usage };
+  if (!last) return { usage };
+  // A superseded answer's grounding is not the turn's: the correcting step that follows will have its own.
+  const grounding = last.superseded ? undefined : last.grounding;
+  return { model: last.model, finishReason: last.finishReason, usage, ...(grounding ? { grounding } : {}) };
 }
 
 /** A finish reason in the AI SDK's words (the `finishReason` of its `finish` chunk). */

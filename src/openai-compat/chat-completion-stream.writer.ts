@@ -41,7 +41,7 @@ export class ChatCompletionStreamWriter {
   finish(result: TurnResult): void {
     const toolCalls = toolCallsOf(result);
     if (toolCalls.length) this.chunk({ tool_calls: toolCalls.map((call, index) => ({ index, ...call })) });
-    this.chunk({}, finishReasonOf(result));
+    this.chunk({}, finishReasonOf(result), result.grounding ? { grounding: result.grounding } : {});
     if (this.includeUsage) this.sse.send({ ...this.base(), choices: [], usage: usageOf(result) });
     this.sse.send('[DONE]');
     this.sse.close();
@@ -57,12 +57,13 @@ export class ChatCompletionStreamWriter {
     return { id: this.head.id, object: 'chat.completion.chunk', created: this.head.created, model: this.head.model };
   }
 
-  private chunk(delta: Record<string, unknown>, finishReason: string | null = null): void {
+  private chunk(delta: Record<string, unknown>, finishReason: string | null = null, extra: Record<string, unknown> = {}): void {
     this.sse.send({
       ...this.base(),
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
       // As OpenAI does: with include_usage every chunk carries `usage: null`, and the last one the totals.
       ...(this.includeUsage ? { usage: null } : {}),
+      ...extra,
     });
   }
 }

@@ -62,5 +62,6 @@ export function toCompletion(head: CompletionHead, content: string, result: Turn
       },
     ],
     usage: usageOf(result),
+    ...(result.grounding ? { grounding: result.grounding } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import type { AgentResponse } from '../agents/agent.dto';
+import type { Grounding } from '../runtime/grounding';
 
 /** Who owns every model this server lists. */
 export const OWNED_BY = 'data-copilot';
@@ -59,4 +60,6 @@ export interface ChatCompletionResponse {
   choices: CompletionChoice[];
   /** All model calls of the turn, built-in tool rounds included. */
   usage: CompletionUsage;
+  /** Not OpenAI's: which numbers of the answer the turn's tool results support (absent when the agent's grounding is off). */
+  grounding?: Grounding;
 }

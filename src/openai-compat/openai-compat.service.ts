@@ -61,7 +61,8 @@ export class OpenAiCompatService {
         prepared.messages,
         {
           onStep: (step) => {
-            const text = stepText(step);
+            // An answer sent back for correction (grounding retry) is replaced by the next one.
+            const text = step.superseded ? '' : stepText(step);
             if (text) texts.push(text);
             return Promise.resolve();
           },

@@ -17,6 +17,7 @@ import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolErrorContent, ToolResult } from '../tools/tool.types';
 import { fitToContext } from './context-window';
+import { correctionRequest, Grounding, groundAnswer, GroundingMode, GroundingSource } from './grounding';
 
 /** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */
 export interface AgentTurn {
@@ -48,6 +49,8 @@ export interface AgentTurn {
   tokensUsed?: number;
   /** Epoch ms by which the turn must end. */
   deadline: number;
+  /** What happens to the numbers of the final answer that no tool result of the turn supports. */
+  grounding: GroundingMode;
   toolContext: Omit<ToolContext, 'signal'>;
 }
 
@@ -77,6 +80,13 @@ export interface TurnStep {
   model: string;
   /** Why the step ended: the turn's reason on a final step, `tool_calls` otherwise. */
   finishReason: TurnFinishReason | 'tool_calls';
+  /**
+   * Of an answer (a step without tool calls), unless the agent's grounding is off: which of its
+   * numbers the turn's tool results support.
+   */
+  grounding?: Grounding;
+  /** An answer sent back to the model to correct its unsupported numbers (grounding `retry`); the next step replaces it. */
+  superseded?: boolean;
 }
 
 export interface TurnHooks {
@@ -106,6 +116,8 @@ export interface TurnResult {
   pendingToolCalls: LlmToolCall[];
   usage: LlmUsage;
   iterationsUsed: number;
+  /** Of the final answer, unless the agent's grounding is off. */
+  grounding?: Grounding;
 }
 
 /**
@@ -113,6 +125,8 @@ export interface TurnResult {
  * message, run the built-in calls (bounded concurrency, results in call order), append one tool
  * message per call, repeat. After `maxIterations` tool rounds, one last call without tools.
  * Client tool calls end the turn in `requires_action`. The deadline and token budget are enforced.
+ * The final answer's numbers are checked against the turn's tool results (grounding); with `retry`,
+ * an answer with unsupported numbers goes back to the model once, without tools, to be corrected.
  * The stateless chat endpoint and the durable chat worker both drive this; they differ only in
  * where `messages` live.
  */
@@ -156,6 +170,9 @@ export class AgentLoop {
     deadline: AbortSignal,
   ): Promise<TurnResult> {
     const toolCalls: ExecutedToolCall[] = [];
+    // The turn's question: the last user message (a resumed turn continues after it).
+    const turnStart = lastUserIndex(messages);
+    let correcting = false;
     let iterations = turn.iterationsUsed ?? 0;
     let usage: LlmUsage = ZERO_USAGE;
     const spent = () => (turn.tokensUsed ?? 0) + usage.totalTokens;
@@ -174,7 +191,8 @@ export class AgentLoop {
           iterationsUsed: iterations,
         };
       }
-      const withTools = iterations < turn.maxIterations && turn.tools.length > 0;
+      // The correcting step is one model call: offered no tools, it can only rewrite the answer.
+      const withTools = !correcting && iterations < turn.maxIterations && turn.tools.length > 0;
       hooks.onStepStart?.();
       const response = await this.callModel(
         turn,
@@ -191,11 +209,38 @@ export class AgentLoop {
         const assistant: LlmMessage = { role: 'assistant', content: response.content };
         messages.push(assistant);
         const finishReason: TurnFinishReason =
-          !withTools && iterations >= turn.maxIterations && turn.tools.length > 0
+          !withTools && !correcting && iterations >= turn.maxIterations && turn.tools.length > 0
             ? 'max_iterations'
             : response.finishReason === 'length'
               ? 'length'
               : 'stop';
+        const grounding = turn.grounding === 'off' ? undefined : groundTurn(response.content, messages, turnStart);
+        if (
+          turn.grounding === 'retry' &&
+          !correcting &&
+          grounding?.unsupported.length &&
+          turn.tokenBudget - spent() > 0 &&
+          Date.now() < turn.deadline
+        ) {
+          // Once per turn: the answer stays in the conversation, followed by what to fix in it.
+          correcting = true;
+          await hooks.onStep?.({
+            assistant,
+            toolCalls: [],
+            toolMessages: [],
+            toolResults: [],
+            pendingClientCalls: [],
+            usage: response.usage,
+            iterationsUsed: iterations,
+            final: false,
+            model: response.model,
+            finishReason,
+            grounding,
+            superseded: true,
+          });
+          messages.push({ role: 'user', content: correctionRequest(grounding) });
+          continue;
+        }
         await hooks.onStep?.({
           assistant,
           toolCalls: [],
@@ -207,6 +252,7 @@ export class AgentLoop {
           final: true,
           model: response.model,
           finishReason,
+          grounding,
         });
         return {
           status: 'completed',
@@ -217,6 +263,7 @@ export class AgentLoop {
           pendingToolCalls: [],
           usage,
           iterationsUsed: iterations,
+          grounding,
         };
       }
 
@@ -394,10 +441,41 @@ function assistantWithToolCalls(response: LlmResponse): LlmMessage {
   };
 }
 
+const FAILED_PREFIX = 'Tool call failed: ';
+
 /** The tool message the model reads; failures say so first, so the model knows to recover. */
 export function toolMessageContent(result: { content: unknown; isError: boolean }): string {
   const body = typeof result.content === 'string' ? result.content : JSON.stringify(result.content ?? null);
-  return result.isError ? `Tool call failed: ${body}` : body;
+  return result.isError ? `${FAILED_PREFIX}${body}` : body;
+}
+
+/** Index of the last user message: where the current turn starts. */
+function lastUserIndex(messages: readonly LlmMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return i;
+  return 0;
+}
+
+/**
+ * Grounds an answer against the tool results after the turn's question (successful ones: an error
+ * message states no data), not counting the numbers the question itself holds.
+ */
+function groundTurn(answer: string, messages: readonly LlmMessage[], turnStart: number): Grounding {
+  const question = messages[turnStart]?.role === 'user' ? messages[turnStart].content : '';
+  const sources: GroundingSource[] = [];
+  for (const message of messages.slice(turnStart + 1)) {
+    if (message.role !== 'tool' || typeof message.content !== 'string') continue;
+    if (message.content.startsWith(FAILED_PREFIX)) continue;
+    sources.push({ toolCallId: message.tool_call_id, content: parsedResult(message.content) });
+  }
+  return groundAnswer(answer, sources, typeof question === 'string' ? question : '');
+}
+
+function parsedResult(content: string): unknown {
+  try {
+    return JSON.parse(content);
+  } catch {
+    return content;
+  }
 }
 
 function lastAssistantText(messages: LlmMessage[]): string {

@@ -118,6 +118,7 @@ export class AgentRuntime {
       pinnedMessages: preamble.length,
       tokensUsed: request.progress?.tokensUsed,
       deadline: Date.now() + agent.guardrails.maxExecutionTimeSec * 1000,
+      grounding: agent.grounding,
       toolContext: {
         caller: request.caller,
         agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects },

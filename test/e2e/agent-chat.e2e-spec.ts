@@ -54,6 +54,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       finishReason: 'stop',
       toolCalls: [],
       usage: { promptTokens: 11, completionTokens: 3, totalTokens: 14 },
+      grounding: { numbers: 0, supported: [], unsupported: [] },
     });
     expect(llm.requests).toHaveLength(1);
     const messages = sentMessages(llm, 0);

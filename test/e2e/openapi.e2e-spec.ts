@@ -386,7 +386,7 @@ describe('OpenAPI document', () => {
     const uiHistory = await http.get(`${uiChats}/docs-chat/messages`).set(key);
     expect(
       bodyOf<{ messages: Array<{ parts: Array<{ type: string }> }> }>(uiHistory).messages[1].parts.map((p) => p.type),
-    ).toEqual(['step-start', 'tool-query_records', 'step-start', 'text']);
+    ).toEqual(['step-start', 'tool-query_records', 'step-start', 'text', 'data-grounding']);
     check('GET /api/v1/ai/agents/{agentName}/chats/{id}/messages', 200, uiHistory);
     check('GET /api/v1/ai/agents/{agentName}/chats/{id}/messages', 404, await http.get(`${uiChats}/nope/messages`).set(key));
     expect((await http.get(`${uiChats}/docs-chat/stream`).set(key)).status).toBe(204);

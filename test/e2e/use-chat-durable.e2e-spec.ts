@@ -86,12 +86,26 @@ describe('durable chats through the AI SDK (useChat)', () => {
     expect(chat.status).toBe('ready');
     const answer = chat.messages[1];
     expect(textOf(answer)).toBe('There are 2000 deals in total.');
-    expect(answer.parts.map((p) => p.type)).toEqual(['step-start', 'tool-aggregate_data', 'step-start', 'text']);
+    expect(answer.parts.map((p) => p.type)).toEqual([
+      'step-start',
+      'tool-aggregate_data',
+      'step-start',
+      'text',
+      'data-grounding',
+    ]);
     expect(answer.parts[1]).toMatchObject({ state: 'output-available', input: COUNT_DEALS, output: { rows: [{ n: 2000 }] } });
+    // "2000" comes from the tool's result: the answer is grounded.
+    const grounding = {
+      numbers: 1,
+      supported: [{ text: '2000', toolCallId: (answer.parts[1] as { toolCallId: string }).toolCallId }],
+      unsupported: [],
+    };
+    expect(answer.parts[4]).toEqual({ type: 'data-grounding', data: grounding });
     expect(answer.metadata).toEqual({
       model: 'mock-model',
       finishReason: 'stop',
       usage: { promptTokens: 30, completionTokens: 7, totalTokens: 37 },
+      grounding,
     });
     // Same ids too: the user message keeps the client's id, the answer's comes from the server in `start`.
     expect(await history(id)).toEqual(chat.messages);
@@ -147,6 +161,7 @@ describe('durable chats through the AI SDK (useChat)', () => {
       'tool-show_form',
       'step-start',
       'text',
+      'data-grounding',
     ]);
     expect(answer.parts[2]).toMatchObject({ state: 'output-available', output: { region: 'EMEA' } });
     expect(textOf(answer)).toBe('EMEA it is: 2000 deals.');

@@ -67,6 +67,15 @@ describe('Stateless chat through the AI SDK (useChat)', () => {
       model: 'mock-model',
       finishReason: 'stop',
       usage: { promptTokens: 30, completionTokens: 7, totalTokens: 37 },
+      // Both figures come from the tool's result.
+      grounding: {
+        numbers: 2,
+        supported: [
+          { text: String(won.n), toolCallId: tool.toolCallId },
+          { text: String(won.total), toolCallId: tool.toolCallId },
+        ],
+        unsupported: [],
+      },
     });
     // The transport's own request: UI messages with a trigger and no `stream` field.
     expect(llm.requests).toHaveLength(2);

@@ -155,7 +155,12 @@ export class ChatRunner {
         role: 'assistant',
         parts: assistantParts(step),
         usage: step.usage,
-        metadata: { model: step.model, finishReason: step.finishReason },
+        metadata: {
+          model: step.model,
+          finishReason: step.finishReason,
+          ...(step.grounding ? { grounding: step.grounding } : {}),
+          ...(step.superseded ? { superseded: true } : {}),
+        },
       },
     ];
     if (step.toolResults.length) messages.push({ role: 'tool', parts: toolResultParts(step) });

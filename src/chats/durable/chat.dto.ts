@@ -16,7 +16,15 @@ import {
 import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import { QueryInt } from '../../common/pagination.dto';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
-import { CHAT_STATUSES, type ChatMessageRow, type ChatRow, type ChatStatus, type PendingToolCall } from './chat.types';
+import { GroundingResponse } from '../../runtime/grounding.dto';
+import {
+  CHAT_STATUSES,
+  type ChatMessageRow,
+  type ChatRow,
+  type ChatStatus,
+  type PendingToolCall,
+  type StepMetadata,
+} from './chat.types';
 
 const MAX_MESSAGE = 100_000;
 
@@ -166,6 +174,27 @@ export class ChatToolResultPart {
   @ApiProperty() isError: boolean;
 }
 
+export class ChatMessageUsageResponse {
+  @ApiProperty({ type: 'integer', minimum: 0 }) promptTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) completionTokens: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) totalTokens: number;
+}
+
+export class ChatMessageMetadataResponse {
+  @ApiProperty({ description: 'The model that answered' }) model: string;
+  @ApiProperty({ enum: ['stop', 'length', 'max_iterations', 'tool_calls'] }) finishReason: StepMetadata['finishReason'];
+  @ApiPropertyOptional({
+    type: GroundingResponse,
+    description: "Of an answer: which of its numbers the turn's tool results support; absent when the agent's grounding is off",
+  })
+  grounding?: GroundingResponse;
+  @ApiPropertyOptional({
+    description:
+      'An answer sent back to the model to correct its unsupported numbers (grounding retry); the next answer replaces it',
+  })
+  superseded?: boolean;
+}
+
 /** The parts of a message; the controller registers these classes with @ApiExtraModels. */
 export const CHAT_PART_MODELS = [ChatTextPart, ChatToolCallPart, ChatToolResultPart];
 
@@ -188,6 +217,13 @@ export class ChatMessageResponse {
     },
   })
   parts: unknown[];
+  @ApiPropertyOptional({
+    type: ChatMessageMetadataResponse,
+    description: 'Of an assistant message: what answered, why the step ended and, of an answer, its grounding',
+  })
+  metadata?: ChatMessageMetadataResponse;
+  @ApiPropertyOptional({ type: ChatMessageUsageResponse, description: "Of an assistant message: its model step's tokens" })
+  usage?: ChatMessageUsageResponse;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 
@@ -215,5 +251,12 @@ export function toChatResponse(chat: ChatRow): ChatResponse {
 }
 
 export function toMessageResponse(message: ChatMessageRow): ChatMessageResponse {
-  return { id: message.id, role: message.role, parts: message.parts, createdAt: message.createdAt.toISOString() };
+  return {
+    id: message.id,
+    role: message.role,
+    parts: message.parts,
+    ...(message.metadata ? { metadata: message.metadata } : {}),
+    ...(message.usage ? { usage: message.usage } : {}),
+    createdAt: message.createdAt.toISOString(),
+  };
 }

@@ -1,6 +1,7 @@
 import type { ApiKeyRole } from '../../auth/api-key.entity';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
+import type { Grounding } from '../../runtime/grounding';
 import type { ConversationPart, ConversationRole } from '../../runtime/conversation';
 
 export const CHAT_STATUSES = ['waiting', 'pending', 'running', 'requires_action', 'error'] as const;
@@ -28,6 +29,10 @@ export interface ChatMessageRow {
 export interface StepMetadata {
   model: string;
   finishReason: 'stop' | 'length' | 'max_iterations' | 'tool_calls';
+  /** Of an answer: which of its numbers the turn's tool results support (absent when the agent's grounding is off). */
+  grounding?: Grounding;
+  /** An answer the model was asked to correct (grounding `retry`); the next assistant message replaces it. */
+  superseded?: boolean;
 }
 
 /** A call waiting for the client (or a human, for ask_user). `arguments` is raw text for custom tools. */

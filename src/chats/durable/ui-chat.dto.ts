@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional, getSchemaPath, PickType } from '@nest
 import { ArrayMaxSize, ArrayNotEmpty, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { DomainError } from '../../common/domain-error';
 import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
+import { GroundingResponse } from '../../runtime/grounding.dto';
 import type { UiMessage, UiPart, UiTurnMetadata } from '../ui-messages';
 import { CreateChatDto } from './chat.dto';
 
@@ -71,6 +72,11 @@ export class UiMessageMetadataResponse implements UiTurnMetadata {
   @ApiPropertyOptional({ enum: ['stop', 'length', 'max_iterations', 'tool_calls'] })
   finishReason?: UiTurnMetadata['finishReason'];
   @ApiProperty({ type: UiUsageResponse, description: 'Of every step of the answer' }) usage: UiUsageResponse;
+  @ApiPropertyOptional({
+    type: GroundingResponse,
+    description: "Which numbers of the answer the turn's tool results support; absent when the agent's grounding is off",
+  })
+  grounding?: GroundingResponse;
 }
 
 export class UiStepStartPart {
@@ -97,8 +103,17 @@ export class UiToolInvocationPart {
   @ApiPropertyOptional({ description: 'With output-error: why the call failed' }) errorText?: string;
 }
 
+export class UiGroundingPart {
+  @ApiProperty({
+    enum: ['data-grounding'],
+    description: "After an answer's last step: which of its numbers the tool results support",
+  })
+  type: 'data-grounding';
+  @ApiProperty({ type: GroundingResponse }) data: GroundingResponse;
+}
+
 /** The parts of a UI message; the controller registers these classes with @ApiExtraModels. */
-export const UI_PART_MODELS = [UiStepStartPart, UiTextPart, UiToolInvocationPart];
+export const UI_PART_MODELS = [UiStepStartPart, UiTextPart, UiToolInvocationPart, UiGroundingPart];
 
 export class UiMessageResponse implements UiMessage {
   @ApiProperty({ description: "A user message keeps its client's id; an answer's is the `start` part's messageId" })
@@ -106,7 +121,7 @@ export class UiMessageResponse implements UiMessage {
   @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
   @ApiProperty({
     description:
-      'A user message: one text part. An answer (one per turn): per model step a step-start, its text and its tool calls',
+      'A user message: one text part. An answer (one per turn): per model step a step-start, its text and its tool calls; then its grounding',
     type: 'array',
     items: { oneOf: UI_PART_MODELS.map((model) => ({ $ref: getSchemaPath(model) })) },
   })

@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { SseWriter } from '../../common/sse.writer';
+import { groundingPart } from '../ui-message-stream.writer';
 import { replyMessageId, resultsOf, toolErrorText, turnMetadata, uiFinishReason, uiStep, type UiToolPart } from '../ui-messages';
 import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
 import type { ChatRepository } from './chat.repository';
@@ -281,6 +282,7 @@ export class UiTurnStream {
     if (status === 'error') return this.fail(this.errorText ?? 'The chat failed');
     const turn = await this.turnMessages();
     const metadata = turnMetadata(turn);
+    if (metadata?.grounding) this.send(groundingPart(metadata.grounding));
     this.send({
       type: 'finish',
       finishReason: uiFinishReason(metadata?.finishReason),

@@ -13,6 +13,7 @@ import {
 } from 'class-validator';
 import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
+import { GroundingResponse } from '../../runtime/grounding.dto';
 import { ChatOptionsDto } from '../../runtime/chat-options.dto';
 import { MAX_CONVERSATION_MESSAGES } from '../../runtime/conversation';
 
@@ -90,4 +91,9 @@ export class StatelessChatResponse {
   @ApiProperty({ enum: ['stop', 'length', 'max_iterations'] }) finishReason: 'stop' | 'length' | 'max_iterations';
   @ApiProperty({ type: [ChatToolCallResponse] }) toolCalls: ChatToolCallResponse[];
   @ApiProperty({ type: ChatUsageResponse }) usage: ChatUsageResponse;
+  @ApiPropertyOptional({
+    type: GroundingResponse,
+    description: "Which numbers of the answer the turn's tool results support; absent when the agent's grounding is off",
+  })
+  grounding?: GroundingResponse;
 }

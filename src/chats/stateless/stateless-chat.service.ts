@@ -71,5 +71,6 @@ function toResponse(result: TurnResult): StatelessChatResponse {
     finishReason: result.finishReason,
     toolCalls: result.toolCalls,
     usage: result.usage,
+    ...(result.grounding ? { grounding: result.grounding } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { MigrationAccessPolicies } from './migration-20261125-access-policies';
+import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationAgents } from './migration-20261122-agents';
 import { MigrationApiKeyLastUsed } from './migration-20261122-api-key-last-used';
 import { MigrationChatClaims } from './migration-20261122-chat-claims';
@@ -21,6 +22,7 @@ export const MIGRATIONS = [
   MigrationChatClientIds,
   MigrationAccessPolicies,
   MigrationUsageAudit,
+  MigrationAgentGrounding,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
