@@ -22,13 +22,12 @@ import {
   toApiKeyResponse,
   UpdateApiKeyDto,
 } from './api-key.dto';
+import { ACCESS_CHANGED } from './access-changed';
 
 /** How long a verified key is trusted without asking the database again (revocations clear it at once). */
 const AUTH_CACHE_TTL_MS = 30_000;
 const AUTH_CACHE_MAX = 10_000;
 const API_KEY_REVOKED = 'api_key_revoked';
-/** The access a key's policies compile to is cached per key (governance/access.service.ts): a change clears it everywhere. */
-export const ACCESS_CHANGED = 'access_changed';
 
 /** Attribute names: what `$attr.<name>` can name. */
 const ATTRIBUTE_NAME = /^[a-zA-Z][a-zA-Z0-9_]{0,62}$/;

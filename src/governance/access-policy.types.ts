@@ -25,7 +25,7 @@ export interface AccessPolicy {
 }
 
 /** Event telling every replica to drop the access it compiled for keys (a policy or a key changed). */
-export { ACCESS_CHANGED } from '../auth/api-key.service';
+export { ACCESS_CHANGED } from '../auth/access-changed';
 
 /** Most objects one policy names; most hidden fields per object. */
 export const MAX_POLICY_OBJECTS = 200;

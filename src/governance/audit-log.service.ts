@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { isUuid } from '../common/uuid';
+import { BatchedWriter } from '../database/batched-writer';
 import { runSql } from '../database/sql';
 import {
   AuditEntryResponse,
@@ -31,11 +32,6 @@ export interface ToolAuditEntry {
   outcome: string;
 }
 
-/** Tool calls written per statement, and how long one waits for others to share its statement. */
-const TOOL_BATCH_MAX = 200;
-const TOOL_BATCH_DELAY_MS = 100;
-/** Tool calls held while the database does not take them; past it the oldest are dropped (and logged). */
-const TOOL_BUFFER_MAX = 20_000;
 /** Arguments larger than this (JSON) are stored as a note of their size only. */
 const MAX_ARGUMENTS_BYTES = 16 * 1024;
 
@@ -65,10 +61,12 @@ interface AuditRow {
  */
 @Injectable()
 export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdown {
-  private readonly logger = new Logger(AuditLog.name);
-  private buffer: ToolAuditEntry[] = [];
-  private timer?: NodeJS.Timeout;
-  private writing: Promise<void> = Promise.resolve();
+  private readonly toolCalls = new BatchedWriter<ToolAuditEntry>((batch) => this.insertToolCalls(batch), {
+    maxBatch: 200,
+    delayMs: 100,
+    maxBuffered: 20_000,
+    what: 'audit entries of tool calls',
+  });
 
   constructor(private readonly em: EntityManager) {}
 
@@ -83,45 +81,21 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
 
   /** Queues a tool call; it is written with the next batch. */
   toolCall(entry: ToolAuditEntry): void {
-    this.buffer.push(entry);
-    if (this.buffer.length > TOOL_BUFFER_MAX) {
-      const dropped = this.buffer.splice(0, this.buffer.length - TOOL_BUFFER_MAX);
-      this.logger.error({ msg: 'audit entries of tool calls dropped: the database does not take them', dropped: dropped.length });
-    }
-    if (this.buffer.length >= TOOL_BATCH_MAX) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), TOOL_BATCH_DELAY_MS);
+    this.toolCalls.push(entry);
   }
 
   /** Writes every queued tool call; resolves once they are in the table (or their write failed and was logged). */
   flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.writing = this.writing.then(async () => {
-      while (this.buffer.length) {
-        const batch = this.buffer.splice(0, TOOL_BATCH_MAX);
-        try {
-          await this.insertToolCalls(batch);
-        } catch (error) {
-          // Put back for the next attempt (bounded by TOOL_BUFFER_MAX), and stop this round.
-          this.buffer.unshift(...batch);
-          this.logger.error({ msg: 'could not write audit entries of tool calls', error: (error as Error).message });
-          this.timer ??= setTimeout(() => void this.flush(), 5_000);
-          return;
-        }
-      }
-    });
-    return this.writing;
+    return this.toolCalls.flush();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.flush();
+    await this.toolCalls.flush();
   }
 
   /** Again after every worker stopped, before the database connection closes. */
   async onApplicationShutdown(): Promise<void> {
-    await this.flush();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    await this.toolCalls.close();
   }
 
   /** Newest first; keyset paging on the id. */

@@ -1,9 +1,13 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Inject, Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { ACCESS_CHANGED } from '../auth/access-changed';
+import { BatchedWriter } from '../database/batched-writer';
+import { PgPubSub } from '../database/pg-pubsub.service';
+import { ReplicatedCache } from '../database/replicated-cache';
 import { runSql } from '../database/sql';
 import { MAX_USAGE_ROWS, UsageQueryDto, UsageReportResponse } from './usage.dto';
 
@@ -23,6 +27,8 @@ export interface UsageEntry extends UsageScope {
   durationMs: number;
   /** `ok`, or the error code the call failed with. */
   outcome: string;
+  /** When the call ended (default: when it is recorded). */
+  at?: Date;
 }
 
 const GROUP_COLUMNS = {
@@ -36,44 +42,57 @@ const GROUP_COLUMNS = {
 } as const;
 
 /**
- * Token quotas and usage. Every model call is a `usage` row, written when the call ends; before each
- * call the quota check sums today's (UTC) rows of the key and of the agent in one statement on their
- * indexes. Summing the table instead of counting in memory keeps the quota exact across replicas;
- * what it allows past the limit is at most the calls already in flight when the limit was reached.
+ * Token quotas and usage. Every model call is a `usage` row, written in batches (one statement for
+ * up to 200 calls, at most 100 ms later: a chat's turn does not wait on it). Before each call the
+ * quota check, when a quota applies to the key or the agent at all, writes this replica's pending
+ * rows and sums today's (UTC) rows of the key and of the agent in one statement on their indexes.
+ * Summing the table instead of counting in memory keeps the quota exact across replicas; what it
+ * allows past the limit is at most the calls in flight (and, on other replicas, the last 100 ms).
+ * Without a quota it costs nothing: a key's own `tokensPerDay` is kept per replica until keys change.
  */
 @Injectable()
-export class UsageService {
+export class UsageService implements BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly calls = new BatchedWriter<UsageEntry>((batch) => this.insert(batch), {
+    maxBatch: 200,
+    delayMs: 100,
+    maxBuffered: 50_000,
+    what: 'usage rows of model calls',
+  });
+  /** Each key's `tokens_per_day` (null: the default applies); cleared on every replica when keys change. */
+  private readonly keyQuotas: ReplicatedCache<number | null>;
+
   constructor(
     private readonly em: EntityManager,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    pubsub: PgPubSub,
+  ) {
+    this.keyQuotas = new ReplicatedCache(pubsub, ACCESS_CHANGED);
+  }
 
   /** 429 `quota_exceeded` (Retry-After: the next UTC midnight) when the key or the agent has spent its tokens of the day. */
   async assertWithinQuota(scope: UsageScope, now = new Date()): Promise<void> {
     const keyId = isUuid(scope.keyId) ? scope.keyId : null;
+    const keyQuota = (keyId ? await this.keyQuota(keyId) : null) ?? this.config.quotaTokensPerKeyDay ?? null;
     const agentQuota = scope.agent ? (this.config.quotaTokensPerAgentDay ?? null) : null;
-    if (!keyId && this.config.quotaTokensPerKeyDay === undefined && agentQuota === null) return;
+    if ((keyQuota === null || !keyId) && agentQuota === null) return;
+    await this.calls.flush();
     const dayStart = startOfUtcDay(now);
-    const [row] = await runSql<{ keyQuota: string | null; keyUsed: string; agentUsed: string }>(
+    const [row] = await runSql<{ keyUsed: string; agentUsed: string }>(
       this.em.fork(),
-      `with "quota" as (
-         select coalesce((select "tokens_per_day"::bigint from "api_keys" where "id" = $1), $2::bigint) as "keyQuota"
-       )
-       select "keyQuota",
-         case when "keyQuota" is null then 0
+      `select
+         case when $2::bigint is null then 0
            else (select coalesce(sum("total_tokens"), 0) from "usage" where "key_id" = $1 and "at" >= $4) end as "keyUsed",
          case when $3::bigint is null then 0
-           else (select coalesce(sum("total_tokens"), 0) from "usage" where "agent" = $5 and "at" >= $4) end as "agentUsed"
-       from "quota"`,
-      [keyId, this.config.quotaTokensPerKeyDay ?? null, agentQuota, dayStart, scope.agent ?? null],
+           else (select coalesce(sum("total_tokens"), 0) from "usage" where "agent" = $5 and "at" >= $4) end as "agentUsed"`,
+      [keyId, keyId ? keyQuota : null, agentQuota, dayStart, scope.agent ?? null],
     );
     const retryAfterSeconds = Math.max(1, Math.ceil((dayStart.getTime() + DAY_MS - now.getTime()) / 1000));
     const resetsAt = new Date(dayStart.getTime() + DAY_MS).toISOString();
-    if (row.keyQuota !== null && Number(row.keyUsed) >= Number(row.keyQuota)) {
+    if (keyId && keyQuota !== null && Number(row.keyUsed) >= keyQuota) {
       throw new DomainError(
         'quota_exceeded',
-        `This API key has used its ${row.keyQuota} model tokens of the day (UTC); the quota resets at ${resetsAt}`,
-        { scope: 'key', quota: Number(row.keyQuota), used: Number(row.keyUsed), resetsAt },
+        `This API key has used its ${keyQuota} model tokens of the day (UTC); the quota resets at ${resetsAt}`,
+        { scope: 'key', quota: keyQuota, used: Number(row.keyUsed), resetsAt },
         { retryAfterSeconds },
       );
     }
@@ -87,27 +106,58 @@ export class UsageService {
     }
   }
 
-  async record(entry: UsageEntry): Promise<void> {
+  /** Queues one model call's usage; it is written with the next batch. */
+  record(entry: UsageEntry): void {
+    this.calls.push({ ...entry, at: entry.at ?? new Date() });
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.calls.flush();
+  }
+
+  /** Again after every worker stopped, before the database connection closes. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.calls.close();
+  }
+
+  private keyQuota(keyId: string): Promise<number | null> {
+    return this.keyQuotas.get(keyId, async () => {
+      const [key] = await runSql<{ quota: string | null }>(
+        this.em.fork(),
+        `select "tokens_per_day"::bigint as "quota" from "api_keys" where "id" = $1`,
+        [keyId],
+      );
+      return key?.quota == null ? null : Number(key.quota);
+    });
+  }
+
+  private async insert(batch: UsageEntry[]): Promise<void> {
+    const rows = batch.map((entry) => ({
+      at: (entry.at ?? new Date()).toISOString(),
+      key_id: isUuid(entry.keyId) ? entry.keyId : null,
+      agent: entry.agent ?? null,
+      chat_id: isUuid(entry.chatId) ? entry.chatId : null,
+      model: entry.model.slice(0, 200),
+      prompt_tokens: clampInt(entry.promptTokens),
+      completion_tokens: clampInt(entry.completionTokens),
+      total_tokens: clampInt(entry.totalTokens),
+      duration_ms: clampInt(entry.durationMs),
+      outcome: entry.outcome.slice(0, 100),
+    }));
     await runSql(
       this.em.fork(),
-      `insert into "usage" ("key_id", "agent", "chat_id", "model", "prompt_tokens", "completion_tokens", "total_tokens", "duration_ms", "outcome")
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [
-        isUuid(entry.keyId) ? entry.keyId : null,
-        entry.agent ?? null,
-        isUuid(entry.chatId) ? entry.chatId : null,
-        entry.model.slice(0, 200),
-        clampInt(entry.promptTokens),
-        clampInt(entry.completionTokens),
-        clampInt(entry.totalTokens),
-        clampInt(entry.durationMs),
-        entry.outcome.slice(0, 100),
-      ],
+      `insert into "usage" ("at", "key_id", "agent", "chat_id", "model", "prompt_tokens", "completion_tokens", "total_tokens", "duration_ms", "outcome")
+       select "at", "key_id", "agent", "chat_id", "model", "prompt_tokens", "completion_tokens", "total_tokens", "duration_ms", "outcome"
+       from jsonb_to_recordset($1::jsonb) as x("at" timestamptz, "key_id" uuid, "agent" text, "chat_id" uuid, "model" text,
+         "prompt_tokens" integer, "completion_tokens" integer, "total_tokens" integer, "duration_ms" integer, "outcome" text)`,
+      // NUL cannot be stored in text: a provider may well name its model with one.
+      [JSON.stringify(rows).replaceAll('\\u0000', '')],
     );
   }
 
   /** Totals per key, agent or UTC day; a member key gets its own calls only, whatever keyId it names. */
   async report(caller: Caller, query: UsageQueryDto): Promise<UsageReportResponse> {
+    await this.calls.flush();
     const group = GROUP_COLUMNS[query.groupBy ?? 'key'];
     const conditions: string[] = [];
     const params: unknown[] = [];

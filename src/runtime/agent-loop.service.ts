@@ -391,14 +391,16 @@ export class AgentLoop {
       );
     } catch (error) {
       const failure = deadline.aborted ? deadlineError() : error;
-      await this.usage
-        .record({ ...scope, model: turn.model, ...ZERO_USAGE, durationMs: performance.now() - started, outcome: codeOf(failure) })
-        .catch((e: unknown) =>
-          this.logger.warn({ msg: 'could not record the usage of a failed model call', error: (e as Error).message }),
-        );
+      this.usage.record({
+        ...scope,
+        model: turn.model,
+        ...ZERO_USAGE,
+        durationMs: performance.now() - started,
+        outcome: codeOf(failure),
+      });
       throw failure;
     }
-    await this.usage.record({
+    this.usage.record({
       ...scope,
       model: response.model || turn.model,
       ...response.usage,

@@ -4,7 +4,7 @@ import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-
 import type { UsageReportResponse } from '../../src/governance/usage.dto';
 import type { OpenAiErrorBody } from '../../src/openai-compat/openai-errors';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
-import { hasStatus, waitForChat } from '../support/chat-helpers';
+import { hasStatus, waitForChat, eventually } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
@@ -96,11 +96,11 @@ describe('token quotas and usage', () => {
       .expect(201);
     const id = bodyOf<ChatResponse>(created).id;
     await waitForChat(t, id, hasStatus('waiting', 'error'), key.secret);
-    const rows = await t.sql<{ chat_id: string; total_tokens: number }>(
-      `select chat_id, total_tokens from usage where key_id = $1`,
-      [key.id],
-    );
-    expect(rows).toEqual([{ chat_id: id, total_tokens: 13 }]);
+    // Usage rows are written in batches, within 100 ms of the call.
+    const rows = () =>
+      t.sql<{ chat_id: string; total_tokens: number }>(`select chat_id, total_tokens from usage where key_id = $1`, [key.id]);
+    await eventually(async () => (await rows()).length > 0);
+    expect(await rows()).toEqual([{ chat_id: id, total_tokens: 13 }]);
   });
 
   it('shows a member its own usage only, whatever keyId it names', async () => {

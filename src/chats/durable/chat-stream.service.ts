@@ -105,8 +105,10 @@ export class ChatStreamService {
           return enqueue(() => {
             if (event.messageId <= lastId) return;
             if (!event.message) return sendMessages();
-            const { id, role, parts, createdAt } = event.message;
-            writer.send({ id, role, parts, createdAt: new Date(createdAt).toISOString() }, { event: 'message', id });
+            const { id, createdAt } = event.message;
+            // The same mapping as a message read back (GET /messages): one shape on both paths.
+            const row = { ...event.message, chatId, clientId: null, createdAt: new Date(createdAt) };
+            writer.send(toMessageResponse(row), { event: 'message', id });
             lastId = id;
           });
         case 'message_part':

@@ -327,12 +327,13 @@ export class ChatRepository {
                m.value->>'client_id', nullif(m.value->'metadata', 'null')
           from target t cross join jsonb_array_elements(${JSON.stringify(messages)}::jsonb) with ordinality as m(value, n)
          order by m.n
-        returning id, role, parts, created_at
+        returning id, role, parts, usage, metadata, created_at
       )${update},
       announced as (
         select i.id, jsonb_build_object('type', 'message', 'chatId', ${change.chatId}::text, 'owner', ${change.owner}::text,
                                         'messageId', i.id) as hint,
-               jsonb_build_object('id', i.id, 'role', i.role, 'parts', i.parts, 'createdAt', i.created_at) as message
+               jsonb_build_object('id', i.id, 'role', i.role, 'parts', i.parts, 'usage', i.usage, 'metadata', i.metadata,
+                                  'createdAt', i.created_at) as message
           from inserted i
       ),
       events as (

@@ -83,7 +83,7 @@ export type ChatEvent =
       chatId: string;
       owner: string;
       messageId: number;
-      message?: { id: number; role: ChatRole; parts: ChatPart[]; createdAt: string };
+      message?: Pick<ChatMessageRow, 'id' | 'role' | 'parts' | 'usage' | 'metadata'> & { createdAt: string };
     }
   /**
    * Model text of the step in flight, in pieces. `after` is the id of the chat's last message when the
