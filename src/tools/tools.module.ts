@@ -7,9 +7,12 @@ import { AccessService } from '../governance/access.service';
 import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
+import { MetricService } from '../metrics/metric.service';
+import { SemanticMetricsModule } from '../metrics/metrics.module';
 import { MetricsService } from '../observability/metrics.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createDataTools } from './data-tools';
+import { createMetricTools } from './metric-tools';
 import {
   auditMiddleware,
   metricsMiddleware,
@@ -24,7 +27,7 @@ import { ToolsController } from './tools.controller';
 import { ToolsService } from './tools.service';
 
 /**
- * Builds the registry with its middleware chain and the five data tools before anyone can inject it,
+ * Builds the registry with its middleware chain, the five data tools and the two metric tools before anyone can inject it,
  * so agents always see a complete registry. Order: metrics and audit (see every attempt) →
  * permission → rate limit → output cap → timeout → validation + tool.
  */
@@ -35,6 +38,7 @@ function createToolRegistry(
   pool: DataPool,
   metrics: MetricsService,
   access: AccessService,
+  semantic: MetricService,
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
@@ -45,7 +49,10 @@ function createToolRegistry(
     outputCapMiddleware(),
     timeoutMiddleware(config.toolTimeoutMs),
   );
-  for (const tool of createDataTools({ data, metadata, pool, access })) {
+  for (const tool of [
+    ...createDataTools({ data, metadata, pool, access }),
+    ...createMetricTools({ data, metadata, pool, access, metrics: semantic }),
+  ]) {
     registry.register(tool);
   }
   registry.register(createAskUserTool());
@@ -53,13 +60,13 @@ function createToolRegistry(
 }
 
 @Module({
-  imports: [DataModule, MetadataModule, GovernanceModule],
+  imports: [DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule],
   controllers: [ToolsController],
   providers: [
     {
       provide: ToolRegistry,
       useFactory: createToolRegistry,
-      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService],
+      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService, MetricService],
     },
     ToolsService,
     ReaderRoleCheck,
