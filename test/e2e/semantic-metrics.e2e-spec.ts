@@ -263,7 +263,8 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       expect(list.metrics.map((m) => m.name)).toEqual([...list.metrics.map((m) => m.name)].sort());
       expect(list.metrics.map((m) => m.name)).toEqual(expect.arrayContaining(['big_sales', 'paid_rate', 'win_rate']));
 
-      const { name: _name, ...rest } = body;
+      const rest: Record<string, unknown> = { ...body };
+      delete rest.name;
       const replaced = bodyOf<MetricResponse>(
         await t.http
           .put('/api/v1/metrics/big_sales')
@@ -499,7 +500,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
             period: e.period,
             sales: e.n,
             paid_revenue: Number(e.revenue),
-            avg_amount: e.avg === null ? null : expect.closeTo(Number(e.avg), 10),
+            avg_amount: e.avg === null ? null : (expect.closeTo(Number(e.avg), 10) as unknown),
           })),
         );
         expect(rows.some((r) => r.sales === 0)).toBe(true);
@@ -544,7 +545,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
     it('refuses what the metrics cannot answer, with errors the model can act on', async () => {
       expect(await metricError({ metrics: ['nope'] })).toMatchObject({
         code: 'metric_not_found',
-        details: { availableMetrics: expect.arrayContaining(['sales', 'win_rate']) },
+        details: { availableMetrics: expect.arrayContaining(['sales', 'win_rate']) as unknown },
       });
       expect(await metricError({ metrics: ['sales'], groupBy: ['status'] })).toMatchObject({
         code: 'unknown_field',
@@ -639,7 +640,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       llm.enqueue(MockReply.toolCall('query_metric', { metrics: ['paid_revenue'], groupBy: ['channel'] }), (req) => {
         const tool = (req.body!.messages as SentMessage[]).find((m) => m.role === 'tool')!;
         const { rows } = parsedContent<QueryMetricResult>(tool);
-        return MockReply.text(`Web: ${rows.find((r) => r.channel === 'web')!.paid_revenue}`);
+        return MockReply.text(`Web: ${Number(rows.find((r) => r.channel === 'web')!.paid_revenue)}`);
       });
       const res = await t.http
         .post('/api/v1/ai/agents/data_chat/chat')
