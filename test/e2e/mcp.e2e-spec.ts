@@ -346,7 +346,7 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       const agentPath = await refusal('/mcp/agents/deal_desk', memberKey, { Origin: 'null' });
       expect([agentPath.code, agentPath.body.code]).toEqual([403, 'forbidden']);
       const browser = await connect('/mcp', memberKey, { headers: { Origin: ALLOWED_ORIGIN } });
-      expect((await browser.listTools()).tools).toHaveLength(5);
+      expect((await browser.listTools()).tools).toHaveLength(7);
     });
 
     it('answers every POST with a request id and a request log line, and the GET for an event stream with 405', async () => {
