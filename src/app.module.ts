@@ -11,6 +11,7 @@ import { GovernanceModule } from './governance/governance.module';
 import { HealthModule } from './health/health.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
+import { SemanticMetricsModule } from './metrics/metrics.module';
 import type { MetricsService } from './observability/metrics.service';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
@@ -32,6 +33,7 @@ export class AppModule {
         MetadataModule,
         GovernanceModule,
         DataModule,
+        SemanticMetricsModule,
         SeedModule,
         ToolsModule,
         AgentsModule,

@@ -54,12 +54,18 @@ export const ERRORS = {
   tool_not_found: HttpStatus.NOT_FOUND,
   chat_not_found: HttpStatus.NOT_FOUND,
   policy_not_found: HttpStatus.NOT_FOUND,
+  metric_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
   field_exists: HttpStatus.CONFLICT,
   agent_exists: HttpStatus.CONFLICT,
   policy_exists: HttpStatus.CONFLICT,
+  metric_exists: HttpStatus.CONFLICT,
+  // A metric that a ratio metric divides cannot be deleted (or stop being a simple metric of its object).
+  metric_in_use: HttpStatus.CONFLICT,
+  // A field that a metric reads (measure, filter, time field, dimension) cannot be deleted.
+  field_in_use: HttpStatus.CONFLICT,
   // A policy that API keys still run under cannot be deleted: those keys would silently get every member right.
   policy_in_use: HttpStatus.CONFLICT,
   object_referenced: HttpStatus.CONFLICT,
@@ -108,6 +114,10 @@ export const ERRORS = {
   too_many_values: HttpStatus.BAD_REQUEST,
   invalid_order_by: HttpStatus.BAD_REQUEST,
   invalid_policy: HttpStatus.BAD_REQUEST,
+  // A metric definition that does not fit its object's fields; the message names the bad part.
+  invalid_metric: HttpStatus.BAD_REQUEST,
+  // query_metric arguments the metrics cannot answer (a dimension they do not have, no time field for a grain, ...).
+  invalid_metric_query: HttpStatus.BAD_REQUEST,
   invalid_group_by: HttpStatus.BAD_REQUEST,
   invalid_aggregation: HttpStatus.BAD_REQUEST,
   invalid_aggregate_function: HttpStatus.BAD_REQUEST,

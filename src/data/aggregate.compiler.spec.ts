@@ -1,6 +1,6 @@
 import { DomainError } from '../common/domain-error';
 import { ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
+import { compileAggregate, compileAggregatePlan, decodeAggregateRows } from './aggregate.compiler';
 import { AGGREGATE_FUNCTIONS, AggregateQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 
@@ -260,5 +260,147 @@ describe('exact sums and averages', () => {
         f: 2000.5,
       },
     ]);
+  });
+});
+
+describe('compileAggregatePlan (the semantic layer)', () => {
+  const account: ObjectMeta = {
+    name: 'account',
+    label: 'Account',
+    fields: [field('industry', 'select', { options: ['retail', 'software'] }), field('notes', 'json'), ...SYSTEM_FIELDS],
+  };
+  const withLookup: ObjectMeta = { ...deal, fields: [...deal.fields, field('account', 'lookup', { reference: 'account' })] };
+
+  it('filters each aggregation on its own, counts empty sums as 0, and divides a ratio by a denominator of 0 as null', () => {
+    const { query } = compileAggregatePlan(deal, {
+      groupBy: ['stage'],
+      measures: [
+        { alias: 'won_total', function: 'sum', field: 'amount', filter: { stage: 'won' }, emptyAsZero: true },
+        {
+          alias: 'win_rate',
+          numerator: { alias: 'win_rate', function: 'count', filter: { stage: 'won' }, emptyAsZero: true },
+          denominator: { alias: 'win_rate', function: 'count', filter: { stage: { $in: ['won', 'lost'] } }, emptyAsZero: true },
+        },
+      ],
+      where: { quantity: { $gt: 1 } },
+      limit: 10,
+    });
+    expect(query.sql).toBe(
+      'select "stage", coalesce(sum("amount") filter (where "stage" = $1::text), 0) as "won_total", ' +
+        '(count(*) filter (where "stage" = $2::text))::numeric / nullif((count(*) filter (where "stage" = ANY($3::text[])))::numeric, 0) as "win_rate" ' +
+        'from "data"."deal" where "quantity" > $4::bigint group by "stage" order by "stage" asc limit $5',
+    );
+    expect(query.parameters).toEqual(['won', 'won', ['won', 'lost'], 1, 10]);
+  });
+
+  it('groups by a lookup target field and a UTC time bucket through a derived table', () => {
+    const { query, groupBy } = compileAggregatePlan(
+      withLookup,
+      {
+        groupBy: ['account__industry', 'period'],
+        lookups: [{ alias: 'account__industry', lookup: 'account', field: 'industry' }],
+        timeBucket: { alias: 'period', field: 'created_at', grain: 'week' },
+        measures: [{ alias: 'n', function: 'count' }],
+        where: { account__industry: 'retail' },
+        limit: 10,
+      },
+      { account },
+    );
+    expect(query.sql).toBe(
+      'select "account__industry", "period", count(*) as "n" from (select "t".*, "j0"."industry" as "account__industry", ' +
+        `to_char(date_trunc('week', ("t"."created_at" at time zone 'UTC')), 'YYYY-MM-DD') as "period" ` +
+        'from "data"."deal" as "t" left join "data"."account" as "j0" on "j0"."id" = "t"."account") as "t" ' +
+        'where "account__industry" = $1::text group by "account__industry", "period" order by "account__industry" asc, "period" asc limit $2',
+    );
+    expect(groupBy.map((f) => [f.name, f.type])).toEqual([
+      ['account__industry', 'select'],
+      ['period', 'text'],
+    ]);
+  });
+
+  it('buckets a date field without a time zone', () => {
+    const { query } = compileAggregatePlan(deal, {
+      groupBy: ['period'],
+      timeBucket: { alias: 'period', field: 'close_date', grain: 'quarter' },
+      measures: [{ alias: 'n', function: 'count' }],
+      limit: 5,
+    });
+    expect(query.sql).toContain(`to_char(date_trunc('quarter', "t"."close_date"::timestamp), 'YYYY-MM-DD') as "period"`);
+  });
+
+  it.each<[string, Parameters<typeof compileAggregatePlan>[1], string]>([
+    [
+      'a bucket over a field that is no date',
+      {
+        groupBy: [],
+        timeBucket: { alias: 'period', field: 'amount', grain: 'day' },
+        measures: [{ alias: 'n', function: 'count' }],
+        limit: 1,
+      },
+      'invalid_group_by',
+    ],
+    [
+      'an unknown grain',
+      {
+        groupBy: [],
+        timeBucket: { alias: 'period', field: 'close_date', grain: 'hour' as never },
+        measures: [{ alias: 'n', function: 'count' }],
+        limit: 1,
+      },
+      'invalid_group_by',
+    ],
+    [
+      'a column name a field has',
+      {
+        groupBy: [],
+        timeBucket: { alias: 'stage', field: 'close_date', grain: 'day' },
+        measures: [{ alias: 'n', function: 'count' }],
+        limit: 1,
+      },
+      'invalid_group_by',
+    ],
+    [
+      'a lookup through a field that is no lookup',
+      {
+        groupBy: [],
+        lookups: [{ alias: 'x', lookup: 'stage', field: 'industry' }],
+        measures: [{ alias: 'n', function: 'count' }],
+        limit: 1,
+      },
+      'invalid_group_by',
+    ],
+    [
+      'a filter on an unknown field',
+      { groupBy: [], measures: [{ alias: 'n', function: 'count', filter: { nope: 1 } }], limit: 1 },
+      'unknown_field',
+    ],
+    [
+      'a ratio of a sum over text',
+      {
+        groupBy: [],
+        measures: [
+          {
+            alias: 'r',
+            numerator: { alias: 'r', function: 'sum', field: 'name' },
+            denominator: { alias: 'r', function: 'count' },
+          },
+        ],
+        limit: 1,
+      },
+      'invalid_aggregation',
+    ],
+  ])('refuses %s', (_case, plan, code) => {
+    expect(domainError(() => compileAggregatePlan(withLookup, plan, { account })).code).toBe(code);
+  });
+
+  it('refuses a hidden target field as unknown', () => {
+    const visible: ObjectMeta = { ...account, fields: account.fields.filter((f) => f.name !== 'industry') };
+    const plan = {
+      groupBy: ['x'],
+      lookups: [{ alias: 'x', lookup: 'account', field: 'industry' }],
+      measures: [{ alias: 'n', function: 'count' as const }],
+      limit: 1,
+    };
+    expect(domainError(() => compileAggregatePlan(withLookup, plan, { account: visible })).code).toBe('unknown_field');
   });
 });

@@ -3,18 +3,33 @@ import { DomainError } from '../common/domain-error';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, NUMERIC_TYPES, ObjectMeta, TEMPORAL_TYPES, TEXT_TYPES } from '../metadata/object-metadata.types';
-import { AGGREGATE_FUNCTIONS, AggregateQuery, AggregationSpec, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from './data.types';
+import {
+  AGGREGATE_FUNCTIONS,
+  AggregatePlan,
+  AggregateQuery,
+  AggregationSpec,
+  LookupColumn,
+  MAX_AGGREGATIONS,
+  MAX_GROUP_BY_FIELDS,
+  MeasureSpec,
+  RatioSpec,
+  TIME_GRAINS,
+  TimeBucket,
+} from './data.types';
 import { isPlainObject } from '../common/plain-object';
 import { decodeRow } from './field-value.codec';
 import { engineLimit } from './records.compiler';
-import { clip, compileScopedWhere, requireField } from './where.compiler';
+import { clip, columnRef, compileRowFilter, compileScopedWhere, compileWhere, requireField } from './where.compiler';
 
 /** A checked aggregate query: the statement, and what its rows hold (for decoding them). */
 export interface CompiledAggregate {
   query: CompiledQuery<Record<string, unknown>>;
   groupBy: FieldMeta[];
-  aggregations: AggregationSpec[];
+  aggregations: Array<MeasureSpec | RatioSpec>;
 }
+
+/** The base table's alias inside the derived source of joined and bucketed columns. */
+const BASE_ALIAS = 't';
 
 /**
  * Compiles grouped aggregates over one object's table:
@@ -24,27 +39,146 @@ export interface CompiledAggregate {
  * invalid_aggregation, invalid_group_by, unknown_field, invalid_order_by and the where errors).
  */
 export function compileAggregate(object: ObjectMeta, query: AggregateQuery): CompiledAggregate {
-  const aggregations = parseAggregations(object, query.aggregations);
-  const groupBy = parseGroupBy(object, query.groupBy);
-  const aliases = new Set(aggregations.map((a) => a.alias));
+  return compileAggregatePlan(object, {
+    where: query.where,
+    groupBy: parseGroupByNames(query.groupBy),
+    measures: parseAggregations(object, query.aggregations),
+    orderBy: query.orderBy,
+    limit: query.limit,
+  });
+}
+
+/**
+ * The same engine for typed plans (the semantic layer's metrics). Beyond compileAggregate, a plan may
+ * filter each aggregation on its own (`FILTER (WHERE ..)`), divide two aggregations (null when the
+ * denominator is 0), group by a column of the record a lookup points to (a left join, under the target's
+ * row filter, so records the caller may not read group as null) and by a time bucket in UTC. Joined and
+ * bucketed columns come from a derived table over the object's table, so the where, group by and order by
+ * treat them like fields. `targets`: the caller's view of each lookup's target object, by lookup field.
+ */
+export function compileAggregatePlan(
+  object: ObjectMeta,
+  plan: AggregatePlan,
+  targets: Readonly<Record<string, ObjectMeta>> = {},
+): CompiledAggregate {
+  const measures = plan.measures.map((m) => checkMeasure(object, m));
+  if (!measures.length) throw new DomainError('invalid_aggregation', 'At least one aggregation is needed');
+  if (measures.length > MAX_AGGREGATIONS)
+    throw new DomainError('invalid_aggregation', `At most ${MAX_AGGREGATIONS} aggregations`);
+  const params = new SqlParams();
+  const source = compileSource(object, plan, targets, params);
+  // A time bucket is grouped by on top of the fields.
+  const groupBy = parseGroupBy(source.object, plan.groupBy, plan.timeBucket ? 1 : 0);
+  const aliases = new Set<string>();
+  for (const m of measures) {
+    if (aliases.has(m.alias)) throw new DomainError('invalid_aggregation', `Alias "${m.alias}" is used twice`);
+    aliases.add(m.alias);
+  }
   for (const field of groupBy) {
     if (aliases.has(field.name))
       throw new DomainError('invalid_aggregation', `Alias "${field.name}" collides with a group-by field`);
   }
-  const params = new SqlParams();
-  const where = compileScopedWhere(object, query.where, params);
   const selects = [
     ...groupBy.map((f) => quoteIdent(f.name)),
-    ...aggregations.map((a) => `${aggregateSql(object, a)} as ${quoteIdent(a.alias)}`),
+    ...measures.map((m) => `${measureSql(object, m, params)} as ${quoteIdent(m.alias)}`),
   ];
-  const orderBy = compileAggregateOrderBy(query.orderBy, groupBy, aggregations);
-  const limit = params.add(engineLimit(query.limit));
+  const where = compileScopedWhere(source.object, plan.where, params);
+  const orderBy = compileAggregateOrderBy(plan.orderBy, groupBy, measures);
+  const limit = params.add(engineLimit(plan.limit));
   const sql =
-    `select ${selects.join(', ')} from ${objectTable(object.name)} where ${where}` +
+    `select ${selects.join(', ')} from ${source.sql} where ${where}` +
     (groupBy.length ? ` group by ${groupBy.map((f) => quoteIdent(f.name)).join(', ')}` : '') +
     (orderBy ? ` order by ${orderBy}` : '') +
     ` limit ${limit}`;
-  return { query: params.query(sql), groupBy, aggregations };
+  return { query: params.query(sql), groupBy, aggregations: measures };
+}
+
+/**
+ * What the statement selects from: the object's table, or a derived table of it with joined lookup
+ * columns and a time bucket, and the object as the rest of the compiler sees that source (its fields
+ * plus one per extra column).
+ */
+function compileSource(
+  object: ObjectMeta,
+  plan: AggregatePlan,
+  targets: Readonly<Record<string, ObjectMeta>>,
+  params: SqlParams,
+): { sql: string; object: ObjectMeta } {
+  const lookups = plan.lookups ?? [];
+  if (!lookups.length && !plan.timeBucket) return { sql: objectTable(object.name), object };
+  // Every column of the base table stays in the derived one (row filters may name hidden fields).
+  const taken = new Set((object.rowFilter?.object ?? object).fields.map((f) => f.name));
+  const extra: FieldMeta[] = [];
+  const claim = (alias: string) => {
+    if (!IDENTIFIER_PATTERN.test(alias) || taken.has(alias)) {
+      throw new DomainError('invalid_group_by', `The column name "${clip(alias)}" is not free on "${object.name}"`);
+    }
+    taken.add(alias);
+  };
+  const columns: string[] = [];
+  const joins: string[] = [];
+  for (const [index, lookup] of lookups.entries()) {
+    const { field, target, targetField } = resolveLookup(object, lookup, targets);
+    claim(lookup.alias);
+    const joined = `j${index}`;
+    const scope = compileRowFilter(target, params, { tableAlias: joined });
+    joins.push(
+      ` left join ${objectTable(target.name)} as ${quoteIdent(joined)} on ${columnRef('id', joined)} = ${columnRef(field.name, BASE_ALIAS)}` +
+        (scope === undefined ? '' : ` and ${scope}`),
+    );
+    columns.push(`${columnRef(targetField.name, joined)} as ${quoteIdent(lookup.alias)}`);
+    extra.push({
+      ...targetField,
+      name: lookup.alias,
+      label: `${field.label} ${targetField.label}`,
+      unique: false,
+      system: false,
+    });
+  }
+  if (plan.timeBucket) {
+    const bucket = plan.timeBucket;
+    claim(bucket.alias);
+    columns.push(`${timeBucketSql(object, bucket)} as ${quoteIdent(bucket.alias)}`);
+    extra.push({ name: bucket.alias, label: 'Period', type: 'text', required: false, unique: false, indexed: false });
+  }
+  const sql =
+    `(select ${quoteIdent(BASE_ALIAS)}.*, ${columns.join(', ')} from ${objectTable(object.name)} as ${quoteIdent(BASE_ALIAS)}` +
+    `${joins.join('')}) as ${quoteIdent(BASE_ALIAS)}`;
+  return { sql, object: { ...object, fields: [...object.fields, ...extra] } };
+}
+
+function resolveLookup(
+  object: ObjectMeta,
+  lookup: LookupColumn,
+  targets: Readonly<Record<string, ObjectMeta>>,
+): { field: FieldMeta; target: ObjectMeta; targetField: FieldMeta } {
+  const field = requireField(object, lookup.lookup);
+  const target = targets[field.name];
+  if (field.type !== 'lookup' || !target || target.name !== field.reference) {
+    throw new DomainError('invalid_group_by', `"${field.name}" is not a lookup field of "${object.name}"`, { field: field.name });
+  }
+  const targetField = requireField(target, lookup.field);
+  if (targetField.type === 'json' || targetField.type === 'textarea') {
+    throw new DomainError('invalid_group_by', `Cannot group by ${targetField.type} field "${target.name}.${targetField.name}"`);
+  }
+  return { field, target, targetField };
+}
+
+/** The UTC start of the value's bucket as "YYYY-MM-DD"; weeks start on Monday (ISO weeks). */
+function timeBucketSql(object: ObjectMeta, bucket: TimeBucket): string {
+  if (!(TIME_GRAINS as readonly string[]).includes(bucket.grain)) {
+    throw new DomainError('invalid_group_by', `Unknown time grain "${clip(String(bucket.grain))}"`, {
+      availableGrains: TIME_GRAINS,
+    });
+  }
+  const field = requireField(object, bucket.field);
+  if (!TEMPORAL_TYPES.includes(field.type as never)) {
+    throw new DomainError('invalid_group_by', `Time buckets need a date or datetime field; "${field.name}" is ${field.type}`);
+  }
+  const column = columnRef(field.name, BASE_ALIAS);
+  // A timestamptz is cut in UTC whatever the session's time zone; a date has no zone.
+  const local = field.type === 'datetime' ? `(${column} at time zone 'UTC')` : `${column}::timestamp`;
+  return `to_char(date_trunc('${bucket.grain}', ${local}), 'YYYY-MM-DD')`;
 }
 
 /**
@@ -57,7 +191,9 @@ export function decodeAggregateRows(
   rows: Record<string, unknown>[],
 ): Record<string, unknown>[] {
   const { groupBy, aggregations } = compiled;
-  const typed = aggregations.filter((a) => a.field && (a.function === 'min' || a.function === 'max'));
+  const typed = aggregations.filter(
+    (a): a is MeasureSpec => 'function' in a && a.field !== undefined && (a.function === 'min' || a.function === 'max'),
+  );
   const resultObject: ObjectMeta = {
     ...object,
     fields: [...groupBy, ...typed.map((a) => ({ ...requireField(object, a.field!), name: a.alias }))],
@@ -70,7 +206,7 @@ export function decodeAggregateRows(
         resultObject.fields.map((f) => f.name),
       ),
     );
-    for (const a of aggregations) if (!typed.includes(a)) out[a.alias] = decodeAggregate(row[a.alias]);
+    for (const a of aggregations) if (!typed.includes(a as MeasureSpec)) out[a.alias] = decodeAggregate(row[a.alias]);
     return out;
   });
 }
@@ -79,47 +215,70 @@ function pick(row: Record<string, unknown>, keys: string[]): Record<string, unkn
   return Object.fromEntries(keys.map((k) => [k, row[k]]));
 }
 
-function parseAggregations(object: ObjectMeta, input: unknown): AggregationSpec[] {
+function parseAggregations(object: ObjectMeta, input: unknown): MeasureSpec[] {
   if (!Array.isArray(input) || input.length === 0) {
     throw new DomainError('invalid_aggregation', 'aggregations must be a non-empty array of { function, field?, alias }');
   }
   if (input.length > MAX_AGGREGATIONS) throw new DomainError('invalid_aggregation', `At most ${MAX_AGGREGATIONS} aggregations`);
-  const aliases = new Set<string>();
   return input.map((item) => {
     if (!isPlainObject(item))
       throw new DomainError('invalid_aggregation', 'Each aggregation is an object { function, field?, alias }');
-    const fn = item.function;
-    if (typeof fn !== 'string' || !(AGGREGATE_FUNCTIONS as readonly string[]).includes(fn)) {
-      throw new DomainError('invalid_aggregate_function', `Unknown aggregate function "${clip(String(fn))}"`, {
-        function: clip(String(fn)),
-        availableFunctions: AGGREGATE_FUNCTIONS,
-      });
+    if (item.field !== undefined && item.field !== null && typeof item.field !== 'string') {
+      checkFunction(item.function);
+      checkAlias(item.alias);
+      throw new DomainError('invalid_aggregation', 'field must be a string');
     }
-    const alias = item.alias;
-    if (typeof alias !== 'string' || !IDENTIFIER_PATTERN.test(alias)) {
-      throw new DomainError(
-        'invalid_aggregation',
-        `Alias "${clip(String(alias))}" must be snake_case (a-z, 0-9, _), at most 63 characters`,
-      );
-    }
-    if (aliases.has(alias)) throw new DomainError('invalid_aggregation', `Alias "${alias}" is used twice`);
-    aliases.add(alias);
-    const spec: AggregationSpec = { function: fn as AggregationSpec['function'], alias };
-    if (item.field === undefined || item.field === null) {
-      if (fn !== 'count') throw new DomainError('invalid_aggregation', `${fn} needs a field`);
-      return spec;
-    }
-    if (typeof item.field !== 'string') throw new DomainError('invalid_aggregation', 'field must be a string');
-    const field = requireField(object, item.field);
-    if ((fn === 'sum' || fn === 'avg') && !NUMERIC_TYPES.includes(field.type as never)) {
-      throw new DomainError('invalid_aggregation', `${fn} needs a numeric field; "${field.name}" is ${field.type}`);
-    }
-    if ((fn === 'min' || fn === 'max') && !isOrderable(field)) {
-      throw new DomainError('invalid_aggregation', `${fn} is not defined for ${field.type} field "${field.name}"`);
-    }
-    spec.field = field.name;
-    return spec;
+    return { function: item.function, alias: item.alias, field: item.field ?? undefined } as MeasureSpec;
   });
+}
+
+/** Checks one aggregation (or both sides of a ratio) against the object; returns it normalised. */
+function checkMeasure(object: ObjectMeta, input: MeasureSpec | RatioSpec): MeasureSpec | RatioSpec {
+  const alias = checkAlias(input.alias);
+  if ('numerator' in input) {
+    return {
+      alias,
+      numerator: checkMeasure(object, { ...input.numerator, alias }) as MeasureSpec,
+      denominator: checkMeasure(object, { ...input.denominator, alias }) as MeasureSpec,
+    };
+  }
+  const fn = checkFunction(input.function);
+  const spec: MeasureSpec = { function: fn, alias };
+  if (input.filter !== undefined) spec.filter = input.filter;
+  if (input.emptyAsZero) spec.emptyAsZero = true;
+  if (input.field === undefined) {
+    if (fn !== 'count') throw new DomainError('invalid_aggregation', `${fn} needs a field`);
+    return spec;
+  }
+  const field = requireField(object, input.field);
+  if ((fn === 'sum' || fn === 'avg') && !NUMERIC_TYPES.includes(field.type as never)) {
+    throw new DomainError('invalid_aggregation', `${fn} needs a numeric field; "${field.name}" is ${field.type}`);
+  }
+  if ((fn === 'min' || fn === 'max') && !isOrderable(field)) {
+    throw new DomainError('invalid_aggregation', `${fn} is not defined for ${field.type} field "${field.name}"`);
+  }
+  spec.field = field.name;
+  return spec;
+}
+
+function checkFunction(fn: unknown): AggregationSpec['function'] {
+  if (typeof fn !== 'string' || !(AGGREGATE_FUNCTIONS as readonly string[]).includes(fn)) {
+    throw new DomainError('invalid_aggregate_function', `Unknown aggregate function "${clip(String(fn))}"`, {
+      function: clip(String(fn)),
+      availableFunctions: AGGREGATE_FUNCTIONS,
+    });
+  }
+  return fn as AggregationSpec['function'];
+}
+
+function checkAlias(alias: unknown): string {
+  if (typeof alias !== 'string' || !IDENTIFIER_PATTERN.test(alias)) {
+    throw new DomainError(
+      'invalid_aggregation',
+      `Alias "${clip(String(alias))}" must be snake_case (a-z, 0-9, _), at most 63 characters`,
+    );
+  }
+  return alias;
 }
 
 function isOrderable(field: FieldMeta): boolean {
@@ -130,16 +289,20 @@ function isOrderable(field: FieldMeta): boolean {
   );
 }
 
-function parseGroupBy(object: ObjectMeta, input: unknown): FieldMeta[] {
+function parseGroupByNames(input: unknown): string[] {
   if (input === undefined || input === null) return [];
   const names = typeof input === 'string' ? [input] : input;
   if (!Array.isArray(names) || names.some((n) => typeof n !== 'string')) {
     throw new DomainError('invalid_group_by', 'groupBy must be an array of field names');
   }
-  if (names.length > MAX_GROUP_BY_FIELDS) {
+  return names as string[];
+}
+
+function parseGroupBy(object: ObjectMeta, names: string[], extra = 0): FieldMeta[] {
+  if (names.length > MAX_GROUP_BY_FIELDS + extra) {
     throw new DomainError('invalid_group_by', `At most ${MAX_GROUP_BY_FIELDS} group-by fields`);
   }
-  const fields = [...new Set(names as string[])].map((name) => requireField(object, name));
+  const fields = [...new Set(names)].map((name) => requireField(object, name));
   for (const field of fields) {
     if (field.type === 'json' || field.type === 'textarea') {
       throw new DomainError('invalid_group_by', `Cannot group by ${field.type} field "${field.name}"`);
@@ -148,7 +311,17 @@ function parseGroupBy(object: ObjectMeta, input: unknown): FieldMeta[] {
   return fields;
 }
 
-function aggregateSql(object: ObjectMeta, a: AggregationSpec): string {
+/** One aggregation's SQL: its function, its own filter, 0 for "no rows" when asked; or a ratio of two. */
+function measureSql(object: ObjectMeta, m: MeasureSpec | RatioSpec, params: SqlParams): string {
+  if ('numerator' in m) {
+    return `(${measureSql(object, m.numerator, params)})::numeric / nullif((${measureSql(object, m.denominator, params)})::numeric, 0)`;
+  }
+  const filter = m.filter === undefined ? '' : ` filter (where ${compileWhere(object, m.filter, params)})`;
+  const sql = `${aggregateSql(object, m)}${filter}`;
+  return m.emptyAsZero && m.function !== 'count' && m.function !== 'count_distinct' ? `coalesce(${sql}, 0)` : sql;
+}
+
+function aggregateSql(object: ObjectMeta, a: MeasureSpec): string {
   if (!a.field) return 'count(*)';
   const field = requireField(object, a.field);
   const column = quoteIdent(field.name);
@@ -172,7 +345,7 @@ function aggregateSql(object: ObjectMeta, a: AggregationSpec): string {
 }
 
 /** Order groups by an alias or a group-by field; default: the group-by fields. */
-function compileAggregateOrderBy(input: unknown, groupBy: FieldMeta[], aggregations: AggregationSpec[]): string {
+function compileAggregateOrderBy(input: unknown, groupBy: FieldMeta[], aggregations: Array<{ alias: string }>): string {
   const available = [...groupBy.map((f) => f.name), ...aggregations.map((a) => a.alias)];
   const defaults = groupBy.map((f) => `${quoteIdent(f.name)} asc`).join(', ');
   if (input === undefined || input === null) return defaults;

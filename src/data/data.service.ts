@@ -19,8 +19,8 @@ import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
 import { indexName } from '../metadata/metadata.naming';
 import { ObjectMeta } from '../metadata/object-metadata.types';
-import { compileAggregate, decodeAggregateRows } from './aggregate.compiler';
-import { AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
+import { compileAggregate, compileAggregatePlan, decodeAggregateRows } from './aggregate.compiler';
+import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
 import { decodeRow, encodeFieldValue, indexedValueLimitError } from './field-value.codec';
 import {
   compileCount,
@@ -110,6 +110,34 @@ export class DataService {
   ): Promise<Record<string, unknown>[]> {
     return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const compiled = compileAggregate(object, query);
+      return decodeAggregateRows(object, compiled, await session.query(compiled.query));
+    });
+  }
+
+  /**
+   * A typed aggregate (the semantic layer's metric queries), through the same compiler, clamps and
+   * statement timeout as `aggregate`. A lookup column reads the target object as the caller sees it:
+   * one it may not read, or a field hidden from it, is `unknown_field`.
+   */
+  async aggregatePlan(
+    caller: Caller,
+    objectName: string,
+    plan: AggregatePlan,
+    scope: DataScope = {},
+  ): Promise<Record<string, unknown>[]> {
+    return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
+      const targets: Record<string, ObjectMeta> = {};
+      for (const lookup of plan.lookups ?? []) {
+        const field = requireField(object, lookup.lookup);
+        if (field.type !== 'lookup' || !field.reference || targets[field.name]) continue;
+        targets[field.name] = await this.access.view(caller, field.reference, 'read').catch((error: unknown) => {
+          if (!(error instanceof DomainError) || error.code !== 'object_not_found') throw error;
+          throw new DomainError('unknown_field', `Unknown field "${clip(`${lookup.lookup}.${lookup.field}`)}"`, {
+            field: clip(`${lookup.lookup}.${lookup.field}`),
+          });
+        });
+      }
+      const compiled = compileAggregatePlan(object, plan, targets);
       return decodeAggregateRows(object, compiled, await session.query(compiled.query));
     });
   }

@@ -43,3 +43,49 @@ export interface AggregateQuery {
 export const MAX_ENGINE_LIMIT = 1000;
 export const MAX_GROUP_BY_FIELDS = 3;
 export const MAX_AGGREGATIONS = 20;
+
+/** Time buckets of an aggregate (the semantic layer's timeGrain); weeks are ISO weeks, from Monday. */
+export const TIME_GRAINS = ['day', 'week', 'month', 'quarter', 'year'] as const;
+export type TimeGrain = (typeof TIME_GRAINS)[number];
+
+/** An aggregation with its own filter (`FILTER (WHERE ..)`); `emptyAsZero`: a sum over no rows is 0, not null. */
+export interface MeasureSpec extends AggregationSpec {
+  filter?: unknown;
+  emptyAsZero?: boolean;
+}
+
+/** One aggregation divided by another, per group; null when the denominator is 0. */
+export interface RatioSpec {
+  alias: string;
+  numerator: MeasureSpec;
+  denominator: MeasureSpec;
+}
+
+/** A field of the record that lookup field `lookup` points to (e.g. account.industry), as column `alias`. */
+export interface LookupColumn {
+  alias: string;
+  lookup: string;
+  field: string;
+}
+
+/** The UTC start of the bucket of `field` ("YYYY-MM-DD"), as column `alias`. */
+export interface TimeBucket {
+  alias: string;
+  field: string;
+  grain: TimeGrain;
+}
+
+/**
+ * A typed aggregate (what the semantic layer compiles a metric query into). `groupBy` names fields of the
+ * object, lookup columns' aliases and the time bucket's alias; `where` and `orderBy` may name them too.
+ */
+export interface AggregatePlan {
+  where?: unknown;
+  groupBy: string[];
+  measures: Array<MeasureSpec | RatioSpec>;
+  lookups?: LookupColumn[];
+  timeBucket?: TimeBucket;
+  orderBy?: unknown;
+  /** Groups returned, already clamped by the caller. */
+  limit: number;
+}

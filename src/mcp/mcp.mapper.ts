@@ -106,6 +106,9 @@ export function serverInstructions(objects: readonly ObjectSummary[], tools: rea
       `Each object's fields are the resource object://<name>${has('describe_object') ? ' and what describe_object returns' : ''}: ` +
       'use the exact field names and option values from there.',
     has('aggregate_data') ? 'For counts, sums and averages call aggregate_data instead of adding up records.' : undefined,
+    has('query_metric')
+      ? 'For figures the admins defined as metrics (see list_metrics: revenue, win rate, ...) call query_metric.'
+      : undefined,
     objects.length ? 'Objects:' : 'No objects are defined yet.',
   ].filter((line): line is string => line !== undefined);
   const lines = [...head];

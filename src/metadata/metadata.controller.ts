@@ -137,7 +137,7 @@ export class MetadataController {
   @ApiRoute({
     summary: 'Delete a field and its column',
     status: 204,
-    errors: ['object_not_found', 'field_not_found'],
+    errors: ['object_not_found', 'field_not_found', 'field_in_use'],
   })
   async deleteField(@Caller() caller: Caller, @Param('name') name: string, @Param('field') field: string): Promise<void> {
     await this.metadata.deleteField(name, field, caller);

@@ -154,6 +154,29 @@ export class MetadataRepository {
     return rows.map((r) => r.name);
   }
 
+  /**
+   * Metrics that read the field (measure, filter, time field, dimension). Read in the metadata write's
+   * transaction; metric writes take the same lock, so none can start using the field meanwhile.
+   */
+  async metricsUsing(em: EntityManager, objectName: string, fieldName: string): Promise<string[]> {
+    const rows = await runSql<{ name: string }>(em, `select name from metric_definitions where uses ? $1 order by name`, [
+      `${objectName}.${fieldName}`,
+    ]);
+    return rows.map((r) => r.name);
+  }
+
+  /** Metrics over the object or reading one of its fields (through a lookup dimension). */
+  async metricsReading(em: EntityManager, objectName: string): Promise<string[]> {
+    const rows = await runSql<{ name: string }>(
+      em,
+      `select name from metric_definitions m
+        where m.object = $1 or exists (select from jsonb_array_elements_text(m.uses) u where split_part(u, '.', 1) = $1)
+        order by name`,
+      [objectName],
+    );
+    return rows.map((r) => r.name);
+  }
+
   /** How many records hold each of `options` in a select (text) or multiselect (text[]) column; unused ones are absent. */
   async optionUse(
     em: EntityManager,

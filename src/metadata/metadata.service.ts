@@ -50,6 +50,14 @@ export class MetadataService {
     return this.cache.get(name, () => this.loadObject(name, em));
   }
 
+  /**
+   * The definition as `em` reads it now, past the cache: for writes elsewhere that check against metadata
+   * (metric definitions) in a transaction holding the metadata lock.
+   */
+  async readObject(name: string, em: EntityManager): Promise<ObjectMeta> {
+    return this.loadObject(name, em);
+  }
+
   /** Reads the definition from the database (inside metadata writes: their own uncommitted state). */
   private async loadObject(name: string, em: EntityManager): Promise<ObjectMeta> {
     const object = isStorableName(name) ? await em.findOne(ObjectDefinitionEntity, { name }) : null;
@@ -115,6 +123,14 @@ export class MetadataService {
           'object_in_use',
           `Object "${name}" is named in the allowedObjects of agent${agents.length > 1 ? 's' : ''} ${agents.join(', ')}; remove it there first`,
           { agents },
+        );
+      }
+      const metrics = await this.repo.metricsReading(em, name);
+      if (metrics.length) {
+        throw new DomainError(
+          'object_in_use',
+          `Object "${name}" is read by metric${metrics.length > 1 ? 's' : ''} ${metrics.join(', ')}; delete or change them first`,
+          { metrics },
         );
       }
       const referencing = await this.repo.referencingFields(em, name, object.id);
@@ -224,6 +240,14 @@ export class MetadataService {
     await this.write({ actor, action: 'field.delete', target: `${objectName}.${fieldName}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
+      const metrics = await this.repo.metricsUsing(em, objectName, fieldName);
+      if (metrics.length) {
+        throw new DomainError(
+          'field_in_use',
+          `Field "${objectName}.${fieldName}" is used by metric${metrics.length > 1 ? 's' : ''} ${metrics.join(', ')}; change or delete ${metrics.length > 1 ? 'them' : 'it'} first`,
+          { metrics },
+        );
+      }
       await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();

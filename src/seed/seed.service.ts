@@ -12,13 +12,16 @@ import { DataService } from '../data/data.service';
 import { SYSTEM_CALLER } from '../governance/access.service';
 import { CreateObjectDto } from '../metadata/metadata.dto';
 import { MetadataService } from '../metadata/metadata.service';
+import { DomainError } from '../common/domain-error';
+import { CreateMetricDto } from '../metrics/metric.dto';
+import { MetricService } from '../metrics/metric.service';
 import { generateCrmSample } from './crm-sample.data';
 
 const INSERT_BATCH = 500;
 
 /**
- * Start-up data: the admin key, then (SEED=true) the sample objects of seeds/ with their records, then the
- * built-in agents.
+ * Start-up data: the admin key, then (SEED=true) the sample objects of seeds/ with their records and the
+ * sample metrics, then the built-in agents.
  * Never overwrites: an object that exists is left alone, and records go only into objects created now.
  */
 @Injectable()
@@ -33,15 +36,36 @@ export class SeedService implements OnApplicationBootstrap {
     private readonly metadata: MetadataService,
     private readonly data: DataService,
     private readonly pool: DataPool,
+    private readonly metrics: MetricService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     await withSessionLock(this.databaseUrl, ADVISORY_LOCK.startup, async () => {
       await this.keys.ensureAdminKey();
-      if (this.config.seed) await this.seedObjects();
+      if (this.config.seed) {
+        await this.seedObjects();
+        await this.seedMetrics();
+      }
       // Built-in agents exist even with SEED=false: the API promises data_chat.
       await this.agents.ensureBuiltIns();
     });
+  }
+
+  /** The sample metrics: each one only if no metric has its name, and only if its objects' fields fit it. */
+  private async seedMetrics(): Promise<void> {
+    const file = join(projectRoot(), 'seeds', 'metrics', 'metrics.json');
+    const { metrics } = JSON.parse(await readFile(file, 'utf8')) as { metrics: CreateMetricDto[] };
+    const existing = new Set((await this.metrics.list()).metrics.map((m) => m.name));
+    for (const metric of metrics) {
+      if (existing.has(metric.name)) continue;
+      try {
+        await this.metrics.create(metric);
+      } catch (error) {
+        // Objects changed by an admin (a field gone): the sample metric does not fit them; everything else starts.
+        if (!(error instanceof DomainError) || !['invalid_metric', 'metric_exists'].includes(error.code)) throw error;
+        this.logger.warn({ msg: 'sample metric not created', metric: metric.name, reason: error.message });
+      }
+    }
   }
 
   private async seedObjects(): Promise<void> {

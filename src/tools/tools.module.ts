@@ -8,9 +8,12 @@ import { AuditLog } from '../governance/audit-log.service';
 import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
+import { MetricService } from '../metrics/metric.service';
+import { SemanticMetricsModule } from '../metrics/metrics.module';
 import { MetricsService } from '../observability/metrics.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createDataTools } from './data-tools';
+import { createMetricTools } from './metric-tools';
 import {
   auditMiddleware,
   auditTrailMiddleware,
@@ -26,8 +29,8 @@ import { ToolsController } from './tools.controller';
 import { ToolsService } from './tools.service';
 
 /**
- * Builds the registry with its middleware chain and the five data tools before anyone can inject it,
- * so agents always see a complete registry. Order: metrics, the audit log line and the audit trail (see every attempt) →
+ * Builds the registry with its middleware chain, the five data tools and the two metric tools before anyone can
+ * inject it, so agents always see a complete registry. Order: metrics, the audit log line and the audit trail (see every attempt) →
  * permission → rate limit → output cap → timeout → validation + tool.
  */
 function createToolRegistry(
@@ -38,6 +41,7 @@ function createToolRegistry(
   metrics: MetricsService,
   access: AccessService,
   audit: AuditLog,
+  semantic: MetricService,
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
@@ -52,7 +56,10 @@ function createToolRegistry(
     outputCapMiddleware(),
     timeoutMiddleware(config.toolTimeoutMs),
   );
-  for (const tool of createDataTools({ data, metadata, pool, access })) {
+  for (const tool of [
+    ...createDataTools({ data, metadata, pool, access }),
+    ...createMetricTools({ data, metadata, pool, access, metrics: semantic }),
+  ]) {
     registry.register(tool);
   }
   registry.register(createAskUserTool());
@@ -60,13 +67,13 @@ function createToolRegistry(
 }
 
 @Module({
-  imports: [DataModule, MetadataModule, GovernanceModule],
+  imports: [DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule],
   controllers: [ToolsController],
   providers: [
     {
       provide: ToolRegistry,
       useFactory: createToolRegistry,
-      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService, AuditLog],
+      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService, AuditLog, MetricService],
     },
     ToolsService,
     ReaderRoleCheck,

@@ -10,7 +10,15 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, rawText } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
-const DATA_TOOLS = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'];
+const DATA_TOOLS = [
+  'list_objects',
+  'describe_object',
+  'query_records',
+  'get_record',
+  'aggregate_data',
+  'list_metrics',
+  'query_metric',
+];
 
 describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   let t: TestApp;

@@ -34,6 +34,8 @@ describe('agents API', () => {
       'query_records',
       'get_record',
       'aggregate_data',
+      'list_metrics',
+      'query_metric',
     ]);
   });
 

@@ -68,6 +68,8 @@ describe('durable chats', () => {
       'query_records',
       'get_record',
       'aggregate_data',
+      'list_metrics',
+      'query_metric',
       'show_form',
     ]);
 

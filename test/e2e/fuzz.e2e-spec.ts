@@ -64,6 +64,8 @@ const TARGETS = [
   'PATCH /api/v1/objects/{name}/fields/{field}',
   'POST /api/v1/policies',
   'PUT /api/v1/policies/{name}',
+  'POST /api/v1/metrics',
+  'PUT /api/v1/metrics/{name}',
   'PATCH /api/v1/api-keys/{id}',
 ] as const;
 type Target = (typeof TARGETS)[number];
@@ -240,6 +242,29 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
     bodyFor(schemaOf(method === 'POST' ? 'POST /api/v1/policies' : 'PUT /api/v1/policies/{name}'), {
       name: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_-]{0,20}$/), nastyString),
     });
+  /** A simple metric over fuzz_item that fits its fields (the schema-shaped bodies try everything else). */
+  const validMetric = (named: boolean) =>
+    fc.record(
+      {
+        ...(named ? { name: fc.stringMatching(/^[a-z][a-z0-9_]{2,20}$/) } : {}),
+        label: fc.string({ minLength: 1, maxLength: 20 }),
+        object: fc.constant('fuzz_item'),
+        type: fc.constant('simple'),
+        measure: fc.oneof(
+          fc.constant({ function: 'count' }),
+          fc.record({ function: pick(['sum', 'avg', 'min', 'max', 'count_distinct']), field: pick(['qty', 'amount', 'price']) }),
+        ),
+        filter: validWhereArb(itemFields, allIds),
+        timeField: pick(['due', 'at', 'created_at']),
+        dimensions: fc.subarray(['stage', 'title', 'qty', 'done', 'parent.title']),
+        synonyms: fc.array(fc.string({ minLength: 1, maxLength: 20 }), { maxLength: 3 }),
+      },
+      { requiredKeys: named ? ['name', 'label', 'object', 'type', 'measure'] : ['label', 'object', 'type', 'measure'] },
+    );
+  const metricBody = (method: 'POST' | 'PUT') =>
+    bodyFor(schemaOf(method === 'POST' ? 'POST /api/v1/metrics' : 'PUT /api/v1/metrics/{name}'), {
+      name: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_]{0,20}$/), nastyString),
+    });
   const validAgent = fc.record(
     {
       name: fc.stringMatching(/^[a-z][a-z0-9_-]{2,20}$/),
@@ -273,6 +298,22 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
       { requiredKeys: ['objectName'] },
     ),
     aggregate_data: validAggregateArb(itemFields, allIds).map((query) => ({ ...query, objectName: 'fuzz_item', limit: 10 })),
+    list_metrics: fc.constant({}),
+    query_metric: fc.record(
+      {
+        metrics: fc.constant(['fuzz_metric']),
+        groupBy: fc.subarray(['stage', 'parent.title', 'qty']),
+        timeGrain: pick(['day', 'week', 'month', 'quarter', 'year']),
+        from: pick(['2024-01-01', '2025-06-30']),
+        to: pick(['2025-12-31', '2024-02-29']),
+        where: fc.oneof(fc.constant({ stage: 'won' }), fc.constant({ 'parent.title': { $contains: 'p' } })),
+        orderBy: fc.array(fc.record({ field: pick(['fuzz_metric', 'stage', 'period']), order: pick(['asc', 'desc']) }), {
+          maxLength: 2,
+        }),
+        limit: fc.integer({ min: 1, max: 200 }),
+      },
+      { requiredKeys: ['metrics'] },
+    ),
   };
 
   const messages = fc.oneof(
@@ -692,6 +733,14 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         validOr(validPolicy(false), policyBody('PUT')),
       ),
     ),
+    'POST /api/v1/metrics': request('POST', fc.constant('/api/v1/metrics'), validOr(validMetric(true), metricBody('POST'))),
+    'PUT /api/v1/metrics/{name}': overValues(['fuzz_metric'], (name) =>
+      request(
+        'PUT',
+        name.map((n) => url('/api/v1/metrics/', n)),
+        validOr(validMetric(false), metricBody('PUT')),
+      ),
+    ),
     'PATCH /api/v1/api-keys/{id}': overValues([world.spareKeyId], (id) =>
       request(
         'PATCH',
@@ -862,6 +911,15 @@ describe('fuzzing every body-taking route (fast-check)', () => {
       return { talk, action };
     };
     await post('/api/v1/policies', { name: 'fuzz-policy', objects: { fuzz_item: { read: true } } });
+    await post('/api/v1/metrics', {
+      name: 'fuzz_metric',
+      label: 'Fuzz metric',
+      object: 'fuzz_item',
+      type: 'simple',
+      measure: { function: 'sum', field: 'qty' },
+      timeField: 'due',
+      dimensions: ['stage', 'parent.title', 'qty'],
+    });
     const spare = (await post('/api/v1/api-keys', { name: 'fuzz spare', role: 'member' })) as unknown as CreatedApiKeyResponse;
     world = {
       spareKeyId: spare.id,

@@ -7,6 +7,7 @@ import { MAX_INSTRUCTIONS_CHARS } from '../../src/mcp/mcp.mapper';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
 import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-object.tool';
 import { DATA_TOOL_NAMES } from '../../src/tools/data-tools';
+import { METRIC_TOOL_NAMES } from '../../src/tools/metric-tools';
 import type { ListObjectsResult } from '../../src/tools/data-tools/list-objects.tool';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import type { ToolErrorContent } from '../../src/tools/tool.types';
@@ -138,12 +139,12 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       mcp = await connect('/mcp', memberKey);
     });
 
-    it('lists the five data tools with the descriptions and JSON Schemas the tools API gives', async () => {
+    it('lists the five data tools and the two metric tools with the descriptions and JSON Schemas the tools API gives', async () => {
       const { tools } = await mcp.listTools();
-      expect(tools.map((tool) => tool.name)).toEqual([...DATA_TOOL_NAMES]);
+      expect(tools.map((tool) => tool.name)).toEqual([...DATA_TOOL_NAMES, ...METRIC_TOOL_NAMES]);
       const registry = bodyOf<ToolListResponse>(await t.http.get('/api/v1/ai/tools').set(bearer(memberKey)).expect(200)).tools;
       expect(tools.map(({ name, description, inputSchema }) => ({ name, description, parameters: inputSchema }))).toEqual(
-        registry.filter((tool) => (DATA_TOOL_NAMES as readonly string[]).includes(tool.name)),
+        registry.filter((tool) => [...DATA_TOOL_NAMES, ...METRIC_TOOL_NAMES].includes(tool.name as never)),
       );
       const query = tools.find((tool) => tool.name === 'query_records')!;
       expect(query.inputSchema).toMatchObject({ type: 'object', required: ['objectName'], additionalProperties: false });
@@ -345,7 +346,7 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       const agentPath = await refusal('/mcp/agents/deal_desk', memberKey, { Origin: 'null' });
       expect([agentPath.code, agentPath.body.code]).toEqual([403, 'forbidden']);
       const browser = await connect('/mcp', memberKey, { headers: { Origin: ALLOWED_ORIGIN } });
-      expect((await browser.listTools()).tools).toHaveLength(5);
+      expect((await browser.listTools()).tools).toHaveLength(7);
     });
 
     it('answers every POST with a request id and a request log line, and the GET for an event stream with 405', async () => {

@@ -4,7 +4,15 @@ import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type S
 import { MockLlmServer, MockReply, type RecordedRequest } from '../support/mock-llm.server';
 import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 
-const DATA_TOOLS = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'];
+const DATA_TOOLS = [
+  'list_objects',
+  'describe_object',
+  'query_records',
+  'get_record',
+  'aggregate_data',
+  'list_metrics',
+  'query_metric',
+];
 const WON = {
   objectName: 'deal',
   where: { stage: 'won' },

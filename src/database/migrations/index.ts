@@ -7,6 +7,7 @@ import { MigrationChatClientIds } from './migration-20261124-chat-client-ids';
 import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
+import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -23,6 +24,7 @@ export const MIGRATIONS = [
   MigrationAccessPolicies,
   MigrationUsageAudit,
   MigrationAgentGrounding,
+  MigrationMetricDefinitions,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

@@ -1,0 +1,57 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { Roles } from '../auth/auth.decorators';
+import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
+import { CreateMetricDto, MetricListResponse, MetricResponse, ReplaceMetricDto } from './metric.dto';
+import { MetricService } from './metric.service';
+
+@ApiTags('metrics')
+@Controller('api/v1/metrics')
+export class MetricController {
+  constructor(private readonly metrics: MetricService) {}
+
+  @Post()
+  @Roles('admin')
+  @ApiRoute({
+    summary: 'Define a metric (a named aggregate over one object), checked against its fields',
+    status: 201,
+    type: MetricResponse,
+    errors: [...BODY_ERRORS, 'invalid_metric', 'metric_exists'],
+  })
+  create(@Body() dto: CreateMetricDto): Promise<MetricResponse> {
+    return this.metrics.create(dto);
+  }
+
+  @Get()
+  @Roles('admin', 'member')
+  @ApiRoute({ summary: 'List metric definitions', type: MetricListResponse })
+  list(): Promise<MetricListResponse> {
+    return this.metrics.list();
+  }
+
+  @Get(':name')
+  @Roles('admin', 'member')
+  @ApiRoute({ summary: 'Read a metric definition', type: MetricResponse, errors: ['metric_not_found'] })
+  get(@Param('name') name: string): Promise<MetricResponse> {
+    return this.metrics.get(name);
+  }
+
+  @Put(':name')
+  @Roles('admin')
+  @ApiRoute({
+    summary: 'Replace a metric definition',
+    type: MetricResponse,
+    errors: [...BODY_ERRORS, 'invalid_metric', 'metric_not_found', 'metric_in_use'],
+  })
+  replace(@Param('name') name: string, @Body() dto: ReplaceMetricDto): Promise<MetricResponse> {
+    return this.metrics.replace(name, dto);
+  }
+
+  @Delete(':name')
+  @Roles('admin')
+  @HttpCode(204)
+  @ApiRoute({ summary: 'Delete a metric no ratio metric divides', status: 204, errors: ['metric_not_found', 'metric_in_use'] })
+  async delete(@Param('name') name: string): Promise<void> {
+    await this.metrics.delete(name);
+  }
+}

@@ -1,0 +1,16 @@
+import { MikroOrmModule } from '@mikro-orm/nestjs';
+import { Module } from '@nestjs/common';
+import { DataModule } from '../data/data.module';
+import { MetadataModule } from '../metadata/metadata.module';
+import { MetricDefinitionEntity } from './metric-definition.entity';
+import { MetricController } from './metric.controller';
+import { MetricService } from './metric.service';
+
+/** The semantic layer: metric definitions in metadata, compiled into the data engine's aggregates. */
+@Module({
+  imports: [MikroOrmModule.forFeature([MetricDefinitionEntity]), MetadataModule, DataModule],
+  controllers: [MetricController],
+  providers: [MetricService],
+  exports: [MetricService],
+})
+export class SemanticMetricsModule {}

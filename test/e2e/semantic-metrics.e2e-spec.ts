@@ -1,0 +1,664 @@
+import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
+import type { MetricListResponse, MetricResponse } from '../../src/metrics/metric.dto';
+import type { ListMetricsResult } from '../../src/tools/metric-tools/list-metrics.tool';
+import type { QueryMetricResult } from '../../src/tools/metric-tools/query-metric.tool';
+import type { ToolErrorContent } from '../../src/tools/tool.types';
+import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
+import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
+import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bodyOf, errorOf } from '../support/responses';
+import { bearer, createApiKey, TestApp } from '../support/test-app';
+
+type Row = Record<string, unknown>;
+type Executed<R> = ExecuteToolResponse & { result: R };
+
+/**
+ * A small object with figures chosen for the edge cases: a month without sales inside the range, sales on
+ * both sides of a year end, a datetime that is 2024 in its own offset and 2025 in UTC, and a channel whose
+ * sales were all refunded (a ratio over it divides by 0).
+ */
+const SALES = [
+  {
+    customer: 'ann',
+    channel: 'web',
+    status: 'paid',
+    amount: 120.5,
+    quantity: 1,
+    sold_on: '2024-12-30',
+    sold_at: '2024-12-30T10:00:00Z',
+    store: 'n',
+  },
+  {
+    customer: 'bob',
+    channel: 'web',
+    status: 'paid',
+    amount: 80.0,
+    quantity: 2,
+    sold_on: '2024-12-31',
+    sold_at: '2024-12-31T23:30:00-02:00',
+    store: 's',
+  },
+  {
+    customer: 'ann',
+    channel: 'web',
+    status: 'refunded',
+    amount: 40.25,
+    quantity: 1,
+    sold_on: '2025-01-01',
+    sold_at: '2025-01-01T08:00:00Z',
+    store: 'n',
+  },
+  {
+    customer: 'cid',
+    channel: 'shop',
+    status: 'refunded',
+    amount: 300.0,
+    quantity: 5,
+    sold_on: '2025-01-02',
+    sold_at: '2025-01-02T12:00:00Z',
+    store: 's',
+  },
+  {
+    customer: 'dee',
+    channel: 'phone',
+    status: 'paid',
+    amount: 55.1,
+    quantity: 3,
+    sold_on: '2025-01-15',
+    sold_at: '2025-01-15T09:00:00Z',
+    store: 'n',
+  },
+  {
+    customer: 'bob',
+    channel: 'phone',
+    status: 'paid',
+    amount: 99.99,
+    quantity: 4,
+    sold_on: '2025-03-10',
+    sold_at: '2025-03-10T18:00:00Z',
+    store: 's',
+  },
+  {
+    customer: 'eve',
+    channel: 'web',
+    status: 'paid',
+    amount: 10.0,
+    quantity: 7,
+    sold_on: '2025-03-31',
+    sold_at: '2025-03-31T23:59:59Z',
+    store: 'n',
+  },
+];
+
+const DIMENSIONS = ['channel', 'customer', 'store.region'];
+
+const METRICS = [
+  { name: 'sales', label: 'Sales', type: 'simple', measure: { function: 'count' } },
+  {
+    name: 'paid_revenue',
+    label: 'Paid revenue',
+    type: 'simple',
+    measure: { function: 'sum', field: 'amount' },
+    filter: { status: 'paid' },
+  },
+  { name: 'avg_amount', label: 'Average amount', type: 'simple', measure: { function: 'avg', field: 'amount' } },
+  { name: 'min_amount', label: 'Smallest sale', type: 'simple', measure: { function: 'min', field: 'amount' } },
+  { name: 'max_quantity', label: 'Largest quantity', type: 'simple', measure: { function: 'max', field: 'quantity' } },
+  { name: 'customers', label: 'Customers', type: 'simple', measure: { function: 'count_distinct', field: 'customer' } },
+  { name: 'paid_sales', label: 'Paid sales', type: 'simple', measure: { function: 'count' }, filter: { status: 'paid' } },
+  {
+    name: 'closed_sales',
+    label: 'Closed sales',
+    type: 'simple',
+    measure: { function: 'count' },
+    filter: { status: { $in: ['paid', 'refunded'] } },
+  },
+  { name: 'paid_rate', label: 'Paid rate', type: 'ratio', numerator: 'paid_sales', denominator: 'closed_sales' },
+  {
+    name: 'refund_to_paid',
+    label: 'Refunds per paid sale',
+    type: 'ratio',
+    numerator: 'refunded_sales',
+    denominator: 'paid_sales',
+  },
+].map((m) => ({ object: 'sale', timeField: 'sold_on', dimensions: DIMENSIONS, ...m }));
+
+describe('metrics: definitions in metadata and the metric tools', () => {
+  let t: TestApp;
+  let llm: MockLlmServer;
+  let member: string;
+
+  const admin = () => bearer(t.adminKey);
+  const exec = async <R>(name: string, args: unknown, key = t.adminKey): Promise<Executed<R>> =>
+    bodyOf<Executed<R>>(
+      await t.http.post(`/api/v1/ai/tools/${name}/execute`).set(bearer(key)).send({ arguments: args }).expect(200),
+    );
+  async function metric(args: Record<string, unknown>, key?: string): Promise<Row[]> {
+    const res = await exec<QueryMetricResult>('query_metric', args, key);
+    expect(res).toMatchObject({ isError: false });
+    return res.result.rows;
+  }
+  async function metricError(args: Record<string, unknown>): Promise<ToolErrorContent['error']> {
+    const res = await exec<ToolErrorContent>('query_metric', args);
+    expect(res.isError).toBe(true);
+    return res.result.error;
+  }
+  const num = (value: unknown) => (value === null ? null : Number(value));
+
+  beforeAll(async () => {
+    ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
+    member = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({
+        name: 'store',
+        label: 'Store',
+        fields: [
+          { name: 'code', label: 'Code', type: 'text' },
+          { name: 'region', label: 'Region', type: 'select', options: ['north', 'south'] },
+          { name: 'notes', label: 'Notes', type: 'json' },
+        ],
+      })
+      .expect(201);
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({
+        name: 'sale',
+        label: 'Sale',
+        fields: [
+          { name: 'customer', label: 'Customer', type: 'text' },
+          { name: 'channel', label: 'Channel', type: 'select', options: ['web', 'shop', 'phone'] },
+          { name: 'status', label: 'Status', type: 'select', options: ['paid', 'refunded'] },
+          { name: 'amount', label: 'Amount', type: 'currency' },
+          { name: 'quantity', label: 'Quantity', type: 'integer' },
+          { name: 'sold_on', label: 'Sold on', type: 'date' },
+          { name: 'sold_at', label: 'Sold at', type: 'datetime' },
+          { name: 'note', label: 'Note', type: 'textarea' },
+          { name: 'store', label: 'Store', type: 'lookup', reference: 'store' },
+        ],
+      })
+      .expect(201);
+    const stores: Record<string, string> = {};
+    for (const [code, region] of [
+      ['n', 'north'],
+      ['s', 'south'],
+    ]) {
+      const res = await t.http.post('/api/v1/objects/store/records').set(admin()).send({ code, region }).expect(201);
+      stores[code] = bodyOf<{ id: string }>(res).id;
+    }
+    for (const sale of SALES) {
+      await t.http
+        .post('/api/v1/objects/sale/records')
+        .set(admin())
+        .send({ ...sale, store: stores[sale.store] })
+        .expect(201);
+    }
+    const refunded = {
+      name: 'refunded_sales',
+      label: 'Refunded',
+      type: 'simple',
+      measure: { function: 'count' },
+      filter: { status: 'refunded' },
+    };
+    for (const definition of [
+      ...METRICS.slice(0, 8),
+      { object: 'sale', timeField: 'sold_on', dimensions: DIMENSIONS, ...refunded },
+      ...METRICS.slice(8),
+    ]) {
+      await t.http.post('/api/v1/metrics').set(admin()).send(definition).expect(201);
+    }
+    await t.http
+      .post('/api/v1/metrics')
+      .set(admin())
+      .send({
+        name: 'sales_by_instant',
+        label: 'Sales by instant',
+        object: 'sale',
+        type: 'simple',
+        measure: { function: 'count' },
+        timeField: 'sold_at',
+        dimensions: ['channel'],
+      })
+      .expect(201);
+  });
+  afterAll(async () => {
+    await t.close();
+    await llm.close();
+  });
+  beforeEach(() => llm.reset());
+  afterEach(() => expect(llm.pendingSteps).toBe(0));
+
+  describe('definitions (admin writes, members read)', () => {
+    it('creates, reads, lists, replaces and deletes a metric; members only read', async () => {
+      const body = {
+        name: 'big_sales',
+        label: 'Big sales',
+        description: 'Sales over 100',
+        object: 'sale',
+        type: 'simple',
+        measure: { function: 'count' },
+        filter: { amount: { $gt: 100 } },
+        timeField: 'sold_at',
+        dimensions: ['channel', 'store.region'],
+        synonyms: ['large sales', ' whales '],
+      };
+      const created = bodyOf<MetricResponse>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(201));
+      expect(created).toMatchObject({ ...body, synonyms: ['large sales', 'whales'] });
+      expect(created.createdAt).toEqual(expect.any(String));
+
+      await t.http
+        .post('/api/v1/metrics')
+        .set(bearer(member))
+        .send({ ...body, name: 'mine' })
+        .expect(403);
+      await t.http.put('/api/v1/metrics/big_sales').set(bearer(member)).send(body).expect(403);
+      await t.http.delete('/api/v1/metrics/big_sales').set(bearer(member)).expect(403);
+      expect(errorOf(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(409)).code).toBe('metric_exists');
+
+      const read = bodyOf<MetricResponse>(await t.http.get('/api/v1/metrics/big_sales').set(bearer(member)).expect(200));
+      expect(read).toEqual(created);
+      const list = bodyOf<MetricListResponse>(await t.http.get('/api/v1/metrics').set(bearer(member)).expect(200));
+      expect(list.metrics.map((m) => m.name)).toEqual([...list.metrics.map((m) => m.name)].sort());
+      expect(list.metrics.map((m) => m.name)).toEqual(expect.arrayContaining(['big_sales', 'paid_rate', 'win_rate']));
+
+      const rest: Record<string, unknown> = { ...body };
+      delete rest.name;
+      const replaced = bodyOf<MetricResponse>(
+        await t.http
+          .put('/api/v1/metrics/big_sales')
+          .set(admin())
+          .send({ ...rest, label: 'Huge sales', filter: { amount: { $gt: 200 } }, dimensions: ['customer'] })
+          .expect(200),
+      );
+      expect(replaced).toMatchObject({
+        name: 'big_sales',
+        label: 'Huge sales',
+        filter: { amount: { $gt: 200 } },
+        dimensions: ['customer'],
+      });
+      expect(await metric({ metrics: ['big_sales'] })).toEqual([{ big_sales: 1 }]);
+
+      await t.http.delete('/api/v1/metrics/big_sales').set(admin()).expect(204);
+      expect(errorOf(await t.http.get('/api/v1/metrics/big_sales').set(admin()).expect(404)).code).toBe('metric_not_found');
+      await t.http.get('/api/v1/metrics').expect(401);
+    });
+
+    it.each([
+      ['an unknown object', { object: 'nope' }, 'object', /Unknown object "nope"/],
+      ['an unknown measure field', { measure: { function: 'sum', field: 'price' } }, 'measure.field', /unknown field "price"/],
+      [
+        'a sum over a text field',
+        { measure: { function: 'sum', field: 'customer' } },
+        'measure.field',
+        /sum needs a numeric field; "customer" is text/,
+      ],
+      ['an unknown measure function', { measure: { function: 'median', field: 'amount' } }, 'measure.function', /median/],
+      ['a filter the where compiler refuses', { filter: { colour: 'red' } }, 'filter', /filter: Unknown field "colour"/],
+      ['a filter with a bad value', { filter: { quantity: { $gt: 'many' } } }, 'filter', /filter: .*quantity/],
+      [
+        'a time field that is not a date',
+        { timeField: 'quantity' },
+        'timeField',
+        /"quantity" is integer; it must be a date or datetime/,
+      ],
+      ['an unknown time field', { timeField: 'when' }, 'timeField', /unknown field "when"/],
+      [
+        'a dimension through a field that is not a lookup',
+        { dimensions: ['channel.name'] },
+        'dimensions',
+        /"channel" is select, not a lookup/,
+      ],
+      ['a dimension whose target field is unknown', { dimensions: ['store.city'] }, 'dimensions', /"store" has no field "city"/],
+      ['an unknown dimension', { dimensions: ['colour'] }, 'dimensions', /unknown field "colour"/],
+      ['a json dimension through a lookup', { dimensions: ['store.notes'] }, 'dimensions', /json field/],
+      ['a ratio with a measure', { type: 'ratio', numerator: 'sales', denominator: 'sales' }, 'measure', /no measure/],
+    ])('refuses %s with 400 naming the bad part', async (_case, change, part, message) => {
+      const body = {
+        name: 'bad_metric',
+        label: 'Bad',
+        object: 'sale',
+        type: 'simple',
+        measure: { function: 'count' },
+        ...change,
+      };
+      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(400));
+      expect(error.code).toBe('invalid_metric');
+      expect(error.details.part).toBe(part);
+      expect(error.error).toMatch(message);
+    });
+
+    it.each([
+      ['an unknown numerator', { numerator: 'nope', denominator: 'sales' }, 'numerator', /unknown metric "nope"/],
+      ['a ratio as denominator', { numerator: 'sales', denominator: 'paid_rate' }, 'denominator', /"paid_rate" is a ratio/],
+      [
+        'a metric of another object',
+        { numerator: 'sales', denominator: 'won_deals' },
+        'denominator',
+        /"won_deals" counts "deal" records/,
+      ],
+      ['a missing denominator', { numerator: 'sales' }, 'denominator', /needs a denominator/],
+    ])('refuses a ratio with %s', async (_case, change, part, message) => {
+      const body = { name: 'bad_ratio', label: 'Bad', object: 'sale', type: 'ratio', ...change };
+      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(400));
+      expect(error).toMatchObject({ code: 'invalid_metric', details: { part } });
+      expect(error.error).toMatch(message);
+    });
+
+    it('refuses bodies of the wrong shape with 400', async () => {
+      for (const body of [
+        { name: 'Bad Name', label: 'x', object: 'sale', type: 'simple', measure: { function: 'count' } },
+        { name: 'x', label: 'x', object: 'sale', type: 'median' },
+        { name: 'x', label: 'x', object: 'sale', type: 'simple', measure: { function: 'count' }, synonyms: 'many' },
+        {
+          name: 'x',
+          label: 'x',
+          object: 'sale',
+          type: 'simple',
+          measure: { function: 'count' },
+          dimensions: Array(31).fill('channel'),
+        },
+      ]) {
+        expect((await t.http.post('/api/v1/metrics').set(admin()).send(body)).status).toBe(400);
+      }
+    });
+
+    it('refuses to delete a field a metric uses (measure, filter, time field, dimension) with 409 naming the metrics', async () => {
+      const amount = errorOf<{ metrics: string[] }>(
+        await t.http.delete('/api/v1/objects/sale/fields/amount').set(admin()).expect(409),
+      );
+      expect(amount.code).toBe('field_in_use');
+      expect(amount.details.metrics).toEqual(['avg_amount', 'min_amount', 'paid_revenue']);
+      expect(amount.error).toContain('avg_amount, min_amount, paid_revenue');
+      for (const [object, field, metric] of [
+        ['sale', 'status', 'paid_sales'],
+        ['sale', 'sold_on', 'sales'],
+        ['sale', 'customer', 'customers'],
+        ['store', 'region', 'sales'],
+        ['sale', 'store', 'sales'],
+      ]) {
+        const error = errorOf<{ metrics: string[] }>(
+          await t.http.delete(`/api/v1/objects/${object}/fields/${field}`).set(admin()).expect(409),
+        );
+        expect(error.code).toBe('field_in_use');
+        expect(error.details.metrics).toContain(metric);
+      }
+      // A field no metric uses goes.
+      await t.http.delete('/api/v1/objects/sale/fields/note').set(admin()).expect(204);
+      expect(errorOf(await t.http.delete('/api/v1/objects/sale').set(admin()).expect(409)).code).toBe('object_in_use');
+      expect(
+        (
+          await t.sql(
+            `select 1 from information_schema.columns where table_schema = 'data' and table_name = 'sale' and column_name = 'amount'`,
+          )
+        ).length,
+      ).toBe(1);
+    });
+
+    it('refuses to delete a metric a ratio divides, or to make it a ratio, with 409', async () => {
+      const error = errorOf<{ metrics: string[] }>(await t.http.delete('/api/v1/metrics/paid_sales').set(admin()).expect(409));
+      expect(error).toMatchObject({ code: 'metric_in_use', details: { metrics: ['paid_rate', 'refund_to_paid'] } });
+      const replace = await t.http
+        .put('/api/v1/metrics/closed_sales')
+        .set(admin())
+        .send({ label: 'x', object: 'sale', type: 'ratio', numerator: 'sales', denominator: 'sales' })
+        .expect(409);
+      expect(errorOf(replace).code).toBe('metric_in_use');
+    });
+  });
+
+  describe('query_metric: the same figures as SQL', () => {
+    const AGGREGATES: Array<[string, string]> = [
+      ['sales', 'count(*)'],
+      ['paid_revenue', "coalesce(sum(amount) filter (where status = 'paid'), 0)"],
+      ['avg_amount', 'avg(amount)'],
+      ['min_amount', 'min(amount)'],
+      ['max_quantity', 'max(quantity)'],
+      ['customers', 'count(distinct customer)'],
+      [
+        'paid_rate',
+        "(count(*) filter (where status = 'paid'))::numeric / nullif(count(*) filter (where status in ('paid', 'refunded')), 0)",
+      ],
+    ];
+
+    it.each(AGGREGATES)('%s over every record', async (name, sql) => {
+      const [expected] = await t.sql<{ v: unknown }>(`select ${sql} as v from data.sale`);
+      const rows = await metric({ metrics: [name] });
+      expect(rows).toHaveLength(1);
+      expect(num(rows[0][name])).toBeCloseTo(num(expected.v)!, 10);
+    });
+
+    it.each(AGGREGATES)('%s grouped by channel', async (name, sql) => {
+      const expected = await t.sql<{ channel: string; v: unknown }>(
+        `select channel, ${sql} as v from data.sale group by channel order by channel`,
+      );
+      const rows = await metric({ metrics: [name], groupBy: ['channel'] });
+      expect(rows.map((r) => r.channel)).toEqual(expected.map((e) => e.channel));
+      expected.forEach((e, i) => expect(num(rows[i][name])).toBeCloseTo(num(e.v)!, 10));
+    });
+
+    it('computes several metrics in one call, grouped through a lookup (store.region)', async () => {
+      const expected = await t.sql<{ region: string; n: number; revenue: string }>(
+        `select st.region, count(*)::int as n, coalesce(sum(s.amount) filter (where s.status = 'paid'), 0) as revenue
+           from data.sale s left join data.store st on st.id = s.store group by st.region order by st.region`,
+      );
+      const rows = await metric({ metrics: ['sales', 'paid_revenue'], groupBy: ['store.region'] });
+      expect(rows).toEqual(expected.map((e) => ({ 'store.region': e.region, sales: e.n, paid_revenue: Number(e.revenue) })));
+    });
+
+    it('gives a ratio of null where its denominator is 0', async () => {
+      const rows = await metric({ metrics: ['refund_to_paid', 'paid_sales'], groupBy: ['channel'] });
+      expect(rows).toEqual([
+        { channel: 'phone', refund_to_paid: 0, paid_sales: 2 },
+        { channel: 'shop', refund_to_paid: null, paid_sales: 0 },
+        { channel: 'web', refund_to_paid: 1 / 3, paid_sales: 3 },
+      ]);
+    });
+
+    it('filters on dimensions (a lookup one too), orders by a metric and limits', async () => {
+      const rows = await metric({
+        metrics: ['paid_revenue'],
+        groupBy: ['customer'],
+        where: { 'store.region': 'north', channel: { $ne: 'shop' } },
+        orderBy: [{ field: 'paid_revenue', order: 'desc' }],
+        limit: 2,
+      });
+      const expected = await t.sql<{ customer: string; v: string }>(
+        `select s.customer, coalesce(sum(s.amount) filter (where s.status = 'paid'), 0) as v
+           from data.sale s join data.store st on st.id = s.store
+          where st.region = 'north' and s.channel is distinct from 'shop'
+          group by s.customer order by v desc, s.customer limit 2`,
+      );
+      expect(rows).toEqual(expected.map((e) => ({ customer: e.customer, paid_revenue: Number(e.v) })));
+    });
+
+    const GRAINS: Array<[string, string, string, string]> = [
+      ['day', '2024-12-29', '2025-01-03', '1 day'],
+      ['week', '2024-12-23', '2025-01-19', '1 week'],
+      ['month', '2024-11-01', '2025-03-31', '1 month'],
+      ['quarter', '2024-07-01', '2025-06-30', '3 months'],
+      ['year', '2023-01-01', '2025-12-31', '1 year'],
+    ];
+
+    it.each(GRAINS)(
+      'splits by %s across the year end, empty buckets as 0 (counts, sums) and null (averages)',
+      async (grain, from, to, step) => {
+        const expected = await t.sql<{ period: string; n: number; revenue: string; avg: string | null }>(
+          `select to_char(p, 'YYYY-MM-DD') as period,
+                count(s.id)::int as n,
+                coalesce(sum(s.amount) filter (where s.status = 'paid'), 0) as revenue,
+                avg(s.amount) as avg
+           from generate_series(date_trunc($1, $2::timestamp), date_trunc($1, $3::timestamp), $4::interval) p
+           left join data.sale s on date_trunc($1, s.sold_on::timestamp) = p and s.sold_on between $2::date and $3::date
+          group by p order by p`,
+          [grain, from, to, step],
+        );
+        const rows = await metric({ metrics: ['sales', 'paid_revenue', 'avg_amount'], timeGrain: grain, from, to, limit: 200 });
+        expect(rows).toEqual(
+          expected.map((e) => ({
+            period: e.period,
+            sales: e.n,
+            paid_revenue: Number(e.revenue),
+            avg_amount: e.avg === null ? null : (expect.closeTo(Number(e.avg), 10) as unknown),
+          })),
+        );
+        expect(rows.some((r) => r.sales === 0)).toBe(true);
+        expect(new Set(rows.map((r) => String(r.period).slice(0, 4)))).toEqual(
+          new Set(expected.map((e) => e.period.slice(0, 4))),
+        );
+      },
+    );
+
+    it('starts weeks on Monday and cuts datetimes in UTC', async () => {
+      const week = await metric({ metrics: ['sales'], timeGrain: 'week', from: '2024-12-30', to: '2025-01-05' });
+      expect(week).toEqual([{ period: '2024-12-30', sales: 4 }]);
+      // 2024-12-31T23:30-02:00 is 2025-01-01 in UTC.
+      const days = await metric({ metrics: ['sales_by_instant'], timeGrain: 'day', from: '2024-12-31', to: '2025-01-01' });
+      const expected = await t.sql<{ period: string; n: number }>(
+        `select to_char(p, 'YYYY-MM-DD') as period, (select count(*)::int from data.sale s where date_trunc('day', s.sold_at at time zone 'UTC') = p) as n
+           from generate_series('2024-12-31'::timestamp, '2025-01-01'::timestamp, '1 day') p order by p`,
+      );
+      expect(days).toEqual(expected.map((e) => ({ period: e.period, sales_by_instant: e.n })));
+      expect(days).toEqual([
+        { period: '2024-12-31', sales_by_instant: 0 },
+        { period: '2025-01-01', sales_by_instant: 2 },
+      ]);
+    });
+
+    it('fills empty periods per group', async () => {
+      const rows = await metric({
+        metrics: ['sales'],
+        groupBy: ['channel'],
+        timeGrain: 'month',
+        from: '2025-01-01',
+        to: '2025-03-31',
+        where: { channel: 'phone' },
+      });
+      expect(rows).toEqual([
+        { channel: 'phone', period: '2025-01-01', sales: 1 },
+        { channel: 'phone', period: '2025-02-01', sales: 0 },
+        { channel: 'phone', period: '2025-03-01', sales: 1 },
+      ]);
+    });
+
+    it('refuses what the metrics cannot answer, with errors the model can act on', async () => {
+      expect(await metricError({ metrics: ['nope'] })).toMatchObject({
+        code: 'metric_not_found',
+        details: { availableMetrics: expect.arrayContaining(['sales', 'win_rate']) as unknown },
+      });
+      expect(await metricError({ metrics: ['sales'], groupBy: ['status'] })).toMatchObject({
+        code: 'unknown_field',
+        details: { availableFields: DIMENSIONS },
+      });
+      expect(await metricError({ metrics: ['sales'], where: { amount: { $gt: 1 } } })).toMatchObject({ code: 'unknown_field' });
+      expect(await metricError({ metrics: ['sales', 'won_revenue'] })).toMatchObject({ code: 'invalid_metric_query' });
+      expect(await metricError({ metrics: ['sales'], timeGrain: 'day', from: '2020-01-01', to: '2025-01-01' })).toMatchObject({
+        code: 'invalid_metric_query',
+      });
+      expect(await metricError({ metrics: ['sales'], from: '2025-02-30' })).toMatchObject({ code: 'invalid_metric_query' });
+      expect(await metricError({ metrics: ['sales'], from: '2025-03-01', to: '2025-01-01' })).toMatchObject({
+        code: 'invalid_metric_query',
+      });
+      expect(await metricError({ metrics: ['sales'], timeGrain: 'hour' })).toMatchObject({ code: 'invalid_arguments' });
+      expect(await metricError({ metrics: ['sales'], where: { channel: { $gt: [] } } })).toMatchObject({ code: 'invalid_value' });
+    });
+  });
+
+  describe('access and the sample metrics', () => {
+    it('under an access policy with a row filter, counts only the key’s rows; a hidden dimension is unknown', async () => {
+      await t.http
+        .post('/api/v1/policies')
+        .set(admin())
+        .send({
+          name: 'web-only',
+          objects: { sale: { read: true, rowFilter: { channel: 'web' }, hiddenFields: ['customer'] }, store: { read: true } },
+        })
+        .expect(201);
+      const key = (
+        await t.http
+          .post('/api/v1/api-keys')
+          .set(admin())
+          .send({ name: 'web', role: 'member', policies: ['web-only'] })
+          .expect(201)
+      ).body as { secret: string };
+      const [expected] = await t.sql<{ n: number; revenue: string }>(
+        `select count(*)::int as n, coalesce(sum(amount) filter (where status = 'paid'), 0) as revenue from data.sale where channel = 'web'`,
+      );
+      expect(await metric({ metrics: ['sales', 'paid_revenue'] }, key.secret)).toEqual([
+        { sales: expected.n, paid_revenue: Number(expected.revenue) },
+      ]);
+      expect(await metric({ metrics: ['sales'], groupBy: ['channel'] }, key.secret)).toEqual([
+        { channel: 'web', sales: expected.n },
+      ]);
+      const hidden = await exec<ToolErrorContent>('query_metric', { metrics: ['sales'], groupBy: ['customer'] }, key.secret);
+      expect(hidden).toMatchObject({ isError: true, result: { error: { code: 'unknown_field' } } });
+      const listed = await exec<ListMetricsResult>('list_metrics', {}, key.secret);
+      // Only metrics over objects the key reads, without the hidden dimension.
+      expect(listed.result.metrics.every((m) => m.object === 'sale')).toBe(true);
+      expect(listed.result.metrics.find((m) => m.name === 'sales')!.dimensions).toEqual(['channel', 'store.region']);
+    });
+
+    it('ships the sample metrics with synonyms, and win rate matches SQL over the sample deals', async () => {
+      const listed = (await exec<ListMetricsResult>('list_metrics', {}, member)).result.metrics;
+      const names = listed.map((m) => m.name);
+      expect(names).toEqual(
+        expect.arrayContaining(['pipeline_value', 'won_revenue', 'win_rate', 'average_deal_size', 'deals_created']),
+      );
+      for (const m of listed.filter((x) => x.object === 'deal')) {
+        expect(m.synonyms.length).toBeGreaterThan(0);
+        expect(m.description!.length).toBeGreaterThan(20);
+      }
+      expect(listed.find((m) => m.name === 'win_rate')).toMatchObject({
+        type: 'ratio',
+        numerator: 'won_deals',
+        denominator: 'closed_deals',
+        timeGrains: ['day', 'week', 'month', 'quarter', 'year'],
+      });
+
+      const expected = await t.sql<{ industry: string | null; rate: string | null; revenue: string; pipeline: string }>(
+        `select a.industry,
+                (count(*) filter (where d.stage = 'won'))::numeric / nullif(count(*) filter (where d.stage in ('won', 'lost')), 0) as rate,
+                coalesce(sum(d.amount) filter (where d.stage = 'won'), 0) as revenue,
+                coalesce(sum(d.amount) filter (where d.stage not in ('won', 'lost')), 0) as pipeline
+           from data.deal d left join data.account a on a.id = d.account group by a.industry order by a.industry nulls last`,
+      );
+      const rows = await metric(
+        { metrics: ['win_rate', 'won_revenue', 'pipeline_value'], groupBy: ['account.industry'] },
+        member,
+      );
+      expect(rows).toHaveLength(expected.length);
+      expected.forEach((e, i) => {
+        expect(rows[i]['account.industry']).toBe(e.industry);
+        expect(num(rows[i].win_rate)).toBeCloseTo(num(e.rate)!, 12);
+        expect(rows[i].won_revenue).toBe(Number(e.revenue));
+        expect(rows[i].pipeline_value).toBe(Number(e.pipeline));
+      });
+    });
+
+    it('offers the metric tools to data_chat, whose instructions prefer a metric; the model gets query_metric’s rows', async () => {
+      llm.enqueue(MockReply.toolCall('query_metric', { metrics: ['paid_revenue'], groupBy: ['channel'] }), (req) => {
+        const tool = (req.body!.messages as SentMessage[]).find((m) => m.role === 'tool')!;
+        const { rows } = parsedContent<QueryMetricResult>(tool);
+        return MockReply.text(`Web: ${Number(rows.find((r) => r.channel === 'web')!.paid_revenue)}`);
+      });
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(member))
+        .send({ messages: [{ role: 'user', content: 'Paid revenue by channel?' }] })
+        .expect(200);
+      const [web] = await t.sql<{ v: string }>(
+        `select sum(amount) as v from data.sale where channel = 'web' and status = 'paid'`,
+      );
+      expect(bodyOf<StatelessChatResponse>(res).content).toBe(`Web: ${Number(web.v)}`);
+      expect(sentToolNames(llm, 0)).toEqual(expect.arrayContaining(['list_metrics', 'query_metric', 'aggregate_data']));
+      expect(sentMessages(llm, 0)[0].content).toContain('Prefer a metric when one fits');
+      const toolMessage = sentMessages(llm, 1).find((m) => m.role === 'tool')!;
+      expect(parsedContent<QueryMetricResult>(toolMessage).rows).toEqual([
+        { channel: 'phone', paid_revenue: 155.09 },
+        { channel: 'shop', paid_revenue: 0 },
+        { channel: 'web', paid_revenue: 210.5 },
+      ]);
+    });
+  });
+});
