@@ -92,6 +92,7 @@ export const ERRORS = {
 
   // Records, queries and aggregations.
   invalid_record: HttpStatus.BAD_REQUEST,
+  invalid_operation: HttpStatus.BAD_REQUEST,
   unknown_field: HttpStatus.BAD_REQUEST,
   read_only_field: HttpStatus.BAD_REQUEST,
   missing_required_field: HttpStatus.BAD_REQUEST,
