@@ -104,6 +104,7 @@ export const ERRORS = {
   invalid_operator: HttpStatus.BAD_REQUEST,
   too_many_values: HttpStatus.BAD_REQUEST,
   invalid_order_by: HttpStatus.BAD_REQUEST,
+  invalid_cursor: HttpStatus.BAD_REQUEST,
   invalid_policy: HttpStatus.BAD_REQUEST,
   invalid_group_by: HttpStatus.BAD_REQUEST,
   invalid_aggregation: HttpStatus.BAD_REQUEST,

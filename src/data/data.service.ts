@@ -31,6 +31,8 @@ import {
   operationError,
   parseOperations,
 } from './record-batch';
+import { decodeCursor, encodeCursor, querySignature, takeKeys } from './keyset';
+import { orderTerms } from './order-by.compiler';
 import { etagOf } from './record-version';
 import {
   compileCount,
@@ -68,11 +70,27 @@ export class DataService {
 
   async find(caller: Caller, objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
     return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
+      const terms = orderTerms(object, query.orderBy);
+      const signature = querySignature(object.name, query.where, terms);
+      let after: (string | null)[] | undefined;
+      if (query.cursor !== undefined) {
+        if (query.offset > 0) throw new DomainError('invalid_cursor', 'Send either cursor or offset, not both');
+        after = decodeCursor(query.cursor, signature, terms.length);
+      }
+      const keys = query.withCursor === true;
       // One statement: the window count gives the total without a second scan of the filter.
-      const rows = await session.query(compileFind(object, query));
-      let total = rows.length ? Number(rows[0].__total) : 0;
-      if (!rows.length && query.offset > 0) total = await this.count(caller, objectName, query.where, { ...scope, session });
-      return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
+      const rows = await session.query(compileFind(object, query, { terms, after, keys }));
+      const more = keys && rows.length > query.limit;
+      if (more) rows.pop();
+      const last = keys && rows.length ? takeKeysOfAll(rows, terms.length) : undefined;
+      const result: FindResult = { records: rows.map((row) => decodeRow(object, stripTotal(row))) };
+      if (!after) {
+        result.total = rows.length ? Number(rows[0].__total) : 0;
+        if (!rows.length && query.offset > 0)
+          result.total = await this.count(caller, objectName, query.where, { ...scope, session });
+      }
+      if (keys) result.nextCursor = more && last ? encodeCursor(signature, last) : null;
+      return result;
     });
   }
 
@@ -324,6 +342,13 @@ async function write(
   } catch (error) {
     throw translateWriteError(object, error) ?? error;
   }
+}
+
+/** Removes the sort-key columns from every row; those of the last row. */
+function takeKeysOfAll(rows: Record<string, unknown>[], keyCount: number): (string | null)[] {
+  let last: (string | null)[] = [];
+  for (const row of rows) last = takeKeys(row, keyCount);
+  return last;
 }
 
 function stripTotal(row: Record<string, unknown>): Record<string, unknown> {

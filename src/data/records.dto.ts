@@ -15,6 +15,7 @@ import {
 import { schemaRef } from '../common/openapi.schemas';
 import { PaginationQueryDto } from '../common/pagination.dto';
 import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from './data.types';
+import { MAX_CURSOR_LENGTH } from './keyset';
 import { BATCH_MAX_OPERATIONS } from './record-batch';
 
 /** Query string of GET /records. JSON-valued parameters are parsed and checked by the service. */
@@ -39,13 +40,35 @@ export class RecordsQueryDto extends PaginationQueryDto {
   @IsString()
   @MaxLength(5_000)
   fields?: string;
+
+  @ApiPropertyOptional({
+    maxLength: MAX_CURSOR_LENGTH,
+    description:
+      'Keyset paging: the nextCursor of the previous page, with the same where and orderBy. Pages after a cursor ' +
+      'skip and repeat nothing while records are inserted or deleted, cost the same at any depth, and carry no total',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_CURSOR_LENGTH)
+  cursor?: string;
 }
 
 export class RecordListResponse {
   @ApiProperty({ type: 'array', items: schemaRef('RecordResponse') }) records: Record<string, unknown>[];
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Records matching the filter, all pages' }) total: number;
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    description: 'Records matching the filter, all pages; absent on a page after a cursor',
+  })
+  total?: number;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'The page size used (after clamping)' }) limit: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) offset: number;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: 'Cursor of the next page (send it as cursor, with the same where and orderBy); null on the last page',
+  })
+  nextCursor: string | null;
 }
 
 export class AggregateResponse {
