@@ -102,6 +102,7 @@ export const ERRORS = {
 
   // Records, queries and aggregations.
   invalid_record: HttpStatus.BAD_REQUEST,
+  invalid_operation: HttpStatus.BAD_REQUEST,
   unknown_field: HttpStatus.BAD_REQUEST,
   read_only_field: HttpStatus.BAD_REQUEST,
   missing_required_field: HttpStatus.BAD_REQUEST,
@@ -113,6 +114,7 @@ export const ERRORS = {
   invalid_operator: HttpStatus.BAD_REQUEST,
   too_many_values: HttpStatus.BAD_REQUEST,
   invalid_order_by: HttpStatus.BAD_REQUEST,
+  invalid_cursor: HttpStatus.BAD_REQUEST,
   invalid_policy: HttpStatus.BAD_REQUEST,
   // A metric definition that does not fit its object's fields; the message names the bad part.
   invalid_metric: HttpStatus.BAD_REQUEST,

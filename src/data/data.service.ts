@@ -23,6 +23,18 @@ import { compileAggregate, compileAggregatePlan, decodeAggregateRows } from './a
 import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
 import { decodeRow, encodeFieldValue, indexedValueLimitError } from './field-value.codec';
 import {
+  actionOf,
+  batchFailed,
+  BatchOperation,
+  BatchOperationResult,
+  failedResult,
+  operationError,
+  parseOperations,
+} from './record-batch';
+import { decodeCursor, encodeCursor, querySignature, takeKeys } from './keyset';
+import { orderTerms } from './order-by.compiler';
+import { etagOf } from './record-version';
+import {
   compileCount,
   compileDelete,
   compileFind,
@@ -58,11 +70,27 @@ export class DataService {
 
   async find(caller: Caller, objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
     return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
+      const terms = orderTerms(object, query.orderBy);
+      const signature = querySignature(object.name, query.where, terms);
+      let after: (string | null)[] | undefined;
+      if (query.cursor !== undefined) {
+        if (query.offset > 0) throw new DomainError('invalid_cursor', 'Send either cursor or offset, not both');
+        after = decodeCursor(query.cursor, signature, terms.length);
+      }
+      const keys = query.withCursor === true;
       // One statement: the window count gives the total without a second scan of the filter.
-      const rows = await session.query(compileFind(object, query));
-      let total = rows.length ? Number(rows[0].__total) : 0;
-      if (!rows.length && query.offset > 0) total = await this.count(caller, objectName, query.where, { ...scope, session });
-      return { records: rows.map((row) => decodeRow(object, stripTotal(row))), total };
+      const rows = await session.query(compileFind(object, query, { terms, after, keys }));
+      const more = keys && rows.length > query.limit;
+      if (more) rows.pop();
+      const last = keys && rows.length ? takeKeysOfAll(rows, terms.length) : undefined;
+      const result: FindResult = { records: rows.map((row) => decodeRow(object, stripTotal(row))) };
+      if (!after) {
+        result.total = rows.length ? Number(rows[0].__total) : 0;
+        if (!rows.length && query.offset > 0)
+          result.total = await this.count(caller, objectName, query.where, { ...scope, session });
+      }
+      if (keys) result.nextCursor = more && last ? encodeCursor(signature, last) : null;
+      return result;
     });
   }
 
@@ -194,6 +222,84 @@ export class DataService {
     });
   }
 
+  /**
+   * Creates, updates and deletes of one object in one transaction, each checked exactly like its
+   * single-record write (field codec, the caller's access and row filter, If-Match). `atomic` (the
+   * default): all or nothing; any failure writes nothing and throws the first failing operation's
+   * error with every failing operation in `details.errors`. Otherwise each operation that can be
+   * applied is, and the others report their error in their result.
+   *
+   * The usual path makes one statement per update or delete and one per run of creates. Only when
+   * something fails are the operations replayed one by one behind savepoints, so that every failing
+   * one is named, not just the first that broke the transaction.
+   */
+  async batch(
+    caller: Caller,
+    objectName: string,
+    raw: readonly unknown[],
+    atomic: boolean,
+    scope: DataScope = {},
+  ): Promise<BatchOperationResult[]> {
+    const parsed = parseOperations(raw);
+    const views = await this.batchViews(caller, objectName, parsed.operations);
+    const planned: PlannedOperation[] = [];
+    const errors = [...parsed.errors];
+    for (const operation of parsed.operations) {
+      try {
+        planned.push(planOperation(views.get(actionOf(operation))!, operation));
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        errors.push(operationError(operation.index, error));
+      }
+    }
+    const results = new Map<number, BatchOperationResult>();
+    const transaction = <T>(work: (session: DataSession) => Promise<T>) => this.pool.transaction(work, { signal: scope.signal });
+    if (atomic && !errors.length) {
+      try {
+        for (const result of await transaction((session) => runAll(session, planned))) results.set(result.index, result);
+        return [...results.values()].sort((a, b) => a.index - b.index);
+      } catch (error) {
+        if (!(error instanceof OperationFailed)) throw error;
+      }
+    }
+    if (atomic) {
+      // Something failed: replay to name every failing operation, then roll it all back.
+      const replayed = await transaction(async (session) => {
+        throw new RolledBack(await runEach(session, planned));
+      }).catch((error: unknown) => {
+        if (error instanceof RolledBack) return error.results;
+        throw error;
+      });
+      throw batchFailed([...errors, ...replayed.flatMap((r) => (r.error ? [{ index: r.index, ...r.error }] : []))]);
+    }
+    for (const result of await transaction((session) => runEach(session, planned))) results.set(result.index, result);
+    const ids = new Map(parsed.operations.map((o) => [o.index, o.op === 'create' ? null : o.id]));
+    for (const error of errors) results.set(error.index, failedResult(error, ids.get(error.index) ?? null));
+    return [...results.values()].sort((a, b) => a.index - b.index);
+  }
+
+  /**
+   * The caller's view of the object for each action the batch needs. An object it may not read is
+   * the request's 404; an action it may not take is the error of each operation that needs it.
+   */
+  private async batchViews(
+    caller: Caller,
+    objectName: string,
+    operations: readonly BatchOperation[],
+  ): Promise<Map<AccessAction, ObjectMeta | DomainError>> {
+    const views = new Map<AccessAction, ObjectMeta | DomainError>();
+    await this.access.view(caller, objectName, 'read');
+    for (const action of new Set(operations.map(actionOf))) {
+      try {
+        views.set(action, await this.access.view(caller, objectName, action));
+      } catch (error) {
+        if (!(error instanceof DomainError) || error.code === 'object_not_found') throw error;
+        views.set(action, error);
+      }
+    }
+    return views;
+  }
+
   private async insertVersioned(
     caller: Caller,
     objectName: string,
@@ -220,16 +326,7 @@ export class DataService {
     query: CompiledQuery<Record<string, unknown>>,
   ): Promise<Record<string, unknown>[]> {
     if (!object.rowFilter) return write(object, session, query);
-    const checked = async (tx: DataSession) => {
-      const rows = await write(object, tx, query);
-      if (rows.some((row) => row[IN_SCOPE_ALIAS] !== true)) {
-        throw new DomainError('forbidden', `This API key may not write "${object.name}" records with these values`, {
-          object: object.name,
-        });
-      }
-      for (const row of rows) delete row[IN_SCOPE_ALIAS];
-      return rows;
-    };
+    const checked = (tx: DataSession) => scopedRows(tx, object, query);
     return session.inTransaction ? checked(session) : this.pool.transaction(checked, { signal: scope.signal });
   }
 
@@ -273,6 +370,13 @@ async function write(
   } catch (error) {
     throw translateWriteError(object, error) ?? error;
   }
+}
+
+/** Removes the sort-key columns from every row; those of the last row. */
+function takeKeysOfAll(rows: Record<string, unknown>[], keyCount: number): (string | null)[] {
+  let last: (string | null)[] = [];
+  for (const row of rows) last = takeKeys(row, keyCount);
+  return last;
 }
 
 function stripTotal(row: Record<string, unknown>): Record<string, unknown> {
@@ -377,4 +481,125 @@ async function missedWrite(
 function decodeVersioned(object: ObjectMeta, row: Record<string, unknown>): VersionedRecord {
   const { [VERSION_ALIAS]: version, ...rest } = row;
   return { record: decodeRow(object, rest), version: String(version) };
+}
+
+/** A batch operation with its values encoded, ready to run. */
+type PlannedOperation = BatchOperation & { object: ObjectMeta; values?: Map<string, unknown> };
+
+/** An operation of an all-or-nothing batch failed: the batch is replayed to name every failing one. */
+class OperationFailed extends Error {
+  constructor() {
+    super('a batch operation failed');
+  }
+}
+
+/** Thrown to roll back a replay while carrying out what it found. */
+class RolledBack extends Error {
+  constructor(readonly results: BatchOperationResult[]) {
+    super('rolled back');
+  }
+}
+
+/** Checks what can be checked before any SQL: the action is granted, the id is one, the values fit. */
+function planOperation(view: ObjectMeta | DomainError, operation: BatchOperation): PlannedOperation {
+  if (view instanceof DomainError) throw view;
+  if (operation.op === 'create') return { ...operation, object: view, values: encodeWrite(view, operation.record, 'insert') };
+  if (!isUuid(operation.id)) throw notFound(view.name, operation.id);
+  if (operation.op === 'update') return { ...operation, object: view, values: encodeWrite(view, operation.record, 'update') };
+  return { ...operation, object: view };
+}
+
+/** Bound parameters one insert of a batch may use (PostgreSQL takes at most 65,535 in a statement). */
+const BATCH_INSERT_PARAMS = 30_000;
+
+/**
+ * Runs the operations in order, runs of creates as one insert each; the first failing operation
+ * throws OperationFailed (the transaction is lost then anyway; the caller replays to find them all).
+ */
+async function runAll(session: DataSession, planned: readonly PlannedOperation[]): Promise<BatchOperationResult[]> {
+  const results: BatchOperationResult[] = [];
+  const isGroupable = (operation: PlannedOperation | undefined) => operation?.op === 'create' && operation.values!.size > 0;
+  try {
+    for (let at = 0; at < planned.length;) {
+      if (!isGroupable(planned[at])) {
+        results.push(await runOne(session, planned[at++]));
+        continue;
+      }
+      const { object } = planned[at];
+      const perInsert = Math.max(1, Math.floor(BATCH_INSERT_PARAMS / object.fields.length));
+      let end = at;
+      while (end < planned.length && end - at < perInsert && isGroupable(planned[end])) end++;
+      const creates = planned.slice(at, end);
+      const rows = await scopedRows(
+        session,
+        object,
+        compileInsert(
+          object,
+          creates.map((c) => c.values!),
+        ),
+      );
+      rows.forEach((row, i) => results.push(doneResult(creates[i], object, row)));
+      at = end;
+    }
+  } catch (error) {
+    if (error instanceof DomainError) throw new OperationFailed();
+    throw error;
+  }
+  return results;
+}
+
+/** Runs each operation behind a savepoint of its own: a failing one is undone alone and reported. */
+async function runEach(session: DataSession, planned: readonly PlannedOperation[]): Promise<BatchOperationResult[]> {
+  const results: BatchOperationResult[] = [];
+  for (const operation of planned) {
+    await session.query(CompiledQuery.raw('savepoint batch_operation'));
+    try {
+      results.push(await runOne(session, operation));
+      await session.query(CompiledQuery.raw('release savepoint batch_operation'));
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      await session.query(CompiledQuery.raw('rollback to savepoint batch_operation'));
+      results.push(failedResult(operationError(operation.index, error), operation.op === 'create' ? null : operation.id));
+    }
+  }
+  return results;
+}
+
+async function runOne(session: DataSession, operation: PlannedOperation): Promise<BatchOperationResult> {
+  const { object } = operation;
+  if (operation.op === 'create') {
+    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!]));
+    return doneResult(operation, object, row);
+  }
+  const rows =
+    operation.op === 'update'
+      ? await scopedRows(session, object, compileUpdate(object, operation.id, operation.values!, operation.versions))
+      : await write(object, session, compileDelete(object, operation.id, operation.versions));
+  if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
+  return doneResult(operation, object, rows[0]);
+}
+
+/** A write's rows, refused with `forbidden` when one falls outside the caller's row filter (like scopedWrite). */
+async function scopedRows(
+  session: DataSession,
+  object: ObjectMeta,
+  query: CompiledQuery<Record<string, unknown>>,
+): Promise<Record<string, unknown>[]> {
+  const rows = await write(object, session, query);
+  if (!object.rowFilter) return rows;
+  if (rows.some((row) => row[IN_SCOPE_ALIAS] !== true)) throw outsideRowFilter(object);
+  for (const row of rows) delete row[IN_SCOPE_ALIAS];
+  return rows;
+}
+
+function outsideRowFilter(object: ObjectMeta): DomainError {
+  return new DomainError('forbidden', `This API key may not write "${object.name}" records with these values`, {
+    object: object.name,
+  });
+}
+
+function doneResult(operation: PlannedOperation, object: ObjectMeta, row: Record<string, unknown>): BatchOperationResult {
+  if (operation.op === 'delete') return { index: operation.index, id: operation.id, status: 204 };
+  const { record, version } = decodeVersioned(object, row);
+  return { index: operation.index, id: String(record.id), status: operation.op === 'create' ? 201 : 200, etag: etagOf(version) };
 }

@@ -6,11 +6,18 @@ export interface FindQuery {
   /** Already clamped by the caller (records API: 1..1000; tools: 1..200). */
   limit: number;
   offset: number;
+  /** Keyset paging: continue after this cursor (a nextCursor of the same query); offset must be 0. */
+  cursor?: string;
+  /** Also return `nextCursor` (the cursor of the page after this one, null at the end). */
+  withCursor?: boolean;
 }
 
 export interface FindResult {
   records: Record<string, unknown>[];
-  total: number;
+  /** Records matching the filter, all pages; absent on a page after a cursor. */
+  total?: number;
+  /** With `withCursor`: the cursor of the next page, null when this page is the last. */
+  nextCursor?: string | null;
 }
 
 /** One record and its version (records.compiler.ts), which the records API sends as its ETag. */

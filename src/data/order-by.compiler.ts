@@ -14,6 +14,12 @@ const UNSORTABLE_TYPES: readonly FieldMeta['type'][] = ['json', 'multiselect'];
 
 const ORDER_BY_SHAPE = 'orderBy expects [{"field": "amount", "order": "desc"}] (order: "asc" or "desc", default "asc")';
 
+/** One sort key: a field and its direction. Nulls always sort last. */
+export interface OrderTerm {
+  field: FieldMeta;
+  descending: boolean;
+}
+
 /**
  * ORDER BY list (without the keywords), e.g. `"amount" DESC NULLS LAST, "id" ASC`.
  * Accepts undefined/null/[], one `{ field, order? }` or an array of them. Nulls always sort last (the
@@ -25,7 +31,21 @@ export function compileOrderBy(
   orderBy: unknown,
   options: { tableAlias?: string; maxFields?: number } = {},
 ): string {
-  const maxFields = options.maxFields ?? DEFAULT_MAX_ORDER_BY_FIELDS;
+  return orderBySql(orderTerms(object, orderBy, options.maxFields), options.tableAlias);
+}
+
+/** The ORDER BY list of sort keys. */
+export function orderBySql(terms: readonly OrderTerm[], tableAlias?: string): string {
+  return terms
+    .map(({ field, descending }) => {
+      const column = columnRef(field.name, tableAlias);
+      return descending ? `${column} DESC NULLS LAST` : `${column} ASC`;
+    })
+    .join(', ');
+}
+
+/** The sort keys of `orderBy` (see compileOrderBy), ending with id unless it is already one. */
+export function orderTerms(object: ObjectMeta, orderBy: unknown, maxFields = DEFAULT_MAX_ORDER_BY_FIELDS): OrderTerm[] {
   if (!Number.isInteger(maxFields) || maxFields < 1) throw new Error(`maxFields must be a positive integer`);
 
   const items = orderBy === undefined || orderBy === null ? [] : Array.isArray(orderBy) ? orderBy : [orderBy];
@@ -35,17 +55,17 @@ export function compileOrderBy(
 
   const seen = new Set<string>();
   const terms = items.map((item) => {
-    const { field, descending } = parseItem(object, item);
-    if (seen.has(field.name)) throw invalidOrderBy(`orderBy lists field "${field.name}" twice`, { field: field.name });
-    seen.add(field.name);
-    const column = columnRef(field.name, options.tableAlias);
-    return descending ? `${column} DESC NULLS LAST` : `${column} ASC`;
+    const term = parseItem(object, item);
+    if (seen.has(term.field.name))
+      throw invalidOrderBy(`orderBy lists field "${term.field.name}" twice`, { field: term.field.name });
+    seen.add(term.field.name);
+    return term;
   });
-  if (!seen.has('id')) terms.push(`${columnRef('id', options.tableAlias)} ASC`);
-  return terms.join(', ');
+  if (!seen.has('id')) terms.push({ field: requireField(object, 'id'), descending: false });
+  return terms;
 }
 
-function parseItem(object: ObjectMeta, item: unknown): { field: FieldMeta; descending: boolean } {
+function parseItem(object: ObjectMeta, item: unknown): OrderTerm {
   if (!isPlainObject(item)) throw invalidOrderBy(`${ORDER_BY_SHAPE}; got ${describeValue(item)}`);
   const extra = Object.keys(item).filter((key) => key !== 'field' && key !== 'order');
   if (extra.length > 0) {

@@ -4,7 +4,8 @@ import { SqlParams } from '../database/sql-params';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
-import { compileOrderBy, compileProjection } from './order-by.compiler';
+import { keyColumns, keysetCondition } from './keyset';
+import { compileProjection, orderBySql, orderTerms, type OrderTerm } from './order-by.compiler';
 import { compileRowFilter, compileScopedWhere, requireField, rowFilterCondition } from './where.compiler';
 
 /**
@@ -31,17 +32,37 @@ function versionCondition(versions: readonly string[] | undefined, params: SqlPa
   return versions ? ` and ${VERSION_COLUMN} = any(${params.add(versions)}::text[])` : '';
 }
 
-/** One page of records; each row also carries `__total`, the count of the whole filter (a window count, no second scan). */
-export function compileFind(object: ObjectMeta, query: FindQuery): CompiledQuery<Row> {
+/** How a page is cut: by offset (with the filter's total), or by keyset after a cursor's position. */
+export interface PageCut {
+  /** The sort keys (orderTerms of the query's orderBy). */
+  terms: OrderTerm[];
+  /** Keyset: the rows after this position (a decoded cursor); no offset, no total. */
+  after?: (string | null)[];
+  /** Select the sort keys as text (`__k0`, ...) and one row more than the limit, to build the next cursor. */
+  keys?: boolean;
+}
+
+/**
+ * One page of records. By offset, each row also carries `__total`, the count of the whole filter (a
+ * window count, no second scan); after a cursor there is no total (counting would scan every page
+ * before this one).
+ */
+export function compileFind(
+  object: ObjectMeta,
+  query: FindQuery,
+  cut: PageCut = { terms: orderTerms(object, query.orderBy) },
+): CompiledQuery<Row> {
   const params = new SqlParams();
   const projection = compileProjection(object, query.fields);
-  const where = compileScopedWhere(object, query.where, params);
-  const orderBy = compileOrderBy(object, query.orderBy);
-  const limit = params.add(engineLimit(query.limit));
-  const offset = params.add(Math.max(0, Math.floor(query.offset)));
+  let where = compileScopedWhere(object, query.where, params);
+  if (cut.after) where = `(${where}) and ${keysetCondition(cut.terms, cut.after, params)}`;
+  const orderBy = orderBySql(cut.terms);
+  const limit = params.add(engineLimit(query.limit) + (cut.keys ? 1 : 0));
+  const extra = [cut.keys ? keyColumns(cut.terms) : '', cut.after ? '' : 'count(*) over () as "__total"'].filter(Boolean);
+  const select = [projection.sql, ...extra].join(', ');
+  const offset = cut.after ? '' : ` offset ${params.add(Math.max(0, Math.floor(query.offset)))}`;
   return params.query(
-    `select ${projection.sql}, count(*) over () as "__total" from ${objectTable(object.name)}
-          where ${where} order by ${orderBy} limit ${limit} offset ${offset}`,
+    `select ${select} from ${objectTable(object.name)} where ${where} order by ${orderBy} limit ${limit}${offset}`,
   );
 }
 

@@ -9,7 +9,14 @@ import { schemaRef } from '../common/openapi.schemas';
 import type { VersionedRecord } from './data.types';
 import { DataService } from './data.service';
 import { etagOf, parseIfMatch } from './record-version';
-import { AggregateDto, AggregateResponse, RecordListResponse, RecordsQueryDto } from './records.dto';
+import {
+  AggregateDto,
+  AggregateResponse,
+  BatchRecordsDto,
+  BatchRecordsResponse,
+  RecordListResponse,
+  RecordsQueryDto,
+} from './records.dto';
 import { RecordsService } from './records.service';
 
 const RECORD_BODY = { schema: schemaRef('RecordInput') };
@@ -91,6 +98,40 @@ export class RecordsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
     return sendVersioned(reply, await this.data.insert(caller, name, body, { signal }));
+  }
+
+  @Post('records/batch')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiRoute({
+    summary: 'Create, update and delete up to 1,000 records in one transaction',
+    description:
+      'Each operation is checked like its single-record request. All or nothing by default: any failure writes ' +
+      'nothing and answers with the status and code of the first failing operation, every failing one listed in ' +
+      'details.errors ({ index, code, field?, error }). With "atomic": false, what can be applied is, and each ' +
+      "result carries its operation's status or error.",
+    type: BatchRecordsResponse,
+    errors: [
+      ...BODY_ERRORS,
+      'object_not_found',
+      'invalid_operation',
+      'invalid_if_match',
+      'record_not_found',
+      ...VALUE_ERRORS,
+      'missing_required_field',
+      'record_referenced',
+      'precondition_failed',
+      'forbidden',
+      ...DATA_ERRORS,
+    ],
+  })
+  async batch(
+    @Caller() caller: Caller,
+    @Param('name') name: string,
+    @Body() dto: BatchRecordsDto,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<BatchRecordsResponse> {
+    return { results: await this.data.batch(caller, name, dto.operations, dto.atomic ?? true, { signal }) };
   }
 
   @Get('records/:id')

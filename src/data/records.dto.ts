@@ -1,8 +1,22 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDefined, IsInt, IsOptional, IsString, MaxLength, Min, ValidateIf } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsDefined,
+  IsInt,
+  IsOptional,
+  IsString,
+  MaxLength,
+  Min,
+  ValidateIf,
+} from 'class-validator';
 import { schemaRef } from '../common/openapi.schemas';
 import { PaginationQueryDto } from '../common/pagination.dto';
 import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from './data.types';
+import { MAX_CURSOR_LENGTH } from './keyset';
+import { BATCH_MAX_OPERATIONS } from './record-batch';
 
 /** Query string of GET /records. JSON-valued parameters are parsed and checked by the service. */
 export class RecordsQueryDto extends PaginationQueryDto {
@@ -26,13 +40,35 @@ export class RecordsQueryDto extends PaginationQueryDto {
   @IsString()
   @MaxLength(5_000)
   fields?: string;
+
+  @ApiPropertyOptional({
+    maxLength: MAX_CURSOR_LENGTH,
+    description:
+      'Keyset paging: the nextCursor of the previous page, with the same where and orderBy. Pages after a cursor ' +
+      'skip and repeat nothing while records are inserted or deleted, cost the same at any depth, and carry no total',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_CURSOR_LENGTH)
+  cursor?: string;
 }
 
 export class RecordListResponse {
   @ApiProperty({ type: 'array', items: schemaRef('RecordResponse') }) records: Record<string, unknown>[];
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Records matching the filter, all pages' }) total: number;
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    description: 'Records matching the filter, all pages; absent on a page after a cursor',
+  })
+  total?: number;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'The page size used (after clamping)' }) limit: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) offset: number;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: 'Cursor of the next page (send it as cursor, with the same where and orderBy); null on the last page',
+  })
+  nextCursor: string | null;
 }
 
 export class AggregateResponse {
@@ -83,4 +119,64 @@ export class AggregateDto {
   @IsInt({ message: 'limit must be a positive whole number' })
   @Min(1, { message: 'limit must be a positive whole number' })
   limit?: number;
+}
+
+/** Body of POST /records/batch; each operation is checked by the data engine, which names it by index. */
+export class BatchRecordsDto {
+  @ApiProperty({
+    type: 'array',
+    minItems: 1,
+    maxItems: BATCH_MAX_OPERATIONS,
+    description:
+      'Applied in order, in one transaction. create: { op, record }; update: { op, id, record, ifMatch? }; ' +
+      'delete: { op, id, ifMatch? }. ifMatch is an ETag as the record was read (e.g. "\\"1234\\""): the operation ' +
+      'fails with 412 precondition_failed when the record changed since.',
+    items: {
+      type: 'object',
+      required: ['op'],
+      properties: {
+        op: { type: 'string', enum: ['create', 'update', 'delete'] },
+        id: { type: 'string', format: 'uuid' },
+        record: schemaRef('RecordInput'),
+        ifMatch: { type: 'string' },
+      },
+    },
+    example: [
+      { op: 'create', record: { name: 'Acme' } },
+      { op: 'update', id: '7d8e3c55-0f59-4c1e-9d0e-1b0f3f1f9e55', record: { stage: 'won' }, ifMatch: '"1234"' },
+      { op: 'delete', id: '0b8f6a5e-7c33-4f7b-8c3e-6f0a3d9a2c11' },
+    ],
+  })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(BATCH_MAX_OPERATIONS)
+  operations: unknown[];
+
+  @ApiPropertyOptional({
+    default: true,
+    description: 'true: all or nothing (any failure writes nothing); false: apply what can be applied, report the rest',
+  })
+  @IsOptional()
+  @IsBoolean()
+  atomic?: boolean;
+}
+
+export class BatchOperationErrorDto {
+  @ApiProperty() code: string;
+  @ApiProperty() error: string;
+  @ApiPropertyOptional({ description: 'The field to blame, when one is' }) field?: string;
+}
+
+export class BatchOperationResultDto {
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Position of the operation in the request' }) index: number;
+  @ApiProperty({ type: 'string', nullable: true, description: "The record's id (null for a create that failed)" })
+  id: string | null;
+  @ApiProperty({ type: 'integer', description: '201 created, 200 updated, 204 deleted, or the status of its error' })
+  status: number;
+  @ApiPropertyOptional({ description: 'The version after the write (creates and updates), as an ETag' }) etag?: string;
+  @ApiPropertyOptional({ type: BatchOperationErrorDto }) error?: BatchOperationErrorDto;
+}
+
+export class BatchRecordsResponse {
+  @ApiProperty({ type: [BatchOperationResultDto] }) results: BatchOperationResultDto[];
 }

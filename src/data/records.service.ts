@@ -17,7 +17,7 @@ export class RecordsService {
   async list(caller: Caller, objectName: string, query: RecordsQueryDto, signal?: AbortSignal): Promise<RecordListResponse> {
     const limit = clampLimit(query.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT);
     const offset = query.offset ?? 0;
-    const { records, total } = await this.data.find(
+    const { records, total, nextCursor } = await this.data.find(
       caller,
       objectName,
       {
@@ -26,10 +26,12 @@ export class RecordsService {
         fields: query.fields,
         limit,
         offset,
+        cursor: query.cursor,
+        withCursor: true,
       },
       { signal },
     );
-    return { records, total, limit, offset };
+    return { records, ...(total === undefined ? {} : { total }), limit, offset, nextCursor: nextCursor ?? null };
   }
 
   async aggregate(

@@ -46,6 +46,7 @@ const TARGETS = [
   'GET /api/v1/objects/{name}/records',
   'POST /api/v1/objects/{name}/records',
   'PATCH /api/v1/objects/{name}/records/{id}',
+  'POST /api/v1/objects/{name}/records/batch',
   'POST /api/v1/objects/{name}/aggregate',
   'POST /api/v1/ai/tools/{name}/execute',
   'POST /api/v1/ai/agents/{agentName}/chat',
@@ -558,6 +559,33 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         ),
       ),
     ),
+    'POST /api/v1/objects/{name}/records/batch': overValues(objectNames, (name, known) => {
+      const id = fc.oneof(
+        { weight: 6, arbitrary: pick(world.recordIds[known]) },
+        { weight: 1, arbitrary: fc.uuid() },
+        { weight: 1, arbitrary: nastyString },
+      );
+      const operation = fc.oneof(
+        fc.record({ op: fc.constant('create'), record: recordBodies[known] }),
+        fc.record(
+          { op: fc.constant('update'), id, record: recordBodies[known], ifMatch: fc.constant('"1"') },
+          { requiredKeys: ['op', 'id', 'record'] },
+        ),
+        fc.record({ op: fc.constant('delete'), id }),
+        nastyValue,
+      );
+      return request(
+        'POST',
+        name.map((n) => url('/api/v1/objects/', n, '/records/batch')),
+        validOr(
+          fc.record(
+            { operations: fc.array(operation, { minLength: 1, maxLength: 6 }), atomic: fc.boolean() },
+            { requiredKeys: ['operations'] },
+          ),
+          bodyFor(schemaOf('POST /api/v1/objects/{name}/records/batch'), dataHints),
+        ),
+      );
+    }),
     'POST /api/v1/objects/{name}/aggregate': overValues(objectNames, (name, known) =>
       request(
         'POST',

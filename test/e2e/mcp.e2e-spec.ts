@@ -181,7 +181,7 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       expect(page.records).toHaveLength(15);
       expect(page.records).toEqual(api.records);
       expect(page.total).toBe(api.total);
-      expect(page.hasMore).toBe(api.total > 15);
+      expect(page.hasMore).toBe((api.total ?? 0) > 15);
     });
 
     it('aggregate_data gives the figures SQL gives', async () => {

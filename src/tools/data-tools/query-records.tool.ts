@@ -71,7 +71,7 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
     async execute(args, ctx): Promise<QueryRecordsResult> {
       const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
       const offset = clampOffset(args.offset);
-      const { records, total } = await readData(deps, ctx, (session) =>
+      const { records, total = 0 } = await readData(deps, ctx, (session) =>
         deps.data.find(
           callerOf(ctx),
           args.objectName,

@@ -1,0 +1,111 @@
+import { createHash } from 'node:crypto';
+import { DomainError } from '../common/domain-error';
+import { quoteIdent } from '../database/sql-identifier';
+import { SqlParams } from '../database/sql-params';
+import { bindCast } from './field-value.codec';
+import type { OrderTerm } from './order-by.compiler';
+
+/**
+ * Keyset paging. A cursor holds the sort-key values of the last record of a page, as PostgreSQL
+ * wrote them as text (exact: timestamps keep their microseconds, numerics every digit), and a
+ * signature of the query it belongs to. The next page is the records strictly after that position
+ * in the same order, whatever was inserted or deleted meanwhile: nothing is skipped or repeated,
+ * and no page scans the ones before it (with an index that serves the order).
+ */
+
+/** Cursors are opaque to clients; the version lets their format change later. */
+const CURSOR_VERSION = 1;
+/** The longest cursor accepted (five sort keys of long text values fit). */
+export const MAX_CURSOR_LENGTH = 8_000;
+/** Prefix of the sort-key columns a keyset page selects besides the record's fields. */
+const KEY_ALIAS = '__k';
+
+interface CursorBody {
+  v: number;
+  /** The query's signature: the cursor only continues the query that made it. */
+  q: string;
+  k: (string | null)[];
+}
+
+/** What a cursor is bound to: the object, the filter and the sort keys (not the fields selected, nor the page size). */
+export function querySignature(objectName: string, where: unknown, terms: readonly OrderTerm[]): string {
+  const order = terms.map((t) => `${t.field.name}:${t.descending ? 'd' : 'a'}`);
+  return createHash('sha256')
+    .update(JSON.stringify([objectName, where ?? null, order]))
+    .digest('base64url')
+    .slice(0, 16);
+}
+
+export function encodeCursor(signature: string, keys: (string | null)[]): string {
+  const body: CursorBody = { v: CURSOR_VERSION, q: signature, k: keys };
+  return Buffer.from(JSON.stringify(body)).toString('base64url');
+}
+
+/** The sort-key values a cursor holds; invalid_cursor when it is not one, or belongs to another query. */
+export function decodeCursor(raw: string, signature: string, keyCount: number): (string | null)[] {
+  let body: Partial<CursorBody> | undefined;
+  try {
+    body =
+      raw.length <= MAX_CURSOR_LENGTH ? (JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as CursorBody) : undefined;
+  } catch {
+    body = undefined;
+  }
+  const keys = body?.k;
+  const valid =
+    body?.v === CURSOR_VERSION &&
+    Array.isArray(keys) &&
+    keys.length === keyCount &&
+    keys.every((key) => key === null || typeof key === 'string');
+  if (!valid) throw new DomainError('invalid_cursor', 'cursor is not a cursor this API returned (nextCursor of a records page)');
+  if (body!.q !== signature) {
+    throw new DomainError(
+      'invalid_cursor',
+      'This cursor belongs to another query: send the same where and orderBy as the page that returned it',
+    );
+  }
+  return keys;
+}
+
+/** The sort keys as text columns `__k0`, `__k1`, ... to build the next cursor from. */
+export function keyColumns(terms: readonly OrderTerm[]): string {
+  return terms.map((t, i) => `${quoteIdent(t.field.name)}::text as "${KEY_ALIAS}${i}"`).join(', ');
+}
+
+/** The sort-key values of a row selected with keyColumns, removing them from the row. */
+export function takeKeys(row: Record<string, unknown>, keyCount: number): (string | null)[] {
+  const keys: (string | null)[] = [];
+  for (let i = 0; i < keyCount; i++) {
+    const value = row[`${KEY_ALIAS}${i}`];
+    // Selected as ::text, so a string or null.
+    keys.push(typeof value === 'string' ? value : null);
+    delete row[`${KEY_ALIAS}${i}`];
+  }
+  return keys;
+}
+
+/**
+ * The rows after position `keys` in the order of `terms` (nulls last in both directions, as
+ * compileOrderBy sorts): after on the first key, or equal on it and after on the rest. A non-null
+ * first key also bounds its column (`>=` / `<=`), so an index on it starts the scan there.
+ */
+export function keysetCondition(terms: readonly OrderTerm[], keys: readonly (string | null)[], params: SqlParams): string {
+  const after = (i: number): string => {
+    const { field, descending } = terms[i];
+    const column = quoteIdent(field.name);
+    const key = keys[i];
+    const nullable = !field.required && !field.system;
+    const value = key === null ? '' : `${params.add(key)}::${bindCast(field)}`;
+    // Nulls sort last: after a null come only other nulls (decided by the next keys); after a value, nulls too.
+    const strictly =
+      key === null ? 'false' : `${column} ${descending ? '<' : '>'} ${value}${nullable ? ` or ${column} is null` : ''}`;
+    if (i === terms.length - 1) return `(${strictly})`;
+    const tie = key === null ? `${column} is null` : `${column} = ${value}`;
+    return `(${strictly} or (${tie} and ${after(i + 1)}))`;
+  };
+  const first = terms[0];
+  const bound =
+    keys[0] !== null && (first.field.required || first.field.system)
+      ? `${quoteIdent(first.field.name)} ${first.descending ? '<=' : '>='} ${params.add(keys[0])}::${bindCast(first.field)} and `
+      : '';
+  return `${bound}${after(0)}`;
+}
