@@ -112,7 +112,9 @@ const page = await client.GET('/api/v1/objects/{name}/records', {
 });
 if (!page.data) throw new Error('querying records failed');
 const records: RecordResponse[] = page.data.records;
-const total: number = page.data.total;
+const total: number | undefined = page.data.total;
+const nextCursor: string | null = page.data.nextCursor;
+if (nextCursor !== null) throw new Error("three won deals fit one page");
 
 const chat = await client.POST('/api/v1/chats', { body: { agent: 'data_chat', message: 'How many deals did we win?' } });
 if (!chat.data) throw new Error('creating a chat failed');
