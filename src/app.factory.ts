@@ -11,6 +11,7 @@ import { corsOptions } from './common/cors.options';
 import { frameworkErrorOptions, installFrameworkErrorHandlers } from './common/framework-errors';
 import { HttpExceptionFilter } from './common/http-exception.filter';
 import { registerJsonBodyParser } from './common/json-body.parser';
+import { registerCsvBodyParser } from './transfer/csv-body.parser';
 import { createOpenApiDocument } from './common/openapi.document';
 import { closeUnusedConnectionsOnClose } from './common/unused-connections';
 import { createValidationPipe } from './common/validation.pipe';
@@ -81,6 +82,7 @@ export async function createApp(
     crossOriginResourcePolicy: { policy: config.corsOrigins ? 'cross-origin' : 'same-origin' },
   });
   registerJsonBodyParser(app);
+  registerCsvBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(filter);
   const fastify = app.getHttpAdapter().getInstance();

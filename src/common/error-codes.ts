@@ -55,6 +55,7 @@ export const ERRORS = {
   chat_not_found: HttpStatus.NOT_FOUND,
   policy_not_found: HttpStatus.NOT_FOUND,
   metric_not_found: HttpStatus.NOT_FOUND,
+  job_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
@@ -102,6 +103,10 @@ export const ERRORS = {
 
   // Records, queries and aggregations.
   invalid_record: HttpStatus.BAD_REQUEST,
+  // A CSV import: a header column that names no field, a bad mapping, a malformed CSV file.
+  invalid_csv: HttpStatus.BAD_REQUEST,
+  unknown_column: HttpStatus.BAD_REQUEST,
+  invalid_mapping: HttpStatus.BAD_REQUEST,
   invalid_operation: HttpStatus.BAD_REQUEST,
   unknown_field: HttpStatus.BAD_REQUEST,
   read_only_field: HttpStatus.BAD_REQUEST,

@@ -84,6 +84,8 @@ export interface AppConfig {
   streamTokenTtlMs: number;
   /** Unexpired stream tokens one API key may hold at once (beyond: 429). */
   streamTokensPerKey: number;
+  /** Largest CSV body one import may send, in bytes (counted as it streams; beyond: 413). */
+  importMaxBytes: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; unset, it is public. */
   metricsToken?: string;
   /** Model tokens one API key may use per UTC day (every agent together); undefined: unlimited. A key's tokensPerDay overrides it. */
@@ -246,6 +248,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),
+    importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1_024, 10 * 1024 * 1024 * 1024),
     metricsToken: str(env, 'METRICS_TOKEN'),
     quotaTokensPerKeyDay: optionalInt(env, 'QUOTA_TOKENS_PER_KEY_DAY', 0, Number.MAX_SAFE_INTEGER),
     quotaTokensPerAgentDay: optionalInt(env, 'QUOTA_TOKENS_PER_AGENT_DAY', 0, Number.MAX_SAFE_INTEGER),

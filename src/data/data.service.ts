@@ -253,7 +253,9 @@ export class DataService {
       }
     }
     const results = new Map<number, BatchOperationResult>();
-    const transaction = <T>(work: (session: DataSession) => Promise<T>) => this.pool.transaction(work, { signal: scope.signal });
+    // Inside the caller's transaction (an import's chunks), each attempt is a savepoint of it instead.
+    const transaction = <T>(work: (session: DataSession) => Promise<T>) =>
+      scope.session?.inTransaction ? inSavepoint(scope.session, work) : this.pool.transaction(work, { signal: scope.signal });
     if (atomic && !errors.length) {
       try {
         for (const result of await transaction((session) => runAll(session, planned))) results.set(result.index, result);
@@ -507,6 +509,19 @@ function planOperation(view: ObjectMeta | DomainError, operation: BatchOperation
   if (!isUuid(operation.id)) throw notFound(view.name, operation.id);
   if (operation.op === 'update') return { ...operation, object: view, values: encodeWrite(view, operation.record, 'update') };
   return { ...operation, object: view };
+}
+
+/** Runs `work` behind a savepoint of `session`'s transaction: undone alone when it throws. */
+async function inSavepoint<T>(session: DataSession, work: (session: DataSession) => Promise<T>): Promise<T> {
+  await session.query(CompiledQuery.raw('savepoint batch_attempt'));
+  try {
+    const result = await work(session);
+    await session.query(CompiledQuery.raw('release savepoint batch_attempt'));
+    return result;
+  } catch (error) {
+    await session.query(CompiledQuery.raw('rollback to savepoint batch_attempt'));
+    throw error;
+  }
 }
 
 /** Bound parameters one insert of a batch may use (PostgreSQL takes at most 65,535 in a statement). */

@@ -6,6 +6,7 @@ import { MigrationChatClaims } from './migration-20261122-chat-claims';
 import { MigrationChatClientIds } from './migration-20261124-chat-client-ids';
 import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
+import { MigrationImportJobs } from './migration-20261127-import-jobs';
 import { MigrationInitial } from './migration-20261122-initial';
 import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   MigrationUsageAudit,
   MigrationAgentGrounding,
   MigrationMetricDefinitions,
+  MigrationImportJobs,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

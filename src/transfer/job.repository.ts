@@ -1,0 +1,178 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable } from '@nestjs/common';
+import { ColumnType, Kysely, sql } from 'kysely';
+import type { ErrorCode } from '../common/error-codes';
+
+/** One rejected row of an import: its number in the file (the header is row 1), the field to blame, why. */
+export interface RowError {
+  row: number;
+  field?: string;
+  code: ErrorCode;
+  error: string;
+}
+
+export type JobStatus = 'running' | 'done' | 'failed';
+
+/** Why a job failed as a whole (a malformed file, a body too large, the server stopping). */
+export interface JobFailure {
+  code: ErrorCode;
+  error: string;
+}
+
+export interface JobRow {
+  id: string;
+  keyId: string;
+  objectName: string;
+  status: JobStatus;
+  dryRun: boolean;
+  atomic: boolean;
+  rowsRead: number;
+  rowsWritten: number;
+  rowsRejected: number;
+  errors: RowError[];
+  failure: JobFailure | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+}
+
+/** Progress of a running job, written as it goes. */
+export interface JobProgress {
+  rowsRead: number;
+  rowsWritten: number;
+  rowsRejected: number;
+  /** Errors found since the last update (appended, up to MAX_STORED_ERRORS in all). */
+  newErrors: RowError[];
+}
+
+/** The most row errors a job keeps; rowsRejected still counts them all. */
+export const MAX_STORED_ERRORS = 1_000;
+/** A running job whose heartbeat is older than this lost its process (every replica beats every few seconds). */
+export const JOB_STALE_SECONDS = 60;
+
+interface JobDatabase {
+  jobs: {
+    id: string;
+    key_id: string;
+    kind: string;
+    object_name: string;
+    status: JobStatus;
+    dry_run: boolean;
+    atomic: boolean;
+    rows_read: ColumnType<number, number | undefined, number>;
+    rows_written: ColumnType<number, number | undefined, number>;
+    rows_rejected: ColumnType<number, number | undefined, number>;
+    errors: ColumnType<RowError[], string | undefined, string>;
+    failure: ColumnType<JobFailure | null, string | null | undefined, string | null>;
+    heartbeat_at: ColumnType<Date | string, never, never>;
+    created_at: ColumnType<Date | string, never, never>;
+    finished_at: ColumnType<Date | string | null, never, never>;
+  };
+}
+
+/** Every SQL statement about jobs. Times are the database's (`now()`), the same on every replica. */
+@Injectable()
+export class JobRepository {
+  constructor(private readonly em: EntityManager) {}
+
+  async create(job: { id: string; keyId: string; objectName: string; dryRun: boolean; atomic: boolean }): Promise<void> {
+    await this.db()
+      .insertInto('jobs')
+      .values({
+        id: job.id,
+        key_id: job.keyId,
+        kind: 'import',
+        object_name: job.objectName,
+        status: 'running',
+        dry_run: job.dryRun,
+        atomic: job.atomic,
+      })
+      .execute();
+  }
+
+  /** A job as its key (or an admin, `keyId` undefined) may see it; a running job whose process died reads as failed. */
+  async find(id: string, keyId: string | undefined): Promise<JobRow | undefined> {
+    await this.failStale(id);
+    let query = this.db().selectFrom('jobs').selectAll().where('id', '=', id);
+    if (keyId !== undefined) query = query.where('key_id', '=', keyId);
+    const row = await query.executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      id: row.id,
+      keyId: row.key_id,
+      objectName: row.object_name,
+      status: row.status,
+      dryRun: row.dry_run,
+      atomic: row.atomic,
+      rowsRead: row.rows_read,
+      rowsWritten: row.rows_written,
+      rowsRejected: row.rows_rejected,
+      errors: row.errors,
+      failure: row.failure,
+      createdAt: new Date(row.created_at),
+      finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+    };
+  }
+
+  /** Records progress (and beats the heartbeat); new errors are appended while fewer than MAX_STORED_ERRORS are kept. */
+  async progress(id: string, progress: JobProgress): Promise<void> {
+    await this.db()
+      .updateTable('jobs')
+      .set({
+        rows_read: progress.rowsRead,
+        rows_written: progress.rowsWritten,
+        rows_rejected: progress.rowsRejected,
+        errors: sql<string>`case when jsonb_array_length(errors) >= ${MAX_STORED_ERRORS} then errors
+          else (select coalesce(jsonb_agg(e), '[]'::jsonb) from (
+            select e from jsonb_array_elements(errors || ${JSON.stringify(progress.newErrors)}::jsonb) with ordinality as t(e, n)
+            order by n limit ${MAX_STORED_ERRORS}) kept) end`,
+        heartbeat_at: sql`now()`,
+      } as never)
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .execute();
+  }
+
+  /** Keeps running jobs of this process alive between progress updates. */
+  async beat(ids: readonly string[]): Promise<void> {
+    if (!ids.length) return;
+    await this.db()
+      .updateTable('jobs')
+      .set({ heartbeat_at: sql`now()` } as never)
+      .where('id', 'in', [...ids])
+      .where('status', '=', 'running')
+      .execute();
+  }
+
+  async finish(id: string, progress: JobProgress, failure?: JobFailure): Promise<void> {
+    await this.progress(id, progress);
+    await this.db()
+      .updateTable('jobs')
+      .set({
+        status: failure ? 'failed' : 'done',
+        failure: failure ? JSON.stringify(failure) : null,
+        finished_at: sql`now()`,
+      } as never)
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .execute();
+  }
+
+  /** Running jobs whose heartbeat stopped (their process died) become failed; `id` narrows it to one job. */
+  async failStale(id?: string): Promise<void> {
+    let query = this.db()
+      .updateTable('jobs')
+      .set({
+        status: 'failed',
+        failure: JSON.stringify({ code: 'internal_error', error: 'The server running this job stopped before it ended' }),
+        finished_at: sql`now()`,
+      } as never)
+      .where('status', '=', 'running')
+      .where('heartbeat_at', '<', sql<Date>`now() - make_interval(secs => ${JOB_STALE_SECONDS})`);
+    if (id !== undefined) query = query.where('id', '=', id);
+    await query.execute();
+  }
+
+  private db(): Kysely<JobDatabase> {
+    return this.em.fork().getKysely<JobDatabase>();
+  }
+}

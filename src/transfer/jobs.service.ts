@@ -1,0 +1,64 @@
+import { Injectable } from '@nestjs/common';
+import { stringify } from 'csv-stringify/sync';
+import type { ServerResponse } from 'node:http';
+import type { Caller } from '../auth/auth.decorators';
+import { KeyStreams } from '../auth/key-streams.service';
+import { DomainError } from '../common/domain-error';
+import { isUuid } from '../common/uuid';
+import { JobRepository, JobRow } from './job.repository';
+import { JobResponse, toJobResponse } from './transfer.dto';
+
+/** How often a job stream looks at the job's row (the job may run on another replica). */
+const STREAM_POLL_MS = 250;
+
+/** Jobs as their key sees them: another key's job is not found; an admin key sees every job. */
+@Injectable()
+export class JobsService {
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly streams: KeyStreams,
+  ) {}
+
+  async get(caller: Caller, id: string): Promise<JobResponse> {
+    return toJobResponse(await this.find(caller, id));
+  }
+
+  /** The rejected rows kept (the first 1,000) as CSV: row, field, code, error. */
+  async errorsCsv(caller: Caller, id: string): Promise<string> {
+    const job = await this.find(caller, id);
+    return stringify([['row', 'field', 'code', 'error'], ...job.errors.map((e) => [e.row, e.field ?? '', e.code, e.error])]);
+  }
+
+  /**
+   * SSE: `progress` whenever the counts change, then `done` with the whole job once it has ended
+   * (at once for an ended job), and the stream closes.
+   */
+  async stream(caller: Caller, id: string, open: () => ServerResponse): Promise<void> {
+    let job = await this.find(caller, id);
+    const writer = this.streams.open(caller, open);
+    let last = '';
+    while (!writer.isClosed) {
+      const counts = { rowsRead: job.rowsRead, rowsWritten: job.rowsWritten, rowsRejected: job.rowsRejected };
+      if (job.status !== 'running') {
+        writer.send({ ...counts, status: job.status }, { event: 'progress' });
+        writer.send(toJobResponse(job), { event: 'done' });
+        writer.close();
+        return;
+      }
+      const text = JSON.stringify(counts);
+      if (text !== last) writer.send({ ...counts, status: job.status }, { event: 'progress' });
+      last = text;
+      await new Promise((resolve) => setTimeout(resolve, STREAM_POLL_MS));
+      if (writer.isClosed) return;
+      job = await this.find(caller, id).catch(() => job);
+    }
+  }
+
+  private async find(caller: Caller, id: string): Promise<JobRow> {
+    const job = isUuid(id)
+      ? await this.jobs.find(id.toLowerCase(), caller.role === 'admin' ? undefined : caller.keyId)
+      : undefined;
+    if (!job) throw new DomainError('job_not_found', `No job with id "${id.slice(0, 100)}"`);
+    return job;
+  }
+}

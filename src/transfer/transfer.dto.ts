@@ -1,0 +1,116 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { ERRORS } from '../common/error-codes';
+import type { JobRow } from './job.repository';
+
+export class ImportQueryDto {
+  @ApiPropertyOptional({
+    maxLength: 50_000,
+    description:
+      'Which field each CSV column fills, as JSON text: {"CSV column":"field name"}. Columns it does not name are skipped. ' +
+      'Without it, each header names a field by name or label (case-insensitive), and an unknown one is a 400 unknown_column',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(50_000)
+  mapping?: string;
+
+  @ApiPropertyOptional({ enum: ['true', 'false'], description: 'true: check every row, write nothing (default false)' })
+  @IsOptional()
+  @IsIn(['true', 'false'])
+  dryRun?: string;
+
+  @ApiPropertyOptional({
+    enum: ['true', 'false'],
+    description:
+      'true (the default): all or nothing, any rejected row writes nothing; false: write the good rows, reject the bad',
+  })
+  @IsOptional()
+  @IsIn(['true', 'false'])
+  atomic?: string;
+}
+
+export class ExportQueryDto {
+  @ApiPropertyOptional({ maxLength: 20_000, description: 'A Where filter as JSON text, as for GET .../records' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(20_000)
+  where?: string;
+
+  @ApiPropertyOptional({ maxLength: 2_000, description: 'Sort order as JSON text, as for GET .../records (ties broken by id)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2_000)
+  orderBy?: string;
+
+  @ApiPropertyOptional({
+    maxLength: 5_000,
+    description: 'Comma-separated field names: the columns, in this order (default: every field)',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(5_000)
+  fields?: string;
+
+  @ApiPropertyOptional({
+    enum: ['true', 'false'],
+    description: 'true: start with a UTF-8 byte order mark (for spreadsheet apps)',
+  })
+  @IsOptional()
+  @IsIn(['true', 'false'])
+  bom?: string;
+}
+
+export class ImportStartedResponse {
+  @ApiProperty({ format: 'uuid', description: 'Follow it at GET /api/v1/jobs/{id} or /api/v1/jobs/{id}/stream' }) jobId: string;
+}
+
+export class RowErrorResponse {
+  @ApiProperty({ type: 'integer', description: 'The record number in the file: the header is row 1, the first data row 2' })
+  row: number;
+  @ApiPropertyOptional({ description: 'The field to blame, when one is' }) field?: string;
+  @ApiProperty({ enum: Object.keys(ERRORS) }) code: string;
+  @ApiProperty() error: string;
+}
+
+export class JobFailureResponse {
+  @ApiProperty({ enum: Object.keys(ERRORS) }) code: string;
+  @ApiProperty() error: string;
+}
+
+export class JobResponse {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ enum: ['import'] }) kind: 'import';
+  @ApiProperty() objectName: string;
+  @ApiProperty({ enum: ['running', 'done', 'failed'] }) status: string;
+  @ApiProperty() dryRun: boolean;
+  @ApiProperty() atomic: boolean;
+  @ApiProperty({ type: 'integer', description: 'Data rows read so far' }) rowsRead: number;
+  @ApiProperty({ type: 'integer', description: 'Rows written (committed); 0 for an all-or-nothing import until it ends' })
+  rowsWritten: number;
+  @ApiProperty({ type: 'integer' }) rowsRejected: number;
+  @ApiProperty({ type: [RowErrorResponse], description: 'The first 1,000 rejected rows (rowsRejected counts them all)' })
+  errors: RowErrorResponse[];
+  @ApiPropertyOptional({ type: JobFailureResponse, description: 'Why the job failed as a whole (status failed)' })
+  failure?: JobFailureResponse;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time', nullable: true }) finishedAt: string | null;
+}
+
+export function toJobResponse(job: JobRow): JobResponse {
+  return {
+    id: job.id,
+    kind: 'import',
+    objectName: job.objectName,
+    status: job.status,
+    dryRun: job.dryRun,
+    atomic: job.atomic,
+    rowsRead: job.rowsRead,
+    rowsWritten: job.rowsWritten,
+    rowsRejected: job.rowsRejected,
+    errors: job.errors,
+    ...(job.failure ? { failure: job.failure } : {}),
+    createdAt: job.createdAt.toISOString(),
+    finishedAt: job.finishedAt?.toISOString() ?? null,
+  };
+}

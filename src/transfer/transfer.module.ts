@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
+import { DataModule } from '../data/data.module';
+import { GovernanceModule } from '../governance/governance.module';
+import { ExportService } from './export.service';
+import { ImportService } from './import.service';
+import { JobRepository } from './job.repository';
+import { JobsService } from './jobs.service';
+import { JobsController, TransferController } from './transfer.controller';
+
+/** CSV in and out: imports as jobs with progress, streamed exports. */
+@Module({
+  imports: [AuthModule, DataModule, GovernanceModule],
+  controllers: [TransferController, JobsController],
+  providers: [ImportService, ExportService, JobsService, JobRepository],
+})
+export class TransferModule {}
