@@ -47,6 +47,8 @@ export interface ApiRouteOptions {
    * its event names and their payloads, for the response's description.
    */
   events?: string;
+  /** The route answers with a CSV file (`text/csv`): what its rows are, for the response's description. */
+  csv?: string;
   /**
    * The error codes the route itself may answer with, from the catalog (error-codes.ts), which
    * gives each its status. Authentication, server and shutdown errors are added by this decorator.
@@ -105,6 +107,7 @@ function successContent(options: ApiRouteOptions): Record<string, { schema: Sche
   else if (type) content['application/json'] = { schema: { $ref: getSchemaPath(type) } };
   else if (schema) content['application/json'] = { schema };
   if (options.events) content['text/event-stream'] = { schema: { type: 'string', description: options.events } };
+  if (options.csv) content['text/csv'] = { schema: { type: 'string', description: options.csv } };
   return Object.keys(content).length ? content : undefined;
 }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { parse, type Parser } from 'csv-parse';
+import { CsvError, parse, type Parser } from 'csv-parse';
 import { randomUUID } from 'node:crypto';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Caller } from '../auth/auth.decorators';
@@ -378,12 +378,10 @@ function byteLimit(max: number): Transform {
   });
 }
 
-/** csv-parse's errors (CSV_*) as invalid_csv with their message (it names the line); others unchanged. */
+/** csv-parse's errors as invalid_csv with their message (it names the line); others unchanged. */
 function asCsvError(error: unknown): unknown {
+  if (error instanceof CsvError) return new DomainError('invalid_csv', `The CSV body is malformed: ${error.message}`);
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && code.startsWith('CSV_')) {
-    return new DomainError('invalid_csv', `The CSV body is malformed: ${(error as Error).message}`);
-  }
   if (code === 'ECONNRESET' || (error as Error | null)?.message === 'aborted') {
     return new DomainError('invalid_csv', 'The upload ended before the CSV body was complete');
   }

@@ -1,5 +1,5 @@
 import { Controller, Get, Header, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Readable } from 'node:stream';
 import { AcceptsStreamToken, Caller, Roles } from '../auth/auth.decorators';
@@ -64,14 +64,14 @@ export class TransferController {
 
   @Get('records/export.csv')
   @Roles('admin', 'member')
-  @ApiProduces('text/csv')
   @ApiRoute({
     summary: 'Export every matching record as CSV, streamed',
     description:
       'Header: the field names. Values: numbers plain, booleans true/false, dates and datetimes ISO, multiselect "a;b" ' +
       '(a JSON array when an option holds ";"), json as JSON text, null empty. With ?bom=true the file starts with a ' +
       'UTF-8 byte order mark.',
-    responseDescription: 'The CSV file (text/csv)',
+    responseDescription: 'The CSV file',
+    csv: 'A header row of field names, then one row per record',
     errors: [
       'validation_failed',
       'object_not_found',
@@ -110,10 +110,10 @@ export class JobsController {
   @Get(':id/errors.csv')
   @Roles('admin', 'member')
   @Header('content-type', 'text/csv; charset=utf-8')
-  @ApiProduces('text/csv')
   @ApiRoute({
     summary: "A job's rejected rows as CSV (row, field, code, error)",
-    responseDescription: 'The CSV file (text/csv)',
+    responseDescription: 'The CSV file',
+    csv: 'A header row (row, field, code, error), then one row per rejected row kept',
     errors: ['job_not_found'],
   })
   errors(@Caller() caller: Caller, @Param('id') id: string): Promise<string> {

@@ -47,6 +47,7 @@ const TARGETS = [
   'POST /api/v1/objects/{name}/records',
   'PATCH /api/v1/objects/{name}/records/{id}',
   'POST /api/v1/objects/{name}/records/batch',
+  'POST /api/v1/objects/{name}/import',
   'POST /api/v1/objects/{name}/aggregate',
   'POST /api/v1/ai/tools/{name}/execute',
   'POST /api/v1/ai/agents/{agentName}/chat',
@@ -85,6 +86,8 @@ interface FuzzRequest {
   url: string;
   /** A value for toJsonText; undefined sends no body. */
   body?: unknown;
+  /** Sent as is with Content-Type text/csv instead of a JSON body (CSV imports). */
+  csv?: string;
 }
 
 /** What the requests refer to: set up once, before the fuzzing. */
@@ -586,6 +589,46 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         ),
       );
     }),
+    'POST /api/v1/objects/{name}/import': overValues(objectNames, (name, known) => {
+      const fields = world.objects[known];
+      const columns = [...fields.map((f) => f.name), 'id', 'created_at', 'Title', 'QUANTITY', 'nope'];
+      const cell = fc.oneof(
+        { weight: 4, arbitrary: fc.constantFrom('', '1', '-2.5', 'true', 'no', 'red;blue', '["red"]', '2026-01-31', '{"a":1}') },
+        { weight: 3, arbitrary: nastyString },
+        { weight: 1, arbitrary: fc.uuid() },
+      );
+      const quote = (text: string) => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+      const table = fc
+        .tuple(
+          fc.uniqueArray(pick(columns), { minLength: 1, maxLength: 5 }),
+          fc.array(fc.array(cell, { maxLength: 6 }), { maxLength: 5 }),
+        )
+        .map(([header, rows]) => [header, ...rows].map((row) => row.map(quote).join(',')).join('\r\n'));
+      const query = fc
+        .record(
+          {
+            dryRun: fc.constantFrom('true', 'true', 'false', 'maybe'),
+            atomic: fc.constantFrom('true', 'false', '1'),
+            mapping: fc.oneof(
+              fc
+                .dictionary(pick(columns), pick([...fields.map((f) => f.name), 'nope']), { maxKeys: 3 })
+                .map((m) => JSON.stringify(m)),
+              nastyString,
+            ),
+          },
+          { requiredKeys: [] },
+        )
+        .map((params) => {
+          const search = Object.entries(params).map(([key, value]) => `${key}=${percentEncode(value)}`);
+          return search.length ? `?${search.join('&')}` : '';
+        });
+      return fc.record({
+        role: pick<Role>(['admin', 'admin', 'member']),
+        method: fc.constant('POST' as const),
+        url: fc.tuple(name, query).map(([n, q]) => url('/api/v1/objects/', n, '/import') + q),
+        csv: fc.oneof({ weight: 5, arbitrary: table }, { weight: 1, arbitrary: nastyString }),
+      });
+    }),
     'POST /api/v1/objects/{name}/aggregate': overValues(objectNames, (name, known) =>
       request(
         'POST',
@@ -849,11 +892,12 @@ describe('fuzzing every body-taking route (fast-check)', () => {
 
   async function send(target: Target, req: FuzzRequest, answers: Map<string, number>): Promise<void> {
     sent++;
-    const payload = req.body === undefined ? undefined : await resolvePlaceholders(req, toJsonText(req.body));
+    const payload = req.csv ?? (req.body === undefined ? undefined : await resolvePlaceholders(req, toJsonText(req.body)));
+    const contentType = req.csv !== undefined ? 'text/csv' : 'application/json';
     const res = await t.app.inject({
       method: req.method,
       url: req.url,
-      headers: { ...bearer(world.keys[req.role]), ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { ...bearer(world.keys[req.role]), ...(payload === undefined ? {} : { 'content-type': contentType }) },
       payload,
     });
     const problem = problemOf(res.statusCode, res.body);

@@ -198,7 +198,12 @@ describe('OpenAPI document', () => {
       const content = success?.content ?? {};
       if (status === 204) {
         if (success?.content) problems.push(`${key}: a 204 with a body`);
-      } else if (status !== 202 && !content['application/json']?.schema && !content['text/event-stream']) {
+      } else if (
+        status !== 202 &&
+        !content['application/json']?.schema &&
+        !content['text/event-stream'] &&
+        !content['text/csv']
+      ) {
         problems.push(`${key}: ${status} has no JSON schema`);
       }
       const stream = content['text/event-stream'];
