@@ -17,11 +17,13 @@ const FIELDS = [
 ];
 
 /** Collects a whole text response (CSV, or an event stream that ends). */
-const asText = (res: NodeJS.ReadableStream, done: (error: Error | null, body: string) => void) => {
+const asText = (res: Response, done: (error: Error | null, body: string) => void) => {
+  // supertest hands the raw response stream to a parser.
+  const stream = res as unknown as NodeJS.ReadableStream;
   let text = '';
-  res.setEncoding('utf8');
-  res.on('data', (chunk: string) => (text += chunk));
-  res.on('end', () => done(null, text));
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => (text += chunk));
+  stream.on('end', () => done(null, text));
 };
 
 describe('CSV in and out: imports as jobs, streamed exports', () => {
@@ -43,7 +45,7 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
   };
   const exportCsv = (query: string, key = member, object = 'item') =>
     t.http.get(`/api/v1/objects/${object}/records/export.csv${query}`).set(bearer(key)).buffer(true).parse(asText);
-  const rowsOf = (csv: string) => parse<string[]>(csv, { bom: true });
+  const rowsOf = (csv: string): string[][] => parse(csv, { bom: true });
 
   /** `n` good rows of the item header; `bad` replaces some, by data row index. */
   const itemCsv = (n: number, bad: Record<number, string> = {}) => {
