@@ -4,6 +4,7 @@ import { AuthModule } from './auth/auth.module';
 import { DurableChatsModule } from './chats/durable/durable-chats.module';
 import { StatelessChatModule } from './chats/stateless/stateless-chat.module';
 import type { AppConfig } from './config/app-config';
+import { ChangesModule } from './changes/changes.module';
 import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
@@ -33,6 +34,7 @@ export class AppModule {
         MetadataModule,
         GovernanceModule,
         DataModule,
+        ChangesModule,
         SemanticMetricsModule,
         SeedModule,
         ToolsModule,

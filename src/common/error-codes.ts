@@ -81,6 +81,8 @@ export const ERRORS = {
   chat_agent_mismatch: HttpStatus.CONFLICT,
   // The record changed since the version the client sent in If-Match.
   precondition_failed: HttpStatus.PRECONDITION_FAILED,
+  // A change-feed cursor older than the retention kept: changes after it are gone, so the client reloads.
+  cursor_expired: HttpStatus.GONE,
 
   // Metadata definitions.
   invalid_name: HttpStatus.BAD_REQUEST,

@@ -45,6 +45,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
+import { type ChangeCapture, lockChangeFeed } from '../changes/change-outbox';
 
 /** Where a data engine call runs. */
 export interface DataScope {
@@ -201,7 +202,8 @@ export class DataService {
     return this.withObject(caller, objectName, 'update', scope, async (object, session) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.scopedWrite(object, session, scope, compileUpdate(object, id, values, versions));
+      const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields: [...values.keys()] };
+      const rows = await this.scopedWrite(object, session, scope, compileUpdate(object, id, values, versions, capture));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
       return decodeVersioned(object, rows[0]);
     });
@@ -217,7 +219,7 @@ export class DataService {
   ): Promise<void> {
     return this.withObject(caller, objectName, 'delete', scope, async (object, session) => {
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await write(object, session, compileDelete(object, id, versions));
+      const rows = await write(object, session, compileDelete(object, id, versions, { op: 'delete', keyId: caller.keyId }));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
     });
   }
@@ -253,10 +255,19 @@ export class DataService {
       }
     }
     const results = new Map<number, BatchOperationResult>();
-    const transaction = <T>(work: (session: DataSession) => Promise<T>) => this.pool.transaction(work, { signal: scope.signal });
+    // The feed lock first, before any row lock of the batch (see FEED_LOCK_GATE).
+    const transaction = <T>(work: (session: DataSession) => Promise<T>) =>
+      this.pool.transaction(
+        async (session) => {
+          await session.query(lockChangeFeed(objectName));
+          return work(session);
+        },
+        { signal: scope.signal },
+      );
     if (atomic && !errors.length) {
       try {
-        for (const result of await transaction((session) => runAll(session, planned))) results.set(result.index, result);
+        for (const result of await transaction((session) => runAll(session, planned, caller.keyId)))
+          results.set(result.index, result);
         return [...results.values()].sort((a, b) => a.index - b.index);
       } catch (error) {
         if (!(error instanceof OperationFailed)) throw error;
@@ -265,14 +276,15 @@ export class DataService {
     if (atomic) {
       // Something failed: replay to name every failing operation, then roll it all back.
       const replayed = await transaction(async (session) => {
-        throw new RolledBack(await runEach(session, planned));
+        throw new RolledBack(await runEach(session, planned, caller.keyId));
       }).catch((error: unknown) => {
         if (error instanceof RolledBack) return error.results;
         throw error;
       });
       throw batchFailed([...errors, ...replayed.flatMap((r) => (r.error ? [{ index: r.index, ...r.error }] : []))]);
     }
-    for (const result of await transaction((session) => runEach(session, planned))) results.set(result.index, result);
+    for (const result of await transaction((session) => runEach(session, planned, caller.keyId)))
+      results.set(result.index, result);
     const ids = new Map(parsed.operations.map((o) => [o.index, o.op === 'create' ? null : o.id]));
     for (const error of errors) results.set(error.index, failedResult(error, ids.get(error.index) ?? null));
     return [...results.values()].sort((a, b) => a.index - b.index);
@@ -309,7 +321,8 @@ export class DataService {
     return this.withObject(caller, objectName, 'create', scope, async (object, session) => {
       if (!inputs.length) return [];
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-      const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded));
+      const capture: ChangeCapture = { op: 'create', keyId: caller.keyId };
+      const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded, capture));
       return rows.map((row) => decodeVersioned(object, row));
     });
   }
@@ -516,13 +529,17 @@ const BATCH_INSERT_PARAMS = 30_000;
  * Runs the operations in order, runs of creates as one insert each; the first failing operation
  * throws OperationFailed (the transaction is lost then anyway; the caller replays to find them all).
  */
-async function runAll(session: DataSession, planned: readonly PlannedOperation[]): Promise<BatchOperationResult[]> {
+async function runAll(
+  session: DataSession,
+  planned: readonly PlannedOperation[],
+  keyId: string,
+): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   const isGroupable = (operation: PlannedOperation | undefined) => operation?.op === 'create' && operation.values!.size > 0;
   try {
     for (let at = 0; at < planned.length;) {
       if (!isGroupable(planned[at])) {
-        results.push(await runOne(session, planned[at++]));
+        results.push(await runOne(session, planned[at++], keyId));
         continue;
       }
       const { object } = planned[at];
@@ -536,6 +553,7 @@ async function runAll(session: DataSession, planned: readonly PlannedOperation[]
         compileInsert(
           object,
           creates.map((c) => c.values!),
+          { op: 'create', keyId },
         ),
       );
       rows.forEach((row, i) => results.push(doneResult(creates[i], object, row)));
@@ -549,12 +567,16 @@ async function runAll(session: DataSession, planned: readonly PlannedOperation[]
 }
 
 /** Runs each operation behind a savepoint of its own: a failing one is undone alone and reported. */
-async function runEach(session: DataSession, planned: readonly PlannedOperation[]): Promise<BatchOperationResult[]> {
+async function runEach(
+  session: DataSession,
+  planned: readonly PlannedOperation[],
+  keyId: string,
+): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   for (const operation of planned) {
     await session.query(CompiledQuery.raw('savepoint batch_operation'));
     try {
-      results.push(await runOne(session, operation));
+      results.push(await runOne(session, operation, keyId));
       await session.query(CompiledQuery.raw('release savepoint batch_operation'));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
@@ -565,16 +587,24 @@ async function runEach(session: DataSession, planned: readonly PlannedOperation[
   return results;
 }
 
-async function runOne(session: DataSession, operation: PlannedOperation): Promise<BatchOperationResult> {
+async function runOne(session: DataSession, operation: PlannedOperation, keyId: string): Promise<BatchOperationResult> {
   const { object } = operation;
   if (operation.op === 'create') {
-    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!]));
+    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], { op: 'create', keyId }));
     return doneResult(operation, object, row);
   }
   const rows =
     operation.op === 'update'
-      ? await scopedRows(session, object, compileUpdate(object, operation.id, operation.values!, operation.versions))
-      : await write(object, session, compileDelete(object, operation.id, operation.versions));
+      ? await scopedRows(
+          session,
+          object,
+          compileUpdate(object, operation.id, operation.values!, operation.versions, {
+            op: 'update',
+            keyId,
+            changedFields: [...operation.values!.keys()],
+          }),
+        )
+      : await write(object, session, compileDelete(object, operation.id, operation.versions, { op: 'delete', keyId }));
   if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
   return doneResult(operation, object, rows[0]);
 }

@@ -1,4 +1,5 @@
 import { CompiledQuery } from 'kysely';
+import { type ChangeCapture, FEED_LOCK_GATE, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from '../changes/change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { ObjectMeta } from '../metadata/object-metadata.types';
@@ -82,8 +83,11 @@ export function compileFindOne(object: ObjectMeta, id: unknown, fields: unknown)
   return params.query(`select ${projection.sql}, ${VERSION_SELECT} from ${objectTable(object.name)} where ${where}`);
 }
 
-/** Inserts every record in one statement; a column some records leave out takes its default in those. */
-export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[]): CompiledQuery<Row> {
+/**
+ * Inserts every record in one statement; a column some records leave out takes its default in those.
+ * With `capture`, the statement also appends each record's change to the feed (see withChangeOutbox).
+ */
+export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[], capture?: ChangeCapture): CompiledQuery<Row> {
   const columns = [...new Set(records.flatMap((values) => [...values.keys()]))];
   const fields = columns.map((name) => requireField(object, name));
   const params = new SqlParams();
@@ -91,11 +95,12 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
     (values) =>
       `(${fields.map((f) => (values.has(f.name) ? `${params.add(values.get(f.name))}::${bindCast(f)}` : 'default')).join(', ')})`,
   );
-  return params.query(
-    columns.length
-      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${writeReturning(object, params)}`
-      : `insert into ${objectTable(object.name)} default values returning ${writeReturning(object, params)}`,
-  );
+  const target = `${objectTable(object.name)}${capture ? ` as ${ROW_ALIAS}` : ''}`;
+  const returning = writeReturning(object, params, capture);
+  const sql = columns.length
+    ? `insert into ${target} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${returning}`
+    : `insert into ${target} default values returning ${returning}`;
+  return params.query(capture ? withChangeOutbox(object.name, sql, writeColumns(object), params, capture) : sql);
 }
 
 /**
@@ -108,6 +113,7 @@ export function compileUpdate(
   id: string,
   values: Map<string, unknown>,
   versions?: readonly string[],
+  capture?: ChangeCapture,
 ): CompiledQuery<Row> {
   const params = new SqlParams();
   const sets = [...values.entries()].map(([name, value]) => {
@@ -116,16 +122,27 @@ export function compileUpdate(
   });
   sets.push(`"updated_at" = now()`);
   const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
-  return params.query(
-    `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
-  );
+  if (!capture) {
+    return params.query(
+      `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
+    );
+  }
+  const sql = `update ${objectTable(object.name)} as ${ROW_ALIAS} set ${sets.join(', ')} where ${where}${FEED_LOCK_GATE} returning ${writeReturning(object, params, capture)}`;
+  return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, capture));
 }
 
 /** Deletes one record (with `versions`, only at one of them, as in compileUpdate); returns its id when it did. */
-export function compileDelete(object: ObjectMeta, id: string, versions?: readonly string[]): CompiledQuery<Row> {
+export function compileDelete(
+  object: ObjectMeta,
+  id: string,
+  versions?: readonly string[],
+  capture?: ChangeCapture,
+): CompiledQuery<Row> {
   const params = new SqlParams();
   const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
-  return params.query(`delete from ${objectTable(object.name)} where ${where} returning "id"`);
+  if (!capture) return params.query(`delete from ${objectTable(object.name)} where ${where} returning "id"`);
+  const sql = `delete from ${objectTable(object.name)} as ${ROW_ALIAS} where ${where}${FEED_LOCK_GATE} returning "id", ${SNAPSHOT_SELECT}`;
+  return params.query(withChangeOutbox(object.name, sql, ['"id"'], params, capture));
 }
 
 /** Rows one engine call may return: the caller's limit, at least 1 and at most MAX_ENGINE_LIMIT. */
@@ -143,8 +160,17 @@ export const IN_SCOPE_ALIAS = '__in_scope';
  * What a write returns: every field of the caller's view of the object (never `*`, which would
  * include hidden fields), its version, and with a row filter whether the new row is inside it.
  */
-function writeReturning(object: ObjectMeta, params: SqlParams): string {
-  const columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
+function writeReturning(object: ObjectMeta, params: SqlParams, capture?: ChangeCapture): string {
+  let columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
+  // The feed keeps the whole row, hidden fields included: each reader's own view is cut from it.
+  if (capture) columns += `, ${SNAPSHOT_SELECT}`;
   const scope = compileRowFilter(object, params, { asValue: true });
   return scope === undefined ? columns : `${columns}, ${scope} as "${IN_SCOPE_ALIAS}"`;
+}
+
+/** The columns of writeReturning as the statement wrapping the write selects them (the snapshot stays inside). */
+function writeColumns(object: ObjectMeta): string[] {
+  const columns = [...compileProjection(object, undefined).fields.map((f) => quoteIdent(f.name)), `"${VERSION_ALIAS}"`];
+  if (object.rowFilter) columns.push(`"${IN_SCOPE_ALIAS}"`);
+  return columns;
 }

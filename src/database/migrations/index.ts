@@ -8,6 +8,7 @@ import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
 import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
+import { MigrationRecordChanges } from './migration-20261127-record-changes';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   MigrationUsageAudit,
   MigrationAgentGrounding,
   MigrationMetricDefinitions,
+  MigrationRecordChanges,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
