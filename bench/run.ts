@@ -16,6 +16,7 @@ import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runLoad,
 import { clientSchemasRun } from './client-schemas';
 import { mcpGoals, mcpRun } from './mcp';
 import { rowFilterGoals, rowFilterRun } from './row-filter';
+import { changeFeedGoals, changeFeedRun } from './change-feed';
 import { openAiCompatGoals, openAiCompatRun } from './openai-compat';
 import {
   BenchReport,
@@ -411,6 +412,7 @@ function goals(report: Omit<BenchReport, 'goals'>): Goal[] {
     ...(report.clientSchemas ? clientSchemaGoals(report.clientSchemas) : []),
     ...(report.mcp ? mcpGoals(report.mcp) : []),
     ...(report.rowFilter ? rowFilterGoals(report.rowFilter) : []),
+    ...(report.changeFeed ? changeFeedGoals(report.changeFeed) : []),
     ...(report.openaiCompat ? openAiCompatGoals(report.openaiCompat) : []),
   ];
 }
@@ -708,6 +710,7 @@ async function main(): Promise<void> {
     const clientSchemas = await clientSchemasRun(member, app, llm);
     const scale = await scaleRun(admin, member, databaseUrl);
     const rowFilter = await rowFilterRun(admin, ready.port, databaseUrl);
+    const changeFeed = await changeFeedRun({ admin, member, secret, llm, databaseUrl });
     memory.push(await app.memory(`after the ${SCALE_ROWS.toLocaleString('en-US')}-row run`));
 
     admin.close();
@@ -746,6 +749,7 @@ async function main(): Promise<void> {
       mcp,
       openaiCompat,
       rowFilter,
+      changeFeed,
       notes,
     };
     await cleanup();
