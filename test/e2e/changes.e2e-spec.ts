@@ -1,3 +1,4 @@
+import http from 'node:http';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { ChangesService } from '../../src/changes/changes.service';
 import type { ChangeResponse, ChangesResponse } from '../../src/changes/changes.dto';
@@ -185,6 +186,59 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
       viaQuery.close();
     }
     expect(viaQuery.of('change').map((e) => (e.data.record as { sku: string }).sku)).toEqual(['s-2', 's-3', 's-4', 's-5']);
+  });
+
+  it('opens the stream with a stream token (?token=) for EventSource clients', async () => {
+    const { token } = bodyOf<{ token: string }>(
+      await t.http.post('/api/v1/stream-tokens').set(bearer(member)).send({}).expect(201),
+    );
+    const from = await latest();
+    const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get(`${url}/api/v1/objects/item/changes/stream?token=${token}&after=${from}`, resolve).on('error', reject),
+    );
+    try {
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['content-type']).toMatch(/^text\/event-stream/);
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      const id = await create({ sku: 'token-1' });
+      await eventually(() => text.includes(id));
+      expect(text).toMatch(/^event: change\nid: \d+\ndata: /m);
+    } finally {
+      response.destroy();
+    }
+  });
+
+  it('reports each of many concurrent writes to one object once, in cursor order, without deadlocks', async () => {
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => create({ sku: `c-${i}`, qty: 0 })));
+    const from = await latest();
+    const patches = Array.from({ length: 24 }, (_, i) =>
+      t.http
+        .patch(`/api/v1/objects/item/records/${ids[i % ids.length]}`)
+        .set(bearer(member))
+        .send({ qty: i + 1 }),
+    );
+    // Batches touch the same records in the opposite order to the single writes.
+    const batches = [0, 1].map(() =>
+      t.http
+        .post('/api/v1/objects/item/records/batch')
+        .set(bearer(member))
+        .send({ operations: [...ids].reverse().map((id) => ({ op: 'update', id, record: { cost: 1 } })) }),
+    );
+    const statuses = (await Promise.all([...patches, ...batches])).map((r) => r.status);
+    expect(statuses).toEqual([...patches.map(() => 200), 200, 200]);
+    const page = await changes(`?after=${from}&limit=1000`);
+    expect(page.changes).toHaveLength(24 + 2 * ids.length);
+    expect(new Set(page.changes.map((c) => c.cursor)).size).toBe(page.changes.length);
+    // Each record's last change in the feed is its current state.
+    for (const id of ids) {
+      const current = bodyOf<Record<string, unknown>>(
+        await t.http.get(`/api/v1/objects/item/records/${id}`).set(bearer(member)).expect(200),
+      );
+      const last = page.changes.filter((c) => c.id === id).at(-1)!;
+      expect(last.record).toMatchObject({ qty: current.qty, cost: current.cost });
+    }
   });
 
   it('delivers a write made on a second replica to a stream held on the first, in order', async () => {
