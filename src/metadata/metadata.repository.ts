@@ -58,9 +58,20 @@ export class MetadataRepository {
     );
   }
 
-  /** Drops the object's table with its records. */
+  /**
+   * Drops the object's table with its records, and its change feed: an object created later under
+   * the same name starts a feed of its own, and a cursor of the old one is expired there (410).
+   */
   async dropTable(em: EntityManager, objectName: string): Promise<void> {
     await runSql(em, `drop table ${objectTable(objectName)}`);
+    await runSql(
+      em,
+      `with d as (delete from "record_changes" where "object" = $1 returning "cursor")
+       insert into "record_change_horizons" ("object", "pruned_through")
+       select $1, max("cursor") from d having count(*) > 0
+       on conflict ("object") do update set "pruned_through" = greatest("record_change_horizons"."pruned_through", excluded."pruned_through")`,
+      [objectName],
+    );
   }
 
   /** Adds one field: the column, its foreign key, its indexes. */
@@ -83,6 +94,13 @@ export class MetadataRepository {
   /** Drops a field's column (its indexes and foreign key go with it). */
   async dropColumn(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
     await runSql(em, `alter table ${objectTable(objectName)} drop column ${quoteIdent(fieldName)}`);
+    // The feed reads its snapshots back as rows of the table: an old value must not meet a new field of that name.
+    await runSql(
+      em,
+      `update "record_changes" set "record" = "record" - $2, "changed_fields" = array_remove("changed_fields", $2)
+       where "object" = $1 and jsonb_exists("record", $2)`,
+      [objectName, fieldName],
+    );
   }
 
   /** Adds or drops the column's NOT NULL. */

@@ -293,6 +293,34 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     expect((await changes(`?after=${fresh.nextCursor}`)).changes.map((c) => c.record?.sku)).toEqual(['new-1']);
   });
 
+  it('follows metadata changes: a field dropped and re-added with another type, an object dropped and re-created', async () => {
+    const define = () =>
+      t.http
+        .post('/api/v1/objects')
+        .set(admin())
+        .send({ name: 'temp', label: 'Temp', fields: [{ name: 'code', label: 'Code', type: 'text' }] })
+        .expect(201);
+    await define();
+    const page = (query: string) => t.http.get(`/api/v1/objects/temp/changes${query}`).set(bearer(member));
+    await t.http.post('/api/v1/objects/temp/records').set(bearer(member)).send({ code: 'not a number' }).expect(201);
+    await t.http.delete('/api/v1/objects/temp/fields/code').set(admin()).expect(204);
+    await t.http
+      .post('/api/v1/objects/temp/fields')
+      .set(admin())
+      .send({ name: 'code', label: 'Code', type: 'integer' })
+      .expect(201);
+    const kept = bodyOf<ChangesResponse>(await page('').expect(200));
+    expect(kept.changes).toHaveLength(1);
+    expect(kept.changes[0].record).toMatchObject({ code: null });
+    expect(kept.changes[0].changedFields).not.toContain('code');
+
+    await t.http.delete('/api/v1/objects/temp').set(admin()).expect(204);
+    expect(errorOf(await page('').expect(404)).code).toBe('object_not_found');
+    await define();
+    expect(errorOf(await page('?after=0').expect(410)).code).toBe('cursor_expired');
+    expect(bodyOf<ChangesResponse>(await page('').expect(200)).changes).toEqual([]);
+  });
+
   it('refuses bad input with 4xx: cursor, limit, object, key', async () => {
     for (const query of ['?after=abc', '?after=-1', '?after=1.5', '?limit=0', '?limit=1001', '?limit=x', '?other=1']) {
       const res = await t.http.get(`/api/v1/objects/item/changes${query}`).set(bearer(member));
