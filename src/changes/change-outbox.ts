@@ -10,7 +10,7 @@ export interface ChangeCapture {
   op: ChangeOp;
   /** The API key that writes. */
   keyId: string;
-  /** Fields an update sets (a create records every column of its row; a delete none). */
+  /** Fields the write sets: those of the update, every field of the object on create (a delete: none). */
   changedFields?: readonly string[];
 }
 
@@ -51,10 +51,7 @@ export function withChangeOutbox(
 ): string {
   const object = params.add(objectName);
   const lock = `select pg_advisory_xact_lock(${params.add(ADVISORY_LOCK.changeFeed)}, hashtext(${object}))`;
-  const changed =
-    capture.op === 'create'
-      ? `array(select jsonb_object_keys(w."${SNAPSHOT_ALIAS}"))`
-      : `${params.add(capture.op === 'update' ? [...(capture.changedFields ?? [])] : [])}::text[]`;
+  const changed = `${params.add(capture.op === 'delete' ? [] : [...(capture.changedFields ?? [])])}::text[]`;
   const append =
     `insert into "record_changes" ("cursor", "object", "op", "record_id", "changed_fields", "record", "key_id") ` +
     `select nextval('record_changes_cursor_seq'), ${object}, ${params.add(capture.op)}, w."id", ${changed}, ` +

@@ -156,7 +156,10 @@ function toChange(object: ObjectMeta, row: ChangeRow, visibleFields: Set<string>
     object: object.name,
     op: row.op,
     id: row.id,
-    changedFields: object.fields.filter((f) => changed.has(f.name) && visibleFields.has(f.name)).map((f) => f.name),
+    // A create sets every field, also those hidden from the key that wrote it (its list names only what that key sees).
+    changedFields: object.fields
+      .filter((f) => (row.op === 'create' || changed.has(f.name)) && visibleFields.has(f.name))
+      .map((f) => f.name),
     at: row.at,
     keyId: row.key_id,
   };

@@ -100,7 +100,10 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
   const sql = columns.length
     ? `insert into ${target} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${returning}`
     : `insert into ${target} default values returning ${returning}`;
-  return params.query(capture ? withChangeOutbox(object.name, sql, writeColumns(object), params, capture) : sql);
+  if (!capture) return params.query(sql);
+  // A create sets every field: a constant list, not one read from each row.
+  const created = { ...capture, changedFields: object.fields.map((f) => f.name) };
+  return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, created));
 }
 
 /**
