@@ -1,7 +1,10 @@
 import type { RecordListResponse } from '../../src/data/records.dto';
 import type { ViewListResponse, ViewResponse } from '../../src/views/view.dto';
-import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
+import { hasStatus, waitForChat } from '../support/chat-helpers';
+import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { bodyOf, errorOf, idOf } from '../support/responses';
+import { bearer, createApiKey, TestApp } from '../support/test-app';
 
 /**
  * Saved views over HTTP: members keep their own, admins the shared ones; each part is checked by the
@@ -9,6 +12,7 @@ import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app
  */
 describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () => {
   let t: TestApp;
+  let llm: MockLlmServer;
   let alice: string;
   let bob: string;
   let scoped: string;
@@ -28,7 +32,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
     t.http.get('/api/v1/objects/deal/records').set(bearer(key)).query(query);
 
   beforeAll(async () => {
-    t = await startTestApp();
+    ({ t, llm } = await startAppWithMockLlm({ env: { CHAT_POLL_INTERVAL_MS: '100' } }));
     await t.http
       .post('/api/v1/objects')
       .set(admin())
@@ -65,7 +69,11 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
       .send({ policies: ['emea-reader'] })
       .expect(200);
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t.close();
+    await llm.close();
+  });
+  beforeEach(() => llm.reset());
 
   /** The deals the view stands for, computed from the seed data by hand. */
   const expectedOpenBig = () =>
@@ -261,6 +269,87 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
     it('answers an unknown view with 404 view_not_found, and an overlong name with 400', async () => {
       expect(errorOf(await records(alice, { view: 'nope' }).expect(404)).code).toBe('view_not_found');
       expect((await records(alice, { view: 'x'.repeat(64) })).status).toBe(400);
+    });
+  });
+
+  describe('chats: context.viewName', () => {
+    it('gives the agent the view as data and lets query_records apply it: the model receives exactly its rows', async () => {
+      llm.enqueue(
+        MockReply.toolCall('query_records', { objectName: 'deal', view: 'open_big', limit: 100 }),
+        MockReply.text('You are looking at the open deals above 5,000.'),
+      );
+      const created = await t.http
+        .post('/api/v1/chats')
+        .set(bearer(alice))
+        .send({
+          agent: 'data_chat',
+          message: 'Summarise what I am looking at',
+          context: { objectName: 'deal', viewName: 'open_big' },
+        })
+        .expect(201);
+      await waitForChat(t, idOf(created), hasStatus('waiting'), alice);
+
+      const first = sentMessages(llm, 0);
+      expect(first[0].role).toBe('system');
+      expect(first[0].content).not.toContain('open_big');
+      const context = first.find((m) => m.role === 'user' && m.content?.includes('```json'));
+      const block = /```json\n(.*)\n```$/s.exec(context!.content!);
+      expect(JSON.parse(block![1])).toEqual({
+        context: {
+          objectName: 'deal',
+          viewName: 'open_big',
+          view: {
+            name: 'open_big',
+            label: OPEN.label,
+            description: OPEN.description,
+            where: OPEN.where,
+            orderBy: OPEN.orderBy,
+            fields: OPEN.fields,
+          },
+        },
+      });
+
+      const tool = sentMessages(llm, 1).find((m) => m.role === 'tool');
+      const result = parsedContent<{ total: number; records: Array<Record<string, unknown>> }>(tool!);
+      expect(result.total).toBe(expectedOpenBig().length);
+      expect(result.records.map(({ name, amount }) => ({ name, amount }))).toEqual(expectedOpenBig());
+      expect(Object.keys(result.records[0]).sort()).toEqual(['amount', 'id', 'name']);
+    });
+
+    it('applies a view in aggregate_data, and reports an unknown view to the model as a tool error', async () => {
+      llm.enqueue(
+        MockReply.toolCalls([
+          {
+            id: 'agg',
+            name: 'aggregate_data',
+            arguments: { objectName: 'deal', view: 'open_big', aggregations: [{ function: 'count', alias: 'n' }] },
+          },
+          { id: 'bad', name: 'query_records', arguments: { objectName: 'deal', view: 'nope' } },
+        ]),
+        MockReply.text('done'),
+      );
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(alice))
+        .send({ messages: [{ role: 'user', content: 'How many?' }] })
+        .expect(200);
+      expect(res.body).toMatchObject({ content: 'done' });
+      const tools = sentMessages(llm, 1).filter((m) => m.role === 'tool');
+      const byId = Object.fromEntries(tools.map((m) => [m.tool_call_id, m.content]));
+      expect(JSON.parse(byId.agg)).toMatchObject({ rows: [{ n: expectedOpenBig().length }] });
+      expect(byId.bad).toContain('view_not_found');
+    });
+
+    it("does not show the model a view the caller cannot see (another member's)", async () => {
+      llm.enqueue(MockReply.text('ok'));
+      await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(scoped))
+        .send({ messages: [{ role: 'user', content: 'x' }], context: { objectName: 'deal', viewName: 'open_big' } })
+        .expect(200);
+      const sent = JSON.stringify(sentMessages(llm, 0));
+      expect(sent).not.toContain('Open big deals');
+      expect(sent).not.toContain('5000');
     });
   });
 
