@@ -474,8 +474,9 @@ export function compileScopedWhere(object: ObjectMeta, where: unknown, params: S
   );
 }
 
-/** An ILIKE pattern (with LIKE_ESCAPE) matching text that contains `text` literally. */
+/** An ILIKE pattern (with LIKE_ESCAPE) matching text that contains `text` literally; Postgres text holds no NUL. */
 export function containsPattern(text: string): string {
+  if (text.includes('\u0000')) throw new DomainError('invalid_value', 'Search text cannot contain NUL characters');
   return `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
 }
 

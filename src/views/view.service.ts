@@ -5,6 +5,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
+import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { compileAggregate } from '../data/aggregate.compiler';
 import { compileProjection, orderTerms } from '../data/order-by.compiler';
@@ -110,6 +111,8 @@ export class ViewService {
    */
   async resolve(caller: Caller, objectName: string, viewName: string, em: EntityManager = this.em.fork()): Promise<ViewRow> {
     const object = await this.access.view(caller, objectName, 'read');
+    // Only names a view can have reach the database (no NUL bytes, no overlong text).
+    if (!IDENTIFIER_PATTERN.test(viewName)) throw notFound(object.name, viewName);
     const rows = await em.find(ViewEntity, {
       object: object.name,
       name: viewName,

@@ -143,6 +143,8 @@ describe('search and filter helpers', () => {
       expect(errorOf(res).code).toBe('search_not_available');
       expect(errorOf(res).error).toContain('no searchable field');
       expect((await search(member, { q: 'x'.repeat(201) })).status).toBe(400);
+      expect(errorOf(await search(member, { q: 'a\u0000b' }).expect(400)).code).toBe('invalid_value');
+      expect(errorOf(await values(member, 'city', { q: 'a\u0000b' }).expect(400)).code).toBe('invalid_value');
     });
   });
 

@@ -269,6 +269,15 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
     it('answers an unknown view with 404 view_not_found, and an overlong name with 400', async () => {
       expect(errorOf(await records(alice, { view: 'nope' }).expect(404)).code).toBe('view_not_found');
       expect((await records(alice, { view: 'x'.repeat(64) })).status).toBe(400);
+      expect(errorOf(await records(alice, { view: 'a\u0000b' }).expect(404)).code).toBe('view_not_found');
+      expect(
+        errorOf(
+          await t.http
+            .get(`${views}/${encodeURIComponent('Bad View')}`)
+            .set(bearer(alice))
+            .expect(404),
+        ).code,
+      ).toBe('view_not_found');
     });
   });
 
@@ -335,7 +344,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
         .expect(200);
       expect(res.body).toMatchObject({ content: 'done' });
       const tools = sentMessages(llm, 1).filter((m) => m.role === 'tool');
-      const byId = Object.fromEntries(tools.map((m) => [m.tool_call_id, m.content]));
+      const byId = Object.fromEntries(tools.map((m) => [m.tool_call_id ?? '', m.content ?? ''] as const));
       expect(JSON.parse(byId.agg)).toMatchObject({ rows: [{ n: expectedOpenBig().length }] });
       expect(byId.bad).toContain('view_not_found');
     });
