@@ -129,7 +129,8 @@ export class ViewService {
    */
   async apply<Q extends ViewableQuery>(caller: Caller, objectName: string, viewName: string | undefined, query: Q): Promise<Q> {
     if (viewName === undefined) return query;
-    return applyView(await this.resolve(caller, objectName, viewName), query);
+    const view = await this.resolve(caller, objectName, viewName);
+    return applyView(view, query, await this.access.view(caller, objectName, 'read'));
   }
 
   /** A view the caller may change: its own, or (admins) a shared one; a shared one for a member is forbidden. */
@@ -154,16 +155,23 @@ export class ViewService {
   }
 }
 
-/** See ViewService.apply. */
-export function applyView<Q extends ViewableQuery>(view: ViewRow, query: Q): Q {
+/**
+ * See ViewService.apply. A shared view may show fields hidden from this caller: those columns and sort
+ * keys are left out for it (its filter is not: dropping a condition would show more rows, so a filter on
+ * a hidden field stays an error).
+ */
+export function applyView<Q extends ViewableQuery>(view: ViewRow, query: Q, visibleTo: ObjectMeta): Q {
   const requested = (value: unknown) => value !== undefined && value !== null && value !== '';
+  const visible = new Set(visibleTo.fields.map((f) => f.name));
   let where = query.where;
   if (view.where) where = requested(query.where) ? { $and: [view.where, query.where] } : view.where;
+  const orderBy = view.orderBy?.filter((item) => visible.has((item as { field: string }).field));
+  const fields = view.fields?.filter((name) => visible.has(name));
   return {
     ...query,
     where,
-    orderBy: requested(query.orderBy) ? query.orderBy : (view.orderBy ?? query.orderBy),
-    fields: requested(query.fields) ? query.fields : (view.fields ?? query.fields),
+    orderBy: requested(query.orderBy) ? query.orderBy : (orderBy ?? query.orderBy),
+    fields: requested(query.fields) ? query.fields : fields?.length ? fields : query.fields,
   };
 }
 

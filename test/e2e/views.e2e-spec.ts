@@ -238,11 +238,23 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
       await t.http
         .post(views)
         .set(admin())
-        .send({ name: 'open', label: 'Open', where: { stage: { $in: ['lead', 'proposal'] } }, shared: true })
+        .send({
+          name: 'open',
+          label: 'Open',
+          where: { stage: { $in: ['lead', 'proposal'] } },
+          orderBy: [{ field: 'amount', order: 'desc' }],
+          fields: ['name', 'amount', 'region'],
+          shared: true,
+        })
         .expect(201);
+      // Amount is hidden from this key: the view's column and sort key on it are left out for it.
       const body = bodyOf<RecordListResponse>(await records(scoped, { view: 'open', limit: '100' }).expect(200));
       expect(body.records.length).toBe(10);
       expect(body.records.every((r) => r.region === 'emea' && !('amount' in r))).toBe(true);
+      expect(Object.keys(body.records[0]).sort()).toEqual(['id', 'name', 'region']);
+      const all = bodyOf<RecordListResponse>(await records(alice, { view: 'open', limit: '100' }).expect(200));
+      expect(all.records.length).toBe(20);
+      expect(all.records.map((r) => r.amount)).toEqual([...all.records.map((r) => Number(r.amount))].sort((a, b) => b - a));
     });
 
     it('binds a cursor to its view: a cursor of one view does not continue another', async () => {
@@ -367,8 +379,8 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
       const res = await t.http.delete('/api/v1/objects/deal/fields/amount').set(admin()).expect(409);
       const error = errorOf<{ views: string[] }>(res);
       expect(error.code).toBe('field_in_use');
-      expect(error.details.views).toEqual(['open_big']);
-      expect(error.error).toContain('view open_big');
+      expect(error.details.views).toEqual(['open', 'open_big']);
+      expect(error.error).toContain('views open, open_big');
       // Used in a where (open) and in fields (won).
       expect(
         errorOf<{ views: string[] }>(await t.http.delete('/api/v1/objects/deal/fields/stage').set(admin()).expect(409)).details
