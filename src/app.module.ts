@@ -19,6 +19,7 @@ import { PlaygroundModule } from './playground/playground.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
+import { ViewsModule } from './views/views.module';
 
 @Module({})
 export class AppModule {
@@ -33,6 +34,7 @@ export class AppModule {
         MetadataModule,
         GovernanceModule,
         DataModule,
+        ViewsModule,
         SemanticMetricsModule,
         SeedModule,
         ToolsModule,

@@ -9,6 +9,7 @@ import { MigrationChats } from './migration-20261122-chats';
 import { MigrationInitial } from './migration-20261122-initial';
 import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
+import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   MigrationUsageAudit,
   MigrationAgentGrounding,
   MigrationMetricDefinitions,
+  MigrationViewsSearch,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
