@@ -272,7 +272,7 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         label: fc.string({ minLength: 1, maxLength: 20 }),
         description: fc.string({ maxLength: 40 }),
         where: validWhereArb(itemFields, allIds),
-        orderBy: fc.array(fc.record({ field: pick(['title', 'qty', 'due', 'stage']), order: pick(['asc', 'desc']) }), {
+        orderBy: fc.uniqueArray(fc.record({ field: pick(['title', 'qty', 'due', 'stage']), order: pick(['asc', 'desc']) }), {
           maxLength: 2,
           selector: (o: { field: string }) => o.field,
         }),
