@@ -20,6 +20,7 @@ import { PlaygroundModule } from './playground/playground.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
+import { ViewsModule } from './views/views.module';
 
 @Module({})
 export class AppModule {
@@ -35,6 +36,7 @@ export class AppModule {
         GovernanceModule,
         DataModule,
         ChangesModule,
+        ViewsModule,
         SemanticMetricsModule,
         SeedModule,
         ToolsModule,

@@ -38,8 +38,10 @@ import {
   compileCount,
   compileDelete,
   compileFind,
+  compileFieldValues,
   compileFindOne,
   compileInsert,
+  type FieldValuesQuery,
   compileUpdate,
   IN_SCOPE_ALIAS,
   VERSION_ALIAS,
@@ -72,7 +74,7 @@ export class DataService {
   async find(caller: Caller, objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
     return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const terms = orderTerms(object, query.orderBy);
-      const signature = querySignature(object.name, query.where, terms);
+      const signature = querySignature(object.name, query.where, terms, query.search);
       let after: (string | null)[] | undefined;
       if (query.cursor !== undefined) {
         if (query.offset > 0) throw new DomainError('invalid_cursor', 'Send either cursor or offset, not both');
@@ -87,11 +89,33 @@ export class DataService {
       const result: FindResult = { records: rows.map((row) => decodeRow(object, stripTotal(row))) };
       if (!after) {
         result.total = rows.length ? Number(rows[0].__total) : 0;
-        if (!rows.length && query.offset > 0)
-          result.total = await this.count(caller, objectName, query.where, { ...scope, session });
+        if (!rows.length && query.offset > 0) {
+          const [row] = await session.query(compileCount(object, query.where, query.search));
+          result.total = Number(row.count);
+        }
       }
       if (keys) result.nextCursor = more && last ? encodeCursor(signature, last) : null;
       return result;
+    });
+  }
+
+  /** Distinct values of a field the caller sees, with their counts (compileFieldValues); a hidden field is unknown. */
+  async fieldValues(
+    caller: Caller,
+    objectName: string,
+    fieldName: string,
+    query: FieldValuesQuery,
+    scope: DataScope = {},
+  ): Promise<Array<{ value: unknown; count: number }>> {
+    return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
+      const field = requireField(object, fieldName);
+      const rows = await session.query(compileFieldValues(object, field, query));
+      // A multiselect's values are its options (text); other values decode as the field's.
+      const decoded = field.type === 'multiselect' ? undefined : { ...object, fields: [field] };
+      return rows.map((row) => ({
+        value: decoded ? decodeRow(decoded, { [field.name]: row.value })[field.name] : row.value,
+        count: Number(row.count),
+      }));
     });
   }
 

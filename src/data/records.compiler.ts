@@ -2,12 +2,19 @@ import { CompiledQuery } from 'kysely';
 import { type ChangeCapture, FEED_LOCK_GATE, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from '../changes/change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { ObjectMeta } from '../metadata/object-metadata.types';
+import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
 import { keyColumns, keysetCondition } from './keyset';
 import { compileProjection, orderBySql, orderTerms, type OrderTerm } from './order-by.compiler';
-import { compileRowFilter, compileScopedWhere, requireField, rowFilterCondition } from './where.compiler';
+import {
+  compileRowFilter,
+  compileScopedWhere,
+  containsPattern,
+  LIKE_ESCAPE,
+  requireField,
+  rowFilterCondition,
+} from './where.compiler';
 
 /**
  * The statements of the records engine over one object's table (find, count, get, insert, update,
@@ -55,7 +62,7 @@ export function compileFind(
 ): CompiledQuery<Row> {
   const params = new SqlParams();
   const projection = compileProjection(object, query.fields);
-  let where = compileScopedWhere(object, query.where, params);
+  let where = compileScopedWhere(object, query.where, params, query.search);
   if (cut.after) where = `(${where}) and ${keysetCondition(cut.terms, cut.after, params)}`;
   const orderBy = orderBySql(cut.terms);
   const limit = params.add(engineLimit(query.limit) + (cut.keys ? 1 : 0));
@@ -67,11 +74,11 @@ export function compileFind(
   );
 }
 
-/** The number of records matching `where`, as `count`. */
-export function compileCount(object: ObjectMeta, where: unknown): CompiledQuery<{ count: string }> {
+/** The number of records matching `where` (and `search`), as `count`. */
+export function compileCount(object: ObjectMeta, where: unknown, search?: string): CompiledQuery<{ count: string }> {
   const params = new SqlParams();
   return params.query(
-    `select count(*) as "count" from ${objectTable(object.name)} where ${compileScopedWhere(object, where, params)}`,
+    `select count(*) as "count" from ${objectTable(object.name)} where ${compileScopedWhere(object, where, params, search)}`,
   );
 }
 
@@ -176,4 +183,35 @@ function writeColumns(object: ObjectMeta): string[] {
   const columns = [...compileProjection(object, undefined).fields.map((f) => quoteIdent(f.name)), `"${VERSION_ALIAS}"`];
   if (object.rowFilter) columns.push(`"${IN_SCOPE_ALIAS}"`);
   return columns;
+}
+
+/** What compileFieldValues counts. */
+export interface FieldValuesQuery {
+  where?: unknown;
+  /** Only values containing this text, ignoring case. */
+  contains?: string;
+  limit: number;
+}
+
+/**
+ * Distinct values of one field with how many records hold each (`value`, `count`), most frequent
+ * first, then by value; a multiselect counts each option. Over the caller's scoped where.
+ */
+export function compileFieldValues(object: ObjectMeta, field: FieldMeta, query: FieldValuesQuery): CompiledQuery<Row> {
+  const params = new SqlParams();
+  const column = quoteIdent(field.name);
+  const from =
+    field.type === 'multiselect'
+      ? `${objectTable(object.name)} cross join lateral unnest(${column}) as "__v"("__value")`
+      : objectTable(object.name);
+  // Field names cannot hold "__", so the element column cannot shadow a field the where names.
+  const value = field.type === 'multiselect' ? '"__v"."__value"' : column;
+  let where = compileScopedWhere(object, query.where, params);
+  if (query.contains !== undefined && query.contains !== '') {
+    where = `${where} and ${value}::text ILIKE ${params.add(containsPattern(query.contains))} ${LIKE_ESCAPE}`;
+  }
+  return params.query(
+    `select ${value} as "value", count(*) as "count" from ${from} where ${where} ` +
+      `group by 1 order by 2 desc, 1 asc nulls last limit ${params.add(engineLimit(query.limit))}`,
+  );
 }

@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { runSql } from '../database/sql';
-import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
+import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sql-identifier';
 import { indexName } from './metadata.naming';
 import { FIELD_COLUMN_TYPES, FieldMeta, FieldType } from './object-metadata.types';
 
@@ -127,6 +127,18 @@ export class MetadataRepository {
     }
   }
 
+  /** The trigram index `?q=` searches through: over the folded text (searchFold), so ILIKE on it can use it. */
+  async createSearchIndex(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
+    await runSql(
+      em,
+      `create index ${quoteIdent(indexName(objectName, fieldName, 'trg'))} on ${objectTable(objectName)} using gin (${searchFold(quoteIdent(fieldName))} gin_trgm_ops)`,
+    );
+  }
+
+  async dropSearchIndex(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
+    await runSql(em, `drop index if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(indexName(objectName, fieldName, 'trg'))}`);
+  }
+
   /** Drops the field's unique and plain index, whichever exist. */
   async dropIndexes(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
     for (const kind of ['key', 'idx'] as const) {
@@ -181,6 +193,19 @@ export class MetadataRepository {
       `${objectName}.${fieldName}`,
     ]);
     return rows.map((r) => r.name);
+  }
+
+  /** Names of the saved views (anyone's) that name the field, each once. */
+  async viewsUsing(em: EntityManager, objectName: string, fieldName: string): Promise<string[]> {
+    const rows = await runSql<{ name: string }>(em, `select distinct name from views where uses ? $1 order by name`, [
+      `${objectName}.${fieldName}`,
+    ]);
+    return rows.map((r) => r.name);
+  }
+
+  /** Deletes the saved views of an object (with the object). */
+  async deleteViews(em: EntityManager, objectName: string): Promise<void> {
+    await runSql(em, `delete from views where object = $1`, [objectName]);
   }
 
   /** Metrics over the object or reading one of its fields (through a lookup dimension). */

@@ -10,6 +10,7 @@ import { MigrationInitial } from './migration-20261122-initial';
 import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
 import { MigrationRecordChanges } from './migration-20261127-record-changes';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
+import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
@@ -26,6 +27,7 @@ export const MIGRATIONS = [
   MigrationUsageAudit,
   MigrationAgentGrounding,
   MigrationMetricDefinitions,
+  MigrationViewsSearch,
   MigrationRecordChanges,
 ];
 

@@ -11,7 +11,7 @@ import { Migration } from '@mikro-orm/migrations';
  * (the name of PUBSUB_CHANNEL); Postgres delivers it on commit and merges duplicates of one transaction.
  */
 export class MigrationRecordChanges extends Migration {
-  override name = '20261127000000_record_changes';
+  override name = '20261127000003_record_changes';
 
   override up(): void {
     this.addSql(`create sequence "record_changes_cursor_seq"`);
