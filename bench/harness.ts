@@ -159,6 +159,10 @@ export function benchAppEnv(
   };
 }
 
+/** The markers of the section `npm run bench:scale` writes (its own entry point; the full bench keeps it). */
+export const SCALE_START = '<!-- scale: start (written by npm run bench:scale) -->';
+export const SCALE_END = '<!-- scale: end -->';
+
 /**
  * `markdown` with the section between `start` and `end` (markers included in `section`) replaced; a
  * file without it gets it before the notes of the last run, or at the end.

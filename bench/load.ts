@@ -6,7 +6,7 @@
 import { Agent, request } from 'node:http';
 
 export interface HttpRequest {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   headers?: Record<string, string>;
   body?: unknown;

@@ -2,6 +2,7 @@
 import { LoadResult, percentile } from './load';
 import { McpResult, renderMcp } from './mcp';
 import { renderRowFilter, type RowFilterResult } from './row-filter';
+import { renderChangeFeed, type ChangeFeedResult } from './change-feed';
 import { OpenAiCompatResult, renderOpenAiCompat } from './openai-compat';
 import type { StartupTimings } from './server';
 
@@ -107,6 +108,7 @@ export interface BenchReport {
   mcp?: McpResult;
   openaiCompat?: OpenAiCompatResult;
   rowFilter?: RowFilterResult;
+  changeFeed?: ChangeFeedResult;
   goals: Goal[];
   notes: string[];
 }
@@ -286,6 +288,7 @@ export function renderReport(r: BenchReport): string {
   if (r.mcp) lines.push('', ...renderMcp(r.mcp, { command: r.command, date: r.date }));
   if (r.openaiCompat) lines.push('', ...renderOpenAiCompat(r.openaiCompat, { command: r.command, date: r.date }));
   if (r.rowFilter) lines.push('', ...renderRowFilter(r.rowFilter, { command: r.command, date: r.date }));
+  if (r.changeFeed) lines.push('', ...renderChangeFeed(r.changeFeed, { command: r.command, date: r.date }));
   if (r.notes.length) lines.push('', '## Notes from this run', '', ...r.notes.map((n) => `- ${n}`));
   lines.push('');
   return lines.join('\n');

@@ -15,13 +15,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { Pool } from 'pg';
 import { MockReply, type DynamicStep } from '../test/support/mock-llm.server';
-import { DbStats, log } from './harness';
+import { DbStats, log, SCALE_END, SCALE_START } from './harness';
 import { HttpClient, percentile } from './load';
 import type { Goal } from './report';
 import { runSection, type SectionContext } from './section';
-
-export const SCALE_START = '<!-- scale: start (written by npm run bench:scale) -->';
-export const SCALE_END = '<!-- scale: end -->';
 
 const CHATS_PER_KEY = 20;
 /** A turn's messages: the user's, the assistant's tool call, the tool's result, the answer. */

@@ -11,7 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
       onRun: (run, done, total) =>
         console.log(
           `[${String(done).padStart(String(total).length)}/${total}] ${run.passed ? 'pass' : 'FAIL'} ${run.id}` +
-            `${repeat > 1 ? ` #${run.attempt}` : ''} · ${(run.latencyMs / 1000).toFixed(1)} s · ${run.toolCalls} tool calls` +
+            `${repeat > 1 ? ` #${run.attempt}` : ''} · ${run.latencyMs < 1000 ? `${Math.round(run.latencyMs)} ms` : `${(run.latencyMs / 1000).toFixed(1)} s`} · ${run.toolCalls} tool calls` +
             (run.passed ? '' : ` · ${run.reasons.join('; ')}`),
         ),
     });
@@ -84,6 +84,7 @@ async function main(): Promise<void> {
     await server.stop();
   }
   const out = resolve(values.out);
+  await mkdir(out, { recursive: true });
   await writeFile(join(out, 'eval-report.json'), JSON.stringify(report, null, 2) + '\n');
   await writeFile(join(out, 'eval-report.md'), renderMarkdown(report));
   const s = report.summary;

@@ -4,6 +4,7 @@ import { AuthModule } from './auth/auth.module';
 import { DurableChatsModule } from './chats/durable/durable-chats.module';
 import { StatelessChatModule } from './chats/stateless/stateless-chat.module';
 import type { AppConfig } from './config/app-config';
+import { ChangesModule } from './changes/changes.module';
 import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
@@ -20,6 +21,7 @@ import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
 import { TransferModule } from './transfer/transfer.module';
+import { ViewsModule } from './views/views.module';
 
 @Module({})
 export class AppModule {
@@ -35,6 +37,8 @@ export class AppModule {
         GovernanceModule,
         DataModule,
         TransferModule,
+        ChangesModule,
+        ViewsModule,
         SemanticMetricsModule,
         SeedModule,
         ToolsModule,

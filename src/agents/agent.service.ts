@@ -75,7 +75,7 @@ export class AgentService {
   }
 
   async create(dto: AgentSpecDto, actor?: AuditActor): Promise<AgentResponse> {
-    return this.em.fork().transactional(async (em) => {
+    return this.changing(async (em) => {
       if (await em.findOne(AgentEntity, { name: dto.name })) {
         throw new DomainError('agent_exists', `Agent "${dto.name}" already exists`);
       }
@@ -89,7 +89,6 @@ export class AgentService {
       });
       await em.persist(agent).flush();
       await this.audit.admin(em, actor, 'agent.create', agent.name);
-      await this.runnable.publishChange(em);
       return toAgentResponse(agent);
     });
   }
@@ -98,23 +97,21 @@ export class AgentService {
   async replace(name: string, dto: AgentSpecDto, actor?: AuditActor): Promise<AgentResponse> {
     if (dto.name !== name)
       throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
-    return this.em.fork().transactional(async (em) => {
+    return this.changing(async (em) => {
       const agent = await findByName(em, name);
       if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
       em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
       await em.flush();
       await this.audit.admin(em, actor, 'agent.update', agent.name);
-      await this.runnable.publishChange(em);
       return toAgentResponse(agent);
     });
   }
 
   async delete(name: string, actor?: AuditActor): Promise<void> {
-    await this.em.fork().transactional(async (em) => {
+    await this.changing(async (em) => {
       const deleted = AGENT_NAME_PATTERN.test(name) ? await em.nativeDelete(AgentEntity, { name }) : 0;
       if (!deleted) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
       await this.audit.admin(em, actor, 'agent.delete', name);
-      await this.runnable.publishChange(em);
     });
   }
 
@@ -137,6 +134,20 @@ export class AgentService {
     if (!agent.spec.active) throw new DomainError('agent_inactive', `Agent "${name}" is inactive`);
     if (!mayUse(agent.spec, caller)) throw new DomainError('agent_forbidden', `You may not use agent "${name}"`);
     return agent.spec;
+  }
+
+  /**
+   * Runs an agent write in a transaction that tells every replica to drop its cached agents on commit;
+   * this replica drops them right after the commit.
+   */
+  private async changing<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    const result = await this.em.fork().transactional(async (em) => {
+      const done = await work(em);
+      await this.runnable.publishChange(em);
+      return done;
+    });
+    this.runnable.invalidate();
+    return result;
   }
 
   private normalise(dto: AgentSpecDto): Omit<AgentSpec, 'version'> {

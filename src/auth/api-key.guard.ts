@@ -8,6 +8,9 @@ import { Caller, PUBLIC_KEY, ROLES_KEY, STREAM_TOKEN_KEY, type StreamTokenRoute 
 import { AuthFailureThrottle } from './rate-limits';
 import { StreamTokenService } from './stream-token.service';
 
+/** `Authorization: Bearer <key>`. */
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
 type GuardedRequest = FastifyRequest & { caller?: Caller };
 
 /**
@@ -39,12 +42,22 @@ export class ApiKeyGuard implements CanActivate {
 
   /**
    * A request that presents a wrong credential counts against its address; an address past its
-   * budget gets 429 before its credential is even looked at.
+   * budget gets 429 before an unknown credential is even looked up. A key this replica verified
+   * recently still works from there: many honest clients may share one address (a proxy, a NAT), and
+   * one of them guessing must not lock the others out.
    */
   private async authenticateThrottled(request: GuardedRequest, streamRoute: StreamTokenRoute | undefined): Promise<Caller> {
     const presented = request.headers.authorization !== undefined || hasQueryToken(request);
     if (!presented) return this.authenticate(request, streamRoute);
-    this.throttle.assertAllowed(request.ip);
+    try {
+      this.throttle.assertAllowed(request.ip);
+    } catch (refused) {
+      const header = request.headers.authorization;
+      const match = typeof header === 'string' ? BEARER.exec(header) : null;
+      const known = match ? this.keys.knownCaller(match[1]) : undefined;
+      if (!known) throw refused;
+      return known;
+    }
     try {
       return await this.authenticate(request, streamRoute);
     } catch (error) {
@@ -56,7 +69,7 @@ export class ApiKeyGuard implements CanActivate {
   private async authenticate(request: GuardedRequest, streamRoute: StreamTokenRoute | undefined): Promise<Caller> {
     const token = takeStreamToken(request, streamRoute !== undefined);
     const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    const match = typeof header === 'string' ? BEARER.exec(header) : null;
     if (match) {
       const caller = await this.keys.authenticate(match[1]);
       if (!caller) throw new DomainError('unauthorized', 'Unknown or revoked API key');

@@ -24,6 +24,7 @@ const WINDOW_MS = 60_000;
 export async function installRateLimits(app: NestFastifyApplication, config: AppConfig): Promise<void> {
   if (config.rateLimitPerMinute <= 0) return;
   const keys = app.get(ApiKeyService);
+  const throttle = app.get(AuthFailureThrottle);
   const fastify = app.getHttpAdapter().getInstance();
   await app.register(fastifyRateLimit, { global: false, enableDraftSpec: true });
   // The key a request is counted under: the member key's id, or '' for requests that are not limited.
@@ -33,7 +34,8 @@ export async function installRateLimits(app: NestFastifyApplication, config: App
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) return '';
-    const caller = await keys.authenticate(match[1]);
+    // From an address the failed-auth throttle holds, only keys already verified are looked at (the guard refuses the rest).
+    const caller = keys.knownCaller(match[1]) ?? (throttle.blocked(request.ip) ? undefined : await keys.authenticate(match[1]));
     return caller && caller.role !== 'admin' ? `key:${caller.keyId}` : '';
   };
   const limiter = fastify.rateLimit({
@@ -66,11 +68,17 @@ export class AuthFailureThrottle {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Whether `address` has failed too often in its current minute. */
+  blocked(address: string): boolean {
+    if (this.perMinute <= 0) return false;
+    const entry = this.current(address);
+    return entry !== undefined && entry.count >= this.perMinute;
+  }
+
   /** 429 when `address` has failed too often in its current minute. */
   assertAllowed(address: string): void {
-    if (this.perMinute <= 0) return;
-    const entry = this.current(address);
-    if (entry && entry.count >= this.perMinute) {
+    const entry = this.blocked(address) ? this.current(address) : undefined;
+    if (entry) {
       const retryAfterSeconds = Math.max(1, Math.ceil((entry.resetAt - this.now()) / 1000));
       throw new DomainError(
         'rate_limited',

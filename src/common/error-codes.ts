@@ -56,6 +56,8 @@ export const ERRORS = {
   policy_not_found: HttpStatus.NOT_FOUND,
   metric_not_found: HttpStatus.NOT_FOUND,
   job_not_found: HttpStatus.NOT_FOUND,
+  // No view of that name on the object that the caller may see (its own or a shared one).
+  view_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
@@ -63,9 +65,11 @@ export const ERRORS = {
   agent_exists: HttpStatus.CONFLICT,
   policy_exists: HttpStatus.CONFLICT,
   metric_exists: HttpStatus.CONFLICT,
+  view_exists: HttpStatus.CONFLICT,
   // A metric that a ratio metric divides cannot be deleted (or stop being a simple metric of its object).
   metric_in_use: HttpStatus.CONFLICT,
   // A field that a metric reads (measure, filter, time field, dimension) cannot be deleted.
+  // ... or that a saved view names (filter, order, fields, group).
   field_in_use: HttpStatus.CONFLICT,
   // A policy that API keys still run under cannot be deleted: those keys would silently get every member right.
   policy_in_use: HttpStatus.CONFLICT,
@@ -82,6 +86,8 @@ export const ERRORS = {
   chat_agent_mismatch: HttpStatus.CONFLICT,
   // The record changed since the version the client sent in If-Match.
   precondition_failed: HttpStatus.PRECONDITION_FAILED,
+  // A change-feed cursor older than the retention kept: changes after it are gone, so the client reloads.
+  cursor_expired: HttpStatus.GONE,
 
   // Metadata definitions.
   invalid_name: HttpStatus.BAD_REQUEST,
@@ -97,6 +103,8 @@ export const ERRORS = {
   unknown_reference: HttpStatus.BAD_REQUEST,
   unexpected_reference: HttpStatus.BAD_REQUEST,
   invalid_unique: HttpStatus.BAD_REQUEST,
+  // searchable on a field that is not text-like.
+  invalid_searchable: HttpStatus.BAD_REQUEST,
   object_not_empty: HttpStatus.BAD_REQUEST,
   field_has_empty_values: HttpStatus.BAD_REQUEST,
   field_values_too_long: HttpStatus.BAD_REQUEST,
@@ -120,6 +128,8 @@ export const ERRORS = {
   too_many_values: HttpStatus.BAD_REQUEST,
   invalid_order_by: HttpStatus.BAD_REQUEST,
   invalid_cursor: HttpStatus.BAD_REQUEST,
+  // ?q= on an object with no searchable field.
+  search_not_available: HttpStatus.BAD_REQUEST,
   invalid_policy: HttpStatus.BAD_REQUEST,
   // A metric definition that does not fit its object's fields; the message names the bad part.
   invalid_metric: HttpStatus.BAD_REQUEST,

@@ -62,6 +62,8 @@ export interface AppConfig {
   sseKeepAliveMs: number;
   /** Event streams one API key may hold open on one replica (beyond: 429). */
   sseMaxStreamsPerKey: number;
+  /** Days the change feed keeps its events; a cursor older than that is 410 cursor_expired. */
+  changeRetentionDays: number;
   /** Time a client has to send a whole request (headers and body), milliseconds; streamed responses are not limited. */
   httpRequestTimeoutMs: number;
   seed: boolean;
@@ -236,6 +238,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     chatMaxInFlightPerKey: int(env, 'CHAT_MAX_IN_FLIGHT_PER_KEY', 32, 1, 100_000),
     sseKeepAliveMs: int(env, 'SSE_KEEPALIVE_MS', 15_000, 100, 600_000),
     sseMaxStreamsPerKey: int(env, 'SSE_MAX_STREAMS_PER_KEY', 20, 1, 100_000),
+    changeRetentionDays: int(env, 'CHANGE_RETENTION_DAYS', 7, 1, 3_650),
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     seed: bool(env, 'SEED', true),
     playground: bool(env, 'PLAYGROUND', true),

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
+import { ViewsModule } from '../views/views.module';
 import { DataService } from './data.service';
 import { RecordsController } from './records.controller';
 import { RecordsService } from './records.service';
 
 @Module({
-  imports: [MetadataModule, GovernanceModule],
+  imports: [MetadataModule, GovernanceModule, ViewsModule],
   controllers: [RecordsController],
   providers: [DataService, RecordsService],
   exports: [DataService],

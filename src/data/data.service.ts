@@ -38,13 +38,16 @@ import {
   compileCount,
   compileDelete,
   compileFind,
+  compileFieldValues,
   compileFindOne,
   compileInsert,
+  type FieldValuesQuery,
   compileUpdate,
   IN_SCOPE_ALIAS,
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
+import { type ChangeCapture, lockChangeFeed } from '../changes/change-outbox';
 
 /** Where a data engine call runs. */
 export interface DataScope {
@@ -71,7 +74,7 @@ export class DataService {
   async find(caller: Caller, objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
     return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const terms = orderTerms(object, query.orderBy);
-      const signature = querySignature(object.name, query.where, terms);
+      const signature = querySignature(object.name, query.where, terms, query.search);
       let after: (string | null)[] | undefined;
       if (query.cursor !== undefined) {
         if (query.offset > 0) throw new DomainError('invalid_cursor', 'Send either cursor or offset, not both');
@@ -86,11 +89,33 @@ export class DataService {
       const result: FindResult = { records: rows.map((row) => decodeRow(object, stripTotal(row))) };
       if (!after) {
         result.total = rows.length ? Number(rows[0].__total) : 0;
-        if (!rows.length && query.offset > 0)
-          result.total = await this.count(caller, objectName, query.where, { ...scope, session });
+        if (!rows.length && query.offset > 0) {
+          const [row] = await session.query(compileCount(object, query.where, query.search));
+          result.total = Number(row.count);
+        }
       }
       if (keys) result.nextCursor = more && last ? encodeCursor(signature, last) : null;
       return result;
+    });
+  }
+
+  /** Distinct values of a field the caller sees, with their counts (compileFieldValues); a hidden field is unknown. */
+  async fieldValues(
+    caller: Caller,
+    objectName: string,
+    fieldName: string,
+    query: FieldValuesQuery,
+    scope: DataScope = {},
+  ): Promise<Array<{ value: unknown; count: number }>> {
+    return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
+      const field = requireField(object, fieldName);
+      const rows = await session.query(compileFieldValues(object, field, query));
+      // A multiselect's values are its options (text); other values decode as the field's.
+      const decoded = field.type === 'multiselect' ? undefined : { ...object, fields: [field] };
+      return rows.map((row) => ({
+        value: decoded ? decodeRow(decoded, { [field.name]: row.value })[field.name] : row.value,
+        count: Number(row.count),
+      }));
     });
   }
 
@@ -201,7 +226,8 @@ export class DataService {
     return this.withObject(caller, objectName, 'update', scope, async (object, session) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await this.scopedWrite(object, session, scope, compileUpdate(object, id, values, versions));
+      const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields: [...values.keys()] };
+      const rows = await this.scopedWrite(object, session, scope, compileUpdate(object, id, values, versions, capture));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
       return decodeVersioned(object, rows[0]);
     });
@@ -217,7 +243,7 @@ export class DataService {
   ): Promise<void> {
     return this.withObject(caller, objectName, 'delete', scope, async (object, session) => {
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await write(object, session, compileDelete(object, id, versions));
+      const rows = await write(object, session, compileDelete(object, id, versions, { op: 'delete', keyId: caller.keyId }));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
     });
   }
@@ -253,12 +279,21 @@ export class DataService {
       }
     }
     const results = new Map<number, BatchOperationResult>();
-    // Inside the caller's transaction (an import's chunks), each attempt is a savepoint of it instead.
-    const transaction = <T>(work: (session: DataSession) => Promise<T>) =>
-      scope.session?.inTransaction ? inSavepoint(scope.session, work) : this.pool.transaction(work, { signal: scope.signal });
+    // The feed lock first, before any row lock of the batch (see FEED_LOCK_GATE). Inside the caller's
+    // transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
+    const transaction = <T>(work: (session: DataSession) => Promise<T>) => {
+      const locked = async (session: DataSession) => {
+        await session.query(lockChangeFeed(objectName));
+        return work(session);
+      };
+      return scope.session?.inTransaction
+        ? inSavepoint(scope.session, locked)
+        : this.pool.transaction(locked, { signal: scope.signal });
+    };
     if (atomic && !errors.length) {
       try {
-        for (const result of await transaction((session) => runAll(session, planned))) results.set(result.index, result);
+        for (const result of await transaction((session) => runAll(session, planned, caller.keyId)))
+          results.set(result.index, result);
         return [...results.values()].sort((a, b) => a.index - b.index);
       } catch (error) {
         if (!(error instanceof OperationFailed)) throw error;
@@ -267,14 +302,15 @@ export class DataService {
     if (atomic) {
       // Something failed: replay to name every failing operation, then roll it all back.
       const replayed = await transaction(async (session) => {
-        throw new RolledBack(await runEach(session, planned));
+        throw new RolledBack(await runEach(session, planned, caller.keyId));
       }).catch((error: unknown) => {
         if (error instanceof RolledBack) return error.results;
         throw error;
       });
       throw batchFailed([...errors, ...replayed.flatMap((r) => (r.error ? [{ index: r.index, ...r.error }] : []))]);
     }
-    for (const result of await transaction((session) => runEach(session, planned))) results.set(result.index, result);
+    for (const result of await transaction((session) => runEach(session, planned, caller.keyId)))
+      results.set(result.index, result);
     const ids = new Map(parsed.operations.map((o) => [o.index, o.op === 'create' ? null : o.id]));
     for (const error of errors) results.set(error.index, failedResult(error, ids.get(error.index) ?? null));
     return [...results.values()].sort((a, b) => a.index - b.index);
@@ -311,7 +347,8 @@ export class DataService {
     return this.withObject(caller, objectName, 'create', scope, async (object, session) => {
       if (!inputs.length) return [];
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
-      const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded));
+      const capture: ChangeCapture = { op: 'create', keyId: caller.keyId };
+      const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded, capture));
       return rows.map((row) => decodeVersioned(object, row));
     });
   }
@@ -531,13 +568,17 @@ const BATCH_INSERT_PARAMS = 30_000;
  * Runs the operations in order, runs of creates as one insert each; the first failing operation
  * throws OperationFailed (the transaction is lost then anyway; the caller replays to find them all).
  */
-async function runAll(session: DataSession, planned: readonly PlannedOperation[]): Promise<BatchOperationResult[]> {
+async function runAll(
+  session: DataSession,
+  planned: readonly PlannedOperation[],
+  keyId: string,
+): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   const isGroupable = (operation: PlannedOperation | undefined) => operation?.op === 'create' && operation.values!.size > 0;
   try {
     for (let at = 0; at < planned.length;) {
       if (!isGroupable(planned[at])) {
-        results.push(await runOne(session, planned[at++]));
+        results.push(await runOne(session, planned[at++], keyId));
         continue;
       }
       const { object } = planned[at];
@@ -551,6 +592,7 @@ async function runAll(session: DataSession, planned: readonly PlannedOperation[]
         compileInsert(
           object,
           creates.map((c) => c.values!),
+          { op: 'create', keyId },
         ),
       );
       rows.forEach((row, i) => results.push(doneResult(creates[i], object, row)));
@@ -564,12 +606,16 @@ async function runAll(session: DataSession, planned: readonly PlannedOperation[]
 }
 
 /** Runs each operation behind a savepoint of its own: a failing one is undone alone and reported. */
-async function runEach(session: DataSession, planned: readonly PlannedOperation[]): Promise<BatchOperationResult[]> {
+async function runEach(
+  session: DataSession,
+  planned: readonly PlannedOperation[],
+  keyId: string,
+): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   for (const operation of planned) {
     await session.query(CompiledQuery.raw('savepoint batch_operation'));
     try {
-      results.push(await runOne(session, operation));
+      results.push(await runOne(session, operation, keyId));
       await session.query(CompiledQuery.raw('release savepoint batch_operation'));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
@@ -580,16 +626,24 @@ async function runEach(session: DataSession, planned: readonly PlannedOperation[
   return results;
 }
 
-async function runOne(session: DataSession, operation: PlannedOperation): Promise<BatchOperationResult> {
+async function runOne(session: DataSession, operation: PlannedOperation, keyId: string): Promise<BatchOperationResult> {
   const { object } = operation;
   if (operation.op === 'create') {
-    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!]));
+    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], { op: 'create', keyId }));
     return doneResult(operation, object, row);
   }
   const rows =
     operation.op === 'update'
-      ? await scopedRows(session, object, compileUpdate(object, operation.id, operation.values!, operation.versions))
-      : await write(object, session, compileDelete(object, operation.id, operation.versions));
+      ? await scopedRows(
+          session,
+          object,
+          compileUpdate(object, operation.id, operation.values!, operation.versions, {
+            op: 'update',
+            keyId,
+            changedFields: [...operation.values!.keys()],
+          }),
+        )
+      : await write(object, session, compileDelete(object, operation.id, operation.versions, { op: 'delete', keyId }));
   if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
   return doneResult(operation, object, rows[0]);
 }

@@ -1,6 +1,8 @@
 /** A query over one object's records (`where` in the filter language of where.compiler.ts). */
 export interface FindQuery {
   where?: unknown;
+  /** `?q=`: records whose searchable fields contain this text, ignoring case and accents (compileSearch). */
+  search?: string;
   orderBy?: unknown;
   fields?: unknown;
   /** Already clamped by the caller (records API: 1..1000; tools: 1..200). */

@@ -27,11 +27,14 @@ interface CursorBody {
   k: (string | null)[];
 }
 
-/** What a cursor is bound to: the object, the filter and the sort keys (not the fields selected, nor the page size). */
-export function querySignature(objectName: string, where: unknown, terms: readonly OrderTerm[]): string {
+/**
+ * What a cursor is bound to: the object, the filter (a view's included: callers pass the where a view
+ * resolved to), the search text and the sort keys (not the fields selected, nor the page size).
+ */
+export function querySignature(objectName: string, where: unknown, terms: readonly OrderTerm[], search?: string): string {
   const order = terms.map((t) => `${t.field.name}:${t.descending ? 'd' : 'a'}`);
   return createHash('sha256')
-    .update(JSON.stringify([objectName, where ?? null, order]))
+    .update(JSON.stringify([objectName, where ?? null, order, ...(search === undefined ? [] : [search])]))
     .digest('base64url')
     .slice(0, 16);
 }

@@ -1,12 +1,20 @@
 import { CompiledQuery } from 'kysely';
+import { type ChangeCapture, FEED_LOCK_GATE, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from '../changes/change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { ObjectMeta } from '../metadata/object-metadata.types';
+import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
 import { keyColumns, keysetCondition } from './keyset';
 import { compileProjection, orderBySql, orderTerms, type OrderTerm } from './order-by.compiler';
-import { compileRowFilter, compileScopedWhere, requireField, rowFilterCondition } from './where.compiler';
+import {
+  compileRowFilter,
+  compileScopedWhere,
+  containsPattern,
+  LIKE_ESCAPE,
+  requireField,
+  rowFilterCondition,
+} from './where.compiler';
 
 /**
  * The statements of the records engine over one object's table (find, count, get, insert, update,
@@ -54,7 +62,7 @@ export function compileFind(
 ): CompiledQuery<Row> {
   const params = new SqlParams();
   const projection = compileProjection(object, query.fields);
-  let where = compileScopedWhere(object, query.where, params);
+  let where = compileScopedWhere(object, query.where, params, query.search);
   if (cut.after) where = `(${where}) and ${keysetCondition(cut.terms, cut.after, params)}`;
   const orderBy = orderBySql(cut.terms);
   const limit = params.add(engineLimit(query.limit) + (cut.keys ? 1 : 0));
@@ -66,11 +74,11 @@ export function compileFind(
   );
 }
 
-/** The number of records matching `where`, as `count`. */
-export function compileCount(object: ObjectMeta, where: unknown): CompiledQuery<{ count: string }> {
+/** The number of records matching `where` (and `search`), as `count`. */
+export function compileCount(object: ObjectMeta, where: unknown, search?: string): CompiledQuery<{ count: string }> {
   const params = new SqlParams();
   return params.query(
-    `select count(*) as "count" from ${objectTable(object.name)} where ${compileScopedWhere(object, where, params)}`,
+    `select count(*) as "count" from ${objectTable(object.name)} where ${compileScopedWhere(object, where, params, search)}`,
   );
 }
 
@@ -82,8 +90,11 @@ export function compileFindOne(object: ObjectMeta, id: unknown, fields: unknown)
   return params.query(`select ${projection.sql}, ${VERSION_SELECT} from ${objectTable(object.name)} where ${where}`);
 }
 
-/** Inserts every record in one statement; a column some records leave out takes its default in those. */
-export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[]): CompiledQuery<Row> {
+/**
+ * Inserts every record in one statement; a column some records leave out takes its default in those.
+ * With `capture`, the statement also appends each record's change to the feed (see withChangeOutbox).
+ */
+export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[], capture?: ChangeCapture): CompiledQuery<Row> {
   const columns = [...new Set(records.flatMap((values) => [...values.keys()]))];
   const fields = columns.map((name) => requireField(object, name));
   const params = new SqlParams();
@@ -91,11 +102,15 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
     (values) =>
       `(${fields.map((f) => (values.has(f.name) ? `${params.add(values.get(f.name))}::${bindCast(f)}` : 'default')).join(', ')})`,
   );
-  return params.query(
-    columns.length
-      ? `insert into ${objectTable(object.name)} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${writeReturning(object, params)}`
-      : `insert into ${objectTable(object.name)} default values returning ${writeReturning(object, params)}`,
-  );
+  const target = `${objectTable(object.name)}${capture ? ` as ${ROW_ALIAS}` : ''}`;
+  const returning = writeReturning(object, params, capture);
+  const sql = columns.length
+    ? `insert into ${target} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${returning}`
+    : `insert into ${target} default values returning ${returning}`;
+  if (!capture) return params.query(sql);
+  // A create sets every field: a constant list, not one read from each row.
+  const created = { ...capture, changedFields: object.fields.map((f) => f.name) };
+  return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, created));
 }
 
 /**
@@ -108,6 +123,7 @@ export function compileUpdate(
   id: string,
   values: Map<string, unknown>,
   versions?: readonly string[],
+  capture?: ChangeCapture,
 ): CompiledQuery<Row> {
   const params = new SqlParams();
   const sets = [...values.entries()].map(([name, value]) => {
@@ -116,16 +132,27 @@ export function compileUpdate(
   });
   sets.push(`"updated_at" = now()`);
   const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
-  return params.query(
-    `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
-  );
+  if (!capture) {
+    return params.query(
+      `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
+    );
+  }
+  const sql = `update ${objectTable(object.name)} as ${ROW_ALIAS} set ${sets.join(', ')} where ${where}${FEED_LOCK_GATE} returning ${writeReturning(object, params, capture)}`;
+  return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, capture));
 }
 
 /** Deletes one record (with `versions`, only at one of them, as in compileUpdate); returns its id when it did. */
-export function compileDelete(object: ObjectMeta, id: string, versions?: readonly string[]): CompiledQuery<Row> {
+export function compileDelete(
+  object: ObjectMeta,
+  id: string,
+  versions?: readonly string[],
+  capture?: ChangeCapture,
+): CompiledQuery<Row> {
   const params = new SqlParams();
   const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
-  return params.query(`delete from ${objectTable(object.name)} where ${where} returning "id"`);
+  if (!capture) return params.query(`delete from ${objectTable(object.name)} where ${where} returning "id"`);
+  const sql = `delete from ${objectTable(object.name)} as ${ROW_ALIAS} where ${where}${FEED_LOCK_GATE} returning "id", ${SNAPSHOT_SELECT}`;
+  return params.query(withChangeOutbox(object.name, sql, ['"id"'], params, capture));
 }
 
 /** Rows one engine call may return: the caller's limit, at least 1 and at most MAX_ENGINE_LIMIT. */
@@ -143,8 +170,48 @@ export const IN_SCOPE_ALIAS = '__in_scope';
  * What a write returns: every field of the caller's view of the object (never `*`, which would
  * include hidden fields), its version, and with a row filter whether the new row is inside it.
  */
-function writeReturning(object: ObjectMeta, params: SqlParams): string {
-  const columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
+function writeReturning(object: ObjectMeta, params: SqlParams, capture?: ChangeCapture): string {
+  let columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
+  // The feed keeps the whole row, hidden fields included: each reader's own view is cut from it.
+  if (capture) columns += `, ${SNAPSHOT_SELECT}`;
   const scope = compileRowFilter(object, params, { asValue: true });
   return scope === undefined ? columns : `${columns}, ${scope} as "${IN_SCOPE_ALIAS}"`;
+}
+
+/** The columns of writeReturning as the statement wrapping the write selects them (the snapshot stays inside). */
+function writeColumns(object: ObjectMeta): string[] {
+  const columns = [...compileProjection(object, undefined).fields.map((f) => quoteIdent(f.name)), `"${VERSION_ALIAS}"`];
+  if (object.rowFilter) columns.push(`"${IN_SCOPE_ALIAS}"`);
+  return columns;
+}
+
+/** What compileFieldValues counts. */
+export interface FieldValuesQuery {
+  where?: unknown;
+  /** Only values containing this text, ignoring case. */
+  contains?: string;
+  limit: number;
+}
+
+/**
+ * Distinct values of one field with how many records hold each (`value`, `count`), most frequent
+ * first, then by value; a multiselect counts each option. Over the caller's scoped where.
+ */
+export function compileFieldValues(object: ObjectMeta, field: FieldMeta, query: FieldValuesQuery): CompiledQuery<Row> {
+  const params = new SqlParams();
+  const column = quoteIdent(field.name);
+  const from =
+    field.type === 'multiselect'
+      ? `${objectTable(object.name)} cross join lateral unnest(${column}) as "__v"("__value")`
+      : objectTable(object.name);
+  // Field names cannot hold "__", so the element column cannot shadow a field the where names.
+  const value = field.type === 'multiselect' ? '"__v"."__value"' : column;
+  let where = compileScopedWhere(object, query.where, params);
+  if (query.contains !== undefined && query.contains !== '') {
+    where = `${where} and ${value}::text ILIKE ${params.add(containsPattern(query.contains))} ${LIKE_ESCAPE}`;
+  }
+  return params.query(
+    `select ${value} as "value", count(*) as "count" from ${from} where ${where} ` +
+      `group by 1 order by 2 desc, 1 asc nulls last limit ${params.add(engineLimit(query.limit))}`,
+  );
 }

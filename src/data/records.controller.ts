@@ -14,6 +14,8 @@ import {
   AggregateResponse,
   BatchRecordsDto,
   BatchRecordsResponse,
+  FieldValuesQueryDto,
+  FieldValuesResponse,
   RecordListResponse,
   RecordsQueryDto,
 } from './records.dto';
@@ -68,7 +70,17 @@ export class RecordsController {
   @ApiRoute({
     summary: 'Query records: filter, sort, project and page',
     type: RecordListResponse,
-    errors: ['validation_failed', 'object_not_found', ...WHERE_ERRORS, 'invalid_order_by', 'invalid_fields', ...DATA_ERRORS],
+    errors: [
+      'validation_failed',
+      'object_not_found',
+      'view_not_found',
+      ...WHERE_ERRORS,
+      'invalid_order_by',
+      'invalid_fields',
+      'invalid_cursor',
+      'search_not_available',
+      ...DATA_ERRORS,
+    ],
   })
   list(
     @Caller() caller: Caller,
@@ -77,6 +89,26 @@ export class RecordsController {
     @ClientSignal() signal: AbortSignal,
   ): Promise<RecordListResponse> {
     return this.records.list(caller, name, query, signal);
+  }
+
+  @Get('fields/:field/values')
+  @Roles('admin', 'member')
+  @ApiRoute({
+    summary: "Distinct values of a field with their counts (a grid's filter drop-down)",
+    description:
+      'Over the records the caller may read, filtered by where and view; q keeps values containing it (ignoring ' +
+      'case). Most frequent first, then by value; limit default 50, at most 1000.',
+    type: FieldValuesResponse,
+    errors: ['validation_failed', 'object_not_found', 'view_not_found', ...WHERE_ERRORS, ...DATA_ERRORS],
+  })
+  fieldValues(
+    @Caller() caller: Caller,
+    @Param('name') name: string,
+    @Param('field') field: string,
+    @Query() query: FieldValuesQueryDto,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<FieldValuesResponse> {
+    return this.records.fieldValues(caller, name, field, query, signal);
   }
 
   @Post('records')

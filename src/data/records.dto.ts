@@ -13,10 +13,11 @@ import {
   ValidateIf,
 } from 'class-validator';
 import { schemaRef } from '../common/openapi.schemas';
-import { PaginationQueryDto } from '../common/pagination.dto';
+import { PaginationQueryDto, QueryInt } from '../common/pagination.dto';
 import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from './data.types';
 import { MAX_CURSOR_LENGTH } from './keyset';
 import { BATCH_MAX_OPERATIONS } from './record-batch';
+import { MAX_SEARCH_LENGTH } from './where.compiler';
 
 /** Query string of GET /records. JSON-valued parameters are parsed and checked by the service. */
 export class RecordsQueryDto extends PaginationQueryDto {
@@ -42,6 +43,26 @@ export class RecordsQueryDto extends PaginationQueryDto {
   fields?: string;
 
   @ApiPropertyOptional({
+    maxLength: 63,
+    description:
+      "A saved view's name: its where is ANDed with this request's, its orderBy and fields apply unless this request gives them",
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  view?: string;
+
+  @ApiPropertyOptional({
+    maxLength: MAX_SEARCH_LENGTH,
+    description:
+      'Search: records where any searchable field contains this text, ignoring case and accents (ANDed with where and view)',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_SEARCH_LENGTH)
+  q?: string;
+
+  @ApiPropertyOptional({
     maxLength: MAX_CURSOR_LENGTH,
     description:
       'Keyset paging: the nextCursor of the previous page, with the same where and orderBy. Pages after a cursor ' +
@@ -51,6 +72,51 @@ export class RecordsQueryDto extends PaginationQueryDto {
   @IsString()
   @MaxLength(MAX_CURSOR_LENGTH)
   cursor?: string;
+}
+
+/** Query string of GET /fields/:field/values. */
+export class FieldValuesQueryDto {
+  @ApiPropertyOptional({ maxLength: MAX_SEARCH_LENGTH, description: 'Only values containing this text, ignoring case' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_SEARCH_LENGTH)
+  q?: string;
+
+  @ApiPropertyOptional({ maxLength: 20_000, description: 'Count only records matching this Where filter (JSON text)' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(20_000)
+  where?: string;
+
+  @ApiPropertyOptional({
+    maxLength: 63,
+    description: "Count only the records of this saved view (its where, ANDed with where's)",
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(63)
+  view?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description: 'Values returned; larger values are clamped to 1000; default 50',
+  })
+  @QueryInt(1, Number.MAX_SAFE_INTEGER)
+  limit?: number;
+}
+
+export class FieldValueCount {
+  @ApiProperty({
+    allOf: [schemaRef('FieldValue')],
+    description: 'A value of the field (an option of a multiselect); null counts records without one',
+  })
+  value: unknown;
+  @ApiProperty({ type: 'integer', minimum: 1 }) count: number;
+}
+
+export class FieldValuesResponse {
+  @ApiProperty({ type: [FieldValueCount], description: 'Most frequent first, then by value' }) values: FieldValueCount[];
 }
 
 export class RecordListResponse {

@@ -4,26 +4,34 @@ import { DomainError } from '../common/domain-error';
 import type { ErrorCode } from '../common/error-codes';
 import { clampLimit } from '../common/limits';
 import { DataService } from './data.service';
-import { AggregateDto, RecordListResponse, RecordsQueryDto } from './records.dto';
+import { ViewService } from '../views/view.service';
+import { AggregateDto, FieldValuesQueryDto, FieldValuesResponse, RecordListResponse, RecordsQueryDto } from './records.dto';
 
 export const RECORDS_DEFAULT_LIMIT = 50;
 export const RECORDS_MAX_LIMIT = 1000;
 
-/** The records REST API over the data engine: parses query strings, clamps pages. */
+/** The records REST API over the data engine: parses query strings, applies saved views, clamps pages. */
 @Injectable()
 export class RecordsService {
-  constructor(private readonly data: DataService) {}
+  constructor(
+    private readonly data: DataService,
+    private readonly views: ViewService,
+  ) {}
 
   async list(caller: Caller, objectName: string, query: RecordsQueryDto, signal?: AbortSignal): Promise<RecordListResponse> {
     const limit = clampLimit(query.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT);
     const offset = query.offset ?? 0;
+    const viewed = await this.views.apply(caller, objectName, query.view, {
+      where: parseJsonParam('where', query.where, 'invalid_where'),
+      orderBy: parseJsonParam('orderBy', query.orderBy, 'invalid_order_by'),
+      fields: query.fields,
+    });
     const { records, total, nextCursor } = await this.data.find(
       caller,
       objectName,
       {
-        where: parseJsonParam('where', query.where, 'invalid_where'),
-        orderBy: parseJsonParam('orderBy', query.orderBy, 'invalid_order_by'),
-        fields: query.fields,
+        ...viewed,
+        search: query.q,
         limit,
         offset,
         cursor: query.cursor,
@@ -32,6 +40,26 @@ export class RecordsService {
       { signal },
     );
     return { records, ...(total === undefined ? {} : { total }), limit, offset, nextCursor: nextCursor ?? null };
+  }
+
+  async fieldValues(
+    caller: Caller,
+    objectName: string,
+    fieldName: string,
+    query: FieldValuesQueryDto,
+    signal?: AbortSignal,
+  ): Promise<FieldValuesResponse> {
+    const { where } = await this.views.apply(caller, objectName, query.view, {
+      where: parseJsonParam('where', query.where, 'invalid_where'),
+    });
+    const values = await this.data.fieldValues(
+      caller,
+      objectName,
+      fieldName,
+      { where, contains: query.q, limit: clampLimit(query.limit, RECORDS_DEFAULT_LIMIT, RECORDS_MAX_LIMIT) },
+      { signal },
+    );
+    return { values };
   }
 
   async aggregate(

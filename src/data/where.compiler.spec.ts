@@ -8,7 +8,9 @@ import {
   UnresolvedPlaceholder,
   compileRowFilter,
   compileScopedWhere,
+  compileSearch,
   compileWhere,
+  MAX_SEARCH_LENGTH,
   operatorsForField,
 } from './where.compiler';
 import { domainError, field } from '../../test/support/metadata-fixtures';
@@ -531,5 +533,37 @@ describe('operatorsForField', () => {
     ['meta', ['$eq', '$ne', '$null']],
   ])('lists the operators of %s', (name, operators) => {
     expect(operatorsForField(byName(name))).toEqual(operators);
+  });
+});
+
+describe('compileSearch (?q=)', () => {
+  const searchable: ObjectMeta = {
+    ...deal,
+    fields: deal.fields.map((f) => (f.name === 'name' || f.name === 'contact_email' ? { ...f, searchable: true } : f)),
+  };
+
+  it('ORs a folded ILIKE over every searchable field, the text bound once with % and _ escaped', () => {
+    const params = new SqlParams();
+    expect(compileSearch(searchable, '50%_off', params)).toBe(
+      `(public.search_fold("name") ILIKE public.search_fold($1::text) ESCAPE E'\\\\' OR ` +
+        `public.search_fold("contact_email") ILIKE public.search_fold($1::text) ESCAPE E'\\\\')`,
+    );
+    expect(params.values).toEqual(['%50\\%\\_off%']);
+  });
+
+  it('is ANDed into the scoped where', () => {
+    const params = new SqlParams();
+    expect(compileScopedWhere(searchable, { stage: 'won' }, params, 'acme')).toBe(
+      `("stage" = $1::text AND (public.search_fold("name") ILIKE public.search_fold($2::text) ESCAPE E'\\\\' OR ` +
+        `public.search_fold("contact_email") ILIKE public.search_fold($2::text) ESCAPE E'\\\\'))`,
+    );
+  });
+
+  it('refuses an object without searchable fields, overlong text and NUL', () => {
+    expect(domainError(() => compileSearch(deal, 'x', new SqlParams())).code).toBe('search_not_available');
+    expect(domainError(() => compileSearch(searchable, 'x'.repeat(MAX_SEARCH_LENGTH + 1), new SqlParams())).code).toBe(
+      'invalid_value',
+    );
+    expect(domainError(() => compileSearch(searchable, 'a\u0000', new SqlParams())).code).toBe('invalid_value');
   });
 });

@@ -1,6 +1,6 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
-import { quoteIdent } from '../database/sql-identifier';
+import { quoteIdent, searchFold } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
@@ -88,7 +88,7 @@ const ALLOWED: Record<FieldMeta['type'], readonly FieldOperator[]> = {
 const COMPARISON_SQL: Partial<Record<FieldOperator, string>> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
 
 /** ESCAPE clause for ILIKE; E'' syntax so it means one backslash whatever standard_conforming_strings says. */
-const LIKE_ESCAPE = "ESCAPE E'\\\\'";
+export const LIKE_ESCAPE = "ESCAPE E'\\\\'";
 
 /** Operators a where condition may use on this field, in canonical order (shown to callers in errors). */
 export function operatorsForField(field: Pick<FieldMeta, 'type'>): FieldOperator[] {
@@ -460,11 +460,50 @@ export function compileRowFilter(
   return options.asValue ? `COALESCE(${join(parts, 'OR')}, FALSE)` : join(parts, 'OR');
 }
 
-/** The caller's `where` ANDed with its row filter: what every query, count and aggregate runs with. */
-export function compileScopedWhere(object: ObjectMeta, where: unknown, params: SqlParams): string {
+/**
+ * The caller's `where` ANDed with its row filter: what every query, count and aggregate runs with;
+ * with `search`, also ANDed with compileSearch.
+ */
+export function compileScopedWhere(object: ObjectMeta, where: unknown, params: SqlParams, search?: string): string {
   const scope = compileRowFilter(object, params);
   const own = compileWhere(object, where, params);
-  return scope === undefined ? own : `(${scope} AND ${own})`;
+  const found = search === undefined ? undefined : compileSearch(object, search, params);
+  return join(
+    [scope, own, found].filter((part): part is string => part !== undefined),
+    'AND',
+  );
+}
+
+/** An ILIKE pattern (with LIKE_ESCAPE) matching text that contains `text` literally; Postgres text holds no NUL. */
+export function containsPattern(text: string): string {
+  if (text.includes('\u0000')) throw new DomainError('invalid_value', 'Search text cannot contain NUL characters');
+  return `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+}
+
+/** The longest `?q=` search text. */
+export const MAX_SEARCH_LENGTH = 200;
+
+/**
+ * `?q=`: the records where any searchable field of the caller's view of the object contains `text`,
+ * ignoring case and accents. Both sides are folded by searchFold, the expression the fields' trigram
+ * indexes are built over. Throws search_not_available when no visible field is searchable.
+ */
+export function compileSearch(object: ObjectMeta, text: string, params: SqlParams): string {
+  const fields = object.fields.filter((field) => field.searchable);
+  if (!fields.length) {
+    throw new DomainError(
+      'search_not_available',
+      `"${object.name}" has no searchable field; an admin marks text fields searchable`,
+      {
+        object: object.name,
+      },
+    );
+  }
+  if (text.length > MAX_SEARCH_LENGTH) {
+    throw new DomainError('invalid_value', `q is at most ${MAX_SEARCH_LENGTH} characters`, { max: MAX_SEARCH_LENGTH });
+  }
+  const value = searchFold(`${params.add(containsPattern(text))}::text`);
+  return `(${fields.map((field) => `${searchFold(quoteIdent(field.name))} ILIKE ${value} ${LIKE_ESCAPE}`).join(' OR ')})`;
 }
 
 /** ` and <row filter>` for statements that select one record by id (get, update, delete), or ''. */

@@ -12,6 +12,8 @@ export const ADVISORY_LOCK = {
   metadata: 727_010,
   /** Per chat owner: admissions of new turns count the owner's chats in flight one at a time. */
   chatOwner: 727_020,
+  /** Per object (the two-integer form): held from a record write's change append to its commit, for commit-ordered cursors. */
+  changeFeed: 727_030,
 } as const;
 
 export type AdvisoryLockKey = (typeof ADVISORY_LOCK)[keyof typeof ADVISORY_LOCK];

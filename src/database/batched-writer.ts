@@ -42,7 +42,7 @@ export class BatchedWriter<T> {
       this.logger.error({ msg: `${this.options.what} dropped: the database does not take them`, dropped: dropped.length });
     }
     if (this.buffer.length >= this.options.maxBatch) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), this.options.delayMs);
+    else this.timer ??= setTimeout(() => void this.flush(), this.options.delayMs).unref();
   }
 
   /** Writes every queued entry; resolves once they are in (or their write failed and was logged). */
@@ -57,7 +57,7 @@ export class BatchedWriter<T> {
           // Put back for the next attempt (bounded by maxBuffered), and stop this round.
           this.buffer.unshift(...batch);
           this.logger.error({ msg: `could not write ${this.options.what}`, error: (error as Error).message });
-          this.timer ??= setTimeout(() => void this.flush(), 5_000);
+          this.timer ??= setTimeout(() => void this.flush(), 5_000).unref();
           return;
         }
       }

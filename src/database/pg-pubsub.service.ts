@@ -60,6 +60,14 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
     await notify(em, PUBSUB_CHANNEL, eventPayload(event));
   }
 
+  /**
+   * Hands `event` to this replica's listeners now, for a writer whose transaction (that published it)
+   * has just committed: its own next request must not wait for the notification's round trip.
+   */
+  deliverLocally(event: Record<string, unknown>): void {
+    this.emit(event);
+  }
+
   /** Opens the LISTEN connection; the end handler is attached only once it works, so a failed attempt starts nothing. */
   private async connect(): Promise<void> {
     const client = new Client({ connectionString: this.databaseUrl });

@@ -41,10 +41,9 @@ export class ReplicatedCache<V> {
 
   /**
    * Tells every replica (this one too) to forget its values; inside `em`'s transaction it goes out on
-   * commit. This replica forgets at once as well, so its next read never waits for the notification.
+   * commit (a writer calls invalidate() once committed, not to wait for the notification's round trip).
    */
   async publishChange(em?: EntityManager): Promise<void> {
-    this.invalidate();
     await this.pubsub.publish({ type: this.changeEvent }, em);
   }
 }

@@ -21,3 +21,11 @@ export const DATA_SCHEMA = 'data';
 export function objectTable(objectName: string): string {
   return `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(objectName)}`;
 }
+
+/**
+ * `expression` folded for search: lower case, accents removed (the `search_fold` function of the views
+ * and search migration). Trigram indexes are built over it, so a search must use the same expression.
+ */
+export function searchFold(expression: string): string {
+  return `public.search_fold(${expression})`;
+}

@@ -69,7 +69,7 @@ export class AccessPolicyService {
 
   async replace(name: string, dto: ReplacePolicyDto, actor?: AuditActor): Promise<PolicyResponse> {
     const objects = await this.validateObjects(dto.objects);
-    return this.em.fork().transactional(async (em) => {
+    const response = await this.em.fork().transactional(async (em) => {
       const row = await this.find(em, name);
       row.description = dto.description ?? null;
       row.objects = objects;
@@ -78,6 +78,9 @@ export class AccessPolicyService {
       await this.audit.admin(em, actor, 'policy.update', row.name);
       return toPolicyResponse(row);
     });
+    // This replica applies it at once; the others when the notification arrives.
+    this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
+    return response;
   }
 
   /** Refused while a key runs under the policy: without it that key could silently get every member right. */
@@ -98,6 +101,7 @@ export class AccessPolicyService {
       await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
       await this.audit.admin(em, actor, 'policy.delete', row.name);
     });
+    this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
   }
 
   private async find(em: EntityManager, name: string): Promise<InstanceType<typeof AccessPolicyEntity.class>> {

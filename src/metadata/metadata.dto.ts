@@ -17,6 +17,10 @@ import { FIELD_TYPES, type FieldType, MAX_FIELDS } from './object-metadata.types
 /** Options of one select or multiselect field. */
 const MAX_OPTIONS = 500;
 
+const SEARCHABLE_DESCRIPTION =
+  'Searched by GET .../records?q= (case- and accent-insensitive, trigram-indexed); text-like fields only ' +
+  '(text, textarea, email, url, phone, select)';
+
 export class CreateFieldDto {
   @ApiProperty({ example: 'amount', description: 'snake_case, at most 63 characters' })
   @IsString()
@@ -35,6 +39,7 @@ export class CreateFieldDto {
   @ApiPropertyOptional() @IsOptional() @IsBoolean() required?: boolean;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() unique?: boolean;
   @ApiPropertyOptional({ description: 'Create an index on this field' }) @IsOptional() @IsBoolean() indexed?: boolean;
+  @ApiPropertyOptional({ description: SEARCHABLE_DESCRIPTION }) @IsOptional() @IsBoolean() searchable?: boolean;
 
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
 
@@ -91,6 +96,7 @@ export class UpdateFieldDto {
   @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() required?: boolean;
   @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() unique?: boolean;
   @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() indexed?: boolean;
+  @ApiPropertyOptional({ description: SEARCHABLE_DESCRIPTION }) @NotNullIfPresent() @IsBoolean() searchable?: boolean;
 
   @ApiPropertyOptional({ type: [String] })
   @NotNullIfPresent()
@@ -108,6 +114,7 @@ export class FieldResponse {
   @ApiProperty() required: boolean;
   @ApiProperty() unique: boolean;
   @ApiProperty() indexed: boolean;
+  @ApiProperty({ description: SEARCHABLE_DESCRIPTION }) searchable: boolean;
   @ApiPropertyOptional() description?: string;
   @ApiPropertyOptional({ type: [String] }) options?: string[];
   @ApiPropertyOptional() reference?: string;

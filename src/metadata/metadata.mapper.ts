@@ -9,6 +9,7 @@ export function toFieldResponse(field: FieldMeta): FieldResponse {
     required: field.required,
     unique: field.unique,
     indexed: field.indexed,
+    searchable: field.searchable === true,
   };
   if (field.description) response.description = field.description;
   if (field.options) response.options = field.options;

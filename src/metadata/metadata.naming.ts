@@ -22,21 +22,25 @@ const RESERVED_WORDS = new Set(
   ).split(' '),
 );
 
-/** Checks an object or field name: snake_case, ≤ 63 characters, not reserved. Throws a 400 domain error. */
-export function assertValidName(kind: 'object' | 'field', name: unknown): asserts name is string {
+/**
+ * Checks an object, field or view name: snake_case, ≤ 63 characters; object and field names (SQL
+ * identifiers) also not reserved. Throws a 400 domain error.
+ */
+export function assertValidName(kind: 'object' | 'field' | 'view', name: unknown): asserts name is string {
   if (typeof name !== 'string' || !IDENTIFIER_PATTERN.test(name) || name.endsWith('_') || name.includes('__')) {
     throw new DomainError(
       'invalid_name',
       `Invalid ${kind} name "${String(name)}": use snake_case (a-z, 0-9, single underscores), starting with a letter, at most 63 characters`,
     );
   }
+  if (kind === 'view') return;
   if (RESERVED_WORDS.has(name) || name.startsWith('pg_') || (kind === 'field' && SYSTEM_COLUMN_NAMES.includes(name))) {
     throw new DomainError('reserved_name', `The ${kind} name "${name}" is reserved`);
   }
 }
 
 /** Short, stable, valid index name for (object, field, kind); Postgres truncates names past 63 bytes. */
-export function indexName(objectName: string, fieldName: string, kind: 'idx' | 'key' | 'fk'): string {
+export function indexName(objectName: string, fieldName: string, kind: 'idx' | 'key' | 'fk' | 'trg'): string {
   const hash = createHash('sha1').update(`${objectName}.${fieldName}`).digest('hex').slice(0, 10);
   return `${kind}_${objectName.slice(0, 20)}_${fieldName.slice(0, 20)}_${hash}`.replace(/__+/g, '_');
 }

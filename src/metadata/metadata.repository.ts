@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { runSql } from '../database/sql';
-import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
+import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sql-identifier';
 import { indexName } from './metadata.naming';
 import { FIELD_COLUMN_TYPES, FieldMeta, FieldType } from './object-metadata.types';
 
@@ -58,9 +58,20 @@ export class MetadataRepository {
     );
   }
 
-  /** Drops the object's table with its records. */
+  /**
+   * Drops the object's table with its records, and its change feed: an object created later under
+   * the same name starts a feed of its own, and a cursor of the old one is expired there (410).
+   */
   async dropTable(em: EntityManager, objectName: string): Promise<void> {
     await runSql(em, `drop table ${objectTable(objectName)}`);
+    await runSql(
+      em,
+      `with d as (delete from "record_changes" where "object" = $1 returning "cursor")
+       insert into "record_change_horizons" ("object", "pruned_through")
+       select $1, max("cursor") from d having count(*) > 0
+       on conflict ("object") do update set "pruned_through" = greatest("record_change_horizons"."pruned_through", excluded."pruned_through")`,
+      [objectName],
+    );
   }
 
   /** Adds one field: the column, its foreign key, its indexes. */
@@ -83,6 +94,13 @@ export class MetadataRepository {
   /** Drops a field's column (its indexes and foreign key go with it). */
   async dropColumn(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
     await runSql(em, `alter table ${objectTable(objectName)} drop column ${quoteIdent(fieldName)}`);
+    // The feed reads its snapshots back as rows of the table: an old value must not meet a new field of that name.
+    await runSql(
+      em,
+      `update "record_changes" set "record" = "record" - $2, "changed_fields" = array_remove("changed_fields", $2)
+       where "object" = $1 and jsonb_exists("record", $2)`,
+      [objectName, fieldName],
+    );
   }
 
   /** Adds or drops the column's NOT NULL. */
@@ -107,6 +125,18 @@ export class MetadataRepository {
         `create index ${quoteIdent(indexName(objectName, field.name, 'idx'))} on ${objectTable(objectName)}${using} (${quoteIdent(field.name)})`,
       );
     }
+  }
+
+  /** The trigram index `?q=` searches through: over the folded text (searchFold), so ILIKE on it can use it. */
+  async createSearchIndex(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
+    await runSql(
+      em,
+      `create index ${quoteIdent(indexName(objectName, fieldName, 'trg'))} on ${objectTable(objectName)} using gin (${searchFold(quoteIdent(fieldName))} gin_trgm_ops)`,
+    );
+  }
+
+  async dropSearchIndex(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
+    await runSql(em, `drop index if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(indexName(objectName, fieldName, 'trg'))}`);
   }
 
   /** Drops the field's unique and plain index, whichever exist. */
@@ -163,6 +193,19 @@ export class MetadataRepository {
       `${objectName}.${fieldName}`,
     ]);
     return rows.map((r) => r.name);
+  }
+
+  /** Names of the saved views (anyone's) that name the field, each once. */
+  async viewsUsing(em: EntityManager, objectName: string, fieldName: string): Promise<string[]> {
+    const rows = await runSql<{ name: string }>(em, `select distinct name from views where uses ? $1 order by name`, [
+      `${objectName}.${fieldName}`,
+    ]);
+    return rows.map((r) => r.name);
+  }
+
+  /** Deletes the saved views of an object (with the object). */
+  async deleteViews(em: EntityManager, objectName: string): Promise<void> {
+    await runSql(em, `delete from views where object = $1`, [objectName]);
   }
 
   /** Metrics over the object or reading one of its fields (through a lookup dimension). */

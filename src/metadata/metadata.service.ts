@@ -142,6 +142,8 @@ export class MetadataService {
         );
       }
       await this.repo.dropTable(em, name);
+      // A view only means something with its object: they go together.
+      await this.repo.deleteViews(em, name);
       await em.nativeDelete(FieldDefinitionEntity, { objectId: object.id });
       em.remove(object);
       await em.flush();
@@ -228,6 +230,15 @@ export class MetadataService {
         field.unique = unique;
         field.indexed = indexed;
       }
+      if (dto.searchable !== undefined && dto.searchable !== field.searchable) {
+        if (dto.searchable) {
+          assertSearchableAllowed(fieldName, type);
+          await this.repo.createSearchIndex(em, objectName, fieldName);
+        } else {
+          await this.repo.dropSearchIndex(em, objectName, fieldName);
+        }
+        field.searchable = dto.searchable;
+      }
       if (dto.label !== undefined) field.label = dto.label;
       if (dto.description !== undefined) field.description = dto.description;
       field.updatedAt = new Date();
@@ -240,12 +251,16 @@ export class MetadataService {
     await this.write({ actor, action: 'field.delete', target: `${objectName}.${fieldName}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
+      // Everything that names a field in its definition: one list, one error.
       const metrics = await this.repo.metricsUsing(em, objectName, fieldName);
-      if (metrics.length) {
+      const views = await this.repo.viewsUsing(em, objectName, fieldName);
+      const users = [...named('metric', metrics), ...named('view', views)];
+      if (users.length) {
+        const count = metrics.length + views.length;
         throw new DomainError(
           'field_in_use',
-          `Field "${objectName}.${fieldName}" is used by metric${metrics.length > 1 ? 's' : ''} ${metrics.join(', ')}; change or delete ${metrics.length > 1 ? 'them' : 'it'} first`,
-          { metrics },
+          `Field "${objectName}.${fieldName}" is used by ${users.join(' and ')}; change or delete ${count > 1 ? 'them' : 'it'} first`,
+          { metrics, views },
         );
       }
       await this.repo.dropColumn(em, objectName, fieldName);
@@ -301,6 +316,7 @@ export class MetadataService {
       required: field.required,
       unique: field.unique,
       indexed: field.indexed,
+      searchable: field.searchable === true,
       description: field.description ?? null,
       options: field.options ?? null,
       reference: field.reference ?? null,
@@ -309,6 +325,7 @@ export class MetadataService {
       updatedAt: now,
     });
     await this.repo.addColumn(em, object.name, field);
+    if (field.searchable) await this.repo.createSearchIndex(em, object.name, field.name);
   }
 
   /** Checks one field definition against the rules of its type; returns the normalised field. */
@@ -351,6 +368,10 @@ export class MetadataService {
       throw new DomainError('unexpected_reference', `Only lookup fields have a reference; "${dto.name}" is ${dto.type}`);
     }
     assertUniqueAllowed(dto.name, dto.type, field.unique);
+    if (dto.searchable) {
+      assertSearchableAllowed(dto.name, dto.type);
+      field.searchable = true;
+    }
     return field;
   }
 
@@ -402,6 +423,22 @@ function assertUniqueAllowed(fieldName: string, type: FieldType, unique: boolean
   }
 }
 
+/** "metric a" or "metrics a, b"; nothing when `names` is empty. */
+function named(kind: string, names: string[]): string[] {
+  return names.length ? [`${kind}${names.length > 1 ? 's' : ''} ${names.join(', ')}`] : [];
+}
+
+/** Search folds text: only text-like fields (select included) can be searched. */
+function assertSearchableAllowed(fieldName: string, type: FieldType): void {
+  if (!TEXT_TYPES.includes(type)) {
+    throw new DomainError(
+      'invalid_searchable',
+      `Only text-like fields (${TEXT_TYPES.join(', ')}) can be searchable; "${fieldName}" is ${type}`,
+      { field: fieldName, type },
+    );
+  }
+}
+
 function findField(object: ObjectMeta, name: string): FieldMeta {
   const field = object.fields.find((f) => f.name === name && !f.system);
   if (!field) throw new DomainError('field_not_found', `Field "${name}" not found on "${object.name}"`);
@@ -411,7 +448,7 @@ function findField(object: ObjectMeta, name: string): FieldMeta {
 function toFieldMeta(
   field: Pick<
     FieldDefinition,
-    'name' | 'label' | 'type' | 'required' | 'unique' | 'indexed' | 'description' | 'options' | 'reference'
+    'name' | 'label' | 'type' | 'required' | 'unique' | 'indexed' | 'searchable' | 'description' | 'options' | 'reference'
   >,
 ): FieldMeta {
   const meta: FieldMeta = {
@@ -423,6 +460,7 @@ function toFieldMeta(
     indexed: field.indexed,
     description: field.description ?? null,
   };
+  if (field.searchable) meta.searchable = true;
   if (field.options) meta.options = field.options;
   if (field.reference) meta.reference = field.reference;
   return meta;

@@ -28,6 +28,8 @@ export const FieldDefinitionEntity = defineEntity({
     required: p.boolean().default(false),
     unique: p.boolean().default(false),
     indexed: p.boolean().default(false),
+    /** Searched by `?q=`, with a trigram index over its accent-folded text. */
+    searchable: p.boolean().default(false),
     description: p.text().nullable(),
     options: p.json<string[]>().nullable(),
     /** Target object name of a lookup. */

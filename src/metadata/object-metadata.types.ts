@@ -60,6 +60,8 @@ export interface FieldMeta {
   required: boolean;
   unique: boolean;
   indexed: boolean;
+  /** Text-like fields only: searched by `?q=` (trigram index over the accent-folded, lower-cased value). */
+  searchable?: boolean;
   description?: string | null;
   /** Allowed values of `select` / `multiselect`. */
   options?: string[];

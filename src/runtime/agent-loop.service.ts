@@ -215,6 +215,21 @@ export class AgentLoop {
               ? 'length'
               : 'stop';
         const grounding = turn.grounding === 'off' ? undefined : groundTurn(response.content, messages, turnStart);
+        // An answer step: final, or superseded by the one correcting step a "retry" agent gets.
+        const answerStep = (final: boolean): TurnStep => ({
+          assistant,
+          toolCalls: [],
+          toolMessages: [],
+          toolResults: [],
+          pendingClientCalls: [],
+          usage: response.usage,
+          iterationsUsed: iterations,
+          final,
+          model: response.model,
+          finishReason,
+          grounding,
+          ...(final ? {} : { superseded: true }),
+        });
         if (
           turn.grounding === 'retry' &&
           !correcting &&
@@ -224,36 +239,11 @@ export class AgentLoop {
         ) {
           // Once per turn: the answer stays in the conversation, followed by what to fix in it.
           correcting = true;
-          await hooks.onStep?.({
-            assistant,
-            toolCalls: [],
-            toolMessages: [],
-            toolResults: [],
-            pendingClientCalls: [],
-            usage: response.usage,
-            iterationsUsed: iterations,
-            final: false,
-            model: response.model,
-            finishReason,
-            grounding,
-            superseded: true,
-          });
+          await hooks.onStep?.(answerStep(false));
           messages.push({ role: 'user', content: correctionRequest(grounding) });
           continue;
         }
-        await hooks.onStep?.({
-          assistant,
-          toolCalls: [],
-          toolMessages: [],
-          toolResults: [],
-          pendingClientCalls: [],
-          usage: response.usage,
-          iterationsUsed: iterations,
-          final: true,
-          model: response.model,
-          finishReason,
-          grounding,
-        });
+        await hooks.onStep?.(answerStep(true));
         return {
           status: 'completed',
           content: response.content,

@@ -27,6 +27,8 @@ import { ReaderRoleCheck } from './reader-role.check';
 import { ToolRegistry } from './tool.registry';
 import { ToolsController } from './tools.controller';
 import { ToolsService } from './tools.service';
+import { ViewService } from '../views/view.service';
+import { ViewsModule } from '../views/views.module';
 
 /**
  * Builds the registry with its middleware chain, the five data tools and the two metric tools before anyone can
@@ -42,6 +44,7 @@ function createToolRegistry(
   access: AccessService,
   audit: AuditLog,
   semantic: MetricService,
+  views: ViewService,
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
@@ -57,8 +60,8 @@ function createToolRegistry(
     timeoutMiddleware(config.toolTimeoutMs),
   );
   for (const tool of [
-    ...createDataTools({ data, metadata, pool, access }),
-    ...createMetricTools({ data, metadata, pool, access, metrics: semantic }),
+    ...createDataTools({ data, metadata, pool, access, views }),
+    ...createMetricTools({ data, metadata, pool, access, views, metrics: semantic }),
   ]) {
     registry.register(tool);
   }
@@ -67,13 +70,23 @@ function createToolRegistry(
 }
 
 @Module({
-  imports: [DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule],
+  imports: [DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule, ViewsModule],
   controllers: [ToolsController],
   providers: [
     {
       provide: ToolRegistry,
       useFactory: createToolRegistry,
-      inject: [APP_CONFIG, DataService, MetadataService, DataPool, MetricsService, AccessService, AuditLog, MetricService],
+      inject: [
+        APP_CONFIG,
+        DataService,
+        MetadataService,
+        DataPool,
+        MetricsService,
+        AccessService,
+        AuditLog,
+        MetricService,
+        ViewService,
+      ],
     },
     ToolsService,
     ReaderRoleCheck,

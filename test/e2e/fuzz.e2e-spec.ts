@@ -49,6 +49,8 @@ const TARGETS = [
   'POST /api/v1/objects/{name}/records/batch',
   'POST /api/v1/objects/{name}/import',
   'POST /api/v1/objects/{name}/aggregate',
+  'POST /api/v1/objects/{name}/views',
+  'PUT /api/v1/objects/{name}/views/{view}',
   'POST /api/v1/ai/tools/{name}/execute',
   'POST /api/v1/ai/agents/{agentName}/chat',
   'POST /api/v1/chats',
@@ -103,7 +105,7 @@ interface World {
 }
 
 const ITEM_FIELDS = [
-  { name: 'title', label: 'Title', type: 'text' },
+  { name: 'title', label: 'Title', type: 'text', searchable: true },
   { name: 'code', label: 'Code', type: 'text', unique: true },
   { name: 'notes', label: 'Notes', type: 'textarea' },
   { name: 'email', label: 'Email', type: 'email' },
@@ -265,6 +267,28 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
       },
       { requiredKeys: named ? ['name', 'label', 'object', 'type', 'measure'] : ['label', 'object', 'type', 'measure'] },
     );
+  /** A saved view of fuzz_item that fits its fields (the schema-shaped bodies try everything else). */
+  const validView = (named: boolean) =>
+    fc.record(
+      {
+        ...(named ? { name: fc.stringMatching(/^[a-z][a-z0-9_]{2,20}$/) } : {}),
+        label: fc.string({ minLength: 1, maxLength: 20 }),
+        description: fc.string({ maxLength: 40 }),
+        where: validWhereArb(itemFields, allIds),
+        orderBy: fc.uniqueArray(fc.record({ field: pick(['title', 'qty', 'due', 'stage']), order: pick(['asc', 'desc']) }), {
+          maxLength: 2,
+          selector: (o: { field: string }) => o.field,
+        }),
+        fields: fc.subarray(itemNames),
+        groupBy: fc.subarray(['stage', 'qty', 'done'], { maxLength: 3 }),
+        shared: fc.boolean(),
+      },
+      { requiredKeys: named ? ['name', 'label'] : ['label'] },
+    );
+  const viewBody = (method: 'POST' | 'PUT') =>
+    bodyFor(schemaOf(method === 'POST' ? 'POST /api/v1/objects/{name}/views' : 'PUT /api/v1/objects/{name}/views/{view}'), {
+      name: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_]{0,20}$/), nastyString),
+    });
   const metricBody = (method: 'POST' | 'PUT') =>
     bodyFor(schemaOf(method === 'POST' ? 'POST /api/v1/metrics' : 'PUT /api/v1/metrics/{name}'), {
       name: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_]{0,20}$/), nastyString),
@@ -507,6 +531,8 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
             ),
             limit: numberParam,
             offset: numberParam,
+            view: fc.oneof(pick(['fuzz_view', 'nope']), nastyString),
+            q: fc.oneof(fc.string({ maxLength: 10 }), nastyString),
           },
           { requiredKeys: [] },
         ),
@@ -804,6 +830,20 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         validOr(validPolicy(false), policyBody('PUT')),
       ),
     ),
+    'POST /api/v1/objects/{name}/views': overValues(objectNames, (name, known) =>
+      request(
+        'POST',
+        name.map((n) => url('/api/v1/objects/', n, '/views')),
+        known === 'fuzz_item' ? validOr(validView(true), viewBody('POST')) : viewBody('POST'),
+      ),
+    ),
+    'PUT /api/v1/objects/{name}/views/{view}': overValues(['fuzz_view'], (view) =>
+      request(
+        'PUT',
+        view.map((v) => url('/api/v1/objects/', 'fuzz_item', '/views/', v)),
+        validOr(validView(false), viewBody('PUT')),
+      ),
+    ),
     'POST /api/v1/metrics': request('POST', fc.constant('/api/v1/metrics'), validOr(validMetric(true), metricBody('POST'))),
     'PUT /api/v1/metrics/{name}': overValues(['fuzz_metric'], (name) =>
       request(
@@ -983,6 +1023,12 @@ describe('fuzzing every body-taking route (fast-check)', () => {
       return { talk, action };
     };
     await post('/api/v1/policies', { name: 'fuzz-policy', objects: { fuzz_item: { read: true } } });
+    await post('/api/v1/objects/fuzz_item/views', {
+      name: 'fuzz_view',
+      label: 'Fuzz view',
+      where: { qty: { $gt: 0 } },
+      shared: true,
+    });
     await post('/api/v1/metrics', {
       name: 'fuzz_metric',
       label: 'Fuzz metric',

@@ -183,7 +183,7 @@ describe('metadata API', () => {
         name: 'company',
         label: 'Company',
         description: null,
-        fields: [{ name: 'name', label: 'Name', type: 'text', required: true, unique: false, indexed: false }],
+        fields: [{ name: 'name', label: 'Name', type: 'text', required: true, unique: false, indexed: false, searchable: false }],
       });
     });
 
@@ -511,6 +511,7 @@ describe('metadata API', () => {
         required: false,
         unique: false,
         indexed: false,
+        searchable: false,
         description: 'T-shirt size',
         options: ['s', 'm', 'l'],
       });

@@ -9,7 +9,9 @@ import { MigrationChats } from './migration-20261122-chats';
 import { MigrationImportJobs } from './migration-20261127-import-jobs';
 import { MigrationInitial } from './migration-20261122-initial';
 import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
+import { MigrationRecordChanges } from './migration-20261127-record-changes';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
+import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
 /** Every migration, in order. Applied on start; committed with the code that needs it. */
@@ -27,6 +29,8 @@ export const MIGRATIONS = [
   MigrationAgentGrounding,
   MigrationMetricDefinitions,
   MigrationImportJobs,
+  MigrationViewsSearch,
+  MigrationRecordChanges,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

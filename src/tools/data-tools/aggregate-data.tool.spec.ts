@@ -7,6 +7,7 @@ import { SYSTEM_FIELDS, type ObjectMeta } from '../../metadata/object-metadata.t
 import { match } from '../../../test/support/matchers';
 import { ToolRegistry } from '../tool.registry';
 import { createAggregateDataTool } from './aggregate-data.tool';
+import type { ViewService } from '../../views/view.service';
 
 const DEAL: ObjectMeta = {
   name: 'deal',
@@ -49,7 +50,7 @@ describe('aggregate_data with a forbidden function', () => {
     const data = new DataService(pool, metadata, access);
     const spy = jest.spyOn(data, 'aggregate');
     const registry = new ToolRegistry();
-    registry.register(createAggregateDataTool({ data, metadata, pool, access }));
+    registry.register(createAggregateDataTool({ data, metadata, pool, access, views: {} as ViewService }));
     const result = await registry.execute(
       {
         id: 'c',
@@ -69,7 +70,7 @@ describe('aggregate_data with a forbidden function', () => {
   it('is rejected by the data engine too, before any data SQL, when the schema is bypassed', async () => {
     const { pool, statements } = recordingPool();
     const data = new DataService(pool, metadata, access);
-    const tool = createAggregateDataTool({ data, metadata, pool, access });
+    const tool = createAggregateDataTool({ data, metadata, pool, access, views: {} as ViewService });
     await expect(
       tool.execute(
         { objectName: 'deal', aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] },

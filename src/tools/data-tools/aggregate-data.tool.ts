@@ -2,7 +2,16 @@ import { clampLimit } from '../../common/limits';
 import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from '../../data/data.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
-import { callerOf, DataToolDeps, OBJECT_NAME_PARAM, readData, SORT_ORDER_PARAM, WHERE_PARAM } from './data-tool.support';
+import {
+  callerOf,
+  DataToolDeps,
+  OBJECT_NAME_PARAM,
+  readData,
+  SORT_ORDER_PARAM,
+  VIEW_PARAM,
+  WHERE_PARAM,
+  withView,
+} from './data-tool.support';
 
 export const AGGREGATE_DEFAULT_GROUPS = 50;
 export const AGGREGATE_MAX_GROUPS = 200;
@@ -11,6 +20,7 @@ export interface AggregateDataArgs {
   objectName: string;
   aggregations: Array<{ function: string; field?: string; alias: string }>;
   groupBy?: string[];
+  view?: string;
   where?: Record<string, unknown>;
   orderBy?: Array<{ field: string; order?: 'asc' | 'desc' }>;
   /** Loosely typed on purpose: the tool clamps whatever the model sends. */
@@ -35,6 +45,7 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
       'count without a field counts records, count_distinct counts different values of a field. Group by up to 3 fields; each row holds the group-by values and one value per alias. ' +
       `Returns at most ${AGGREGATE_MAX_GROUPS} groups (default ${AGGREGATE_DEFAULT_GROUPS}). ` +
       'For a top N, order by an alias and set limit. ' +
+      "With view, only the saved view's records count (its filter, ANDed with your where). " +
       'Example (top 5 owners by won revenue): {"objectName": "deal", "where": {"stage": "won"}, "groupBy": ["owner"], ' +
       '"aggregations": [{"function": "sum", "field": "amount", "alias": "revenue"}, {"function": "count", "alias": "deals"}], ' +
       '"orderBy": [{"field": "revenue", "order": "desc"}], "limit": 5}.',
@@ -68,6 +79,7 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
           items: { type: 'string' },
           maxItems: MAX_GROUP_BY_FIELDS,
         },
+        view: VIEW_PARAM,
         where: WHERE_PARAM,
         orderBy: {
           type: 'array',
@@ -91,11 +103,12 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
     scope: 'agent',
     async execute(args, ctx): Promise<AggregateDataResult> {
       const limit = clampLimit(args.limit, AGGREGATE_DEFAULT_GROUPS, AGGREGATE_MAX_GROUPS);
+      const { where } = await withView(deps, ctx, args.objectName, args.view, { where: args.where });
       const rows = await readData(deps, ctx, (session) =>
         deps.data.aggregate(
           callerOf(ctx),
           args.objectName,
-          { where: args.where, groupBy: args.groupBy, aggregations: args.aggregations, orderBy: args.orderBy, limit },
+          { where, groupBy: args.groupBy, aggregations: args.aggregations, orderBy: args.orderBy, limit },
           { session },
         ),
       );

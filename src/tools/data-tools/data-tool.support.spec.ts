@@ -53,6 +53,7 @@ describe('readData error shaping', () => {
     // withReadOnlyTransaction opens a transaction of the pool; here the transaction itself fails.
     pool: { transaction: () => Promise.reject(error) } as never,
     access: {} as never,
+    views: {} as never,
   });
 
   it('caps the available fields of unknown_field at 40', async () => {

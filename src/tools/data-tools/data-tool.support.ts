@@ -5,6 +5,7 @@ import type { DataService } from '../../data/data.service';
 import type { AccessService } from '../../governance/access.service';
 import type { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';
+import type { ViewableQuery, ViewService } from '../../views/view.service';
 import { mayUseObject } from '../tool.middlewares';
 import { withReadOnlyTransaction } from '../read-only-data';
 import type { JsonSchema, ToolContext } from '../tool.types';
@@ -17,6 +18,32 @@ export interface DataToolDeps {
   access: AccessService;
   /** The data engine's pool; each record-reading call runs in a READ ONLY transaction of its own there. */
   pool: DataPool;
+  /** Saved views, which query_records and aggregate_data apply by name. */
+  views: ViewService;
+}
+
+/** The `view` parameter of query_records and aggregate_data. */
+export const VIEW_PARAM = {
+  type: 'string',
+  maxLength: 63,
+  description:
+    'Name of a saved view of this object, e.g. the view the user is looking at (named in the context). ' +
+    "Applies the view's filter (your where is ANDed with it), so the answer covers exactly the rows of that view.",
+} as const;
+
+/**
+ * `query` with the saved view `viewName` applied (ViewService.apply), resolved as the caller; no view:
+ * the query as it is.
+ */
+export async function withView<Q extends ViewableQuery>(
+  deps: DataToolDeps,
+  ctx: ToolContext,
+  objectName: string,
+  viewName: string | undefined,
+  query: Q,
+): Promise<Q> {
+  if (viewName === undefined) return query;
+  return shapeErrors(ctx, () => deps.views.apply(callerOf(ctx), objectName, viewName, query));
 }
 
 /** The most field names an unknown_field error lists, so one typo does not flood the context. */

@@ -8,7 +8,9 @@ import {
   OBJECT_NAME_PARAM,
   readData,
   SORT_ORDER_PARAM,
+  VIEW_PARAM,
   WHERE_PARAM,
+  withView,
 } from './data-tool.support';
 
 export const QUERY_DEFAULT_LIMIT = 20;
@@ -16,6 +18,7 @@ export const QUERY_MAX_LIMIT = 200;
 
 export interface QueryRecordsArgs {
   objectName: string;
+  view?: string;
   where?: Record<string, unknown>;
   fields?: string[];
   orderBy?: Array<{ field: string; order?: 'asc' | 'desc' }>;
@@ -42,12 +45,14 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
       `Returns { count, total, hasMore, records }: total is the number of matching records, at most ${QUERY_MAX_LIMIT} records per call ` +
       `(default ${QUERY_DEFAULT_LIMIT}); page with offset while hasMore is true. ` +
       'To count, sum or average, use aggregate_data instead of fetching records. ' +
+      "With view, the saved view's filter, sort and fields apply (your where is ANDed; your orderBy and fields win). " +
       'Example: {"objectName": "deal", "where": {"stage": "won", "amount": {"$gt": 50000}}, ' +
       '"fields": ["name", "amount", "close_date"], "orderBy": [{"field": "amount", "order": "desc"}], "limit": 10}.',
     parameters: {
       type: 'object',
       properties: {
         objectName: OBJECT_NAME_PARAM,
+        view: VIEW_PARAM,
         where: WHERE_PARAM,
         fields: FIELDS_PARAM,
         orderBy: {
@@ -71,13 +76,13 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
     async execute(args, ctx): Promise<QueryRecordsResult> {
       const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
       const offset = clampOffset(args.offset);
+      const query = await withView(deps, ctx, args.objectName, args.view, {
+        where: args.where,
+        fields: args.fields,
+        orderBy: args.orderBy,
+      });
       const { records, total = 0 } = await readData(deps, ctx, (session) =>
-        deps.data.find(
-          callerOf(ctx),
-          args.objectName,
-          { where: args.where, fields: args.fields, orderBy: args.orderBy, limit, offset },
-          { session },
-        ),
+        deps.data.find(callerOf(ctx), args.objectName, { ...query, limit, offset }, { session }),
       );
       return { count: records.length, total, hasMore: offset + records.length < total, records };
     },

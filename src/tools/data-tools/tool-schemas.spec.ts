@@ -4,6 +4,7 @@ import type { Caller } from '../../auth/auth.decorators';
 import type { AccessService } from '../../governance/access.service';
 import { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';
+import type { ViewService } from '../../views/view.service';
 import { createAskUserTool } from '../ask-user.tool';
 import { ToolRegistry } from '../tool.registry';
 import { createDataTools, DATA_TOOL_NAMES } from './index';
@@ -20,6 +21,7 @@ describe('data tool schemas', () => {
     metadata: {} as MetadataService,
     pool: {} as DataPool,
     access: {} as AccessService,
+    views: {} as ViewService,
   });
 
   it('offers the five data tools to agents', () => {
@@ -65,6 +67,7 @@ describe('data tool schemas', () => {
         metadata: engine as MetadataService,
         pool: pool as unknown as DataPool,
         access: engine as AccessService,
+        views: engine as ViewService,
       }).filter((t) => t.name === name);
       const signal = new AbortController().signal;
       const args = {
@@ -96,6 +99,7 @@ describe('data tool schemas', () => {
       data: {} as DataService,
       metadata: metadata as unknown as MetadataService,
       pool: pool as DataPool,
+      views: {} as ViewService,
       access: {
         forCaller: () => Promise.resolve(CallerAccess.unrestricted()),
         describe: () => metadata.getObject(),

@@ -5,6 +5,7 @@ import type { MetadataService } from '../../metadata/metadata.service';
 import type { MetricService } from '../../metrics/metric.service';
 import { ToolRegistry } from '../tool.registry';
 import { createMetricTools, METRIC_TOOL_NAMES } from './index';
+import type { ViewService } from '../../views/view.service';
 
 /** What the model sees of the metric tools: a change here changes its behaviour, so it shows up in review. */
 describe('metric tool schemas', () => {
@@ -13,6 +14,7 @@ describe('metric tool schemas', () => {
     metadata: {} as MetadataService,
     pool: {} as DataPool,
     access: {} as AccessService,
+    views: {} as ViewService,
     metrics: {} as MetricService,
   });
 

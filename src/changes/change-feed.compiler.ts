@@ -1,0 +1,78 @@
+import { CompiledQuery } from 'kysely';
+import { objectTable, quoteIdent } from '../database/sql-identifier';
+import { SqlParams } from '../database/sql-params';
+import { compileRowFilter } from '../data/where.compiler';
+import { ObjectMeta } from '../metadata/object-metadata.types';
+
+/** The snapshot as a row of the object's table, for the reader's projection and row filter. */
+const SNAPSHOT_ROW = 'r';
+export const VISIBLE_ALIAS = '__visible';
+
+/** The column alias of the reader's i-th field (aliases stay short; field names may be 63 characters). */
+export function fieldAlias(index: number): string {
+  return `__f${index}`;
+}
+
+export interface ChangeRow {
+  cursor: string;
+  op: 'create' | 'update' | 'delete';
+  id: string;
+  changed_fields: string[];
+  at: string;
+  key_id: string | null;
+  __visible: boolean;
+  [alias: string]: unknown;
+}
+
+/**
+ * The changes of one object after `after`, in cursor order, at most `limit`, each with the reader's
+ * view of its record: the snapshot read back as a row of the object's table (jsonb_populate_record,
+ * so a field added since is null and one dropped since is gone), only the reader's fields selected,
+ * and `__visible` = the reader's row filter over it. Changes the reader may not see still come back
+ * (not visible): they advance its cursor, so a page of them is not read again.
+ */
+export function compileChangePage(object: ObjectMeta, after: string, limit: number): CompiledQuery<ChangeRow> {
+  const params = new SqlParams();
+  const filter = compileRowFilter(object, params, { tableAlias: SNAPSHOT_ROW, asValue: true }) ?? 'TRUE';
+  const projection = object.fields.map((f, i) => `${quoteIdent(SNAPSHOT_ROW)}.${quoteIdent(f.name)} as "${fieldAlias(i)}"`);
+  const view =
+    `select ${[...projection, `${filter} as "${VISIBLE_ALIAS}"`].join(', ')} ` +
+    `from jsonb_populate_record(null::${objectTable(object.name)}, c."record") as ${quoteIdent(SNAPSHOT_ROW)}`;
+  return params.query(
+    `select c."cursor"::text as "cursor", c."op", c."record_id"::text as "id", c."changed_fields", ` +
+      `to_char(c."at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "at", c."key_id", v.* ` +
+      `from "record_changes" c cross join lateral (${view}) v ` +
+      `where c."object" = ${params.add(object.name)} and c."cursor" > ${params.add(after)}::bigint ` +
+      `order by c."cursor" limit ${params.add(limit)}`,
+  );
+}
+
+/** The last cursor the retention cleanup removed for the object (none: nothing removed yet). */
+export function compileHorizon(objectName: string): CompiledQuery<{ pruned_through: string }> {
+  return CompiledQuery.raw(
+    `select "pruned_through"::text as "pruned_through" from "record_change_horizons" where "object" = $1`,
+    [objectName],
+  );
+}
+
+/** The object's latest cursor (0 when it has none): where a stream without a cursor starts. */
+export function compileLatest(objectName: string): CompiledQuery<{ latest: string }> {
+  return CompiledQuery.raw(`select coalesce(max("cursor"), 0)::text as "latest" from "record_changes" where "object" = $1`, [
+    objectName,
+  ]);
+}
+
+/**
+ * Deletes the changes written before `before` and moves each object's horizon to the last cursor
+ * it removed, in one statement (so no reader sees the changes gone and the horizon not yet moved).
+ */
+export function compilePrune(before: Date): CompiledQuery<{ removed: string }> {
+  return CompiledQuery.raw(
+    `with d as (delete from "record_changes" where "at" < $1 returning "object", "cursor"), ` +
+      `h as (insert into "record_change_horizons" ("object", "pruned_through") ` +
+      `select "object", max("cursor") from d group by "object" ` +
+      `on conflict ("object") do update set "pruned_through" = greatest("record_change_horizons"."pruned_through", excluded."pruned_through")) ` +
+      `select count(*)::text as "removed" from d`,
+    [before.toISOString()],
+  );
+}

@@ -1,0 +1,171 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import type { Caller } from '../auth/auth.decorators';
+import { KeyStreams } from '../auth/key-streams.service';
+import { DomainError } from '../common/domain-error';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { DataPool } from '../database/data-pool';
+import { PgPubSub } from '../database/pg-pubsub.service';
+import { decodeRow } from '../data/field-value.codec';
+import { AccessService } from '../governance/access.service';
+import { ObjectMeta } from '../metadata/object-metadata.types';
+import {
+  ChangeRow,
+  compileChangePage,
+  compileHorizon,
+  compileLatest,
+  compilePrune,
+  fieldAlias,
+  VISIBLE_ALIAS,
+} from './change-feed.compiler';
+import { ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
+
+/** The NOTIFY of a statement that appended changes (sent by the outbox's trigger, see the migration). */
+export const RECORD_CHANGES_EVENT = 'record_changes';
+/** Changes a stream reads per statement while it catches up. */
+const STREAM_PAGE = 500;
+
+/** A page read as one caller: the changes it may see, and where the next page starts. */
+interface ReadPage {
+  changes: ChangeResponse[];
+  nextCursor: string;
+  /** Changes read, seen or not: fewer than asked means the feed's end. */
+  read: number;
+}
+
+/**
+ * The change feed, read as the caller: only changes of records its row filter lets it read (tested
+ * on the record as the change left it, or as it was before a delete), with only the fields it may
+ * see. Streams wake on the outbox's NOTIFY (every replica's writes) and re-read from their cursor,
+ * so what they send is what a page would say, in cursor order, without loss or repetition.
+ */
+@Injectable()
+export class ChangesService {
+  constructor(
+    private readonly pool: DataPool,
+    private readonly access: AccessService,
+    private readonly pubsub: PgPubSub,
+    private readonly streams: KeyStreams,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** GET /changes: the caller's changes after `after` (absent: from the oldest kept). */
+  async page(
+    caller: Caller,
+    objectName: string,
+    query: { after?: string; limit?: number },
+    signal?: AbortSignal,
+  ): Promise<ChangesResponse> {
+    const object = await this.access.view(caller, objectName, 'read');
+    const start = query.after ?? (await this.horizon(object.name, signal)) ?? '0';
+    const page = await this.read(object, start, query.limit ?? DEFAULT_CHANGES_LIMIT, signal);
+    if (query.after !== undefined) await this.checkNotExpired(object.name, query.after, signal);
+    return { changes: page.changes, nextCursor: page.nextCursor };
+  }
+
+  /**
+   * GET /changes/stream. The cursor and the object are checked before `open`, so a 400, 404 or 410
+   * is a normal JSON error. Last-Event-ID wins over ?after; neither: changes from now on.
+   */
+  async stream(
+    caller: Caller,
+    objectName: string,
+    resume: { lastEventId?: string; after?: string },
+    open: () => ServerResponse,
+  ): Promise<void> {
+    if (resume.lastEventId !== undefined && !CURSOR_PATTERN.test(resume.lastEventId)) {
+      throw new DomainError('validation_failed', 'Last-Event-ID must be a change cursor (an integer)');
+    }
+    const object = await this.access.view(caller, objectName, 'read');
+    const given = resume.lastEventId ?? resume.after;
+    if (given !== undefined) await this.checkNotExpired(object.name, given);
+    let cursor = given ?? (await this.pool.session().query(compileLatest(object.name)))[0].latest;
+    const writer = this.streams.open(caller, open);
+    let running = false;
+    let again = false;
+    // One catch-up at a time; a wake-up during one runs another after it, so none is lost and none overlaps.
+    const catchUp = async (): Promise<void> => {
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      try {
+        do {
+          again = false;
+          for (;;) {
+            if (writer.isClosed) return;
+            // The caller's view again each time: a policy change applies to an open stream at once.
+            const view = await this.access.view(caller, objectName, 'read');
+            const page = await this.read(view, cursor, STREAM_PAGE);
+            for (const change of page.changes) writer.send(change, { event: 'change', id: change.cursor });
+            cursor = page.nextCursor;
+            if (page.read < STREAM_PAGE) break;
+          }
+        } while (again);
+      } catch {
+        // The object went away or the caller lost access (or the database did): the client reconnects and is told why.
+        writer.close();
+      } finally {
+        running = false;
+      }
+    };
+    const unsubscribe = this.pubsub.subscribe((event) => {
+      if (event.type === 'resync' || (event.type === RECORD_CHANGES_EVENT && event.object === object.name)) void catchUp();
+    });
+    writer.onClose(unsubscribe);
+    // Subscribed first, then caught up: nothing committed in between can be missed.
+    void catchUp();
+  }
+
+  /** Deletes the changes older than `before` (default: CHANGE_RETENTION_DAYS ago); how many it removed. */
+  async prune(before = new Date(Date.now() - this.config.changeRetentionDays * 86_400_000)): Promise<number> {
+    const [row] = await this.pool.session().query(compilePrune(before));
+    return Number(row.removed);
+  }
+
+  private async read(object: ObjectMeta, after: string, limit: number, signal?: AbortSignal): Promise<ReadPage> {
+    const rows = await this.pool.session(signal).query(compileChangePage(object, after, limit));
+    const visibleFields = new Set(object.fields.map((f) => f.name));
+    const changes = rows.filter((row) => row[VISIBLE_ALIAS]).map((row) => toChange(object, row, visibleFields));
+    return { changes, nextCursor: rows.length ? rows[rows.length - 1].cursor : after, read: rows.length };
+  }
+
+  private async horizon(objectName: string, signal?: AbortSignal): Promise<string | undefined> {
+    const [row] = await this.pool.session(signal).query(compileHorizon(objectName));
+    return row?.pruned_through;
+  }
+
+  /** 410 when the retention cleanup removed changes after `after`: the caller would miss them. */
+  private async checkNotExpired(objectName: string, after: string, signal?: AbortSignal): Promise<void> {
+    const horizon = await this.horizon(objectName, signal);
+    if (horizon !== undefined && BigInt(after) < BigInt(horizon)) {
+      throw new DomainError(
+        'cursor_expired',
+        `Changes of "${objectName}" after cursor ${after} are no longer kept; reload the records and follow from a new cursor`,
+        { after, oldestCursor: horizon },
+      );
+    }
+  }
+}
+
+function toChange(object: ObjectMeta, row: ChangeRow, visibleFields: Set<string>): ChangeResponse {
+  const changed = new Set(row.changed_fields);
+  const change: ChangeResponse = {
+    cursor: row.cursor,
+    object: object.name,
+    op: row.op,
+    id: row.id,
+    // A create sets every field, also those hidden from the key that wrote it (its list names only what that key sees).
+    changedFields: object.fields
+      .filter((f) => (row.op === 'create' || changed.has(f.name)) && visibleFields.has(f.name))
+      .map((f) => f.name),
+    at: row.at,
+    keyId: row.key_id,
+  };
+  if (row.op !== 'delete') {
+    const values = Object.fromEntries(object.fields.map((f, i) => [f.name, row[fieldAlias(i)]]));
+    change.record = decodeRow(object, values);
+  }
+  return change;
+}

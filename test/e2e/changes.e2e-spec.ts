@@ -1,0 +1,421 @@
+import http from 'node:http';
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import { ChangesService } from '../../src/changes/changes.service';
+import type { ChangeResponse, ChangesResponse } from '../../src/changes/changes.dto';
+import { DataPool } from '../../src/database/data-pool';
+import { DataService } from '../../src/data/data.service';
+import { SYSTEM_CALLER } from '../../src/governance/access.service';
+import { eventually, listen, SseClient } from '../support/chat-helpers';
+import { bodyOf, errorOf, idOf } from '../support/responses';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+
+describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream', () => {
+  let t: TestApp;
+  let url: string;
+  let member: string;
+  let memberId: string;
+
+  const admin = () => bearer(t.adminKey);
+  const changes = async (query: string, key = member) =>
+    bodyOf<ChangesResponse>(await t.http.get(`/api/v1/objects/item/changes${query}`).set(bearer(key)).expect(200));
+  const latest = async () => (await changes('?limit=1000')).nextCursor;
+  const create = async (record: Record<string, unknown>, key = member) =>
+    idOf(await t.http.post('/api/v1/objects/item/records').set(bearer(key)).send(record).expect(201));
+  const summary = (list: ChangeResponse[]) => list.map((c) => [c.op, c.id, c.changedFields]);
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    url = await listen(t);
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({
+        name: 'item',
+        label: 'Item',
+        fields: [
+          { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true },
+          { name: 'qty', label: 'Quantity', type: 'integer' },
+          { name: 'owner', label: 'Owner', type: 'text' },
+          { name: 'cost', label: 'Cost', type: 'number' },
+        ],
+      })
+      .expect(201);
+    const key = await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'grid', role: 'member' }).expect(201);
+    ({ secret: member, id: memberId } = bodyOf<CreatedApiKeyResponse>(key));
+  });
+  afterAll(() => t.close());
+
+  it('reports REST creates, updates and deletes in order, with the fields each set and the record after it', async () => {
+    const from = await latest();
+    const id = await create({ sku: 'a-1', qty: 1 });
+    await t.http.patch(`/api/v1/objects/item/records/${id}`).set(bearer(member)).send({ qty: 2, owner: 'ann' }).expect(200);
+    await t.http.delete(`/api/v1/objects/item/records/${id}`).set(bearer(member)).expect(204);
+    const page = await changes(`?after=${from}`);
+    expect(summary(page.changes)).toEqual([
+      ['create', id, ['id', 'created_at', 'updated_at', 'sku', 'qty', 'owner', 'cost']],
+      ['update', id, ['qty', 'owner']],
+      ['delete', id, []],
+    ]);
+    const [created, updated, deleted] = page.changes;
+    expect(created.record).toMatchObject({ id, sku: 'a-1', qty: 1, owner: null });
+    expect(updated.record).toMatchObject({ id, sku: 'a-1', qty: 2, owner: 'ann' });
+    expect(deleted.record).toBeUndefined();
+    for (const change of page.changes) {
+      expect(change).toMatchObject({ object: 'item', keyId: memberId });
+      expect(new Date(change.at).toISOString()).toBe(change.at);
+    }
+    const cursors = page.changes.map((c) => BigInt(c.cursor));
+    expect([...cursors].sort((a, b) => (a < b ? -1 : 1))).toEqual(cursors);
+    expect(page.nextCursor).toBe(page.changes[2].cursor);
+    // Paging on from nextCursor: nothing more, the same cursor back.
+    expect(await changes(`?after=${page.nextCursor}`)).toEqual({ changes: [], nextCursor: page.nextCursor });
+    expect((await changes(`?after=${from}&limit=2`)).changes.map((c) => c.op)).toEqual(['create', 'update']);
+  });
+
+  it('reports every operation of a batch, in operation order; a rolled-back batch reports nothing', async () => {
+    const existing = await create({ sku: 'b-0', qty: 0 });
+    const from = await latest();
+    const res = await t.http
+      .post('/api/v1/objects/item/records/batch')
+      .set(bearer(member))
+      .send({
+        operations: [
+          { op: 'create', record: { sku: 'b-1', qty: 1 } },
+          { op: 'create', record: { sku: 'b-2', qty: 2 } },
+          { op: 'update', id: existing, record: { cost: 9.5 } },
+          { op: 'create', record: { sku: 'b-3' } },
+          { op: 'delete', id: existing },
+        ],
+      })
+      .expect(200);
+    const ids = bodyOf<{ results: { id: string }[] }>(res).results.map((r) => r.id);
+    const page = await changes(`?after=${from}`);
+    expect(page.changes.map((c) => [c.op, c.id])).toEqual([
+      ['create', ids[0]],
+      ['create', ids[1]],
+      ['update', existing],
+      ['create', ids[3]],
+      ['delete', existing],
+    ]);
+    expect(page.changes[2].changedFields).toEqual(['cost']);
+    expect(page.changes[2].record).toMatchObject({ cost: 9.5 });
+
+    await t.http
+      .post('/api/v1/objects/item/records/batch')
+      .set(bearer(member))
+      .send({
+        operations: [
+          { op: 'create', record: { sku: 'b-4' } },
+          { op: 'create', record: { sku: 'b-1' } },
+        ],
+      })
+      .expect(409);
+    expect((await changes(`?after=${page.nextCursor}`)).changes).toEqual([]);
+  });
+
+  it('numbers changes in commit order: a write that waits behind an open transaction gets the later cursor', async () => {
+    const from = await latest();
+    const data = t.app.get(DataService);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let appended!: () => void;
+    const started = new Promise<void>((resolve) => (appended = resolve));
+    // First to append, last to commit: a transaction that writes, then stays open.
+    const first = t.app.get(DataPool).transaction(async (session) => {
+      await data.insert(SYSTEM_CALLER, 'item', { sku: 'slow' }, { session });
+      appended();
+      await held;
+    });
+    await started;
+    let secondDone = false;
+    const second = t.http
+      .post('/api/v1/objects/item/records')
+      .set(bearer(member))
+      .send({ sku: 'fast' })
+      .expect(201)
+      .then(() => (secondDone = true));
+    // The second write either waits for the first (in line for the feed lock) or has committed already.
+    await eventually(async () => {
+      if (secondDone) return true;
+      const waiting = await t.sql(`select 1 from pg_locks where locktype = 'advisory' and not granted`);
+      return waiting.length > 0;
+    });
+    // A reader paging now must not move past a change that commits later with a smaller cursor.
+    const during = await changes(`?after=${from}`);
+    release();
+    await first;
+    await second;
+    const after = await changes(`?after=${during.nextCursor}`);
+    const seen = [...during.changes, ...after.changes].map((c) => c.record?.sku);
+    expect(seen).toEqual(['slow', 'fast']);
+  });
+
+  it('streams live changes with id: = cursor and resumes from Last-Event-ID without loss or repeats', async () => {
+    const stream = await SseClient.open(url, '/api/v1/objects/item/changes/stream', member);
+    try {
+      await create({ sku: 's-1' });
+      await create({ sku: 's-2' });
+      await stream.waitFor((events) => events.filter((e) => e.event === 'change').length === 2);
+    } finally {
+      stream.close();
+    }
+    const first = stream.of('change');
+    expect(first.map((e) => e.data.record && (e.data.record as { sku: string }).sku)).toEqual(['s-1', 's-2']);
+    expect(first.map((e) => e.id)).toEqual(first.map((e) => e.data.cursor));
+
+    // Written while no stream is open.
+    await create({ sku: 's-3' });
+    await create({ sku: 's-4' });
+    const resumed = await SseClient.open(url, '/api/v1/objects/item/changes/stream', member, {
+      'last-event-id': first[1].id!,
+    });
+    try {
+      await resumed.waitFor((events) => events.filter((e) => e.event === 'change').length === 2);
+      await create({ sku: 's-5' });
+      await resumed.waitFor((events) => events.filter((e) => e.event === 'change').length === 3);
+    } finally {
+      resumed.close();
+    }
+    expect(resumed.of('change').map((e) => (e.data.record as { sku: string }).sku)).toEqual(['s-3', 's-4', 's-5']);
+
+    // ?after= resumes the same way.
+    const viaQuery = await SseClient.open(url, `/api/v1/objects/item/changes/stream?after=${first[0].id}`, member);
+    try {
+      await viaQuery.waitFor((events) => events.filter((e) => e.event === 'change').length === 4);
+    } finally {
+      viaQuery.close();
+    }
+    expect(viaQuery.of('change').map((e) => (e.data.record as { sku: string }).sku)).toEqual(['s-2', 's-3', 's-4', 's-5']);
+  });
+
+  it('opens the stream with a stream token (?token=) for EventSource clients', async () => {
+    const { token } = bodyOf<{ token: string }>(
+      await t.http.post('/api/v1/stream-tokens').set(bearer(member)).send({}).expect(201),
+    );
+    const from = await latest();
+    const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get(`${url}/api/v1/objects/item/changes/stream?token=${token}&after=${from}`, resolve).on('error', reject),
+    );
+    try {
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['content-type']).toMatch(/^text\/event-stream/);
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      const id = await create({ sku: 'token-1' });
+      await eventually(() => text.includes(id));
+      expect(text).toMatch(/^event: change\nid: \d+\ndata: /m);
+    } finally {
+      response.destroy();
+    }
+  });
+
+  it('reports each of many concurrent writes to one object once, in cursor order, without deadlocks', async () => {
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => create({ sku: `c-${i}`, qty: 0 })));
+    const from = await latest();
+    const patches = Array.from({ length: 24 }, (_, i) =>
+      t.http
+        .patch(`/api/v1/objects/item/records/${ids[i % ids.length]}`)
+        .set(bearer(member))
+        .send({ qty: i + 1 }),
+    );
+    // Batches touch the same records in the opposite order to the single writes.
+    const batches = [0, 1].map(() =>
+      t.http
+        .post('/api/v1/objects/item/records/batch')
+        .set(bearer(member))
+        .send({ operations: [...ids].reverse().map((id) => ({ op: 'update', id, record: { cost: 1 } })) }),
+    );
+    const statuses = (await Promise.all([...patches, ...batches])).map((r) => r.status);
+    expect(statuses).toEqual([...patches.map(() => 200), 200, 200]);
+    const page = await changes(`?after=${from}&limit=1000`);
+    expect(page.changes).toHaveLength(24 + 2 * ids.length);
+    expect(new Set(page.changes.map((c) => c.cursor)).size).toBe(page.changes.length);
+    // Each record's last change in the feed is its current state.
+    for (const id of ids) {
+      const current = bodyOf<Record<string, unknown>>(
+        await t.http.get(`/api/v1/objects/item/records/${id}`).set(bearer(member)).expect(200),
+      );
+      const last = page.changes.filter((c) => c.id === id).at(-1)!;
+      expect(last.record).toMatchObject({ qty: current.qty, cost: current.cost });
+    }
+  });
+
+  it('delivers a write made on a second replica to a stream held on the first, in order', async () => {
+    const b = await startTestApp({ database: t.database });
+    const stream = await SseClient.open(url, '/api/v1/objects/item/changes/stream', member);
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        ids.push(
+          idOf(
+            await b.http
+              .post('/api/v1/objects/item/records')
+              .set(bearer(member))
+              .send({ sku: `r-${i}` })
+              .expect(201),
+          ),
+        );
+      }
+      await b.http.patch(`/api/v1/objects/item/records/${ids[0]}`).set(bearer(member)).send({ qty: 7 }).expect(200);
+      await stream.waitFor((events) => events.filter((e) => e.event === 'change').length === 6);
+      expect(stream.of('change').map((e) => [e.data.op, e.data.id])).toEqual([
+        ...ids.map((id) => ['create', id]),
+        ['update', ids[0]],
+      ]);
+    } finally {
+      stream.close();
+      await b.close();
+    }
+  });
+
+  it('is 410 cursor_expired for a cursor older than the retention kept, on pages and streams', async () => {
+    const from = await latest();
+    await create({ sku: 'old-1' });
+    await create({ sku: 'old-2' });
+    const kept = await latest();
+    // Everything written so far is past retention.
+    expect(await t.app.get(ChangesService).prune(new Date(Date.now() + 60_000))).toBeGreaterThanOrEqual(2);
+    const expired = await t.http.get(`/api/v1/objects/item/changes?after=${from}`).set(bearer(member)).expect(410);
+    expect(errorOf(expired).code).toBe('cursor_expired');
+    const streamed = await t.http
+      .get('/api/v1/objects/item/changes/stream')
+      .set(bearer(member))
+      .set('last-event-id', from)
+      .expect(410);
+    expect(errorOf(streamed).code).toBe('cursor_expired');
+    // The latest cursor is still good: nothing after it was removed.
+    expect(await changes(`?after=${kept}`)).toEqual({ changes: [], nextCursor: kept });
+    // Without a cursor: from the oldest change kept, and a cursor that is not expired.
+    const fresh = await changes('');
+    expect(fresh.changes).toEqual([]);
+    await create({ sku: 'new-1' });
+    expect((await changes(`?after=${fresh.nextCursor}`)).changes.map((c) => c.record?.sku)).toEqual(['new-1']);
+  });
+
+  it('follows metadata changes: a field dropped and re-added with another type, an object dropped and re-created', async () => {
+    const define = () =>
+      t.http
+        .post('/api/v1/objects')
+        .set(admin())
+        .send({ name: 'temp', label: 'Temp', fields: [{ name: 'code', label: 'Code', type: 'text' }] })
+        .expect(201);
+    await define();
+    const page = (query: string) => t.http.get(`/api/v1/objects/temp/changes${query}`).set(bearer(member));
+    await t.http.post('/api/v1/objects/temp/records').set(bearer(member)).send({ code: 'not a number' }).expect(201);
+    await t.http.delete('/api/v1/objects/temp/fields/code').set(admin()).expect(204);
+    await t.http
+      .post('/api/v1/objects/temp/fields')
+      .set(admin())
+      .send({ name: 'code', label: 'Code', type: 'integer' })
+      .expect(201);
+    const kept = bodyOf<ChangesResponse>(await page('').expect(200));
+    expect(kept.changes).toHaveLength(1);
+    expect(kept.changes[0].record).toMatchObject({ code: null });
+    expect(kept.changes[0].op).toBe('create');
+
+    await t.http.delete('/api/v1/objects/temp').set(admin()).expect(204);
+    expect(errorOf(await page('').expect(404)).code).toBe('object_not_found');
+    await define();
+    expect(errorOf(await page('?after=0').expect(410)).code).toBe('cursor_expired');
+    expect(bodyOf<ChangesResponse>(await page('').expect(200)).changes).toEqual([]);
+  });
+
+  it('refuses bad input with 4xx: cursor, limit, object, key', async () => {
+    for (const query of ['?after=abc', '?after=-1', '?after=1.5', '?limit=0', '?limit=1001', '?limit=x', '?other=1']) {
+      const res = await t.http.get(`/api/v1/objects/item/changes${query}`).set(bearer(member));
+      expect([query, res.status]).toEqual([query, 400]);
+      expect(errorOf(res).code).toBe('validation_failed');
+    }
+    const badHeader = await t.http.get('/api/v1/objects/item/changes/stream').set(bearer(member)).set('last-event-id', 'x');
+    expect(badHeader.status).toBe(400);
+    expect(errorOf(await t.http.get('/api/v1/objects/nope/changes').set(bearer(member)).expect(404)).code).toBe(
+      'object_not_found',
+    );
+    await t.http.get('/api/v1/objects/nope/changes/stream').set(bearer(member)).expect(404);
+    await t.http.get('/api/v1/objects/item/changes').expect(401);
+    await t.http.get('/api/v1/objects/item/changes/stream').expect(401);
+  });
+});
+
+describe('the change feed under access policies', () => {
+  let t: TestApp;
+  let url: string;
+  let alice: string;
+
+  const admin = () => bearer(t.adminKey);
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    url = await listen(t);
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin())
+      .send({
+        name: 'deal',
+        label: 'Deal',
+        fields: [
+          { name: 'title', label: 'Title', type: 'text' },
+          { name: 'owner', label: 'Owner', type: 'text' },
+          { name: 'amount', label: 'Amount', type: 'number' },
+        ],
+      })
+      .expect(201);
+    await t.http.post('/api/v1/objects').set(admin()).send({ name: 'secret', label: 'Secret', fields: [] }).expect(201);
+    await t.http
+      .post('/api/v1/policies')
+      .set(admin())
+      .send({
+        name: 'own-deals',
+        objects: { deal: { read: true, create: true, update: true, rowFilter: { owner: '$subject' }, hiddenFields: ['amount'] } },
+      })
+      .expect(201);
+    const key = await t.http
+      .post('/api/v1/api-keys')
+      .set(admin())
+      .send({ name: 'alice', role: 'member', subject: 'alice', policies: ['own-deals'] })
+      .expect(201);
+    alice = bodyOf<CreatedApiKeyResponse>(key).secret;
+  });
+  afterAll(() => t.close());
+
+  it("never shows another owner's record or a hidden field, in pages or the stream", async () => {
+    const stream = await SseClient.open(url, '/api/v1/objects/deal/changes/stream', alice);
+    const write = (record: Record<string, unknown>) =>
+      t.http.post('/api/v1/objects/deal/records').set(admin()).send(record).expect(201).then(idOf);
+    try {
+      const mine = await write({ title: 'mine', owner: 'alice', amount: 100 });
+      const theirs = await write({ title: 'theirs', owner: 'bob', amount: 200 });
+      await t.http.patch(`/api/v1/objects/deal/records/${theirs}`).set(admin()).send({ title: 'still theirs' }).expect(200);
+      await t.http.patch(`/api/v1/objects/deal/records/${mine}`).set(admin()).send({ amount: 150 }).expect(200);
+      await t.http.patch(`/api/v1/objects/deal/records/${mine}`).set(admin()).send({ title: 'mine too' }).expect(200);
+      await t.http.delete(`/api/v1/objects/deal/records/${theirs}`).set(admin()).expect(204);
+      const last = await write({ title: 'mine at last', owner: 'alice' });
+
+      const page = bodyOf<ChangesResponse>(await t.http.get('/api/v1/objects/deal/changes').set(bearer(alice)).expect(200));
+      const expected = [
+        ['create', mine, ['id', 'created_at', 'updated_at', 'title', 'owner']],
+        ['update', mine, []],
+        ['update', mine, ['title']],
+        ['create', last, ['id', 'created_at', 'updated_at', 'title', 'owner']],
+      ];
+      expect(page.changes.map((c) => [c.op, c.id, c.changedFields])).toEqual(expected);
+      for (const change of page.changes)
+        expect(Object.keys(change.record!).sort()).toEqual(['created_at', 'id', 'owner', 'title', 'updated_at']);
+      // The changes alice may not see still move her cursor: the next page starts after all of them.
+      const admins = bodyOf<ChangesResponse>(await t.http.get('/api/v1/objects/deal/changes').set(admin()).expect(200));
+      expect(admins.changes).toHaveLength(7);
+      expect(admins.changes[0].record).toMatchObject({ amount: 100 });
+      expect(page.nextCursor).toBe(admins.nextCursor);
+
+      await stream.waitFor((events) => events.filter((e) => e.event === 'change').length === 4);
+      expect(stream.of('change').map((e) => [e.data.op, e.data.id, e.data.changedFields])).toEqual(expected);
+      expect(JSON.stringify(stream.events)).not.toMatch(/theirs|amount/);
+    } finally {
+      stream.close();
+    }
+    expect(errorOf(await t.http.get('/api/v1/objects/secret/changes').set(bearer(alice)).expect(404)).code).toBe(
+      'object_not_found',
+    );
+  });
+});
