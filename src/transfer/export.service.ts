@@ -4,6 +4,7 @@ import type { ServerResponse } from 'node:http';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import type { ErrorCode } from '../common/error-codes';
+import { ViewService } from '../views/view.service';
 import { DataService } from '../data/data.service';
 import { AccessService } from '../governance/access.service';
 import type { FieldMeta } from '../metadata/object-metadata.types';
@@ -16,6 +17,7 @@ export interface ExportQuery {
   where?: string;
   orderBy?: string;
   fields?: string;
+  view?: string;
   bom?: string;
 }
 
@@ -31,6 +33,7 @@ export class ExportService {
   constructor(
     private readonly data: DataService,
     private readonly access: AccessService,
+    private readonly views: ViewService,
   ) {}
 
   async export(
@@ -40,15 +43,25 @@ export class ExportService {
     open: () => ServerResponse,
     signal: AbortSignal,
   ): Promise<void> {
-    const where = parseJsonParam('where', query.where, 'invalid_where');
-    const orderBy = parseJsonParam('orderBy', query.orderBy, 'invalid_order_by');
+    // A view gives its filter (ANDed with where), its order and its columns unless the query names its own.
+    const viewed = await this.views.apply(caller, objectName, query.view, {
+      where: parseJsonParam('where', query.where, 'invalid_where'),
+      orderBy: parseJsonParam('orderBy', query.orderBy, 'invalid_order_by'),
+      fields: query.fields === undefined || query.fields.trim() === '' ? undefined : query.fields,
+    });
+    const { where, orderBy } = viewed;
     const bom = parseFlag('bom', query.bom);
     const object = await this.access.view(caller, objectName, 'read');
     const byName = new Map(object.fields.map((f) => [f.name, f]));
+    const chosen = Array.isArray(viewed.fields)
+      ? viewed.fields.join(',')
+      : typeof viewed.fields === 'string'
+        ? viewed.fields
+        : '';
     const names =
-      query.fields === undefined || query.fields.trim() === ''
+      chosen.trim() === ''
         ? object.fields.map((f) => f.name)
-        : query.fields
+        : chosen
             .split(',')
             .map((name) => name.trim())
             .filter((name) => name !== '');

@@ -53,6 +53,15 @@ export class ExportQueryDto {
   fields?: string;
 
   @ApiPropertyOptional({
+    maxLength: 100,
+    description: 'A saved view of the object: its where (ANDed with where), its orderBy and fields unless given here',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  view?: string;
+
+  @ApiPropertyOptional({
     enum: ['true', 'false'],
     description: 'true: start with a UTF-8 byte order mark (for spreadsheet apps)',
   })

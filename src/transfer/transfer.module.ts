@@ -1,3 +1,4 @@
+import { ViewsModule } from '../views/views.module';
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { DataModule } from '../data/data.module';
@@ -10,7 +11,7 @@ import { JobsController, TransferController } from './transfer.controller';
 
 /** CSV in and out: imports as jobs with progress, streamed exports. */
 @Module({
-  imports: [AuthModule, DataModule, GovernanceModule],
+  imports: [AuthModule, DataModule, GovernanceModule, ViewsModule],
   controllers: [TransferController, JobsController],
   providers: [ImportService, ExportService, JobsService, JobRepository],
 })

@@ -232,6 +232,24 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
       expect(all).toHaveLength(5);
     });
 
+    it('applies a saved view: its filter, order and columns, and a where ANDed with it', async () => {
+      await t.http
+        .post('/api/v1/objects/item/views')
+        .set(bearer(member))
+        .send({
+          name: 'cheap_first',
+          label: 'Cheap first',
+          where: { qty: { $lte: 3 } },
+          orderBy: [{ field: 'qty', order: 'asc' }],
+          fields: ['sku', 'qty'],
+        })
+        .expect(201);
+      expect(String((await exportCsv('?view=cheap_first').expect(200)).body)).toBe('sku,qty\na,1\nb,2\nc,3\n');
+      const where = encodeURIComponent(JSON.stringify({ qty: { $gte: 2 } }));
+      expect(String((await exportCsv(`?view=cheap_first&where=${where}`).expect(200)).body)).toBe('sku,qty\nb,2\nc,3\n');
+      expect((await exportCsv('?view=no_such_view')).status).toBe(404);
+    });
+
     it("keeps to the caller's policy: its row filter and hidden fields", async () => {
       await t.http
         .post('/api/v1/policies')
