@@ -28,7 +28,7 @@ import {
   throughput,
   TimedStep,
 } from './report';
-import { AppProcess, benchAppEnv, DbStats, log, SCALE_END, SCALE_START, spliceSection, sql } from './harness';
+import { AppProcess, benchAppEnv, DbStats, log, sql } from './harness';
 import type { StartupTimings } from './server';
 
 const COMMAND = 'npm run bench';
@@ -757,10 +757,9 @@ async function main(): Promise<void> {
     const report: BenchReport = { ...partial, goals: goals(partial) };
     const file = join(projectRoot(), 'BENCHMARKS.md');
     // bench:scale's section (and the notes written by hand under it) is not this run's: kept as it was.
-    const scaleSection = scaleSectionOf(await readFile(file, 'utf8').catch(() => ''));
-    const markdown = scaleSection
-      ? spliceSection(renderReport(report), scaleSection, { start: SCALE_START, end: SCALE_END })
-      : renderReport(report);
+    // Sections only their own commands write (bench:scale, bench:transfer, ...) are not this run's:
+    // kept as they were, with any notes written by hand under them.
+    const markdown = withSectionsKept(renderReport(report), await readFile(file, 'utf8').catch(() => ''));
     await writeFile(file, markdown);
     process.stdout.write(markdown + '\n');
     log(`wrote ${file}`);
@@ -777,12 +776,25 @@ main().then(
   },
 );
 
-/** The section bench:scale writes, with what follows it up to the next section or the run's notes. */
-function scaleSectionOf(markdown: string): string | undefined {
-  const start = markdown.indexOf(SCALE_START);
-  const end = markdown.indexOf(SCALE_END, start);
-  if (start < 0 || end < 0) return undefined;
-  const after = end + SCALE_END.length;
-  const next = [markdown.indexOf('\n<!-- ', after), markdown.indexOf('\n## Notes from this run', after)].filter((i) => i >= 0);
-  return markdown.slice(start, next.length ? Math.min(...next) : markdown.length).trimEnd();
+/**
+ * `rendered` with every marked section of `previous` that it lacks (`<!-- name: start ... -->` up to the
+ * next section or the run's notes, hand-written notes under it included), before the run's notes.
+ */
+function withSectionsKept(rendered: string, previous: string): string {
+  let markdown = rendered;
+  for (const match of previous.matchAll(/^<!-- [a-z-]+: ?start[^\n]*-->$/gm)) {
+    if (rendered.includes(match[0])) continue;
+    const start = match.index;
+    // Up to the next section's start (not this one's end marker) or the run's notes.
+    const following = /\n<!-- [a-z-]+: ?start/g;
+    following.lastIndex = start + match[0].length;
+    const next = [following.exec(previous)?.index ?? -1, previous.indexOf('\n## Notes from this run', start)].filter(
+      (at) => at >= 0,
+    );
+    const block = previous.slice(start, next.length ? Math.min(...next) : previous.length).trimEnd();
+    const notes = markdown.indexOf('## Notes from this run');
+    markdown =
+      notes >= 0 ? `${markdown.slice(0, notes)}${block}\n\n${markdown.slice(notes)}` : `${markdown.trimEnd()}\n\n${block}\n`;
+  }
+  return markdown;
 }
