@@ -14,6 +14,7 @@ import { AppProcess, benchAppEnv, log } from './harness';
 import { percentile } from './load';
 import type { Goal } from './report';
 import type { SectionContext } from './section';
+import { onSseFrames } from '../test/support/sse-frames';
 
 export const CHANGE_FEED_START = '<!-- change-feed:start -->';
 export const CHANGE_FEED_END = '<!-- change-feed:end -->';
@@ -37,21 +38,12 @@ function openStream(port: number, path: string, secret: string, onChange: (data:
       { host: '127.0.0.1', port, path, headers: { authorization: `Bearer ${secret}`, accept: 'text/event-stream' } },
       (res) => {
         if (res.statusCode !== 200) return reject(new Error(`change stream: status ${res.statusCode}`));
-        let buffer = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          let index: number;
-          while ((index = buffer.indexOf('\n\n')) >= 0) {
-            const frame = buffer.slice(0, index);
-            buffer = buffer.slice(index + 2);
-            const lines = frame.split('\n');
-            if (!lines.includes('event: change')) continue;
-            const data = lines.find((l) => l.startsWith('data: '));
-            if (data) onChange(JSON.parse(data.slice(6)) as Record<string, unknown>);
-          }
+        onSseFrames(res, (frame) => {
+          const lines = frame.split('\n');
+          if (!lines.includes('event: change')) return;
+          const data = lines.find((l) => l.startsWith('data: '));
+          if (data) onChange(JSON.parse(data.slice(6)) as Record<string, unknown>);
         });
-        res.on('error', () => undefined);
         resolve(request);
       },
     );

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, PickType, type ApiPropertyOptions } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
   IsArray,
@@ -82,34 +82,14 @@ export class CreateApiKeyDto {
   tokensPerDay?: number | null;
 }
 
-/** What an admin may change on a key; fields left out stay as they are. */
-export class UpdateApiKeyDto {
+/** What an admin may change on a key; fields left out stay as they are (the create DTO's checks). */
+export class UpdateApiKeyDto extends PickType(CreateApiKeyDto, ['policies', 'attributes', 'tokensPerDay'] as const) {
   @ApiPropertyOptional({ description: 'Who the key acts for; row filters read it as "$subject"' })
   @IsOptional()
   @IsString()
   @IsNotEmpty()
   @MaxLength(255)
   subject?: string;
-
-  @ApiPropertyOptional(POLICIES_DOC)
-  @IsOptional()
-  @IsArray()
-  @ArrayMaxSize(MAX_KEY_POLICIES)
-  @IsString({ each: true })
-  @Matches(/^[a-z][a-z0-9_-]{0,62}$/, { each: true, message: 'each policy is a policy name' })
-  policies?: string[];
-
-  @ApiPropertyOptional(ATTRIBUTES_DOC)
-  @IsOptional()
-  @IsObject()
-  attributes?: KeyAttributes;
-
-  @ApiPropertyOptional(TOKENS_PER_DAY_DOC)
-  @IsOptional()
-  @IsInt()
-  @Min(0)
-  @Max(MAX_TOKENS_PER_DAY)
-  tokensPerDay?: number | null;
 }
 
 export class ApiKeyResponse {

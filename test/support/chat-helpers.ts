@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { ChatMessageResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { PendingToolCall } from '../../src/chats/durable/chat.types';
 import { bodyOf } from './responses';
+import { onSseFrames } from './sse-frames';
 import { bearer, TestApp } from './test-app';
 
 /** Polls GET /chats/:id until `predicate` holds (or fails after `timeoutMs`). */
@@ -69,18 +70,7 @@ export class SseClient {
           client.response = res;
           client.headers = res.headers;
           if (res.statusCode !== 200) return reject(new Error(`SSE status ${res.statusCode}`));
-          let buffer = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            buffer += chunk;
-            let index: number;
-            while ((index = buffer.indexOf('\n\n')) >= 0) {
-              const frame = buffer.slice(0, index);
-              buffer = buffer.slice(index + 2);
-              client.parse(frame);
-            }
-          });
-          res.on('error', () => undefined);
+          onSseFrames(res, (frame) => client.parse(frame));
           res.on('close', () => (client.ended = true));
           resolve();
         },

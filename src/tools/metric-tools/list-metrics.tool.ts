@@ -1,25 +1,14 @@
 import { TIME_GRAINS, type TimeGrain } from '../../data/data.types';
-import type { MetricMeasure, MetricType } from '../../metrics/metric.types';
+import type { MetricDefinition } from '../../metrics/metric.types';
 import { callerOf, shapeErrors } from '../data-tools/data-tool.support';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
 import { MetricToolDeps, objectFilterOf } from './metric-tool.support';
 
-export interface MetricListItem {
-  name: string;
-  label: string;
-  description?: string;
-  object: string;
-  type: MetricType;
-  measure?: MetricMeasure;
-  filter?: Record<string, unknown>;
-  numerator?: string;
-  denominator?: string;
-  dimensions: string[];
-  timeField?: string;
+/** A metric as the model reads it: its definition and the time grains it can be bucketed by. */
+export interface MetricListItem extends MetricDefinition {
   /** Empty when the metric has no time field. */
   timeGrains: TimeGrain[];
-  synonyms: string[];
 }
 
 export interface ListMetricsResult {
