@@ -84,7 +84,8 @@ export class RecordsService {
   }
 }
 
-function parseJsonParam(name: string, raw: string | undefined, code: ErrorCode): unknown {
+/** A query-string parameter holding JSON (where, orderBy): undefined when absent, `code` when not JSON. */
+export function parseJsonParam(name: string, raw: string | undefined, code: ErrorCode): unknown {
   if (raw === undefined || raw === '') return undefined;
   try {
     return JSON.parse(raw);

@@ -3,9 +3,9 @@ import { stringify } from 'csv-stringify/sync';
 import type { ServerResponse } from 'node:http';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
-import type { ErrorCode } from '../common/error-codes';
 import { ViewService } from '../views/view.service';
 import { DataService } from '../data/data.service';
+import { parseJsonParam } from '../data/records.service';
 import { AccessService } from '../governance/access.service';
 import type { FieldMeta } from '../metadata/object-metadata.types';
 import { valueToCell } from './csv-values';
@@ -112,15 +112,6 @@ async function send(raw: ServerResponse, text: string): Promise<boolean> {
     raw.once('drain', onDrain);
     raw.once('close', onClose);
   });
-}
-
-function parseJsonParam(name: string, raw: string | undefined, code: ErrorCode): unknown {
-  if (raw === undefined || raw === '') return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    throw new DomainError(code, `${name} must be valid JSON`);
-  }
 }
 
 function parseFlag(name: string, raw: string | undefined): boolean {

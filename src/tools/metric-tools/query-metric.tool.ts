@@ -1,6 +1,7 @@
 import { clampLimit } from '../../common/limits';
-import { MAX_GROUP_BY_FIELDS, TIME_GRAINS, type TimeGrain } from '../../data/data.types';
+import { MAX_GROUP_BY_FIELDS, TIME_GRAINS } from '../../data/data.types';
 import { MAX_QUERY_METRICS } from '../../metrics/metric.types';
+import type { MetricQuery } from '../../metrics/metric-query.compiler';
 import { callerOf, readData, SORT_ORDER_PARAM } from '../data-tools/data-tool.support';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
@@ -9,14 +10,8 @@ import { MetricToolDeps, objectFilterOf } from './metric-tool.support';
 export const METRIC_DEFAULT_ROWS = 50;
 export const METRIC_MAX_ROWS = 200;
 
-export interface QueryMetricArgs {
-  metrics: string[];
-  groupBy?: string[];
-  timeGrain?: TimeGrain;
-  from?: string;
-  to?: string;
-  where?: Record<string, unknown>;
-  orderBy?: Array<{ field: string; order?: 'asc' | 'desc' }>;
+/** query_metric's arguments as the model sends them: a MetricQuery whose limit is not clamped yet. */
+export interface QueryMetricArgs extends Omit<MetricQuery, 'limit'> {
   /** Loosely typed on purpose: the tool clamps whatever the model sends. */
   limit?: unknown;
 }
