@@ -135,11 +135,15 @@ describe('model calls that hang, stall or are rate limited', () => {
     });
 
     it("waits for a 429's Retry-After and shows that wait in the retry event", async () => {
-      llm.enqueue(
-        MockReply.httpError(429, { message: 'slow down', headers: { 'retry-after': '2' } }),
-        MockReply.text('Answered after the wait.'),
-      );
+      // The 429 goes out once the stream is open, so that the stream sees the retry event it causes.
+      let streamOpened!: () => void;
+      const opened = new Promise<void>((resolve) => (streamOpened = resolve));
+      llm.enqueue(async () => {
+        await opened;
+        return MockReply.httpError(429, { message: 'slow down', headers: { 'retry-after': '2' } });
+      }, MockReply.text('Answered after the wait.'));
       const { id, stream } = await startChat('are you busy?');
+      streamOpened();
       try {
         await waitForChat(t, id, hasStatus('waiting'), t.adminKey, 20_000);
         expect(llm.requests).toHaveLength(2);
