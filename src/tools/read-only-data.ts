@@ -3,7 +3,6 @@ import { DomainError } from '../common/domain-error';
 import type { DataPool, DataSession } from '../database/data-pool';
 import { DATA_READER_ROLE } from '../database/database.constants';
 import { DATA_EXCEPTION_CLASS, INSUFFICIENT_PRIVILEGE, READ_ONLY_SQL_TRANSACTION, sqlState } from '../database/pg-errors';
-import { quoteIdent } from '../database/sql-identifier';
 
 /**
  * Runs `fn` with a session of the data pool's reader connections (DataPool.readerSession): each
