@@ -44,7 +44,7 @@ interface Sampled {
   modelCallsInFlight: number;
   modelCallsQueued: number;
   ormPoolWaiting: number;
-  dataPoolInUse: number;
+  readerPoolInUse: number;
 }
 
 interface StatementRow {
@@ -121,7 +121,7 @@ async function scrape(client: HttpClient): Promise<Sampled & { claimLagSum: numb
     modelCallsInFlight: value('datacopilot_llm_calls_in_flight'),
     modelCallsQueued: value('datacopilot_llm_calls_queued'),
     ormPoolWaiting: labelled('datacopilot_pg_pool_connections', 'pool="orm",state="waiting"'),
-    dataPoolInUse: labelled('datacopilot_pg_pool_connections', 'pool="data",state="in_use"'),
+    readerPoolInUse: labelled('datacopilot_pg_pool_connections', 'pool="reader",state="in_use"'),
     claimLagSum: value('datacopilot_chat_claim_lag_seconds_sum'),
     claimLagCount: value('datacopilot_chat_claim_lag_seconds_count'),
   };
@@ -216,7 +216,7 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
   await db?.reset();
   const metricsClient = new HttpClient(port, {}, 2);
   const before = await scrape(metricsClient);
-  const max: Sampled = { chatsInFlight: 0, modelCallsInFlight: 0, modelCallsQueued: 0, ormPoolWaiting: 0, dataPoolInUse: 0 };
+  const max: Sampled = { chatsInFlight: 0, modelCallsInFlight: 0, modelCallsQueued: 0, ormPoolWaiting: 0, readerPoolInUse: 0 };
   let heapPerChat: RunResult['heapPerChat'];
   let sampling = true;
   const sampler = (async () => {
@@ -367,6 +367,9 @@ function statementKind(query: string): string {
   if (q === 'begin' || q === 'commit' || q === 'rollback' || q.startsWith('begin transaction')) return q.split(' ')[0];
   if (q.startsWith('with claimed as')) return 'claim (with its running events)';
   if (q.startsWith('with target as')) return 'chat write (messages + row + events)';
+  if (q.startsWith('with locked as')) return 'POST: next message (admission, message, status, events)';
+  if (q.includes('chat_owner_admits')) return 'POST, new chat: admission';
+  if (q.startsWith('insert into "chats"')) return 'POST, new chat: the chat';
   if (q.includes('from "chat_messages"') && q.includes('limit')) return 'SSE stream: read new messages';
   if (q.includes('from "chat_messages"')) return 'worker: read the history';
   if (q.includes('pg_advisory_xact_lock')) return 'POST: per-owner admission lock';
