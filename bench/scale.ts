@@ -44,7 +44,7 @@ interface Sampled {
   modelCallsInFlight: number;
   modelCallsQueued: number;
   ormPoolWaiting: number;
-  dataPoolInUse: number;
+  readerPoolInUse: number;
 }
 
 interface StatementRow {
@@ -64,6 +64,8 @@ interface RunResult extends Scenario {
   statements: StatementRow[];
   /** Live heap (after a forced GC) with the chats waiting on the model, less the idle heap, per chat in flight. */
   heapPerChat?: { bytes: number; chats: number };
+  /** CPU time (user + system) of the app's process and of this benchmark's (its clients and the mock model) over the run. */
+  cpuMs: { app: number; bench: number };
 }
 
 interface FloorResult {
@@ -121,7 +123,7 @@ async function scrape(client: HttpClient): Promise<Sampled & { claimLagSum: numb
     modelCallsInFlight: value('datacopilot_llm_calls_in_flight'),
     modelCallsQueued: value('datacopilot_llm_calls_queued'),
     ormPoolWaiting: labelled('datacopilot_pg_pool_connections', 'pool="orm",state="waiting"'),
-    dataPoolInUse: labelled('datacopilot_pg_pool_connections', 'pool="data",state="in_use"'),
+    readerPoolInUse: labelled('datacopilot_pg_pool_connections', 'pool="reader",state="in_use"'),
     claimLagSum: value('datacopilot_chat_claim_lag_seconds_sum'),
     claimLagCount: value('datacopilot_chat_claim_lag_seconds_count'),
   };
@@ -216,7 +218,7 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
   await db?.reset();
   const metricsClient = new HttpClient(port, {}, 2);
   const before = await scrape(metricsClient);
-  const max: Sampled = { chatsInFlight: 0, modelCallsInFlight: 0, modelCallsQueued: 0, ormPoolWaiting: 0, dataPoolInUse: 0 };
+  const max: Sampled = { chatsInFlight: 0, modelCallsInFlight: 0, modelCallsQueued: 0, ormPoolWaiting: 0, readerPoolInUse: 0 };
   let heapPerChat: RunResult['heapPerChat'];
   let sampling = true;
   const sampler = (async () => {
@@ -240,6 +242,8 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
   let failureSample: string | undefined;
   log(`${scenario.name}: ${scenario.chats} chats × ${scenario.turns} turns, model ${scenario.modelDelayMs} ms per call`);
   const started = performance.now();
+  const appCpuBefore = processCpuMs(pid);
+  const benchCpuBefore = process.cpuUsage();
   await Promise.all(
     Array.from({ length: scenario.chats }, (_, i) =>
       followChat(port, streamAgent, posts, keys[Math.floor(i / CHATS_PER_KEY)], scenario.turns).then(
@@ -252,6 +256,8 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
     ),
   );
   const wallMs = performance.now() - started;
+  const benchCpu = process.cpuUsage(benchCpuBefore);
+  const cpuMs = { app: processCpuMs(pid) - appCpuBefore, bench: (benchCpu.user + benchCpu.system) / 1000 };
   sampling = false;
   await sampler;
   const after = await scrape(metricsClient);
@@ -273,6 +279,7 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
     claimLagMeanMs: lagCount ? ((after.claimLagSum - before.claimLagSum) / lagCount) * 1000 : 0,
     statements,
     heapPerChat,
+    cpuMs,
   };
 }
 
@@ -361,12 +368,23 @@ async function runFloor(databaseUrl: string, llmUrl: string, chats: number, turn
   return { chats, turns, wallMs, turnMs: turnMs.sort((a, b) => a - b), statements };
 }
 
+/** CPU time (user + system) a process has used so far, from /proc (Linux). */
+function processCpuMs(pid: number): number {
+  // Fields after the command name (which may hold spaces, so cut at its closing parenthesis): utime and stime are the 12th and 13th.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const ticksPerSecond = 100; // USER_HZ, 100 on Linux x86 and arm
+  return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1000;
+}
+
 /** What a statement is for, from its text (pg_stat_statements normalises the parameters away). */
 function statementKind(query: string): string {
   const q = query.replace(/\s+/g, ' ').trim().toLowerCase();
   if (q === 'begin' || q === 'commit' || q === 'rollback' || q.startsWith('begin transaction')) return q.split(' ')[0];
   if (q.startsWith('with claimed as')) return 'claim (with its running events)';
   if (q.startsWith('with target as')) return 'chat write (messages + row + events)';
+  if (q.startsWith('with locked as')) return 'POST: next message (admission, message, status, events)';
+  if (q.includes('chat_owner_admits')) return 'POST, new chat: admission';
+  if (q.startsWith('insert into "chats"')) return 'POST, new chat: the chat';
   if (q.includes('from "chat_messages"') && q.includes('limit')) return 'SSE stream: read new messages';
   if (q.includes('from "chat_messages"')) return 'worker: read the history';
   if (q.includes('pg_advisory_xact_lock')) return 'POST: per-owner admission lock';
@@ -501,6 +519,12 @@ export function renderScale(r: ScaleResult, run: { command: string; date: string
         `its SSE stream and sockets): ${(r.latency.heapPerChat.bytes / 1024).toFixed(1)} KiB of live heap (after a forced GC, ` +
         'less the idle heap).'
       : '- Memory per chat in flight: not measured (the run never had 90% of its chats in flight at once).',
+    ...[r.latency, r.cpu].map(
+      (run) =>
+        `- CPU time per turn, ${run.name} run: the app ${(run.cpuMs.app / (run.chats * run.turns)).toFixed(1)} ms ` +
+        `(${((run.cpuMs.app / run.wallMs) * 100).toFixed(0)}% of one core over the run); this benchmark's process ` +
+        `(its ${run.chats} clients and the mock model) ${(run.cpuMs.bench / (run.chats * run.turns)).toFixed(1)} ms.`,
+    ),
     `- Statements per turn in the CPU-bound run (pg_stat_statements, ${cpuTurns} turns; the floor made ` +
       `${(r.floor.statements / (r.floor.chats * r.floor.turns)).toFixed(1)} per turn):`,
     '',

@@ -10,7 +10,7 @@ export const ADVISORY_LOCK = {
   adminRevoke: 727_002,
   /** Taken by every metadata write, so concurrent DDL cannot interleave. */
   metadata: 727_010,
-  /** Per chat owner: admissions of new turns count the owner's chats in flight one at a time. */
+  /** Per chat owner: admissions of new turns count the owner's chats in flight one at a time (passed to chat_owner_admits). */
   chatOwner: 727_020,
   /** Per object (the two-integer form): held from a record write's change append to its commit, for commit-ordered cursors. */
   changeFeed: 727_030,

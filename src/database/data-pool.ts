@@ -4,12 +4,21 @@ import { Pool, PoolClient, TypeOverrides, types } from 'pg';
 import { DomainError } from '../common/domain-error';
 import { Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { DATABASE_URL } from './database.constants';
+import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
 import { QUERY_CANCELED, sqlState } from './pg-errors';
 
 /** How the data engine's connections show up in pg_stat_activity. */
 const DATA_POOL_APPLICATION_NAME = 'data-copilot:data';
+/** How the data tools' SELECT-only connections show up in pg_stat_activity. */
+const READER_POOL_APPLICATION_NAME = 'data-copilot:reader';
+
+/**
+ * Run once on each new reader connection: the SELECT-only role and read-only transactions for the
+ * connection's life, so that each statement of a tool call is one round trip (no begin, set role,
+ * commit around it). A connection is never handed to anything but the data tools.
+ */
+const READER_SETUP = `set role "${DATA_READER_ROLE}"; set session characteristics as transaction read only`;
 
 /** Where the data engine's statements run: a connection per statement, or one transaction. */
 export interface DataSession {
@@ -19,16 +28,19 @@ export interface DataSession {
   readonly inTransaction: boolean;
 }
 
-export interface DataTransactionOptions {
-  /** READ ONLY: any write fails with SQLSTATE 25006. */
-  readOnly?: boolean;
-  /** Cancels the running statement (and so the transaction) when it aborts. */
+export interface DataReadOptions {
+  /** Cancels the running statement when it aborts. */
   signal?: AbortSignal;
   /**
    * Background work (a durable chat's tool call): it first waits for one of CHAT_TOOL_CONCURRENCY
    * slots, so that a burst of chats never holds more than that share of the pool.
    */
   background?: boolean;
+}
+
+export interface DataTransactionOptions {
+  /** Cancels the running statement (and so the transaction) when it aborts. */
+  signal?: AbortSignal;
 }
 
 /** Set when a cancel request may still reach the connection: it must not serve anyone else. */
@@ -49,15 +61,21 @@ interface Lease {
  *    returned to the pool, so that a late cancel can never hit the next user's statement;
  *  - waiting for a connection ends after DB_ACQUIRE_TIMEOUT_MS with `database_busy` (503, Retry-After).
  *
- * Background transactions (durable chats' tool calls, which thousands of chats may want at once)
- * hold at most CHAT_TOOL_CONCURRENCY connections: they queue for a slot first (as long as their
- * signal lets them: the tool's timeout), so the rest of the pool stays free for requests a user
- * waits on, which then never wait behind chats for longer than the acquire timeout.
+ * The data tools have connections of their own (the reader pool, DATA_POOL_SIZE more), set up once
+ * as a SELECT-only role with read-only transactions, so their statements need no transaction around
+ * them and never queue behind REST calls. Background statements (durable chats' tool calls, which
+ * thousands of chats may want at once) hold at most CHAT_TOOL_CONCURRENCY of them: they queue for a
+ * slot first (as long as their signal lets them: the tool's timeout), so the rest stays free for the
+ * tool calls a user waits on (stateless chats, MCP).
  */
 @Injectable()
 export class DataPool implements OnApplicationShutdown {
   private readonly logger = new Logger(DataPool.name);
   private readonly pool: Pool;
+  /** The data tools' connections (SELECT-only role, read-only), DATA_POOL_SIZE more: tools never wait behind REST calls. */
+  private readonly readers: Pool;
+  /** Reader connections whose session is set up (READER_SETUP). */
+  private readonly readersSetUp = new WeakSet<PoolClient>();
   private readonly background: Semaphore;
 
   constructor(
@@ -65,29 +83,35 @@ export class DataPool implements OnApplicationShutdown {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.background = new Semaphore(config.chatToolConcurrency);
-    this.pool = new Pool({
-      connectionString: databaseUrl,
-      max: config.dataPoolSize,
-      connectionTimeoutMillis: config.dbAcquireTimeoutMs,
-      statement_timeout: config.queryTimeoutMs,
-      application_name: DATA_POOL_APPLICATION_NAME,
-      types: rawTemporalTypes(),
-    });
-    // A connection the server drops must not crash the process: pg reports it as an 'error' event,
-    // on the pool for idle clients and on the client itself while it is checked out.
-    this.pool.on('error', (error) => this.logger.warn({ msg: 'idle data connection failed', error: error.message }));
-    this.pool.on('connect', (client) => {
-      client.on('error', (error) => this.logger.warn({ msg: 'data connection failed', error: error.message }));
-    });
+    const open = (applicationName: string): Pool => {
+      const pool = new Pool({
+        connectionString: databaseUrl,
+        max: config.dataPoolSize,
+        connectionTimeoutMillis: config.dbAcquireTimeoutMs,
+        statement_timeout: config.queryTimeoutMs,
+        application_name: applicationName,
+        types: rawTemporalTypes(),
+      });
+      // A connection the server drops must not crash the process: pg reports it as an 'error' event,
+      // on the pool for idle clients and on the client itself while it is checked out.
+      pool.on('error', (error) => this.logger.warn({ msg: 'idle data connection failed', error: error.message }));
+      pool.on('connect', (client) => {
+        client.on('error', (error) => this.logger.warn({ msg: 'data connection failed', error: error.message }));
+      });
+      return pool;
+    };
+    this.pool = open(DATA_POOL_APPLICATION_NAME);
+    this.readers = open(READER_POOL_APPLICATION_NAME);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.readers.end()]);
   }
 
-  /** Connections open and idle, and callers waiting for one: what the pool gauge shows. */
-  stats(): { total: number; idle: number; waiting: number } {
-    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  /** Connections open and idle, and callers waiting for one: what the pool gauge shows (`readers`: the data tools' pool). */
+  stats(readers = false): { total: number; idle: number; waiting: number } {
+    const pool = readers ? this.readers : this.pool;
+    return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
   }
 
   /** Runs each statement on a pooled connection of its own (autocommit), cancelled when `signal` aborts. */
@@ -95,18 +119,38 @@ export class DataPool implements OnApplicationShutdown {
     return {
       inTransaction: false,
       query: <T>(query: CompiledQuery<T>) =>
-        this.withClient(signal, (client, lease) => this.execute(client, query, signal, lease)),
+        this.withClient(this.pool, signal, (client, lease) => this.execute(client, query, signal, lease)),
+    };
+  }
+
+  /**
+   * Like session, on the data tools' connections: each statement runs alone (autocommit) as the
+   * SELECT-only role DATA_READER_ROLE in a READ ONLY transaction, set once per connection, so a
+   * statement that tries to write is refused by the database twice over. Background statements
+   * (durable chats' tool calls) each take one of CHAT_TOOL_CONCURRENCY slots first.
+   */
+  readerSession(options: DataReadOptions = {}): DataSession {
+    const { signal } = options;
+    const run = <T>(query: CompiledQuery<T>) =>
+      this.withClient(this.readers, signal, async (client, lease) => {
+        if (!this.readersSetUp.has(client)) {
+          await this.execute(client, CompiledQuery.raw(READER_SETUP), signal, lease);
+          this.readersSetUp.add(client);
+        }
+        return this.execute(client, query, signal, lease);
+      });
+    return {
+      inTransaction: false,
+      query: <T>(query: CompiledQuery<T>) =>
+        options.background ? this.background.run(signal, cancelled, () => run(query)) : run(query),
     };
   }
 
   /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
   transaction<T>(work: (session: DataSession) => Promise<T>, options: DataTransactionOptions = {}): Promise<T> {
-    if (options.background) {
-      return this.background.run(options.signal, cancelled, () => this.transaction(work, { ...options, background: false }));
-    }
     const { signal } = options;
-    return this.withClient(signal, async (client, lease) => {
-      await this.execute(client, CompiledQuery.raw(options.readOnly ? 'begin transaction read only' : 'begin'), signal, lease);
+    return this.withClient(this.pool, signal, async (client, lease) => {
+      await this.execute(client, CompiledQuery.raw('begin'), signal, lease);
       try {
         const result = await work({
           inTransaction: true,
@@ -127,12 +171,13 @@ export class DataPool implements OnApplicationShutdown {
   }
 
   private async withClient<T>(
+    pool: Pool,
     signal: AbortSignal | undefined,
     work: (client: PoolClient, lease: Lease) => Promise<T>,
   ): Promise<T> {
     if (signal?.aborted) throw cancelled();
     // A caller that leaves while waiting here is noticed once a connection is free (DB_ACQUIRE_TIMEOUT_MS at most).
-    const client = await this.acquire();
+    const client = await this.acquire(pool);
     const lease: Lease = { cancelled: false };
     try {
       if (signal?.aborted) throw cancelled();
@@ -145,9 +190,9 @@ export class DataPool implements OnApplicationShutdown {
     }
   }
 
-  private async acquire(): Promise<PoolClient> {
+  private async acquire(pool: Pool): Promise<PoolClient> {
     try {
-      return await this.pool.connect();
+      return await pool.connect();
     } catch (error) {
       // pg-pool's errors carry no code; both of its timeouts (no idle connection, no new one in time) say "timeout".
       if (error instanceof Error && /timeout/i.test(error.message)) {

@@ -4,8 +4,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { DomainError } from '../common/domain-error';
 import { ERRORS } from '../common/error-codes';
 
-/** The two pools of the app: the ORM's (keys, metadata, chats) and the data engine's (object tables). */
-export type PoolName = 'orm' | 'data';
+/** The pools of the app: the ORM's (keys, metadata, chats), the data engine's (object tables) and the data tools' (reader). */
+export type PoolName = 'orm' | 'data' | 'reader';
 
 export interface PoolStats {
   /** Connections open, idle or in use. */

@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { DataPool } from '../database/data-pool';
 import { MetricsService, PoolStats } from './metrics.service';
 
-/** Shows both pools of the app on the pool gauge: the ORM's and the data engine's. */
+/** Shows the pools of the app on the pool gauge: the ORM's, the data engine's and the data tools' (reader). */
 @Injectable()
 export class PoolMetricsCollector implements OnModuleInit {
   constructor(
@@ -20,6 +20,7 @@ export class PoolMetricsCollector implements OnModuleInit {
       return poolStats(pool);
     });
     this.metrics.collectPool('data', () => Promise.resolve(this.data.stats()));
+    this.metrics.collectPool('reader', () => Promise.resolve(this.data.stats(true)));
   }
 }
 

@@ -1,38 +1,49 @@
 import { CompiledQuery } from 'kysely';
-import type { DataPool, DataSession } from '../database/data-pool';
-import { checkReaderRole, withReadOnlyTransaction } from './read-only-data';
+import type { DataPool, DataReadOptions, DataSession } from '../database/data-pool';
+import { checkReaderRole, withReadOnlyData } from './read-only-data';
 
-/** A pool whose transactions record their statements and fail with `error` on the first one, if given. */
-function fakePool(error?: Error): { pool: DataPool; statements: string[]; options: unknown[] } {
+/** A pool whose reader sessions record their statements and options, and fail with `error`, if given. */
+function fakePool(error?: Error): { pool: DataPool; statements: string[]; options: DataReadOptions[] } {
   const statements: string[] = [];
-  const options: unknown[] = [];
-  const session: DataSession = {
-    inTransaction: true,
-    query: <T>(query: { sql: string }) => {
-      statements.push(query.sql);
-      return error ? Promise.reject(error) : Promise.resolve([] as T[]);
-    },
-  };
+  const options: DataReadOptions[] = [];
   const pool = {
-    transaction: <T>(work: (tx: DataSession) => Promise<T>, opts: unknown) => {
+    readerSession: (opts: DataReadOptions = {}): DataSession => {
       options.push(opts);
-      return work(session);
+      return {
+        inTransaction: false,
+        query: <T>(query: { sql: string }) => {
+          statements.push(query.sql);
+          return error ? Promise.reject(error) : Promise.resolve([] as T[]);
+        },
+      };
     },
   };
   return { pool: pool as unknown as DataPool, statements, options };
 }
 
-describe('read-only data transactions', () => {
-  it('switch to the SELECT-only role before the work runs', async () => {
+describe('read-only data sessions', () => {
+  it("run the work's statements on the reader session, with the call's signal and share", async () => {
     const { pool, statements, options } = fakePool();
-    await withReadOnlyTransaction(pool, undefined, (session) => session.query(CompiledQuery.raw('select 1')));
-    expect(statements).toEqual(['set local role "data_copilot_reader"', 'select 1']);
-    expect(options).toEqual([{ readOnly: true, signal: undefined }]);
+    const signal = new AbortController().signal;
+    await withReadOnlyData(pool, signal, (session) => session.query(CompiledQuery.raw('select 1')), true);
+    expect(statements).toEqual(['select 1']);
+    expect(options).toEqual([{ signal, background: true }]);
   });
 
   it('turn a write refused by the role (42501) into read_only_transaction', async () => {
     const { pool } = fakePool(Object.assign(new Error('permission denied for table deal'), { code: '42501' }));
-    await expect(withReadOnlyTransaction(pool, undefined, () => Promise.resolve(1))).rejects.toMatchObject({
+    await expect(
+      withReadOnlyData(pool, undefined, (session) => session.query(CompiledQuery.raw('select 1'))),
+    ).rejects.toMatchObject({
+      code: 'read_only_transaction',
+    });
+  });
+
+  it('turn a write refused by the read-only transaction (25006) into read_only_transaction', async () => {
+    const { pool } = fakePool(Object.assign(new Error('cannot execute UPDATE in a read-only transaction'), { code: '25006' }));
+    await expect(
+      withReadOnlyData(pool, undefined, (session) => session.query(CompiledQuery.raw('update x'))),
+    ).rejects.toMatchObject({
       code: 'read_only_transaction',
     });
   });

@@ -3,37 +3,26 @@ import { DomainError } from '../common/domain-error';
 import type { DataPool, DataSession } from '../database/data-pool';
 import { DATA_READER_ROLE } from '../database/database.constants';
 import { DATA_EXCEPTION_CLASS, INSUFFICIENT_PRIVILEGE, READ_ONLY_SQL_TRANSACTION, sqlState } from '../database/pg-errors';
-import { quoteIdent } from '../database/sql-identifier';
 
 /**
- * Runs `fn` in a READ ONLY transaction of the data pool, under the SELECT-only role DATA_READER_ROLE,
- * whose statements have the data engine's statement timeout and are cancelled when `signal` aborts.
- * Even a tool that tries to write (or an engine bug) fails with `read_only_transaction`, twice over:
- * the transaction is read-only, and the role may not write anything; a slow query ends as `query_timeout`.
- * `background`: a durable chat's call, which takes a slot of the pool's background share first.
+ * Runs `fn` with a session of the data pool's reader connections (DataPool.readerSession): each
+ * statement runs as the SELECT-only role DATA_READER_ROLE in a READ ONLY transaction of its own, with
+ * the data engine's statement timeout, cancelled when `signal` aborts. Even a tool that tries to write
+ * (or an engine bug) fails with `read_only_transaction`, twice over: the transaction is read-only, and
+ * the role may not write anything; a slow query ends as `query_timeout`.
+ * `background`: a durable chat's call, whose statements each take a slot of the pool's background share first.
  */
-export async function withReadOnlyTransaction<T>(
+export async function withReadOnlyData<T>(
   pool: DataPool,
   signal: AbortSignal | undefined,
   fn: (session: DataSession) => Promise<T>,
   background = false,
 ): Promise<T> {
   try {
-    return await pool.transaction(
-      async (session) => {
-        await enterReaderRole(session);
-        return fn(session);
-      },
-      { readOnly: true, signal, ...(background ? { background } : {}) },
-    );
+    return await fn(pool.readerSession({ signal, background }));
   } catch (error) {
     throw translateReadOnlyError(error) ?? error;
   }
-}
-
-/** Switches the transaction to the SELECT-only role until it ends (SET LOCAL: the pooled connection gets its own role back). */
-export async function enterReaderRole(session: DataSession): Promise<void> {
-  await session.query(CompiledQuery.raw(`set local role ${quoteIdent(DATA_READER_ROLE)}`));
 }
 
 /**
@@ -42,7 +31,7 @@ export async function enterReaderRole(session: DataSession): Promise<void> {
  */
 export async function checkReaderRole(pool: DataPool): Promise<void> {
   try {
-    await pool.transaction(enterReaderRole, { readOnly: true });
+    await pool.readerSession().query(CompiledQuery.raw('select 1'));
   } catch (error) {
     throw new Error(
       `The data tools run under the Postgres role "${DATA_READER_ROLE}", which this database user cannot use ` +

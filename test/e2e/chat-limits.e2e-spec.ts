@@ -120,6 +120,61 @@ describe("one member cannot starve everyone's durable chats (finding 6)", () => 
   });
 });
 
+describe('the in-flight cap holds when one key starts turns on two replicas at once', () => {
+  it('admits exactly the cap of concurrent new messages and new chats, and writes nothing for the refused ones', async () => {
+    // No workers: admitted chats stay pending, so the count the cap guards stays put while the test reads it.
+    const env = { ...FAST, CHAT_WORKER_ENABLED: 'false', CHAT_MAX_IN_FLIGHT_PER_KEY: '3' };
+    const { t: a, llm } = await startAppWithMockLlm({ env });
+    const b = await startTestApp({ database: a.database, env: { ...env, OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' } });
+    try {
+      const key = await memberKey(a, 'racer');
+      const waiting = await a.sql<{ id: string }>(
+        `insert into chats (id, owner, owner_role, owner_key_id, agent, status)
+         select gen_random_uuid(), $1, 'member', $2, 'data_chat', 'waiting' from generate_series(1, 8)
+         returning id`,
+        [key.subject, key.id],
+      );
+      const replicas = [a, b];
+      const requests = [
+        ...waiting.map(({ id }, i) =>
+          replicas[i % 2].http
+            .post(`/api/v1/chats/${id}/messages`)
+            .set(bearer(key.secret))
+            .send({ message: `turn ${i}` }),
+        ),
+        ...[0, 1].map((i) =>
+          replicas[i % 2].http
+            .post('/api/v1/chats')
+            .set(bearer(key.secret))
+            .send({ agent: 'data_chat', message: `new ${i}` }),
+        ),
+      ];
+      const responses = await Promise.all(requests.map((request) => request.then((res) => res)));
+      const statuses = responses.map((res) => res.status);
+      expect(statuses.filter((status) => status === 202 || status === 201)).toHaveLength(3);
+      expect(statuses.filter((status) => status === 429)).toHaveLength(7);
+      for (const res of responses.filter((r) => r.status === 429)) expect(errorOf(res).code).toBe('too_many_chats');
+
+      const inFlight = await a.sql<{ id: string }>(`select id from chats where owner = $1 and status = 'pending'`, [key.subject]);
+      expect(inFlight).toHaveLength(3);
+      // Every admitted chat has its user message; no refused one got a message or a chat row.
+      const [{ messages }] = await a.sql<{ messages: number }>(
+        `select count(*)::int as messages from chat_messages m join chats c on c.id = m.chat_id where c.owner = $1`,
+        [key.subject],
+      );
+      expect(messages).toBe(3);
+      const [{ chats }] = await a.sql<{ chats: number }>(`select count(*)::int as chats from chats where owner = $1`, [
+        key.subject,
+      ]);
+      expect(chats).toBe(8 + statuses.slice(8).filter((status) => status === 201).length);
+    } finally {
+      await b.close();
+      await a.close();
+      await llm.close();
+    }
+  });
+});
+
 describe('a revoked key loses its open streams on every replica (finding 7)', () => {
   it('ends the streams that a key revoked through replica A holds on replica B, which deliver nothing more', async () => {
     const { t: a, llm } = await startAppWithMockLlm({ env: FAST });

@@ -36,8 +36,8 @@ describe('GET /metrics', () => {
     // Counted from the registry's creation: a first scrape right after it may still read 0.
     expect(metrics.family('process_cpu_user_seconds_total').type).toBe('counter');
     expect(metrics.value('nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
-    // Both pools, each by state.
-    for (const pool of ['orm', 'data']) {
+    // Every pool, each by state.
+    for (const pool of ['orm', 'data', 'reader']) {
       expect(metrics.samples('datacopilot_pg_pool_connections', { pool }).map((s) => s.labels?.state)).toEqual(
         expect.arrayContaining(['in_use', 'idle', 'waiting']),
       );

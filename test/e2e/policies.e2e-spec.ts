@@ -15,7 +15,7 @@ import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-d
 import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-object.tool';
 import type { ListObjectsResult } from '../../src/tools/data-tools/list-objects.tool';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
-import { enterReaderRole, withReadOnlyTransaction } from '../../src/tools/read-only-data';
+import { withReadOnlyData } from '../../src/tools/read-only-data';
 import type { ToolErrorContent } from '../../src/tools/tool.types';
 import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tools.dto';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
@@ -562,12 +562,20 @@ describe('access policies: object grants, row filters and hidden fields on every
   });
 
   describe('the SELECT-only role of the data tools', () => {
-    it('runs every data tool transaction as the reader role', async () => {
+    it('runs every data tool statement as the reader role, read-only, and nothing else on those connections', async () => {
       const pool = t.app.get(DataPool);
-      const [row] = await withReadOnlyTransaction(pool, undefined, (session) =>
-        session.query(CompiledQuery.raw('select current_user as role') as CompiledQuery<{ role: string }>),
+      const who = CompiledQuery.raw(
+        "select current_user as role, current_setting('transaction_read_only') as read_only",
+      ) as CompiledQuery<{ role: string; read_only: string }>;
+      // More statements than the pool has connections: every reader connection is set up, not only the first.
+      const rows = await withReadOnlyData(pool, undefined, (session) =>
+        Promise.all(Array.from({ length: 25 }, () => session.query(who).then(([row]) => row))),
       );
-      expect(row.role).toBe('data_copilot_reader');
+      expect(rows.every((row) => row.role === 'data_copilot_reader' && row.read_only === 'on')).toBe(true);
+      // The records API's connections keep the app's own role.
+      const [rest] = await pool.session().query(who);
+      expect(rest.role).not.toBe('data_copilot_reader');
+      expect(rest.read_only).toBe('off');
     });
 
     it('is refused by Postgres when it tries to write, even outside a READ ONLY transaction', async () => {
@@ -577,12 +585,12 @@ describe('access policies: object grants, row filters and hidden fields on every
       const before = await count();
       // A read-write transaction switched to the role: only the role stands between the statement and the table.
       const attempt = pool.transaction(async (session) => {
-        await enterReaderRole(session);
+        await session.query(CompiledQuery.raw('set local role data_copilot_reader'));
         return data.insert(SYSTEM_CALLER, 'deal', { title: 'injected' }, { session });
       });
       await expect(attempt).rejects.toMatchObject({ code: INSUFFICIENT_PRIVILEGE });
       const update = pool.transaction(async (session) => {
-        await enterReaderRole(session);
+        await session.query(CompiledQuery.raw('set local role data_copilot_reader'));
         return session.query(CompiledQuery.raw('update data.deal set title = $1', ['x']));
       });
       await expect(update).rejects.toMatchObject({ code: INSUFFICIENT_PRIVILEGE });

@@ -10,7 +10,7 @@ import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-o
 import type { ListObjectsResult } from '../../src/tools/data-tools/list-objects.tool';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import { defineTool } from '../../src/tools/tool.define';
-import { withReadOnlyTransaction } from '../../src/tools/read-only-data';
+import { withReadOnlyData } from '../../src/tools/read-only-data';
 import { ToolRegistry } from '../../src/tools/tool.registry';
 import type { ToolErrorContent } from '../../src/tools/tool.types';
 import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tools.dto';
@@ -327,7 +327,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
           execute: (_args, ctx) =>
-            withReadOnlyTransaction(pool, ctx.signal, (session) =>
+            withReadOnlyData(pool, ctx.signal, (session) =>
               data.insert(SYSTEM_CALLER, 'deal', { name: 'Injected', account: randomAccount, stage: 'won' }, { session }),
             ),
         }),
@@ -339,7 +339,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
           execute: (_args, ctx) =>
-            withReadOnlyTransaction(pool, ctx.signal, (tx) => tx.query(CompiledQuery.raw(`update data.deal set amount = 0`))),
+            withReadOnlyData(pool, ctx.signal, (tx) => tx.query(CompiledQuery.raw(`update data.deal set amount = 0`))),
         }),
       );
       registry.register(
@@ -349,11 +349,14 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
           execute: (_args, ctx) =>
-            withReadOnlyTransaction(pool, ctx.signal, async (tx) => {
-              // Shorter than QUERY_TIMEOUT_MS for this test only; local to the transaction.
-              await tx.query(CompiledQuery.raw(`select set_config('statement_timeout', '100', true)`));
-              return tx.query(CompiledQuery.raw('select pg_sleep(2)'));
-            }),
+            pool.transaction(
+              async (tx) => {
+                // Shorter than QUERY_TIMEOUT_MS for this test only; local to the transaction.
+                await tx.query(CompiledQuery.raw(`select set_config('statement_timeout', '100', true)`));
+                return tx.query(CompiledQuery.raw('select pg_sleep(2)'));
+              },
+              { signal: ctx.signal },
+            ),
         }),
       );
     });

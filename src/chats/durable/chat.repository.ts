@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { Kysely, Selectable, sql } from 'kysely';
+import { ADVISORY_LOCK } from '../../database/advisory-locks';
 import { eventPayload, PUBSUB_CHANNEL } from '../../database/pg-pubsub.service';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
@@ -88,9 +89,12 @@ export interface ChatWrite {
   owner: string;
   /** Only while this claim still holds the running chat (checked under its row lock); otherwise nothing is written. */
   claim?: { workerId: string; claimToken: string | null };
+  /** Only while the chat (of `owner`) is in one of these statuses (checked under its row lock); otherwise nothing is written. */
+  from?: readonly ChatStatus[];
   /**
    * Only while the owner has fewer than `limit` chats pending or running; otherwise nothing is written.
-   * Counted in this statement: the caller holds the owner's admission lock, taken in an earlier one.
+   * Counted in this statement after the chat's row lock, under the owner's admission lock (held until
+   * commit: see admitOwner).
    */
   admit?: { limit: number };
   messages?: NewMessage[];
@@ -309,18 +313,18 @@ export class ChatRepository {
           .where('id', '=', sql<string>`(select id from target)`)})`
       : sql``;
     const payloads = (events: ChatEvent[] | undefined) => JSON.stringify((events ?? []).map(eventPayload));
-    const { rows } = await sql<{ ids: string[] }>`
-      with target as (
+    const locked = sql`
         select id from chats
          where id = ${change.chatId}
            ${claim ? sql`and status = 'running' and worker_id = ${claim.workerId} and claim_token = ${claim.claimToken}` : sql``}
-           ${
-             change.admit
-               ? sql`and (select count(*) from chats c where c.owner = ${change.owner} and c.status in ('pending', 'running')) < ${change.admit.limit}`
-               : sql``
-           }
-           for update
-      ),
+           ${change.from ? sql`and owner = ${change.owner} and status = any(${[...change.from]}::text[])` : sql``}
+           for update`;
+    // Admission reads `locked`, so the row lock comes first, then the owner's lock (the order every turn start takes them in).
+    const target = change.admit
+      ? sql`locked as (${locked}), target as (select id from locked where ${admits(change.owner, change.admit.limit)})`
+      : sql`target as (${locked})`;
+    const { rows } = await sql<{ ids: string[] }>`
+      with ${target},
       inserted as (
         insert into chat_messages (chat_id, role, parts, usage, client_id, metadata)
         select t.id, m.value->>'role', m.value->'parts', nullif(m.value->'usage', 'null'),
@@ -361,6 +365,16 @@ export class ChatRepository {
       .set({ turn_iterations: iterations, turn_tokens: tokens, heartbeat_at: now(), updated_at: now() })
       .where('id', '=', id)
       .execute();
+  }
+
+  /**
+   * Whether the owner has fewer than `limit` chats pending or running, decided under the owner's
+   * admission lock, which the caller's transaction then holds until it ends: concurrent turn starts of
+   * one owner are counted one at a time, each seeing the chats the previous ones committed.
+   */
+  async admitOwner(em: EntityManager, owner: string, limit: number): Promise<boolean> {
+    const { rows } = await sql<{ admitted: boolean }>`select ${admits(owner, limit)} as admitted`.execute(db(em));
+    return rows[0].admitted;
   }
 
   /** The owner's chats that hold or wait for a worker: pending or running. */
@@ -559,6 +573,11 @@ function statusSet(change: StatusChange) {
     attempts: change.attempts ?? (change.resetTurn ? 0 : undefined),
     available_at: msFromNow(change.availableInMs ?? 0),
   };
+}
+
+/** The admission check of a turn start (the function chat_owner_admits, made by a migration). */
+function admits(owner: string, limit: number) {
+  return sql<boolean>`chat_owner_admits(${ADVISORY_LOCK.chatOwner}, ${owner}, ${limit})`;
 }
 
 /** Typed Kysely on `em`'s connection, inside its transaction when there is one. */

@@ -9,11 +9,10 @@ import { CAP_RETRY_AFTER_SECONDS, clampLimit } from '../../common/limits';
 import type { PaginationQueryDto } from '../../common/pagination.dto';
 import { isUuid } from '../../common/uuid';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
-import { ADVISORY_LOCK, lockNameForTransaction } from '../../database/advisory-locks';
 import { LlmService } from '../../llm/llm.service';
 import { ChatEvents } from './chat-events.service';
-import { ChatRepository } from './chat.repository';
-import { ChatPart, ChatRow, PendingToolCall } from './chat.types';
+import { ChatRepository, ChatWrite } from './chat.repository';
+import { ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 import {
   ChatListResponse,
   ChatMessagesResponse,
@@ -31,6 +30,8 @@ import { DynamicTool, validateDynamicTools } from '../../runtime/client-tools';
 const MESSAGES_PAGE = 1000;
 const CHATS_DEFAULT_LIMIT = 50;
 const CHATS_MAX_LIMIT = 200;
+/** Where a new user turn may start from. */
+const TURN_STARTS: readonly ChatStatus[] = ['waiting', 'error'];
 
 /**
  * The durable chat API: every state change happens in one transaction under the chat's row lock
@@ -118,14 +119,21 @@ export class ChatService {
     return { messages: rows.map(toMessageResponse) };
   }
 
-  /** A new user turn: from waiting or error only. */
+  /**
+   * A new user turn: from waiting or error only. One statement when it is accepted (status, owner and
+   * admission checked in the write itself); only a refusal reads the chat again, to say why.
+   */
   async postMessage(caller: Caller, id: string, message: string): Promise<void> {
-    await this.oneTurnAtATime(caller.subject, () =>
-      this.em.fork().transactional(async (em) => {
-        const chat = await this.get(caller, id, em, true);
-        await this.appendUserMessage(em, chat, message);
-      }),
-    );
+    await this.oneTurnAtATime(caller.subject, async () => {
+      const em = this.em.fork();
+      const ids = isUuid(id)
+        ? await this.repo.write(em, { ...this.userTurn(id, caller.subject, message), from: TURN_STARTS })
+        : undefined;
+      if (ids) return;
+      const chat = await this.get(caller, id, em);
+      checkTurnStart(chat);
+      throw await this.tooManyChats(em, chat.owner);
+    });
   }
 
   /**
@@ -147,23 +155,22 @@ export class ChatService {
 
   /** A new user turn of `chat`, locked by the caller's transaction: from waiting or error only. Returns the message's id. */
   async appendUserMessage(em: EntityManager, chat: ChatRow, message: string, messageClientId?: string | null): Promise<number> {
-    if (chat.status !== 'waiting' && chat.status !== 'error') {
-      throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, {
-        status: chat.status,
-      });
-    }
-    await lockNameForTransaction(em, ADVISORY_LOCK.chatOwner, chat.owner);
-    // The admission count, the message, the status and both events in one statement.
-    const ids = await this.repo.write(em, {
-      chatId: chat.id,
-      owner: chat.owner,
+    checkTurnStart(chat);
+    const ids = await this.repo.write(em, this.userTurn(chat.id, chat.owner, message, messageClientId));
+    if (!ids) throw await this.tooManyChats(em, chat.owner);
+    return ids[0];
+  }
+
+  /** The write that starts a user turn: the admission count, the message, the status and its event, in one statement. */
+  private userTurn(chatId: string, owner: string, message: string, messageClientId?: string | null): ChatWrite {
+    return {
+      chatId,
+      owner,
       admit: { limit: this.config.chatMaxInFlightPerKey },
       messages: [{ role: 'user', parts: [{ type: 'text', text: message }], clientId: messageClientId }],
       status: { status: 'pending', resetTurn: true, lastError: null },
-      after: [{ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }],
-    });
-    if (!ids) throw await this.tooManyChats(em, chat.owner);
-    return ids[0];
+      after: [{ type: 'status', chatId, owner, status: 'pending' }],
+    };
   }
 
   /**
@@ -188,7 +195,6 @@ export class ChatService {
     }
     const pending = chat.pendingToolCalls ?? [];
     checkResultIds(pending, results);
-    await lockNameForTransaction(em, ADVISORY_LOCK.chatOwner, chat.owner);
     const byId = new Map(pending.map((call) => [call.id, call]));
     const parts: ChatPart[] = results.map((result) => ({
       type: 'tool-result',
@@ -238,8 +244,7 @@ export class ChatService {
    * so concurrent requests of one owner cannot both slip under the cap.
    */
   private async admitTurn(em: EntityManager, owner: string): Promise<void> {
-    await lockNameForTransaction(em, ADVISORY_LOCK.chatOwner, owner);
-    if ((await this.repo.countInFlight(em, owner)) >= this.config.chatMaxInFlightPerKey) throw await this.tooManyChats(em, owner);
+    if (!(await this.repo.admitOwner(em, owner, this.config.chatMaxInFlightPerKey))) throw await this.tooManyChats(em, owner);
   }
 
   /** The 429 of an owner at the cap (a turn of an existing chat is counted within its write, under the same lock). */
@@ -284,6 +289,15 @@ export interface NewChat {
   title?: string;
   context?: ChatContext | null;
   dynamicTools: DynamicTool[];
+}
+
+/** 409 unless a new user turn may start: the chat waits for the user, or its last turn failed. */
+function checkTurnStart(chat: ChatRow): void {
+  if (!TURN_STARTS.includes(chat.status)) {
+    throw new DomainError('chat_busy', `The chat is ${chat.status}; send the next message when it is waiting`, {
+      status: chat.status,
+    });
+  }
 }
 
 /** A context as stored: the present, non-empty values, or null. */

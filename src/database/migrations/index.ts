@@ -10,6 +10,7 @@ import { MigrationImportJobs } from './migration-20261127-import-jobs';
 import { MigrationInitial } from './migration-20261122-initial';
 import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
 import { MigrationRecordChanges } from './migration-20261127-record-changes';
+import { MigrationChatAdmission } from './migration-20261128-chat-admission';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
@@ -31,6 +32,7 @@ export const MIGRATIONS = [
   MigrationImportJobs,
   MigrationViewsSearch,
   MigrationRecordChanges,
+  MigrationChatAdmission,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

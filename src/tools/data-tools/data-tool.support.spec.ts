@@ -1,3 +1,4 @@
+import { CompiledQuery } from 'kysely';
 import { DomainError } from '../../common/domain-error';
 import { clampLimit, clampOffset } from '../../common/limits';
 import { match } from '../../../test/support/matchers';
@@ -50,8 +51,8 @@ describe('readData error shaping', () => {
   const deps = (error: DomainError) => ({
     data: {} as never,
     metadata: {} as never,
-    // withReadOnlyTransaction opens a transaction of the pool; here the transaction itself fails.
-    pool: { transaction: () => Promise.reject(error) } as never,
+    // Each statement of the reader session fails with `error`.
+    pool: { readerSession: () => ({ inTransaction: false, query: () => Promise.reject(error) }) } as never,
     access: {} as never,
     views: {} as never,
   });
@@ -63,13 +64,13 @@ describe('readData error shaping', () => {
       object: 'wide',
       availableFields: fields,
     });
-    await expect(readData(deps(error), { signal: new AbortController().signal }, () => Promise.resolve(1))).rejects.toMatchObject(
-      {
-        code: 'unknown_field',
-        details: { availableFields: fields.slice(0, 40), moreFields: 15 },
-        message: match.stringContaining('(and 15 more)'),
-      },
-    );
+    await expect(
+      readData(deps(error), { signal: new AbortController().signal }, (session) => session.query(CompiledQuery.raw('select 1'))),
+    ).rejects.toMatchObject({
+      code: 'unknown_field',
+      details: { availableFields: fields.slice(0, 40), moreFields: 15 },
+      message: match.stringContaining('(and 15 more)'),
+    });
   });
 
   it("lists only the agent's objects when an object is not found", async () => {
@@ -78,7 +79,9 @@ describe('readData error shaping', () => {
     });
     const agent = { name: 'a', tools: [], allowedObjects: ['deal'] };
     await expect(
-      readData(deps(error), { signal: new AbortController().signal, agent }, () => Promise.resolve(1)),
+      readData(deps(error), { signal: new AbortController().signal, agent }, (session) =>
+        session.query(CompiledQuery.raw('select 1')),
+      ),
     ).rejects.toMatchObject({
       details: { availableObjects: ['deal'] },
     });

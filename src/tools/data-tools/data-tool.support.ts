@@ -7,7 +7,7 @@ import type { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';
 import type { ViewableQuery, ViewService } from '../../views/view.service';
 import { mayUseObject } from '../tool.middlewares';
-import { withReadOnlyTransaction } from '../read-only-data';
+import { withReadOnlyData } from '../read-only-data';
 import type { JsonSchema, ToolContext } from '../tool.types';
 
 /** What the data tools need; built once by ToolsModule. */
@@ -65,7 +65,7 @@ export function accessOf(deps: DataToolDeps, ctx: ToolContext): Promise<CallerAc
  * shapes engine errors for the model.
  */
 export async function readData<T>(deps: DataToolDeps, ctx: ToolContext, fn: (session: DataSession) => Promise<T>): Promise<T> {
-  return shapeErrors(ctx, () => withReadOnlyTransaction(deps.pool, ctx.signal, fn, ctx.background));
+  return shapeErrors(ctx, () => withReadOnlyData(deps.pool, ctx.signal, fn, ctx.background));
 }
 
 /** Shapes errors for the model: field lists capped, object lists limited to what the agent may use. */

@@ -30,22 +30,21 @@ describe('data tool schemas', () => {
   });
 
   it.each([['query_records'], ['get_record'], ['aggregate_data']])(
-    '%s writes nothing: the engine runs only inside a READ ONLY transaction',
+    '%s writes nothing: the engine runs only on a reader session (SELECT-only role, read-only)',
     async (name) => {
-      // Only the switch to the reader role runs; the engine itself is stopped before any SQL.
-      const tx = {
-        inTransaction: true,
-        query: (query: { sql: string }) =>
-          query.sql.startsWith('set local role ') ? Promise.resolve([]) : Promise.reject(new Error('no SQL expected here')),
-      };
-      const transactions: unknown[] = [];
+      // The engine itself is stopped before any SQL.
+      const reader = { inTransaction: false, query: () => Promise.reject(new Error('no SQL expected here')) };
+      const sessions: unknown[] = [];
       const pool = {
-        transaction: (work: (session: unknown) => Promise<unknown>, options: unknown) => {
-          transactions.push(options);
-          return work(tx);
+        readerSession: (options: unknown) => {
+          sessions.push(options);
+          return reader;
         },
         session: () => {
-          throw new Error('a record tool must not run outside its transaction');
+          throw new Error('a record tool must not run on a read-write session');
+        },
+        transaction: () => {
+          throw new Error('a record tool must not run in a read-write transaction');
         },
       };
       const stop = new Error('stop here');
@@ -76,8 +75,8 @@ describe('data tool schemas', () => {
         aggregations: [{ function: 'count', alias: 'n' }],
       };
       await expect(tool.execute(args as never, { signal, caller: CALLER })).rejects.toBe(stop);
-      expect(transactions).toEqual([{ readOnly: true, signal }]);
-      expect(usedScopes).toEqual([{ session: tx }]);
+      expect(sessions).toEqual([{ signal, background: false }]);
+      expect(usedScopes).toEqual([{ session: reader }]);
     },
   );
 
