@@ -664,7 +664,7 @@ describe('metadata API', () => {
         await t.sql(`create index "${indexname}" on data.older ("${column}")`);
       }
       const before = (await indexesOf('older')).sort();
-      await t.sql(`delete from mikro_orm_migrations where name = '20261128000001_keyset_indexes'`);
+      await t.sql(`delete from mikro_orm_migrations where name = '20261128000002_keyset_indexes'`);
 
       const upgraded = await startTestApp({ database: t.database });
       try {

@@ -9,7 +9,7 @@ import { DATA_SCHEMA } from '../sql-identifier';
  * table wait while its index is built.
  */
 export class MigrationKeysetIndexes extends Migration {
-  override name = '20261128000001_keyset_indexes';
+  override name = '20261128000002_keyset_indexes';
 
   override up(): void {
     this.addSql(rebuild(`%I, "id"`, `x.indnatts = 1 and a.attname <> 'id'`));
