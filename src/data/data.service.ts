@@ -595,7 +595,7 @@ async function runAll(
           { op: 'create', keyId },
         ),
       );
-      rows.forEach((row, i) => results.push(doneResult(creates[i], object, row)));
+      rows.forEach((row, i) => results.push(doneResult(creates[i], row)));
       at = end;
     }
   } catch (error) {
@@ -630,7 +630,7 @@ async function runOne(session: DataSession, operation: PlannedOperation, keyId: 
   const { object } = operation;
   if (operation.op === 'create') {
     const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], { op: 'create', keyId }));
-    return doneResult(operation, object, row);
+    return doneResult(operation, row);
   }
   const rows =
     operation.op === 'update'
@@ -645,7 +645,7 @@ async function runOne(session: DataSession, operation: PlannedOperation, keyId: 
         )
       : await write(object, session, compileDelete(object, operation.id, operation.versions, { op: 'delete', keyId }));
   if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
-  return doneResult(operation, object, rows[0]);
+  return doneResult(operation, rows[0]);
 }
 
 /** A write's rows, refused with `forbidden` when one falls outside the caller's row filter (like scopedWrite). */
@@ -667,8 +667,13 @@ function outsideRowFilter(object: ObjectMeta): DomainError {
   });
 }
 
-function doneResult(operation: PlannedOperation, object: ObjectMeta, row: Record<string, unknown>): BatchOperationResult {
+/** A result needs the row's id and version only: decoding all fields of 1,000 rows cost more than the rest of it. */
+function doneResult(operation: PlannedOperation, row: Record<string, unknown>): BatchOperationResult {
   if (operation.op === 'delete') return { index: operation.index, id: operation.id, status: 204 };
-  const { record, version } = decodeVersioned(object, row);
-  return { index: operation.index, id: String(record.id), status: operation.op === 'create' ? 201 : 200, etag: etagOf(version) };
+  return {
+    index: operation.index,
+    id: String(row.id),
+    status: operation.op === 'create' ? 201 : 200,
+    etag: etagOf(String(row[VERSION_ALIAS])),
+  };
 }

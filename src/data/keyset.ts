@@ -3,7 +3,7 @@ import { DomainError } from '../common/domain-error';
 import { quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { bindCast } from './field-value.codec';
-import type { OrderTerm } from './order-by.compiler';
+import { mayBeEmpty, orderBySql, type OrderTerm } from './order-by.compiler';
 
 /**
  * Keyset paging. A cursor holds the sort-key values of the last record of a page, as PostgreSQL
@@ -18,7 +18,7 @@ const CURSOR_VERSION = 1;
 /** The longest cursor accepted (five sort keys of long text values fit). */
 export const MAX_CURSOR_LENGTH = 8_000;
 /** Prefix of the sort-key columns a keyset page selects besides the record's fields. */
-const KEY_ALIAS = '__k';
+export const KEY_ALIAS = '__k';
 
 interface CursorBody {
   v: number;
@@ -86,29 +86,46 @@ export function takeKeys(row: Record<string, unknown>, keyCount: number): (strin
   return keys;
 }
 
+/** One slice of the rows after a cursor's position: its condition, and the order that reads it off an index. */
+export interface KeysetPart {
+  condition: string;
+  orderBy: string;
+}
+
 /**
  * The rows after position `keys` in the order of `terms` (nulls last in both directions, as
- * compileOrderBy sorts): after on the first key, or equal on it and after on the rest. A non-null
- * first key also bounds its column (`>=` / `<=`), so an index on it starts the scan there.
+ * orderBySql sorts), as disjoint parts: for each term from the last to the first, the rows equal to
+ * the position on the terms before it and after it on this one: its values beyond the key (`>`, or
+ * `<` descending), then, on a field that may be empty, its nulls. After a null come only other nulls,
+ * which the parts of the next terms hold.
+ *
+ * Each part is one range of an index on (term, id), which every indexed field has: a page reads at
+ * most its limit from each part at any depth. A single condition (`a > $1 or a is null or (a = $1 and
+ * id > $2)`) leaves PostgreSQL a filter over every row before the position, or a sort of all after it.
+ * The parts' orders name the equal terms too (ascending, as indexes are built) and a strict range
+ * without NULLS LAST (it holds no null), so that they are the order of an index or its backward scan.
  */
-export function keysetCondition(terms: readonly OrderTerm[], keys: readonly (string | null)[], params: SqlParams): string {
-  const after = (i: number): string => {
+export function keysetParts(terms: readonly OrderTerm[], keys: readonly (string | null)[], params: SqlParams): KeysetPart[] {
+  const columns = terms.map((t) => quoteIdent(t.field.name));
+  const values = keys.map((key, i) => (key === null ? null : `${params.add(key)}::${bindCast(terms[i].field)}`));
+  const parts: KeysetPart[] = [];
+  for (let i = terms.length - 1; i >= 0; i--) {
+    const value = values[i];
+    if (value === null) continue;
+    const equal = values.slice(0, i).map((v, j) => (v === null ? `${columns[j]} is null` : `${columns[j]} = ${v}`));
+    const order = (own: string) =>
+      [
+        ...columns.slice(0, i).map((c) => `${c} ASC`),
+        own,
+        ...(i + 1 < terms.length ? [orderBySql(terms.slice(i + 1))] : []),
+      ].join(', ');
     const { field, descending } = terms[i];
-    const column = quoteIdent(field.name);
-    const key = keys[i];
-    const nullable = !field.required && !field.system;
-    const value = key === null ? '' : `${params.add(key)}::${bindCast(field)}`;
-    // Nulls sort last: after a null come only other nulls (decided by the next keys); after a value, nulls too.
-    const strictly =
-      key === null ? 'false' : `${column} ${descending ? '<' : '>'} ${value}${nullable ? ` or ${column} is null` : ''}`;
-    if (i === terms.length - 1) return `(${strictly})`;
-    const tie = key === null ? `${column} is null` : `${column} = ${value}`;
-    return `(${strictly} or (${tie} and ${after(i + 1)}))`;
-  };
-  const first = terms[0];
-  const bound =
-    keys[0] !== null && (first.field.required || first.field.system)
-      ? `${quoteIdent(first.field.name)} ${first.descending ? '<=' : '>='} ${params.add(keys[0])}::${bindCast(first.field)} and `
-      : '';
-  return `${bound}${after(0)}`;
+    parts.push({
+      condition: [...equal, `${columns[i]} ${descending ? '<' : '>'} ${value}`].join(' and '),
+      orderBy: order(`${columns[i]} ${descending ? 'DESC' : 'ASC'}`),
+    });
+    if (mayBeEmpty(field))
+      parts.push({ condition: [...equal, `${columns[i]} is null`].join(' and '), orderBy: order(`${columns[i]} ASC`) });
+  }
+  return parts;
 }

@@ -32,13 +32,23 @@ describe('compileOrderBy', () => {
     );
   });
 
+  it('sorts a field that is never empty plain DESC, the order a backward scan of its index gives', () => {
+    const withRequired: ObjectMeta = { ...deal, fields: [...deal.fields, field('code', 'text', { required: true })] };
+    expect(
+      compileOrderBy(withRequired, [
+        { field: 'code', order: 'desc' },
+        { field: 'created_at', order: 'desc' },
+      ]),
+    ).toBe('"code" DESC, "created_at" DESC, "id" ASC');
+  });
+
   it('accepts a single object and case-insensitive order', () => {
     expect(compileOrderBy(deal, { field: 'close_date', order: 'DESC' })).toBe('"close_date" DESC NULLS LAST, "id" ASC');
     expect(compileOrderBy(deal, { field: 'close_date', order: 'Asc' })).toBe('"close_date" ASC, "id" ASC');
   });
 
   it('does not append id when id is already ordered', () => {
-    expect(compileOrderBy(deal, [{ field: 'id', order: 'desc' }])).toBe('"id" DESC NULLS LAST');
+    expect(compileOrderBy(deal, [{ field: 'id', order: 'desc' }])).toBe('"id" DESC');
     expect(compileOrderBy(deal, [{ field: 'created_at' }, { field: 'id' }])).toBe('"created_at" ASC, "id" ASC');
   });
 

@@ -23,8 +23,8 @@ export interface OrderTerm {
 /**
  * ORDER BY list (without the keywords), e.g. `"amount" DESC NULLS LAST, "id" ASC`.
  * Accepts undefined/null/[], one `{ field, order? }` or an array of them. Nulls always sort last (the
- * default for ASC, explicit for DESC). `"id" ASC` is appended unless id is already ordered, so pages are
- * stable. Throws unknown_field or invalid_order_by.
+ * default for ASC, explicit for DESC on a field that may be empty). `"id" ASC` is appended unless id is
+ * already ordered, so pages are stable. Throws unknown_field or invalid_order_by.
  */
 export function compileOrderBy(
   object: ObjectMeta,
@@ -36,12 +36,21 @@ export function compileOrderBy(
 
 /** The ORDER BY list of sort keys. */
 export function orderBySql(terms: readonly OrderTerm[], tableAlias?: string): string {
-  return terms
-    .map(({ field, descending }) => {
-      const column = columnRef(field.name, tableAlias);
-      return descending ? `${column} DESC NULLS LAST` : `${column} ASC`;
-    })
-    .join(', ');
+  return terms.map((term) => `${columnRef(term.field.name, tableAlias)} ${sortDirection(term)}`).join(', ');
+}
+
+/**
+ * `ASC`, or `DESC NULLS LAST`; plain `DESC` for a field that is never empty (the same order), which a
+ * backward scan of its ascending index gives, where `NULLS LAST` would make PostgreSQL sort every row.
+ */
+export function sortDirection({ field, descending }: OrderTerm): string {
+  if (!descending) return 'ASC';
+  return mayBeEmpty(field) ? 'DESC NULLS LAST' : 'DESC';
+}
+
+/** Whether the field's column may hold null: id, created_at, updated_at and required fields never do. */
+export function mayBeEmpty(field: FieldMeta): boolean {
+  return !field.required && !field.system;
 }
 
 /** The sort keys of `orderBy` (see compileOrderBy), ending with id unless it is already one. */

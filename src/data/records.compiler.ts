@@ -5,8 +5,8 @@ import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
-import { keyColumns, keysetCondition } from './keyset';
-import { compileProjection, orderBySql, orderTerms, type OrderTerm } from './order-by.compiler';
+import { KEY_ALIAS, keyColumns, keysetParts } from './keyset';
+import { compileProjection, orderBySql, orderTerms, sortDirection, type OrderTerm } from './order-by.compiler';
 import {
   compileRowFilter,
   compileScopedWhere,
@@ -62,16 +62,55 @@ export function compileFind(
 ): CompiledQuery<Row> {
   const params = new SqlParams();
   const projection = compileProjection(object, query.fields);
-  let where = compileScopedWhere(object, query.where, params, query.search);
-  if (cut.after) where = `(${where}) and ${keysetCondition(cut.terms, cut.after, params)}`;
-  const orderBy = orderBySql(cut.terms);
+  const where = compileScopedWhere(object, query.where, params, query.search);
   const limit = params.add(engineLimit(query.limit) + (cut.keys ? 1 : 0));
-  const extra = [cut.keys ? keyColumns(cut.terms) : '', cut.after ? '' : 'count(*) over () as "__total"'].filter(Boolean);
-  const select = [projection.sql, ...extra].join(', ');
-  const offset = cut.after ? '' : ` offset ${params.add(Math.max(0, Math.floor(query.offset)))}`;
+  const keys = cut.keys ? [keyColumns(cut.terms)] : [];
+  if (cut.after) return params.query(keysetPage(object, projection, where, cut.terms, cut.after, keys, limit, params));
+  const select = [projection.sql, ...keys, 'count(*) over () as "__total"'].join(', ');
+  const offset = params.add(Math.max(0, Math.floor(query.offset)));
   return params.query(
-    `select ${select} from ${objectTable(object.name)} where ${where} order by ${orderBy} limit ${limit}${offset}`,
+    `select ${select} from ${objectTable(object.name)} where ${where} order by ${orderBySql(cut.terms)} limit ${limit} offset ${offset}`,
   );
+}
+
+/** Alias prefix of the sort keys a keyset page's parts select, for the page's own order. */
+const SORT_ALIAS = '__s';
+
+/**
+ * The page after a cursor's position: the first `limit` rows of each part of what follows it
+ * (keysetParts, each read in its index's order), merged in the query's order. Parts are disjoint, so
+ * the merge holds each row once, and it sorts a few pages at most. One part (order by id alone) is
+ * the page itself: its terms before the last are constant there.
+ */
+function keysetPage(
+  object: ObjectMeta,
+  projection: { sql: string; fields: FieldMeta[] },
+  where: string,
+  terms: readonly OrderTerm[],
+  after: readonly (string | null)[],
+  keys: string[],
+  limit: string,
+  params: SqlParams,
+): string {
+  const table = objectTable(object.name);
+  // A forged cursor of nulls only has nothing after it.
+  const parts = keysetParts(terms, after, params);
+  if (parts.length <= 1) {
+    const [part] = parts.length ? parts : [{ condition: 'false', orderBy: orderBySql(terms) }];
+    const select = [projection.sql, ...keys].join(', ');
+    return `select ${select} from ${table} where (${where}) and ${part.condition} order by ${part.orderBy} limit ${limit}`;
+  }
+  const sortKeys = terms.map((t, i) => `${quoteIdent(t.field.name)} as "${SORT_ALIAS}${i}"`);
+  const select = [projection.sql, ...sortKeys, ...keys].join(', ');
+  const branches = parts.map(
+    (part) => `(select ${select} from ${table} where (${where}) and ${part.condition} order by ${part.orderBy} limit ${limit})`,
+  );
+  const columns = [
+    ...projection.fields.map((f) => quoteIdent(f.name)),
+    ...(keys.length ? terms.map((_, i) => `"${KEY_ALIAS}${i}"`) : []),
+  ];
+  const order = terms.map((t, i) => `"${SORT_ALIAS}${i}" ${sortDirection(t)}`).join(', ');
+  return `select ${columns.join(', ')} from (${branches.join(' union all ')}) as "__after" order by ${order} limit ${limit}`;
 }
 
 /** The number of records matching `where` (and `search`), as `count`. */

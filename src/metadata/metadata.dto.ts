@@ -17,6 +17,9 @@ import { FIELD_TYPES, type FieldType, MAX_FIELDS } from './object-metadata.types
 /** Options of one select or multiselect field. */
 const MAX_OPTIONS = 500;
 
+const INDEXED_DESCRIPTION =
+  'Create an index on this field, with id after it: sorting records by the field then pages fast at any depth ' +
+  'after a cursor (GIN for multiselect and json)';
 const SEARCHABLE_DESCRIPTION =
   'Searched by GET .../records?q= (case- and accent-insensitive, trigram-indexed); text-like fields only ' +
   '(text, textarea, email, url, phone, select)';
@@ -38,7 +41,7 @@ export class CreateFieldDto {
 
   @ApiPropertyOptional() @IsOptional() @IsBoolean() required?: boolean;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() unique?: boolean;
-  @ApiPropertyOptional({ description: 'Create an index on this field' }) @IsOptional() @IsBoolean() indexed?: boolean;
+  @ApiPropertyOptional({ description: INDEXED_DESCRIPTION }) @IsOptional() @IsBoolean() indexed?: boolean;
   @ApiPropertyOptional({ description: SEARCHABLE_DESCRIPTION }) @IsOptional() @IsBoolean() searchable?: boolean;
 
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
@@ -95,7 +98,7 @@ export class UpdateFieldDto {
   @ApiPropertyOptional() @IsOptional() @IsString() @MaxLength(2000) description?: string;
   @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() required?: boolean;
   @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() unique?: boolean;
-  @ApiPropertyOptional() @NotNullIfPresent() @IsBoolean() indexed?: boolean;
+  @ApiPropertyOptional({ description: INDEXED_DESCRIPTION }) @NotNullIfPresent() @IsBoolean() indexed?: boolean;
   @ApiPropertyOptional({ description: SEARCHABLE_DESCRIPTION }) @NotNullIfPresent() @IsBoolean() searchable?: boolean;
 
   @ApiPropertyOptional({ type: [String] })

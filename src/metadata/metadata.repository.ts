@@ -111,7 +111,11 @@ export class MetadataRepository {
     );
   }
 
-  /** Unique index when unique; plain (GIN for arrays) index when indexed or a lookup. */
+  /**
+   * Unique index when unique; plain index when indexed or a lookup: GIN for arrays and documents, else
+   * a B-tree on (field, id), the records API's order by the field (id breaks ties), so that a page
+   * after a cursor reads only its own rows at any depth, ties and empty values included.
+   */
   async createIndexes(em: EntityManager, objectName: string, field: FieldMeta): Promise<void> {
     if (field.unique) {
       await runSql(
@@ -119,10 +123,11 @@ export class MetadataRepository {
         `create unique index ${quoteIdent(indexName(objectName, field.name, 'key'))} on ${objectTable(objectName)} (${quoteIdent(field.name)})`,
       );
     } else if (field.indexed || field.type === 'lookup') {
-      const using = field.type === 'multiselect' || field.type === 'json' ? ' using gin' : '';
+      const gin = field.type === 'multiselect' || field.type === 'json';
+      const columns = gin ? quoteIdent(field.name) : `${quoteIdent(field.name)}, "id"`;
       await runSql(
         em,
-        `create index ${quoteIdent(indexName(objectName, field.name, 'idx'))} on ${objectTable(objectName)}${using} (${quoteIdent(field.name)})`,
+        `create index ${quoteIdent(indexName(objectName, field.name, 'idx'))} on ${objectTable(objectName)}${gin ? ' using gin' : ''} (${columns})`,
       );
     }
   }

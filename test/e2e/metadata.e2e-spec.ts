@@ -595,7 +595,8 @@ describe('metadata API', () => {
           { name: 'rank', label: 'Rank', type: 'integer' },
         ],
       }).expect(201);
-      const onColumn = async (column: string) => (await indexesOf('indexed_thing')).filter((def) => def.includes(`(${column})`));
+      const onColumn = async (column: string) =>
+        (await indexesOf('indexed_thing')).filter((def) => def.includes(`(${column})`) || def.includes(`(${column}, id)`));
       expect(await onColumn('code')).toEqual([]);
 
       await t.http.patch('/api/v1/objects/indexed_thing/fields/code').set(admin()).send({ unique: true }).expect(200);
@@ -614,7 +615,7 @@ describe('metadata API', () => {
         .send({ indexed: true })
         .expect(200);
       expect(res.body).toMatchObject({ indexed: true, unique: false });
-      expect(await onColumn('rank')).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
+      expect(await onColumn('rank')).toEqual([expect.stringMatching(/^CREATE INDEX .* USING btree \(rank, id\)$/)]);
       await t.http.patch('/api/v1/objects/indexed_thing/fields/rank').set(admin()).send({ indexed: false }).expect(200);
       expect(await onColumn('rank')).toEqual([]);
     });
@@ -631,8 +632,56 @@ describe('metadata API', () => {
       }).expect(201);
       const defs = await indexesOf('pre_indexed');
       expect(defs.filter((d) => d.includes('(code)'))).toEqual([expect.stringMatching(/^CREATE UNIQUE INDEX/)]);
-      expect(defs.filter((d) => d.includes('(rank)'))).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
-      expect(defs.filter((d) => d.includes('(plain)'))).toEqual([]);
+      // Ordered by the field, ties by id: the records API's order, so a keyset page is one range of it.
+      expect(defs.filter((d) => d.includes('(rank'))).toEqual([
+        expect.stringMatching(/^CREATE INDEX .* USING btree \(rank, id\)$/),
+      ]);
+      expect(defs.filter((d) => d.includes('(plain'))).toEqual([]);
+    });
+
+    it('rebuilds the single-column indexes of an older database on (field, id) when it upgrades, leaving the others', async () => {
+      await createObject({
+        name: 'older',
+        label: 'Older',
+        fields: [
+          { name: 'rank', label: 'Rank', type: 'integer', indexed: true },
+          { name: 'firm', label: 'Firm', type: 'lookup', reference: 'company' },
+          { name: 'tags', label: 'Tags', type: 'multiselect', options: ['a', 'b'], indexed: true },
+          { name: 'code', label: 'Code', type: 'text', unique: true },
+        ],
+      }).expect(201);
+      for (const rank of [2, 1, null]) {
+        await t.http.post('/api/v1/objects/older/records').set(admin()).send({ rank }).expect(201);
+      }
+      // What earlier versions made: each plain B-tree index on its column alone.
+      const plain = await t.sql<{ indexname: string; column: string }>(
+        `select indexname, substring(indexdef from '\\((\\w+), id\\)$') as column
+           from pg_indexes where schemaname = 'data' and tablename = 'older' and indexdef like '%, id)'`,
+      );
+      expect(plain.map((p) => p.column).sort()).toEqual(['firm', 'rank']);
+      for (const { indexname, column } of plain) {
+        await t.sql(`drop index data."${indexname}"`);
+        await t.sql(`create index "${indexname}" on data.older ("${column}")`);
+      }
+      const before = (await indexesOf('older')).sort();
+      await t.sql(`delete from mikro_orm_migrations where name = '20261128000002_keyset_indexes'`);
+
+      const upgraded = await startTestApp({ database: t.database });
+      try {
+        const after = (await indexesOf('older')).sort();
+        expect(after).toEqual(before.map((def) => def.replace(/\((rank|firm)\)$/, '($1, id)')));
+        expect(after.filter((def) => def.endsWith(', id)'))).toHaveLength(2);
+        expect(after.join('\n')).toMatch(/USING gin \(tags\)/);
+        expect(after.join('\n')).toMatch(/CREATE UNIQUE INDEX .* USING btree \(code\)/);
+        const page = await upgraded.http
+          .get('/api/v1/objects/older/records')
+          .set(admin())
+          .query({ orderBy: '[{"field":"rank","order":"desc"}]', fields: 'rank' })
+          .expect(200);
+        expect(bodyOf<RecordPage>(page).records.map((r) => r.rank)).toEqual([2, 1, null]);
+      } finally {
+        await upgraded.close();
+      }
     });
 
     it('refuses with 409 unique_violation to make a field with duplicates unique, keeping its old indexes', async () => {
@@ -646,7 +695,7 @@ describe('metadata API', () => {
       const res = await t.http.patch('/api/v1/objects/dupes/fields/code').set(admin()).send({ unique: true }).expect(409);
 
       expect(errorOf(res).code).toBe('unique_violation');
-      expect((await indexesOf('dupes')).filter((d) => d.includes('(code)'))).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
+      expect((await indexesOf('dupes')).filter((d) => d.includes('(code'))).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
       const field = await t.http.get('/api/v1/objects/dupes').set(admin()).expect(200);
       expect(bodyOf<ObjectResponse>(field).fields[0]).toMatchObject({ unique: false, indexed: true });
     });
