@@ -64,7 +64,8 @@ export type StreamScope = DataCursorOptions;
 
 /**
  * Records read in batches through a server-side cursor (DataService.stream). Each row is an array of
- * decoded values (as find returns them) in the order of `fields`.
+ * decoded values (as find returns them) in the order of `fields`. A batch is the reader's once
+ * yielded: the stream never looks at it again, so the reader may empty it when done with it.
  */
 export interface RecordStream extends AsyncIterable<unknown[][]> {
   /** The selected fields of the caller's view of the object, id first: the columns of every row. */

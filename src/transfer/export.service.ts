@@ -126,6 +126,9 @@ export class ExportService {
               const text = csvLines(rows, columns, writers);
               rowsSent += rows.length;
               charsSent += text.length;
+              // Its rows are garbage now, but the stream's generators still hold the array while suspended:
+              // emptied, they are not copied from one young generation to the next while the socket drains.
+              rows.length = 0;
               batchRows = Math.min(MAX_CURSOR_BATCH_ROWS, Math.max(1, Math.floor(BATCH_CHARS / (charsSent / rowsSent))));
               sent = await this.send(raw, text, stop.signal);
               if (sent !== 'sent') break;
