@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
@@ -42,8 +42,10 @@ type Sent = 'sent' | 'closed' | 'stalled';
  * anything after that can only cut the response short (its status is sent already).
  */
 @Injectable()
-export class ExportService {
+export class ExportService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(ExportService.name);
+  /** The exports streaming now: a stopping server cuts them short rather than wait for their clients. */
+  private readonly running = new Set<{ stop: AbortController; ended: Promise<void> }>();
 
   constructor(
     private readonly data: DataService,
@@ -84,7 +86,7 @@ export class ExportService {
     ];
 
     const release = this.slots.admit(caller);
-    // Ends the read when the client leaves or the export runs out of time.
+    // Ends the read when the client leaves, the export runs out of time or the server stops.
     const stop = new AbortController();
     const leave = () => stop.abort();
     clientLeft.addEventListener('abort', leave, { once: true });
@@ -94,6 +96,9 @@ export class ExportService {
       outOfTime = true;
       stop.abort();
     }, this.config.exportMaxDurationMs);
+    let ended = () => {};
+    const running = { stop, ended: new Promise<void>((resolve) => (ended = resolve)) };
+    this.running.add(running);
     try {
       // The columns read: the chosen fields and id, or every field.
       let batchRows = Math.max(1, Math.floor(FIRST_BATCH_CELLS / (names.length ? names.length + 1 : object.fields.length)));
@@ -159,7 +164,16 @@ export class ExportService {
       clearTimeout(deadline);
       clientLeft.removeEventListener('abort', leave);
       release();
+      this.running.delete(running);
+      ended();
     }
+  }
+
+  /** A running export would keep the HTTP server from closing until its client is done (or stalls). */
+  async beforeApplicationShutdown(): Promise<void> {
+    const running = [...this.running];
+    for (const { stop } of running) stop.abort();
+    await Promise.all(running.map(({ ended }) => ended));
   }
 
   /** Writes a chunk; when the socket's buffer is full, waits for it to drain (EXPORT_STALL_TIMEOUT_MS at most). */

@@ -244,6 +244,16 @@ describe('CSV export at scale: batches, caps, disconnects and time limits', () =
     });
   });
 
+  it('cuts a running export short when the server stops, which then stops at once', async () => {
+    const replica = await startTestApp({ database: t.database, env: NEVER });
+    const held = await startExport(await listen(replica), bob);
+    expect(held.status).toBe(200);
+    await replica.close();
+    const { complete } = await held.finish();
+    expect(complete).toBe(false);
+    await noOpenTransaction(t);
+  });
+
   describe('with EXPORT_STALL_TIMEOUT_MS=1000', () => {
     let replica: TestApp;
     let baseUrl: string;
