@@ -31,6 +31,8 @@ export const ERRORS = {
   // Per-key caps on durable chats in flight and on open event streams; sent with Retry-After.
   too_many_chats: HttpStatus.TOO_MANY_REQUESTS,
   too_many_streams: HttpStatus.TOO_MANY_REQUESTS,
+  // Caps on CSV exports streaming at once, per key and per replica; sent with Retry-After.
+  too_many_exports: HttpStatus.TOO_MANY_REQUESTS,
   // Per-key cap on unexpired stream tokens; sent with Retry-After (when the oldest one expires).
   too_many_stream_tokens: HttpStatus.TOO_MANY_REQUESTS,
   conflict: HttpStatus.CONFLICT,

@@ -109,6 +109,24 @@ describe('loadConfig', () => {
     ).toMatchObject({ chatMaxInFlightPerKey: 5, sseMaxStreamsPerKey: 3, httpRequestTimeoutMs: 2500 });
   });
 
+  it('bounds CSV exports by default (a quarter of the data pool) and as set', () => {
+    expect(loadConfig({})).toMatchObject({
+      exportConcurrency: 2,
+      exportMaxPerKey: 1,
+      exportStallTimeoutMs: 30_000,
+      exportMaxDurationMs: 900_000,
+    });
+    expect(loadConfig({ DATA_POOL_SIZE: '2' }).exportConcurrency).toBe(1);
+    expect(
+      loadConfig({
+        EXPORT_CONCURRENCY: '4',
+        EXPORT_MAX_PER_KEY: '2',
+        EXPORT_STALL_TIMEOUT_MS: '5000',
+        EXPORT_MAX_DURATION_MS: '60000',
+      }),
+    ).toMatchObject({ exportConcurrency: 4, exportMaxPerKey: 2, exportStallTimeoutMs: 5000, exportMaxDurationMs: 60_000 });
+  });
+
   it('treats empty and blank values as unset', () => {
     const config = loadConfig({ PORT: '', ADMIN_API_KEY: '', DATABASE_URL: '   ', SEED: '' });
     expect(config.port).toBe(3000);
@@ -157,6 +175,11 @@ describe('loadConfig', () => {
     ['LLM_MAX_CONCURRENCY', '0'],
     ['CHAT_TOOL_CONCURRENCY', '0'],
     ['CHAT_TOOL_CONCURRENCY', '11'],
+    ['EXPORT_CONCURRENCY', '0'],
+    ['EXPORT_CONCURRENCY', '11'],
+    ['EXPORT_MAX_PER_KEY', '0'],
+    ['EXPORT_STALL_TIMEOUT_MS', '10'],
+    ['EXPORT_MAX_DURATION_MS', 'forever'],
     ['CORS_ORIGINS', 'app.example.com'],
     ['CORS_ORIGINS', 'https://app.example.com/path'],
     ['CORS_ORIGINS', 'ftp://files.example.com'],

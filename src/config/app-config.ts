@@ -88,6 +88,14 @@ export interface AppConfig {
   streamTokensPerKey: number;
   /** Largest CSV body one import may send, in bytes (counted as it streams; beyond: 413). */
   importMaxBytes: number;
+  /** CSV exports one replica streams at once, each holding a data pool connection (beyond: 429). */
+  exportConcurrency: number;
+  /** CSV exports one API key may stream at once on one replica (beyond: 429). */
+  exportMaxPerKey: number;
+  /** An export whose client takes no data for this long is ended (its transaction rolled back), milliseconds. */
+  exportStallTimeoutMs: number;
+  /** An export still streaming after this long is cut short (its transaction rolled back), milliseconds. */
+  exportMaxDurationMs: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; unset, it is public. */
   metricsToken?: string;
   /** Model tokens one API key may use per UTC day (every agent together); undefined: unlimited. A key's tokensPerDay overrides it. */
@@ -252,6 +260,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),
     importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1_024, 10 * 1024 * 1024 * 1024),
+    // A quarter of the data pool by default: an export holds its connection for as long as it streams.
+    exportConcurrency: int(env, 'EXPORT_CONCURRENCY', Math.max(1, Math.floor(dataPoolSize / 4)), 1, dataPoolSize),
+    exportMaxPerKey: int(env, 'EXPORT_MAX_PER_KEY', 1, 1, 1_000),
+    exportStallTimeoutMs: int(env, 'EXPORT_STALL_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
+    exportMaxDurationMs: int(env, 'EXPORT_MAX_DURATION_MS', 900_000, 1_000, 86_400_000),
     metricsToken: str(env, 'METRICS_TOKEN'),
     quotaTokensPerKeyDay: optionalInt(env, 'QUOTA_TOKENS_PER_KEY_DAY', 0, Number.MAX_SAFE_INTEGER),
     quotaTokensPerAgentDay: optionalInt(env, 'QUOTA_TOKENS_PER_AGENT_DAY', 0, Number.MAX_SAFE_INTEGER),

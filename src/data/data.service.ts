@@ -4,7 +4,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
-import { DataPool, DataSession } from '../database/data-pool';
+import { DataCursorOptions, DataPool, DataSession } from '../database/data-pool';
 import {
   FOREIGN_KEY_VIOLATION,
   PROGRAM_LIMIT_EXCEEDED,
@@ -18,10 +18,10 @@ import { AccessService } from '../governance/access.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
 import { indexName } from '../metadata/metadata.naming';
-import { ObjectMeta } from '../metadata/object-metadata.types';
+import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, compileAggregatePlan, decodeAggregateRows } from './aggregate.compiler';
 import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
-import { decodeRow, encodeFieldValue, indexedValueLimitError } from './field-value.codec';
+import { decodeRow, encodeFieldValue, fieldDecoder, indexedValueLimitError } from './field-value.codec';
 import {
   actionOf,
   batchFailed,
@@ -41,7 +41,9 @@ import {
   compileFieldValues,
   compileFindOne,
   compileInsert,
+  compileStream,
   type FieldValuesQuery,
+  type StreamQuery,
   compileUpdate,
   IN_SCOPE_ALIAS,
   VERSION_ALIAS,
@@ -55,6 +57,21 @@ export interface DataScope {
   signal?: AbortSignal;
   /** A transaction of DataPool (e.g. a tool's READ ONLY one) to run in; it carries its own signal. */
   session?: DataSession;
+}
+
+/** How DataService.stream reads: see DataCursorOptions. */
+export type StreamScope = DataCursorOptions;
+
+/**
+ * Records read in batches through a server-side cursor (DataService.stream). Each row is an array of
+ * decoded values (as find returns them) in the order of `fields`. A batch is the reader's once
+ * yielded: the stream never looks at it again, so the reader may empty it when done with it.
+ */
+export interface RecordStream extends AsyncIterable<unknown[][]> {
+  /** The selected fields of the caller's view of the object, id first: the columns of every row. */
+  readonly fields: readonly FieldMeta[];
+  /** Stops reading: ends the transaction and frees the connection (nothing to do once the rows ran out). Always call it. */
+  close(): Promise<void>;
 }
 
 /**
@@ -96,6 +113,33 @@ export class DataService {
       }
       if (keys) result.nextCursor = more && last ? encodeCursor(signature, last) : null;
       return result;
+    });
+  }
+
+  /**
+   * Every record the caller may read that matches the query, in its order, in batches: the same
+   * compiler as find (the caller's row filter, hidden fields and grants apply alike), read through a
+   * server-side cursor (DataPool.cursor) instead of pages. The first batch is read before this
+   * returns, so a query that fails does so here, before the caller has committed to a response.
+   */
+  async stream(caller: Caller, objectName: string, query: StreamQuery, scope: StreamScope): Promise<RecordStream> {
+    return this.withObject(caller, objectName, 'read', { signal: scope.signal }, async (object) => {
+      const { query: statement, fields } = compileStream(object, query);
+      const decoders = fields.map(fieldDecoder);
+      const batches = decodeBatches(this.pool.cursor(statement, scope), decoders);
+      // Fails (with the connection already released) when the statement does.
+      const first = await batches.next();
+      return {
+        fields,
+        async *[Symbol.asyncIterator]() {
+          if (first.done) return;
+          yield first.value;
+          yield* batches;
+        },
+        close: async () => {
+          await batches.return(undefined);
+        },
+      };
     });
   }
 
@@ -395,6 +439,17 @@ export class DataService {
       }
       return work(await this.access.view(caller, objectName, action), session);
     }
+  }
+}
+
+/** Decodes each batch's rows in place, column by column. */
+async function* decodeBatches(
+  batches: AsyncGenerator<unknown[][], void, undefined>,
+  decoders: ReadonlyArray<(value: unknown) => unknown>,
+): AsyncGenerator<unknown[][], void, undefined> {
+  for await (const rows of batches) {
+    for (const row of rows) for (let i = 0; i < decoders.length; i++) row[i] = decoders[i](row[i]);
+    yield rows;
   }
 }
 

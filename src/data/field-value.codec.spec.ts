@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { DomainError } from '../common/domain-error';
 import { FieldMeta, MAX_INDEXED_TEXT_BYTES, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
 import {
@@ -7,6 +8,7 @@ import {
   bindCast,
   decodeRow,
   encodeFieldValue,
+  fieldDecoder,
   parseTextArray,
 } from './field-value.codec';
 import { domainError, field } from '../../test/support/metadata-fixtures';
@@ -396,6 +398,57 @@ describe('decodeRow', () => {
     const row = decodeRow(deal, JSON.parse('{"__proto__": {"polluted": true}}') as Record<string, unknown>);
     expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('fieldDecoder', () => {
+  it('decodes one column exactly as decodeRow does, null and undefined passing through', () => {
+    const columns: Array<[FieldMeta, unknown]> = [
+      [f.amount, '1250.50'],
+      [f.quantity, '42'],
+      [f.quantity, '9007199254740993'],
+      [f.closed, 't'],
+      [f.tags, '{vip,"two words",NULL}'],
+      [f.closeDate, '2024-02-29'],
+      [f.closeDate, 'infinity'],
+      [f.closedAt, '2024-01-15 10:30:00.5+05:30'],
+      [f.closedAt, '2024-01-15 10:30:00.123456+00'],
+      [f.meta, { nested: [1] }],
+      [f.name, 'Acme'],
+    ];
+    for (const [column, value] of columns) {
+      const decode = fieldDecoder(column);
+      expect(decode(value)).toEqual(decodeRow(deal, { [column.name]: value })[column.name]);
+      expect(decode(null)).toBeNull();
+      expect(decode(undefined)).toBeUndefined();
+    }
+  });
+
+  it('turns any timestamp text of a UTC session into the ISO string a Date gives (milliseconds, the rest cut off)', () => {
+    const decode = fieldDecoder(f.closedAt);
+    fc.assert(
+      fc.property(
+        fc.date({ min: new Date('0001-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }),
+        fc.integer({ min: 0, max: 999 }),
+        fc.integer({ min: 0, max: 6 }),
+        (date, micros, decimals) => {
+          // As Postgres writes it: "YYYY-MM-DD HH:MM:SS", up to six decimals without trailing zeros, "+00".
+          const iso = date.toISOString();
+          const fraction = `${iso.slice(20, 23)}${String(micros).padStart(3, '0')}`.slice(0, decimals).replace(/0+$/, '');
+          const text = `${iso.slice(0, 10)} ${iso.slice(11, 19)}${fraction ? `.${fraction}` : ''}+00`;
+          expect(decode(text)).toBe(new Date(`${text.slice(0, -3).replace(' ', 'T')}+00:00`).toISOString());
+        },
+      ),
+      { seed: 15, numRuns: 2_000 },
+    );
+  });
+
+  it('leaves what is not such a text to the general path: other offsets, BC dates, infinity', () => {
+    const decode = fieldDecoder(f.closedAt);
+    expect(decode('2024-01-15 10:30:00.123456-02')).toBe('2024-01-15T12:30:00.123Z');
+    expect(decode('0044-03-15 12:00:00+00 BC')).toBe('0044-03-15 12:00:00+00 BC');
+    expect(decode('infinity')).toBe('infinity');
+    expect(fieldDecoder(f.closeDate)('0044-03-15 BC')).toBe('0044-03-15 BC');
   });
 });
 

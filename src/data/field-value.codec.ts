@@ -380,27 +380,55 @@ export function decodeRow(object: ObjectMeta, row: Record<string, unknown>): Rec
 }
 
 function decodeValue(field: FieldMeta, value: unknown): unknown {
-  switch (field.type) {
+  return decoderOf(field.type)(value);
+}
+
+/**
+ * What decodeRow does to one column of `field`, as a function chosen once: for callers that decode
+ * many rows of the same columns (a streamed export) without a lookup per value. Null and undefined
+ * pass through.
+ */
+export function fieldDecoder(field: FieldMeta): (value: unknown) => unknown {
+  const decode = decoderOf(field.type);
+  return (value) => (value === null || value === undefined ? value : decode(value));
+}
+
+const passThrough = (value: unknown): unknown => value;
+
+function decoderOf(type: FieldMeta['type']): (value: unknown) => unknown {
+  switch (type) {
     case 'number':
     case 'currency':
     case 'percent':
-      return typeof value === 'string' || typeof value === 'bigint' ? Number(value) : value;
+      return decodeNumber;
     case 'integer':
-      return decodeInteger(value);
+      return decodeInteger;
     case 'boolean':
-      if (value === 't' || value === 'true') return true;
-      if (value === 'f' || value === 'false') return false;
-      return value;
+      return decodeBoolean;
     case 'date':
-      return decodeDate(value);
+      return decodeDate;
     case 'datetime':
-      return decodeDatetime(value);
+      return decodeDatetime;
     case 'multiselect':
-      return typeof value === 'string' ? parseTextArray(value) : value;
+      return decodeMultiselect;
     default:
       // text, uuid: already strings; json: pg parses jsonb itself (a raw string cannot be told apart).
-      return value;
+      return passThrough;
   }
+}
+
+function decodeNumber(value: unknown): unknown {
+  return typeof value === 'string' || typeof value === 'bigint' ? Number(value) : value;
+}
+
+function decodeBoolean(value: unknown): unknown {
+  if (value === 't' || value === 'true') return true;
+  if (value === 'f' || value === 'false') return false;
+  return value;
+}
+
+function decodeMultiselect(value: unknown): unknown {
+  return typeof value === 'string' ? parseTextArray(value) : value;
 }
 
 /** bigint beyond 2^53 stays a string: a silently rounded number would be wrong data. */
@@ -420,6 +448,8 @@ function decodeInteger(value: unknown): unknown {
  * Strings keep their first ten characters; 'infinity' and BC dates pass through as text.
  */
 function decodeDate(value: unknown): unknown {
+  // Postgres' "2024-01-15": ten characters come out unchanged below anyway, so skip the checks (exports decode millions).
+  if (typeof value === 'string' && value.length === 10) return value;
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) return null;
     const pad = (n: number, width = 2) => String(n).padStart(width, '0');
@@ -433,12 +463,45 @@ function decodeDate(value: unknown): unknown {
 function decodeDatetime(value: unknown): unknown {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   if (typeof value !== 'string') return value;
+  // The usual case, many times cheaper than a Date: exports decode millions of these.
+  if (isUtcTimestamp(value)) return utcTimestampIso(value);
   const iso = value
     .replace(' ', 'T')
     .replace(/([+-]\d{2})$/, '$1:00')
     .replace(/([+-]\d{2})(\d{2})$/, '$1:$2');
   const parsed = new Date(iso);
   return Number.isNaN(parsed.getTime()) ? value : parsed.toISOString();
+}
+
+/** Positions of the separators in "2024-01-15 10:30:00": the rest are digits. */
+const TIMESTAMP_SEPARATORS: Readonly<Record<number, number>> = { 4: 45, 7: 45, 10: 32, 13: 58, 16: 58 };
+
+/**
+ * Postgres' text of a timestamptz in a UTC session, "2024-01-15 10:30:00+00" with up to six decimals
+ * of seconds (".123456") before the "+00", and a 4-digit year of our era (BC dates end with " BC").
+ */
+function isUtcTimestamp(text: string): boolean {
+  const length = text.length;
+  if (length !== 22 && (length < 24 || length > 29)) return false;
+  // "+00" at the end, "." before the decimals.
+  if (text.charCodeAt(length - 3) !== 43 || text.charCodeAt(length - 2) !== 48 || text.charCodeAt(length - 1) !== 48)
+    return false;
+  if (length > 22 && text.charCodeAt(19) !== 46) return false;
+  for (let i = 0; i < length - 3; i++) {
+    if (i === 19) continue;
+    const code = text.charCodeAt(i);
+    const separator = TIMESTAMP_SEPARATORS[i];
+    if (separator === undefined ? code < 48 || code > 57 : code !== separator) return false;
+  }
+  return true;
+}
+
+/** The ISO string of an isUtcTimestamp text, as Date gives it: milliseconds, further decimals cut off. */
+function utcTimestampIso(text: string): string {
+  const decimals = text.length - 23;
+  if (decimals >= 3) return `${text.slice(0, 10)}T${text.slice(11, 23)}Z`;
+  const millis = decimals > 0 ? text.slice(20, 20 + decimals).padEnd(3, '0') : '000';
+  return `${text.slice(0, 10)}T${text.slice(11, 19)}.${millis}Z`;
 }
 
 /** Parses a one-dimensional Postgres text[] literal such as {a,"b c","d\"e"}; anything else passes through. */

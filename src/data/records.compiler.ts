@@ -61,15 +61,14 @@ export function compileFind(
   cut: PageCut = { terms: orderTerms(object, query.orderBy) },
 ): CompiledQuery<Row> {
   const params = new SqlParams();
-  const projection = compileProjection(object, query.fields);
-  const where = compileScopedWhere(object, query.where, params, query.search);
+  const { projection, where, orderBy } = selectParts(object, query, cut.terms, params);
   const limit = params.add(engineLimit(query.limit) + (cut.keys ? 1 : 0));
   const keys = cut.keys ? [keyColumns(cut.terms)] : [];
   if (cut.after) return params.query(keysetPage(object, projection, where, cut.terms, cut.after, keys, limit, params));
   const select = [projection.sql, ...keys, 'count(*) over () as "__total"'].join(', ');
   const offset = params.add(Math.max(0, Math.floor(query.offset)));
   return params.query(
-    `select ${select} from ${objectTable(object.name)} where ${where} order by ${orderBySql(cut.terms)} limit ${limit} offset ${offset}`,
+    `select ${select} from ${objectTable(object.name)} where ${where} order by ${orderBy} limit ${limit} offset ${offset}`,
   );
 }
 
@@ -111,6 +110,35 @@ function keysetPage(
   ];
   const order = terms.map((t, i) => `"${SORT_ALIAS}${i}" ${sortDirection(t)}`).join(', ');
   return `select ${columns.join(', ')} from (${branches.join(' union all ')}) as "__after" order by ${order} limit ${limit}`;
+}
+
+/** What compileStream reads: a find's filter, order and fields, with no paging. */
+export type StreamQuery = Pick<FindQuery, 'where' | 'search' | 'orderBy' | 'fields'>;
+
+/**
+ * Every record matching the query, in its order (ties broken by id), with no limit: the statement a
+ * server-side cursor reads a batch at a time (DataPool.cursor). The same projection, scoped where
+ * and ORDER BY as compileFind; `fields` are the selected columns in order (id first).
+ */
+export function compileStream(object: ObjectMeta, query: StreamQuery): { query: CompiledQuery<unknown[]>; fields: FieldMeta[] } {
+  const params = new SqlParams();
+  const { projection, where, orderBy } = selectParts(object, query, orderTerms(object, query.orderBy), params);
+  return {
+    query: params.query(`select ${projection.sql} from ${objectTable(object.name)} where ${where} order by ${orderBy}`),
+    fields: projection.fields,
+  };
+}
+
+/** The columns, the caller's scoped where and the ORDER BY of a read: shared by compileFind and compileStream. */
+function selectParts(
+  object: ObjectMeta,
+  query: StreamQuery,
+  terms: readonly OrderTerm[],
+  params: SqlParams,
+): { projection: { sql: string; fields: FieldMeta[] }; where: string; orderBy: string } {
+  const projection = compileProjection(object, query.fields);
+  const where = compileScopedWhere(object, query.where, params, query.search);
+  return { projection, where, orderBy: orderBySql(terms) };
 }
 
 /** The number of records matching `where` (and `search`), as `count`. */

@@ -43,6 +43,24 @@ export interface DataTransactionOptions {
   signal?: AbortSignal;
 }
 
+export interface DataCursorOptions {
+  /** Rows of the next FETCH, asked before each one (so a reader can size batches by what it saw); 1..MAX_CURSOR_BATCH_ROWS. */
+  batchRows: () => number;
+  /** Cancels the running FETCH, and so the read, when it aborts. */
+  signal?: AbortSignal;
+  /**
+   * The server ends the session (and so the transaction) when it waits this long for the next FETCH:
+   * a backstop for a reader that stopped without closing the cursor.
+   */
+  idleTimeoutMs: number;
+}
+
+/** The most rows one FETCH of DataPool.cursor reads. */
+export const MAX_CURSOR_BATCH_ROWS = 10_000;
+
+/** The cursor of DataPool.cursor: one per connection at a time. */
+const CURSOR_NAME = '"data_rows"';
+
 /** Set when a cancel request may still reach the connection: it must not serve anyone else. */
 interface Lease {
   cancelled: boolean;
@@ -170,6 +188,71 @@ export class DataPool implements OnApplicationShutdown {
     });
   }
 
+  /**
+   * The rows of `query` as arrays of column values, read through a server-side cursor in one READ
+   * ONLY transaction on one connection: a batch of `batchRows()` rows per FETCH, each FETCH a
+   * statement of its own (so QUERY_TIMEOUT_MS bounds each batch, not the whole read). The next batch
+   * is fetched while the reader handles this one. The connection is held until the rows run out or
+   * the reader stops (`return()`, e.g. a `break` out of `for await`): the transaction then ends and
+   * the connection goes back to the pool; a FETCH cancelled by `signal` closes it instead.
+   */
+  async *cursor(query: CompiledQuery<unknown[]>, options: DataCursorOptions): AsyncGenerator<unknown[][], void, undefined> {
+    const { signal } = options;
+    if (signal?.aborted) throw cancelled();
+    const client = await this.acquire(this.pool);
+    const lease: Lease = { cancelled: false };
+    let open = false;
+    try {
+      await this.execute(client, CompiledQuery.raw('begin transaction read only'), signal, lease);
+      open = true;
+      await this.execute(
+        client,
+        CompiledQuery.raw(`select set_config('idle_in_transaction_session_timeout', $1, true)`, [String(options.idleTimeoutMs)]),
+        signal,
+        lease,
+      );
+      await this.execute(
+        client,
+        CompiledQuery.raw(`declare ${CURSOR_NAME} no scroll cursor for ${query.sql}`, [...query.parameters]),
+        signal,
+        lease,
+      );
+      const fetch = (): { rows: number; read: Promise<unknown[][]> } => {
+        const rows = Math.min(Math.max(1, Math.floor(options.batchRows())), MAX_CURSOR_BATCH_ROWS);
+        const read = this.execute<unknown[]>(
+          client,
+          CompiledQuery.raw(`fetch forward ${rows} from ${CURSOR_NAME}`),
+          signal,
+          lease,
+          'array',
+        );
+        // Awaited below, or abandoned when the reader stops; its failure must not go unhandled meanwhile.
+        read.catch(() => undefined);
+        return { rows, read };
+      };
+      let next = fetch();
+      for (;;) {
+        const batch = await next.read;
+        const last = batch.length < next.rows;
+        if (!last) next = fetch();
+        if (batch.length) yield batch;
+        if (last) break;
+      }
+      await this.execute(client, CompiledQuery.raw('commit'), signal, lease);
+      open = false;
+    } catch (error) {
+      throw this.translate(error, signal);
+    } finally {
+      // The reader stopped early, or a statement failed: a cancelled connection is closed instead (which rolls back).
+      if (open && !lease.cancelled) {
+        await client.query('rollback').catch(() => {
+          lease.cancelled = true;
+        });
+      }
+      client.release(lease.cancelled);
+    }
+  }
+
   private async withClient<T>(
     pool: Pool,
     signal: AbortSignal | undefined,
@@ -215,6 +298,7 @@ export class DataPool implements OnApplicationShutdown {
     query: CompiledQuery<T>,
     signal: AbortSignal | undefined,
     lease: Lease,
+    rowMode?: 'array',
   ): Promise<T[]> {
     if (signal?.aborted) throw cancelled();
     const onAbort = () => {
@@ -228,7 +312,11 @@ export class DataPool implements OnApplicationShutdown {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const result = await client.query<Record<string, unknown>>(query.sql, [...query.parameters]);
+      const values = [...query.parameters];
+      const result =
+        rowMode === 'array'
+          ? await client.query({ text: query.sql, values, rowMode })
+          : await client.query<Record<string, unknown>>(query.sql, values);
       return result.rows as T[];
     } finally {
       signal?.removeEventListener('abort', onAbort);

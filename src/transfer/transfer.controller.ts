@@ -69,7 +69,9 @@ export class TransferController {
     description:
       'Header: the field names. Values: numbers plain, booleans true/false, dates and datetimes ISO, multiselect "a;b" ' +
       '(a JSON array when an option holds ";"), json as JSON text, null empty. With ?bom=true the file starts with a ' +
-      'UTF-8 byte order mark.',
+      'UTF-8 byte order mark. A key streams at most EXPORT_MAX_PER_KEY exports at once and a server EXPORT_CONCURRENCY ' +
+      '(beyond: 429 too_many_exports with Retry-After). An export whose client reads nothing for EXPORT_STALL_TIMEOUT_MS, ' +
+      'or that runs past EXPORT_MAX_DURATION_MS, is cut short: the response ends without its last chunk.',
     responseDescription: 'The CSV file',
     csv: 'A header row of field names, then one row per record',
     errors: [
@@ -82,6 +84,7 @@ export class TransferController {
       'invalid_value',
       'invalid_order_by',
       'invalid_fields',
+      'too_many_exports',
       ...DATA_ERRORS,
     ],
   })

@@ -4,6 +4,7 @@ import { AuthModule } from '../auth/auth.module';
 import { DataModule } from '../data/data.module';
 import { GovernanceModule } from '../governance/governance.module';
 import { ExportService } from './export.service';
+import { ExportSlots } from './export-slots.service';
 import { ImportService } from './import.service';
 import { JobRepository } from './job.repository';
 import { JobsService } from './jobs.service';
@@ -13,6 +14,6 @@ import { JobsController, TransferController } from './transfer.controller';
 @Module({
   imports: [AuthModule, DataModule, GovernanceModule, ViewsModule],
   controllers: [TransferController, JobsController],
-  providers: [ImportService, ExportService, JobsService, JobRepository],
+  providers: [ImportService, ExportService, ExportSlots, JobsService, JobRepository],
 })
 export class TransferModule {}
