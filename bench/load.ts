@@ -17,6 +17,9 @@ export interface HttpResponse {
   body: string;
 }
 
+/** How long a pooled connection may stay idle before the client closes it. */
+const IDLE_SOCKET_MS = 30_000;
+
 /** A keep-alive client for one origin (http://127.0.0.1:<port>). */
 export class HttpClient {
   private readonly agent: Agent;
@@ -26,7 +29,9 @@ export class HttpClient {
     private readonly defaultHeaders: Record<string, string> = {},
     maxSockets = 64,
   ) {
-    this.agent = new Agent({ keepAlive: true, maxSockets });
+    // Idle sockets are closed by this side after 30 s, before the server's keep-alive timeout (Fastify's 72 s):
+    // a request sent on a socket the server is closing at that moment fails with ECONNRESET.
+    this.agent = new Agent({ keepAlive: true, maxSockets, timeout: IDLE_SOCKET_MS });
   }
 
   send(req: HttpRequest): Promise<HttpResponse> {
