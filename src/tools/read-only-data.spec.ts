@@ -30,17 +30,11 @@ describe('read-only data sessions', () => {
     expect(options).toEqual([{ signal, background: true }]);
   });
 
-  it('turn a write refused by the role (42501) into read_only_transaction', async () => {
-    const { pool } = fakePool(Object.assign(new Error('permission denied for table deal'), { code: '42501' }));
-    await expect(
-      withReadOnlyData(pool, undefined, (session) => session.query(CompiledQuery.raw('select 1'))),
-    ).rejects.toMatchObject({
-      code: 'read_only_transaction',
-    });
-  });
-
-  it('turn a write refused by the read-only transaction (25006) into read_only_transaction', async () => {
-    const { pool } = fakePool(Object.assign(new Error('cannot execute UPDATE in a read-only transaction'), { code: '25006' }));
+  it.each([
+    ['the role', '42501', 'permission denied for table deal'],
+    ['the read-only transaction', '25006', 'cannot execute UPDATE in a read-only transaction'],
+  ])('turn a write refused by %s (%s) into read_only_transaction', async (_by, code, message) => {
+    const { pool } = fakePool(Object.assign(new Error(message), { code }));
     await expect(
       withReadOnlyData(pool, undefined, (session) => session.query(CompiledQuery.raw('update x'))),
     ).rejects.toMatchObject({
