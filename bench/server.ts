@@ -7,7 +7,7 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { createApp } from '../src/app.factory';
+import { createApp, LISTEN_BACKLOG } from '../src/app.factory';
 import { loadConfig } from '../src/config/app-config';
 import { MigrationRunner } from '../src/database/migration.runner';
 import { SeedService } from '../src/seed/seed.service';
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   timings.createMs = performance.now() - started;
   timeHook(app.get(MigrationRunner), 'onModuleInit', (ms) => (timings.migrationsMs = ms));
   timeHook(app.get(SeedService), 'onApplicationBootstrap', (ms) => (timings.seedMs = ms));
-  await app.listen({ port: config.port, host: config.host });
+  await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
   const listening = performance.now();
   timings.initToListenMs = listening - started;
   timings.processToListenMs = listening;

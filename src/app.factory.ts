@@ -20,6 +20,13 @@ import { configureLogging, httpLogger, nestLogger, requestLogContext } from './o
 import { MetricsService } from './observability/metrics.service';
 import { RequestLogController } from './observability/request-log.controller';
 
+/**
+ * Connections the kernel may queue for accept: a burst of clients connecting at once (thousands of
+ * event streams after a deploy) must not overflow Node's default of 511, whose dropped handshakes
+ * come back as resets and second-long retries. Linux caps it at net.core.somaxconn.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 export interface CreateAppOptions {
   /** Where log lines go instead of stdout (tests read them). */
   logDestination?: DestinationStream;

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { createApp } from './app.factory';
+import { createApp, LISTEN_BACKLOG } from './app.factory';
 import { ConfigError, configWarnings, loadConfig } from './config/app-config';
 import { RunningPostgres, startEmbeddedPostgres } from './database/embedded-postgres.launcher';
 import { configureLogging, mainLogger as log } from './observability/logger';
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     await postgres?.stop();
     throw error;
   });
-  await app.listen({ port: config.port, host: config.host });
+  await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
   const pages = config.playground ? 'playground at /, docs at /docs' : 'docs at /docs';
   log.info({ msg: `listening on http://${config.host}:${config.port} (${pages})` });
 
