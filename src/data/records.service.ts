@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Caller } from '../auth/auth.decorators';
-import { DomainError } from '../common/domain-error';
-import type { ErrorCode } from '../common/error-codes';
 import { clampLimit } from '../common/limits';
+import { parseJsonParam } from '../common/query-params';
 import { DataService } from './data.service';
 import { ViewService } from '../views/view.service';
 import { AggregateDto, FieldValuesQueryDto, FieldValuesResponse, RecordListResponse, RecordsQueryDto } from './records.dto';
@@ -81,15 +80,5 @@ export class RecordsService {
       { signal },
     );
     return { rows };
-  }
-}
-
-/** A query-string parameter holding JSON (where, orderBy): undefined when absent, `code` when not JSON. */
-export function parseJsonParam(name: string, raw: string | undefined, code: ErrorCode): unknown {
-  if (raw === undefined || raw === '') return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    throw new DomainError(code, `${name} must be valid JSON`);
   }
 }

@@ -177,12 +177,7 @@ export class DataPool implements OnApplicationShutdown {
         await this.execute(client, CompiledQuery.raw('commit'), signal, lease);
         return result;
       } catch (error) {
-        // A cancelled connection is closed on release, which rolls back on the server anyway.
-        if (!lease.cancelled) {
-          await client.query('rollback').catch(() => {
-            lease.cancelled = true; // a connection that cannot roll back is not pooled again
-          });
-        }
+        await this.rollback(client, lease);
         throw error;
       }
     });
@@ -243,14 +238,21 @@ export class DataPool implements OnApplicationShutdown {
     } catch (error) {
       throw this.translate(error, signal);
     } finally {
-      // The reader stopped early, or a statement failed: a cancelled connection is closed instead (which rolls back).
-      if (open && !lease.cancelled) {
-        await client.query('rollback').catch(() => {
-          lease.cancelled = true;
-        });
-      }
+      // The reader stopped early, or a statement failed.
+      if (open) await this.rollback(client, lease);
       client.release(lease.cancelled);
     }
+  }
+
+  /**
+   * Ends the open transaction of `client`. A cancelled connection is closed on release instead, which
+   * rolls back on the server anyway; one that cannot roll back is not pooled again either.
+   */
+  private async rollback(client: PoolClient, lease: Lease): Promise<void> {
+    if (lease.cancelled) return;
+    await client.query('rollback').catch(() => {
+      lease.cancelled = true;
+    });
   }
 
   private async withClient<T>(

@@ -1,11 +1,10 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import type { Caller } from '../auth/auth.decorators';
-import { DomainError } from '../common/domain-error';
+import { parseFlagParam, parseJsonParam } from '../common/query-params';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { MAX_CURSOR_BATCH_ROWS } from '../database/data-pool';
 import { DataService } from '../data/data.service';
-import { parseJsonParam } from '../data/records.service';
 import { AccessService } from '../governance/access.service';
 import { ViewService } from '../views/view.service';
 import { cellWriter, csvLine, csvLines } from './csv-values';
@@ -69,7 +68,7 @@ export class ExportService implements BeforeApplicationShutdown {
       fields: query.fields === undefined || query.fields.trim() === '' ? undefined : query.fields,
     });
     const { where, orderBy } = viewed;
-    const bom = parseFlag('bom', query.bom);
+    const bom = parseFlagParam('bom', query.bom, false);
     const object = await this.access.view(caller, objectName, 'read');
     const chosen = Array.isArray(viewed.fields)
       ? viewed.fields.join(',')
@@ -196,10 +195,4 @@ export class ExportService implements BeforeApplicationShutdown {
       signal.addEventListener('abort', onClose, { once: true });
     });
   }
-}
-
-function parseFlag(name: string, raw: string | undefined): boolean {
-  if (raw === undefined || raw === '' || raw === 'false') return false;
-  if (raw === 'true') return true;
-  throw new DomainError('validation_failed', `${name} must be true or false`, { errors: [`${name} must be true or false`] });
 }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
+import { parseFlagParam } from '../common/query-params';
 import { isPlainObject } from '../common/plain-object';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataPool, DataSession } from '../database/data-pool';
@@ -80,8 +81,8 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     contentLength?: number,
   ): Promise<{ jobId: string }> {
     const mapping = parseMapping(options.mapping);
-    const dryRun = parseFlag('dryRun', options.dryRun, false);
-    const atomic = parseFlag('atomic', options.atomic, true);
+    const dryRun = parseFlagParam('dryRun', options.dryRun, false);
+    const atomic = parseFlagParam('atomic', options.atomic, true);
     const max = this.config.importMaxBytes;
     if (contentLength !== undefined && contentLength > max) throw tooLarge(max);
     const object = await this.access.view(caller, objectName, 'create');
@@ -354,13 +355,6 @@ function parseMapping(raw: string | undefined): Record<string, string> | undefin
     );
   }
   return mapping as Record<string, string>;
-}
-
-function parseFlag(name: string, raw: string | undefined, fallback: boolean): boolean {
-  if (raw === undefined || raw === '') return fallback;
-  if (raw === 'true') return true;
-  if (raw === 'false') return false;
-  throw new DomainError('validation_failed', `${name} must be true or false`, { errors: [`${name} must be true or false`] });
 }
 
 function tooLarge(max: number): DomainError {

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { stringify } from 'csv-stringify/sync';
 import type { ServerResponse } from 'node:http';
 import type { Caller } from '../auth/auth.decorators';
 import { KeyStreams } from '../auth/key-streams.service';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
+import { csvLine } from './csv-values';
 import { JobRepository, JobRow } from './job.repository';
 import { JobResponse, toJobResponse } from './transfer.dto';
 
@@ -26,7 +26,9 @@ export class JobsService {
   /** The rejected rows kept (the first 1,000) as CSV: row, field, code, error. */
   async errorsCsv(caller: Caller, id: string): Promise<string> {
     const job = await this.find(caller, id);
-    return stringify([['row', 'field', 'code', 'error'], ...job.errors.map((e) => [e.row, e.field ?? '', e.code, e.error])]);
+    return [['row', 'field', 'code', 'error'], ...job.errors.map((e) => [String(e.row), e.field ?? '', e.code, e.error])]
+      .map(csvLine)
+      .join('');
   }
 
   /**
