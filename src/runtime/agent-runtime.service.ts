@@ -13,6 +13,7 @@ import { toOpenAiTool } from '../tools/tool.define';
 import { mayUseObject } from '../tools/tool.middlewares';
 import { ToolRegistry } from '../tools/tool.registry';
 import { ViewService } from '../views/view.service';
+import { viewDefinition, type ViewDefinition } from '../views/view.dto';
 import { AgentTurn } from './agent-loop.service';
 import type { ChatContext } from './chat-context.dto';
 import { CHAT_OPTION_NAMES, ChatOptionNames, parseChatOptions } from './chat-options.dto';
@@ -137,14 +138,7 @@ export class AgentRuntime {
   private async contextView(caller: Caller, context: ChatContext): Promise<ContextView | undefined> {
     if (!context.objectName || !context.viewName) return undefined;
     try {
-      const view = await this.views.resolve(caller, context.objectName, context.viewName);
-      const shown: ContextView = { name: view.name, label: view.label };
-      if (view.description) shown.description = view.description;
-      if (view.where) shown.where = view.where;
-      if (view.orderBy) shown.orderBy = view.orderBy;
-      if (view.fields) shown.fields = view.fields;
-      if (view.groupBy) shown.groupBy = view.groupBy;
-      return shown;
+      return viewDefinition(await this.views.resolve(caller, context.objectName, context.viewName));
     } catch (error) {
       if (error instanceof DomainError) return undefined;
       throw error;
@@ -236,12 +230,4 @@ function contextMessage(context: ChatContext, view?: ContextView): LlmMessage {
 }
 
 /** A saved view as the context message shows it: data the model reads, never instructions. */
-interface ContextView {
-  name: string;
-  label: string;
-  description?: string;
-  where?: Record<string, unknown>;
-  orderBy?: unknown[];
-  fields?: string[];
-  groupBy?: string[];
-}
+type ContextView = ViewDefinition;

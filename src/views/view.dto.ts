@@ -74,11 +74,19 @@ export class ViewListResponse {
 }
 
 export function toViewResponse(row: ViewRow): ViewResponse {
-  const response: ViewResponse = { name: row.name, label: row.label, shared: row.owner === null };
-  if (row.description) response.description = row.description;
-  if (row.where) response.where = row.where;
-  if (row.orderBy) response.orderBy = row.orderBy;
-  if (row.fields) response.fields = row.fields;
-  if (row.groupBy) response.groupBy = row.groupBy;
-  return response;
+  const { name, label, ...parts } = viewDefinition(row);
+  return { name, label, shared: row.owner === null, ...parts };
+}
+
+/** What a view is, whoever owns it: its name and label, and the parts it has (absent ones left out). */
+export type ViewDefinition = Omit<ViewResponse, 'shared'>;
+
+export function viewDefinition(row: ViewRow): ViewDefinition {
+  const definition: ViewDefinition = { name: row.name, label: row.label };
+  if (row.description) definition.description = row.description;
+  if (row.where) definition.where = row.where;
+  if (row.orderBy) definition.orderBy = row.orderBy;
+  if (row.fields) definition.fields = row.fields;
+  if (row.groupBy) definition.groupBy = row.groupBy;
+  return definition;
 }
