@@ -4,8 +4,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser } from 'puppeteer-core';
 
-/** Debian's Chromium (`apt-get install chromium`; .ci/run installs it). CHROMIUM_PATH names another. */
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/**
+ * The Chromium the browser tests drive: CHROMIUM_PATH when set (e.g. Debian's `/usr/bin/chromium`), otherwise the
+ * one shipped inside the `@sparticuz/chromium` npm package, unpacked to the temp folder on first use, so that
+ * `npm ci && npm test` needs nothing outside npm.
+ */
+async function chromiumPath(): Promise<string> {
+  const fromEnv = process.env.CHROMIUM_PATH;
+  if (fromEnv) {
+    if (!existsSync(fromEnv)) throw new Error(`CHROMIUM_PATH names no file: ${fromEnv}`);
+    return fromEnv;
+  }
+  // ESM-only package: TypeScript keeps this a real import() in CommonJS output under nodenext.
+  const { default: packaged } = await import('@sparticuz/chromium');
+  return packaged.executablePath();
+}
 
 /** Flags for a quiet headless Chromium that talks to nothing but the page's own server. */
 const FLAGS = [
@@ -26,12 +39,10 @@ export interface TestBrowser {
 
 /** A real headless Chromium with a fresh profile, driven by puppeteer-core (which never downloads a browser). */
 export async function launchBrowser(): Promise<TestBrowser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`No Chromium at ${CHROMIUM_PATH}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  }
+  const executablePath = await chromiumPath();
   const profile = await mkdtemp(join(tmpdir(), 'data-copilot-chromium-'));
   const browser = await puppeteer.launch({
-    executablePath: CHROMIUM_PATH,
+    executablePath,
     headless: true,
     userDataDir: profile,
     args: FLAGS,
