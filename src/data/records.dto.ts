@@ -45,7 +45,8 @@ export class RecordsQueryDto extends PaginationQueryDto {
   @ApiPropertyOptional({
     maxLength: 63,
     description:
-      "A saved view's name: its where is ANDed with this request's, its orderBy and fields apply unless this request gives them",
+      "A saved view's name: its where is ANDed with this request's, its orderBy and fields apply unless this request gives them " +
+      '(a view using a field hidden from the caller is view_not_found)',
   })
   @IsOptional()
   @IsString()

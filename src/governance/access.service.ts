@@ -13,6 +13,12 @@ import { AccessPolicyEntity } from './access-policy.entity';
 import { ACCESS_CHANGED, type AccessAction } from './access-policy.types';
 import { CallerAccess, objectNotFound } from './caller-access';
 
+/**
+ * Whether a definition (a metric, a saved view) is visible to a caller: given the objects it names and
+ * every "object.field" it uses, true only when the caller may read each object and see each field.
+ */
+export type DefinitionLens = (objects: Iterable<string>, uses: Iterable<string>) => Promise<boolean>;
+
 /** The caller the server itself runs as (seeding sample data): every object, row and field. */
 export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'admin', subject: 'system' });
 
@@ -79,6 +85,35 @@ export class AccessService implements ObjectLens {
   }
 
   /**
+   * The one rule for definitions: a metric or a view is shown to (and usable by) the caller only when
+   * it may read every object and see every field the definition uses, so a definition never tells what
+   * the data would not (a hidden field's name, a filter on it, an object it may not read). Anything
+   * else is absent, like an unknown name. `mayUseObject` narrows further (an agent's allowedObjects).
+   * Each object is looked at once per lens.
+   */
+  async definitionLens(caller: Caller, mayUseObject: (name: string) => boolean = () => true): Promise<DefinitionLens> {
+    const access = await this.forCaller(caller);
+    const seen = new Map<string, Promise<Set<string> | undefined>>();
+    const visibleFields = (name: string): Promise<Set<string> | undefined> => {
+      let fields = seen.get(name);
+      if (!fields) {
+        fields = mayUseObject(name) ? this.visibleFieldNames(access, name) : Promise.resolve(undefined);
+        seen.set(name, fields);
+      }
+      return fields;
+    };
+    return async (objects, uses) => {
+      for (const name of objects) if (!(await visibleFields(name))) return false;
+      for (const use of uses) {
+        const dot = use.indexOf('.');
+        const fields = dot > 0 ? await visibleFields(use.slice(0, dot)) : undefined;
+        if (!fields?.has(use.slice(dot + 1))) return false;
+      }
+      return true;
+    };
+  }
+
+  /**
    * Fields of `objectName` the caller may not see (empty when it sees them all, or may not read the
    * object at all): the audit trail drops their values from the arguments it stores.
    */
@@ -95,6 +130,19 @@ export class AccessService implements ObjectLens {
     if (!visible) return [];
     const shown = new Set(visible.fields.map((f) => f.name));
     return object.fields.map((f) => f.name).filter((name) => !shown.has(name));
+  }
+
+  /** The names of the object's fields the caller sees; undefined when the object is unknown or unreadable to it. */
+  private async visibleFieldNames(access: CallerAccess, objectName: string): Promise<Set<string> | undefined> {
+    let object: ObjectMeta;
+    try {
+      object = await this.metadata.getObject(objectName);
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'object_not_found') return undefined;
+      throw error;
+    }
+    const visible = access.describe(object);
+    return visible && new Set(visible.fields.map((f) => f.name));
   }
 
   private async load(caller: Caller): Promise<CallerAccess> {

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Roles } from '../auth/auth.decorators';
+import { Caller, Roles } from '../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { CreateMetricDto, MetricListResponse, MetricResponse, ReplaceMetricDto } from './metric.dto';
 import { MetricService } from './metric.service';
@@ -24,16 +24,24 @@ export class MetricController {
 
   @Get()
   @Roles('admin', 'member')
-  @ApiRoute({ summary: 'List metric definitions', type: MetricListResponse })
-  list(): Promise<MetricListResponse> {
-    return this.metrics.list();
+  @ApiRoute({
+    summary: 'List the metric definitions the caller may see: every object and field they use is visible to it',
+    type: MetricListResponse,
+  })
+  list(@Caller() caller: Caller): Promise<MetricListResponse> {
+    return this.metrics.list(caller);
   }
 
   @Get(':name')
   @Roles('admin', 'member')
-  @ApiRoute({ summary: 'Read a metric definition', type: MetricResponse, errors: ['metric_not_found'] })
-  get(@Param('name') name: string): Promise<MetricResponse> {
-    return this.metrics.get(name);
+  @ApiRoute({
+    summary:
+      'Read a metric definition (404 metric_not_found, like an unknown one, when it uses an object or field hidden from the caller)',
+    type: MetricResponse,
+    errors: ['metric_not_found'],
+  })
+  get(@Caller() caller: Caller, @Param('name') name: string): Promise<MetricResponse> {
+    return this.metrics.get(caller, name);
   }
 
   @Put(':name')

@@ -10,7 +10,6 @@ import { DataService } from '../data/data.service';
 import { clip } from '../data/where.compiler';
 import { AccessService } from '../governance/access.service';
 import { MetadataService } from '../metadata/metadata.service';
-import type { ObjectMeta } from '../metadata/object-metadata.types';
 import { MetricDefinitionEntity, type MetricDefinitionRow } from './metric-definition.entity';
 import {
   CreateMetricDto,
@@ -70,13 +69,16 @@ export class MetricService {
     }
   }
 
-  async list(): Promise<MetricListResponse> {
-    const rows = await this.em.fork().find(MetricDefinitionEntity, {}, { orderBy: { name: 'asc' } });
-    return { metrics: rows.map(toMetricResponse) };
+  /** The metric definitions the caller may see (see visibleTo). */
+  async list(caller: Caller): Promise<MetricListResponse> {
+    return { metrics: (await this.visibleTo(caller)).map(toMetricResponse) };
   }
 
-  async get(name: string): Promise<MetricResponse> {
-    return toMetricResponse(await find(this.em.fork(), name));
+  /** One definition the caller may see; any other is metric_not_found, like an unknown name. */
+  async get(caller: Caller, name: string): Promise<MetricResponse> {
+    const row = (await this.visibleTo(caller)).find((m) => m.name === name);
+    if (!row) throw notFound(name);
+    return toMetricResponse(row);
   }
 
   /** Replaces a definition; a metric a ratio divides stays a simple metric of its object. */
@@ -105,38 +107,27 @@ export class MetricService {
   }
 
   /**
-   * The metrics the caller may query: those over objects it may read (and `mayUseObject` allows: an
-   * agent's allowedObjects), with only the dimensions it can see.
+   * The metrics the caller may see and query, by name: those whose every object (its own, a lookup
+   * dimension's target) it may read (and `mayUseObject` allows: an agent's allowedObjects) and whose
+   * every field (measure, filter, time field, dimensions; a ratio's numerator's and denominator's too)
+   * it sees. The one rule for the metrics API and the metric tools: a definition tells nothing the data
+   * would not, so any other metric is absent, like an unknown one.
    */
-  async listFor(caller: Caller, mayUseObject: (name: string) => boolean = () => true): Promise<MetricDefinition[]> {
+  async visibleTo(caller: Caller, mayUseObject?: (name: string) => boolean): Promise<MetricDefinitionRow[]> {
     const rows = await this.em.fork().find(MetricDefinitionEntity, {}, { orderBy: { name: 'asc' } });
-    const access = await this.access.forCaller(caller);
-    const views = new Map<string, ObjectMeta | undefined>();
-    const viewOf = async (name: string) => {
-      if (!views.has(name)) {
-        const object = await this.metadata.getObject(name).catch(() => undefined);
-        views.set(name, object && mayUseObject(name) ? access.describe(object) : undefined);
-      }
-      return views.get(name);
-    };
-    const usable: MetricDefinition[] = [];
-    for (const definition of rows.map(toMetricDefinition)) {
-      const object = await viewOf(definition.object);
-      if (!object) continue;
-      const visible: string[] = [];
-      for (const dimension of definition.dimensions) {
-        const [first, second] = dimension.split('.');
-        const field = object.fields.find((f) => f.name === first);
-        if (!field) continue;
-        if (second !== undefined) {
-          const target = field.reference ? await viewOf(field.reference) : undefined;
-          if (!target?.fields.some((f) => f.name === second)) continue;
-        }
-        visible.push(dimension);
-      }
-      usable.push({ ...definition, dimensions: visible });
+    const byName = new Map(rows.map((row) => [row.name, row]));
+    const sees = await this.access.definitionLens(caller, mayUseObject);
+    const visible: MetricDefinitionRow[] = [];
+    for (const row of rows) {
+      const used = usedBy(row, byName);
+      if (used && (await sees(used.objects, used.fields))) visible.push(row);
     }
-    return usable;
+    return visible;
+  }
+
+  /** The definitions of visibleTo, for the metric tools. */
+  async listFor(caller: Caller, mayUseObject?: (name: string) => boolean): Promise<MetricDefinition[]> {
+    return (await this.visibleTo(caller, mayUseObject)).map(toMetricDefinition);
   }
 
   /**
@@ -165,11 +156,11 @@ export class MetricService {
       }
       definitions.set(name, metric);
     }
-    // The metrics a ratio divides are read whole: a ratio is usable when it is.
-    const parts = [...definitions.values()].flatMap((m) => [m.numerator, m.denominator]).filter((n): n is string => !!n);
-    if (parts.length) {
-      const rows = await this.em.fork().find(MetricDefinitionEntity, { name: { $in: parts } });
-      for (const row of rows) if (!definitions.has(row.name)) definitions.set(row.name, toMetricDefinition(row));
+    // A ratio is visible only when the metrics it divides are, so they are among the usable ones.
+    for (const metric of [...definitions.values()]) {
+      for (const part of [metric.numerator, metric.denominator]) {
+        if (part && !definitions.has(part)) definitions.set(part, usable.get(part)!);
+      }
     }
     const compiled = compileMetricQuery(query, definitions);
     const rows = await this.data.aggregatePlan(caller, compiled.object, compiled.plan, { session });
@@ -238,8 +229,36 @@ function catalogOf(em: EntityManager, metadata: MetadataService): MetricCatalog 
 async function find(em: EntityManager, name: string): Promise<MetricDefinitionRow> {
   const row =
     typeof name === 'string' && IDENTIFIER_PATTERN.test(name) ? await em.findOne(MetricDefinitionEntity, { name }) : null;
-  if (!row) throw new DomainError('metric_not_found', `Metric "${clip(String(name))}" not found`);
+  if (!row) throw notFound(name);
   return row;
+}
+
+function notFound(name: string): DomainError {
+  return new DomainError('metric_not_found', `Metric "${clip(String(name))}" not found`);
+}
+
+/**
+ * Every object and "object.field" a metric uses, a ratio's parts included (`uses` holds the metric's
+ * own: measure, filter, time field, dimensions and their lookup targets). Undefined when a part is
+ * missing: such a metric is not shown.
+ */
+function usedBy(
+  row: MetricDefinitionRow,
+  byName: Map<string, MetricDefinitionRow>,
+  within: readonly string[] = [],
+): { objects: string[]; fields: string[] } | undefined {
+  if (within.includes(row.name)) return undefined; // a cycle, which checkMetric never lets in
+  const objects = [row.object];
+  const fields = [...row.uses];
+  for (const part of [row.numerator, row.denominator]) {
+    if (!part) continue;
+    const partRow = byName.get(part);
+    const used = partRow && usedBy(partRow, byName, [...within, row.name]);
+    if (!used) return undefined;
+    objects.push(...used.objects);
+    fields.push(...used.fields);
+  }
+  return { objects, fields };
 }
 
 /** Ratio metrics that divide `name` (as numerator or denominator). */

@@ -55,7 +55,7 @@ export class SeedService implements OnApplicationBootstrap {
   private async seedMetrics(): Promise<void> {
     const file = join(projectRoot(), 'seeds', 'metrics', 'metrics.json');
     const { metrics } = JSON.parse(await readFile(file, 'utf8')) as { metrics: CreateMetricDto[] };
-    const existing = new Set((await this.metrics.list()).metrics.map((m) => m.name));
+    const existing = new Set((await this.metrics.list(SYSTEM_CALLER)).metrics.map((m) => m.name));
     for (const metric of metrics) {
       if (existing.has(metric.name)) continue;
       try {

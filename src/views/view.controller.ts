@@ -26,7 +26,8 @@ export class ViewController {
   @Get()
   @Roles('admin', 'member')
   @ApiRoute({
-    summary: "The object's views the caller sees: its own and the shared ones",
+    summary:
+      "The object's views the caller may use: its key's own and the shared ones, each only when every field it uses is visible to the caller",
     type: ViewListResponse,
     errors: ['object_not_found'],
   })
@@ -49,7 +50,8 @@ export class ViewController {
   @Get(':view')
   @Roles('admin', 'member')
   @ApiRoute({
-    summary: "Read a view (the caller's own of that name, else the shared one)",
+    summary:
+      "Read a view (the key's own of that name, else the shared one); one using a field hidden from the caller is view_not_found, like an unknown one",
     type: ViewResponse,
     errors: ['object_not_found', 'view_not_found'],
   })
@@ -60,7 +62,7 @@ export class ViewController {
   @Put(':view')
   @Roles('admin', 'member')
   @ApiRoute({
-    summary: 'Replace a view (members: their own; admins: also shared ones)',
+    summary: "Replace a view (members: their key's own; admins: also shared ones)",
     type: ViewResponse,
     errors: [...BODY_ERRORS, 'object_not_found', 'view_not_found', ...VIEW_ERRORS, 'view_exists'],
   })

@@ -75,7 +75,7 @@ export class ViewListResponse {
 
 export function toViewResponse(row: ViewRow): ViewResponse {
   const { name, label, ...parts } = viewDefinition(row);
-  return { name, label, shared: row.owner === null, ...parts };
+  return { name, label, shared: row.ownerKeyId === null, ...parts };
 }
 
 /** What a view is, whoever owns it: its name and label, and the parts it has (absent ones left out). */

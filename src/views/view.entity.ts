@@ -1,6 +1,6 @@
 import { defineEntity, InferEntity, p } from '@mikro-orm/core';
 
-/** A saved view of one object: a filter, an order, visible fields and a grouping, owned by a subject or shared. */
+/** A saved view of one object: a filter, an order, visible fields and a grouping, owned by an API key or shared. */
 export const ViewEntity = defineEntity({
   name: 'SavedView',
   tableName: 'views',
@@ -8,8 +8,11 @@ export const ViewEntity = defineEntity({
     id: p.uuid().primary(),
     object: p.string(),
     name: p.string(),
-    /** The owner's subject; null: a shared view (admins manage it, every reader of the object sees it). */
-    owner: p.string().nullable(),
+    /**
+     * The API key that owns the view (only it sees it: not another key of the same subject); null: a
+     * shared view (admins manage it, every reader of the object sees it).
+     */
+    ownerKeyId: p.uuid().nullable(),
     label: p.string(),
     description: p.text().nullable(),
     where: p.json<Record<string, unknown>>().nullable(),

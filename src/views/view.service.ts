@@ -4,13 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
+import { isUuid } from '../common/uuid';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { compileAggregate } from '../data/aggregate.compiler';
 import { compileProjection, orderTerms } from '../data/order-by.compiler';
 import { clip, compileWhere, LOGICAL_OPERATORS } from '../data/where.compiler';
-import { AccessService } from '../governance/access.service';
+import { AccessService, type DefinitionLens } from '../governance/access.service';
 import { assertValidName } from '../metadata/metadata.naming';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import { ViewEntity, type ViewRow } from './view.entity';
@@ -27,11 +28,13 @@ export interface ViewableQuery {
 export const MAX_VIEWS_PER_OWNER = 200;
 
 /**
- * Saved views: a filter, an order, visible fields and a grouping over one object. Members keep their
- * own; admins also manage shared ones (no owner), which every reader of the object sees. Each is checked
- * against the object as its writer sees it, by the data engine's own compilers, and applied by the data
- * engine as the caller (the caller's policies still apply beneath a view). Writes hold the metadata
- * lock, so a field cannot be dropped while a view starting to use it is checked.
+ * Saved views: a filter, an order, visible fields and a grouping over one object. A key keeps its own
+ * (another key, even of the same subject, does not see them); admins also manage shared ones (no
+ * owner), which every reader of the object sees. Each is checked against the object as its writer sees
+ * it, by the data engine's own compilers, and applied by the data engine as the caller (the caller's
+ * policies still apply beneath a view). A view that uses a field the caller cannot see is not a view
+ * for it at all (AccessService.definitionLens): absent from lists, view_not_found, never applied.
+ * Writes hold the metadata lock, so a field cannot be dropped while a view starting to use it is checked.
  */
 @Injectable()
 export class ViewService {
@@ -44,12 +47,11 @@ export class ViewService {
     const object = await this.access.view(caller, objectName, 'read');
     const rows = await this.em
       .fork()
-      .find(
-        ViewEntity,
-        { object: object.name, $or: [{ owner: caller.subject }, { owner: null }] },
-        { orderBy: { name: 'asc', owner: 'asc' } },
-      );
-    return { views: rows.map(toViewResponse) };
+      .find(ViewEntity, { object: object.name, $or: ownedOrShared(caller) }, { orderBy: { name: 'asc', ownerKeyId: 'asc' } });
+    const sees = await this.access.definitionLens(caller);
+    const views: ViewResponse[] = [];
+    for (const row of rows) if (await usable(sees, row)) views.push(toViewResponse(row));
+    return { views };
   }
 
   async get(caller: Caller, objectName: string, viewName: string): Promise<ViewResponse> {
@@ -58,12 +60,14 @@ export class ViewService {
 
   async create(caller: Caller, objectName: string, dto: CreateViewDto): Promise<ViewResponse> {
     assertValidName('view', dto.name);
-    const owner = ownerFor(caller, dto.shared ?? false);
+    const ownerKeyId = ownerFor(caller, dto.shared ?? false);
     const object = await this.access.view(caller, objectName, 'read');
     const checked = checkView(object, dto);
     return this.write(dto.name, async (em) => {
-      if (await em.findOne(ViewEntity, { object: object.name, name: dto.name, owner })) throw exists(object.name, dto.name);
-      if ((await em.count(ViewEntity, { object: object.name, owner })) >= MAX_VIEWS_PER_OWNER) {
+      if (await em.findOne(ViewEntity, { object: object.name, name: dto.name, ownerKeyId })) {
+        throw exists(object.name, dto.name);
+      }
+      if ((await em.count(ViewEntity, { object: object.name, ownerKeyId })) >= MAX_VIEWS_PER_OWNER) {
         throw new DomainError('invalid_value', `An object has at most ${MAX_VIEWS_PER_OWNER} views per owner`);
       }
       const now = new Date();
@@ -71,7 +75,7 @@ export class ViewService {
         id: randomUUID(),
         object: object.name,
         name: dto.name,
-        owner,
+        ownerKeyId,
         ...rowOf(dto),
         uses: checked,
         createdAt: now,
@@ -87,11 +91,11 @@ export class ViewService {
     const checked = checkView(object, dto);
     return this.write(viewName, async (em) => {
       const row = await this.writable(em, caller, object.name, viewName);
-      const owner = dto.shared === undefined ? row.owner : ownerFor(caller, dto.shared);
-      if (owner !== row.owner && (await em.findOne(ViewEntity, { object: object.name, name: row.name, owner }))) {
+      const ownerKeyId = dto.shared === undefined ? row.ownerKeyId : ownerFor(caller, dto.shared);
+      if (ownerKeyId !== row.ownerKeyId && (await em.findOne(ViewEntity, { object: object.name, name: row.name, ownerKeyId }))) {
         throw exists(object.name, row.name);
       }
-      em.assign(row, { ...rowOf(dto), owner, uses: checked, updatedAt: new Date() });
+      em.assign(row, { ...rowOf(dto), ownerKeyId, uses: checked, updatedAt: new Date() });
       await em.flush();
       return toViewResponse(row);
     });
@@ -106,21 +110,12 @@ export class ViewService {
   }
 
   /**
-   * The view `viewName` of the object as the caller may see it: its own first, else a shared one.
-   * An object it may not read is object_not_found; another owner's view is view_not_found.
+   * The view `viewName` of the object as the caller may use it: its own first, else a shared one, and
+   * only one whose every field the caller sees. An object it may not read is object_not_found; another
+   * key's view, or one using a field hidden from the caller, is view_not_found like an unknown one.
    */
-  async resolve(caller: Caller, objectName: string, viewName: string, em: EntityManager = this.em.fork()): Promise<ViewRow> {
-    const object = await this.access.view(caller, objectName, 'read');
-    // Only names a view can have reach the database (no NUL bytes, no overlong text).
-    if (!IDENTIFIER_PATTERN.test(viewName)) throw notFound(object.name, viewName);
-    const rows = await em.find(ViewEntity, {
-      object: object.name,
-      name: viewName,
-      $or: [{ owner: caller.subject }, { owner: null }],
-    });
-    const row = rows.find((r) => r.owner !== null) ?? rows[0];
-    if (!row) throw notFound(object.name, viewName);
-    return row;
+  resolve(caller: Caller, objectName: string, viewName: string, em: EntityManager = this.em.fork()): Promise<ViewRow> {
+    return this.find(em, caller, objectName, viewName, false);
   }
 
   /**
@@ -129,17 +124,40 @@ export class ViewService {
    */
   async apply<Q extends ViewableQuery>(caller: Caller, objectName: string, viewName: string | undefined, query: Q): Promise<Q> {
     if (viewName === undefined) return query;
-    const view = await this.resolve(caller, objectName, viewName);
-    return applyView(view, query, await this.access.view(caller, objectName, 'read'));
+    return applyView(await this.resolve(caller, objectName, viewName), query);
   }
 
-  /** A view the caller may change: its own, or (admins) a shared one; a shared one for a member is forbidden. */
+  /**
+   * A view the caller may change: its own (even one using a field hidden from it since it wrote it:
+   * replacing or deleting its own definition tells it nothing), or (admins) a shared one it may use;
+   * a shared one for a member is forbidden.
+   */
   private async writable(em: EntityManager, caller: Caller, objectName: string, viewName: string): Promise<ViewRow> {
-    const row = await this.resolve(caller, objectName, viewName, em);
-    if (row.owner === null && caller.role !== 'admin') {
+    const row = await this.find(em, caller, objectName, viewName, true);
+    if (row.ownerKeyId === null && caller.role !== 'admin') {
       throw new DomainError('forbidden', `View "${clip(viewName)}" is shared; only admins change shared views`);
     }
     return row;
+  }
+
+  /** See resolve; `ownAnyway`: the caller's own view even when it may not use it. */
+  private async find(
+    em: EntityManager,
+    caller: Caller,
+    objectName: string,
+    viewName: string,
+    ownAnyway: boolean,
+  ): Promise<ViewRow> {
+    const object = await this.access.view(caller, objectName, 'read');
+    // Only names a view can have reach the database (no NUL bytes, no overlong text).
+    if (!IDENTIFIER_PATTERN.test(viewName)) throw notFound(object.name, viewName);
+    const rows = await em.find(ViewEntity, { object: object.name, name: viewName, $or: ownedOrShared(caller) });
+    rows.sort((a, b) => Number(a.ownerKeyId === null) - Number(b.ownerKeyId === null)); // its own first
+    const sees = await this.access.definitionLens(caller);
+    for (const row of rows) {
+      if ((ownAnyway && row.ownerKeyId !== null) || (await usable(sees, row))) return row;
+    }
+    throw notFound(object.name, viewName);
   }
 
   private async write<T>(viewName: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
@@ -155,24 +173,27 @@ export class ViewService {
   }
 }
 
-/**
- * See ViewService.apply. A shared view may show fields hidden from this caller: those columns and sort
- * keys are left out for it (its filter is not: dropping a condition would show more rows, so a filter on
- * a hidden field stays an error).
- */
-export function applyView<Q extends ViewableQuery>(view: ViewRow, query: Q, visibleTo: ObjectMeta): Q {
+/** See ViewService.apply; `view` is one the caller may use (every field it names is visible to it). */
+export function applyView<Q extends ViewableQuery>(view: ViewRow, query: Q): Q {
   const requested = (value: unknown) => value !== undefined && value !== null && value !== '';
-  const visible = new Set(visibleTo.fields.map((f) => f.name));
   let where = query.where;
   if (view.where) where = requested(query.where) ? { $and: [view.where, query.where] } : view.where;
-  const orderBy = view.orderBy?.filter((item) => visible.has((item as { field: string }).field));
-  const fields = view.fields?.filter((name) => visible.has(name));
   return {
     ...query,
     where,
-    orderBy: requested(query.orderBy) ? query.orderBy : (orderBy ?? query.orderBy),
-    fields: requested(query.fields) ? query.fields : fields?.length ? fields : query.fields,
+    orderBy: requested(query.orderBy) ? query.orderBy : (view.orderBy ?? query.orderBy),
+    fields: requested(query.fields) ? query.fields : view.fields?.length ? view.fields : query.fields,
   };
+}
+
+/** Whether the caller sees everything the view uses: its object and every field it names. */
+function usable(sees: DefinitionLens, row: ViewRow): Promise<boolean> {
+  return sees([row.object], row.uses);
+}
+
+/** The views a caller may own or share: its key's own (a caller without a key has none) and the shared ones. */
+function ownedOrShared(caller: Caller): Array<{ ownerKeyId: string | null }> {
+  return isUuid(caller.keyId) ? [{ ownerKeyId: caller.keyId }, { ownerKeyId: null }] : [{ ownerKeyId: null }];
 }
 
 /**
@@ -226,11 +247,14 @@ function rowOf(dto: ReplaceViewDto): Pick<ViewRow, 'label' | 'description' | 'wh
   };
 }
 
-/** The owner a view gets: the caller's subject, or none for a shared view (admins only). */
+/** The owner a view gets: the caller's key, or none for a shared view (admins only). */
 function ownerFor(caller: Caller, shared: boolean): string | null {
-  if (!shared) return caller.subject;
-  if (caller.role !== 'admin') throw new DomainError('forbidden', 'Only admins create or change shared views');
-  return null;
+  if (shared) {
+    if (caller.role !== 'admin') throw new DomainError('forbidden', 'Only admins create or change shared views');
+    return null;
+  }
+  if (!isUuid(caller.keyId)) throw new DomainError('forbidden', 'Only an API key owns a private view');
+  return caller.keyId;
 }
 
 function notFound(objectName: string, viewName: string): DomainError {

@@ -234,7 +234,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
       expect(body.records.every((r) => r.stage === 'lead' && !('amount' in r))).toBe(true);
     });
 
-    it('runs as the caller: a shared view over a scoped key keeps its row filter beneath', async () => {
+    it('runs as the caller: a shared view keeps a scoped key’s row filter beneath; one naming a hidden field is not its view', async () => {
       await t.http
         .post(views)
         .set(admin())
@@ -247,11 +247,24 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
           shared: true,
         })
         .expect(201);
-      // Amount is hidden from this key: the view's column and sort key on it are left out for it.
-      const body = bodyOf<RecordListResponse>(await records(scoped, { view: 'open', limit: '100' }).expect(200));
+      await t.http
+        .post(views)
+        .set(admin())
+        .send({
+          name: 'open_names',
+          label: 'Open, by name',
+          where: { stage: { $in: ['lead', 'proposal'] } },
+          orderBy: [{ field: 'name', order: 'asc' }],
+          fields: ['name', 'region'],
+          shared: true,
+        })
+        .expect(201);
+      const body = bodyOf<RecordListResponse>(await records(scoped, { view: 'open_names', limit: '100' }).expect(200));
       expect(body.records.length).toBe(10);
-      expect(body.records.every((r) => r.region === 'emea' && !('amount' in r))).toBe(true);
+      expect(body.records.every((r) => r.region === 'emea')).toBe(true);
       expect(Object.keys(body.records[0]).sort()).toEqual(['id', 'name', 'region']);
+      // Amount is hidden from this key: a view sorting and showing it does not exist for it.
+      expect(errorOf(await records(scoped, { view: 'open', limit: '100' }).expect(404)).code).toBe('view_not_found');
       const all = bodyOf<RecordListResponse>(await records(alice, { view: 'open', limit: '100' }).expect(200));
       expect(all.records.length).toBe(20);
       expect(all.records.map((r) => r.amount)).toEqual([...all.records.map((r) => Number(r.amount))].sort((a, b) => b - a));
@@ -385,7 +398,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
       expect(
         errorOf<{ views: string[] }>(await t.http.delete('/api/v1/objects/deal/fields/stage').set(admin()).expect(409)).details
           .views,
-      ).toEqual(['open', 'open_big', 'won']);
+      ).toEqual(['open', 'open_big', 'open_names', 'won']);
       // A field no view names goes.
       await t.http.delete('/api/v1/objects/deal/fields/notes').set(admin()).expect(204);
     });
