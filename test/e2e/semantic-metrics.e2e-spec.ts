@@ -689,6 +689,20 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       expect((none.body as { rows: Row[] }).rows).toEqual([{ n: 0, total: null, average: null, first: null, last: null }]);
     });
 
+    it('refuses a ratio that would divide the extreme of a date', async () => {
+      const body = {
+        name: 'bad_ratio',
+        label: 'Bad',
+        object: 'sale',
+        type: 'ratio',
+        numerator: 'first_paid_on',
+        denominator: 'sales',
+      };
+      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(400));
+      expect(error).toMatchObject({ code: 'invalid_metric', details: { part: 'numerator' } });
+      expect(error.error).toMatch(/"first_paid_on" is the min of date field "sold_on", not a number/);
+    });
+
     const CUTS: Array<[string, string, string, string]> = [
       ['week', '2024-12-31', '2025-01-15', '1 week'],
       ['month', '2025-01-15', '2025-03-10', '1 month'],
