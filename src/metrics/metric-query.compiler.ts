@@ -305,7 +305,7 @@ export function fillPeriods(
  * period: `partial: true`, `periodStart` and `periodEnd`, the days it covers (both included), so a short
  * period is not read as a whole one. Whole buckets are returned as they are.
  */
-export function markPartial(row: Record<string, unknown>, grain: TimeGrain, from?: string, to?: string): Record<string, unknown> {
+function markPartial(row: Record<string, unknown>, grain: TimeGrain, from?: string, to?: string): Record<string, unknown> {
   const start = row[PERIOD_COLUMN];
   if (typeof start !== 'string') return row;
   const end = addDays(nextBucket(start, grain), -1);
