@@ -293,6 +293,40 @@ describe('compileAggregatePlan (the semantic layer)', () => {
     expect(query.parameters).toEqual(['won', 'won', ['won', 'lost'], 1, 10]);
   });
 
+  it('leaves averages and extremes of no rows null (no 0 to claim, none a date could hold); decodes dated extremes', () => {
+    const compiled = compileAggregatePlan(deal, {
+      groupBy: ['stage'],
+      measures: [
+        { alias: 'won_avg', function: 'avg', field: 'amount', filter: { stage: 'won' }, emptyAsZero: true },
+        { alias: 'first_won', function: 'min', field: 'close_date', filter: { stage: 'won' }, emptyAsZero: true },
+        { alias: 'last_won_at', function: 'max', field: 'created_at', filter: { stage: 'won' }, emptyAsZero: true },
+        { alias: 'won', function: 'count', filter: { stage: 'won' }, emptyAsZero: true },
+      ],
+      limit: 10,
+    });
+    expect(compiled.query.sql).toBe(
+      'select "stage", avg("amount") filter (where "stage" = $1::text) as "won_avg", ' +
+        'min("close_date") filter (where "stage" = $2::text) as "first_won", ' +
+        'max("created_at") filter (where "stage" = $3::text) as "last_won_at", ' +
+        'count(*) filter (where "stage" = $4::text) as "won" ' +
+        'from "data"."deal" where TRUE group by "stage" order by "stage" asc limit $5',
+    );
+    const rows = [
+      { stage: 'lost', won_avg: null, first_won: null, last_won_at: null, won: '0' },
+      {
+        stage: 'won',
+        won_avg: '12.5000000000000000',
+        first_won: '2024-01-02',
+        last_won_at: new Date('2024-03-04T05:06:07.089Z'),
+        won: '2',
+      },
+    ];
+    expect(decodeAggregateRows(deal, compiled, rows)).toEqual([
+      { stage: 'lost', won_avg: null, first_won: null, last_won_at: null, won: 0 },
+      { stage: 'won', won_avg: 12.5, first_won: '2024-01-02', last_won_at: '2024-03-04T05:06:07.089Z', won: 2 },
+    ]);
+  });
+
   it('groups by a lookup target field and a UTC time bucket through a derived table', () => {
     const { query, groupBy } = compileAggregatePlan(
       withLookup,

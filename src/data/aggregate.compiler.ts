@@ -311,14 +311,18 @@ function parseGroupBy(object: ObjectMeta, names: string[], extra = 0): FieldMeta
   return fields;
 }
 
-/** One aggregation's SQL: its function, its own filter, 0 for "no rows" when asked; or a ratio of two. */
+/**
+ * One aggregation's SQL: its function, its own filter, and for a sum 0 for "no rows" when asked; or a
+ * ratio of two. Averages and extremes of no rows stay null: there is no such value, and 0 would be a figure
+ * the data does not hold (and no value at all for a date or a text).
+ */
 function measureSql(object: ObjectMeta, m: MeasureSpec | RatioSpec, params: SqlParams): string {
   if ('numerator' in m) {
     return `(${measureSql(object, m.numerator, params)})::numeric / nullif((${measureSql(object, m.denominator, params)})::numeric, 0)`;
   }
   const filter = m.filter === undefined ? '' : ` filter (where ${compileWhere(object, m.filter, params)})`;
   const sql = `${aggregateSql(object, m)}${filter}`;
-  return m.emptyAsZero && m.function !== 'count' && m.function !== 'count_distinct' ? `coalesce(${sql}, 0)` : sql;
+  return m.emptyAsZero && m.function === 'sum' ? `coalesce(${sql}, 0)` : sql;
 }
 
 function aggregateSql(object: ObjectMeta, a: MeasureSpec): string {

@@ -14,7 +14,7 @@ import {
   UNIQUE_VIOLATION,
   sqlState,
 } from '../database/pg-errors';
-import { AccessService } from '../governance/access.service';
+import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
 import { indexName } from '../metadata/metadata.naming';
@@ -390,7 +390,8 @@ export class DataService {
   ): Promise<VersionedRecord[]> {
     return this.withObject(caller, objectName, 'create', scope, async (object, session) => {
       if (!inputs.length) return [];
-      const encoded = inputs.map((input) => encodeWrite(object, input, 'insert'));
+      // The server itself may date what it loads (the sample's history); nobody else sets created_at.
+      const encoded = inputs.map((input) => encodeWrite(object, input, 'insert', caller === SYSTEM_CALLER));
       const capture: ChangeCapture = { op: 'create', keyId: caller.keyId };
       const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded, capture));
       return rows.map((row) => decodeVersioned(object, row));
@@ -485,14 +486,17 @@ function notFound(objectName: string, id: unknown): DomainError {
 
 /**
  * Validates a write body: only known, writable fields; required fields present on insert and never
- * set to null; each value encoded for its column type. Returns column → bound value.
+ * set to null; each value encoded for its column type. Returns column → bound value. System fields are
+ * the server's, except an insert's id and, when `dated` (records the server loads with their history),
+ * an insert's created_at.
  */
-function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'update'): Map<string, unknown> {
+function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'update', dated = false): Map<string, unknown> {
   if (!isPlainObject(input)) throw new DomainError('invalid_record', 'A record must be a JSON object of field values');
   const values = new Map<string, unknown>();
   for (const [name, value] of Object.entries(input)) {
     const field = requireField(object, name);
-    if (field.system && !(field.name === 'id' && mode === 'insert')) {
+    const settable = mode === 'insert' && (field.name === 'id' || (dated && field.name === 'created_at'));
+    if (field.system && !settable) {
       throw new DomainError('read_only_field', `Field "${name}" is set by the server`);
     }
     if (value === undefined) continue;

@@ -57,7 +57,10 @@ export const MAX_AGGREGATIONS = 20;
 export const TIME_GRAINS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 export type TimeGrain = (typeof TIME_GRAINS)[number];
 
-/** An aggregation with its own filter (`FILTER (WHERE ..)`); `emptyAsZero`: a sum over no rows is 0, not null. */
+/**
+ * An aggregation with its own filter (`FILTER (WHERE ..)`); `emptyAsZero`: a sum over no rows is 0, not
+ * null (counts are 0 anyway; averages, minimums and maximums of no rows are always null).
+ */
 export interface MeasureSpec extends AggregationSpec {
   filter?: unknown;
   emptyAsZero?: boolean;

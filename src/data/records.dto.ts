@@ -142,7 +142,10 @@ export class AggregateResponse {
   @ApiProperty({
     type: 'array',
     items: { type: 'object', additionalProperties: schemaRef('FieldValue') },
-    description: 'One row per group: the group-by fields and one column per aggregation alias',
+    description:
+      'One row per group: the group-by fields and one column per aggregation alias. Over no rows (or no values) ' +
+      'count is 0 and sum, avg, min and max are null. min and max keep their field type: a date or datetime ' +
+      'field gives an ISO string as records do.',
     example: [{ stage: 'won', total: 125000 }],
   })
   rows: Record<string, unknown>[];

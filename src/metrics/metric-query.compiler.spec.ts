@@ -40,20 +40,23 @@ const METRICS: MetricDefinition[] = [
   },
   { ...base, name: 'accounts', label: 'Accounts', type: 'simple', object: 'account', measure: { function: 'count' } },
   { ...base, name: 'undated', label: 'Undated', type: 'simple', measure: { function: 'count' }, timeField: undefined },
+  { ...base, name: 'partial', label: 'Partial', type: 'simple', measure: { function: 'count' } },
 ];
 const DEFINITIONS = new Map(METRICS.map((m) => [m.name, m]));
 const compile = (query: Partial<MetricQuery>) => compileMetricQuery({ metrics: ['revenue'], limit: 50, ...query }, DEFINITIONS);
 
 describe('compileMetricQuery', () => {
   it('turns metrics into aggregations with their own filters, and a ratio into numerator over denominator', () => {
-    expect(compile({ metrics: ['revenue', 'win_rate'] }).plan).toEqual({
+    expect(compile({ metrics: ['revenue', 'win_rate', 'average'] }).plan).toEqual({
       measures: [
         { alias: 'revenue', function: 'sum', field: 'amount', filter: { stage: 'won' }, emptyAsZero: true },
         {
           alias: 'win_rate',
-          numerator: { alias: 'win_rate', function: 'count', filter: { stage: 'won' }, emptyAsZero: true },
-          denominator: { alias: 'win_rate', function: 'count', filter: { stage: { $in: ['won', 'lost'] } }, emptyAsZero: true },
+          numerator: { alias: 'win_rate', function: 'count', filter: { stage: 'won' } },
+          denominator: { alias: 'win_rate', function: 'count', filter: { stage: { $in: ['won', 'lost'] } } },
         },
+        // An average of nothing stays null: only sums are asked to read no rows as 0.
+        { alias: 'average', function: 'avg', field: 'amount' },
       ],
       groupBy: [],
       limit: 50,
@@ -112,6 +115,38 @@ describe('compileMetricQuery', () => {
     ]);
   });
 
+  it('marks the periods from/to cut as partial, with the days they cover', () => {
+    const rows = compile({ metrics: ['revenue', 'average'], timeGrain: 'month', from: '2026-01-15', to: '2026-03-10' }).finish([
+      { period: '2026-01-01', revenue: 10, average: 5 },
+      { period: '2026-03-01', revenue: 0, average: null },
+    ]).rows;
+    expect(rows).toEqual([
+      { period: '2026-01-01', partial: true, periodStart: '2026-01-15', periodEnd: '2026-01-31', revenue: 10, average: 5 },
+      { period: '2026-02-01', revenue: 0, average: null },
+      { period: '2026-03-01', partial: true, periodStart: '2026-03-01', periodEnd: '2026-03-10', revenue: 0, average: null },
+    ]);
+    // The flag and the bounds follow the period, before the figures.
+    expect(Object.keys(rows[0])).toEqual(['period', 'partial', 'periodStart', 'periodEnd', 'revenue', 'average']);
+    // Only from, or only to, cuts one end; whole buckets and no range cut nothing.
+    expect(compile({ timeGrain: 'week', from: '2025-01-01' }).finish([{ period: '2024-12-30', revenue: 1 }]).rows).toEqual([
+      { period: '2024-12-30', partial: true, periodStart: '2025-01-01', periodEnd: '2025-01-05', revenue: 1 },
+    ]);
+    expect(compile({ timeGrain: 'year', to: '2024-06-30' }).finish([{ period: '2024-01-01', revenue: 1 }]).rows).toEqual([
+      { period: '2024-01-01', partial: true, periodStart: '2024-01-01', periodEnd: '2024-06-30', revenue: 1 },
+    ]);
+    expect(
+      compile({ timeGrain: 'quarter', from: '2024-10-01', to: '2024-12-31' }).finish([{ period: '2024-10-01', revenue: 1 }]).rows,
+    ).toEqual([{ period: '2024-10-01', revenue: 1 }]);
+    expect(compile({ timeGrain: 'day', from: '2024-10-01', to: '2024-10-01' }).finish([]).rows).toEqual([
+      { period: '2024-10-01', revenue: 0 },
+    ]);
+    expect(compile({ timeGrain: 'month' }).finish([{ period: '2024-10-01', revenue: 1 }]).rows).toEqual([
+      { period: '2024-10-01', revenue: 1 },
+    ]);
+    // A metric named "partial" is refused only where a period can be cut.
+    expect(compile({ metrics: ['partial'], timeGrain: 'month' }).plan.groupBy).toEqual(['period']);
+  });
+
   it('does not fill when the engine may have left groups out, and says so', () => {
     const compiled = compile({ timeGrain: 'day', from: '2025-01-01', to: '2025-01-10', limit: 2 });
     const result = compiled.finish([
@@ -147,6 +182,12 @@ describe('compileMetricQuery', () => {
     ],
     ['four dimensions', { groupBy: ['owner', 'account.industry', 'a', 'b'] }, 'invalid_metric_query', /at most 3/],
     ['a where nested too deep', { where: nest(12) }, 'invalid_metric_query', /deeper/],
+    [
+      'a metric named like the partial column of a cut period',
+      { metrics: ['partial'], timeGrain: 'month', from: '2025-01-15' },
+      'invalid_metric_query',
+      /"partial" is both a metric and a column/,
+    ],
   ])('refuses %s', (_case, query, code, message) => {
     const error: DomainError = domainError(() => compile(query));
     expect(error.code).toBe(code);

@@ -13,6 +13,13 @@ import { MAX_PERIODS, MAX_QUERY_METRICS, type MetricDefinition } from './metric.
 
 /** The column of a time bucket's start in query_metric rows. */
 export const PERIOD_COLUMN = 'period';
+/**
+ * The columns a bucket cut by from/to gets: `partial: true` and the first and last day it really covers
+ * (both included). camelCase, so no metric or field name can take them; `partial` is reserved with a cut.
+ */
+export const PARTIAL_COLUMN = 'partial';
+export const PERIOD_START_COLUMN = 'periodStart';
+export const PERIOD_END_COLUMN = 'periodEnd';
 
 /** query_metric's arguments (the tool's JSON Schema checked their shape; the rest is checked here). */
 export interface MetricQuery {
@@ -74,7 +81,8 @@ export function compileMetricQuery(query: MetricQuery, definitions: ReadonlyMap<
   if (groupBy.length > MAX_GROUP_BY_FIELDS) throw invalidQuery(`Group by at most ${MAX_GROUP_BY_FIELDS} dimensions`);
   const groupColumns = groupBy.map(columnOf);
   const outputNames = new Set<string>(names);
-  for (const name of [...groupBy, ...(query.timeGrain ? [PERIOD_COLUMN] : [])]) {
+  const periodColumns = query.timeGrain ? [PERIOD_COLUMN, ...(query.from || query.to ? [PARTIAL_COLUMN] : [])] : [];
+  for (const name of [...groupBy, ...periodColumns]) {
     if (outputNames.has(name)) throw invalidQuery(`"${name}" is both a metric and a column of the answer; query it separately`);
     outputNames.add(name);
   }
@@ -91,7 +99,8 @@ export function compileMetricQuery(query: MetricQuery, definitions: ReadonlyMap<
     function: metric.measure!.function,
     ...(metric.measure!.field !== undefined && { field: metric.measure!.field }),
     ...(metric.filter !== undefined && { filter: metric.filter }),
-    emptyAsZero: true,
+    // A sum of nothing is 0 like a count; an average or extreme of nothing stays null (no such value).
+    ...(metric.measure!.function === 'sum' && { emptyAsZero: true }),
   });
   const plan: AggregatePlan = {
     measures: metrics.map((m) =>
@@ -140,7 +149,9 @@ export function compileMetricQuery(query: MetricQuery, definitions: ReadonlyMap<
         rows.sort(comparator(query.orderBy ?? [], groupBy));
       }
       const truncated = rows.length > query.limit || !complete;
-      return { rows: rows.slice(0, query.limit), truncated };
+      rows = rows.slice(0, query.limit);
+      if (query.timeGrain) rows = rows.map((row) => markPartial(row, query.timeGrain!, range?.from, range?.to));
+      return { rows, truncated };
     },
   };
 }
@@ -287,6 +298,28 @@ export function fillPeriods(
     }
   }
   return filled;
+}
+
+/**
+ * A row whose bucket from/to cut (a month from the 15th, a week from a Wednesday) says so after its
+ * period: `partial: true`, `periodStart` and `periodEnd`, the days it covers (both included), so a short
+ * period is not read as a whole one. Whole buckets are returned as they are.
+ */
+function markPartial(row: Record<string, unknown>, grain: TimeGrain, from?: string, to?: string): Record<string, unknown> {
+  const start = row[PERIOD_COLUMN];
+  if (typeof start !== 'string') return row;
+  const end = addDays(nextBucket(start, grain), -1);
+  const coveredStart = from !== undefined && from > start ? from : start;
+  const coveredEnd = to !== undefined && to < end ? to : end;
+  if (coveredStart === start && coveredEnd === end) return row;
+  const marked: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(row)) {
+    marked[key] = value;
+    if (key === PERIOD_COLUMN) {
+      Object.assign(marked, { [PARTIAL_COLUMN]: true, [PERIOD_START_COLUMN]: coveredStart, [PERIOD_END_COLUMN]: coveredEnd });
+    }
+  }
+  return marked;
 }
 
 /** The engine's order, in code: orderBy (nulls last), then the dimensions and the period, ascending. */

@@ -22,7 +22,8 @@ export interface CheckedMetric {
  * Checks a metric definition against its object's fields (and, for a ratio, the metrics it divides).
  * Every refusal is `invalid_metric` naming the bad part (`details.part`): an unknown object or field, a sum
  * over a text field, a filter the where compiler refuses, a ratio of unknown, non-simple or other objects'
- * metrics, a time field that is not a date, a dimension whose lookup or target field does not exist.
+ * metrics or of the extreme of a field that is no number, a time field that is not a date, a dimension whose
+ * lookup or target field does not exist.
  */
 export async function checkMetric(input: MetricDefinition, catalog: MetricCatalog): Promise<CheckedMetric> {
   const object = await catalog.object(input.object);
@@ -74,6 +75,18 @@ export async function checkMetric(input: MetricDefinition, catalog: MetricCatalo
       if (metric.type !== 'simple') throw invalid(part, `${part}: "${name}" is a ratio; a ratio divides simple metrics`);
       if (metric.object !== object.name) {
         throw invalid(part, `${part}: "${name}" counts "${metric.object}" records; this ratio is over "${object.name}"`);
+      }
+      // min/max keep their field's type: the extreme of a date or a text is no number to divide.
+      const field = metric.measure?.field === undefined ? undefined : object.fields.find((f) => f.name === metric.measure!.field);
+      if (
+        (metric.measure?.function === 'min' || metric.measure?.function === 'max') &&
+        field &&
+        !NUMERIC_TYPES.includes(field.type as never)
+      ) {
+        throw invalid(
+          part,
+          `${part}: "${name}" is the ${metric.measure.function} of ${field.type} field "${field.name}", not a number`,
+        );
       }
       definition[part] = name;
     }

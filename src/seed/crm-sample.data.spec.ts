@@ -162,9 +162,9 @@ describe('generateCrmSample', () => {
     expect(generationMs).toBeLessThan(1000);
   });
 
-  it('gives every record exactly id plus the defined fields', () => {
+  it('gives every record exactly id, created_at plus the defined fields', () => {
     for (const { name, records } of dataset.objects) {
-      const expected = ['id', ...definitionOf(name).fields.map((f) => f.name)].sort().join();
+      const expected = ['id', 'created_at', ...definitionOf(name).fields.map((f) => f.name)].sort().join();
       const off = records.filter((r) => Object.keys(r).sort().join() !== expected);
       expect(off).toEqual([]);
     }
@@ -297,6 +297,31 @@ describe('generateCrmSample', () => {
       (a) => typeof a.due_at === 'string' && a.due_at >= CRM_SAMPLE_REFERENCE_DATE && a.completed !== false,
     );
     expect(doneInFuture).toEqual([]);
+  });
+
+  it('dates every record in the three years before the reference date, after the records it points to', () => {
+    const createdAt = new Map<unknown, string>();
+    for (const { records } of dataset.objects) for (const r of records) createdAt.set(r.id, r.created_at as string);
+    const all = [...createdAt.values()];
+    expect(all.filter((at) => typeof at !== 'string' || !DATETIME.test(at) || new Date(at).toISOString() !== at)).toEqual([]);
+    expect(all.filter((at) => at < '2022-07-01' || at >= CRM_SAMPLE_REFERENCE_DATE)).toEqual([]);
+
+    const older = (record: Row, field: string) =>
+      record[field] !== null && (createdAt.get(record[field]) as string) > (record.created_at as string);
+    const deals = recordsOf(dataset, 'deal');
+    expect(deals.filter((d) => older(d, 'account') || older(d, 'primary_contact'))).toEqual([]);
+    expect(recordsOf(dataset, 'contact').filter((c) => older(c, 'account'))).toEqual([]);
+    expect(recordsOf(dataset, 'activity').filter((a) => older(a, 'deal') || older(a, 'contact'))).toEqual([]);
+    // A deal closes (or is expected to close) on a later day than it was created.
+    expect(deals.filter((d) => (d.created_at as string).slice(0, 10) >= (d.close_date as string))).toEqual([]);
+
+    // History, not one load instant: deals created in every year of the span, most of them after the first.
+    const perYear = new Map<string, number>();
+    for (const d of deals)
+      perYear.set((d.created_at as string).slice(0, 4), (perYear.get((d.created_at as string).slice(0, 4)) ?? 0) + 1);
+    expect([...perYear.keys()].sort()).toEqual(['2022', '2023', '2024', '2025']);
+    for (const year of ['2023', '2024', '2025']) expect(perYear.get(year)).toBeGreaterThan(deals.length / 8);
+    expect(new Set(all).size).toBeGreaterThan(all.length / 2);
   });
 
   it('honours custom counts and keeps lookups valid', () => {

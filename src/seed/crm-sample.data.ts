@@ -1,7 +1,8 @@
 /**
  * Deterministic sample CRM (accounts, contacts, deals, activities) matching the object definitions
- * in seeds/objects/*.json. Pure: no I/O, no clock, no Math.random — every call yields the same data,
- * so tests and evaluations can compare answers against fixed numbers.
+ * in seeds/objects/*.json, each record with the created_at of its history (the three years before the
+ * reference date). Pure: no I/O, no clock, no Math.random — every call yields the same data, so tests
+ * and evaluations can compare answers against fixed numbers.
  */
 
 /** Records of every sample object, in load (dependency) order. */
@@ -18,7 +19,10 @@ export const CRM_SAMPLE_DEFAULT_COUNTS: Readonly<CrmSampleCounts> = {
   activity: 3000,
 };
 
-/** "Today" of the sample: deals closed before it are won/lost, open deals are expected after it. */
+/**
+ * "Today" of the sample: deals closed before it are won/lost, open deals are expected after it, and every
+ * record was created before it.
+ */
 export const CRM_SAMPLE_REFERENCE_DATE = '2025-07-01';
 
 /** Largest count accepted per object; ids reserve 8 hex digits for the index. */
@@ -855,6 +859,83 @@ function markLastContacted(contacts: Row[], activities: Row[], contactIndexes: A
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Creation history (created_at): drawn from streams of its own, so the other values stay as they were
+// ---------------------------------------------------------------------------------------------
+
+/** The first day a sample record may have been created: three years before the reference date. */
+const FIRST_CREATED_DAY = REFERENCE_DAY - 3 * 365;
+const REFERENCE_MS = REFERENCE_DAY * DAY_MS;
+
+/**
+ * A business-hours instant (ms, on a quarter hour) on a day in firstDay..lastDay (firstDay when lastDay
+ * is earlier), then held within notBefore..notAfter: a record is never older than what it points to.
+ */
+function creationTime(rng: Rng, firstDay: number, lastDay: number, notBefore = -Infinity, notAfter = Infinity): number {
+  const day = rng.int(firstDay, Math.max(firstDay, lastDay));
+  const time = day * DAY_MS + rng.int(8 * 4, 17 * 4) * 15 * 60_000;
+  return Math.min(notAfter, Math.max(notBefore, time));
+}
+
+const dayOf = (ms: number): number => Math.floor(ms / DAY_MS);
+
+/**
+ * Sets created_at on every record: a deal two weeks to six months before it closed (an open deal within
+ * the year before the reference date); an account before its first deal; a contact after its account
+ * and before the deals it is the primary contact of; an activity after its deal and contact, shortly
+ * before it is due. Everything lies in the three years before the reference date.
+ */
+function markCreated(accounts: Row[], contacts: Row[], deals: Row[], activities: Row[]): void {
+  const created = new Map<unknown, number>();
+  const set = (record: Row, ms: number) => {
+    created.set(record.id, ms);
+    record.created_at = new Date(ms).toISOString();
+  };
+  const earliest = (into: Map<unknown, number>, key: unknown, ms: number) => {
+    if (key !== null && ms < (into.get(key) ?? Infinity)) into.set(key, ms);
+  };
+
+  const dealRng = new Rng('deal:created_at');
+  const firstDealOf = new Map<unknown, number>();
+  const firstDealAsContact = new Map<unknown, number>();
+  for (const deal of deals) {
+    const closeDay = Date.parse(`${deal.close_date as string}T00:00:00Z`) / DAY_MS;
+    const ms =
+      closeDay < REFERENCE_DAY
+        ? creationTime(dealRng, closeDay - 180, closeDay - 14)
+        : creationTime(dealRng, REFERENCE_DAY - 365, REFERENCE_DAY - 1);
+    set(deal, ms);
+    earliest(firstDealOf, deal.account, ms);
+    earliest(firstDealAsContact, deal.primary_contact, ms);
+  }
+
+  const accountRng = new Rng('account:created_at');
+  for (const account of accounts) {
+    const firstDeal = firstDealOf.get(account.id);
+    if (firstDeal === undefined) set(account, creationTime(accountRng, FIRST_CREATED_DAY, REFERENCE_DAY - 1));
+    else set(account, creationTime(accountRng, Math.max(FIRST_CREATED_DAY, dayOf(firstDeal) - 90), dayOf(firstDeal) - 1));
+  }
+
+  const contactRng = new Rng('contact:created_at');
+  for (const contact of contacts) {
+    const after = contact.account === null ? FIRST_CREATED_DAY * DAY_MS : created.get(contact.account)!;
+    const before = firstDealAsContact.get(contact.id) ?? REFERENCE_MS - 1;
+    set(contact, creationTime(contactRng, dayOf(after), dayOf(before), after, before));
+  }
+
+  const activityRng = new Rng('activity:created_at');
+  for (const activity of activities) {
+    const after = Math.max(
+      FIRST_CREATED_DAY * DAY_MS,
+      activity.deal === null ? -Infinity : created.get(activity.deal)!,
+      activity.contact === null ? -Infinity : created.get(activity.contact)!,
+    );
+    const due = typeof activity.due_at === 'string' ? Date.parse(activity.due_at) : Infinity;
+    const before = Math.max(after, Math.min(due, REFERENCE_MS - 1));
+    set(activity, creationTime(activityRng, Math.max(dayOf(after), dayOf(before) - 14), dayOf(before), after, before));
+  }
+}
+
 function checkCount(name: string, value: number): void {
   if (!Number.isInteger(value) || value < 0 || value > MAX_COUNT) {
     throw new RangeError(`Sample count for ${name} must be an integer in 0..${MAX_COUNT}, got ${value}`);
@@ -881,6 +962,7 @@ export function generateCrmSample(counts: Partial<CrmSampleCounts> = {}): Sample
   const activities = generateActivities(n.activity, accounts.facts, contacts.facts, deals.facts);
   markCustomers(accounts.records, deals.records);
   markLastContacted(contacts.records, activities.records, activities.contactIndexes);
+  markCreated(accounts.records, contacts.records, deals.records, activities.records);
 
   return {
     objects: [

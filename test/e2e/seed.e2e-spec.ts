@@ -1,4 +1,5 @@
 import type { AggregateResponse } from '../../src/data/records.dto';
+import { CRM_SAMPLE_REFERENCE_DATE, generateCrmSample } from '../../src/seed/crm-sample.data';
 import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
 import { match } from '../support/matchers';
 import { bodyOf, type RecordPage } from '../support/responses';
@@ -128,6 +129,27 @@ describe('sample CRM seed (SEED=true)', () => {
     expect(bodyOf<AggregateResponse>(res).rows).toEqual(
       expected.map((r) => ({ owner: r.owner, revenue: Number(r.revenue), deals: r.deals })),
     );
+  });
+
+  it('loads each record with the created_at of the sample’s history, not the load instant', async () => {
+    const sample = generateCrmSample();
+    for (const { name, records } of sample.objects) {
+      const rows = await t.sql<{ id: string; created_at: Date }>(`select id, created_at from data.${name}`);
+      const loaded = new Map(rows.map((r) => [r.id, new Date(r.created_at).toISOString()]));
+      const off = records.filter((r) => loaded.get(r.id as string) !== r.created_at).map((r) => r.id);
+      expect({ object: name, off: off.slice(0, 5) }).toEqual({ object: name, off: [] });
+    }
+    const [span] = await t.sql<{ years: number; before: boolean; after_close: number }>(
+      `select count(distinct extract(year from created_at at time zone 'UTC'))::int as years,
+              max(created_at) < $1::timestamptz as before,
+              count(*) filter (where (created_at at time zone 'UTC')::date >= close_date)::int as after_close
+         from data.deal`,
+      [CRM_SAMPLE_REFERENCE_DATE],
+    );
+    expect(span).toEqual({ years: 4, before: true, after_close: 0 });
+    // The records API shows it like any other record's created_at.
+    const [deal] = bodyOf<RecordPage>(await list('deal', { limit: '1', orderBy: [{ field: 'created_at' }] }).expect(200)).records;
+    expect(deal.created_at).toBe([...sample.objects[2].records].map((r) => r.created_at as string).sort()[0]);
   });
 
   it('keeps every lookup pointing at an existing record', async () => {

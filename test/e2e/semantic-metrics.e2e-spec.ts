@@ -565,6 +565,195 @@ describe('metrics: definitions in metadata and the metric tools', () => {
     });
   });
 
+  describe('no data, dated extremes and partial periods', () => {
+    const PAID = { status: 'paid' };
+    beforeAll(async () => {
+      for (const [name, fn, field] of [
+        ['paid_avg', 'avg', 'amount'],
+        ['paid_max_quantity', 'max', 'quantity'],
+        ['first_paid_on', 'min', 'sold_on'],
+        ['last_paid_at', 'max', 'sold_at'],
+      ]) {
+        await t.http
+          .post('/api/v1/metrics')
+          .set(admin())
+          .send({
+            name,
+            label: name,
+            object: 'sale',
+            type: 'simple',
+            measure: { function: fn, field },
+            filter: PAID,
+            timeField: 'sold_on',
+            dimensions: DIMENSIONS,
+          })
+          .expect(201);
+      }
+    });
+    /** A datetime as the records API returns it (null for no record). */
+    const recordSoldAt = async (id: string | null) =>
+      id === null ? null : bodyOf<Row>(await t.http.get(`/api/v1/objects/sale/records/${id}`).set(admin()).expect(200)).sold_at;
+
+    it('gives null averages and extremes, and 0 counts and sums, for a group with records but none matching', async () => {
+      const expected = await t.sql<{
+        channel: string;
+        paid_avg: string | null;
+        paid_max_quantity: number | null;
+        first_paid_on: string | null;
+        last_id: string | null;
+        paid_sales: number;
+        paid_revenue: string;
+      }>(
+        `select channel,
+                avg(amount) filter (where status = 'paid') as paid_avg,
+                (max(quantity) filter (where status = 'paid'))::int as paid_max_quantity,
+                (min(sold_on) filter (where status = 'paid'))::text as first_paid_on,
+                (select x.id from data.sale x where x.channel = s.channel and x.status = 'paid' order by x.sold_at desc limit 1) as last_id,
+                (count(*) filter (where status = 'paid'))::int as paid_sales,
+                coalesce(sum(amount) filter (where status = 'paid'), 0) as paid_revenue
+           from data.sale s group by channel order by channel`,
+      );
+      // shop has a sale, but no paid one.
+      expect(expected.find((e) => e.channel === 'shop')).toMatchObject({ paid_sales: 0, paid_avg: null, last_id: null });
+      const names = ['paid_avg', 'paid_max_quantity', 'first_paid_on', 'last_paid_at', 'paid_sales', 'paid_revenue'];
+      const rows = await metric({ metrics: names, groupBy: ['channel'] });
+      const want: Row[] = [];
+      for (const e of expected) {
+        want.push({
+          channel: e.channel,
+          paid_avg: e.paid_avg === null ? null : expect.closeTo(Number(e.paid_avg), 10),
+          paid_max_quantity: e.paid_max_quantity,
+          first_paid_on: e.first_paid_on,
+          last_paid_at: await recordSoldAt(e.last_id),
+          paid_sales: e.paid_sales,
+          paid_revenue: Number(e.paid_revenue),
+        });
+      }
+      expect(rows).toEqual(want);
+      expect(rows.find((r) => r.channel === 'shop')).toEqual({
+        channel: 'shop',
+        paid_avg: null,
+        paid_max_quantity: null,
+        first_paid_on: null,
+        last_paid_at: null,
+        paid_sales: 0,
+        paid_revenue: 0,
+      });
+      // Over days that have sales but no paid one, and inside a time bucket, the same holds.
+      expect(
+        await metric({ metrics: ['paid_avg', 'first_paid_on', 'paid_sales'], from: '2025-01-01', to: '2025-01-02' }),
+      ).toEqual([{ paid_avg: null, first_paid_on: null, paid_sales: 0 }]);
+      expect(
+        await metric({
+          metrics: ['paid_avg', 'last_paid_at', 'paid_revenue'],
+          timeGrain: 'day',
+          from: '2025-01-01',
+          to: '2025-01-01',
+        }),
+      ).toEqual([{ period: '2025-01-01', paid_avg: null, last_paid_at: null, paid_revenue: 0 }]);
+    });
+
+    it('takes the minimum and maximum of a date and a datetime field, as ISO strings like records', async () => {
+      const [expected] = await t.sql<{ first: string; last: string; last_id: string; latest: string }>(
+        `select (min(sold_on) filter (where status = 'paid'))::text as first,
+                (max(sold_on) filter (where status = 'paid'))::text as last,
+                (select id from data.sale where status = 'paid' order by sold_at desc limit 1) as last_id,
+                to_char(max(sold_at) filter (where status = 'paid') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as latest
+           from data.sale`,
+      );
+      const [row] = await metric({ metrics: ['first_paid_on', 'last_paid_at'] });
+      expect(row).toEqual({ first_paid_on: expected.first, last_paid_at: await recordSoldAt(expected.last_id) });
+      expect(Date.parse(row.last_paid_at as string)).toBe(Date.parse(expected.latest));
+      expect(expected.first).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+
+      // The plain aggregate agrees: the same extremes, and over no records a count of 0 and no other value.
+      const aggregate = (body: Row) => t.http.post('/api/v1/objects/sale/aggregate').set(admin()).send(body).expect(200);
+      const extremes = await aggregate({
+        where: PAID,
+        aggregations: [
+          { function: 'min', field: 'sold_on', alias: 'first_paid_on' },
+          { function: 'max', field: 'sold_at', alias: 'last_paid_at' },
+        ],
+      });
+      expect((extremes.body as { rows: Row[] }).rows).toEqual([row]);
+      const none = await aggregate({
+        where: { status: 'paid', channel: 'shop' },
+        aggregations: [
+          { function: 'count', alias: 'n' },
+          { function: 'sum', field: 'amount', alias: 'total' },
+          { function: 'avg', field: 'amount', alias: 'average' },
+          { function: 'min', field: 'sold_on', alias: 'first' },
+          { function: 'max', field: 'sold_at', alias: 'last' },
+        ],
+      });
+      expect((none.body as { rows: Row[] }).rows).toEqual([{ n: 0, total: null, average: null, first: null, last: null }]);
+    });
+
+    it('refuses a ratio that would divide the extreme of a date', async () => {
+      const body = {
+        name: 'bad_ratio',
+        label: 'Bad',
+        object: 'sale',
+        type: 'ratio',
+        numerator: 'first_paid_on',
+        denominator: 'sales',
+      };
+      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(400));
+      expect(error).toMatchObject({ code: 'invalid_metric', details: { part: 'numerator' } });
+      expect(error.error).toMatch(/"first_paid_on" is the min of date field "sold_on", not a number/);
+    });
+
+    const CUTS: Array<[string, string, string, string]> = [
+      ['week', '2024-12-31', '2025-01-15', '1 week'],
+      ['month', '2025-01-15', '2025-03-10', '1 month'],
+      ['quarter', '2024-12-01', '2025-02-15', '3 months'],
+      ['year', '2024-12-30', '2025-03-31', '1 year'],
+      ['day', '2024-12-30', '2025-01-02', '1 day'],
+    ];
+
+    it.each(CUTS)(
+      'marks the %s buckets from %s to %s cuts as partial, with the days they cover',
+      async (grain, from, to, step) => {
+        const expected = await t.sql<{
+          period: string;
+          covered_from: string;
+          covered_to: string;
+          cut: boolean;
+          n: number;
+          paid_avg: string | null;
+        }>(
+          `select to_char(p, 'YYYY-MM-DD') as period,
+                to_char(greatest(p, $2::timestamp), 'YYYY-MM-DD') as covered_from,
+                to_char(least(p + $4::interval - interval '1 day', $3::timestamp), 'YYYY-MM-DD') as covered_to,
+                (p < $2::timestamp or p + $4::interval - interval '1 day' > $3::timestamp) as cut,
+                count(s.id)::int as n,
+                avg(s.amount) filter (where s.status = 'paid') as paid_avg
+           from generate_series(date_trunc($1, $2::timestamp), date_trunc($1, $3::timestamp), $4::interval) p
+           left join data.sale s on date_trunc($1, s.sold_on::timestamp) = p and s.sold_on between $2::date and $3::date
+          group by p order by p`,
+          [grain, from, to, step],
+        );
+        const rows = await metric({ metrics: ['sales', 'paid_avg'], timeGrain: grain, from, to, limit: 200 });
+        expect(rows).toEqual(
+          expected.map((e) => ({
+            period: e.period,
+            ...(e.cut && { partial: true, periodStart: e.covered_from, periodEnd: e.covered_to }),
+            sales: e.n,
+            paid_avg: e.paid_avg === null ? null : (expect.closeTo(Number(e.paid_avg), 10) as unknown),
+          })),
+        );
+        expect(rows.some((r) => r.partial === true)).toBe(grain !== 'day');
+      },
+    );
+
+    it('cuts January 2026 from the 15th: partial, 2026-01-15..2026-01-31', async () => {
+      expect(await metric({ metrics: ['sales', 'paid_avg'], timeGrain: 'month', from: '2026-01-15', to: '2026-02-28' })).toEqual([
+        { period: '2026-01-01', partial: true, periodStart: '2026-01-15', periodEnd: '2026-01-31', sales: 0, paid_avg: null },
+        { period: '2026-02-01', sales: 0, paid_avg: null },
+      ]);
+    });
+  });
+
   describe('access and the sample metrics', () => {
     it('under an access policy with a row filter, counts only the key’s rows; a metric using a hidden field is unknown', async () => {
       await t.http
@@ -632,6 +821,20 @@ describe('metrics: definitions in metadata and the metric tools', () => {
         expect(rows[i].won_revenue).toBe(Number(e.revenue));
         expect(rows[i].pipeline_value).toBe(Number(e.pipeline));
       });
+    });
+
+    it('counts deals created in the past years of the sample, per year as SQL over created_at', async () => {
+      const expected = await t.sql<{ period: string; n: number }>(
+        `select to_char(p, 'YYYY-MM-DD') as period,
+                (select count(*)::int from data.deal d where date_trunc('year', d.created_at at time zone 'UTC') = p) as n
+           from generate_series('2022-01-01'::timestamp, '2025-01-01'::timestamp, '1 year') p order by p`,
+      );
+      const rows = await metric({ metrics: ['deals_created'], timeGrain: 'year', from: '2022-01-01', to: '2025-12-31' }, member);
+      expect(rows).toEqual(expected.map((e) => ({ period: e.period, deals_created: e.n })));
+      // History, not the load instant: deals were created in each of these years.
+      for (const year of ['2023-01-01', '2024-01-01', '2025-01-01']) {
+        expect(rows.find((r) => r.period === year)?.deals_created).toBeGreaterThan(0);
+      }
     });
 
     it('offers the metric tools to data_chat, whose instructions prefer a metric; the model gets query_metric’s rows', async () => {

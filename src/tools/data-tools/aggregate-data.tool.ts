@@ -43,6 +43,7 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
       'Use this instead of query_records whenever the answer is a number or a ranking: it scans every matching record, not one page. ' +
       `Functions: ${AGGREGATE_FUNCTIONS.join(', ')}; sum and avg need a numeric field (number, currency, percent, integer); ` +
       'count without a field counts records, count_distinct counts different values of a field. Group by up to 3 fields; each row holds the group-by values and one value per alias. ' +
+      'Over no matching records (or no values) counts are 0 and sum, avg, min and max are null: no such value, not 0. ' +
       `Returns at most ${AGGREGATE_MAX_GROUPS} groups (default ${AGGREGATE_DEFAULT_GROUPS}). ` +
       'For a top N, order by an alias and set limit. ' +
       "With view, only the saved view's records count (its filter, ANDed with your where). " +

@@ -28,9 +28,13 @@ export function createQueryMetricTool(deps: MetricToolDeps): ToolDefinition<Quer
     description:
       'Compute one or more metrics from list_metrics, optionally grouped by their dimensions and split into time periods. ' +
       'Each row has one column per metric (named like the metric), one per groupBy dimension and, with timeGrain, "period": ' +
-      'the first day of the period (UTC, "YYYY-MM-DD"; weeks start on Monday). Periods without records inside from/to are ' +
-      'included, with 0 for counts and sums and null for averages, minimums, maximums and ratios. A ratio is null where its ' +
-      `denominator is 0. Metrics of one object per call; at most ${MAX_QUERY_METRICS}. ` +
+      'the first day of the period (UTC, "YYYY-MM-DD"; weeks start on Monday). A period that from/to cut (e.g. month ' +
+      'with from "2026-01-15") also has "partial": true, "periodStart" and "periodEnd": the first and last day it covers ' +
+      '(both included); say that such a period is partial. Periods without records inside from/to are included. Where ' +
+      'no record counts (no records, or none matching the metric), counts and sums are 0 and averages, minimums and ' +
+      'maximums are null: null means there is no such value, not 0. A ratio is null where its denominator is 0. ' +
+      'Minimums and maximums of a date or datetime field are dates ("YYYY-MM-DD") or ISO timestamps. ' +
+      `Metrics of one object per call; at most ${MAX_QUERY_METRICS}. ` +
       `Returns at most ${METRIC_MAX_ROWS} rows (default ${METRIC_DEFAULT_ROWS}). ` +
       'Example (won revenue and win rate per quarter of 2024 by industry): {"metrics": ["won_revenue", "win_rate"], ' +
       '"groupBy": ["account.industry"], "timeGrain": "quarter", "from": "2024-01-01", "to": "2024-12-31"}.',
@@ -53,7 +57,9 @@ export function createQueryMetricTool(deps: MetricToolDeps): ToolDefinition<Quer
         timeGrain: {
           type: 'string',
           enum: [...TIME_GRAINS],
-          description: 'Split into periods of the metrics\' time field; adds the column "period".',
+          description:
+            'Split into periods of the metrics\' time field; adds the column "period" (and "partial", "periodStart", ' +
+            '"periodEnd" where from/to cut a period).',
         },
         from: { type: 'string', description: 'First day included, "YYYY-MM-DD" (UTC), on the metrics\' time field.' },
         to: { type: 'string', description: 'Last day included, "YYYY-MM-DD" (UTC), on the metrics\' time field.' },
