@@ -219,14 +219,13 @@ const REFUSAL =
   /\b(can(?:'|no)t|cannot|unable|not able|no (?:data|information|field|record)|(?:does|do|did)(?: not|n't) (?:have|contain|include|track|record|store)|(?:is|are)(?: not|n't) (?:available|tracked|recorded|stored|part of)|not (?:available|tracked|recorded|stored) in|isn't in|aren't in|outside (?:of )?the data)\b/i;
 
 /**
- * A figure case passes when each expected figure is stated next to its label (same table row, bullet
- * or sentence, and within it the same clause when other rows' labels are there too), the answer
- * states at most `extraNumbers` other numbers, no number is unsupported and the tool calls stay
- * within budget. A refusal case passes when the answer says the data cannot answer; a clarification
+ * A figure case passes when each expected figure is stated next to its label (see isAttributed),
+ * the answer states at most `extraNumbers` other numbers (dumping every number fetched fails), no
+ * number is unsupported and the tool calls stay within budget. A refusal case passes when the answer says the data cannot answer; a clarification
  * case when it asks back, naming one of the case's options. Neither of those may state a figure.
  */
 export function grade(evalCase: EvalCase, expected: Expected | null, observed: Observed): Grade {
-  const grade: Grade = {
+  const result: Grade = {
     passed: false,
     reasons: [],
     missingFigures: [],
@@ -234,7 +233,7 @@ export function grade(evalCase: EvalCase, expected: Expected | null, observed: O
     missingTerms: [],
     extraNumbers: [],
   };
-  const reasons = grade.reasons;
+  const reasons = result.reasons;
   if (observed.failure) reasons.push(observed.failure);
   const budget = evalCase.maxToolCalls ?? DEFAULT_TOOL_BUDGET * (1 + (evalCase.followUps?.length ?? 0));
   if (observed.toolCalls > budget) reasons.push(`${observed.toolCalls} tool calls, budget ${budget}`);
@@ -250,31 +249,31 @@ export function grade(evalCase: EvalCase, expected: Expected | null, observed: O
     rows.forEach((row, r) => {
       row.figures.forEach((figure, f) => {
         const stated = claims.filter((claim) => sameFigure(claim, figure, tolerance));
-        if (!stated.length) return void grade.missingFigures.push(figure);
+        if (!stated.length) return void result.missingFigures.push(figure);
         if (!row.labels.length) return;
         const attributed = stated.some((claim) => isAttributed(answer, claim, r, f, rows, labels, tolerance));
-        if (!attributed) grade.misplacedFigures.push(figure);
+        if (!attributed) result.misplacedFigures.push(figure);
       });
       row.labels.forEach((forms, column) => {
-        if (!labels.some((hit) => hit.owners.some(([o, c]) => o === r && c === column))) grade.missingTerms.push(forms[0]);
+        if (!labels.some((hit) => hit.owners.some(([o, c]) => o === r && c === column))) result.missingTerms.push(forms[0]);
       });
     });
     const allowed = evalCase.extraNumbers ?? DEFAULT_EXTRA_NUMBERS;
-    grade.extraNumbers = claims
+    result.extraNumbers = claims
       .filter((claim) => !(expected?.figures ?? []).some((figure) => sameFigure(claim, figure, tolerance)))
       .map((claim) => claim.text);
-    if (grade.missingFigures.length) reasons.push(`missing figures: ${grade.missingFigures.join(', ')}`);
-    if (grade.missingTerms.length) reasons.push(`missing terms: ${[...new Set(grade.missingTerms)].join(', ')}`);
-    if (grade.misplacedFigures.length) reasons.push(`not next to their label: ${grade.misplacedFigures.join(', ')}`);
-    if (grade.extraNumbers.length > allowed) {
-      reasons.push(`${grade.extraNumbers.length} numbers beyond the expected figures (at most ${allowed})`);
+    if (result.missingFigures.length) reasons.push(`missing figures: ${result.missingFigures.join(', ')}`);
+    if (result.missingTerms.length) reasons.push(`missing terms: ${[...new Set(result.missingTerms)].join(', ')}`);
+    if (result.misplacedFigures.length) reasons.push(`not next to their label: ${result.misplacedFigures.join(', ')}`);
+    if (result.extraNumbers.length > allowed) {
+      reasons.push(`${result.extraNumbers.length} numbers beyond the expected figures (at most ${allowed})`);
     }
   } else {
     // A refusal or a question back holds no figure (a year is not one: "2024 or 2025?").
-    grade.extraNumbers = statedNumbers(answer, observed.asked)
+    result.extraNumbers = statedNumbers(answer, observed.asked)
       .filter((claim) => !isYear(claim))
       .map((claim) => claim.text);
-    if (grade.extraNumbers.length) reasons.push(`states figures: ${grade.extraNumbers.join(', ')}`);
+    if (result.extraNumbers.length) reasons.push(`states figures: ${result.extraNumbers.join(', ')}`);
     if (evalCase.expects === 'refusal') {
       if (!REFUSAL.test(answer)) reasons.push('does not say the data cannot answer');
     } else {
@@ -283,8 +282,8 @@ export function grade(evalCase: EvalCase, expected: Expected | null, observed: O
       if (!named) reasons.push(`names none of: ${(evalCase.options ?? []).join(', ')}`);
     }
   }
-  grade.passed = reasons.length === 0;
-  return grade;
+  result.passed = reasons.length === 0;
+  return result;
 }
 
 /** The numbers an answer states as figures, without those the user wrote in any message. */
