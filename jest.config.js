@@ -1,7 +1,7 @@
-/** Unit specs live next to the code, e2e specs under test/e2e; both run against a real Postgres. */
+/** Unit specs live next to the code (src, evals), e2e specs under test/e2e; both run against a real Postgres. */
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/src', '<rootDir>/test'],
+  roots: ['<rootDir>/src', '<rootDir>/evals', '<rootDir>/test'],
   testRegex: '.*\\.(spec|e2e-spec)\\.ts$',
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   moduleFileExtensions: ['ts', 'js', 'json'],

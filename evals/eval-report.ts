@@ -1,17 +1,25 @@
-import type { EvalReport, EvalSummary } from './eval-runner';
+import type { CaseReport, EvalReport, EvalSummary } from './eval-runner';
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
-/** The report as a Markdown page: the summary, accuracy per kind, then one row per case. */
+/** The cost cell: n/a without a price; marked as a floor when some model steps reported no usage. */
+function costOf(s: EvalSummary): string {
+  if (s.cost === null) return 'n/a';
+  return `${s.stepsWithoutUsage ? '≥ ' : ''}$${s.cost.toFixed(4)}`;
+}
+
+/** The report as a Markdown page: the summary, accuracy per kind, one row per case, then each case's answers. */
 export function renderMarkdown(report: EvalReport): string {
   const s = report.summary;
+  const [lo, hi] = s.accuracyInterval;
   const lines = [
-    `# Eval: ${s.model} (agent ${s.agent})`,
+    `# Eval: ${s.model} (agent ${s.agent}, today ${s.today})`,
     '',
-    '| accuracy | pass^k | k | cases | tool calls / run | tokens / run | latency p50 | latency p95 | cost |',
-    '|---|---|---|---|---|---|---|---|---|',
-    `| ${percent(s.accuracy)} | ${percent(s.passK)} | ${s.repeat} | ${s.cases} | ${s.toolCalls} | ${s.tokens} | ${s.latencyP50} ms | ${s.latencyP95} ms | ${s.cost === null ? 'n/a' : `$${s.cost.toFixed(4)}`} |`,
+    '| accuracy | 95% interval | pass^k | k | cases | tool calls / run | tokens / run | latency p50 | latency p95 | cost |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    `| ${percent(s.accuracy)} | ${percent(lo)} – ${percent(hi)} | ${percent(s.passK)} | ${s.repeat} | ${s.cases} | ${s.toolCalls} | ${s.tokens} | ${s.latencyP50} ms | ${s.latencyP95} ms | ${costOf(s)} |`,
+    ...(s.stepsWithoutUsage ? ['', `${s.stepsWithoutUsage} model steps reported no usage: tokens and cost leave them out.`] : []),
     '',
     '| kind | accuracy |',
     '|---|---|',
@@ -27,7 +35,38 @@ export function renderMarkdown(report: EvalReport): string {
       `| ${c.id} | ${c.expects} | ${c.passed ? 'yes' : 'no'} | ${c.passes}/${c.runs.length} | ${c.runs.map((r) => r.toolCalls).join(', ')} | ${cell(unsupported.join(', '))} | ${cell(failed ? failed.reasons.join('; ') : '')} |`,
     );
   }
+  lines.push('', '## Answers', '');
+  for (const c of report.cases) lines.push(...answersOf(c), '');
   return lines.join('\n') + '\n';
+}
+
+/** One case's questions, expected figures and answers, collapsed. */
+function answersOf(c: CaseReport): string[] {
+  const quote = (text: string) => (text.trim() ? text : '(no answer)').split('\n').map((line) => `> ${escapeHtml(line)}`);
+  const lines = [
+    '<details>',
+    `<summary>${c.passed ? '✅' : '❌'} ${escapeHtml(c.id)} (${c.expects}${c.member ? ', member key' : ''})</summary>`,
+    '',
+    ...[c.question, ...(c.followUps ?? [])].map((q, i) => `${i ? 'Then' : 'Asked'}: ${q}`),
+  ];
+  if (c.expected) {
+    const rows = c.expected.rows.map((row) => [...row.labels.map((forms) => forms[0]), ...row.figures.map(String)].join(' · '));
+    lines.push('', `Expected: ${rows.join('; ')}`);
+  }
+  for (const run of c.runs) {
+    lines.push(
+      '',
+      `Run ${run.attempt}: ${run.passed ? 'passed' : `failed (${run.reasons.join('; ')})`}, ${run.toolCalls} tool calls`,
+      '',
+    );
+    lines.push(...quote(run.answer));
+  }
+  lines.push('', '</details>');
+  return lines;
+}
+
+function escapeHtml(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
 export interface BaselineDiff {

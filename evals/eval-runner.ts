@@ -1,18 +1,28 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { Grounding } from '../src/runtime/grounding';
-import { expectedFrom, grade, type EvalCase, type Expected, type Observed } from './eval-cases';
+import { CRM_SAMPLE_REFERENCE_DATE } from '../src/seed/crm-sample.data';
+import { expectedOf, grade, type EvalCase, type Expected, type MemberSpec, type Observed, type SqlParams } from './eval-cases';
 
 export interface EvalOptions {
   /** The API of a running server, e.g. http://127.0.0.1:3000. */
   api: string;
+  /** An admin key: it asks the cases, and creates the member key of the member cases. */
   apiKey: string;
   /** The server's database, where the cases' SQL computes the expected figures. */
   databaseUrl: string;
   cases: EvalCase[];
+  /** The member key of `member` cases (required when one is run). */
+  member?: MemberSpec;
   agent: string;
   model: string;
   repeat: number;
+  /**
+   * The eval's clock (ISO date or timestamp, default the sample data's reference date): its UTC date
+   * opens every chat ("Today's date: …") and is `:today` in the cases' SQL, so "last quarter" is fixed.
+   */
+  now?: string;
   /** USD per million tokens of the model, when known. */
   price?: { input: number; output: number };
   /** Longest wait for one answer. */
@@ -27,11 +37,15 @@ export interface CaseRun {
   attempt: number;
   passed: boolean;
   reasons: string[];
+  /** The graded answer: the chat's last. */
   answer: string;
   grounding: Grounding | null;
   toolCalls: number;
+  /** As the model API reported them, summed over the chat's model steps. */
   promptTokens: number;
   completionTokens: number;
+  /** Model steps whose usage the API did not report (their tokens are missing from the sums). */
+  stepsWithoutUsage: number;
   latencyMs: number;
   chatId?: string;
 }
@@ -41,6 +55,8 @@ export interface CaseReport {
   kind: string;
   expects: EvalCase['expects'];
   question: string;
+  followUps?: string[];
+  member?: boolean;
   /** Every run passed. */
   passed: boolean;
   /** Runs that passed, of `runs.length`. */
@@ -52,10 +68,14 @@ export interface CaseReport {
 export interface EvalSummary {
   model: string;
   agent: string;
+  /** The eval's date: "today" for the model and the cases' SQL. */
+  today: string;
   cases: number;
   repeat: number;
   /** Passed runs / all runs. */
   accuracy: number;
+  /** 95% Wilson score interval of the accuracy, over the runs. */
+  accuracyInterval: [number, number];
   /** Cases whose every run passed / cases (pass^k with k = repeat). */
   passK: number;
   /** Accuracy per kind of case. */
@@ -66,9 +86,11 @@ export interface EvalSummary {
   tokens: number;
   promptTokens: number;
   completionTokens: number;
+  /** Model steps without reported usage: when above 0, tokens and cost are too low. */
+  stepsWithoutUsage: number;
   latencyP50: number;
   latencyP95: number;
-  /** USD for all runs; null when the model has no price. */
+  /** USD for all runs from the reported usage; null when the model has no price. */
   cost: number | null;
   startedAt: string;
   durationMs: number;
@@ -90,25 +112,52 @@ interface MessageBody {
   role: string;
   parts: Array<{ type: string; text?: string }>;
   metadata?: { grounding?: Grounding; superseded?: boolean };
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: { promptTokens: number; completionTokens: number; totalTokens?: number };
+}
+
+/** An API key the runner asks with. */
+interface Asker {
+  api: string;
+  apiKey: string;
+}
+
+/** The date the eval's clock gives (UTC), as YYYY-MM-DD. */
+export function evalDate(now: string = CRM_SAMPLE_REFERENCE_DATE): string {
+  const date = new Date(now);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(now) || Number.isNaN(date.getTime()))
+    throw new Error(`--now ${now} is not an ISO date or timestamp`);
+  return date.toISOString().slice(0, 10);
+}
+
+/** The first message of every chat: the date, as a client would give it, then the question. */
+export function openingMessage(question: string, today: string): string {
+  return `Today's date: ${today}.\n\n${question}`;
 }
 
 /** Runs every case `repeat` times as durable chats through the HTTP API and grades each answer. */
 export async function runEval(options: EvalOptions): Promise<EvalReport> {
   const startedAt = new Date();
+  const today = evalDate(options.now);
+  const needsMember = options.cases.some((c) => c.member);
+  if (needsMember && !options.member) throw new Error('member cases need the member key spec (the suite\'s "member")');
   const db = new Client({ connectionString: options.databaseUrl });
   await db.connect();
+  const member = needsMember ? await createMember(options, options.member!) : undefined;
+  const params: SqlParams = { today, subject: options.member?.subject };
   const reports: CaseReport[] = [];
   const total = options.cases.length * options.repeat;
   let done = 0;
   try {
     for (const evalCase of options.cases) {
-      const expected = evalCase.sql
-        ? expectedFrom(evalCase, (await db.query(evalCase.sql)).rows as Record<string, unknown>[])
-        : null;
+      const expected = await expectedOf(
+        evalCase,
+        async (text, values) => (await db.query<Record<string, unknown>>(text, values)).rows,
+        params,
+      );
+      const asker = evalCase.member ? member!.asker : options;
       const runs: CaseRun[] = [];
       for (let attempt = 1; attempt <= options.repeat; attempt++) {
-        const run = await runCase(options, evalCase, expected, attempt);
+        const run = await runCase(options, asker, evalCase, expected, attempt, today);
         runs.push(run);
         options.onRun?.(run, ++done, total);
       }
@@ -118,6 +167,8 @@ export async function runEval(options: EvalOptions): Promise<EvalReport> {
         kind: evalCase.kind,
         expects: evalCase.expects,
         question: evalCase.question,
+        ...(evalCase.followUps ? { followUps: evalCase.followUps } : {}),
+        ...(evalCase.member ? { member: true } : {}),
         passed: passes === runs.length,
         passes,
         expected,
@@ -125,12 +176,53 @@ export async function runEval(options: EvalOptions): Promise<EvalReport> {
       });
     }
   } finally {
+    await member?.remove();
     await db.end();
   }
-  return { summary: summarise(options, reports, startedAt), cases: reports };
+  return { summary: summarise(options, reports, startedAt, today), cases: reports };
 }
 
-async function runCase(options: EvalOptions, evalCase: EvalCase, expected: Expected | null, attempt: number): Promise<CaseRun> {
+/**
+ * A member key under a policy of the spec's objects (row filters), for the member cases; removed
+ * (key revoked, then policy deleted) when the eval ends.
+ */
+async function createMember(options: EvalOptions, spec: MemberSpec): Promise<{ asker: Asker; remove(): Promise<void> }> {
+  const policy = `eval-member-${randomBytes(4).toString('hex')}`;
+  await api(options, 'POST', '/api/v1/policies', {
+    name: policy,
+    description: 'npm run eval: what its member cases may see',
+    objects: spec.objects,
+  });
+  let key: { id: string; secret: string };
+  try {
+    key = await api(options, 'POST', '/api/v1/api-keys', {
+      name: `eval member (${policy})`,
+      role: 'member',
+      subject: spec.subject,
+      ...(spec.attributes ? { attributes: spec.attributes } : {}),
+      policies: [policy],
+    });
+  } catch (error) {
+    await api(options, 'DELETE', `/api/v1/policies/${policy}`);
+    throw error;
+  }
+  return {
+    asker: { api: options.api, apiKey: key.secret },
+    remove: async () => {
+      await api(options, 'DELETE', `/api/v1/api-keys/${key.id}`);
+      await api(options, 'DELETE', `/api/v1/policies/${policy}`);
+    },
+  };
+}
+
+async function runCase(
+  options: EvalOptions,
+  asker: Asker,
+  evalCase: EvalCase,
+  expected: Expected | null,
+  attempt: number,
+  today: string,
+): Promise<CaseRun> {
   const started = performance.now();
   const run: CaseRun = {
     id: evalCase.id,
@@ -142,63 +234,76 @@ async function runCase(options: EvalOptions, evalCase: EvalCase, expected: Expec
     toolCalls: 0,
     promptTokens: 0,
     completionTokens: 0,
+    stepsWithoutUsage: 0,
     latencyMs: 0,
   };
-  let observed: Observed;
+  const sent = [openingMessage(evalCase.question, today), ...(evalCase.followUps ?? [])];
+  const timeoutMs = options.caseTimeoutMs ?? 180_000;
+  let failure: string | undefined;
   try {
-    const chat = await api<ChatBody>(options, 'POST', '/api/v1/chats', { agent: options.agent, message: evalCase.question });
+    const chat = await api<ChatBody>(asker, 'POST', '/api/v1/chats', { agent: options.agent, message: sent[0] });
     run.chatId = chat.id;
-    const final = await untilSettled(options, chat.id, options.caseTimeoutMs ?? 180_000);
+    let final = await untilSettled(asker, chat.id, timeoutMs);
+    for (const message of sent.slice(1)) {
+      if (final.status !== 'waiting') break;
+      await api(asker, 'POST', `/api/v1/chats/${chat.id}/messages`, { message });
+      final = await untilSettled(asker, chat.id, timeoutMs);
+    }
     run.latencyMs = performance.now() - started;
-    const { messages } = await api<{ messages: MessageBody[] }>(options, 'GET', `/api/v1/chats/${chat.id}/messages`);
+    const { messages } = await api<{ messages: MessageBody[] }>(asker, 'GET', `/api/v1/chats/${chat.id}/messages`);
     const assistants = messages.filter((m) => m.role === 'assistant');
     const answer = assistants.filter((m) => !m.metadata?.superseded).at(-1);
-    run.answer = (answer?.parts ?? []).map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
+    run.answer = textOf(answer);
     run.grounding = answer?.metadata?.grounding ?? null;
     run.toolCalls = assistants.reduce((n, m) => n + m.parts.filter((p) => p.type === 'tool-call').length, 0);
     for (const m of assistants) {
       run.promptTokens += m.usage?.promptTokens ?? 0;
       run.completionTokens += m.usage?.completionTokens ?? 0;
+      if (!m.usage || m.usage.promptTokens + m.usage.completionTokens === 0) run.stepsWithoutUsage++;
     }
-    const failure =
-      final.status === 'waiting'
-        ? undefined
-        : `chat ended ${final.status}${final.lastError ? `: ${final.lastError.code} ${final.lastError.message}` : ''}`;
-    observed = { answer: run.answer, grounding: run.grounding, toolCalls: run.toolCalls, failure };
+    if (final.status !== 'waiting') {
+      failure = `chat ended ${final.status}${final.lastError ? `: ${final.lastError.code} ${final.lastError.message}` : ''}`;
+    }
   } catch (error) {
     run.latencyMs = performance.now() - started;
-    observed = { answer: '', grounding: null, toolCalls: 0, failure: (error as Error).message };
+    failure = (error as Error).message;
   }
+  const observed: Observed = { answer: run.answer, grounding: run.grounding, toolCalls: run.toolCalls, asked: sent, failure };
   const graded = grade(evalCase, expected, observed);
   run.passed = graded.passed;
   run.reasons = graded.reasons;
   return run;
 }
 
+function textOf(message: MessageBody | undefined): string {
+  return (message?.parts ?? []).map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
+}
+
 /** Polls the chat until it leaves pending/running (waiting, requires_action or error). */
-async function untilSettled(options: EvalOptions, id: string, timeoutMs: number): Promise<ChatBody> {
+async function untilSettled(asker: Asker, id: string, timeoutMs: number): Promise<ChatBody> {
   const until = Date.now() + timeoutMs;
   for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
-    const chat = await api<ChatBody>(options, 'GET', `/api/v1/chats/${id}`);
+    const chat = await api<ChatBody>(asker, 'GET', `/api/v1/chats/${id}`);
     if (chat.status !== 'pending' && chat.status !== 'running') return chat;
     if (Date.now() > until) throw new Error(`no answer within ${Math.round(timeoutMs / 1000)} s (status ${chat.status})`);
     await sleep(wait);
   }
 }
 
-async function api<T>(options: EvalOptions, method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(new URL(path, options.api), {
+async function api<T = unknown>(asker: Asker, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(new URL(path, asker.api), {
     method,
-    headers: { authorization: `Bearer ${options.apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${asker.apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path} → ${response.status} ${text.slice(0, 300)}`);
-  return JSON.parse(text) as T;
+  return (text ? JSON.parse(text) : undefined) as T;
 }
 
-function summarise(options: EvalOptions, cases: CaseReport[], startedAt: Date): EvalSummary {
+function summarise(options: EvalOptions, cases: CaseReport[], startedAt: Date, today: string): EvalSummary {
   const runs = cases.flatMap((c) => c.runs);
+  const passed = runs.filter((r) => r.passed).length;
   const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
   const promptTokens = runs.reduce((n, r) => n + r.promptTokens, 0);
   const completionTokens = runs.reduce((n, r) => n + r.completionTokens, 0);
@@ -208,24 +313,41 @@ function summarise(options: EvalOptions, cases: CaseReport[], startedAt: Date): 
     byKind[kind] = round(of.filter((r) => r.passed).length / of.length);
   }
   const latencies = runs.map((r) => r.latencyMs).sort((a, b) => a - b);
+  const [lo, hi] = wilsonInterval(passed, runs.length);
   return {
     model: options.model,
     agent: options.agent,
+    today,
     cases: cases.length,
     repeat: options.repeat,
-    accuracy: round(runs.length ? runs.filter((r) => r.passed).length / runs.length : 0),
+    accuracy: round(runs.length ? passed / runs.length : 0),
+    accuracyInterval: [round(lo), round(hi)],
     passK: round(cases.length ? cases.filter((c) => c.passed).length / cases.length : 0),
     byKind,
     toolCalls: round(mean(runs.map((r) => r.toolCalls))),
     tokens: Math.round(mean(runs.map((r) => r.promptTokens + r.completionTokens))),
     promptTokens,
     completionTokens,
+    stepsWithoutUsage: runs.reduce((n, r) => n + r.stepsWithoutUsage, 0),
     latencyP50: Math.round(percentile(latencies, 0.5)),
     latencyP95: Math.round(percentile(latencies, 0.95)),
     cost: options.price ? round((promptTokens * options.price.input + completionTokens * options.price.output) / 1e6, 6) : null,
     startedAt: startedAt.toISOString(),
     durationMs: Date.now() - startedAt.getTime(),
   };
+}
+
+/**
+ * The Wilson score interval of a proportion (95% by default): unlike p ± z·√(p(1−p)/n) it stays
+ * inside [0, 1] and is not zero-width at 0% or 100%.
+ */
+export function wilsonInterval(successes: number, trials: number, z = 1.959964): [number, number] {
+  if (!trials) return [0, 1];
+  const p = successes / trials;
+  const z2 = z * z;
+  const centre = (p + z2 / (2 * trials)) / (1 + z2 / trials);
+  const half = (z * Math.sqrt((p * (1 - p)) / trials + z2 / (4 * trials * trials))) / (1 + z2 / trials);
+  return [Math.max(0, centre - half), Math.min(1, centre + half)];
 }
 
 /** Nearest-rank percentile of sorted values. */

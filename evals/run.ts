@@ -1,12 +1,13 @@
 /**
  * `npm run eval -- --base-url URL --model NAME [--agent data_chat] [--repeat N] [--api URL --api-key KEY
- * --database-url URL] [--cases id,kind,...] [--out DIR] [--baseline PATH] [--save-baseline]`
+ * --database-url URL] [--now ISO] [--fail-under RATIO] [--cases id,kind,...] [--out DIR] [--baseline PATH]
+ * [--save-baseline]`
  *
  * Without --api: starts an embedded Postgres in a temporary folder and the built app (dist) on it
  * with the sample data, pointed at the model; both are stopped and deleted at the end. With --api:
  * uses that server; --database-url is then its database, where the cases' SQL computes the expected
  * figures (read-only queries). Writes eval-report.json and eval-report.md, prints the summary and the
- * difference from the baseline.
+ * difference from the baseline; with --fail-under, exits 1 when the accuracy is below it (CI).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -18,12 +19,13 @@ import { parseArgs } from 'node:util';
 import { projectRoot } from '../src/common/project-root';
 import { startEmbeddedPostgres, type RunningPostgres } from '../src/database/embedded-postgres.launcher';
 import { freePort } from '../test/support/free-port';
-import { loadCases } from './eval-cases';
+import { CRM_SAMPLE_REFERENCE_DATE } from '../src/seed/crm-sample.data';
+import { loadSuite } from './eval-cases';
 import { compareWithBaseline, renderMarkdown } from './eval-report';
-import { runEval, type EvalReport } from './eval-runner';
+import { evalDate, runEval, type EvalReport } from './eval-runner';
 
 const USAGE =
-  'usage: npm run eval -- --base-url URL --model NAME [--agent data_chat] [--repeat N] [--api URL --api-key KEY --database-url URL] [--cases ids-or-kinds] [--out DIR] [--baseline PATH] [--save-baseline]';
+  'usage: npm run eval -- --base-url URL --model NAME [--agent data_chat] [--repeat N] [--api URL --api-key KEY --database-url URL] [--now ISO] [--fail-under 0.8] [--cases ids-or-kinds] [--out DIR] [--baseline PATH] [--save-baseline]';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -35,6 +37,8 @@ async function main(): Promise<void> {
       api: { type: 'string' },
       'api-key': { type: 'string' },
       'database-url': { type: 'string' },
+      now: { type: 'string', default: CRM_SAMPLE_REFERENCE_DATE },
+      'fail-under': { type: 'string' },
       cases: { type: 'string' },
       out: { type: 'string', default: '.' },
       baseline: { type: 'string', default: join(projectRoot(), 'evals', 'baseline.json') },
@@ -47,10 +51,18 @@ async function main(): Promise<void> {
   const repeat = Number(values.repeat);
   if (!model || (!values.api && !values['base-url'])) throw new UsageError('--model and --base-url (or --api) are required');
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 100) throw new UsageError('--repeat must be 1..100');
+  const failUnder = values['fail-under'] === undefined ? undefined : Number(values['fail-under']);
+  if (failUnder !== undefined && !(failUnder >= 0 && failUnder <= 1)) throw new UsageError('--fail-under must be a ratio, 0..1');
+  try {
+    evalDate(values.now);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
   if (values.api && (!values['api-key'] || !values['database-url'])) {
     throw new UsageError('--api needs --api-key and --database-url (the expected figures are computed by SQL on its database)');
   }
-  let cases = await loadCases();
+  const suite = await loadSuite();
+  let cases = suite.cases;
   if (values.cases) {
     const wanted = new Set(values.cases.split(',').map((s) => s.trim()));
     cases = cases.filter((c) => wanted.has(c.id) || wanted.has(c.kind) || wanted.has(c.expects));
@@ -65,10 +77,14 @@ async function main(): Promise<void> {
     : await startServer(values['base-url']!, model);
   let report: EvalReport;
   try {
-    console.log(`eval: ${cases.length} cases × ${repeat} on ${model} (agent ${values.agent}) via ${server.api}`);
+    console.log(
+      `eval: ${cases.length} cases × ${repeat} on ${model} (agent ${values.agent}, today ${evalDate(values.now)}) via ${server.api}`,
+    );
     report = await runEval({
       ...server,
       cases,
+      member: suite.member,
+      now: values.now,
       agent: values.agent,
       model,
       repeat,
@@ -89,8 +105,9 @@ async function main(): Promise<void> {
   await writeFile(join(out, 'eval-report.md'), renderMarkdown(report));
   const s = report.summary;
   console.log(
-    `\naccuracy ${(s.accuracy * 100).toFixed(1)}% · pass^${s.repeat} ${(s.passK * 100).toFixed(1)}% · ${s.toolCalls} tool calls/run · ` +
-      `${s.tokens} tokens/run · p50 ${s.latencyP50} ms · p95 ${s.latencyP95} ms · cost ${s.cost === null ? 'n/a' : `$${s.cost.toFixed(4)}`}`,
+    `\naccuracy ${(s.accuracy * 100).toFixed(1)}% (95% ${(s.accuracyInterval[0] * 100).toFixed(1)}–${(s.accuracyInterval[1] * 100).toFixed(1)}%) · pass^${s.repeat} ${(s.passK * 100).toFixed(1)}% · ${s.toolCalls} tool calls/run · ` +
+      `${s.tokens} tokens/run · p50 ${s.latencyP50} ms · p95 ${s.latencyP95} ms · cost ${s.cost === null ? 'n/a' : `$${s.cost.toFixed(4)}`}` +
+      (s.stepsWithoutUsage ? ` (${s.stepsWithoutUsage} model steps reported no usage: a floor)` : ''),
   );
   console.log(`wrote ${join(out, 'eval-report.json')} and ${join(out, 'eval-report.md')}`);
   if (existsSync(values.baseline)) {
@@ -102,6 +119,10 @@ async function main(): Promise<void> {
   if (values['save-baseline']) {
     await copyFile(join(out, 'eval-report.json'), values.baseline);
     console.log(`saved as the baseline: ${values.baseline}`);
+  }
+  if (failUnder !== undefined && s.accuracy < failUnder) {
+    console.error(`accuracy ${(s.accuracy * 100).toFixed(1)}% is below --fail-under ${failUnder}`);
+    process.exitCode = 1;
   }
 }
 
