@@ -73,6 +73,8 @@ describe('hardening against hostile member input', () => {
       const toDeclared = await createChat(bob, [tool('peek', { $ref: 'alice-form' })]);
       const toUnknown = await createChat(bob, [tool('peek', { $ref: 'nobody-declared-this' })]);
       expect(toDeclared.status).toBe(toUnknown.status);
+      // Neither resolves inside its own schema.
+      expect(toDeclared.status).toBe(400);
       for (const res of [toDeclared, toUnknown]) {
         if (res.status === 201) await waitForChat(t, (res.body as { id: string }).id, hasStatus('waiting'), bob);
       }
@@ -106,6 +108,58 @@ describe('hardening against hostile member input', () => {
       const res = await createChat(alice, tools).expect(400);
       expect((res.body as { code: string }).code).toBe('invalid_dynamic_tools');
       expect(llm.requests).toHaveLength(0);
+    });
+  });
+
+  describe('a client tool schema whose $ref points outside it is refused at creation, on every door', () => {
+    /** `address` points at a $defs entry the schema does not have. */
+    const dangling = { type: 'object', properties: { address: { $ref: '#/$defs/address' } } };
+    const resolving = {
+      type: 'object',
+      $defs: { address: { type: 'object', properties: { street: { type: 'string' } } } },
+      properties: { address: { $ref: '#/$defs/address' } },
+    };
+    const formTool = (inputSchema: Record<string, unknown>) => ({ name: 'fill_form', description: 'A form.', inputSchema });
+    const userMessage = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] };
+
+    it('refuses it on POST /api/v1/chats with 400 invalid_dynamic_tools naming the tool', async () => {
+      const res = await createChat(alice, [formTool(dangling)]).expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_dynamic_tools', details: { tool: 'fill_form' } });
+      expect((res.body as { error: string }).error).toContain('"#/$defs/address" does not point inside the schema');
+      expect(llm.requests).toHaveLength(0);
+    });
+
+    it("refuses it on the useChat transport's route, before any stream opens", async () => {
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chats')
+        .set(bearer(alice))
+        .send({ id: 'dangling-ref', messages: [userMessage], trigger: 'submit-message', dynamicTools: [formTool(dangling)] })
+        .expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_dynamic_tools', details: { tool: 'fill_form' } });
+      expect(llm.requests).toHaveLength(0);
+      await t.http.get('/api/v1/ai/agents/data_chat/chats/dangling-ref/messages').set(bearer(alice)).expect(404);
+    });
+
+    it('refuses it in the tools of /v1/chat/completions, naming the parameter', async () => {
+      const res = await t.http
+        .post('/v1/chat/completions')
+        .set(bearer(alice))
+        .send({
+          model: 'data_chat',
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: [{ type: 'function', function: { name: 'fill_form', parameters: dangling } }],
+        })
+        .expect(400);
+      const { error } = res.body as { error: { code: string; param: string; message: string } };
+      expect(error).toMatchObject({ code: 'invalid_dynamic_tools', param: 'tools[0].function.parameters' });
+      expect(error.message).toContain('client tool "fill_form"');
+      expect(llm.requests).toHaveLength(0);
+    });
+
+    it('accepts the same schema once its $ref resolves inside it', async () => {
+      llm.enqueue(MockReply.text('ok'));
+      const res = await createChat(alice, [formTool(resolving)]).expect(201);
+      await waitForChat(t, (res.body as { id: string }).id, hasStatus('waiting'), alice);
     });
   });
 
