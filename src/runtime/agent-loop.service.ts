@@ -421,6 +421,15 @@ function deadlineError(): DomainError {
   return new DomainError('agent_timeout', 'The agent did not finish within its time limit (guardrails.maxExecutionTimeSec)');
 }
 
+/** The note of assistantWithToolCalls, which ends its text: not the model's words, so never its answer. */
+const DROPPED_NOTE = /^\[\d+ more tool calls of this step were dropped without running: [^\]]*\]$/;
+
+/** An assistant text without the note about dropped calls. */
+function withoutDroppedNote(text: string): string {
+  const at = text.lastIndexOf('[');
+  return at >= 0 && DROPPED_NOTE.test(text.slice(at)) ? text.slice(0, at).trimEnd() : text;
+}
+
 /**
  * The assistant message of a step with tool calls: its text, then (when calls past the cap were
  * dropped) the note the model reads about them, and the calls kept.
@@ -481,7 +490,9 @@ function parsedResult(content: string): unknown {
 function lastAssistantText(messages: LlmMessage[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i];
-    if (message.role === 'assistant' && typeof message.content === 'string' && message.content) return message.content;
+    if (message.role !== 'assistant' || typeof message.content !== 'string') continue;
+    const text = withoutDroppedNote(message.content);
+    if (text) return text;
   }
   return '';
 }

@@ -441,6 +441,29 @@ describe('hardening against hostile member input', () => {
       expectCappedSecondRequest();
     });
 
+    it("never answers with the note: a turn whose budget ends after such a step answers with the model's own text", async () => {
+      await t.http
+        .post('/api/v1/ai/agents')
+        .set(bearer(t.adminKey))
+        .send({
+          name: 'spent',
+          label: 'Spent',
+          instructions: 'x',
+          tools: ['list_objects'],
+          guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
+        })
+        .expect(201);
+      const step = manyCalls();
+      llm.enqueue({ ...step, content: 'Looking it up.', usage: { prompt_tokens: 290, completion_tokens: 10 } });
+      const res = await t.http
+        .post('/api/v1/ai/agents/spent/chat')
+        .set(bearer(alice))
+        .send({ messages: [{ role: 'user', content: 'go' }] })
+        .expect(200);
+      expect(res.body).toMatchObject({ content: 'Looking it up.', finishReason: 'length' });
+      expect(llm.requests).toHaveLength(1);
+    });
+
     it('answers a durable chat (waiting) and stores only the calls that ran, with the note', async () => {
       llm.enqueue(manyCalls(), MockReply.text('Here is what I found.'));
       const res = await t.http.post('/api/v1/chats').set(bearer(alice)).send({ agent: 'data_chat', message: 'go' }).expect(201);
