@@ -18,8 +18,8 @@ export interface AgentPlanning {
   /** Model calls with tools before a final answer is forced (1..AGENT_MAX_ITERATIONS, default AGENT_DEFAULTS.maxIterations). */
   maxIterations: number;
   /**
-   * Tool calls run per model step (1..AGENT_MAX_TOOL_CALLS_PER_STEP, default 16); a model asking for
-   * more gets an error result for each call past the cap, and can make them in its next step.
+   * Tool calls run per model step (1..AGENT_MAX_TOOL_CALLS_PER_STEP, default 16); calls past the cap are
+   * dropped unrun (a note tells the model how many), and the model can make them in its next step.
    */
   maxToolCallsPerStep: number;
 }

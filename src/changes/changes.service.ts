@@ -4,7 +4,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { KeyStreams } from '../auth/key-streams.service';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { DataPool } from '../database/data-pool';
+import { DataCallOptions, DataPool } from '../database/data-pool';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { decodeRow } from '../data/field-value.codec';
 import { AccessService } from '../governance/access.service';
@@ -57,9 +57,10 @@ export class ChangesService {
     signal?: AbortSignal,
   ): Promise<ChangesResponse> {
     const object = await this.access.view(caller, objectName, 'read');
-    const start = query.after ?? (await this.horizon(object.name, signal)) ?? '0';
-    const page = await this.read(object, start, query.limit ?? DEFAULT_CHANGES_LIMIT, signal);
-    if (query.after !== undefined) await this.checkNotExpired(object.name, query.after, signal);
+    const options = { signal, key: caller.keyId };
+    const start = query.after ?? (await this.horizon(object.name, options)) ?? '0';
+    const page = await this.read(object, start, query.limit ?? DEFAULT_CHANGES_LIMIT, options);
+    if (query.after !== undefined) await this.checkNotExpired(object.name, query.after, options);
     return { changes: page.changes, nextCursor: page.nextCursor };
   }
 
@@ -78,8 +79,9 @@ export class ChangesService {
     }
     const object = await this.access.view(caller, objectName, 'read');
     const given = resume.lastEventId ?? resume.after;
-    if (given !== undefined) await this.checkNotExpired(object.name, given);
-    let cursor = given ?? (await this.pool.session().query(compileLatest(object.name)))[0].latest;
+    const options = { key: caller.keyId };
+    if (given !== undefined) await this.checkNotExpired(object.name, given, options);
+    let cursor = given ?? (await this.pool.session(options).query(compileLatest(object.name)))[0].latest;
     const writer = this.streams.open(caller, open);
     let running = false;
     let again = false;
@@ -97,7 +99,7 @@ export class ChangesService {
             if (writer.isClosed) return;
             // The caller's view again each time: a policy change applies to an open stream at once.
             const view = await this.access.view(caller, objectName, 'read');
-            const page = await this.read(view, cursor, STREAM_PAGE);
+            const page = await this.read(view, cursor, STREAM_PAGE, options);
             for (const change of page.changes) writer.send(change, { event: 'change', id: change.cursor });
             cursor = page.nextCursor;
             if (page.read < STREAM_PAGE) break;
@@ -124,21 +126,21 @@ export class ChangesService {
     return Number(row.removed);
   }
 
-  private async read(object: ObjectMeta, after: string, limit: number, signal?: AbortSignal): Promise<ReadPage> {
-    const rows = await this.pool.session(signal).query(compileChangePage(object, after, limit));
+  private async read(object: ObjectMeta, after: string, limit: number, options: DataCallOptions): Promise<ReadPage> {
+    const rows = await this.pool.session(options).query(compileChangePage(object, after, limit));
     const visibleFields = new Set(object.fields.map((f) => f.name));
     const changes = rows.filter((row) => row[VISIBLE_ALIAS]).map((row) => toChange(object, row, visibleFields));
     return { changes, nextCursor: rows.length ? rows[rows.length - 1].cursor : after, read: rows.length };
   }
 
-  private async horizon(objectName: string, signal?: AbortSignal): Promise<string | undefined> {
-    const [row] = await this.pool.session(signal).query(compileHorizon(objectName));
+  private async horizon(objectName: string, options: DataCallOptions): Promise<string | undefined> {
+    const [row] = await this.pool.session(options).query(compileHorizon(objectName));
     return row?.pruned_through;
   }
 
   /** 410 when the retention cleanup removed changes after `after`: the caller would miss them. */
-  private async checkNotExpired(objectName: string, after: string, signal?: AbortSignal): Promise<void> {
-    const horizon = await this.horizon(objectName, signal);
+  private async checkNotExpired(objectName: string, after: string, options: DataCallOptions): Promise<void> {
+    const horizon = await this.horizon(objectName, options);
     if (horizon !== undefined && BigInt(after) < BigInt(horizon)) {
       throw new DomainError(
         'cursor_expired',

@@ -170,6 +170,10 @@ describe('loadConfig', () => {
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
+    ['DATA_POOL_KEY_SHARE', '0'],
+    ['DATA_POOL_KEY_SHARE', '1.5'],
+    ['DATA_POOL_KEY_SHARE', 'half'],
+    ['DATA_POOL_KEY_SHARE', '-0.5'],
     ['CHAT_WORKER_CONCURRENCY', '0'],
     ['CHAT_WORKER_CONCURRENCY', '200000'],
     ['LLM_MAX_CONCURRENCY', '0'],
@@ -237,6 +241,12 @@ describe('loadConfig', () => {
         dbAcquireTimeoutMs: 250,
         dataPoolSize: 3,
       });
+    });
+
+    it('lets one API key hold half of each data pool by default, DATA_POOL_KEY_SHARE otherwise', () => {
+      expect(loadConfig({}).dataPoolKeyShare).toBe(0.5);
+      expect(loadConfig({ DATA_POOL_KEY_SHARE: '0.25' }).dataPoolKeyShare).toBe(0.25);
+      expect(loadConfig({ DATA_POOL_KEY_SHARE: '1' }).dataPoolKeyShare).toBe(1);
     });
 
     it('still reads the deprecated TOOL_STATEMENT_TIMEOUT_MS when QUERY_TIMEOUT_MS is unset, with a warning', () => {

@@ -80,6 +80,11 @@ export interface AppConfig {
   dbAcquireTimeoutMs: number;
   /** Connections of the data engine's own pool. */
   dataPoolSize: number;
+  /**
+   * Share (0..1] of each data pool (records, data tools, durable chats' tool slots) that one API key may
+   * hold at once, at least one connection; its other calls wait for one of its own.
+   */
+  dataPoolKeyShare: number;
   /** Browser origins allowed to call the API: `*` for any, a list of origins, or undefined for none (no CORS headers). */
   corsOrigins?: '*' | string[];
   /** How long a stream token may be used to open an event stream, milliseconds. */
@@ -130,6 +135,15 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+/** A number above 0 and at most 1, like 0.5. */
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return fallback;
+  const value = /^[01]?(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
+  if (!(value > 0 && value <= 1)) throw new ConfigError(name, `must be a number above 0 and at most 1, like 0.5, got "${raw}"`);
   return value;
 }
 
@@ -256,6 +270,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     queryTimeoutMs: int(env, queryTimeoutVariable(env), 5_000, 100, 600_000),
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
     dataPoolSize,
+    dataPoolKeyShare: fraction(env, 'DATA_POOL_KEY_SHARE', 0.5),
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),

@@ -4,7 +4,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
-import { DataCursorOptions, DataPool, DataSession } from '../database/data-pool';
+import { DataCallOptions, DataCursorOptions, DataPool, DataSession } from '../database/data-pool';
 import {
   FOREIGN_KEY_VIOLATION,
   PROGRAM_LIMIT_EXCEEDED,
@@ -59,8 +59,13 @@ export interface DataScope {
   session?: DataSession;
 }
 
-/** How DataService.stream reads: see DataCursorOptions. */
-export type StreamScope = DataCursorOptions;
+/** How DataService.stream reads: see DataCursorOptions (its key is the caller's). */
+export type StreamScope = Omit<DataCursorOptions, 'key'>;
+
+/** The pool options of a call: its signal, and the caller's key, whose share of the pool it takes. */
+function poolOptions(caller: Caller, scope: DataScope): DataCallOptions {
+  return { signal: scope.signal, key: caller.keyId };
+}
 
 /**
  * Records read in batches through a server-side cursor (DataService.stream). Each row is an array of
@@ -126,7 +131,7 @@ export class DataService {
     return this.withObject(caller, objectName, 'read', { signal: scope.signal }, async (object) => {
       const { query: statement, fields } = compileStream(object, query);
       const decoders = fields.map(fieldDecoder);
-      const batches = decodeBatches(this.pool.cursor(statement, scope), decoders);
+      const batches = decodeBatches(this.pool.cursor(statement, { ...scope, key: caller.keyId }), decoders);
       // Fails (with the connection already released) when the statement does.
       const first = await batches.next();
       return {
@@ -271,7 +276,7 @@ export class DataService {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
       const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields: [...values.keys()] };
-      const rows = await this.scopedWrite(object, session, scope, compileUpdate(object, id, values, versions, capture));
+      const rows = await this.scopedWrite(caller, object, session, scope, compileUpdate(object, id, values, versions, capture));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
       return decodeVersioned(object, rows[0]);
     });
@@ -332,7 +337,7 @@ export class DataService {
       };
       return scope.session?.inTransaction
         ? inSavepoint(scope.session, locked)
-        : this.pool.transaction(locked, { signal: scope.signal });
+        : this.pool.transaction(locked, poolOptions(caller, scope));
     };
     if (atomic && !errors.length) {
       try {
@@ -393,7 +398,7 @@ export class DataService {
       // The server itself may date what it loads (the sample's history); nobody else sets created_at.
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert', caller === SYSTEM_CALLER));
       const capture: ChangeCapture = { op: 'create', keyId: caller.keyId };
-      const rows = await this.scopedWrite(object, session, scope, compileInsert(object, encoded, capture));
+      const rows = await this.scopedWrite(caller, object, session, scope, compileInsert(object, encoded, capture));
       return rows.map((row) => decodeVersioned(object, row));
     });
   }
@@ -404,6 +409,7 @@ export class DataService {
    * transaction, rolled back with `forbidden` when a row falls outside.
    */
   private async scopedWrite(
+    caller: Caller,
     object: ObjectMeta,
     session: DataSession,
     scope: DataScope,
@@ -411,7 +417,7 @@ export class DataService {
   ): Promise<Record<string, unknown>[]> {
     if (!object.rowFilter) return write(object, session, query);
     const checked = (tx: DataSession) => scopedRows(tx, object, query);
-    return session.inTransaction ? checked(session) : this.pool.transaction(checked, { signal: scope.signal });
+    return session.inTransaction ? checked(session) : this.pool.transaction(checked, poolOptions(caller, scope));
   }
 
   /**
@@ -427,7 +433,7 @@ export class DataService {
     scope: DataScope,
     work: (object: ObjectMeta, session: DataSession) => Promise<T>,
   ): Promise<T> {
-    const session = scope.session ?? this.pool.session(scope.signal);
+    const session = scope.session ?? this.pool.session(poolOptions(caller, scope));
     const object = await this.access.view(caller, objectName, action);
     try {
       return await work(object, session);

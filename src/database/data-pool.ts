@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { CompiledQuery } from 'kysely';
 import { Pool, PoolClient, TypeOverrides, types } from 'pg';
 import { DomainError } from '../common/domain-error';
-import { Semaphore } from '../common/semaphore';
+import { keyShareOf, Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
@@ -28,26 +28,33 @@ export interface DataSession {
   readonly inTransaction: boolean;
 }
 
-export interface DataReadOptions {
-  /** Cancels the running statement when it aborts. */
+/** Who a data call is for, and until when. */
+export interface DataCallOptions {
+  /** Cancels the running statement when it aborts; a call still waiting for a connection leaves the queue at once. */
   signal?: AbortSignal;
   /**
+   * The API key the call runs for: one key holds at most DATA_POOL_KEY_SHARE of a pool's connections
+   * at once. None: the server's own work (seed, change-feed pruning), bound by the pool's size only.
+   */
+  key?: string;
+}
+
+export interface DataReadOptions extends DataCallOptions {
+  /**
    * Background work (a durable chat's tool call): it first waits for one of CHAT_TOOL_CONCURRENCY
-   * slots, so that a burst of chats never holds more than that share of the pool.
+   * slots, so that a burst of chats never holds more than that share of the pool (and one key's chats
+   * at most DATA_POOL_KEY_SHARE of those slots).
    */
   background?: boolean;
 }
 
-export interface DataTransactionOptions {
-  /** Cancels the running statement (and so the transaction) when it aborts. */
-  signal?: AbortSignal;
-}
+/** `signal` cancels the running statement, and so the transaction. */
+export type DataTransactionOptions = DataCallOptions;
 
-export interface DataCursorOptions {
+/** `signal` cancels the running FETCH, and so the read. */
+export interface DataCursorOptions extends DataCallOptions {
   /** Rows of the next FETCH, asked before each one (so a reader can size batches by what it saw); 1..MAX_CURSOR_BATCH_ROWS. */
   batchRows: () => number;
-  /** Cancels the running FETCH, and so the read, when it aborts. */
-  signal?: AbortSignal;
   /**
    * The server ends the session (and so the transaction) when it waits this long for the next FETCH:
    * a backstop for a reader that stopped without closing the cursor.
@@ -66,6 +73,19 @@ interface Lease {
   cancelled: boolean;
 }
 
+/** A checked-out connection; `release` returns it to its pool (closes it when cancelled) and frees its slot. */
+interface Checkout {
+  client: PoolClient;
+  lease: Lease;
+  release: () => void;
+}
+
+/** A pg pool with the gate its callers pass first: its size in all, and a share of it per API key. */
+interface GatedPool {
+  pool: Pool;
+  gate: Semaphore;
+}
+
 /**
  * The connections of the data engine (records API, aggregates, data tools, sample data), in a pool of
  * their own: slow user queries can take all of these but never the ORM's connections that API keys,
@@ -79,6 +99,11 @@ interface Lease {
  *    returned to the pool, so that a late cancel can never hit the next user's statement;
  *  - waiting for a connection ends after DB_ACQUIRE_TIMEOUT_MS with `database_busy` (503, Retry-After).
  *
+ * One API key holds at most DATA_POOL_KEY_SHARE of each pool's connections at once (at least one):
+ * its excess calls wait for one of its own (and get their own `database_busy`), so one member's slow
+ * or abandoned searches never keep another member's calls waiting. Every checkout passes one gate per
+ * pool (`acquire`), which admits at most the pool's size, so pg's own pool never queues anyone.
+ *
  * The data tools have connections of their own (the reader pool, DATA_POOL_SIZE more), set up once
  * as a SELECT-only role with read-only transactions, so their statements need no transaction around
  * them and never queue behind REST calls. Background statements (durable chats' tool calls, which
@@ -89,9 +114,9 @@ interface Lease {
 @Injectable()
 export class DataPool implements OnApplicationShutdown {
   private readonly logger = new Logger(DataPool.name);
-  private readonly pool: Pool;
+  private readonly pool: GatedPool;
   /** The data tools' connections (SELECT-only role, read-only), DATA_POOL_SIZE more: tools never wait behind REST calls. */
-  private readonly readers: Pool;
+  private readonly readers: GatedPool;
   /** Reader connections whose session is set up (READER_SETUP). */
   private readonly readersSetUp = new WeakSet<PoolClient>();
   private readonly background: Semaphore;
@@ -100,8 +125,9 @@ export class DataPool implements OnApplicationShutdown {
     @Inject(DATABASE_URL) databaseUrl: string,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    this.background = new Semaphore(config.chatToolConcurrency);
-    const open = (applicationName: string): Pool => {
+    const share = config.dataPoolKeyShare;
+    this.background = new Semaphore(config.chatToolConcurrency, keyShareOf(config.chatToolConcurrency, share));
+    const open = (applicationName: string): GatedPool => {
       const pool = new Pool({
         connectionString: databaseUrl,
         max: config.dataPoolSize,
@@ -116,28 +142,32 @@ export class DataPool implements OnApplicationShutdown {
       pool.on('connect', (client) => {
         client.on('error', (error) => this.logger.warn({ msg: 'data connection failed', error: error.message }));
       });
-      return pool;
+      return { pool, gate: new Semaphore(config.dataPoolSize, keyShareOf(config.dataPoolSize, share)) };
     };
     this.pool = open(DATA_POOL_APPLICATION_NAME);
     this.readers = open(READER_POOL_APPLICATION_NAME);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([this.pool.end(), this.readers.end()]);
+    await Promise.all([this.pool.pool.end(), this.readers.pool.end()]);
   }
 
-  /** Connections open and idle, and callers waiting for one: what the pool gauge shows (`readers`: the data tools' pool). */
+  /**
+   * Connections open and idle, and callers waiting for one (their key's share or the pool's size):
+   * what the pool gauge shows (`readers`: the data tools' pool).
+   */
   stats(readers = false): { total: number; idle: number; waiting: number } {
-    const pool = readers ? this.readers : this.pool;
-    return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
+    const { pool, gate } = readers ? this.readers : this.pool;
+    return { total: pool.totalCount, idle: pool.idleCount, waiting: gate.waiting + pool.waitingCount };
   }
 
   /** Runs each statement on a pooled connection of its own (autocommit), cancelled when `signal` aborts. */
-  session(signal?: AbortSignal): DataSession {
+  session(options: DataCallOptions = {}): DataSession {
+    const { signal } = options;
     return {
       inTransaction: false,
       query: <T>(query: CompiledQuery<T>) =>
-        this.withClient(this.pool, signal, (client, lease) => this.execute(client, query, signal, lease)),
+        this.withClient(this.pool, options, (client, lease) => this.execute(client, query, signal, lease)),
     };
   }
 
@@ -148,9 +178,9 @@ export class DataPool implements OnApplicationShutdown {
    * (durable chats' tool calls) each take one of CHAT_TOOL_CONCURRENCY slots first.
    */
   readerSession(options: DataReadOptions = {}): DataSession {
-    const { signal } = options;
+    const { signal, key } = options;
     const run = <T>(query: CompiledQuery<T>) =>
-      this.withClient(this.readers, signal, async (client, lease) => {
+      this.withClient(this.readers, options, async (client, lease) => {
         if (!this.readersSetUp.has(client)) {
           await this.execute(client, CompiledQuery.raw(READER_SETUP), signal, lease);
           this.readersSetUp.add(client);
@@ -160,14 +190,14 @@ export class DataPool implements OnApplicationShutdown {
     return {
       inTransaction: false,
       query: <T>(query: CompiledQuery<T>) =>
-        options.background ? this.background.run(signal, cancelled, () => run(query)) : run(query),
+        options.background ? this.background.run(signal, cancelled, () => run(query), { key }) : run(query),
     };
   }
 
   /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
   transaction<T>(work: (session: DataSession) => Promise<T>, options: DataTransactionOptions = {}): Promise<T> {
     const { signal } = options;
-    return this.withClient(this.pool, signal, async (client, lease) => {
+    return this.withClient(this.pool, options, async (client, lease) => {
       await this.execute(client, CompiledQuery.raw('begin'), signal, lease);
       try {
         const result = await work({
@@ -193,9 +223,7 @@ export class DataPool implements OnApplicationShutdown {
    */
   async *cursor(query: CompiledQuery<unknown[]>, options: DataCursorOptions): AsyncGenerator<unknown[][], void, undefined> {
     const { signal } = options;
-    if (signal?.aborted) throw cancelled();
-    const client = await this.acquire(this.pool);
-    const lease: Lease = { cancelled: false };
+    const { client, lease, release } = await this.acquire(this.pool, options);
     let open = false;
     try {
       await this.execute(client, CompiledQuery.raw('begin transaction read only'), signal, lease);
@@ -240,7 +268,7 @@ export class DataPool implements OnApplicationShutdown {
     } finally {
       // The reader stopped early, or a statement failed.
       if (open) await this.rollback(client, lease);
-      client.release(lease.cancelled);
+      release();
     }
   }
 
@@ -256,42 +284,58 @@ export class DataPool implements OnApplicationShutdown {
   }
 
   private async withClient<T>(
-    pool: Pool,
-    signal: AbortSignal | undefined,
+    pool: GatedPool,
+    options: DataCallOptions,
     work: (client: PoolClient, lease: Lease) => Promise<T>,
   ): Promise<T> {
-    if (signal?.aborted) throw cancelled();
-    // A caller that leaves while waiting here is noticed once a connection is free (DB_ACQUIRE_TIMEOUT_MS at most).
-    const client = await this.acquire(pool);
-    const lease: Lease = { cancelled: false };
+    const { signal } = options;
+    const { client, lease, release } = await this.acquire(pool, options);
     try {
       if (signal?.aborted) throw cancelled();
       return await work(client, lease);
     } catch (error) {
       throw this.translate(error, signal);
     } finally {
-      // release(true) closes the connection instead of pooling it.
-      client.release(lease.cancelled);
+      release();
     }
   }
 
-  private async acquire(pool: Pool): Promise<PoolClient> {
+  /**
+   * The one way to a connection: a slot of the pool's gate first (within the pool's size and the key's
+   * share, waiting at most DB_ACQUIRE_TIMEOUT_MS, leaving at once when `signal` aborts), then a
+   * connection of the pg pool, which the gate keeps from ever having to queue.
+   */
+  private async acquire({ pool, gate }: GatedPool, { signal, key }: DataCallOptions): Promise<Checkout> {
+    const waitedMs = this.config.dbAcquireTimeoutMs;
+    const busy = () =>
+      new DomainError(
+        'database_busy',
+        `No database connection came free for ${waitedMs} ms (one API key holds at most ${gate.perKey} of ${gate.size} at once); ` +
+          'try again in a moment',
+        { waitedMs },
+        { retryAfterSeconds: Math.max(1, Math.ceil(waitedMs / 1000)) },
+      );
+    const free = await gate.acquire(signal, cancelled, { key, timeoutMs: waitedMs, onTimeout: busy });
+    let client: PoolClient;
     try {
-      return await pool.connect();
+      client = await pool.connect();
     } catch (error) {
-      // pg-pool's errors carry no code; both of its timeouts (no idle connection, no new one in time) say "timeout".
-      if (error instanceof Error && /timeout/i.test(error.message)) {
-        const waitedMs = this.config.dbAcquireTimeoutMs;
-        throw new DomainError(
-          'database_busy',
-          `Every database connection stayed busy for ${waitedMs} ms; try again in a moment`,
-          { waitedMs },
-          { retryAfterSeconds: Math.max(1, Math.ceil(waitedMs / 1000)) },
-        );
-      }
+      free();
+      // pg-pool's errors carry no code; its timeout (no new connection in time) says "timeout".
+      if (error instanceof Error && /timeout/i.test(error.message)) throw busy();
       this.logger.warn({ msg: 'no data connection', error: error instanceof Error ? error.message : String(error) });
       throw new DomainError('database_unavailable', 'The database is not reachable');
     }
+    const lease: Lease = { cancelled: false };
+    return {
+      client,
+      lease,
+      release: () => {
+        // release(true) closes the connection instead of pooling it.
+        client.release(lease.cancelled);
+        free();
+      },
+    };
   }
 
   /** Runs one statement; if `signal` aborts meanwhile, asks the server to cancel it. */

@@ -15,7 +15,7 @@ import {
 } from '../llm/llm.types';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
-import type { ToolContext, ToolErrorContent, ToolResult } from '../tools/tool.types';
+import type { ToolContext, ToolResult } from '../tools/tool.types';
 import { fitToContext } from './context-window';
 import { correctionRequest, Grounding, groundAnswer, GroundingMode, GroundingSource } from './grounding';
 
@@ -35,7 +35,10 @@ export interface AgentTurn {
   /** Names the client executes; a call to one pauses the turn in requires_action. */
   clientTools: ReadonlySet<string>;
   maxIterations: number;
-  /** Tool calls run per model step; calls past it get an error result instead of running. */
+  /**
+   * Tool calls run per model step; calls past it are dropped unrun, from the conversation too, with
+   * one note in the step's assistant message saying how many.
+   */
   maxToolCallsPerStep: number;
   /** Tool rounds already spent in this turn (a durable chat resuming after client tool results). */
   iterationsUsed?: number;
@@ -65,7 +68,7 @@ export interface ExecutedToolCall {
 /** One model step as it was appended to the conversation. */
 export interface TurnStep {
   assistant: LlmMessage;
-  /** The tool calls of `assistant`, as the model made them (empty on a final step). */
+  /** The tool calls of `assistant`, as the model made them up to the step's cap (empty on a final step). */
   toolCalls: LlmToolCall[];
   /** Tool messages of the built-in calls, in call order. */
   toolMessages: LlmMessage[];
@@ -258,32 +261,40 @@ export class AgentLoop {
       }
 
       iterations++;
-      const assistant = assistantWithToolCalls(response);
+      // A model can ask for thousands of calls in one step. Past the cap they neither run nor stay in the
+      // conversation (a result for each would overflow the next call's context, blaming the caller for
+      // the model's output): one note in the assistant message tells the model how many were dropped.
+      const kept = response.toolCalls.slice(0, turn.maxToolCallsPerStep);
+      const dropped = response.toolCalls.length - kept.length;
+      if (dropped) {
+        this.logger.warn({
+          msg: 'tool calls past the step cap dropped',
+          agent: turn.toolContext.agent?.name,
+          cap: turn.maxToolCallsPerStep,
+          dropped,
+        });
+      }
+      const assistant = assistantWithToolCalls(response.content, kept, dropped);
       messages.push(assistant);
       // Parsed once per call, for hooks and the response; the registry parses (strictly) for execution.
-      const calls = response.toolCalls.map((call, index) => ({
+      const calls = kept.map((call) => ({
         call,
         shown: readableArguments(call.arguments),
         client: turn.clientTools.has(call.name),
-        // A model can ask for thousands of calls in one step: past the cap they are answered, not run.
-        refused: index >= turn.maxToolCallsPerStep,
       }));
-      const builtIn = calls.filter((c) => !c.client && !c.refused);
-      const client = calls.filter((c) => c.client && !c.refused).map((c) => c.call);
+      const builtIn = calls.filter((c) => !c.client);
+      const client = calls.filter((c) => c.client).map((c) => c.call);
       for (const { call, shown, client: isClient } of calls) {
         hooks.onToolCall?.({ id: call.id, name: call.name, arguments: shown, client: isClient });
       }
-      const executed = await this.registry.executeAll(
+      // Results in call order.
+      const results = await this.registry.executeAll(
         builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
         { ...turn.toolContext, signal: turnSignal },
       );
       if (deadline.aborted) throw deadlineError();
       // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
       if (turnSignal.aborted) throw new DomainError('turn_aborted', 'The turn was cancelled');
-      const byId = new Map(executed.map((result) => [result.toolCallId, result]));
-      // In call order: run calls with their results, refused ones with the error the model reads.
-      const answered = calls.filter((c) => !c.client || c.refused);
-      const results: ToolResult[] = answered.map((c) => byId.get(c.call.id) ?? refusedCall(c.call, turn.maxToolCallsPerStep));
       const toolMessages: LlmMessage[] = results.map((result) => ({
         role: 'tool',
         tool_call_id: result.toolCallId,
@@ -295,14 +306,14 @@ export class AgentLoop {
         toolCalls.push({
           id: result.toolCallId,
           name: result.name,
-          arguments: answered[i].shown,
+          arguments: builtIn[i].shown,
           result: result.content,
           isError: result.isError,
         });
       });
       await hooks.onStep?.({
         assistant,
-        toolCalls: response.toolCalls,
+        toolCalls: kept,
         toolMessages,
         toolResults: results,
         pendingClientCalls: client,
@@ -406,26 +417,32 @@ function codeOf(error: unknown): string {
   return 'internal_error';
 }
 
-/** The result of a call past the step's cap: not run, and the model is told why and what to do. */
-function refusedCall(call: LlmToolCall, cap: number): ToolResult {
-  const content: ToolErrorContent = {
-    error: {
-      code: 'too_many_tool_calls',
-      message: `This call was not run: at most ${cap} tool calls run per step. Make the calls you still need in your next step.`,
-    },
-  };
-  return { toolCallId: call.id, name: call.name, content, isError: true, durationMs: 0 };
-}
-
 function deadlineError(): DomainError {
   return new DomainError('agent_timeout', 'The agent did not finish within its time limit (guardrails.maxExecutionTimeSec)');
 }
 
-function assistantWithToolCalls(response: LlmResponse): LlmMessage {
+/** The note of assistantWithToolCalls, which ends its text: not the model's words, so never its answer. */
+const DROPPED_NOTE = /^\[\d+ more tool calls of this step were dropped without running: [^\]]*\]$/;
+
+/** An assistant text without the note about dropped calls. */
+function withoutDroppedNote(text: string): string {
+  const at = text.lastIndexOf('[');
+  return at >= 0 && DROPPED_NOTE.test(text.slice(at)) ? text.slice(0, at).trimEnd() : text;
+}
+
+/**
+ * The assistant message of a step with tool calls: its text, then (when calls past the cap were
+ * dropped) the note the model reads about them, and the calls kept.
+ */
+function assistantWithToolCalls(text: string, calls: readonly LlmToolCall[], dropped: number): LlmMessage {
+  const note = dropped
+    ? `[${dropped} more tool calls of this step were dropped without running: at most ${calls.length} run per step. ` +
+      'Make the calls you still need in your next step.]'
+    : '';
   return {
     role: 'assistant',
-    content: response.content || null,
-    tool_calls: response.toolCalls.map((call) =>
+    content: [text, note].filter(Boolean).join('\n\n') || null,
+    tool_calls: calls.map((call) =>
       call.kind === 'custom'
         ? { id: call.id, type: 'custom' as const, custom: { name: call.name, input: call.arguments } }
         : { id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } },
@@ -473,7 +490,9 @@ function parsedResult(content: string): unknown {
 function lastAssistantText(messages: LlmMessage[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i];
-    if (message.role === 'assistant' && typeof message.content === 'string' && message.content) return message.content;
+    if (message.role !== 'assistant' || typeof message.content !== 'string') continue;
+    const text = withoutDroppedNote(message.content);
+    if (text) return text;
   }
   return '';
 }

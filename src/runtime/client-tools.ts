@@ -17,9 +17,10 @@ const MAX_DESCRIPTION = 4000;
 
 /**
  * Client schemas are only sent to the model, never used to validate here, so they are checked
- * against the JSON Schema meta-schema and nothing more: no validator code is generated (whose cost
- * grows faster than the schema: seconds of blocked event loop for a 100 KB schema) and no schema is
- * added to this instance, so one client's `$id` can neither collide with nor be `$ref`ed by another's.
+ * against the JSON Schema meta-schema (plus their patterns and `$ref`s, below) and nothing more: no
+ * validator code is generated (whose cost grows faster than the schema: seconds of blocked event loop
+ * for a 100 KB schema) and no schema is added to this instance, so one client's `$id` can neither
+ * collide with nor be `$ref`ed by another's.
  */
 const metaSchema = new Ajv({ strict: false, validateFormats: false, addUsedSchema: false });
 
@@ -89,7 +90,12 @@ export function validateDynamicTools(
     if (totalBytes > MAX_TOTAL_SCHEMA_BYTES)
       throw invalid(`The schemas of all client tools together (${labels.list}) are larger than 256 KB`);
     const problem = schemaProblem(inputSchema, labels.schema);
-    if (problem) throw invalid(`${schemaAt} is not a valid JSON Schema: ${problem}`);
+    if (problem) {
+      throw invalid(`${schemaAt} of client tool "${name}" is not a valid JSON Schema: ${problem}`, {
+        param: schemaAt,
+        tool: name,
+      });
+    }
     return {
       type: 'function',
       name,
@@ -99,7 +105,7 @@ export function validateDynamicTools(
   });
 }
 
-/** Why a schema is not valid JSON Schema (meta-schema errors, a bad regular expression), or undefined. */
+/** Why a schema is not valid JSON Schema (meta-schema errors, a bad regular expression, a dangling `$ref`), or undefined. */
 function schemaProblem(schema: object, dataVar: string): string | undefined {
   try {
     if (!metaSchema.validateSchema(schema)) return metaSchema.errorsText(metaSchema.errors, { dataVar });
@@ -107,7 +113,94 @@ function schemaProblem(schema: object, dataVar: string): string | undefined {
     // An unknown `$schema` dialect, or nesting too deep for the checker.
     return (error as Error).message;
   }
-  return badPattern(schema);
+  return badPattern(schema) ?? danglingRef(schema);
+}
+
+/** The base URI of a client schema without `$id`: nothing outside the schema lives there. */
+const SCHEMA_BASE = 'https://client-tool.invalid/schema.json';
+/** Keywords whose values are data, not schemas: a `$ref` or `$id` key inside them means nothing. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples']);
+
+/**
+ * The first `$ref` that does not point inside the schema, described; or undefined. A client's schema
+ * stands alone (nothing is registered, nothing fetched), so a `$ref` can only name a part of it: the
+ * root or a subschema with an `$id` (resolved against the enclosing `$id`, as JSON Schema does), with
+ * an optional JSON pointer or anchor (`$anchor`, or draft-07's `$id: "#name"`) after `#`.
+ */
+function danglingRef(schema: object): string | undefined {
+  const resources = new Map<string, unknown>();
+  const anchors = new Set<string>();
+  const refs: Array<{ ref: string; base: string }> = [];
+  const stack: Array<{ node: unknown; base: string }> = [{ node: schema, base: SCHEMA_BASE }];
+  resources.set(SCHEMA_BASE, schema);
+  while (stack.length) {
+    const { node, base: parentBase } = stack.pop()!;
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) {
+      for (const item of node) stack.push({ node: item, base: parentBase });
+      continue;
+    }
+    const { $id, $anchor, $dynamicAnchor, $ref } = node as Record<string, unknown>;
+    let base = parentBase;
+    if (typeof $id === 'string') {
+      const [uri, fragment] = splitFragment($id);
+      if (uri) {
+        const resolved = resolveUri(uri, parentBase);
+        if (resolved === undefined) return `$id "${$id.slice(0, 200)}" is not a valid URI reference`;
+        base = resolved;
+        resources.set(base, node);
+      }
+      if (fragment && !fragment.startsWith('/')) anchors.add(`${base}#${fragment}`);
+    }
+    for (const anchor of [$anchor, $dynamicAnchor]) if (typeof anchor === 'string') anchors.add(`${base}#${anchor}`);
+    if (typeof $ref === 'string') refs.push({ ref: $ref, base });
+    for (const [key, value] of Object.entries(node)) {
+      if (!DATA_KEYWORDS.has(key)) stack.push({ node: value, base });
+    }
+  }
+  for (const { ref, base } of refs) {
+    if (!resolvesInside(ref, base, resources, anchors)) return `$ref "${ref.slice(0, 200)}" does not point inside the schema`;
+  }
+  return undefined;
+}
+
+function resolvesInside(ref: string, base: string, resources: Map<string, unknown>, anchors: Set<string>): boolean {
+  const [uri, fragment] = splitFragment(ref);
+  const target = uri ? resolveUri(uri, base) : base;
+  if (target === undefined || !resources.has(target)) return false;
+  if (!fragment) return true;
+  if (!fragment.startsWith('/')) return anchors.has(`${target}#${fragment}`);
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(fragment);
+  } catch {
+    return false;
+  }
+  let node = resources.get(target);
+  for (const token of decoded.slice(1).split('/')) {
+    const key = token.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (typeof node !== 'object' || node === null || !Object.hasOwn(node, key)) return false;
+    node = (node as Record<string, unknown>)[key];
+  }
+  // A schema is an object or a boolean.
+  return typeof node === 'boolean' || (typeof node === 'object' && node !== null && !Array.isArray(node));
+}
+
+/** `uri#fragment` → [uri, fragment]; no `#`: no fragment. */
+function splitFragment(reference: string): [string, string | undefined] {
+  const hash = reference.indexOf('#');
+  return hash < 0 ? [reference, undefined] : [reference.slice(0, hash), reference.slice(hash + 1)];
+}
+
+/** `uri` resolved against `base`, without its fragment; undefined when it is not a URI reference. */
+function resolveUri(uri: string, base: string): string | undefined {
+  try {
+    const resolved = new URL(uri, base);
+    resolved.hash = '';
+    return resolved.href;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `pattern` and `patternProperties` must be regular expressions; walked without recursion. */

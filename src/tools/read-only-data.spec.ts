@@ -25,9 +25,11 @@ describe('read-only data sessions', () => {
   it("run the work's statements on the reader session, with the call's signal and share", async () => {
     const { pool, statements, options } = fakePool();
     const signal = new AbortController().signal;
-    await withReadOnlyData(pool, signal, (session) => session.query(CompiledQuery.raw('select 1')), true);
+    await withReadOnlyData(pool, { signal, background: true, key: 'k1' }, (session) =>
+      session.query(CompiledQuery.raw('select 1')),
+    );
     expect(statements).toEqual(['select 1']);
-    expect(options).toEqual([{ signal, background: true }]);
+    expect(options).toEqual([{ signal, background: true, key: 'k1' }]);
   });
 
   it.each([
@@ -35,9 +37,7 @@ describe('read-only data sessions', () => {
     ['the read-only transaction', '25006', 'cannot execute UPDATE in a read-only transaction'],
   ])('turn a write refused by %s (%s) into read_only_transaction', async (_by, code, message) => {
     const { pool } = fakePool(Object.assign(new Error(message), { code }));
-    await expect(
-      withReadOnlyData(pool, undefined, (session) => session.query(CompiledQuery.raw('update x'))),
-    ).rejects.toMatchObject({
+    await expect(withReadOnlyData(pool, {}, (session) => session.query(CompiledQuery.raw('update x')))).rejects.toMatchObject({
       code: 'read_only_transaction',
     });
   });

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
-import type { DataPool, DataSession } from '../database/data-pool';
+import type { DataPool, DataReadOptions, DataSession } from '../database/data-pool';
 import { DATA_READER_ROLE } from '../database/database.constants';
 import { DATA_EXCEPTION_CLASS, INSUFFICIENT_PRIVILEGE, READ_ONLY_SQL_TRANSACTION, sqlState } from '../database/pg-errors';
 
@@ -10,16 +10,16 @@ import { DATA_EXCEPTION_CLASS, INSUFFICIENT_PRIVILEGE, READ_ONLY_SQL_TRANSACTION
  * the data engine's statement timeout, cancelled when `signal` aborts. Even a tool that tries to write
  * (or an engine bug) fails with `read_only_transaction`, twice over: the transaction is read-only, and
  * the role may not write anything; a slow query ends as `query_timeout`.
- * `background`: a durable chat's call, whose statements each take a slot of the pool's background share first.
+ * `options.background`: a durable chat's call, whose statements each take a slot of the pool's background share first;
+ * `options.key`: the caller's API key, whose share of the pool its statements take.
  */
 export async function withReadOnlyData<T>(
   pool: DataPool,
-  signal: AbortSignal | undefined,
+  options: DataReadOptions,
   fn: (session: DataSession) => Promise<T>,
-  background = false,
 ): Promise<T> {
   try {
-    return await fn(pool.readerSession({ signal, background }));
+    return await fn(pool.readerSession(options));
   } catch (error) {
     throw translateReadOnlyError(error) ?? error;
   }

@@ -162,7 +162,7 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
               if (job.dryRun || progress.rowsRejected > 0) throw new RollBack();
               return count;
             },
-            { signal: job.signal },
+            { signal: job.signal, key: caller.keyId },
           )
           .catch((error: unknown) => {
             if (error instanceof RollBack) return 0;

@@ -55,16 +55,37 @@ async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean,
   return value;
 }
 
-/** A GET the test can abandon: destroy() closes its socket, as a browser tab that is closed. */
-function abandonableGet(baseUrl: string, path: string, key: string): { destroy(): void; settled: Promise<void> } {
-  const req = httpRequest(`${baseUrl}${path}`, { headers: bearer(key), agent: false });
-  const settled = new Promise<void>((resolve) => {
-    req.on('response', (res) => res.resume().on('close', resolve));
+interface Abandonable {
+  /** Closes the request's socket, as a browser tab that is closed. */
+  destroy(): void;
+  /** Resolves once the request ended, answered or not. */
+  settled: Promise<void>;
+  /** The answer, once it came in whole (undefined until then, and for ever if the request was destroyed first). */
+  answer?: { status: number; body: string };
+}
+
+/** A GET (or, with a body, a JSON POST) the test can abandon. */
+function abandonableRequest(baseUrl: string, path: string, key: string, body?: unknown): Abandonable {
+  const headers = { ...bearer(key), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) };
+  const req = httpRequest(`${baseUrl}${path}`, { method: body === undefined ? 'GET' : 'POST', headers, agent: false });
+  const request: Abandonable = { destroy: () => req.destroy(), settled: Promise.resolve() };
+  request.settled = new Promise<void>((resolve) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => (request.answer = { status: res.statusCode ?? 0, body: text }));
+      res.on('close', resolve);
+    });
     req.on('error', () => resolve());
     req.on('close', () => resolve());
   });
-  req.end();
-  return { destroy: () => req.destroy(), settled };
+  req.end(body === undefined ? undefined : JSON.stringify(body));
+  return request;
+}
+
+function abandonableGet(baseUrl: string, path: string, key: string): Abandonable {
+  return abandonableRequest(baseUrl, path, key);
 }
 
 describe('data limits', () => {
@@ -77,9 +98,10 @@ describe('data limits', () => {
       let bob: string;
 
       beforeAll(async () => {
-        // A timeout far beyond the test: only the cancellation can end these queries in time.
+        // A timeout far beyond the test: only the cancellation can end these queries in time. Alice's
+        // share of the pool (half) is ABANDONED connections.
         t = await startTestApp({
-          env: { QUERY_TIMEOUT_MS: '600000', DATA_POOL_SIZE: String(ABANDONED + 1), TOOL_TIMEOUT_MS: '1000' },
+          env: { QUERY_TIMEOUT_MS: '600000', DATA_POOL_SIZE: String(2 * ABANDONED), TOOL_TIMEOUT_MS: '1000' },
         });
         baseUrl = await listen(t);
         [alice, bob] = [await memberKey(t, 'alice'), await memberKey(t, 'bob')];
@@ -190,6 +212,101 @@ describe('data limits', () => {
         expect(await waitForRunningBigNoteQueries(t, 0)).toBe(0);
         // Free again once the statement ended.
         await t.http.get('/api/v1/objects/big_note/records').query({ limit: 1, fields: 'id' }).set(bearer(alice)).expect(200);
+      });
+    });
+
+    describe('one member cannot starve another: a key holds at most its share of each data pool', () => {
+      /** Abandoned slow searches of one member: far more than the pool's 4 connections. */
+      const SLOW = 22;
+      /** Alice's share: half of DATA_POOL_SIZE (DATA_POOL_KEY_SHARE's default). */
+      const SHARE = 2;
+      let t: TestApp;
+      let baseUrl: string;
+      let alice: string;
+      let bob: string;
+
+      beforeAll(async () => {
+        // Statements end only when their clients leave; waits for a connection end after DB_ACQUIRE_TIMEOUT_MS (2 s).
+        t = await startTestApp({ env: { QUERY_TIMEOUT_MS: '600000', TOOL_TIMEOUT_MS: '600000', DATA_POOL_SIZE: '4' } });
+        baseUrl = await listen(t);
+        [alice, bob] = [await memberKey(t, 'alice'), await memberKey(t, 'bob')];
+        await seedBigNotes(t, 1000);
+        await createObject(t, 'memo', [{ name: 'title', label: 'Title', type: 'text' }]);
+        await t.http.post('/api/v1/objects/memo/records').set(bearer(bob)).send({ title: 'Quarterly review' }).expect(201);
+      });
+      afterAll(() => t.close());
+
+      /** Waits for the answers of all but `running` of `requests`; those answered. */
+      async function answeredAllBut(requests: Abandonable[], running: number): Promise<Array<{ status: number; body: string }>> {
+        const answers = () => requests.flatMap((request) => (request.answer ? [request.answer] : []));
+        await pollUntil(
+          () => Promise.resolve(answers().length),
+          (n) => n >= requests.length - running,
+        );
+        return answers();
+      }
+
+      async function abandon(requests: Abandonable[]): Promise<void> {
+        for (const request of requests) request.destroy();
+        await Promise.all(requests.map((request) => request.settled));
+        expect(await waitForRunningBigNoteQueries(t, 0)).toBe(0);
+      }
+
+      it("answers another member's records page at once while one member's slow searches queue or get 503 database_busy", async () => {
+        const where = encodeURIComponent(slowWhere('body'));
+        const slow = Array.from({ length: SLOW }, () =>
+          abandonableGet(baseUrl, `/api/v1/objects/big_note/records?where=${where}`, alice),
+        );
+        // Alice's searches run on her share of the pool, no more.
+        expect(await waitForRunningBigNoteQueries(t, SHARE)).toBe(SHARE);
+
+        const started = performance.now();
+        const memos = await t.http.get('/api/v1/objects/memo/records').set(bearer(bob));
+        const tookMs = performance.now() - started;
+        expect(memos.status).toBe(200);
+        expect(bodyOf<{ total: number }>(memos).total).toBe(1);
+        expect(tookMs).toBeLessThan(1000);
+
+        // Her excess waited for a connection of her own, then got her own 503; the searches she holds still run.
+        const answers = await answeredAllBut(slow, SHARE);
+        expect(answers).toHaveLength(SLOW - SHARE);
+        for (const answer of answers) {
+          expect(answer.status).toBe(503);
+          expect((JSON.parse(answer.body) as { code: string }).code).toBe('database_busy');
+        }
+        expect(await runningBigNoteQueries(t)).toBe(SHARE);
+
+        await abandon(slow);
+        await t.http.get('/api/v1/objects/big_note/records').query({ limit: 1, fields: 'id' }).set(bearer(alice)).expect(200);
+      });
+
+      it("answers another member's data tool call at once while one member's slow tool calls hold her share of the reader pool", async () => {
+        const slowCall = {
+          arguments: { objectName: 'big_note', where: JSON.parse(slowWhere('body')) as unknown, fields: ['id'] },
+        };
+        const slow = Array.from({ length: SLOW }, () =>
+          abandonableRequest(baseUrl, '/api/v1/ai/tools/query_records/execute', alice, slowCall),
+        );
+        expect(await waitForRunningBigNoteQueries(t, SHARE)).toBe(SHARE);
+
+        const started = performance.now();
+        const memos = await t.http
+          .post('/api/v1/ai/tools/query_records/execute')
+          .set(bearer(bob))
+          .send({ arguments: { objectName: 'memo' } });
+        const tookMs = performance.now() - started;
+        expect(memos.status).toBe(200);
+        expect(bodyOf<ExecuteToolResponse>(memos)).toMatchObject({ isError: false, result: { total: 1 } });
+        expect(tookMs).toBeLessThan(1000);
+
+        const answers = await answeredAllBut(slow, SHARE);
+        expect(answers).toHaveLength(SLOW - SHARE);
+        for (const answer of answers) {
+          expect(JSON.parse(answer.body)).toMatchObject({ isError: true, result: { error: { code: 'database_busy' } } });
+        }
+        expect(await runningBigNoteQueries(t)).toBe(SHARE);
+
+        await abandon(slow);
       });
     });
 

@@ -8,6 +8,12 @@ import { listenOnLoopback, RawConnection, RawResponse, sendRaw } from '../suppor
 import { idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
+/** A message of a model request, as the mock model server received it. */
+type SentMessage = { role: string; content?: string | null; tool_call_id?: string; tool_calls?: Array<{ id: string }> };
+
+/** The part of a stateless chat's answer these tests read. */
+type ChatBody = { toolCalls: Array<{ name: string; isError: boolean; result: unknown }> };
+
 /** What a member key can send that must neither stall, exhaust nor confuse the server. */
 describe('hardening against hostile member input', () => {
   let t: TestApp;
@@ -67,6 +73,8 @@ describe('hardening against hostile member input', () => {
       const toDeclared = await createChat(bob, [tool('peek', { $ref: 'alice-form' })]);
       const toUnknown = await createChat(bob, [tool('peek', { $ref: 'nobody-declared-this' })]);
       expect(toDeclared.status).toBe(toUnknown.status);
+      // Neither resolves inside its own schema.
+      expect(toDeclared.status).toBe(400);
       for (const res of [toDeclared, toUnknown]) {
         if (res.status === 201) await waitForChat(t, (res.body as { id: string }).id, hasStatus('waiting'), bob);
       }
@@ -100,6 +108,58 @@ describe('hardening against hostile member input', () => {
       const res = await createChat(alice, tools).expect(400);
       expect((res.body as { code: string }).code).toBe('invalid_dynamic_tools');
       expect(llm.requests).toHaveLength(0);
+    });
+  });
+
+  describe('a client tool schema whose $ref points outside it is refused at creation, on every door', () => {
+    /** `address` points at a $defs entry the schema does not have. */
+    const dangling = { type: 'object', properties: { address: { $ref: '#/$defs/address' } } };
+    const resolving = {
+      type: 'object',
+      $defs: { address: { type: 'object', properties: { street: { type: 'string' } } } },
+      properties: { address: { $ref: '#/$defs/address' } },
+    };
+    const formTool = (inputSchema: Record<string, unknown>) => ({ name: 'fill_form', description: 'A form.', inputSchema });
+    const userMessage = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] };
+
+    it('refuses it on POST /api/v1/chats with 400 invalid_dynamic_tools naming the tool', async () => {
+      const res = await createChat(alice, [formTool(dangling)]).expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_dynamic_tools', details: { tool: 'fill_form' } });
+      expect((res.body as { error: string }).error).toContain('"#/$defs/address" does not point inside the schema');
+      expect(llm.requests).toHaveLength(0);
+    });
+
+    it("refuses it on the useChat transport's route, before any stream opens", async () => {
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chats')
+        .set(bearer(alice))
+        .send({ id: 'dangling-ref', messages: [userMessage], trigger: 'submit-message', dynamicTools: [formTool(dangling)] })
+        .expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_dynamic_tools', details: { tool: 'fill_form' } });
+      expect(llm.requests).toHaveLength(0);
+      await t.http.get('/api/v1/ai/agents/data_chat/chats/dangling-ref/messages').set(bearer(alice)).expect(404);
+    });
+
+    it('refuses it in the tools of /v1/chat/completions, naming the parameter', async () => {
+      const res = await t.http
+        .post('/v1/chat/completions')
+        .set(bearer(alice))
+        .send({
+          model: 'data_chat',
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: [{ type: 'function', function: { name: 'fill_form', parameters: dangling } }],
+        })
+        .expect(400);
+      const { error } = res.body as { error: { code: string; param: string; message: string } };
+      expect(error).toMatchObject({ code: 'invalid_dynamic_tools', param: 'tools[0].function.parameters' });
+      expect(error.message).toContain('client tool "fill_form"');
+      expect(llm.requests).toHaveLength(0);
+    });
+
+    it('accepts the same schema once its $ref resolves inside it', async () => {
+      llm.enqueue(MockReply.text('ok'));
+      const res = await createChat(alice, [formTool(resolving)]).expect(201);
+      await waitForChat(t, (res.body as { id: string }).id, hasStatus('waiting'), alice);
     });
   });
 
@@ -297,11 +357,10 @@ describe('hardening against hostile member input', () => {
   });
 
   describe('tool calls per model step are capped (finding 4)', () => {
-    type ChatBody = { toolCalls: Array<{ name: string; isError: boolean; result: unknown }> };
     const listCalls = (n: number) =>
       MockReply.toolCalls(Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'list_objects', arguments: {} })));
 
-    it('runs the first 16 calls of a step by default and answers the rest with an error the model reads', async () => {
+    it('runs the first 16 calls of a step by default and drops the rest, with one note the model reads', async () => {
       llm.enqueue(listCalls(40), MockReply.text('done'));
       const res = await t.http
         .post('/api/v1/ai/agents/data_chat/chat')
@@ -309,18 +368,13 @@ describe('hardening against hostile member input', () => {
         .send({ messages: [{ role: 'user', content: 'go' }] })
         .expect(200);
       const { toolCalls } = res.body as ChatBody;
-      expect(toolCalls).toHaveLength(40);
-      expect(toolCalls.filter((c) => !c.isError)).toHaveLength(16);
-      expect(toolCalls.slice(16).every((c) => c.isError && JSON.stringify(c.result).includes('too_many_tool_calls'))).toBe(true);
-      const toolMessages = (
-        llm.requests[1].body?.messages as Array<{ role: string; tool_call_id?: string; content?: string }>
-      ).filter((m) => m.role === 'tool');
-      expect(toolMessages.map((m) => m.tool_call_id)).toEqual(Array.from({ length: 40 }, (_, i) => `c${i}`));
-      expect(
-        toolMessages
-          .slice(16)
-          .every((m) => m.content!.startsWith('Tool call failed:') && m.content!.includes('at most 16 tool calls')),
-      ).toBe(true);
+      expect(toolCalls.map((c) => c.isError)).toEqual(Array.from({ length: 16 }, () => false));
+      const sent = llm.requests[1].body?.messages as SentMessage[];
+      const first16 = Array.from({ length: 16 }, (_, i) => `c${i}`);
+      expect(sent.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(first16);
+      const step = sent.find((m) => m.role === 'assistant' && m.tool_calls)!;
+      expect(step.tool_calls!.map((c) => c.id)).toEqual(first16);
+      expect(step.content).toContain('24 more tool calls of this step were dropped without running: at most 16 run per step');
     });
 
     it("honours the agent's planning.maxToolCallsPerStep, in durable chats too", async () => {
@@ -354,7 +408,77 @@ describe('hardening against hostile member input', () => {
         messages: Array<{ role: string; parts: Array<{ type: string; isError?: boolean }> }>;
       };
       const results = stored.messages.find((m) => m.role === 'tool')!.parts;
-      expect(results.map((p) => p.isError)).toEqual([false, false, true, true, true]);
+      expect(results.map((p) => p.isError)).toEqual([false, false]);
+    });
+  });
+
+  describe('a model step of 3,000 tool calls still answers (calls past the cap are dropped, not blamed on the caller)', () => {
+    const CALLS = 3_000;
+    const CAP = 16;
+    const manyCalls = () =>
+      MockReply.toolCalls(Array.from({ length: CALLS }, (_, i) => ({ id: `call_${i}`, name: 'list_objects', arguments: {} })));
+
+    /** The second model request holds the first CAP calls and their results, and the note about the rest. */
+    function expectCappedSecondRequest(): void {
+      const sent = llm.requests[1].body?.messages as SentMessage[];
+      const withCalls = sent.filter((m) => m.role === 'assistant' && m.tool_calls);
+      expect(withCalls).toHaveLength(1);
+      expect(withCalls[0].tool_calls).toHaveLength(CAP);
+      expect(withCalls[0].content).toContain(`${CALLS - CAP} more tool calls of this step were dropped`);
+      expect(sent.filter((m) => m.role === 'tool')).toHaveLength(CAP);
+    }
+
+    it('answers a stateless chat (200) and sends the model back at most the cap of calls, with the note', async () => {
+      llm.enqueue(manyCalls(), MockReply.text('Here is what I found.'));
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(alice))
+        .send({ messages: [{ role: 'user', content: 'list everything, many times' }] });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ content: 'Here is what I found.', finishReason: 'stop' });
+      expect((res.body as ChatBody).toolCalls).toHaveLength(CAP);
+      expect(llm.requests).toHaveLength(2);
+      expectCappedSecondRequest();
+    });
+
+    it("never answers with the note: a turn whose budget ends after such a step answers with the model's own text", async () => {
+      await t.http
+        .post('/api/v1/ai/agents')
+        .set(bearer(t.adminKey))
+        .send({
+          name: 'spent',
+          label: 'Spent',
+          instructions: 'x',
+          tools: ['list_objects'],
+          guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
+        })
+        .expect(201);
+      const step = manyCalls();
+      llm.enqueue({ ...step, content: 'Looking it up.', usage: { prompt_tokens: 290, completion_tokens: 10 } });
+      const res = await t.http
+        .post('/api/v1/ai/agents/spent/chat')
+        .set(bearer(alice))
+        .send({ messages: [{ role: 'user', content: 'go' }] })
+        .expect(200);
+      expect(res.body).toMatchObject({ content: 'Looking it up.', finishReason: 'length' });
+      expect(llm.requests).toHaveLength(1);
+    });
+
+    it('answers a durable chat (waiting) and stores only the calls that ran, with the note', async () => {
+      llm.enqueue(manyCalls(), MockReply.text('Here is what I found.'));
+      const res = await t.http.post('/api/v1/chats').set(bearer(alice)).send({ agent: 'data_chat', message: 'go' }).expect(201);
+      const id = (res.body as { id: string }).id;
+      const chat = (await waitForChat(t, id, hasStatus('waiting', 'error'), alice)) as { status: string; lastError?: unknown };
+      expect(chat).toMatchObject({ status: 'waiting' });
+      expectCappedSecondRequest();
+      const stored = (await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(alice)).expect(200)).body as {
+        messages: Array<{ role: string; parts: Array<{ type: string; text?: string }> }>;
+      };
+      const parts = stored.messages.flatMap((m) => m.parts);
+      expect(parts.filter((p) => p.type === 'tool-call')).toHaveLength(CAP);
+      expect(parts.filter((p) => p.type === 'tool-result')).toHaveLength(CAP);
+      expect(parts.some((p) => p.type === 'text' && p.text!.includes(`${CALLS - CAP} more tool calls`))).toBe(true);
+      expect(parts.at(-1)).toEqual({ type: 'text', text: 'Here is what I found.' });
     });
   });
 

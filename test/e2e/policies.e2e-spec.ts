@@ -568,7 +568,7 @@ describe('access policies: object grants, row filters and hidden fields on every
         "select current_user as role, current_setting('transaction_read_only') as read_only",
       ) as CompiledQuery<{ role: string; read_only: string }>;
       // More statements than the pool has connections: every reader connection is set up, not only the first.
-      const rows = await withReadOnlyData(pool, undefined, (session) =>
+      const rows = await withReadOnlyData(pool, {}, (session) =>
         Promise.all(Array.from({ length: 25 }, () => session.query(who).then(([row]) => row))),
       );
       expect(rows.every((row) => row.role === 'data_copilot_reader' && row.read_only === 'on')).toBe(true);

@@ -327,7 +327,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
           execute: (_args, ctx) =>
-            withReadOnlyData(pool, ctx.signal, (session) =>
+            withReadOnlyData(pool, { signal: ctx.signal }, (session) =>
               data.insert(SYSTEM_CALLER, 'deal', { name: 'Injected', account: randomAccount, stage: 'won' }, { session }),
             ),
         }),
@@ -339,7 +339,9 @@ describe('tools API and the five data tools (seeded CRM)', () => {
           parameters: { type: 'object', properties: {}, additionalProperties: false },
           scope: 'platform',
           execute: (_args, ctx) =>
-            withReadOnlyData(pool, ctx.signal, (tx) => tx.query(CompiledQuery.raw(`update data.deal set amount = 0`))),
+            withReadOnlyData(pool, { signal: ctx.signal }, (tx) =>
+              tx.query(CompiledQuery.raw(`update data.deal set amount = 0`)),
+            ),
         }),
       );
       registry.register(

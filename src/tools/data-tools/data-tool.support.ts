@@ -65,7 +65,9 @@ export function accessOf(deps: DataToolDeps, ctx: ToolContext): Promise<CallerAc
  * shapes engine errors for the model.
  */
 export async function readData<T>(deps: DataToolDeps, ctx: ToolContext, fn: (session: DataSession) => Promise<T>): Promise<T> {
-  return shapeErrors(ctx, () => withReadOnlyData(deps.pool, ctx.signal, fn, ctx.background));
+  return shapeErrors(ctx, () =>
+    withReadOnlyData(deps.pool, { signal: ctx.signal, background: ctx.background, key: ctx.caller?.keyId }, fn),
+  );
 }
 
 /** Shapes errors for the model: field lists capped, object lists limited to what the agent may use. */

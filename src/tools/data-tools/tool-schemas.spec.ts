@@ -75,7 +75,8 @@ describe('data tool schemas', () => {
         aggregations: [{ function: 'count', alias: 'n' }],
       };
       await expect(tool.execute(args as never, { signal, caller: CALLER })).rejects.toBe(stop);
-      expect(sessions).toEqual([{ signal, background: false }]);
+      // As the caller's key, which holds at most its share of the reader pool.
+      expect(sessions).toEqual([{ signal, key: CALLER.keyId }]);
       expect(usedScopes).toEqual([{ session: reader }]);
     },
   );
