@@ -37,6 +37,10 @@ export class ChangesStreamQueryDto {
   after?: string;
 }
 
+/** Who wrote a change, relative to the key reading it. */
+export const CHANGE_ACTORS = ['self', 'other', 'system'] as const;
+export type ChangeActor = (typeof CHANGE_ACTORS)[number];
+
 export class ChangeResponse {
   @ApiProperty({ pattern: CURSOR_PATTERN.source, description: 'Position in the feed (increasing in commit order), as text' })
   cursor: string;
@@ -55,8 +59,17 @@ export class ChangeResponse {
   })
   record?: Record<string, unknown>;
   @ApiProperty({ format: 'date-time' }) at: string;
-  @ApiProperty({ type: 'string', nullable: true, description: 'The API key that wrote (`system` for sample data)' })
-  keyId: string | null;
+  @ApiProperty({
+    enum: CHANGE_ACTORS,
+    description: 'Who wrote: `self` (the calling key), `other` (another key) or `system` (the server, with no key: sample data)',
+  })
+  actor: ChangeActor;
+  @ApiPropertyOptional({
+    type: 'string',
+    nullable: true,
+    description: 'Admins only: the API key that wrote (`system` for the server)',
+  })
+  keyId?: string | null;
 }
 
 export class ChangesResponse {

@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataCallOptions, DataPool } from '../database/data-pool';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { decodeRow } from '../data/field-value.codec';
-import { AccessService } from '../governance/access.service';
+import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import {
   ChangeRow,
@@ -18,7 +18,7 @@ import {
   fieldAlias,
   VISIBLE_ALIAS,
 } from './change-feed.compiler';
-import { ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
+import { ChangeActor, ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
 
 /** The NOTIFY of a statement that appended changes (sent by the outbox's trigger, see the migration). */
 export const RECORD_CHANGES_EVENT = 'record_changes';
@@ -59,7 +59,7 @@ export class ChangesService {
     const object = await this.access.view(caller, objectName, 'read');
     const options = { signal, key: caller.keyId };
     const start = query.after ?? (await this.horizon(object.name, options)) ?? '0';
-    const page = await this.read(object, start, query.limit ?? DEFAULT_CHANGES_LIMIT, options);
+    const page = await this.read(caller, object, start, query.limit ?? DEFAULT_CHANGES_LIMIT, options);
     if (query.after !== undefined) await this.checkNotExpired(object.name, query.after, options);
     return { changes: page.changes, nextCursor: page.nextCursor };
   }
@@ -99,7 +99,7 @@ export class ChangesService {
             if (writer.isClosed) return;
             // The caller's view again each time: a policy change applies to an open stream at once.
             const view = await this.access.view(caller, objectName, 'read');
-            const page = await this.read(view, cursor, STREAM_PAGE, options);
+            const page = await this.read(caller, view, cursor, STREAM_PAGE, options);
             for (const change of page.changes) writer.send(change, { event: 'change', id: change.cursor });
             cursor = page.nextCursor;
             if (page.read < STREAM_PAGE) break;
@@ -126,10 +126,16 @@ export class ChangesService {
     return Number(row.removed);
   }
 
-  private async read(object: ObjectMeta, after: string, limit: number, options: DataCallOptions): Promise<ReadPage> {
+  private async read(
+    caller: Caller,
+    object: ObjectMeta,
+    after: string,
+    limit: number,
+    options: DataCallOptions,
+  ): Promise<ReadPage> {
     const rows = await this.pool.session(options).query(compileChangePage(object, after, limit));
     const visibleFields = new Set(object.fields.map((f) => f.name));
-    const changes = rows.filter((row) => row[VISIBLE_ALIAS]).map((row) => toChange(object, row, visibleFields));
+    const changes = rows.filter((row) => row[VISIBLE_ALIAS]).map((row) => toChange(caller, object, row, visibleFields));
     return { changes, nextCursor: rows.length ? rows[rows.length - 1].cursor : after, read: rows.length };
   }
 
@@ -151,7 +157,17 @@ export class ChangesService {
   }
 }
 
-function toChange(object: ObjectMeta, row: ChangeRow, visibleFields: Set<string>): ChangeResponse {
+/**
+ * Who wrote a change, as the reader may know it: itself, another key, or the server (sample data,
+ * writes with no key). Only an admin learns which key (`keyId`): to a member, another key's id would
+ * tell which keys exist and who changed what.
+ */
+function actorOf(caller: Caller, keyId: string | null): ChangeActor {
+  if (keyId === null || keyId === SYSTEM_CALLER.keyId) return 'system';
+  return keyId === caller.keyId ? 'self' : 'other';
+}
+
+function toChange(caller: Caller, object: ObjectMeta, row: ChangeRow, visibleFields: Set<string>): ChangeResponse {
   const changed = new Set(row.changed_fields);
   const change: ChangeResponse = {
     cursor: row.cursor,
@@ -163,8 +179,9 @@ function toChange(object: ObjectMeta, row: ChangeRow, visibleFields: Set<string>
       .filter((f) => (row.op === 'create' || changed.has(f.name)) && visibleFields.has(f.name))
       .map((f) => f.name),
     at: row.at,
-    keyId: row.key_id,
+    actor: actorOf(caller, row.key_id),
   };
+  if (caller.role === 'admin') change.keyId = row.key_id;
   if (row.op !== 'delete') {
     const values = Object.fromEntries(object.fields.map((f, i) => [f.name, row[fieldAlias(i)]]));
     change.record = decodeRow(object, values);

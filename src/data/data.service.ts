@@ -45,7 +45,9 @@ import {
   type FieldValuesQuery,
   type StreamQuery,
   compileUpdate,
+  compileReadableReferences,
   IN_SCOPE_ALIAS,
+  type ReferenceCheck,
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
@@ -275,6 +277,7 @@ export class DataService {
     return this.withObject(caller, objectName, 'update', scope, async (object, session) => {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
+      throwFirst(await this.referenceErrors(caller, object, [{ values, id }], session));
       const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields: [...values.keys()] };
       const rows = await this.scopedWrite(caller, object, session, scope, compileUpdate(object, id, values, versions, capture));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
@@ -317,7 +320,7 @@ export class DataService {
   ): Promise<BatchOperationResult[]> {
     const parsed = parseOperations(raw);
     const views = await this.batchViews(caller, objectName, parsed.operations);
-    const planned: PlannedOperation[] = [];
+    let planned: PlannedOperation[] = [];
     const errors = [...parsed.errors];
     for (const operation of parsed.operations) {
       try {
@@ -326,6 +329,15 @@ export class DataService {
         if (!(error instanceof DomainError)) throw error;
         errors.push(operationError(operation.index, error));
       }
+    }
+    const refused = await this.batchReferenceErrors(
+      caller,
+      planned,
+      scope.session ?? this.pool.session(poolOptions(caller, scope)),
+    );
+    if (refused.size) {
+      for (const [index, error] of refused) errors.push(operationError(index, error));
+      planned = planned.filter((operation) => !refused.has(operation.index));
     }
     const results = new Map<number, BatchOperationResult>();
     // The feed lock first, before any row lock of the batch (see FEED_LOCK_GATE). Inside the caller's
@@ -387,6 +399,69 @@ export class DataService {
     return views;
   }
 
+  /** referenceErrors of a batch's creates and of its updates (each under the caller's view for its action), by index. */
+  private async batchReferenceErrors(
+    caller: Caller,
+    planned: readonly PlannedOperation[],
+    session: DataSession,
+  ): Promise<Map<number, DomainError>> {
+    const refused = new Map<number, DomainError>();
+    for (const op of ['create', 'update'] as const) {
+      const group = planned.filter((operation) => operation.op === op);
+      if (!group.length) continue;
+      const writes = group.map((operation) => ({
+        values: operation.values!,
+        id: operation.op === 'update' ? operation.id : undefined,
+      }));
+      const found = await this.referenceErrors(caller, group[0].object, writes, session);
+      found.forEach((error, i) => error && refused.set(group[i].index, error));
+    }
+    return refused;
+  }
+
+  /**
+   * Lookup values must point to records the caller may read: one outside its row filter on the
+   * target object, or on an object it may not read, is refused exactly like a missing one
+   * (`invalid_reference`), so a lookup reveals no more ids than the caller can read. A value that an
+   * updated record already holds passes (the caller reads it there). The error of each write,
+   * undefined when it is fine; a key without policies asks nothing (the foreign key decides).
+   */
+  private async referenceErrors(
+    caller: Caller,
+    object: ObjectMeta,
+    writes: ReadonlyArray<{ values: Map<string, unknown>; id?: string }>,
+    session: DataSession,
+  ): Promise<Array<DomainError | undefined>> {
+    const errors: Array<DomainError | undefined> = writes.map(() => undefined);
+    const access = await this.access.forCaller(caller);
+    if (!access.restricted) return errors;
+    const checks: ReferenceCheck[] = [];
+    for (const field of object.fields) {
+      if (field.type !== 'lookup' || !field.reference) continue;
+      const ids = new Set(writes.map(({ values }) => values.get(field.name)).filter((v): v is string => typeof v === 'string'));
+      if (!ids.size) continue;
+      const target = access.mayRead(field.reference) ? await this.access.view(access, field.reference, 'read') : undefined;
+      if (target && !target.rowFilter) continue;
+      checks.push({ field, target, ids: [...ids] });
+    }
+    if (!checks.length) return errors;
+    const query = compileReadableReferences(
+      object,
+      checks,
+      writes.flatMap(({ id }) => (id === undefined ? [] : [id])),
+    );
+    const readable = checks.map(() => new Set<string>());
+    for (const row of query ? await session.query(query) : []) readable[row.k].add(row.id);
+    writes.forEach(({ values }, i) => {
+      const refused = checks.find(({ field }, k) => {
+        const value = values.get(field.name);
+        return typeof value === 'string' && !readable[k].has(value);
+      });
+      if (refused) errors[i] = invalidReference(refused.field);
+    });
+    return errors;
+  }
+
   private async insertVersioned(
     caller: Caller,
     objectName: string,
@@ -397,6 +472,8 @@ export class DataService {
       if (!inputs.length) return [];
       // The server itself may date what it loads (the sample's history); nobody else sets created_at.
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert', caller === SYSTEM_CALLER));
+      const writes = encoded.map((values) => ({ values }));
+      throwFirst(await this.referenceErrors(caller, object, writes, session));
       const capture: ChangeCapture = { op: 'create', keyId: caller.keyId };
       const rows = await this.scopedWrite(caller, object, session, scope, compileInsert(object, encoded, capture));
       return rows.map((row) => decodeVersioned(object, row));
@@ -486,6 +563,21 @@ function stripTotal(row: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
+/** A lookup value pointing to no record, or to one the caller may not read: the same error for both. */
+function invalidReference(field: FieldMeta): DomainError {
+  return new DomainError(
+    'invalid_reference',
+    `Lookup "${field.name}" points to a "${field.reference}" record that does not exist`,
+    { field: field.name },
+  );
+}
+
+/** Throws the first error of a list (of referenceErrors). */
+function throwFirst(errors: ReadonlyArray<DomainError | undefined>): void {
+  const error = errors.find((e) => e !== undefined);
+  if (error) throw error;
+}
+
 function notFound(objectName: string, id: unknown): DomainError {
   return new DomainError('record_not_found', `No "${objectName}" record with id "${clip(String(id))}"`);
 }
@@ -506,6 +598,14 @@ function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'updat
       throw new DomainError('read_only_field', `Field "${name}" is set by the server`);
     }
     if (value === undefined) continue;
+    // Under a row filter, a chosen id would tell by its conflict that a record it may not read has it.
+    if (field.name === 'id' && object.rowFilter) {
+      throw new DomainError(
+        'validation_failed',
+        `The server chooses the id of new "${object.name}" records for this API key (its access policies filter the rows); leave "id" out`,
+        { field: 'id' },
+      );
+    }
     if (value === null && field.required)
       throw new DomainError('missing_required_field', `Field "${name}" is required`, { fields: [name] });
     values.set(name, encodeFieldValue(field, value));
@@ -549,12 +649,8 @@ function translateWriteError(object: ObjectMeta, error: unknown): DomainError | 
   // so deleting a record that other records still point to fails with restrict_violation, not 23503.
   if (code === FOREIGN_KEY_VIOLATION || code === RESTRICT_VIOLATION) {
     const field = code === FOREIGN_KEY_VIOLATION ? fieldFor('fk') : undefined;
-    if (field) {
-      const target = object.fields.find((f) => f.name === field)?.reference;
-      return new DomainError('invalid_reference', `Lookup "${field}" points to a "${target}" record that does not exist`, {
-        field,
-      });
-    }
+    const lookup = object.fields.find((f) => f.name === field);
+    if (lookup) return invalidReference(lookup);
     return new DomainError(
       'record_referenced',
       `This "${object.name}" record is referenced by other records; remove those references first`,

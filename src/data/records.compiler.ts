@@ -222,6 +222,50 @@ export function compileDelete(
   return params.query(withChangeOutbox(object.name, sql, ['"id"'], params, capture));
 }
 
+/** One lookup field of a write whose values must point to records the caller may read (see compileReadableReferences). */
+export interface ReferenceCheck {
+  field: FieldMeta;
+  /** The caller's view of the target object (its row filter); absent when the caller may not read it at all. */
+  target?: ObjectMeta;
+  /** The values the write sets (lower-case UUIDs). */
+  ids: string[];
+}
+
+/**
+ * Of each check's ids (`k` = the check's index), those the caller may point to: the ids of target
+ * records inside its row filter on the target, and the values its updated records (`updatedIds`,
+ * under the caller's row filter on `object`) already hold in that field, which it reads there anyway.
+ * Undefined when no id can pass (every target unreadable, no update): nothing to ask.
+ */
+export function compileReadableReferences(
+  object: ObjectMeta,
+  checks: readonly ReferenceCheck[],
+  updatedIds: readonly string[],
+): CompiledQuery<{ k: number; id: string }> | undefined {
+  const params = new SqlParams();
+  const parts: string[] = [];
+  checks.forEach((check, k) => {
+    if (!check.target && !updatedIds.length) return;
+    const ids = `${params.add(check.ids)}::uuid[]`;
+    if (check.target) {
+      const filter = compileRowFilter(check.target, params, { tableAlias: 't' }) ?? 'TRUE';
+      parts.push(
+        `select ${k} as "k", "t"."id"::text as "id" from ${objectTable(check.target.name)} as "t" ` +
+          `where "t"."id" = any(${ids}) and (${filter})`,
+      );
+    }
+    if (updatedIds.length) {
+      const column = `"o".${quoteIdent(check.field.name)}`;
+      const filter = compileRowFilter(object, params, { tableAlias: 'o' }) ?? 'TRUE';
+      parts.push(
+        `select ${k} as "k", ${column}::text as "id" from ${objectTable(object.name)} as "o" ` +
+          `where "o"."id" = any(${params.add(updatedIds)}::uuid[]) and ${column} = any(${ids}) and (${filter})`,
+      );
+    }
+  });
+  return parts.length ? params.query(parts.join(' union all ')) : undefined;
+}
+
 /** Rows one engine call may return: the caller's limit, at least 1 and at most MAX_ENGINE_LIMIT. */
 export function engineLimit(limit: number): number {
   return Math.min(Math.max(1, Math.floor(limit)), MAX_ENGINE_LIMIT);

@@ -116,6 +116,9 @@ export class RecordsController {
   @ApiBody(RECORD_BODY)
   @ApiRoute({
     summary: 'Create a record',
+    description:
+      'A key under a row filter on the object cannot choose the id (400 validation_failed). A lookup to a record ' +
+      'the key may not read is 400 invalid_reference, exactly as to a record that does not exist.',
     status: 201,
     schema: schemaRef('RecordResponse'),
     responseDescription: 'The created record',

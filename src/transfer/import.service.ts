@@ -22,7 +22,10 @@ const MAX_RECORD_BYTES = 4 * 1024 * 1024;
 /** Most columns of a header, and entries of a mapping. */
 const MAX_COLUMNS = 1_000;
 const HEARTBEAT_MS = 10_000;
-/** System fields that an import skips: the server sets them. `id` is imported (a record may keep its id). */
+/**
+ * System fields that an import skips: the server sets them. `id` is imported (a record may keep its id),
+ * except by a key under a row filter on the object: the data engine refuses those rows.
+ */
 const SKIPPED_SYSTEM_FIELDS = new Set(['created_at', 'updated_at']);
 
 export interface ImportOptions {

@@ -32,7 +32,8 @@ export class TransferController {
     description:
       'A CSV file (RFC 4180, UTF-8, an optional BOM): a header row, then one row per record. Cells are read per field ' +
       'type: numbers plain, booleans true/false (yes/no, 1/0), dates ISO, multiselect "a;b" or a JSON array, json as ' +
-      'JSON text, lookups by id; an empty cell leaves the field unset. created_at and updated_at columns are skipped.',
+      'JSON text, lookups by id; an empty cell leaves the field unset. created_at and updated_at columns are skipped; ' +
+      'an id column keeps the ids, except for a key under a row filter on the object (such a row: validation_failed).',
     schema: { type: 'string' },
   })
   @ApiRoute({

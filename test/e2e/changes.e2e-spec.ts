@@ -7,7 +7,7 @@ import { DataService } from '../../src/data/data.service';
 import { SYSTEM_CALLER } from '../../src/governance/access.service';
 import { eventually, listen, SseClient } from '../support/chat-helpers';
 import { bodyOf, errorOf, idOf } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 
 describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream', () => {
   let t: TestApp;
@@ -61,7 +61,7 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     expect(updated.record).toMatchObject({ id, sku: 'a-1', qty: 2, owner: 'ann' });
     expect(deleted.record).toBeUndefined();
     for (const change of page.changes) {
-      expect(change).toMatchObject({ object: 'item', keyId: memberId });
+      expect(change).toMatchObject({ object: 'item', actor: 'self' });
       expect(new Date(change.at).toISOString()).toBe(change.at);
     }
     const cursors = page.changes.map((c) => BigInt(c.cursor));
@@ -70,6 +70,48 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     // Paging on from nextCursor: nothing more, the same cursor back.
     expect(await changes(`?after=${page.nextCursor}`)).toEqual({ changes: [], nextCursor: page.nextCursor });
     expect((await changes(`?after=${from}&limit=2`)).changes.map((c) => c.op)).toEqual(['create', 'update']);
+  });
+
+  it("names each change's writer to a member as self, other or system, and by keyId to admins only, in pages and the stream", async () => {
+    const second = await createApiKey(t, { name: 'second', role: 'member' });
+    const otherAdmin = await createApiKey(t, { name: 'second-admin', role: 'admin' });
+    const from = await latest();
+    const stream = await SseClient.open(url, `/api/v1/objects/item/changes/stream?after=${from}`, member);
+    try {
+      await create({ sku: 'by-me' });
+      await create({ sku: 'by-second' }, second.secret);
+      await create({ sku: 'by-admin' }, otherAdmin.secret);
+      // What the seed does: the server writes as no key.
+      await t.app.get(DataService).insert(SYSTEM_CALLER, 'item', { sku: 'by-server' });
+      await stream.waitFor((events) => events.filter((e) => e.event === 'change').length === 4);
+    } finally {
+      stream.close();
+    }
+    const actors = (list: Array<Partial<ChangeResponse>>) =>
+      list.map((c) => [(c.record as { sku: string }).sku, c.actor, c.keyId]);
+    const asMember = [
+      ['by-me', 'self', undefined],
+      ['by-second', 'other', undefined],
+      ['by-admin', 'other', undefined],
+      ['by-server', 'system', undefined],
+    ];
+    expect(actors((await changes(`?after=${from}`)).changes)).toEqual(asMember);
+    expect(actors(stream.of('change').map((e) => e.data as unknown as ChangeResponse))).toEqual(asMember);
+    for (const change of [...(await changes(`?after=${from}`)).changes, ...stream.of('change').map((e) => e.data)]) {
+      expect(change).not.toHaveProperty('keyId');
+    }
+    expect(actors((await changes(`?after=${from}`, second.secret)).changes)).toEqual([
+      ['by-me', 'other', undefined],
+      ['by-second', 'self', undefined],
+      ['by-admin', 'other', undefined],
+      ['by-server', 'system', undefined],
+    ]);
+    expect(actors((await changes(`?after=${from}`, otherAdmin.secret)).changes)).toEqual([
+      ['by-me', 'other', memberId],
+      ['by-second', 'other', second.id],
+      ['by-admin', 'self', otherAdmin.id],
+      ['by-server', 'system', 'system'],
+    ]);
   });
 
   it('reports every operation of a batch, in operation order; a rolled-back batch reports nothing', async () => {
