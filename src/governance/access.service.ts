@@ -71,7 +71,7 @@ export class AccessService implements ObjectLens {
   }
 
   viewFor(caller: Caller, objectName: string): Promise<ObjectMeta> {
-    return this.view(caller, objectName, 'read');
+    return this.describe(caller, objectName);
   }
 
   async readableBy(caller: Caller, objectNames: string[]): Promise<boolean[]> {
@@ -79,9 +79,13 @@ export class AccessService implements ObjectLens {
     return objectNames.map((name) => access.mayRead(name));
   }
 
-  /** The object as the caller may read it (describe_object, MCP resources). */
-  describe(access: CallerAccess, objectName: string): Promise<ObjectMeta> {
-    return this.view(access, objectName, 'read');
+  /**
+   * The object as the caller may read it, for a description (GET /objects/:name, describe_object, MCP
+   * resources): its read view, where a lookup into an object the caller may not read names no target.
+   */
+  async describe(caller: Caller | CallerAccess, objectName: string): Promise<ObjectMeta> {
+    const access = caller instanceof CallerAccess ? caller : await this.forCaller(caller);
+    return access.withoutUnreadableReferences(await this.view(access, objectName, 'read'));
   }
 
   /**

@@ -81,6 +81,21 @@ export class CallerAccess {
     return this.view(object, 'read');
   }
 
+  /**
+   * `view` with the target of each lookup into an object this caller may not read left out: a
+   * description names no object the caller could not learn of from the data.
+   */
+  withoutUnreadableReferences(view: ObjectMeta): ObjectMeta {
+    if (!this.policies || !view.fields.some((f) => f.reference && !this.mayRead(f.reference))) return view;
+    const fields = view.fields.map((field) => {
+      if (!field.reference || this.mayRead(field.reference)) return field;
+      const described = { ...field };
+      delete described.reference;
+      return described;
+    });
+    return { ...view, fields };
+  }
+
   private grantsFor(objectName: string): ObjectGrants | null {
     if (this.grants.has(objectName)) return this.grants.get(objectName)!;
     const compiled = compileGrants(this.policies ?? [], objectName);

@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { listen } from '../support/chat-helpers';
-import { bodyOf, type RecordPage } from '../support/responses';
+import { bodyOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -21,7 +21,7 @@ const TAGS = ['t1', 't2', 't3'];
 const HIDEABLE = ['pnote', 'pcode', 'pscore', 'pday', 'ptag'] as const;
 type Hideable = (typeof HIDEABLE)[number];
 const ROWS = 12;
-const METRICS = 8;
+const METRICS = 9;
 const VIEWS = 6;
 
 /** The token of one text cell: unique, and never a substring of another token. */
@@ -43,6 +43,8 @@ interface KeyAccess {
 interface MetricDef {
   name: string;
   uses: Hideable[];
+  /** Reads the other object through the lookup. */
+  vault?: boolean;
   body: Record<string, unknown>;
 }
 interface ViewDef {
@@ -88,6 +90,23 @@ describe('access property: what a key receives never reaches outside its policy'
     await t.http
       .post('/api/v1/objects')
       .set(admin)
+      .send({ name: VAULT, label: 'Vault', fields: [{ name: 'psecretname', label: 'Secret name', type: 'text' }] })
+      .expect(201);
+    const vaultIds: string[] = [];
+    for (let row = 0; row < 2; row++) {
+      vaultIds.push(
+        idOf(
+          await t.http
+            .post(`/api/v1/objects/${VAULT}/records`)
+            .set(admin)
+            .send({ psecretname: vaultCell(row) })
+            .expect(201),
+        ),
+      );
+    }
+    await t.http
+      .post('/api/v1/objects')
+      .set(admin)
       .send({
         name: MAIN,
         label: 'Main',
@@ -98,13 +117,10 @@ describe('access property: what a key receives never reaches outside its policy'
           { name: 'pcode', label: 'Code', type: 'text' },
           { name: 'pscore', label: 'Score', type: 'number' },
           { name: 'pday', label: 'Day', type: 'date' },
+          // A lookup into the other object: a key that may not read it must not learn its name from here.
+          { name: 'plink', label: 'Link', type: 'lookup', reference: VAULT },
         ],
       })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin)
-      .send({ name: VAULT, label: 'Vault', fields: [{ name: 'psecretname', label: 'Secret name', type: 'text' }] })
       .expect(201);
     for (let row = 0; row < ROWS; row++) {
       await t.http
@@ -117,14 +133,8 @@ describe('access property: what a key receives never reaches outside its policy'
           pcode: cell('pcode', row),
           pscore: 1000 + row * 7,
           pday: `2026-0${1 + (row % 9)}-1${row % 10}`,
+          plink: vaultIds[row % 2],
         })
-        .expect(201);
-    }
-    for (let row = 0; row < 2; row++) {
-      await t.http
-        .post(`/api/v1/objects/${VAULT}/records`)
-        .set(admin)
-        .send({ psecretname: vaultCell(row) })
         .expect(201);
     }
 
@@ -139,12 +149,14 @@ describe('access property: what a key receives never reaches outside its policy'
       { uses: ['pscore', 'pcode'], body: { measure: { function: 'avg', field: 'pscore' }, dimensions: ['pcode'] } },
       { uses: ['pcode'], body: { measure: { function: 'count_distinct', field: 'pcode' } } },
       { uses: ['ptag', 'pscore'], body: { measure: { function: 'max', field: 'pscore' }, filter: { ptag: 't1' } } },
+      { uses: [], vault: true, body: { measure: { function: 'count' }, dimensions: ['plink.psecretname'] } },
     ];
     for (let i = 0; i < METRICS; i++) {
       const shape = metricShapes[i];
       const def = {
         name: metricName(i),
         uses: shape.uses,
+        vault: shape.vault,
         body: { name: metricName(i), label: `Metric ${i}`, object: MAIN, type: 'simple', ...shape.body },
       };
       await t.http.post('/api/v1/metrics').set(admin).send(def.body).expect(201);
@@ -266,7 +278,7 @@ describe('access property: what a key receives never reaches outside its policy'
       }
     }
     for (const metric of metricDefs) {
-      const visible = access.main.read && metric.uses.every(visibleField);
+      const visible = access.main.read && metric.uses.every(visibleField) && (!metric.vault || access.vault);
       if (visible) required.push(['metrics', metric.name]);
       else forbidden.push(metric.name);
     }
