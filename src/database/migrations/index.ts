@@ -13,6 +13,7 @@ import { MigrationMetricDefinitions } from './migration-20261126-metric-definiti
 import { MigrationRecordChanges } from './migration-20261127-record-changes';
 import { MigrationChatAdmission } from './migration-20261128-chat-admission';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
+import { MigrationTurnCallers } from './migration-20261129-turn-callers';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -35,6 +36,7 @@ export const MIGRATIONS = [
   MigrationRecordChanges,
   MigrationChatAdmission,
   MigrationKeysetIndexes,
+  MigrationTurnCallers,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
