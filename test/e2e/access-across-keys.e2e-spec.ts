@@ -226,6 +226,52 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
     expect(showsAmount(history)).toBe(false);
   });
 
+  it('goes on with a turn as the key that posts its client tool results: the earlier results are withheld from its model calls and its resumed useChat stream', async () => {
+    const id = 'pat-form-chat';
+    llm.enqueue(
+      MockReply.toolCalls([
+        { id: 'c_ui_before', name: 'query_records', arguments: ALL_DEALS },
+        { id: 'c_ui_form', name: 'show_form', arguments: { title: 'Region?' } },
+      ]),
+    );
+    await uiChat(baseUrl, UI_API, wide.secret, { id, body: { dynamicTools: [FORM_TOOL] } }).sendMessage({ text: 'deals?' });
+    const [{ id: chatId }] = await t.sql<{ id: string }>(`select id from chats where client_id = $1`, [id]);
+    await waitForChat(t, chatId, hasStatus('requires_action'), narrow.secret);
+
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    llm.enqueue(async () => {
+      await released;
+      return MockReply.text('EMEA.');
+    });
+    await t.http
+      .post(`/api/v1/chats/${chatId}/tool-results`)
+      .set(bearer(narrow.secret))
+      .send({ results: [{ toolCallId: 'c_ui_form', output: 'EMEA' }] })
+      .expect(204);
+    await llm.waitForRequests(2);
+    // The rest of the turn runs as the narrower key: the model gets the form's answer, not the wider key's rows.
+    expect(toolMessages(llm, 1).c_ui_before.content).toBe(WITHHELD_CONTENT);
+    expect(toolMessages(llm, 1).c_ui_form.content).toBe('EMEA');
+    expect(showsAmount(sentMessages(llm, 1))).toBe(false);
+
+    // A page of the narrower key reattaches to the running turn: its stream, from the turn's start, withholds them too.
+    const resumed = await fetch(`${baseUrl}${UI_API}/${id}/stream`, { headers: bearer(narrow.secret) });
+    expect(resumed.status).toBe(200);
+    const text = resumed.text();
+    release();
+    const chunks = (await text)
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string; toolCallId?: string; output?: unknown });
+    const outputs = Object.fromEntries(
+      chunks.filter((c) => c.type === 'tool-output-available').map((c): [string, unknown] => [c.toolCallId!, c.output]),
+    );
+    expect(outputs).toEqual({ c_ui_before: WITHHELD, c_ui_form: 'EMEA' });
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish' });
+    expect(showsAmount(chunks)).toBe(false);
+  });
+
   it('withholds stored results from GET …/messages and from the model once the key’s policy narrows', async () => {
     await t.http
       .post('/api/v1/policies')
