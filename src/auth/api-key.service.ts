@@ -157,10 +157,13 @@ export class ApiKeyService implements OnModuleInit {
       }
       key.revoked = true;
       await this.pubsub.publish({ type: API_KEY_REVOKED, keyId: key.id }, em);
+      // Access compiled for the key goes too: a chat turn it posted stops on whichever replica holds it.
+      await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
       await this.audit.admin(em, actor, 'api_key.delete', key.id);
     });
     this.verified.clear();
     this.streams.closeKey(id);
+    this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
   }
 
   /** After a lost LISTEN connection a revocation may have gone unheard: ends the streams of keys revoked meanwhile. */

@@ -8,6 +8,7 @@ import {
   messageLength,
   type ConversationMessage,
   type ConversationPart,
+  WITHHELD_REASON,
 } from '../runtime/conversation';
 import type { Grounding } from '../runtime/grounding';
 import { TOOL_NAME_PATTERN } from '../tools/tool.define';
@@ -219,7 +220,12 @@ export function uiToolPart(call: ToolCallPart, result: ToolResultPart | undefine
   const base = { type: `tool-${call.toolName}` as const, toolCallId: call.toolCallId, input: call.input };
   if (!result) return { ...base, state: 'input-available' };
   if (result.isError) return { ...base, state: 'output-error', errorText: toolErrorText(result.output) };
-  return { ...base, state: 'output-available', output: result.output };
+  return { ...base, state: 'output-available', output: uiOutput(result) };
+}
+
+/** A result's output as a UI shows it; a withheld result (it has none) as `{ withheld: true, reason }`. */
+export function uiOutput(result: ToolResultPart): unknown {
+  return result.withheld ? { withheld: true, reason: WITHHELD_REASON } : result.output;
 }
 
 /** The text of a failed call: what a client posted as `errorText`, or the error result as JSON. */

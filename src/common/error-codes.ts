@@ -16,6 +16,9 @@ export const ERRORS = {
   agent_forbidden: HttpStatus.FORBIDDEN,
   tool_not_allowed: HttpStatus.FORBIDDEN,
   object_not_allowed: HttpStatus.FORBIDDEN,
+  // The key a chat turn runs as was revoked (or no longer acts for the chat's owner): the turn stops. Mostly a chat's
+  // lastError; as a response, only when a key is revoked while its request is being admitted.
+  key_revoked: HttpStatus.UNAUTHORIZED,
 
   // The request itself: body, query, JSON, framework errors.
   bad_request: HttpStatus.BAD_REQUEST,

@@ -29,6 +29,8 @@ export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'adm
 @Injectable()
 export class AccessService implements ObjectLens {
   private readonly cache: ReplicatedCache<CallerAccess>;
+  /** Each key as it runs now (null: revoked or unknown); revoking or changing a key clears it on every replica. */
+  private readonly keys: ReplicatedCache<Caller | null>;
 
   constructor(
     private readonly em: EntityManager,
@@ -36,10 +38,44 @@ export class AccessService implements ObjectLens {
     private readonly metadata: MetadataService,
   ) {
     this.cache = new ReplicatedCache(pubsub, ACCESS_CHANGED);
+    this.keys = new ReplicatedCache(pubsub, ACCESS_CHANGED);
   }
 
   invalidate(): void {
     this.cache.invalidate();
+    this.keys.invalidate();
+  }
+
+  /**
+   * The caller a key runs as now (its role and subject), through this replica's cache or, `fresh`, read
+   * from the table (what a durable turn does where a revocation must not have slipped past, at claim and
+   * before tool calls). `key_revoked` when the key is revoked or unknown, or no longer runs as `expect`.
+   */
+  async keyCaller(
+    keyId: string | null | undefined,
+    options: { expect?: Partial<Pick<Caller, 'role' | 'subject'>>; fresh?: boolean } = {},
+  ): Promise<Caller> {
+    let caller: Caller | null = null;
+    if (isUuid(keyId)) {
+      const load = () => this.loadKey(keyId);
+      caller = options.fresh ? await load() : await this.keys.get(keyId, load);
+    }
+    if (!caller) throw keyRevoked('was revoked');
+    const expected = options.expect;
+    const differs = (field: 'role' | 'subject') => expected?.[field] !== undefined && expected[field] !== caller[field];
+    if (differs('subject') || differs('role')) throw keyRevoked('now acts for another subject or role');
+    return caller;
+  }
+
+  /** `key_revoked` unless the caller's key still runs as this caller; the server itself always does. */
+  async assertCurrent(caller: Caller, options: { fresh?: boolean } = {}): Promise<void> {
+    if (caller === SYSTEM_CALLER) return;
+    await this.keyCaller(caller.keyId, { expect: caller, fresh: options.fresh });
+  }
+
+  /** The fingerprint of the caller's access as it is now (CallerAccess.fingerprint). */
+  async fingerprint(caller: Caller): Promise<string> {
+    return (await this.forCaller(caller)).fingerprint(caller.role);
   }
 
   /**
@@ -149,6 +185,11 @@ export class AccessService implements ObjectLens {
     return visible && new Set(visible.fields.map((f) => f.name));
   }
 
+  private async loadKey(keyId: string): Promise<Caller | null> {
+    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId, revoked: false }, { fields: ['role', 'subject'] });
+    return key ? { keyId, role: key.role, subject: key.subject } : null;
+  }
+
   private async load(caller: Caller): Promise<CallerAccess> {
     const em = this.em.fork();
     const key = await em.findOne(ApiKeyEntity, { id: caller.keyId }, { fields: ['policies', 'attributes', 'subject'] });
@@ -163,4 +204,8 @@ export class AccessService implements ObjectLens {
       key.attributes ?? {},
     );
   }
+}
+
+function keyRevoked(what: string): DomainError {
+  return new DomainError('key_revoked', `The API key this turn runs as ${what}; send the message again with an active key`);
 }

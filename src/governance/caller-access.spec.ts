@@ -95,4 +95,48 @@ describe('CallerAccess', () => {
     const access = CallerAccess.fromPolicies([{ name: 'a', objects: { deal: { read: true, hiddenFields: ['id'] } } }], 's', {});
     expect(names(access.view(deal, 'read'))).toContain('id');
   });
+
+  describe('fingerprint', () => {
+    const own = { name: 'own', objects: { deal: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['amount'] } } };
+    const fingerprint = (
+      policies: Parameters<typeof CallerAccess.fromPolicies>[0],
+      subject = 'alice',
+      role = 'member' as const,
+    ) => CallerAccess.fromPolicies(policies, subject, { region: 'emea' }).fingerprint(role);
+
+    it('is the same for the same effective grants, whatever the policy names, key order or duplicates', () => {
+      const renamed = {
+        name: 'other',
+        objects: { deal: { hiddenFields: ['amount', 'amount'], rowFilter: { owner: '$subject' }, read: true } },
+      };
+      expect(fingerprint([own])).toBe(fingerprint([renamed]));
+      expect(fingerprint([own, renamed])).toBe(fingerprint([own]));
+      expect(fingerprint([own])).toMatch(/^[0-9a-f]{64}$/);
+    });
+
+    it('differs with the subject or attributes a row filter reads, the hidden fields, the grants and the role', () => {
+      const base = fingerprint([own]);
+      expect(fingerprint([own], 'bob')).not.toBe(base);
+      expect(fingerprint([{ ...own, objects: { deal: { ...own.objects.deal, hiddenFields: [] } } }])).not.toBe(base);
+      expect(fingerprint([{ ...own, objects: { deal: { ...own.objects.deal, update: true } } }])).not.toBe(base);
+      expect(fingerprint([own], 'alice', 'admin' as never)).not.toBe(base);
+      const regional = (region: string) =>
+        CallerAccess.fromPolicies(
+          [{ name: 'r', objects: { deal: { read: true, rowFilter: { region: '$attr.region' } } } }],
+          's',
+          {
+            region,
+          },
+        ).fingerprint('member');
+      expect(regional('emea')).not.toBe(regional('amer'));
+    });
+
+    it('tells a key without policies from a restricted one, and a member from an admin', () => {
+      expect(CallerAccess.unrestricted().fingerprint('member')).toBe(CallerAccess.unrestricted().fingerprint('member'));
+      expect(CallerAccess.unrestricted().fingerprint('member')).not.toBe(CallerAccess.unrestricted().fingerprint('admin'));
+      expect(CallerAccess.unrestricted().fingerprint('member')).not.toBe(
+        fingerprint([{ name: 'all', objects: { '*': { read: true } } }]),
+      );
+    });
+  });
 });

@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
-import type { KeyAttributes } from '../auth/api-key.entity';
+import type { ApiKeyRole, KeyAttributes } from '../auth/api-key.entity';
 import { ALL_OBJECTS, type AccessAction, type AccessPolicy, type PolicyObjectGrant } from './access-policy.types';
 
 type Filters = Record<string, unknown>[];
@@ -24,6 +25,7 @@ interface ObjectGrants {
  */
 export class CallerAccess {
   private readonly grants = new Map<string, ObjectGrants | null>();
+  private readonly fingerprints = new Map<ApiKeyRole, string>();
 
   private constructor(
     private readonly policies: readonly AccessPolicy[] | null,
@@ -96,6 +98,42 @@ export class CallerAccess {
     return { ...view, fields };
   }
 
+  /**
+   * A stable hash of what this access lets a key of `role` see: the role, and each policy's object grants
+   * with their row filters as they apply to this key (`$subject` and `$attr.<name>` resolved) and hidden
+   * fields, as canonical JSON (policy names, key order and duplicates do not count). Two keys with the
+   * same fingerprint see the same rows and fields; stored tool results carry the fingerprint of the
+   * access they were produced under, and are withheld from a caller with another one.
+   */
+  fingerprint(role: ApiKeyRole): string {
+    let fingerprint = this.fingerprints.get(role);
+    if (fingerprint === undefined) {
+      const grants = this.policies
+        ? [...new Set(this.policies.map((policy) => canonicalJson(this.resolvedGrants(policy))))].sort()
+        : null;
+      fingerprint = createHash('sha256').update(canonicalJson({ role, grants })).digest('hex');
+      this.fingerprints.set(role, fingerprint);
+    }
+    return fingerprint;
+  }
+
+  /** A policy's grants as they apply to this key: every action explicit, placeholders resolved, hidden fields sorted. */
+  private resolvedGrants(policy: AccessPolicy): Record<string, unknown> {
+    return Object.fromEntries(
+      Object.entries(policy.objects).map(([object, grant]) => [
+        object,
+        {
+          read: grant.read === true,
+          create: grant.create === true,
+          update: grant.update === true,
+          delete: grant.delete === true,
+          rowFilter: grant.rowFilter ? resolvePlaceholders(grant.rowFilter, this.subject, this.attributes) : null,
+          hiddenFields: [...new Set(grant.hiddenFields ?? [])].sort(),
+        },
+      ]),
+    );
+  }
+
   private grantsFor(objectName: string): ObjectGrants | null {
     if (this.grants.has(objectName)) return this.grants.get(objectName)!;
     const compiled = compileGrants(this.policies ?? [], objectName);
@@ -141,11 +179,44 @@ function compileGrants(policies: readonly AccessPolicy[], objectName: string): O
   return { actions, hidden: hidden ?? new Set() };
 }
 
-/** The same error as for an object that does not exist, so a forbidden one does not reveal that it does. */
+/**
+ * A row filter's values with `$subject` and `$attr.<name>` replaced by the key's (an attribute it lacks
+ * stays a marker: such a filter matches nothing, whatever else the key has).
+ */
+function resolvePlaceholders(value: unknown, subject: string, attributes: KeyAttributes): unknown {
+  if (typeof value === 'string') {
+    if (value === '$subject') return subject;
+    if (value.startsWith('$attr.')) {
+      const name = value.slice('$attr.'.length);
+      return Object.hasOwn(attributes, name) ? attributes[name] : { $unresolved: value };
+    }
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((item) => resolvePlaceholders(item, subject, attributes));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolvePlaceholders(v, subject, attributes)]));
+  }
+  return value;
+}
+
+/** JSON with every object's keys sorted: equal values give equal text. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** The policy's own entry for `name` (never one inherited from Object.prototype). */
 function ownEntry(policy: AccessPolicy, name: string): PolicyObjectGrant | undefined {
   return Object.hasOwn(policy.objects, name) ? policy.objects[name] : undefined;
 }
 
+/** The same error as for an object that does not exist, so a forbidden one does not reveal that it does. */
 export function objectNotFound(objectName: string, availableObjects: string[]): DomainError {
   return new DomainError('object_not_found', `Object "${String(objectName)}" not found`, { availableObjects });
 }

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import { AccessService } from '../governance/access.service';
 import { UsageService } from '../governance/usage.service';
 import { LlmService } from '../llm/llm.service';
 import {
@@ -127,7 +128,8 @@ export interface TurnResult {
  * THE tool-call loop. Call the model; no tool calls → done. Otherwise append the assistant
  * message, run the built-in calls (bounded concurrency, results in call order), append one tool
  * message per call, repeat. After `maxIterations` tool rounds, one last call without tools.
- * Client tool calls end the turn in `requires_action`. The deadline and token budget are enforced.
+ * Client tool calls end the turn in `requires_action`. The deadline and token budget are enforced, and
+ * the caller's key is checked before every model call and every step's tool calls (`key_revoked`).
  * The final answer's numbers are checked against the turn's tool results (grounding); with `retry`,
  * an answer with unsupported numbers goes back to the model once, without tools, to be corrected.
  * The stateless chat endpoint and the durable chat worker both drive this; they differ only in
@@ -141,6 +143,7 @@ export class AgentLoop {
     private readonly llm: LlmService,
     private readonly registry: ToolRegistry,
     private readonly usage: UsageService,
+    private readonly access: AccessService,
   ) {}
 
   async runTurn(turn: AgentTurn, messages: LlmMessage[], hooks: TurnHooks = {}, signal?: AbortSignal): Promise<TurnResult> {
@@ -287,6 +290,9 @@ export class AgentLoop {
       for (const { call, shown, client: isClient } of calls) {
         hooks.onToolCall?.({ id: call.id, name: call.name, arguments: shown, client: isClient });
       }
+      // A key revoked meanwhile runs no tool: read from the table, not a cache a revocation may not have reached yet.
+      const caller = turn.toolContext.caller;
+      if (builtIn.length && caller) await this.access.assertCurrent(caller, { fresh: true });
       // Results in call order.
       const results = await this.registry.executeAll(
         builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
@@ -370,6 +376,8 @@ export class AgentLoop {
       agent: turn.toolContext.agent?.name,
       chatId: turn.toolContext.chatId,
     };
+    // The key the turn runs as must still be active (a revocation clears this cache on every replica).
+    if (turn.toolContext.caller) await this.access.assertCurrent(turn.toolContext.caller);
     await this.usage.assertWithinQuota(scope);
     const started = performance.now();
     let response: LlmResponse;

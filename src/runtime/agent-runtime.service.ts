@@ -41,13 +41,30 @@ export interface TurnRequest {
   /** Tools the client executes itself, already validated (durable chats store them with the chat). */
   dynamicTools?: readonly DynamicTool[] | null;
   /** Tools the client declares with this request, unchecked: validated here against the agent's tools (400). */
-  declaredTools?: { tools: unknown; labels: ClientToolLabels };
+  declaredTools?: { tools: unknown; labels?: ClientToolLabels };
   /** Passed to every model call that offers tools; a named tool must be one of the client's. */
   toolChoice?: TurnToolChoice;
   /** The durable chat the turn belongs to (usage and audit rows name it). */
   chatId?: string;
   /** Spent so far, when a turn resumes after client tool results. */
   progress?: { iterationsUsed: number; tokensUsed: number };
+}
+
+/** What a front door asks to admit: who, which agent, and what the request brings that the agent limits. */
+export type AdmissionRequest = Pick<
+  TurnRequest,
+  'caller' | 'agentName' | 'declaredTools' | 'dynamicTools' | 'toolChoice' | 'optionNames' | 'chatId'
+> & {
+  /** The caller's maxTokens option: at most the agent's (400). */
+  maxTokens?: number;
+};
+
+/** An admitted turn: the agent, the client's tools (validated when declared) and the tool choice. */
+export interface Admission {
+  agent: AgentSpec;
+  dynamicTools: readonly DynamicTool[];
+  clientTools: ClientToolSet;
+  toolChoice?: LlmToolChoice;
 }
 
 /** A turn ready for the loop. Built before any byte is streamed, so every refusal is a plain error. */
@@ -78,25 +95,36 @@ export class AgentRuntime {
   ) {}
 
   /**
-   * Checks in the contract's order: options (400), agent (404), access (403), agent limits and client
-   * tools (400), LLM endpoint (503), token quota (429; the loop checks it again before every model call).
+   * Whether a turn may start, checked once for every front door before anything of it is stored or
+   * sent, in the contract's order: the caller's key as it is now (401 `key_revoked`), the agent (404,
+   * 403), agent limits (`maxTokens`) and client tools (400), the LLM endpoint (503), the token quota
+   * (429 `quota_exceeded`; the loop checks it again before every model call). Durable doors then count
+   * the key's chats in flight in the transaction that stores the turn (429 `too_many_chats`).
    */
-  async prepareTurn(request: TurnRequest): Promise<PreparedTurn> {
+  async admit(request: AdmissionRequest): Promise<Admission> {
     const names = request.optionNames ?? CHAT_OPTION_NAMES;
-    const options = parseChatOptions(request.options, names);
+    await this.access.assertCurrent(request.caller);
     const agent = await this.agents.loadForRun(request.agentName, request.caller);
     const agentMax = agent.model.maxTokens;
-    if (options.maxTokens !== undefined && agentMax !== undefined && options.maxTokens > agentMax) {
+    if (request.maxTokens !== undefined && agentMax !== undefined && request.maxTokens > agentMax) {
       const option = names.maxTokens ?? 'maxTokens';
       throw new DomainError('invalid_option', `${option} may not exceed the agent's maxTokens (${agentMax})`, { option });
     }
-    const dynamicTools = request.declaredTools
-      ? validateDynamicTools(request.declaredTools.tools, agent.tools, request.declaredTools.labels)
+    const declared = request.declaredTools;
+    const dynamicTools = declared
+      ? validateDynamicTools(declared.tools, agent.tools, declared.labels)
       : (request.dynamicTools ?? []);
     const clientTools = clientToolSet(dynamicTools, agent.tools, this.config.llmCustomToolsAsFunctions);
     const toolChoice = toolChoiceOf(request.toolChoice, clientTools, names.toolChoice ?? 'toolChoice');
     this.llm.assertConfigured();
     await this.usage.assertWithinQuota({ keyId: request.caller.keyId, agent: agent.name, chatId: request.chatId });
+    return { agent, dynamicTools, clientTools, toolChoice };
+  }
+
+  /** Options (400), then admit(); then the turn: system message, context, tools and limits. */
+  async prepareTurn(request: TurnRequest): Promise<PreparedTurn> {
+    const options = parseChatOptions(request.options, request.optionNames ?? CHAT_OPTION_NAMES);
+    const { agent, clientTools, toolChoice } = await this.admit({ ...request, maxTokens: options.maxTokens });
     const agentTools = this.registry.resolve(agent.tools).tools;
     // ask_user is an agent tool the client answers: offered to the model, never executed here.
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));

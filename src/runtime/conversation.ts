@@ -8,7 +8,37 @@ import { toolMessageContent } from './agent-loop.service';
 export type ConversationPart =
   | { type: 'text'; text: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown; kind?: 'function' | 'custom' }
-  | { type: 'tool-result'; toolCallId: string; toolName: string; output: unknown; isError: boolean };
+  | {
+      type: 'tool-result';
+      toolCallId: string;
+      toolName: string;
+      /** Absent on a withheld result. */
+      output: unknown;
+      isError: boolean;
+      /** Only as a caller sees a stored result produced under other access than its own: the output is left out. */
+      withheld?: true;
+      reason?: typeof WITHHELD_REASON;
+    };
+
+/** Why a stored tool result is withheld from a caller: it was produced under other access than the caller's. */
+export const WITHHELD_REASON = 'access_changed';
+/** What the model reads in place of a withheld result. */
+export const WITHHELD_CONTENT = 'result withheld: produced under other access';
+
+type ToolResultPart = Extract<ConversationPart, { type: 'tool-result' }>;
+
+/** A tool result as a caller with other access than the one it was produced under gets it: without its output. */
+export function withheldResult(part: ToolResultPart): ToolResultPart {
+  return {
+    type: 'tool-result',
+    toolCallId: part.toolCallId,
+    toolName: part.toolName,
+    output: undefined,
+    isError: false,
+    withheld: true,
+    reason: WITHHELD_REASON,
+  };
+}
 
 /** Most messages of a conversation a client sends in one request. */
 export const MAX_CONVERSATION_MESSAGES = 500;
@@ -79,7 +109,7 @@ export function toLlmMessages(rows: readonly ConversationMessage[]): LlmMessage[
         messages.push({
           role: 'tool',
           tool_call_id: part.toolCallId,
-          content: toolMessageContent({ content: part.output, isError: part.isError }),
+          content: part.withheld ? WITHHELD_CONTENT : toolMessageContent({ content: part.output, isError: part.isError }),
         });
       }
     }

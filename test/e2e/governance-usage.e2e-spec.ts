@@ -148,8 +148,16 @@ describe('token quotas and usage', () => {
     await chat(key.secret).expect(200);
   });
 
-  it('ends a durable chat of a key at its quota in error with quota_exceeded, without calling the model', async () => {
+  it('refuses a durable chat of a key at its quota with 429 before storing it, and ends one that reaches it later in error', async () => {
     const key = await member('durable-quota', { tokensPerDay: 0 });
+    const refused = await t.http.post('/api/v1/chats').set(bearer(key.secret)).send({ agent: 'data_chat', message: 'hi' });
+    expect(refused.status).toBe(429);
+    expect(errorOf(refused).code).toBe('quota_exceeded');
+    expect(await t.sql(`select 1 from chats where owner = 'durable-quota'`)).toEqual([]);
+
+    // Admitted under the quota; the first step spends it, so the turn's next model call is refused.
+    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(admin()).send({ tokensPerDay: 10 }).expect(200);
+    llm.enqueue(MockReply.toolCall('list_objects', {}, { usage: { prompt_tokens: 20, completion_tokens: 1 } }));
     const created = await t.http
       .post('/api/v1/chats')
       .set(bearer(key.secret))
@@ -158,7 +166,7 @@ describe('token quotas and usage', () => {
     const chatRow = await waitForChat(t, bodyOf<ChatResponse>(created).id, hasStatus('waiting', 'error'), key.secret);
     expect(chatRow.status).toBe('error');
     expect(chatRow.lastError).toMatchObject({ code: 'quota_exceeded' });
-    expect(llm.requests).toHaveLength(0);
+    expect(llm.requests).toHaveLength(1);
   });
 
   it('refuses every key once the agent has spent its tokens of the day (QUOTA_TOKENS_PER_AGENT_DAY)', async () => {

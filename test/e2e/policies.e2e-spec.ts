@@ -442,7 +442,7 @@ describe('access policies: object grants, row filters and hidden fields on every
     beforeEach(() => llm.reset());
     afterEach(() => expect(llm.pendingSteps).toBe(0));
 
-    it('runs its turns as the key that started it, under that key’s policies', async () => {
+    it('runs its turns as the key that posts them, under that key’s policies', async () => {
       llm.enqueue(
         MockReply.toolCalls([
           { name: 'query_records', arguments: { objectName: 'deal', limit: 200 } },

@@ -300,7 +300,7 @@ describe('durable chats through the AI SDK (useChat)', () => {
     await t.http.get(`${API}/${id}/stream?token=${bound}`).expect(204);
   });
 
-  it("ends a turn's streams, the POST's and a resumed one, when their key is revoked", async () => {
+  it("ends a turn's streams, the POST's and a resumed one, and the turn itself, when their key is revoked", async () => {
     const carol = await createApiKey(t, { name: 'carol', role: 'member', subject: 'carol' });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -324,13 +324,20 @@ describe('durable chats through the AI SDK (useChat)', () => {
     await sending;
     expect(textOf(chat.messages[1])).toBe('');
 
-    // The chat itself goes on without them.
-    release();
+    // The turn stops too (key_revoked): the model's late answer is never written.
     const deadline = Date.now() + 10_000;
-    while ((await chatRow(id)).status !== 'waiting') {
-      if (Date.now() > deadline) throw new Error('the chat of the revoked key never finished its turn');
+    while ((await chatRow(id)).status !== 'error') {
+      if (Date.now() > deadline) throw new Error('the turn of the revoked key did not stop');
       await sleep(50);
     }
+    release();
+    await sleep(200);
+    const [stored] = await t.sql<{ roles: string[]; code: string }>(
+      `select array(select role from chat_messages m where m.chat_id = c.id order by m.id) as roles, c.last_error->>'code' as code
+         from chats c where c.client_id = $1`,
+      [id],
+    );
+    expect(stored).toEqual({ roles: ['user'], code: 'key_revoked' });
   });
 
   it("is another key's 404 on all three routes, and that key's own chat under the same id stays its own", async () => {

@@ -1,7 +1,8 @@
 import type { TurnStep } from '../../runtime/agent-loop.service';
 import type { LlmToolCall } from '../../llm/llm.types';
+import { withheldResult } from '../../runtime/conversation';
 import { readableArguments } from '../../tools/tool.arguments';
-import type { ChatPart, PendingToolCall } from './chat.types';
+import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
 
 /** The assistant message of a step as parts: its text, then its tool calls. */
 export function assistantParts(step: TurnStep): ChatPart[] {
@@ -41,4 +42,18 @@ export function toPendingCall(call: LlmToolCall, freeformAsFunction: ReadonlySet
     return { id: call.id, name: call.name, arguments: String(parsed.input) };
   }
   return { id: call.id, name: call.name, arguments: parsed };
+}
+
+/**
+ * Messages as a caller whose access has this fingerprint may see them: tool results the server produced
+ * under other access are withheld (their output left out), whether that access was another key's or the
+ * same key's before its policies changed. Results nobody's data access produced (`access` null: a
+ * client's own tool results, errors the server wrote) are kept.
+ */
+export function visibleTo<T extends Pick<ChatMessageRow, 'parts' | 'access'>>(messages: readonly T[], fingerprint: string): T[] {
+  return messages.map((message) =>
+    message.access == null || message.access === fingerprint
+      ? message
+      : { ...message, parts: message.parts.map((part) => (part.type === 'tool-result' ? withheldResult(part) : part)) },
+  );
 }

@@ -2,13 +2,13 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AgentLoop, TurnStep } from '../../runtime/agent-loop.service';
 import { AgentRuntime } from '../../runtime/agent-runtime.service';
-import type { Caller } from '../../auth/auth.decorators';
 import { DomainError } from '../../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
+import { AccessService } from '../../governance/access.service';
 import { LlmError } from '../../llm/llm-error';
 import { ChatEvents } from './chat-events.service';
 import { toLlmMessages } from '../../runtime/conversation';
-import { assistantParts, toolResultParts, toPendingCall } from './chat-message.mapper';
+import { assistantParts, toolResultParts, toPendingCall, visibleTo } from './chat-message.mapper';
 import { ChatRepository, ChatWrite, NewMessage, StatusChange } from './chat.repository';
 import { ChatEvent, ChatRow } from './chat.types';
 
@@ -37,6 +37,7 @@ export class ChatRunner {
     private readonly events: ChatEvents,
     private readonly runtime: AgentRuntime,
     private readonly loop: AgentLoop,
+    private readonly access: AccessService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -60,10 +61,12 @@ export class ChatRunner {
       (event) => this.events.publish(event),
     );
     try {
-      // The claim itself published the `running` status. As the key that started the chat (its access
-      // policies); a chat from before keys were recorded has none.
-      const caller: Caller = { keyId: chat.ownerKeyId ?? '', role: chat.ownerRole, subject: chat.owner };
-      const history = await this.repo.messages(this.em.fork(), chat.id, 0, null);
+      // The claim itself published the `running` status. The turn runs as the key that posted it, as that key
+      // is now (read from the table: a revocation that has not reached this replica yet still counts), and
+      // sees of the stored tool results only those produced under the access it has.
+      const caller = await this.access.keyCaller(chat.turnKeyId, { expect: { subject: chat.owner }, fresh: true });
+      const fingerprint = await this.access.fingerprint(caller);
+      const history = visibleTo(await this.repo.messages(this.em.fork(), chat.id, 0, null), fingerprint);
       let lastMessageId = history.at(-1)?.id ?? 0;
       const {
         turn: prepared,
@@ -109,7 +112,10 @@ export class ChatRunner {
             const text = deltas.drain();
             await deltas.sent();
             tokens += done.usage.totalTokens;
-            const persisted = await this.persistStep(chat, workerId, done, tokens, clientTools.freeformAsFunction, text);
+            // The access the step's tools ran under, as it is now: a policy changed meanwhile has reached this
+            // replica's cache by now, and a key revoked meanwhile finds the chat no longer claimed.
+            const access = { keyId: caller.keyId, fingerprint: await this.access.fingerprint(caller) };
+            const persisted = await this.persistStep(chat, workerId, done, tokens, clientTools.freeformAsFunction, text, access);
             settled = persisted.settled;
             lastMessageId = persisted.lastMessageId;
           },
@@ -149,11 +155,13 @@ export class ChatRunner {
     tokens: number,
     freeform: ReadonlySet<string>,
     text: ChatEvent[],
+    access: { keyId: string; fingerprint: string },
   ): Promise<{ settled: boolean; lastMessageId: number }> {
     const messages: NewMessage[] = [
       {
         role: 'assistant',
         parts: assistantParts(step),
+        keyId: access.keyId,
         usage: step.usage,
         metadata: {
           model: step.model,
@@ -163,7 +171,9 @@ export class ChatRunner {
         },
       },
     ];
-    if (step.toolResults.length) messages.push({ role: 'tool', parts: toolResultParts(step) });
+    if (step.toolResults.length) {
+      messages.push({ role: 'tool', parts: toolResultParts(step), keyId: access.keyId, access: access.fingerprint });
+    }
     const event = { chatId: chat.id, owner: chat.owner };
     const progress = { iterations: step.iterationsUsed, tokens };
     let status: StatusChange | undefined;

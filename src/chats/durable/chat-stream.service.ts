@@ -4,11 +4,13 @@ import type { ServerResponse } from 'node:http';
 import type { Caller } from '../../auth/auth.decorators';
 import { KeyStreams } from '../../auth/key-streams.service';
 import { DomainError } from '../../common/domain-error';
+import { AccessService } from '../../governance/access.service';
 import { ChatEvents, ChatEventOrResync } from './chat-events.service';
 import type { ChatStatus } from './chat.types';
 import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 import { toChatResponse, toMessageResponse } from './chat.dto';
+import { visibleTo } from './chat-message.mapper';
 
 /** Statuses in which a chat waits for its client's next message: where `?until=idle` ends a stream. */
 const IDLE_STATUSES: readonly ChatStatus[] = ['waiting', 'error'];
@@ -16,7 +18,8 @@ const IDLE_STATUSES: readonly ChatStatus[] = ['waiting', 'error'];
 /**
  * SSE streams of chats. Events over NOTIFY are hints; what a client receives is re-read from the
  * tables, serialised per connection and tracked by message id, so a resumed stream (Last-Event-ID
- * or ?afterId) delivers every persisted message exactly once, on any replica.
+ * or ?afterId) delivers every persisted message exactly once, on any replica, as the caller may see
+ * it: tool results produced under other access than the caller's are withheld (visibleTo).
  */
 @Injectable()
 export class ChatStreamService {
@@ -26,6 +29,7 @@ export class ChatStreamService {
     private readonly events: ChatEvents,
     private readonly chats: ChatService,
     private readonly streams: KeyStreams,
+    private readonly access: AccessService,
   ) {}
 
   /**
@@ -53,10 +57,12 @@ export class ChatStreamService {
     const enqueue = (task: () => void | Promise<void>) => {
       queue = queue.then(task).catch(() => writer.close());
     };
+    // Read for each batch: access that changes while the stream is open applies to what it sends next.
+    const fingerprint = () => this.access.fingerprint(caller);
     const sendMessages = async () => {
       for (;;) {
         const rows = await this.repo.messages(this.em.fork(), chatId, lastId, 500);
-        for (const row of rows) {
+        for (const row of visibleTo(rows, await fingerprint())) {
           writer.send(toMessageResponse(row), { event: 'message', id: row.id });
           lastId = row.id;
         }
@@ -102,13 +108,14 @@ export class ChatStreamService {
         // A chat's messages commit in id order and their events arrive in that order, so a new message that
         // came with its event is the next one: sent as it is. Otherwise one read sends it and any after it.
         case 'message':
-          return enqueue(() => {
+          return enqueue(async () => {
             if (event.messageId <= lastId) return;
             if (!event.message) return sendMessages();
             const { id, createdAt } = event.message;
             // The same mapping as a message read back (GET /messages): one shape on both paths.
-            const row = { ...event.message, chatId, clientId: null, createdAt: new Date(createdAt) };
-            writer.send(toMessageResponse(row), { event: 'message', id });
+            const row = { ...event.message, chatId, clientId: null, keyId: null, createdAt: new Date(createdAt) };
+            const [visible] = visibleTo([row], await fingerprint());
+            writer.send(toMessageResponse(visible), { event: 'message', id });
             lastId = id;
           });
         case 'message_part':

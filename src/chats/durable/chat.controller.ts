@@ -56,6 +56,8 @@ export class ChatController {
       'agent_inactive',
       'agent_forbidden',
       'too_many_chats',
+      'quota_exceeded',
+      'key_revoked',
       'llm_not_configured',
     ],
   })
@@ -98,6 +100,10 @@ export class ChatController {
   @Roles('admin', 'member')
   @ApiRoute({
     summary: "Read a chat's messages, oldest first, a page at a time",
+    description:
+      'A tool result produced under other access than the caller has (another key of the same owner, or this key ' +
+      'before its policies changed) comes withheld: `{ "type": "tool-result", "withheld": true, "reason": ' +
+      '"access_changed", ... }` without its output.',
     type: ChatMessagesResponse,
     errors: ['validation_failed', 'chat_not_found'],
   })
@@ -111,7 +117,18 @@ export class ChatController {
   @ApiRoute({
     summary: 'Send the next user message to a waiting chat',
     status: 202,
-    errors: [...BODY_ERRORS, 'chat_not_found', 'chat_busy', 'too_many_chats'],
+    errors: [
+      ...BODY_ERRORS,
+      'chat_not_found',
+      'chat_busy',
+      'agent_not_found',
+      'agent_inactive',
+      'agent_forbidden',
+      'too_many_chats',
+      'quota_exceeded',
+      'key_revoked',
+      'llm_not_configured',
+    ],
   })
   async postMessage(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: PostMessageDto): Promise<void> {
     await this.chats.postMessage(caller, id, dto.message);
@@ -123,7 +140,19 @@ export class ChatController {
   @ApiRoute({
     summary: 'Post the results of all pending client tool calls at once',
     status: 204,
-    errors: [...BODY_ERRORS, 'invalid_tool_results', 'chat_not_found', 'chat_not_waiting_for_tools', 'too_many_chats'],
+    errors: [
+      ...BODY_ERRORS,
+      'invalid_tool_results',
+      'chat_not_found',
+      'chat_not_waiting_for_tools',
+      'agent_not_found',
+      'agent_inactive',
+      'agent_forbidden',
+      'too_many_chats',
+      'quota_exceeded',
+      'key_revoked',
+      'llm_not_configured',
+    ],
   })
   async toolResults(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: ToolResultsDto): Promise<void> {
     await this.chats.postToolResults(caller, id, dto.results);

@@ -16,6 +16,7 @@ import {
 import { JSON_OBJECT, JSON_VALUE } from '../../common/openapi.schemas';
 import { QueryInt } from '../../common/pagination.dto';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
+import { WITHHELD_REASON } from '../../runtime/conversation';
 import { GroundingResponse } from '../../runtime/grounding.dto';
 import {
   CHAT_STATUSES,
@@ -170,8 +171,18 @@ export class ChatToolResultPart {
   @ApiProperty({ enum: ['tool-result'] }) type: 'tool-result';
   @ApiProperty() toolCallId: string;
   @ApiProperty() toolName: string;
-  @ApiProperty({ ...JSON_VALUE }) output: unknown;
+  @ApiPropertyOptional({ ...JSON_VALUE, description: 'What the tool returned; absent when the result is withheld' })
+  output?: unknown;
   @ApiProperty() isError: boolean;
+  @ApiPropertyOptional({
+    type: 'boolean',
+    enum: [true],
+    description:
+      'The result was produced under other access than the caller has (another key of the same owner, or this key before its policies changed): its output is left out, and the model is not sent it again',
+  })
+  withheld?: true;
+  @ApiPropertyOptional({ enum: [WITHHELD_REASON], description: 'With withheld: why' })
+  reason?: typeof WITHHELD_REASON;
 }
 
 export class ChatMessageUsageResponse {

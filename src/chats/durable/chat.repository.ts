@@ -25,6 +25,7 @@ const CHAT_COLUMNS = [
   'owner',
   'owner_role',
   'owner_key_id',
+  'turn_key_id',
   'agent',
   'title',
   'status',
@@ -77,6 +78,10 @@ export interface NewMessage {
   usage?: LlmUsage;
   clientId?: string | null;
   metadata?: StepMetadata;
+  /** The key that posted it, or whose turn produced it. */
+  keyId?: string | null;
+  /** Of tool results the server produced: the fingerprint of the access they were produced under. */
+  access?: string | null;
 }
 
 /**
@@ -99,6 +104,8 @@ export interface ChatWrite {
   admit?: { limit: number };
   messages?: NewMessage[];
   status?: StatusChange;
+  /** With a status change: the key the turn now runs as (the one that posted what made the chat pending). */
+  turnKeyId?: string;
   /** The turn's iterations and tokens so far; with no status change, the heartbeat too. */
   progress?: { iterations: number; tokens: number };
   before?: ChatEvent[];
@@ -135,6 +142,7 @@ export class ChatRepository {
         owner: chat.owner,
         owner_role: chat.ownerRole,
         owner_key_id: chat.ownerKeyId,
+        turn_key_id: chat.ownerKeyId,
         agent: chat.agent,
         title: chat.title,
         status: 'pending',
@@ -252,7 +260,7 @@ export class ChatRepository {
   async messages(em: EntityManager, chatId: string, afterId: number, limit: number | null): Promise<ChatMessageRow[]> {
     const rows = await db(em)
       .selectFrom('chat_messages')
-      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'client_id', 'metadata', 'created_at'])
+      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'client_id', 'key_id', 'access_fingerprint', 'metadata', 'created_at'])
       .where('chat_id', '=', chatId)
       .where('id', '>', afterId)
       .orderBy('id')
@@ -265,6 +273,8 @@ export class ChatRepository {
       parts: row.parts,
       usage: row.usage ?? null,
       clientId: row.client_id ?? null,
+      keyId: row.key_id ?? null,
+      access: row.access_fingerprint ?? null,
       metadata: row.metadata ?? null,
       createdAt: asDate(row.created_at)!,
     }));
@@ -291,10 +301,13 @@ export class ChatRepository {
       usage: m.usage ?? null,
       client_id: m.clientId ?? null,
       metadata: m.metadata ?? null,
+      key_id: m.keyId ?? null,
+      access_fingerprint: m.access ?? null,
     }));
     const set = change.status
       ? {
           ...statusSet(change.status),
+          ...(change.turnKeyId ? { turn_key_id: change.turnKeyId } : {}),
           ...(change.progress ? { turn_iterations: change.progress.iterations, turn_tokens: change.progress.tokens } : {}),
         }
       : change.progress
@@ -326,18 +339,19 @@ export class ChatRepository {
     const { rows } = await sql<{ ids: string[] }>`
       with ${target},
       inserted as (
-        insert into chat_messages (chat_id, role, parts, usage, client_id, metadata)
+        insert into chat_messages (chat_id, role, parts, usage, client_id, metadata, key_id, access_fingerprint)
         select t.id, m.value->>'role', m.value->'parts', nullif(m.value->'usage', 'null'),
-               m.value->>'client_id', nullif(m.value->'metadata', 'null')
+               m.value->>'client_id', nullif(m.value->'metadata', 'null'), (m.value->>'key_id')::uuid,
+               m.value->>'access_fingerprint'
           from target t cross join jsonb_array_elements(${JSON.stringify(messages)}::jsonb) with ordinality as m(value, n)
          order by m.n
-        returning id, role, parts, usage, metadata, created_at
+        returning id, role, parts, usage, metadata, access_fingerprint, created_at
       )${update},
       announced as (
         select i.id, jsonb_build_object('type', 'message', 'chatId', ${change.chatId}::text, 'owner', ${change.owner}::text,
                                         'messageId', i.id) as hint,
                jsonb_build_object('id', i.id, 'role', i.role, 'parts', i.parts, 'usage', i.usage, 'metadata', i.metadata,
-                                  'createdAt', i.created_at) as message
+                                  'access', i.access_fingerprint, 'createdAt', i.created_at) as message
           from inserted i
       ),
       events as (
@@ -546,6 +560,41 @@ export class ChatRepository {
     return rows.map(toChat);
   }
 
+  /**
+   * Ends in `error` (`key_revoked`) every pending or running turn whose key is revoked or no longer acts
+   * for the chat's owner, in one statement that also publishes, per chat, its error, its status and an
+   * interrupt (the worker running it, on any replica, cancels the run; its claim is gone already).
+   * Idempotent: every replica may run it on the same notification, the first one ends the turns.
+   */
+  async stopTurnsOfRevokedKeys(em: EntityManager, error: NonNullable<ChatRow['lastError']>): Promise<number> {
+    const kysely = db(em);
+    const stopped = kysely
+      .updateTable('chats')
+      .set(statusSet({ status: 'error', lastError: error }))
+      .where('status', 'in', ['pending', 'running'])
+      .where(
+        sql<boolean>`not exists (select 1 from api_keys k
+                                  where k.id = chats.turn_key_id and not k.revoked and k.subject = chats.owner)`,
+      )
+      .returning(['id', 'owner']);
+    const base = sql`'chatId', s.id, 'owner', s.owner`;
+    const { rows } = await sql<{ stopped: string }>`
+      with stopped as (${stopped}),
+      events as (
+        select s.id, e.n, e.payload
+          from stopped s cross join lateral (values
+            (1, json_build_object('type', 'error', ${base}, 'code', ${error.code}::text, 'message', ${error.message}::text)::text),
+            (2, json_build_object('type', 'status', ${base}, 'status', 'error')::text),
+            (3, json_build_object('type', 'interrupt', ${base})::text)
+          ) as e(n, payload)
+      )
+      select (select count(*) from stopped) as stopped,
+             (select count(*) from (select pg_notify(${PUBSUB_CHANNEL}, payload) from events order by id, n) sent) as sent`.execute(
+      kysely,
+    );
+    return Number(rows[0]?.stopped ?? 0);
+  }
+
   /** On shutdown: this worker's chats go back to pending for another replica. */
   async release(em: EntityManager, workerId: string): Promise<Array<{ id: string; owner: string }>> {
     return db(em)
@@ -618,6 +667,7 @@ function toChat(row: Selectable<ChatsTable>): ChatRow {
     owner: row.owner,
     ownerRole: row.owner_role,
     ownerKeyId: row.owner_key_id ?? null,
+    turnKeyId: row.turn_key_id ?? null,
     agent: row.agent,
     title: row.title ?? null,
     status: row.status,

@@ -1,7 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { AgentService } from '../../agents/agent.service';
 import type { Caller } from '../../auth/auth.decorators';
 import { DomainError } from '../../common/domain-error';
 import type { ErrorCode } from '../../common/error-codes';
@@ -9,8 +8,10 @@ import { CAP_RETRY_AFTER_SECONDS, clampLimit } from '../../common/limits';
 import type { PaginationQueryDto } from '../../common/pagination.dto';
 import { isUuid } from '../../common/uuid';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
-import { LlmService } from '../../llm/llm.service';
+import { AccessService } from '../../governance/access.service';
+import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import { ChatEvents } from './chat-events.service';
+import { visibleTo } from './chat-message.mapper';
 import { ChatRepository, ChatWrite } from './chat.repository';
 import { ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 import {
@@ -24,7 +25,7 @@ import {
   ToolResultDto,
 } from './chat.dto';
 import type { ChatContext } from '../../runtime/chat-context.dto';
-import { DynamicTool, validateDynamicTools } from '../../runtime/client-tools';
+import type { DynamicTool } from '../../runtime/client-tools';
 
 /** Messages per GET /messages response; clients page on with ?afterId=. */
 const MESSAGES_PAGE = 1000;
@@ -46,15 +47,18 @@ export class ChatService {
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
     private readonly events: ChatEvents,
-    private readonly agents: AgentService,
-    private readonly llm: LlmService,
+    private readonly runtime: AgentRuntime,
+    private readonly access: AccessService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  /** Admitted (AgentRuntime.admit: key, agent, tools, LLM endpoint, quota) before anything is stored. */
   async create(caller: Caller, dto: CreateChatDto): Promise<ChatResponse> {
-    const agent = await this.agents.loadForRun(dto.agent, caller);
-    const dynamicTools = validateDynamicTools(dto.dynamicTools, agent.tools);
-    this.llm.assertConfigured();
+    const { agent, dynamicTools } = await this.runtime.admit({
+      caller,
+      agentName: dto.agent,
+      declaredTools: { tools: dto.dynamicTools },
+    });
     const { chat } = await this.oneTurnAtATime(caller.subject, () =>
       this.em.fork().transactional((em) =>
         this.insertChat(em, caller, {
@@ -62,7 +66,7 @@ export class ChatService {
           message: dto.message,
           title: dto.title,
           context: dto.context,
-          dynamicTools,
+          dynamicTools: [...dynamicTools],
         }),
       ),
     );
@@ -71,7 +75,8 @@ export class ChatService {
 
   /**
    * A new chat with its first user message, pending for a worker, in the caller's transaction (the
-   * agent is checked and the tools validated by the caller). Returns the chat and the message's id.
+   * turn admitted by the caller: AgentRuntime.admit). Its turn runs as the caller's key. Returns the
+   * chat and the message's id.
    */
   async insertChat(em: EntityManager, caller: Caller, input: NewChat): Promise<{ chat: ChatRow; messageId: number }> {
     await this.admitTurn(em, caller.subject);
@@ -89,7 +94,9 @@ export class ChatService {
     const [messageId] = (await this.repo.write(em, {
       chatId: chat.id,
       owner: chat.owner,
-      messages: [{ role: 'user', parts: [{ type: 'text', text: input.message }], clientId: input.messageClientId }],
+      messages: [
+        { role: 'user', parts: [{ type: 'text', text: input.message }], clientId: input.messageClientId, keyId: caller.keyId },
+      ],
       before: [{ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }],
     }))!;
     return { chat, messageId };
@@ -116,24 +123,30 @@ export class ChatService {
     const em = this.em.fork();
     await this.get(caller, id, em);
     const rows = await this.repo.messages(em, id, query.afterId ?? 0, MESSAGES_PAGE);
-    return { messages: rows.map(toMessageResponse) };
+    return { messages: visibleTo(rows, await this.access.fingerprint(caller)).map(toMessageResponse) };
   }
 
   /**
-   * A new user turn: from waiting or error only. One statement when it is accepted (status, owner and
-   * admission checked in the write itself); only a refusal reads the chat again, to say why.
+   * A new user turn, run as the caller's key: from waiting or error only, admitted (AgentRuntime.admit)
+   * before anything is stored. One statement writes it (status, owner and the cap on chats in flight
+   * checked in the write itself); only a refusal reads the chat again, to say why.
    */
   async postMessage(caller: Caller, id: string, message: string): Promise<void> {
+    const chat = await this.get(caller, id);
+    checkTurnStart(chat);
+    await this.admit(caller, chat);
     await this.oneTurnAtATime(caller.subject, async () => {
       const em = this.em.fork();
-      const ids = isUuid(id)
-        ? await this.repo.write(em, { ...this.userTurn(id, caller.subject, message), from: TURN_STARTS })
-        : undefined;
+      const ids = await this.repo.write(em, { ...this.userTurn(chat.id, caller, message), from: TURN_STARTS });
       if (ids) return;
-      const chat = await this.get(caller, id, em);
-      checkTurnStart(chat);
+      checkTurnStart(await this.get(caller, id, em));
       throw await this.tooManyChats(em, chat.owner);
     });
+  }
+
+  /** The admission of a turn of an existing chat: its agent, for the caller's key as it is now. */
+  async admit(caller: Caller, chat: ChatRow): Promise<void> {
+    await this.runtime.admit({ caller, agentName: chat.agent, dynamicTools: chat.dynamicTools, chatId: chat.id });
   }
 
   /**
@@ -153,22 +166,36 @@ export class ChatService {
     return result;
   }
 
-  /** A new user turn of `chat`, locked by the caller's transaction: from waiting or error only. Returns the message's id. */
-  async appendUserMessage(em: EntityManager, chat: ChatRow, message: string, messageClientId?: string | null): Promise<number> {
+  /**
+   * A new user turn of `chat` by the caller (admitted already), locked by the caller's transaction: from
+   * waiting or error only. Returns the message's id.
+   */
+  async appendUserMessage(
+    em: EntityManager,
+    caller: Caller,
+    chat: ChatRow,
+    message: string,
+    messageClientId?: string | null,
+  ): Promise<number> {
     checkTurnStart(chat);
-    const ids = await this.repo.write(em, this.userTurn(chat.id, chat.owner, message, messageClientId));
+    const ids = await this.repo.write(em, this.userTurn(chat.id, caller, message, messageClientId));
     if (!ids) throw await this.tooManyChats(em, chat.owner);
     return ids[0];
   }
 
-  /** The write that starts a user turn: the admission count, the message, the status and its event, in one statement. */
-  private userTurn(chatId: string, owner: string, message: string, messageClientId?: string | null): ChatWrite {
+  /**
+   * The write that starts a user turn as the caller's key: the count of chats in flight, the message,
+   * the status, the turn's key and the status event, in one statement.
+   */
+  private userTurn(chatId: string, caller: Caller, message: string, messageClientId?: string | null): ChatWrite {
+    const owner = caller.subject;
     return {
       chatId,
       owner,
       admit: { limit: this.config.chatMaxInFlightPerKey },
-      messages: [{ role: 'user', parts: [{ type: 'text', text: message }], clientId: messageClientId }],
+      messages: [{ role: 'user', parts: [{ type: 'text', text: message }], clientId: messageClientId, keyId: caller.keyId }],
       status: { status: 'pending', resetTurn: true, lastError: null },
+      turnKeyId: caller.keyId,
       after: [{ type: 'status', chatId, owner, status: 'pending' }],
     };
   }
@@ -178,16 +205,20 @@ export class ChatService {
    * concurrent posts exactly one succeeds and the others find the chat no longer waiting (409).
    */
   async postToolResults(caller: Caller, id: string, results: ToolResultDto[]): Promise<void> {
+    await this.admit(caller, await this.get(caller, id));
     await this.oneTurnAtATime(caller.subject, () =>
       this.em.fork().transactional(async (em) => {
         const chat = await this.get(caller, id, em, true);
-        await this.acceptToolResults(em, chat, results);
+        await this.acceptToolResults(em, caller, chat, results);
       }),
     );
   }
 
-  /** postToolResults for `chat`, locked by the caller's transaction. Returns the id of the message with the results. */
-  async acceptToolResults(em: EntityManager, chat: ChatRow, results: ToolResultDto[]): Promise<number> {
+  /**
+   * postToolResults for `chat` (admitted already), locked by the caller's transaction: the turn goes on
+   * as the caller's key. Returns the id of the message with the results.
+   */
+  async acceptToolResults(em: EntityManager, caller: Caller, chat: ChatRow, results: ToolResultDto[]): Promise<number> {
     if (chat.status !== 'requires_action') {
       throw new DomainError('chat_not_waiting_for_tools', `The chat is ${chat.status}, not waiting for tool results`, {
         status: chat.status,
@@ -207,8 +238,10 @@ export class ChatService {
       chatId: chat.id,
       owner: chat.owner,
       admit: { limit: this.config.chatMaxInFlightPerKey },
-      messages: [{ role: 'tool', parts }],
+      // A client's results: no data access of the server produced them, so every caller of the chat sees them.
+      messages: [{ role: 'tool', parts, keyId: caller.keyId }],
       status: { status: 'pending' },
+      turnKeyId: caller.keyId,
       after: [{ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' }],
     });
     if (!ids) throw await this.tooManyChats(em, chat.owner);

@@ -24,6 +24,7 @@ export interface ChatsTable {
   owner: string;
   owner_role: ApiKeyRole;
   owner_key_id: ColumnType<string | null, string | null | undefined, string | null>;
+  turn_key_id: ColumnType<string | null, string | null | undefined, string | null>;
   agent: string;
   title: string | null;
   status: ChatStatus;
@@ -52,6 +53,8 @@ export interface ChatMessagesTable {
   parts: JSONColumnType<ChatPart[]>;
   usage: NullableJson<LlmUsage>;
   client_id: ColumnType<string | null, string | null | undefined, string | null>;
+  key_id: ColumnType<string | null, string | null | undefined, string | null>;
+  access_fingerprint: ColumnType<string | null, string | null | undefined, string | null>;
   metadata: ColumnType<StepMetadata | null, string | null | undefined, string | null>;
   created_at: Timestamp;
 }

@@ -20,6 +20,14 @@ export interface ChatMessageRow {
   usage: LlmUsage | null;
   /** The id an AI SDK client gave this (user) message; null when it came another way. */
   clientId: string | null;
+  /** The key that posted the message, or whose turn produced it; null on messages from before keys were recorded. */
+  keyId: string | null;
+  /**
+   * Of tool results the server produced: the fingerprint of the access they were produced under
+   * (AccessService.fingerprint); a caller with another one gets them withheld. Null: no data access
+   * produced them (a client's results, errors the server wrote), shown to every caller of the chat.
+   */
+  access: string | null;
   /** What the model step of an assistant message reported; null on other messages. */
   metadata: StepMetadata | null;
   createdAt: Date;
@@ -48,8 +56,13 @@ export interface ChatRow {
   clientId: string | null;
   owner: string;
   ownerRole: ApiKeyRole;
-  /** The key that started the chat: its turns run under that key's access policies. */
+  /** The key that started the chat. */
   ownerKeyId: string | null;
+  /**
+   * The key whose message (or client tool results) started the current turn: the turn runs as that key,
+   * under its access as it is when the turn runs, and stops (`key_revoked`) once it is revoked.
+   */
+  turnKeyId: string | null;
   agent: string;
   title: string | null;
   status: ChatStatus;
@@ -83,7 +96,7 @@ export type ChatEvent =
       chatId: string;
       owner: string;
       messageId: number;
-      message?: Pick<ChatMessageRow, 'id' | 'role' | 'parts' | 'usage' | 'metadata'> & { createdAt: string };
+      message?: Pick<ChatMessageRow, 'id' | 'role' | 'parts' | 'usage' | 'metadata' | 'access'> & { createdAt: string };
     }
   /**
    * Model text of the step in flight, in pieces. `after` is the id of the chat's last message when the

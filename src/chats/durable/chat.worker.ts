@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { ACCESS_CHANGED } from '../../auth/access-changed';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
 import { runInLogContext } from '../../observability/logger';
 import { MetricsService } from '../../observability/metrics.service';
@@ -12,11 +13,19 @@ import { ChatService } from './chat.service';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
+/** The last error of a turn stopped because its key was revoked (or now acts for another subject). */
+const KEY_REVOKED = {
+  code: 'key_revoked',
+  message: 'The API key that posted this turn was revoked (or now acts for another subject); the turn was stopped',
+} as const;
+
 /**
  * The chat worker of this replica. Claims pending chats (FOR UPDATE SKIP LOCKED), woken at once by
  * NOTIFY and by a slow poll as a safety net; runs at most `chatWorkerConcurrency` at a time;
  * heart-beats them in one statement; takes back stale chats of dead replicas; expires unanswered
- * client tool calls. On shutdown it cancels its runs and hands the chats back as pending.
+ * client tool calls. On shutdown it cancels its runs and hands the chats back as pending. On every
+ * access change (a key revoked on any replica) it stops the turns of revoked keys, whichever replica
+ * runs them: the same idempotent statement on every replica, also on those that run no chats.
  */
 @Injectable()
 export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -50,6 +59,8 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   onApplicationBootstrap(): void {
     this.unsubscribe = this.events.subscribe((event) => {
       if (event.type === 'interrupt' || event.type === 'deleted') this.running.get(event.chatId)?.controller.abort();
+      // After a lost LISTEN connection a revocation may have gone unheard.
+      if ((event.type as string) === ACCESS_CHANGED || event.type === 'resync') void this.stopRevokedTurns();
       if (!this.config.chatWorkerEnabled) return;
       if (event.type === 'resync' || ((event.type === 'status' || event.type === 'created') && event.status === 'pending')) {
         void this.claim();
@@ -127,6 +138,18 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
         if (!this.stopping) void this.claim();
       });
     this.running.set(chat.id, entry);
+  }
+
+  /** Ends in error the pending and running turns of revoked keys; the interrupts it publishes cancel running ones. */
+  private stopRevokedTurns(): Promise<void> {
+    return this.tracked(async () => {
+      try {
+        const stopped = await this.repo.stopTurnsOfRevokedKeys(this.em.fork(), KEY_REVOKED);
+        if (stopped) this.logger.log({ msg: 'stopped the turns of revoked keys', count: stopped });
+      } catch (error) {
+        this.logger.warn({ msg: 'stopping the turns of revoked keys failed', error: (error as Error).message });
+      }
+    });
   }
 
   /** Heartbeat of our chats, recovery of stale ones, expiry of unanswered client tool calls. */

@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
-import { AgentsModule } from '../../agents/agents.module';
 import { AuthModule } from '../../auth/auth.module';
-import { LlmModule } from '../../llm/llm.module';
+import { GovernanceModule } from '../../governance/governance.module';
 import { RuntimeModule } from '../../runtime/runtime.module';
 import { ChatController } from './chat.controller';
 import { ChatEvents } from './chat-events.service';
@@ -15,7 +14,7 @@ import { UiChatController } from './ui-chat.controller';
 import { UiChatService } from './ui-chat.service';
 
 @Module({
-  imports: [AgentsModule, AuthModule, RuntimeModule, LlmModule],
+  imports: [AuthModule, GovernanceModule, RuntimeModule],
   controllers: [ChatController, UiChatController],
   providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService, ChatMetrics],
   exports: [ChatWorker],

@@ -61,6 +61,8 @@ export class UiChatController {
       'chat_agent_mismatch',
       'too_many_chats',
       'too_many_streams',
+      'quota_exceeded',
+      'key_revoked',
       'llm_not_configured',
     ],
   })

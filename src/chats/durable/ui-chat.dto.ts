@@ -99,7 +99,12 @@ export class UiToolInvocationPart {
   })
   state: 'input-available' | 'output-available' | 'output-error';
   @ApiProperty({ ...JSON_VALUE, description: 'The arguments of the call' }) input: unknown;
-  @ApiPropertyOptional({ ...JSON_VALUE, description: 'With output-available: what the tool returned' }) output?: unknown;
+  @ApiPropertyOptional({
+    ...JSON_VALUE,
+    description:
+      'With output-available: what the tool returned, or { "withheld": true, "reason": "access_changed" } for a result produced under other access than the caller has',
+  })
+  output?: unknown;
   @ApiPropertyOptional({ description: 'With output-error: why the call failed' }) errorText?: string;
 }
 

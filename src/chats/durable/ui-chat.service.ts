@@ -1,17 +1,17 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import { AgentService } from '../../agents/agent.service';
 import type { Caller } from '../../auth/auth.decorators';
 import { KeyStreams } from '../../auth/key-streams.service';
 import { DomainError } from '../../common/domain-error';
 import { isPlainObject } from '../../common/plain-object';
 import { sqlState, UNIQUE_VIOLATION } from '../../database/pg-errors';
-import { LlmService } from '../../llm/llm.service';
-import { validateDynamicTools } from '../../runtime/client-tools';
+import { AccessService } from '../../governance/access.service';
+import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import type { ConversationPart } from '../../runtime/conversation';
 import { fromClientMessage, toUiMessages } from '../ui-messages';
 import { ChatEvents } from './chat-events.service';
+import { visibleTo } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import { ChatService, contextOf } from './chat.service';
 import type { ToolResultDto } from './chat.dto';
@@ -37,8 +37,8 @@ export class UiChatService {
     private readonly repo: ChatRepository,
     private readonly events: ChatEvents,
     private readonly chats: ChatService,
-    private readonly agents: AgentService,
-    private readonly llm: LlmService,
+    private readonly runtime: AgentRuntime,
+    private readonly access: AccessService,
     private readonly streams: KeyStreams,
   ) {}
 
@@ -54,12 +54,18 @@ export class UiChatService {
       );
     }
     const submission = readSubmission(dto.messages);
-    const agent = await this.agents.loadForRun(agentName, caller);
-    const dynamicTools = dto.dynamicTools === undefined ? undefined : validateDynamicTools(dto.dynamicTools, agent.tools);
-    this.llm.assertConfigured();
+    // The turn runs as the caller's key whoever started the chat: admitted before anything is stored.
+    const declared = dto.dynamicTools !== undefined;
+    const admission = await this.runtime.admit({
+      caller,
+      agentName,
+      declaredTools: declared ? { tools: dto.dynamicTools } : undefined,
+    });
+    const agent = admission.agent;
+    const dynamicTools = declared ? [...admission.dynamicTools] : undefined;
     this.streams.check(caller);
     // Listening before the commit that starts the turn: the stream misses nothing of it.
-    const stream = new UiTurnStream(this.em, this.repo, this.events);
+    const stream = new UiTurnStream(this.em, this.repo, this.events, await this.access.fingerprint(caller));
     let origin: TurnStreamOrigin;
     try {
       origin = await this.chats.oneTurnAtATime(caller.subject, () =>
@@ -86,10 +92,10 @@ export class UiChatService {
             // The answer's UI message holds every call of the turn with its output; the pending ones are the results.
             const pending = new Set((chat.pendingToolCalls ?? []).map((call) => call.id));
             const results = submission.results.filter((result) => pending.has(result.toolCallId));
-            const cursor = await this.chats.acceptToolResults(em, chat, results);
+            const cursor = await this.chats.acceptToolResults(em, caller, chat, results);
             return { chatId: chat.id, turnStart: await this.repo.lastUserMessageId(em, chat.id, cursor), cursor };
           }
-          const messageId = await this.chats.appendUserMessage(em, chat, submission.text, submission.clientId);
+          const messageId = await this.chats.appendUserMessage(em, caller, chat, submission.text, submission.clientId);
           // The transport sends the page's tools and context with every message: the turn runs with them.
           await this.repo.updateSetup(em, chat.id, {
             dynamicTools,
@@ -114,7 +120,7 @@ export class UiChatService {
    */
   async resume(caller: Caller, agentName: string, id: string, open: () => ServerResponse): Promise<boolean> {
     checkClientChatId(id);
-    const stream = new UiTurnStream(this.em, this.repo, this.events);
+    const stream = new UiTurnStream(this.em, this.repo, this.events, await this.access.fingerprint(caller));
     try {
       const em = this.em.fork();
       const chat = await this.find(em, caller, agentName, id);
@@ -139,7 +145,8 @@ export class UiChatService {
     checkClientChatId(id);
     const em = this.em.fork();
     const chat = await this.find(em, caller, agentName, id);
-    return { messages: toUiMessages(await this.repo.messages(em, chat.id, 0, null)) };
+    const rows = await this.repo.messages(em, chat.id, 0, null);
+    return { messages: toUiMessages(visibleTo(rows, await this.access.fingerprint(caller))) };
   }
 
   /** The caller's chat with this client id and agent; another owner's, or another agent's, is not found. */

@@ -3,8 +3,18 @@ import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { SseWriter } from '../../common/sse.writer';
 import { groundingPart } from '../ui-message-stream.writer';
-import { replyMessageId, resultsOf, toolErrorText, turnMetadata, uiFinishReason, uiStep, type UiToolPart } from '../ui-messages';
+import {
+  replyMessageId,
+  resultsOf,
+  toolErrorText,
+  turnMetadata,
+  uiFinishReason,
+  uiOutput,
+  uiStep,
+  type UiToolPart,
+} from '../ui-messages';
 import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
+import { visibleTo } from './chat-message.mapper';
 import type { ChatRepository } from './chat.repository';
 import type { ChatEvent, ChatMessageRow, ChatStatus } from './chat.types';
 
@@ -70,6 +80,8 @@ export class UiTurnStream {
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
     events: ChatEvents,
+    /** The access of the stream's caller: tool results produced under another are withheld (visibleTo). */
+    private readonly fingerprint: string,
   ) {
     this.unsubscribe = events.subscribe((event) => {
       if (!this.origin) this.buffered.push(event);
@@ -163,7 +175,7 @@ export class UiTurnStream {
 
   /** Sends the turn's messages after the cursor; true when a later user message shows the turn is over. */
   private async sendMessages(): Promise<boolean> {
-    const rows = await this.repo.messages(this.em.fork(), this.origin!.chatId, this.cursor, null);
+    const rows = visibleTo(await this.repo.messages(this.em.fork(), this.origin!.chatId, this.cursor, null), this.fingerprint);
     const next = rows.findIndex((row) => row.role === 'user');
     const turn = next < 0 ? rows : rows.slice(0, next);
     const results = resultsOf(turn);
@@ -236,7 +248,7 @@ export class UiTurnStream {
       if (part.isError) {
         this.send({ type: 'tool-output-error', toolCallId: part.toolCallId, errorText: toolErrorText(part.output) });
       } else {
-        this.send({ type: 'tool-output-available', toolCallId: part.toolCallId, output: part.output });
+        this.send({ type: 'tool-output-available', toolCallId: part.toolCallId, output: uiOutput(part) });
       }
     }
   }

@@ -41,6 +41,8 @@ export class StatelessChatController {
       'agent_not_found',
       'agent_inactive',
       'agent_forbidden',
+      'quota_exceeded',
+      'key_revoked',
       'llm_not_configured',
       'llm_rate_limited',
       'llm_timeout',

@@ -14,6 +14,7 @@ import { MigrationRecordChanges } from './migration-20261127-record-changes';
 import { MigrationChatAdmission } from './migration-20261128-chat-admission';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
 import { MigrationViewOwnerKeys } from './migration-20261129-view-owner-keys';
+import { MigrationTurnCallers } from './migration-20261129-turn-callers';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -37,6 +38,7 @@ export const MIGRATIONS = [
   MigrationChatAdmission,
   MigrationKeysetIndexes,
   MigrationViewOwnerKeys,
+  MigrationTurnCallers,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
