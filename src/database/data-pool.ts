@@ -6,7 +6,7 @@ import { Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
-import { QUERY_CANCELED, sqlState } from './pg-errors';
+import { DEADLOCK_DETECTED, QUERY_CANCELED, sqlState } from './pg-errors';
 
 /** How the data engine's connections show up in pg_stat_activity. */
 const DATA_POOL_APPLICATION_NAME = 'data-copilot:data';
@@ -335,6 +335,16 @@ export class DataPool implements OnApplicationShutdown {
         `The query took longer than ${statementTimeoutMs} ms and was cancelled. Ask for less: add filters to where, ` +
           'request fewer fields, use a smaller limit, or aggregate instead of listing records.',
         { statementTimeoutMs },
+      );
+    }
+    // Writes of one object take their locks in one order (withChangeOutbox); should two transactions
+    // still wait for each other, Postgres ends one of them: a moment's contention, not a server fault.
+    if (sqlState(error) === DEADLOCK_DETECTED) {
+      return new DomainError(
+        'database_busy',
+        'The write ran into concurrent writes of the same records and was rolled back; send it again',
+        { reason: 'deadlock' },
+        { retryAfterSeconds: 1 },
       );
     }
     return error;

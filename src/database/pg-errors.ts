@@ -17,6 +17,7 @@ export const UNDEFINED_TABLE = '42P01';
 export const UNDEFINED_COLUMN = '42703';
 export const PROGRAM_LIMIT_EXCEEDED = '54000';
 export const QUERY_CANCELED = '57014';
+export const DEADLOCK_DETECTED = '40P01';
 
 /** How many `.cause` links are followed: ORM wrappers nest a level or two, never more. */
 const MAX_CAUSE_DEPTH = 5;
