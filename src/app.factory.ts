@@ -52,7 +52,7 @@ export async function createApp(
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
   // Under /v1 errors take OpenAI's shape, so that OpenAI client libraries raise their usual error classes;
   // under /mcp a body that is not JSON is JSON-RPC's parse error.
-  const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE, MCP_ERROR_SHAPE]);
+  const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE, MCP_ERROR_SHAPE], config.ormAcquireTimeoutMs);
   const framework = frameworkErrorOptions(filter);
   // One registry per app: the request log hook records into it before Nest exists.
   const metrics = new MetricsService(config.metricsToken);

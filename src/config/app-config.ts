@@ -80,6 +80,8 @@ export interface AppConfig {
   dbAcquireTimeoutMs: number;
   /** Connections of the data engine's own pool. */
   dataPoolSize: number;
+  /** How long a statement of the ORM's pool (API keys, metadata, chats, jobs) waits for a free connection before it answers database_busy, milliseconds. */
+  ormAcquireTimeoutMs: number;
   /** Browser origins allowed to call the API: `*` for any, a list of origins, or undefined for none (no CORS headers). */
   corsOrigins?: '*' | string[];
   /** How long a stream token may be used to open an event stream, milliseconds. */
@@ -256,6 +258,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     queryTimeoutMs: int(env, queryTimeoutVariable(env), 5_000, 100, 600_000),
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
     dataPoolSize,
+    ormAcquireTimeoutMs: int(env, 'ORM_ACQUIRE_TIMEOUT_MS', 5_000, 10, 60_000),
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),

@@ -6,7 +6,7 @@ import { Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
-import { DEADLOCK_DETECTED, QUERY_CANCELED, sqlState } from './pg-errors';
+import { databaseBusy, DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from './pg-errors';
 
 /** How the data engine's connections show up in pg_stat_activity. */
 const DATA_POOL_APPLICATION_NAME = 'data-copilot:data';
@@ -279,16 +279,7 @@ export class DataPool implements OnApplicationShutdown {
     try {
       return await pool.connect();
     } catch (error) {
-      // pg-pool's errors carry no code; both of its timeouts (no idle connection, no new one in time) say "timeout".
-      if (error instanceof Error && /timeout/i.test(error.message)) {
-        const waitedMs = this.config.dbAcquireTimeoutMs;
-        throw new DomainError(
-          'database_busy',
-          `Every database connection stayed busy for ${waitedMs} ms; try again in a moment`,
-          { waitedMs },
-          { retryAfterSeconds: Math.max(1, Math.ceil(waitedMs / 1000)) },
-        );
-      }
+      if (isPoolTimeout(error)) throw databaseBusy(this.config.dbAcquireTimeoutMs);
       this.logger.warn({ msg: 'no data connection', error: error instanceof Error ? error.message : String(error) });
       throw new DomainError('database_unavailable', 'The database is not reachable');
     }
