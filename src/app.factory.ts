@@ -15,6 +15,7 @@ import { registerCsvBodyParser } from './transfer/csv-body.parser';
 import { createOpenApiDocument } from './common/openapi.document';
 import { closeUnusedConnectionsOnClose } from './common/unused-connections';
 import { createValidationPipe } from './common/validation.pipe';
+import { MCP_ERROR_SHAPE } from './mcp/mcp-errors';
 import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
 import { MetricsService } from './observability/metrics.service';
@@ -49,8 +50,9 @@ export async function createApp(
   options: CreateAppOptions = {},
 ): Promise<NestFastifyApplication> {
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
-  // Under /v1 errors take OpenAI's shape, so that OpenAI client libraries raise their usual error classes.
-  const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE]);
+  // Under /v1 errors take OpenAI's shape, so that OpenAI client libraries raise their usual error classes;
+  // under /mcp a body that is not JSON is JSON-RPC's parse error.
+  const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE, MCP_ERROR_SHAPE], config.ormAcquireTimeoutMs);
   const framework = frameworkErrorOptions(filter);
   // One registry per app: the request log hook records into it before Nest exists.
   const metrics = new MetricsService(config.metricsToken);

@@ -22,14 +22,6 @@ export const SNAPSHOT_ALIAS = '__snapshot';
 export const SNAPSHOT_SELECT = `to_jsonb(${ROW_ALIAS}) as "${SNAPSHOT_ALIAS}"`;
 
 /**
- * ` and <the object's feed lock is held>`, for the WHERE of an update or delete that appends to the
- * feed: an uncorrelated EXISTS is a one-time filter, run before the scan, so the statement takes the
- * feed lock before any row lock. Taken the other way round, a single write holding a row lock and
- * waiting for the feed lock could deadlock with a batch that holds the feed lock and wants that row.
- */
-export const FEED_LOCK_GATE = ` and exists (select from ${LOCK})`;
-
-/**
  * Wraps one insert/update/delete (aliased ROW_ALIAS, returning SNAPSHOT_SELECT and `id`) into the
  * statement that also appends one outbox row per written record, so a write and its change events
  * commit or roll back together, at the price of one statement.
@@ -41,6 +33,13 @@ export const FEED_LOCK_GATE = ` and exists (select from ${LOCK})`;
  * yet committed, no other writer of that object can draw any, so an object's cursors become visible
  * in increasing order. The lock is held from the write to the commit only (for a single REST write,
  * the statement itself); writes of other objects never wait for it.
+ *
+ * Lock order: the statement's own SELECT is gated on the lock (an uncorrelated EXISTS is a one-time
+ * filter, run before the write's CTE is first read), so the feed lock comes before anything the
+ * write locks: the rows an update or delete locks, and the unique index entries of the rows an
+ * insert adds, which a concurrent insert or update of the same value must wait for. Taken the other
+ * way round, a write holding such a lock while it waits for the feed lock deadlocks with a writer
+ * that holds the feed lock and wants that row or value (a batch, or an update setting the value).
  */
 export function withChangeOutbox(
   objectName: string,
@@ -58,7 +57,7 @@ export function withChangeOutbox(
     `w."${SNAPSHOT_ALIAS}", ${params.add(capture.keyId)} from ${WRITE} w cross join ${LOCK}`;
   return (
     `with ${LOCK} as materialized (${lock}), ${WRITE} as (${write}), "__change" as (${append}) ` +
-    `select ${columns.join(', ')} from ${WRITE}`
+    `select ${columns.join(', ')} from ${WRITE} where exists (select from ${LOCK})`
   );
 }
 

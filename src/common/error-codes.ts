@@ -89,6 +89,8 @@ export const ERRORS = {
   chat_not_waiting_for_tools: HttpStatus.CONFLICT,
   // A client chat id already names a chat of the same key with another agent.
   chat_agent_mismatch: HttpStatus.CONFLICT,
+  // Cancelling a job that has already ended (done, failed or cancelled).
+  job_finished: HttpStatus.CONFLICT,
   // The record changed since the version the client sent in If-Match.
   precondition_failed: HttpStatus.PRECONDITION_FAILED,
   // A change-feed cursor older than the retention kept: changes after it are gone, so the client reloads.

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
+  databaseBusy,
   DATETIME_FIELD_OVERFLOW,
   FOREIGN_KEY_VIOLATION,
   INVALID_DATETIME_FORMAT,
@@ -10,6 +11,7 @@ import {
   QUERY_CANCELED,
   RESTRICT_VIOLATION,
   UNIQUE_VIOLATION,
+  isPoolTimeout,
   sqlState,
 } from '../database/pg-errors';
 import { DomainError } from './domain-error';
@@ -53,7 +55,14 @@ export interface ErrorShape {
 export class HttpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HttpError');
 
-  constructor(private readonly shapes: readonly ErrorShape[] = []) {}
+  /**
+   * `ormAcquireTimeoutMs`: ORM_ACQUIRE_TIMEOUT_MS. A pool timeout that reaches the filter is the ORM's
+   * (the data engine answers its own), and is the same 503 database_busy as the data engine's.
+   */
+  constructor(
+    private readonly shapes: readonly ErrorShape[] = [],
+    private readonly ormAcquireTimeoutMs?: number,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
@@ -61,7 +70,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
   }
 
   /** Answers `request` with the error body of `exception`. */
-  send(exception: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  send(thrown: unknown, request: FastifyRequest, reply: FastifyReply): void {
+    const exception =
+      this.ormAcquireTimeoutMs !== undefined && isPoolTimeout(thrown) ? databaseBusy(this.ormAcquireTimeoutMs) : thrown;
     const { status, body } = this.toResponse(exception, String(request.id));
     if (status >= 500 && exception instanceof DomainError) {
       // An expected condition (model endpoint down, not configured): one line, no stack.

@@ -168,6 +168,8 @@ describe('loadConfig', () => {
     ['QUERY_TIMEOUT_MS', '5s'],
     ['TOOL_STATEMENT_TIMEOUT_MS', 'soon'],
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
+    ['ORM_ACQUIRE_TIMEOUT_MS', '0'],
+    ['ORM_ACQUIRE_TIMEOUT_MS', '120000'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
     ['DATA_POOL_KEY_SHARE', '0'],
@@ -231,15 +233,22 @@ describe('loadConfig', () => {
 
   describe('data engine limits', () => {
     it('defaults to a 5 s query timeout, a 2 s wait for a connection and 10 connections', () => {
-      expect(loadConfig({})).toMatchObject({ queryTimeoutMs: 5000, dbAcquireTimeoutMs: 2000, dataPoolSize: 10 });
+      expect(loadConfig({})).toMatchObject({
+        queryTimeoutMs: 5000,
+        dbAcquireTimeoutMs: 2000,
+        dataPoolSize: 10,
+        ormAcquireTimeoutMs: 5000,
+      });
       expect(configWarnings({})).toEqual([]);
     });
 
-    it('reads QUERY_TIMEOUT_MS, DB_ACQUIRE_TIMEOUT_MS and DATA_POOL_SIZE', () => {
-      expect(loadConfig({ QUERY_TIMEOUT_MS: '750', DB_ACQUIRE_TIMEOUT_MS: '250', DATA_POOL_SIZE: '3' })).toMatchObject({
+    it('reads QUERY_TIMEOUT_MS, DB_ACQUIRE_TIMEOUT_MS, DATA_POOL_SIZE and ORM_ACQUIRE_TIMEOUT_MS', () => {
+      const env = { QUERY_TIMEOUT_MS: '750', DB_ACQUIRE_TIMEOUT_MS: '250', DATA_POOL_SIZE: '3', ORM_ACQUIRE_TIMEOUT_MS: '900' };
+      expect(loadConfig(env)).toMatchObject({
         queryTimeoutMs: 750,
         dbAcquireTimeoutMs: 250,
         dataPoolSize: 3,
+        ormAcquireTimeoutMs: 900,
       });
     });
 

@@ -85,6 +85,8 @@ export interface AppConfig {
    * hold at once, at least one connection; its other calls wait for one of its own.
    */
   dataPoolKeyShare: number;
+  /** How long a statement of the ORM's pool (API keys, metadata, chats, jobs) waits for a free connection before it answers database_busy, milliseconds. */
+  ormAcquireTimeoutMs: number;
   /** Browser origins allowed to call the API: `*` for any, a list of origins, or undefined for none (no CORS headers). */
   corsOrigins?: '*' | string[];
   /** How long a stream token may be used to open an event stream, milliseconds. */
@@ -271,6 +273,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
     dataPoolSize,
     dataPoolKeyShare: fraction(env, 'DATA_POOL_KEY_SHARE', 0.5),
+    ormAcquireTimeoutMs: int(env, 'ORM_ACQUIRE_TIMEOUT_MS', 5_000, 10, 60_000),
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),

@@ -340,7 +340,7 @@ export class DataService {
       planned = planned.filter((operation) => !refused.has(operation.index));
     }
     const results = new Map<number, BatchOperationResult>();
-    // The feed lock first, before any row lock of the batch (see FEED_LOCK_GATE). Inside the caller's
+    // The feed lock first, before any row lock of the batch (see withChangeOutbox). Inside the caller's
     // transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
     const transaction = <T>(work: (session: DataSession) => Promise<T>) => {
       const locked = async (session: DataSession) => {

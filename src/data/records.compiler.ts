@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import { type ChangeCapture, FEED_LOCK_GATE, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from '../changes/change-outbox';
+import { type ChangeCapture, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from '../changes/change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
@@ -204,7 +204,7 @@ export function compileUpdate(
       `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
     );
   }
-  const sql = `update ${objectTable(object.name)} as ${ROW_ALIAS} set ${sets.join(', ')} where ${where}${FEED_LOCK_GATE} returning ${writeReturning(object, params, capture)}`;
+  const sql = `update ${objectTable(object.name)} as ${ROW_ALIAS} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params, capture)}`;
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, capture));
 }
 
@@ -218,7 +218,7 @@ export function compileDelete(
   const params = new SqlParams();
   const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
   if (!capture) return params.query(`delete from ${objectTable(object.name)} where ${where} returning "id"`);
-  const sql = `delete from ${objectTable(object.name)} as ${ROW_ALIAS} where ${where}${FEED_LOCK_GATE} returning "id", ${SNAPSHOT_SELECT}`;
+  const sql = `delete from ${objectTable(object.name)} as ${ROW_ALIAS} where ${where} returning "id", ${SNAPSHOT_SELECT}`;
   return params.query(withChangeOutbox(object.name, sql, ['"id"'], params, capture));
 }
 

@@ -6,7 +6,7 @@ import { keyShareOf, Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
-import { QUERY_CANCELED, sqlState } from './pg-errors';
+import { databaseBusy, DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from './pg-errors';
 
 /** How the data engine's connections show up in pg_stat_activity. */
 const DATA_POOL_APPLICATION_NAME = 'data-copilot:data';
@@ -321,8 +321,7 @@ export class DataPool implements OnApplicationShutdown {
       client = await pool.connect();
     } catch (error) {
       free();
-      // pg-pool's errors carry no code; its timeout (no new connection in time) says "timeout".
-      if (error instanceof Error && /timeout/i.test(error.message)) throw busy();
+      if (isPoolTimeout(error)) throw busy();
       this.logger.warn({ msg: 'no data connection', error: error instanceof Error ? error.message : String(error) });
       throw new DomainError('database_unavailable', 'The database is not reachable');
     }
@@ -379,6 +378,16 @@ export class DataPool implements OnApplicationShutdown {
         `The query took longer than ${statementTimeoutMs} ms and was cancelled. Ask for less: add filters to where, ` +
           'request fewer fields, use a smaller limit, or aggregate instead of listing records.',
         { statementTimeoutMs },
+      );
+    }
+    // Writes of one object take their locks in one order (withChangeOutbox); should two transactions
+    // still wait for each other, Postgres ends one of them: a moment's contention, not a server fault.
+    if (sqlState(error) === DEADLOCK_DETECTED) {
+      return new DomainError(
+        'database_busy',
+        'The write ran into concurrent writes of the same records and was rolled back; send it again',
+        { reason: 'deadlock' },
+        { retryAfterSeconds: 1 },
       );
     }
     return error;

@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataPool } from './data-pool';
 import { DATABASE_URL } from './database.constants';
 import { MigrationRunner } from './migration.runner';
@@ -22,7 +23,12 @@ export class DatabaseModule {
       imports: [
         MikroOrmModule.forRootAsync({
           driver: PostgreSqlDriver,
-          useFactory: () => ({ ...ormOptions(databaseUrl), autoLoadEntities: true, registerRequestContext: true }),
+          inject: [APP_CONFIG],
+          useFactory: (config: AppConfig) => ({
+            ...ormOptions(databaseUrl, config.ormAcquireTimeoutMs),
+            autoLoadEntities: true,
+            registerRequestContext: true,
+          }),
         }),
       ],
       providers: [urlProvider, MigrationRunner, PgPubSub, DataPool],

@@ -1,3 +1,5 @@
+import { DomainError } from '../common/domain-error';
+
 /** Postgres SQLSTATEs by name, so code that reads one says which condition it means. */
 export const UNIQUE_VIOLATION = '23505';
 export const FOREIGN_KEY_VIOLATION = '23503';
@@ -17,6 +19,7 @@ export const UNDEFINED_TABLE = '42P01';
 export const UNDEFINED_COLUMN = '42703';
 export const PROGRAM_LIMIT_EXCEEDED = '54000';
 export const QUERY_CANCELED = '57014';
+export const DEADLOCK_DETECTED = '40P01';
 
 /** How many `.cause` links are followed: ORM wrappers nest a level or two, never more. */
 const MAX_CAUSE_DEPTH = 5;
@@ -30,4 +33,32 @@ export function sqlState(error: unknown): string | undefined {
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/**
+ * pg-pool's two timeouts of `connectionTimeoutMillis`: no connection came free in time, or a new one
+ * did not connect in time. They carry no code, only these messages (kept by the ORM's wrappers).
+ */
+const POOL_TIMEOUT_MESSAGES = new Set([
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+]);
+
+/** Whether `error` is a pool's wait for a connection that timed out (also when an ORM layer wrapped it). */
+export function isPoolTimeout(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < MAX_CAUSE_DEPTH; depth++) {
+    if (current instanceof Error && POOL_TIMEOUT_MESSAGES.has(current.message)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** The 503 of a pool whose every connection stayed taken for `waitedMs`: try again in a moment. */
+export function databaseBusy(waitedMs: number): DomainError {
+  return new DomainError(
+    'database_busy',
+    `Every database connection stayed busy for ${waitedMs} ms; try again in a moment`,
+    { waitedMs },
+    { retryAfterSeconds: Math.max(1, Math.ceil(waitedMs / 1000)) },
+  );
 }

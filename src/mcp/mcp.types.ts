@@ -13,7 +13,7 @@ export const MCP_SERVER_INFO = { name: 'data-copilot', title: 'Data copilot', ve
 /** JSON-RPC code for an unknown resource (the MCP specification's, not one of the SDK's named codes). */
 export const RESOURCE_NOT_FOUND = -32002;
 
-/** The body of a 405 on the MCP endpoint, as the SDK's stateless servers answer GET and DELETE. */
+/** A JSON-RPC error answered over HTTP with no request to answer: a 405 (as the SDK's stateless servers answer GET and DELETE), a parse error. */
 export interface JsonRpcErrorBody {
   jsonrpc: '2.0';
   error: { code: number; message: string };

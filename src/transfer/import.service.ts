@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { CsvError, parse, type Parser } from 'csv-parse';
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
@@ -37,6 +39,9 @@ export interface ImportOptions {
 /** Aborted a job's transaction on purpose: nothing it wrote stays. */
 class RollBack extends Error {}
 
+/** The job was asked to stop (DELETE /jobs/:id): it ends at this batch boundary as `cancelled`. */
+class Cancelled extends Error {}
+
 /**
  * CSV imports as jobs. The request's body streams into the job: the header row is read and mapped to
  * fields before the 202 (an unknown column is a 400 then, before any row), the rest is parsed as it
@@ -44,11 +49,16 @@ class RollBack extends Error {}
  * All or nothing by default: every chunk in one transaction, committed only when no row was rejected
  * (every row is still checked, to report each bad one). `atomic=false` commits each chunk's good rows;
  * `dryRun=true` checks every row and writes nothing.
+ *
+ * A job asked to stop (`cancel`, or a request on another replica seen in its row at each progress
+ * update and heartbeat) stops at its next chunk boundary: never inside a chunk's write. An all-or-nothing
+ * import then rolls everything back; with `atomic=false` the chunks committed before stay, and the job
+ * says how many rows they wrote.
  */
 @Injectable()
 export class ImportService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(ImportService.name);
-  private readonly running = new Map<string, AbortController>();
+  private readonly running = new Map<string, RunningImport>();
   private heartbeat?: NodeJS.Timeout;
 
   constructor(
@@ -65,6 +75,7 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     this.heartbeat = setInterval(() => {
       this.jobs
         .beat([...this.running.keys()])
+        .then((cancelled) => cancelled.forEach((id) => this.cancel(id)))
         .catch((error: unknown) => this.logger.warn(`Job heartbeat failed: ${String(error)}`));
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
@@ -72,7 +83,19 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     clearInterval(this.heartbeat);
-    for (const controller of this.running.values()) controller.abort();
+    for (const job of this.running.values()) job.controller.abort();
+  }
+
+  /**
+   * Asks a job of this replica to stop at its next chunk boundary; one waiting for more of its CSV
+   * body stops waiting (the rest of the upload is refused). False when the job does not run here.
+   */
+  cancel(id: string): boolean {
+    const job = this.running.get(id);
+    if (!job) return false;
+    job.cancelRequested = true;
+    job.parser.destroy();
+    return true;
   }
 
   /** Reads the header, creates the job and runs it in the background; resolves with the job's id. */
@@ -105,17 +128,19 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     const columns = mapColumns(header, object.fields, mapping);
     const id = randomUUID();
     await this.jobs.create({ id, keyId: caller.keyId, objectName: object.name, dryRun, atomic });
-    const controller = new AbortController();
-    this.running.set(id, controller);
-    void this.run(id, caller, object.name, {
+    const job: RunningImport = {
+      upload: { body, connection: (body as Partial<IncomingMessage>).socket },
       columns,
       width: header.length,
       records,
       parser,
       dryRun,
       atomic,
-      signal: controller.signal,
-    })
+      controller: new AbortController(),
+      cancelRequested: false,
+    };
+    this.running.set(id, job);
+    void this.run(id, caller, object.name, job)
       .catch((error: unknown) => this.logger.error(`Import job ${id} failed: ${String(error)}`))
       .finally(() => this.running.delete(id));
     return { jobId: id };
@@ -123,9 +148,11 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
 
   private async run(id: string, caller: Caller, objectName: string, job: RunningImport): Promise<void> {
     const progress: JobProgress = { rowsRead: 0, rowsWritten: 0, rowsRejected: 0, newErrors: [] };
+    const signal = job.controller.signal;
     const flush = async () => {
-      await this.jobs.progress(id, progress);
+      const { cancelRequested } = await this.jobs.progress(id, progress);
       progress.newErrors = [];
+      if (cancelRequested) this.cancel(id);
     };
     const reject = (error: RowError) => {
       progress.rowsRejected++;
@@ -136,14 +163,16 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
       let written = 0;
       let chunk: Array<{ row: number; record: Record<string, unknown> }> = [];
       const writeChunk = async () => {
-        const done = await this.writeChunk(caller, objectName, chunk, session, job.signal, reject);
+        if (job.cancelRequested) throw new Cancelled();
+        const done = await this.writeChunk(caller, objectName, chunk, session, signal, reject);
         written += done;
         if (!allOrNothing) progress.rowsWritten = written;
         chunk = [];
         await flush();
       };
       for (let next = await job.records.next(); !next.done; next = await job.records.next()) {
-        if (job.signal.aborted) throw new DomainError('shutting_down', 'The server shut down before the import ended');
+        if (signal.aborted) throw new DomainError('shutting_down', 'The server shut down before the import ended');
+        if (job.cancelRequested) throw new Cancelled();
         progress.rowsRead++;
         const row = progress.rowsRead + 1;
         const record = recordOf(next.value, job.columns, job.width, row);
@@ -165,7 +194,7 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
               if (job.dryRun || progress.rowsRejected > 0) throw new RollBack();
               return count;
             },
-            { signal: job.signal, key: caller.keyId },
+            { signal, key: caller.keyId },
           )
           .catch((error: unknown) => {
             if (error instanceof RollBack) return 0;
@@ -173,16 +202,25 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
           });
         progress.rowsWritten = written;
       }
-      await this.jobs.finish(id, progress);
+      await this.jobs.finish(id, progress, { status: 'done' });
     } catch (error) {
       job.parser.destroy();
+      refuseRestOfUpload(job.upload);
+      if (allOrNothing) progress.rowsWritten = 0;
+      // Reading the body fails too once a cancel destroyed it.
+      if (error instanceof Cancelled || job.cancelRequested) {
+        await this.jobs.finish(id, progress, { status: 'cancelled' });
+        return;
+      }
       const failure = asCsvError(error);
       if (!(failure instanceof DomainError)) this.logger.error(`Import job ${id}: ${String(error)}`);
       const known = failure instanceof DomainError ? failure : undefined;
-      if (allOrNothing) progress.rowsWritten = 0;
       await this.jobs.finish(id, progress, {
-        code: known?.code ?? 'internal_error',
-        error: known?.message ?? 'The import stopped on an unexpected error',
+        status: 'failed',
+        failure: {
+          code: known?.code ?? 'internal_error',
+          error: known?.message ?? 'The import stopped on an unexpected error',
+        },
       });
     }
   }
@@ -244,14 +282,30 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
+/** An import while this replica runs it. */
 interface RunningImport {
+  /** The request's body, and its connection as it was when the import started. */
+  upload: { body: Readable; connection?: Socket | null };
   columns: Array<FieldMeta | undefined>;
   width: number;
   records: AsyncIterator<string[]>;
   parser: Parser;
   dryRun: boolean;
   atomic: boolean;
-  signal: AbortSignal;
+  /** Aborted when the server shuts down: the running statement is cancelled and the job fails. */
+  controller: AbortController;
+  /** Asked to stop (here, or on another replica: seen in the job's row): it ends at its next chunk boundary. */
+  cancelRequested: boolean;
+}
+
+/**
+ * Closes the connection of an upload the job stopped reading before it ended. Once the 202 is sent,
+ * Node detaches the request from its connection, so destroying the body alone would leave the
+ * connection open and unread, and a client still sending would wait on it for ever. A body received
+ * whole is left alone: its connection may be carrying the client's next request by now.
+ */
+function refuseRestOfUpload({ body, connection }: RunningImport['upload']): void {
+  if ((body as Partial<IncomingMessage>).complete === false) connection?.destroy();
 }
 
 /** A CSV record as a write body, or the errors of its cells. */

@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { ColumnType, Kysely, sql } from 'kysely';
+import { ColumnType, Kysely, Selectable, sql } from 'kysely';
 import type { ErrorCode } from '../common/error-codes';
 
 /** One rejected row of an import: its number in the file (the header is row 1), the field to blame, why. */
@@ -11,7 +11,10 @@ export interface RowError {
   error: string;
 }
 
-export type JobStatus = 'running' | 'done' | 'failed';
+export type JobStatus = 'running' | 'done' | 'failed' | 'cancelled';
+
+/** How a job ended: all its rows handled, stopped by a failure, or cancelled by its key or an admin. */
+export type JobEnding = { status: 'done' } | { status: 'failed'; failure: JobFailure } | { status: 'cancelled' };
 
 /** Why a job failed as a whole (a malformed file, a body too large, the server stopping). */
 export interface JobFailure {
@@ -31,6 +34,8 @@ export interface JobRow {
   rowsRejected: number;
   errors: RowError[];
   failure: JobFailure | null;
+  /** DELETE /jobs/:id asked the job to stop; it does at its next batch boundary. */
+  cancelRequested: boolean;
   createdAt: Date;
   finishedAt: Date | null;
 }
@@ -64,6 +69,7 @@ interface JobDatabase {
     errors: ColumnType<RowError[], string | undefined, string>;
     failure: ColumnType<JobFailure | null, string | null | undefined, string | null>;
     heartbeat_at: ColumnType<Date | string, never, never>;
+    cancel_requested_at: ColumnType<Date | string | null, never, never>;
     created_at: ColumnType<Date | string, never, never>;
     finished_at: ColumnType<Date | string | null, never, never>;
   };
@@ -95,27 +101,30 @@ export class JobRepository {
     let query = this.db().selectFrom('jobs').selectAll().where('id', '=', id);
     if (keyId !== undefined) query = query.where('key_id', '=', keyId);
     const row = await query.executeTakeFirst();
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      keyId: row.key_id,
-      objectName: row.object_name,
-      status: row.status,
-      dryRun: row.dry_run,
-      atomic: row.atomic,
-      rowsRead: row.rows_read,
-      rowsWritten: row.rows_written,
-      rowsRejected: row.rows_rejected,
-      errors: row.errors,
-      failure: row.failure,
-      createdAt: new Date(row.created_at),
-      finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
-    };
+    return row && toJobRow(row);
   }
 
-  /** Records progress (and beats the heartbeat); new errors are appended while fewer than MAX_STORED_ERRORS are kept. */
-  async progress(id: string, progress: JobProgress): Promise<void> {
-    await this.db()
+  /**
+   * Asks a running job to stop (a second ask keeps the first's time): the job as it is then, or
+   * undefined when no running job has this id (for this key; `keyId` undefined: an admin).
+   */
+  async requestCancel(id: string, keyId: string | undefined): Promise<JobRow | undefined> {
+    let query = this.db()
+      .updateTable('jobs')
+      .set({ cancel_requested_at: sql`coalesce(cancel_requested_at, now())` } as never)
+      .where('id', '=', id)
+      .where('status', '=', 'running');
+    if (keyId !== undefined) query = query.where('key_id', '=', keyId);
+    const row = await query.returningAll().executeTakeFirst();
+    return row && toJobRow(row);
+  }
+
+  /**
+   * Records progress (and beats the heartbeat); new errors are appended while fewer than
+   * MAX_STORED_ERRORS are kept. Answers whether the job was asked to stop meanwhile (on any replica).
+   */
+  async progress(id: string, progress: JobProgress): Promise<{ cancelRequested: boolean }> {
+    const row = await this.db()
       .updateTable('jobs')
       .set({
         rows_read: progress.rowsRead,
@@ -129,27 +138,31 @@ export class JobRepository {
       } as never)
       .where('id', '=', id)
       .where('status', '=', 'running')
-      .execute();
+      .returning(sql<boolean>`cancel_requested_at is not null`.as('cancel_requested'))
+      .executeTakeFirst();
+    return { cancelRequested: row?.cancel_requested === true };
   }
 
-  /** Keeps running jobs of this process alive between progress updates. */
-  async beat(ids: readonly string[]): Promise<void> {
-    if (!ids.length) return;
-    await this.db()
+  /** Keeps running jobs of this process alive between progress updates; the ids of those asked to stop. */
+  async beat(ids: readonly string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const rows = await this.db()
       .updateTable('jobs')
       .set({ heartbeat_at: sql`now()` } as never)
       .where('id', 'in', [...ids])
       .where('status', '=', 'running')
+      .returning(['id', sql<boolean>`cancel_requested_at is not null`.as('cancel_requested')])
       .execute();
+    return rows.filter((row) => row.cancel_requested).map((row) => row.id);
   }
 
-  async finish(id: string, progress: JobProgress, failure?: JobFailure): Promise<void> {
+  async finish(id: string, progress: JobProgress, ending: JobEnding): Promise<void> {
     await this.progress(id, progress);
     await this.db()
       .updateTable('jobs')
       .set({
-        status: failure ? 'failed' : 'done',
-        failure: failure ? JSON.stringify(failure) : null,
+        status: ending.status,
+        failure: ending.status === 'failed' ? JSON.stringify(ending.failure) : null,
         finished_at: sql`now()`,
       } as never)
       .where('id', '=', id)
@@ -175,4 +188,23 @@ export class JobRepository {
   private db(): Kysely<JobDatabase> {
     return this.em.fork().getKysely<JobDatabase>();
   }
+}
+
+function toJobRow(row: Selectable<JobDatabase['jobs']>): JobRow {
+  return {
+    id: row.id,
+    keyId: row.key_id,
+    objectName: row.object_name,
+    status: row.status,
+    dryRun: row.dry_run,
+    atomic: row.atomic,
+    rowsRead: row.rows_read,
+    rowsWritten: row.rows_written,
+    rowsRejected: row.rows_rejected,
+    errors: row.errors,
+    failure: row.failure,
+    cancelRequested: row.cancel_requested_at !== null,
+    createdAt: new Date(row.created_at),
+    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+  };
 }

@@ -5,6 +5,7 @@ import { KeyStreams } from '../auth/key-streams.service';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { csvLine } from './csv-values';
+import { ImportService } from './import.service';
 import { JobRepository, JobRow } from './job.repository';
 import { JobResponse, toJobResponse } from './transfer.dto';
 
@@ -17,10 +18,29 @@ export class JobsService {
   constructor(
     private readonly jobs: JobRepository,
     private readonly streams: KeyStreams,
+    private readonly imports: ImportService,
   ) {}
 
   async get(caller: Caller, id: string): Promise<JobResponse> {
     return toJobResponse(await this.find(caller, id));
+  }
+
+  /**
+   * Asks a running job to stop: recorded on its row (the replica running it sees it at its next
+   * chunk boundary or heartbeat), and told at once to this replica's runner when the job runs here.
+   * Answers the job as it is now; it ends with status `cancelled` shortly after. An ended job is 409.
+   */
+  async cancel(caller: Caller, id: string): Promise<JobResponse> {
+    const job = await this.find(caller, id);
+    const asked = job.status === 'running' ? await this.jobs.requestCancel(job.id, this.ownerOf(caller)) : undefined;
+    if (!asked) {
+      const ended = job.status === 'running' ? await this.find(caller, id) : job;
+      throw new DomainError('job_finished', `Job "${job.id}" has already ended (${ended.status}); there is nothing to cancel`, {
+        status: ended.status,
+      });
+    }
+    this.imports.cancel(asked.id);
+    return toJobResponse(asked);
   }
 
   /** The rejected rows kept (the first 1,000) as CSV: row, field, code, error. */
@@ -57,10 +77,13 @@ export class JobsService {
   }
 
   private async find(caller: Caller, id: string): Promise<JobRow> {
-    const job = isUuid(id)
-      ? await this.jobs.find(id.toLowerCase(), caller.role === 'admin' ? undefined : caller.keyId)
-      : undefined;
+    const job = isUuid(id) ? await this.jobs.find(id.toLowerCase(), this.ownerOf(caller)) : undefined;
     if (!job) throw new DomainError('job_not_found', `No job with id "${id.slice(0, 100)}"`);
     return job;
+  }
+
+  /** The key whose jobs the caller sees: its own; undefined (every job) for an admin. */
+  private ownerOf(caller: Caller): string | undefined {
+    return caller.role === 'admin' ? undefined : caller.keyId;
   }
 }

@@ -1,4 +1,4 @@
-import { Controller, Get, Header, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Controller, Delete, Get, Header, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Readable } from 'node:stream';
@@ -109,6 +109,26 @@ export class JobsController {
   @ApiRoute({ summary: 'Read a job: status, counts and rejected rows', type: JobResponse, errors: ['job_not_found'] })
   get(@Caller() caller: Caller, @Param('id') id: string): Promise<JobResponse> {
     return this.jobs.get(caller, id);
+  }
+
+  @Delete(':id')
+  @Roles('admin', 'member')
+  @HttpCode(202)
+  @ApiRoute({
+    summary: 'Cancel a running import',
+    description:
+      'The job stops at its next chunk boundary (1,000 rows), never inside a chunk, and ends with status cancelled. ' +
+      'An all-or-nothing import (atomic, the default, or dryRun) writes nothing; with atomic=false the chunks committed ' +
+      'before stay and rowsWritten counts them. The rest of a CSV body still uploading is refused. Answers the job as ' +
+      'it is when the cancel is recorded (cancelRequested true, usually still running): follow GET /api/v1/jobs/{id} ' +
+      "or its stream until it ends. A member cancels its key's jobs (another key's job is 404), an admin any job; a " +
+      'job that has already ended is 409 job_finished.',
+    status: 202,
+    type: JobResponse,
+    errors: ['job_not_found', 'job_finished'],
+  })
+  cancel(@Caller() caller: Caller, @Param('id') id: string): Promise<JobResponse> {
+    return this.jobs.cancel(caller, id);
   }
 
   @Get(':id/errors.csv')

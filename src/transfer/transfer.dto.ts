@@ -91,17 +91,25 @@ export class JobResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ enum: ['import'] }) kind: 'import';
   @ApiProperty() objectName: string;
-  @ApiProperty({ enum: ['running', 'done', 'failed'] }) status: string;
+  @ApiProperty({
+    enum: ['running', 'done', 'failed', 'cancelled'],
+    description: 'cancelled: stopped by DELETE /api/v1/jobs/{id} at a chunk boundary; the counts say what it did before',
+  })
+  status: string;
   @ApiProperty() dryRun: boolean;
   @ApiProperty() atomic: boolean;
   @ApiProperty({ type: 'integer', description: 'Data rows read so far' }) rowsRead: number;
-  @ApiProperty({ type: 'integer', description: 'Rows written (committed); 0 for an all-or-nothing import until it ends' })
+  @ApiProperty({
+    type: 'integer',
+    description: 'Rows written (committed); 0 for an all-or-nothing import until it ends, and after it failed or was cancelled',
+  })
   rowsWritten: number;
   @ApiProperty({ type: 'integer' }) rowsRejected: number;
   @ApiProperty({ type: [RowErrorResponse], description: 'The first 1,000 rejected rows (rowsRejected counts them all)' })
   errors: RowErrorResponse[];
   @ApiPropertyOptional({ type: JobFailureResponse, description: 'Why the job failed as a whole (status failed)' })
   failure?: JobFailureResponse;
+  @ApiProperty({ description: 'Whether DELETE /api/v1/jobs/{id} asked the job to stop' }) cancelRequested: boolean;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time', nullable: true }) finishedAt: string | null;
 }
@@ -119,6 +127,7 @@ export function toJobResponse(job: JobRow): JobResponse {
     rowsRejected: job.rowsRejected,
     errors: job.errors,
     ...(job.failure ? { failure: job.failure } : {}),
+    cancelRequested: job.cancelRequested,
     createdAt: job.createdAt.toISOString(),
     finishedAt: job.finishedAt?.toISOString() ?? null,
   };

@@ -1,4 +1,6 @@
 import http from 'node:http';
+import { Client } from 'pg';
+import { ADVISORY_LOCK } from '../../src/database/advisory-locks';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { ChangesService } from '../../src/changes/changes.service';
 import type { ChangeResponse, ChangesResponse } from '../../src/changes/changes.dto';
@@ -280,6 +282,92 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
       );
       const last = page.changes.filter((c) => c.id === id).at(-1)!;
       expect(last.record).toMatchObject({ qty: current.qty, cost: current.cost });
+    }
+  });
+
+  it('never deadlocks (no 500) when concurrent creates, updates, deletes and batches of one object collide on a unique value; every write is in the feed, in order', async () => {
+    const from = await latest();
+    const statuses: number[] = [];
+    let written = 0;
+    for (let round = 0; round < 4; round++) {
+      const taken = `dup-${round}`;
+      const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => create({ sku: `d-${round}-${i}`, qty: 0 })));
+      written += ids.length;
+      const single = [
+        ...Array.from({ length: 4 }, () => t.http.post('/api/v1/objects/item/records').set(bearer(member)).send({ sku: taken })),
+        t.http.patch(`/api/v1/objects/item/records/${ids[0]}`).set(bearer(member)).send({ sku: taken }),
+        t.http.patch(`/api/v1/objects/item/records/${ids[1]}`).set(bearer(member)).send({ qty: 5 }),
+        t.http.delete(`/api/v1/objects/item/records/${ids[2]}`).set(bearer(member)),
+      ];
+      // Each batch holds the feed lock over many writes before the one that collides on the unique sku,
+      // while single writes of that sku come in.
+      const batches = [false, true, false].map((atomic, b) =>
+        t.http
+          .post('/api/v1/objects/item/records/batch')
+          .set(bearer(member))
+          .send({
+            atomic,
+            operations: [
+              ...Array.from({ length: 60 }, (_, i) => ({ op: 'update', id: ids[3 + (i % 3)], record: { qty: b + i } })),
+              { op: 'create', record: { sku: `d-${round}-b${b}` } },
+              { op: 'create', record: { sku: taken } },
+              ...(b === 2 ? [{ op: 'delete', id: ids[5] }] : []),
+            ],
+          }),
+      );
+      const responses = await Promise.all([...batches, ...single]);
+      for (const res of responses) {
+        statuses.push(res.status);
+        if (res.status < 300) written += 1;
+        const results = res.status === 200 ? bodyOf<{ results?: { status: number }[] }>(res).results : undefined;
+        if (results) written += results.filter((r) => r.status < 300).length - 1;
+      }
+    }
+    expect(statuses.filter((status) => ![200, 201, 204, 404, 409].includes(status))).toEqual([]);
+    const page = await changes(`?after=${from}&limit=1000`);
+    expect(page.changes).toHaveLength(written);
+    const cursors = page.changes.map((c) => BigInt(c.cursor));
+    expect([...cursors].sort((a, b) => (a < b ? -1 : 1))).toEqual(cursors);
+    // Replaying the feed in cursor order gives the table as it is.
+    const replayed = new Map<string, Record<string, unknown>>();
+    for (const change of page.changes) {
+      if (change.op === 'delete') replayed.delete(change.id);
+      else replayed.set(change.id, change.record!);
+    }
+    const rows = await t.sql<{ id: string; sku: string; qty: number | null }>(
+      `select id, sku, qty::int as qty from data.item where sku like 'd%' order by id`,
+    );
+    expect(rows.map((r) => [r.id, r.sku, r.qty])).toEqual(
+      [...replayed.values()].map((r) => [r.id, r.sku, r.qty]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    );
+  });
+
+  it('answers a deadlock Postgres still detects with 503 database_busy and Retry-After, never 500', async () => {
+    const id = await create({ sku: 'deadlock-1' });
+    const other = new Client({ connectionString: t.database.url });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query(`update data.item set qty = 1 where id = $1`, [id]);
+      // The PATCH takes the feed lock, then waits for the row this transaction holds ...
+      const patch = t.http
+        .patch(`/api/v1/objects/item/records/${id}`)
+        .set(bearer(member))
+        .send({ qty: 2 })
+        .then((r) => r);
+      await eventually(
+        async () => (await t.sql(`select 1 from pg_locks where locktype = 'transactionid' and not granted`)).length > 0,
+      );
+      // ... which then wants the feed lock: Postgres ends the PATCH, which waited first.
+      const locked = other.query('select pg_advisory_xact_lock($1, hashtext($2))', [ADVISORY_LOCK.changeFeed, 'item']);
+      const res = await patch;
+      await locked;
+      expect(res.status).toBe(503);
+      expect(errorOf(res).code).toBe('database_busy');
+      expect(res.headers['retry-after']).toBe('1');
+    } finally {
+      await other.query('rollback');
+      await other.end();
     }
   });
 

@@ -1,7 +1,10 @@
+import { EntityManager } from '@mikro-orm/postgresql';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { PoolClient } from 'pg';
 import type { AggregateResponse } from '../../src/data/records.dto';
+import { ORM_POOL_SIZE } from '../../src/database/orm.config';
 import { MAX_INDEXED_TEXT_BYTES } from '../../src/metadata/object-metadata.types';
 import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
 import { listen } from '../support/chat-helpers';
@@ -543,6 +546,40 @@ describe('data limits', () => {
         .send({ arguments: { objectName: 'ledger', groupBy: ['kind'], aggregations } })
         .expect(200);
       expect(bodyOf<ExecuteToolResponse>(res)).toMatchObject({ isError: false, result: { count: 3, rows: expected } });
+    });
+  });
+
+  describe('the ORM pool waits at most ORM_ACQUIRE_TIMEOUT_MS for a connection (finding: no acquire timeout on the ORM pool)', () => {
+    let t: TestApp;
+
+    beforeAll(async () => {
+      t = await startTestApp({ env: { ORM_ACQUIRE_TIMEOUT_MS: '300', CHAT_WORKER_ENABLED: 'false' } });
+    });
+    afterAll(() => t.close());
+
+    it('answers 503 database_busy with Retry-After, instead of hanging, while every ORM connection stays taken', async () => {
+      const fresh = await memberKey(t, 'fresh');
+      const pool = await t.app.get(EntityManager).getConnection().getNativeClient();
+      const held: PoolClient[] = [];
+      try {
+        // Every connection of the ORM's pool (API keys, metadata, chats), taken and kept.
+        const free = ORM_POOL_SIZE - (pool.totalCount - pool.idleCount);
+        while (held.length < free) held.push(await pool.connect());
+        // A key this replica has not verified yet is looked up through the ORM; listing keys reads them through it.
+        for (const [path, key] of [
+          ['/api/v1/objects', fresh],
+          ['/api/v1/api-keys', t.adminKey],
+        ]) {
+          const res = await t.http.get(path).set(bearer(key)).timeout(15_000);
+          expect([path, res.status, errorOf(res).code]).toEqual([path, 503, 'database_busy']);
+          expect(res.headers['retry-after']).toBe('1');
+          expect(errorOf(res).details).toEqual({ waitedMs: 300 });
+        }
+      } finally {
+        for (const client of held) client.release();
+      }
+      await t.http.get('/api/v1/objects').set(bearer(fresh)).expect(200);
+      await t.http.get('/api/v1/api-keys').set(bearer(t.adminKey)).expect(200);
     });
   });
 });

@@ -376,6 +376,38 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       );
     });
 
+    it('answers a body that is not JSON with the JSON-RPC parse error (-32700, id null, 400), as the SDK transports do', async () => {
+      const post = (path: string, body: string) =>
+        fetch(new URL(path, baseUrl), {
+          method: 'POST',
+          headers: {
+            ...bearer(memberKey),
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body,
+        });
+      for (const [path, body] of [
+        ['/mcp', '{"jsonrpc":"2.0","id":1,"method":"tools/list"'],
+        ['/mcp', ''],
+        ['/mcp/agents/deal_desk', 'not json'],
+      ]) {
+        const response = await post(path, body);
+        expect([path, body, response.status]).toEqual([path, body, 400]);
+        expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(await response.json()).toEqual({
+          jsonrpc: '2.0',
+          error: { code: -32700, message: 'Parse error: Invalid JSON' },
+          id: null,
+        });
+      }
+      // The rest of the API keeps its own error body; a well-formed MCP request is still served.
+      const rest = await t.http.post('/api/v1/objects').set(bearer(memberKey)).set('content-type', 'application/json').send('{');
+      expect([rest.status, (rest.body as { code: string }).code]).toEqual([400, 'invalid_json']);
+      const mcp = await connect('/mcp', memberKey);
+      expect((await mcp.listTools()).tools).toHaveLength(7);
+    });
+
     it('holds MCP bodies to the JSON body limits of every route', async () => {
       const mcp = await connect('/mcp', memberKey);
       let where: unknown = { stage: 'won' };

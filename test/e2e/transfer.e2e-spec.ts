@@ -1,6 +1,8 @@
 import { parse } from 'csv-parse/sync';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Response } from 'supertest';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
+import { eventually, listen } from '../support/chat-helpers';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
 
@@ -28,6 +30,7 @@ const asText = (res: Response, done: (error: Error | null, body: string) => void
 
 describe('CSV in and out: imports as jobs, streamed exports', () => {
   let t: TestApp;
+  let baseUrl: string;
   let member: string;
   let other: string;
 
@@ -55,8 +58,42 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
     return lines.join('\n') + '\n';
   };
 
+  /**
+   * An import whose CSV body goes up a part at a time: its job runs while the upload goes on. Resolves
+   * with the job's id once the 202 came, and the request to write more of the body on.
+   */
+  const uploadImport = async (
+    query: string,
+    firstPart: string,
+    key = member,
+  ): Promise<{ jobId: string; upload: ClientRequest }> => {
+    const upload = httpRequest(`${baseUrl}/api/v1/objects/item/import${query}`, {
+      method: 'POST',
+      headers: { ...bearer(key), 'content-type': 'text/csv', 'transfer-encoding': 'chunked' },
+    });
+    // A cancelled job refuses the rest of its upload.
+    upload.on('error', () => undefined);
+    const answered = new Promise<IncomingMessage>((resolve) => upload.on('response', resolve));
+    upload.write(firstPart);
+    const response = await answered;
+    let text = '';
+    response.setEncoding('utf8');
+    response.on('data', (chunk: string) => (text += chunk));
+    await new Promise((resolve) => response.on('end', resolve));
+    expect(response.statusCode).toBe(202);
+    return { jobId: (JSON.parse(text) as ImportStartedResponse).jobId, upload };
+  };
+  const readJob = async (id: string, key = member) =>
+    bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${id}`).set(bearer(key)).expect(200));
+  const untilEnded = async (id: string): Promise<JobResponse> => {
+    let job = await readJob(id);
+    await eventually(async () => (job = await readJob(id)).status !== 'running', 20_000);
+    return job;
+  };
+
   beforeAll(async () => {
     t = await startTestApp();
+    baseUrl = await listen(t);
     for (const name of ['item', 'copy']) {
       await t.http.post('/api/v1/objects').set(bearer(t.adminKey)).send({ name, label: name, fields: FIELDS }).expect(201);
     }
@@ -187,6 +224,90 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
       await t.http.get('/api/v1/jobs/not-a-uuid').set(bearer(member)).expect(404);
       const asAdmin = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${job.id}`).set(bearer(t.adminKey)).expect(200));
       expect(asAdmin.rowsWritten).toBe(1);
+    });
+
+    describe('DELETE /api/v1/jobs/:id cancels a running import (finding: no way to cancel a CSV job)', () => {
+      it('with atomic=false stops at the next chunk boundary: the chunks written stay, the job says so, nothing more is written', async () => {
+        // 3,000 rows, then the start of one more: the job reads the 3,000, and waits for the rest of the 3,001st.
+        const { jobId, upload } = await uploadImport('?atomic=false', `${itemCsv(3000)}late-0,1`);
+        try {
+          // Three chunks of 1,000 written and committed; the job now waits for more of its body.
+          await eventually(async () => (await readJob(jobId)).rowsWritten === 3000, 20_000);
+          const notTheirs = await t.http.delete(`/api/v1/jobs/${jobId}`).set(bearer(other)).expect(404);
+          expect(errorOf(notTheirs).code).toBe('job_not_found');
+          const res = await t.http.delete(`/api/v1/jobs/${jobId}`).set(bearer(member)).expect(202);
+          expect(bodyOf<JobResponse>(res)).toMatchObject({ id: jobId, cancelRequested: true, rowsWritten: 3000 });
+          // The rest of the file, sent after the cancel, is not imported.
+          upload.write(
+            `\n${itemCsv(2000)
+              .replace(/^sku,.*\n/, '')
+              .replace(/^sku-/gm, 'late-')}`,
+          );
+          const job = await untilEnded(jobId);
+          expect(job).toMatchObject({
+            status: 'cancelled',
+            cancelRequested: true,
+            rowsRead: 3000,
+            rowsWritten: 3000,
+            rowsRejected: 0,
+          });
+          expect(job.finishedAt).toEqual(expect.any(String));
+          expect(job.failure).toBeUndefined();
+          expect(await count()).toBe(3000);
+          const again = await t.http.delete(`/api/v1/jobs/${jobId}`).set(bearer(member)).expect(409);
+          expect(errorOf(again)).toMatchObject({ code: 'job_finished', details: { status: 'cancelled' } });
+        } finally {
+          upload.destroy();
+        }
+      });
+
+      it("rolls an all-or-nothing import back whole; an admin may cancel any key's job", async () => {
+        const { jobId, upload } = await uploadImport('', itemCsv(2500));
+        try {
+          await eventually(async () => (await readJob(jobId)).rowsRead >= 2000, 20_000);
+          const res = await t.http.delete(`/api/v1/jobs/${jobId}`).set(bearer(t.adminKey)).expect(202);
+          expect(bodyOf<JobResponse>(res)).toMatchObject({ id: jobId, cancelRequested: true });
+          const job = await untilEnded(jobId);
+          expect(job).toMatchObject({ status: 'cancelled', atomic: true, rowsWritten: 0, rowsRejected: 0 });
+          expect(job.rowsRead).toBeGreaterThanOrEqual(2000);
+          expect(await count()).toBe(0);
+        } finally {
+          upload.destroy();
+        }
+      });
+
+      it('stops at its next chunk boundary when the cancel is asked on another replica', async () => {
+        const b = await startTestApp({ database: t.database });
+        const { jobId, upload } = await uploadImport('?atomic=false', `${itemCsv(1000)}late-0,1`);
+        try {
+          await eventually(async () => (await readJob(jobId)).rowsWritten === 1000, 20_000);
+          const res = await b.http.delete(`/api/v1/jobs/${jobId}`).set(bearer(member)).expect(202);
+          expect(bodyOf<JobResponse>(res)).toMatchObject({ status: 'running', cancelRequested: true });
+          // The replica running the job learns of it when it records the chunk it is writing.
+          upload.write(
+            `\n${itemCsv(1500)
+              .replace(/^sku,.*\n/, '')
+              .replace(/^sku-/gm, 'next-')}`,
+          );
+          const job = await untilEnded(jobId);
+          expect(job).toMatchObject({ status: 'cancelled', rowsWritten: 2000 });
+          expect(await count()).toBe(2000);
+        } finally {
+          upload.destroy();
+          await b.close();
+        }
+      });
+
+      it('answers 409 job_finished for an ended job, 404 for an unknown one', async () => {
+        const done = await jobOf(await startImport(itemCsv(3)));
+        expect(done.status).toBe('done');
+        const res = await t.http.delete(`/api/v1/jobs/${done.id}`).set(bearer(member)).expect(409);
+        expect(errorOf(res)).toMatchObject({ code: 'job_finished', details: { status: 'done' } });
+        expect((await readJob(done.id)).status).toBe('done');
+        await t.http.delete(`/api/v1/jobs/${done.id}`).set(bearer(other)).expect(404);
+        await t.http.delete('/api/v1/jobs/not-a-uuid').set(bearer(member)).expect(404);
+        await t.http.delete(`/api/v1/jobs/${done.id}`).expect(401);
+      });
     });
 
     it('refuses bad input with a clear 4xx: not CSV, bad mapping, bad flags, malformed CSV, no key', async () => {

@@ -8,6 +8,7 @@ import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationImportJobs } from './migration-20261127-import-jobs';
 import { MigrationInitial } from './migration-20261122-initial';
+import { MigrationJobCancel } from './migration-20261129-job-cancel';
 import { MigrationKeysetIndexes } from './migration-20261128-keyset-indexes';
 import { MigrationMetricDefinitions } from './migration-20261126-metric-definitions';
 import { MigrationRecordChanges } from './migration-20261127-record-changes';
@@ -39,6 +40,7 @@ export const MIGRATIONS = [
   MigrationKeysetIndexes,
   MigrationViewOwnerKeys,
   MigrationTurnCallers,
+  MigrationJobCancel,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
