@@ -6,7 +6,7 @@ import { keyShareOf, Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
-import { databaseBusy, DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from './pg-errors';
+import { DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from './pg-errors';
 
 /** How the data engine's connections show up in pg_stat_activity. */
 const DATA_POOL_APPLICATION_NAME = 'data-copilot:data';
