@@ -218,7 +218,8 @@ export class AgentLoop {
             : response.finishReason === 'length'
               ? 'length'
               : 'stop';
-        const grounding = turn.grounding === 'off' ? undefined : await this.groundTurn(turn, response.content, messages, turnStart);
+        const grounding =
+          turn.grounding === 'off' ? undefined : await this.groundTurn(turn, response.content, messages, turnStart);
         // An answer step: final, or superseded by the one correcting step a "retry" agent gets.
         const answerStep = (final: boolean): TurnStep => ({
           assistant,
@@ -337,7 +338,12 @@ export class AgentLoop {
    * Grounds an answer against the turn's data results (their columns' meanings read from the
    * definitions), not counting the numbers the question itself holds.
    */
-  private async groundTurn(turn: AgentTurn, answer: string, messages: readonly LlmMessage[], turnStart: number): Promise<Grounding> {
+  private async groundTurn(
+    turn: AgentTurn,
+    answer: string,
+    messages: readonly LlmMessage[],
+    turnStart: number,
+  ): Promise<Grounding> {
     const question = messages[turnStart]?.role === 'user' ? messages[turnStart].content : '';
     const sources = await this.catalog.describe(turnSources(messages, turnStart));
     return groundAnswer(answer, sources, { question: typeof question === 'string' ? question : '', locale: turn.locale });
@@ -473,7 +479,8 @@ function turnSources(messages: readonly LlmMessage[], turnStart: number): Ground
   for (const message of messages.slice(turnStart + 1)) {
     if (message.role === 'assistant') {
       for (const call of message.tool_calls ?? []) {
-        if (call.type === 'function') calls.set(call.id, { name: call.function.name, arguments: parsedResult(call.function.arguments) });
+        if (call.type === 'function')
+          calls.set(call.id, { name: call.function.name, arguments: parsedResult(call.function.arguments) });
         else calls.set(call.id, { name: call.custom.name, arguments: call.custom.input });
       }
       continue;

@@ -27,6 +27,8 @@ export interface FigureScope {
   whole: boolean;
   /** Words right after the figure, lower case (what it counts: "deals", "accounts"). */
   after: string;
+  /** The clause (or its label, or its table column's header) speaks of an average or of a total. */
+  measure?: 'average' | 'total';
 }
 
 interface Span {
@@ -37,6 +39,8 @@ interface Span {
 interface Clause extends Span {
   /** A table cell: `previous` are the other cells of its row. */
   table?: boolean;
+  /** What the clause is the value of: the text before a colon or dash ("Total value: $5M"), a table column's header. */
+  label?: Span;
   /** Earlier comma-parts of the same sentence, nearest first. */
   previous: Span[];
   /** The parent list item, lead-in line or heading, and extra text for a table cell's header. */
@@ -44,12 +48,30 @@ interface Clause extends Span {
 }
 
 /** Values too common or too vague to say which row a figure belongs to. */
-const VAGUE = new Set(['other', 'others', 'none', 'null', 'n/a', 'na', 'unknown', 'total', 'all', 'yes', 'no', 'true', 'false', 'other.']);
+const VAGUE = new Set([
+  'other',
+  'others',
+  'none',
+  'null',
+  'n/a',
+  'na',
+  'unknown',
+  'total',
+  'all',
+  'yes',
+  'no',
+  'true',
+  'false',
+  'other.',
+]);
 const COMMON_WORDS = new Set(['the', 'and', 'for', 'new', 'open', 'closed', 'deal', 'deals', 'account', 'accounts', 'team']);
 
 /** Words that make a clause speak of a whole. */
 const WHOLE =
   /\b(?:in total|total(?:s|ed|ing)?|overall|in all|altogether|combined|across (?:all|the|every)|company[- ]wide|all (?:deals|accounts|contacts|owners|reps|stages|industries)|out of|of all|whole|entire|grand|sum of|all told|together)\b/i;
+
+const AVERAGE = /\b(?:average|averages|averaging|averaged|avg|mean|typical|typically)\b/i;
+const TOTAL = /\b(?:total|totals|totalling|totaling|totaled|totalled|sum|summed|combined|altogether|in all|all told)\b/i;
 
 /** The mentions of the vocabulary's values in the answer, longest first where they overlap. */
 export function findMentions(text: string, vocabulary: ReadonlyMap<string, ReadonlySet<string>>): Mention[] {
@@ -59,11 +81,25 @@ export function findMentions(text: string, vocabulary: ReadonlyMap<string, Reado
   for (const [value, dimensions] of vocabulary) {
     if (VAGUE.has(value) || value.length < 2) continue;
     candidates.push({ form: value, value, dimensions });
+    // "proposals", "industries": a plural names the value too.
+    if (/^[a-z]+$/.test(value) && value.length >= 4 && !vocabulary.has(`${value}s`)) {
+      candidates.push({
+        form: value.endsWith('y') ? `${value.slice(0, -1)}ies` : /(?:s|x|ch|sh)$/.test(value) ? `${value}es` : `${value}s`,
+        value,
+        dimensions,
+      });
+    }
     // People and companies are named by a part of their name too: "Maya" for "Maya Chen", "Northwind" for "Northwind Analytics Inc.".
     const tokens = value.split(' ');
     if (tokens.length >= 2 && tokens.length <= 4) {
       for (const token of [tokens[0], tokens.at(-1)!]) {
-        if (token.length < 3 || COMMON_WORDS.has(token) || /\d/.test(token) || /^(?:inc|llc|ltd|gmbh|corp|co|plc|ag|sa|group)\.?$/.test(token)) continue;
+        if (
+          token.length < 3 ||
+          COMMON_WORDS.has(token) ||
+          /\d/.test(token) ||
+          /^(?:inc|llc|ltd|gmbh|corp|co|plc|ag|sa|group)\.?$/.test(token)
+        )
+          continue;
         const list = firstTokens.get(token) ?? [];
         list.push(value);
         firstTokens.set(token, list);
@@ -161,7 +197,13 @@ function clausesOf(text: string): Clause[] {
 }
 
 /** A Markdown table: each body cell is a clause of its row, with its column's header as parent. */
-function tableClauses(text: string, lines: Array<Span & { table: boolean }>, first: number, out: Clause[], heading?: Span): number {
+function tableClauses(
+  text: string,
+  lines: Array<Span & { table: boolean }>,
+  first: number,
+  out: Clause[],
+  heading?: Span,
+): number {
   let last = first;
   while (last + 1 < lines.length && lines[last + 1].table) last++;
   const cellsOf = (line: Span): Span[] => {
@@ -185,6 +227,7 @@ function tableClauses(text: string, lines: Array<Span & { table: boolean }>, fir
         start: cell.start,
         end: cell.end,
         table: true,
+        ...(header[column] ? { label: header[column] } : {}),
         // The row's other cells name what the cell is about: they act as its own clause (see `scopeOf`).
         previous: others,
         parents: [...(header[column] ? [header[column]] : []), ...(heading ? [heading] : [])],
@@ -194,14 +237,15 @@ function tableClauses(text: string, lines: Array<Span & { table: boolean }>, fir
   return last;
 }
 
-const ABBREVIATIONS = /\b(?:vs|inc|ltd|co|corp|no|approx|mr|mrs|ms|dr|st|e\.g|i\.e|etc|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$/i;
+const ABBREVIATIONS =
+  /\b(?:vs|inc|ltd|co|corp|no|approx|mr|mrs|ms|dr|st|e\.g|i\.e|etc|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$/i;
 
 /**
  * Where a sentence is cut: group 1 = a strong cut (a new subject: nothing said before it carries over),
  * else a weak one (a comma, a colon, a dash, "and", brackets: what was said before still applies).
  */
 const CUT =
-  /(;|,?\s+(?:while|whereas|but|although|though|compared (?:with|to)|versus|vs\.?|against|ahead of|followed by|then|and then)\s)|,\s(?:and\s)?|:\s|\s[–—-]\s|\s+and\s+(?=[\p{Lu}\d$€£])|\s\(|\)/giu;
+  /(;|,?\s+(?:while|whereas|but|although|though|compared (?:with|to)|versus|vs\.?|against|ahead of|followed by|then|and then)\s)|,\s(?:and\s)?|:\s|\s[–—-]\s|\s+and\s+(?=[\p{Lu}$€£])|\s\(|\)/giu;
 
 /** A line cut into sentences, each into comma-parts; strong separators (; : while, but) end a sentence's reach. */
 function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[]): void {
@@ -219,16 +263,19 @@ function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[
     const sentence = content.slice(from, to);
     const previous: Span[] = [];
     let partStart = 0;
-    const parts: Array<Span & { strong: boolean }> = [];
+    const parts: Array<Span & { strong: boolean; labelled: boolean }> = [];
+    let labelled = false;
     for (const match of sentence.matchAll(CUT)) {
-      parts.push({ start: partStart, end: match.index, strong: match[1] !== undefined });
+      parts.push({ start: partStart, end: match.index, strong: match[1] !== undefined, labelled });
+      labelled = /^(?::\s|\s[–—-]\s)$/.test(match[0]);
       partStart = match.index + match[0].length;
     }
-    parts.push({ start: partStart, end: sentence.length, strong: false });
+    parts.push({ start: partStart, end: sentence.length, strong: false, labelled });
     for (const part of parts) {
       const start = line.start + from + part.start;
       const end = line.start + from + part.end;
-      if (end > start) out.push({ start, end, previous: [...previous].reverse(), parents });
+      const label = part.labelled ? previous.at(-1) : undefined;
+      if (end > start) out.push({ start, end, previous: [...previous].reverse(), parents, ...(label ? { label } : {}) });
       if (part.strong) previous.length = 0;
       else if (end > start) previous.push({ start, end });
     }
@@ -249,7 +296,12 @@ export class AnswerScopes {
 
   /** What the clause of the figure at [index, end) names. */
   scopeOf(index: number, end: number): FigureScope {
-    const clause = this.clauses.find((c) => c.start <= index && end <= c.end + 1) ?? { start: index, end, previous: [], parents: [] };
+    const clause = this.clauses.find((c) => c.start <= index && end <= c.end + 1) ?? {
+      start: index,
+      end,
+      previous: [],
+      parents: [],
+    };
     const within = (span: Span) => this.mentions.filter((m) => m.index >= span.start && m.end <= span.end);
     const own = byDimension(within(clause));
     const clauseText = this.text.slice(clause.start, clause.end);
@@ -258,12 +310,15 @@ export class AnswerScopes {
     // A table cell's row is its own clause: the cells beside it name the row.
     const table = clause.table === true;
     const nearby = table ? [] : clause.previous;
-    if (table) for (const [dimension, values] of byDimension(clause.previous.flatMap(within))) if (!own.has(dimension)) own.set(dimension, values);
+    if (table)
+      for (const [dimension, values] of byDimension(clause.previous.flatMap(within)))
+        if (!own.has(dimension)) own.set(dimension, values);
     if (!whole) {
-      for (const span of [...nearby, ...clause.parents]) {
-        for (const [dimension, values] of byDimension(within(span))) {
+      // What the sentence said before this clause (all of it: "Hannah and Maya have rates: 57% and 60%"), then the parent line.
+      for (const spans of [nearby, clause.parents]) {
+        const found = byDimension(spans.flatMap(within));
+        for (const [dimension, values] of found)
           if (!own.has(dimension) && !inherited.has(dimension)) inherited.set(dimension, values);
-        }
       }
     }
     const periodSpans = [clause, ...(table ? clause.previous : []), ...nearby, ...clause.parents];
@@ -272,7 +327,21 @@ export class AnswerScopes {
       periods = this.periods.filter((p) => p.index >= span.start && p.end <= span.end);
       if (periods.length) break;
     }
-    return { own, inherited, periods, whole, after: this.text.slice(end, end + 40).toLowerCase() };
+    // The words right around the figure, and its label: "Retail has 23 accounts with 3,220 employees on average" averages employees only.
+    const measureText =
+      this.text.slice(Math.max(clause.start, index - 30), Math.min(clause.end, end + 25)) +
+      (clause.label ? ` ${this.text.slice(clause.label.start, clause.label.end)}` : '');
+    const average = AVERAGE.test(measureText);
+    const total = TOTAL.test(measureText);
+    const measure = average && !total ? ('average' as const) : total && !average ? ('total' as const) : undefined;
+    return {
+      own,
+      inherited,
+      periods,
+      whole,
+      after: this.text.slice(end, end + 40).toLowerCase(),
+      ...(measure ? { measure } : {}),
+    };
   }
 }
 

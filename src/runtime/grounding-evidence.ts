@@ -10,7 +10,13 @@ import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
 import { currencyCodeIn, readText } from './grounding-figures';
 
 /** The tools whose results are data; every other result (definitions, lists, client tools) only describes. */
-export const DATA_TOOLS: ReadonlySet<string> = new Set(['query_records', 'get_record', 'aggregate_data', 'query_metric', CALCULATE_TOOL]);
+export const DATA_TOOLS: ReadonlySet<string> = new Set([
+  'query_records',
+  'get_record',
+  'aggregate_data',
+  'query_metric',
+  CALCULATE_TOOL,
+]);
 
 /** A tool call's result as grounding reads it. */
 export interface GroundingSource {
@@ -36,6 +42,8 @@ export interface ColumnMeaning {
   context?: Record<string, string[]>;
   /** What a count counts (an object name), for "12 accounts" against a count of deals. */
   counts?: string;
+  /** The aggregate that made the numbers, for "the average deal" against a sum. */
+  aggregate?: string;
 }
 
 /** A period a row is about: a date cell, a time bucket, or the from/to of the call. */
@@ -52,7 +60,10 @@ export interface EvidenceRow {
   index?: number;
   /** The values that name the row, by dimension (lower-case last segment of the column: `industry`). */
   labels: Map<string, Set<string>>;
+  /** The row's own dates and time buckets. */
   periods: RowPeriod[];
+  /** The date range the call filtered on (from/to, a where on a date): the row's period when it has none of its own. */
+  rangePeriods: RowPeriod[];
   cells: Cell[];
 }
 
@@ -103,7 +114,11 @@ export function dimensionOf(column: string): string {
 
 /** Lower case, `_` and dashes as spaces, one space between words: how values and answers are compared. */
 export function normalise(text: string): string {
-  return text.toLowerCase().replace(/[_\-–—]/g, ' ').replace(/\s+/g, ' ').trim();
+  return text
+    .toLowerCase()
+    .replace(/[_\-–—]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -151,7 +166,8 @@ function filterPeriods(args: Record<string, unknown>): RowPeriod[] {
   const periods: RowPeriod[] = [];
   const from = typeof args.from === 'string' ? args.from : undefined;
   const to = typeof args.to === 'string' ? args.to : undefined;
-  if (from || to) periods.push({ from: (from ?? '0000-01-01').slice(0, 10), to: (to ?? '9999-12-31').slice(0, 10), grain: 'range' });
+  if (from || to)
+    periods.push({ from: (from ?? '0000-01-01').slice(0, 10), to: (to ?? '9999-12-31').slice(0, 10), grain: 'range' });
   const visit = (where: unknown) => {
     if (!isRecord(where)) return;
     for (const [key, condition] of Object.entries(where)) {
@@ -206,7 +222,9 @@ function fieldMeaning(field: FieldMeta | undefined): ColumnMeaning {
     return currency ? { kind: 'money', currency } : { kind: 'money' };
   }
   if (field.type === 'percent') return { kind: 'percent' };
-  if (field.type === 'integer' || field.type === 'number') return { kind: 'number' };
+  // Whole numbers of things (employees, seats, minutes): no amount of money, no percentage.
+  if (field.type === 'integer') return { kind: 'count' };
+  if (field.type === 'number') return { kind: 'number' };
   return { kind: 'any' };
 }
 
@@ -220,11 +238,11 @@ function metricMeaning(catalog: ColumnCatalog, name: string): ColumnMeaning | un
   if (metric.type === 'ratio') return { kind: 'ratio' };
   const measure = metric.measure;
   if (!measure) return withContext({ kind: 'any' });
-  if (measure.function === 'count') return withContext({ kind: 'count', counts: metric.object });
+  if (measure.function === 'count') return withContext({ kind: 'count', counts: metric.object, aggregate: 'count' });
   if (measure.function === 'count_distinct')
-    return withContext({ kind: 'count', counts: measure.field ? dimensionOf(measure.field) : metric.object });
+    return withContext({ kind: 'count', counts: measure.field ? dimensionOf(measure.field) : metric.object, aggregate: 'count' });
   const field = measure.field ? catalog.field(metric.object, measure.field) : undefined;
-  const meaning = fieldMeaning(field);
+  const meaning: ColumnMeaning = { ...fieldMeaning(field), aggregate: measure.function };
   // A money field's description may not name the currency; the metric's may ("Total amount (USD)").
   if (meaning.kind === 'money' && !meaning.currency) {
     const currency = currencyCodeIn(metric.description);
@@ -234,16 +252,23 @@ function metricMeaning(catalog: ColumnCatalog, name: string): ColumnMeaning | un
 }
 
 /** What each column of a data call's result means, from the object and metric definitions. */
-export function describeColumns(source: Pick<GroundingSource, 'name' | 'arguments' | 'content'>, catalog: ColumnCatalog): Record<string, ColumnMeaning> {
+export function describeColumns(
+  source: Pick<GroundingSource, 'name' | 'arguments' | 'content'>,
+  catalog: ColumnCatalog,
+): Record<string, ColumnMeaning> {
   const args = isRecord(source.arguments) ? source.arguments : {};
   const columns: Record<string, ColumnMeaning> = {};
   const objectName = typeof args.objectName === 'string' ? args.objectName : undefined;
   switch (source.name) {
     case 'aggregate_data':
       for (const [alias, agg] of aggregationsOf(args)) {
-        if (agg.function === 'count') columns[alias] = { kind: 'count', counts: objectName };
-        else if (agg.function === 'count_distinct') columns[alias] = { kind: 'count', counts: agg.field && dimensionOf(agg.field) };
-        else columns[alias] = objectName && agg.field ? fieldMeaning(catalog.field(objectName, agg.field)) : { kind: 'any' };
+        if (agg.function === 'count') columns[alias] = { kind: 'count', counts: objectName, aggregate: 'count' };
+        else if (agg.function === 'count_distinct')
+          columns[alias] = { kind: 'count', counts: agg.field && dimensionOf(agg.field), aggregate: 'count' };
+        else {
+          const field = objectName && agg.field ? fieldMeaning(catalog.field(objectName, agg.field)) : { kind: 'any' as const };
+          columns[alias] = { ...field, aggregate: agg.function };
+        }
       }
       break;
     case 'query_metric':
@@ -261,8 +286,10 @@ export function describeColumns(source: Pick<GroundingSource, 'name' | 'argument
         columns.total = { kind: 'count', counts: objectName };
         const records = source.name === 'get_record' ? [source.content] : isRecord(source.content) ? source.content.records : [];
         const names = new Set<string>();
-        if (Array.isArray(records)) for (const record of records.slice(0, 50)) if (isRecord(record)) Object.keys(record).forEach((k) => names.add(k));
-        for (const name of names) if (name !== 'count' && name !== 'total') columns[name] = fieldMeaning(catalog.field(objectName, name));
+        if (Array.isArray(records))
+          for (const record of records.slice(0, 50)) if (isRecord(record)) Object.keys(record).forEach((k) => names.add(k));
+        for (const name of names)
+          if (name !== 'count' && name !== 'total') columns[name] = fieldMeaning(catalog.field(objectName, name));
       }
       break;
   }
@@ -275,8 +302,10 @@ function fallbackMeaning(source: GroundingSource, column: string, row: boolean):
   const objectName = typeof args.objectName === 'string' ? args.objectName : undefined;
   if (source.name === 'aggregate_data') {
     const agg = aggregationsOf(args).get(column);
-    if (agg?.function === 'count') return { kind: 'count', counts: objectName };
-    if (agg?.function === 'count_distinct') return { kind: 'count', counts: agg.field && dimensionOf(agg.field) };
+    if (agg?.function === 'count') return { kind: 'count', counts: objectName, aggregate: 'count' };
+    if (agg?.function === 'count_distinct')
+      return { kind: 'count', counts: agg.field && dimensionOf(agg.field), aggregate: 'count' };
+    if (agg) return { kind: 'any', aggregate: agg.function };
     if (!row && column === 'count') return { kind: 'count' };
   }
   if (source.name === 'query_records' && !row && (column === 'count' || column === 'total'))
@@ -322,12 +351,13 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
     const grain = typeof args.timeGrain === 'string' ? args.timeGrain : 'day';
     const signed = source.name !== CALCULATE_TOOL || /^\s*pct_change\s*\(/i.test(String(args.expression ?? ''));
     const addRow = (cells: Record<string, unknown>, index: number | undefined) => {
-      const row: EvidenceRow = { source, index, labels: new Map(), periods: [...contextPeriods], cells: [] };
+      const row: EvidenceRow = { source, index, labels: new Map(), periods: [], rangePeriods: contextPeriods, cells: [] };
       for (const [dimension, values] of Object.entries(context)) row.labels.set(dimension, new Set(values));
       for (const [column, value] of Object.entries(cells)) {
         if (evidence.cells.length >= MAX_CELLS) break;
         if (typeof value === 'number') {
-          if (Number.isFinite(value)) pushCell(evidence, row, source, column, value, index !== undefined || source.name === 'get_record', signed);
+          if (Number.isFinite(value))
+            pushCell(evidence, row, source, column, value, index !== undefined || source.name === 'get_record', signed);
           continue;
         }
         if (typeof value !== 'string') continue;
@@ -352,7 +382,8 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
         }
         if (/\d/.test(text)) {
           identifiers.add(text);
-          for (const token of text.split(/\s+/)) if (/\d/.test(token) && /[^\d.,]/.test(token) && token.length >= 4) identifiers.add(token);
+          for (const token of text.split(/\s+/))
+            if (/\d/.test(token) && /[^\d.,]/.test(token) && token.length >= 4) identifiers.add(token);
           for (const year of text.matchAll(/\b(?:19|20)\d{2}\b/g)) evidence.years.add(Number(year[0]));
         }
         if (isLabel(text)) {
@@ -434,7 +465,12 @@ function readRows(content: unknown, addRow: (cells: Record<string, unknown>, ind
   if (Object.keys(top).length) addRow(top, undefined);
 }
 
-function flatten(record: Record<string, unknown>, prefix = '', into: Record<string, unknown> = {}, depth = 0): Record<string, unknown> {
+function flatten(
+  record: Record<string, unknown>,
+  prefix = '',
+  into: Record<string, unknown> = {},
+  depth = 0,
+): Record<string, unknown> {
   for (const [key, value] of Object.entries(record)) {
     if (isRecord(value) && depth < 3) flatten(value, `${prefix}${key}.`, into, depth + 1);
     else if (Array.isArray(value)) {
@@ -480,6 +516,7 @@ function linkCalculations(evidence: Evidence): void {
           for (const value of values) row.labels.get(dimension)!.add(value);
         }
         row.periods.push(...other.periods);
+        row.rangePeriods.push(...other.rangePeriods);
       }
     }
   }

@@ -116,11 +116,11 @@ const CURRENCY_SYMBOLS: Record<string, string> = {
   '₽': 'RUB',
   '₺': 'TRY',
   '₪': 'ILS',
-  'C$': 'CAD',
-  'A$': 'AUD',
-  'R$': 'BRL',
-  'CA$': 'CAD',
-  'AU$': 'AUD',
+  C$: 'CAD',
+  A$: 'AUD',
+  R$: 'BRL',
+  CA$: 'CAD',
+  AU$: 'AUD',
 };
 const CURRENCY_WORDS: Record<string, string> = {
   dollar: 'USD',
@@ -161,6 +161,11 @@ const SCALE_WORDS: Record<string, number> = {
   tn: 1e12,
   T: 1e12,
   trillion: 1e12,
+  // German and French abbreviations: Tsd., Mio., Mrd., Md.
+  Tsd: 1e3,
+  Mio: 1e6,
+  Mrd: 1e9,
+  Md: 1e9,
 };
 
 const MONTH_NAMES = [
@@ -244,6 +249,7 @@ export function readText(text: string, options: ReadOptions = {}): ReadText {
   masked = blankAll(masked, /\b[0-9a-f]{16,}\b/gi);
   // Links: a URL's digits are not figures.
   masked = blankAll(masked, /\bhttps?:\/\/\S+/gi);
+  masked = blankRankColumns(masked);
 
   const dates: DateMention[] = [];
   const periods: PeriodMention[] = [];
@@ -251,6 +257,31 @@ export function readText(text: string, options: ReadOptions = {}): ReadText {
   masked = readPeriods(masked, text, periods);
   const figures = readFigures(masked, text, style);
   return { figures, dates, periods };
+}
+
+/** A Markdown table's rank column ("#", "Rank", "No."): positions, not figures. */
+function blankRankColumns(text: string): string {
+  const lines = text.split('\n');
+  let offset = 0;
+  let rankColumns: number[] = [];
+  let out = text;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const trimmed = line.trim();
+    if (!trimmed.startsWith('|')) rankColumns = [];
+    else if (/^\|?\s*:?-{2,}/.test(trimmed) && i > 0) {
+      const header = lines[i - 1].split('|').map((cell) => cell.trim().toLowerCase());
+      rankColumns = header.flatMap((cell, index) => (/^(?:#|no\.?|nr\.?|rank|pos\.?|position|place)$/.test(cell) ? [index] : []));
+    } else if (rankColumns.length) {
+      let at = 0;
+      line.split('|').forEach((cell, index) => {
+        if (rankColumns.includes(index)) out = blank(out, offset + at, offset + at + cell.length);
+        at += cell.length + 1;
+      });
+    }
+    offset += line.length + 1;
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -317,7 +348,11 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
     if (found) out.push({ text: shown, index, end: index + shown.length, ...found });
     masked = blank(masked, index, index + match[0].length);
   };
-  const quarter = (year: number, q: number) => ({ ...period(year, q * 3 - 2, q * 3), grain: 'quarter' as const, yearless: !year });
+  const quarter = (year: number, q: number) => ({
+    ...period(year, q * 3 - 2, q * 3),
+    grain: 'quarter' as const,
+    yearless: !year,
+  });
   const half = (year: number, h: number) => ({ ...period(year, h * 6 - 5, h * 6), grain: 'half' as const, yearless: !year });
   // Year-months, year-quarters, year-weeks: 2024-03, 2024-Q1, 2024-W09.
   for (const match of masked.matchAll(/\b(\d{4})-(?:(0[1-9]|1[0-2])|Q([1-4])|W(\d{1,2}))\b/gi)) {
@@ -405,7 +440,7 @@ function numberRegex(style: NumberStyle) {
       // unit or scale: %, percent, per cent, bp, k, M, bn, million ...
       String.raw`(?:\s?(%|per\s?cent\b|percentage points?\b|pp\b|bps?\b|basis points?\b)|\s?(${SCALE})\b)?` +
       // a currency code or word after: 45 USD, 3 million dollars
-      String.raw`(?:\s?(\b[A-Z]{3}\b|dollars?\b|euros?\b|pounds\b|yen\b|rupees\b|francs\b))?` +
+      String.raw`(?:\.?\s?(\b[A-Z]{3}\b|dollars?\b|euros?\b|pounds\b|yen\b|rupees\b|francs\b|[$€£¥₹](?![\w])))?` +
       String.raw`(?![\w]|${escape(style.decimal)}\d|${style.group === ' ' ? '\\s\\d{3}\\b' : `${escape(style.group)}\\d`})`,
     'g',
   );
@@ -415,9 +450,12 @@ function numberRegex(style: NumberStyle) {
 }
 
 /** Words before a figure that hedge it. */
-const ABOUT = /(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.?|\bcirca|\bca\.|\bsome|\bclose to|\ban estimated|\bestimated|\bjust about|~|≈|\bin the region of|\bon the order of)\s*$/i;
-const OVER = /(?:\bover|\bmore than|\babove|\bexceeding|\bupwards of|\bnorth of|\bat least|\bjust over|\bwell over|\bin excess of|\bgreater than|>|≥)\s*$/i;
-const UNDER = /(?:\bunder|\bless than|\bbelow|\bnearly|\balmost|\bjust under|\bup to|\bfewer than|\bshy of|\bat most|\bnot quite|<|≤)\s*$/i;
+const ABOUT =
+  /(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.?|\bcirca|\bca\.|\bsome|\bclose to|\ban estimated|\bestimated|\bjust about|~|≈|\bin the region of|\bon the order of)\s*$/i;
+const OVER =
+  /(?:\bover|\bmore than|\babove|\bexceeding|\bupwards of|\bnorth of|\bat least|\bjust over|\bwell over|\bin excess of|\bgreater than|>|≥)\s*$/i;
+const UNDER =
+  /(?:\bunder|\bless than|\bbelow|\bnearly|\balmost|\bjust under|\bup to|\bfewer than|\bshy of|\bat most|\bnot quite|<|≤)\s*$/i;
 
 /** Words of a change that give its direction, just before the figure ("fell by", "up"). */
 const FALLING_BEFORE =
@@ -425,15 +463,19 @@ const FALLING_BEFORE =
 const RISING_BEFORE =
   /\b(?:plus|up(?:\s+by)?|increase[sd]?(?:\s+by|\s+of)?|gr[eo]w(?:s|n)?(?:\s+by)?|rose(?:\s+by)?|rises?(?:\s+by)?|climbed(?:\s+by)?|jumped(?:\s+by)?|gained|a\s+gain\s+of|growth\s+of|grew\s+to|rising\s+by|higher\s+by|improved\s+by|expanded\s+by|surged(?:\s+by)?)\s+(?:(?:an?|some|about|around|roughly|nearly|almost|over|approximately|just)\s+)*$/i;
 /** Words after a figure that give a change's direction ("5% lower", "a 3% decline"). */
-const FALLING_AFTER = /^\s*(?:(?:year|quarter|month|week)[- ]over[- ](?:year|quarter|month|week)\s+)?(?:decrease|decline|drop|fall|reduction|contraction|lower|down|loss)\b/i;
-const RISING_AFTER = /^\s*(?:(?:year|quarter|month|week)[- ]over[- ](?:year|quarter|month|week)\s+)?(?:increase|rise|gain|growth|jump|higher|up)\b/i;
+const FALLING_AFTER =
+  /^\s*(?:(?:year|quarter|month|week)[- ]over[- ](?:year|quarter|month|week)\s+)?(?:decrease|decline|drop|fall|reduction|contraction|lower|down|loss)\b/i;
+const RISING_AFTER =
+  /^\s*(?:(?:year|quarter|month|week)[- ]over[- ](?:year|quarter|month|week)\s+)?(?:increase|rise|gain|growth|jump|higher|up)\b/i;
 /** A comparison: its direction is relative ("3 more deals than", "5 fewer"). */
 const COMPARATIVE_AFTER = /^\s*(?:[a-z]+\s+){0,2}(?:more|fewer|less|higher|lower|greater|smaller|larger|bigger|ahead|behind)\b/i;
 
 /** Words before a bare number that make it a position, not a figure: "top 5", "#1", "rank 2". */
-const ORDINAL_BEFORE = /(?:\b(?:top|bottom|first|last|rank(?:ed)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.)\s*-?\s*|#\s*)$/i;
+const ORDINAL_BEFORE =
+  /(?:\b(?:top|bottom|first|last|rank(?:ed)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.)\s*-?\s*|#\s*)$/i;
 /** A span of time: "the last 30 days", "over the past 12 months". */
-const SPAN_AFTER = /^\s*(?:calendar\s+|business\s+|full\s+)?(?:days?|weeks?|months?|quarters?|years?|hours?|minutes?|seconds?)\b/i;
+const SPAN_AFTER =
+  /^\s*(?:calendar\s+|business\s+|full\s+)?(?:days?|weeks?|months?|quarters?|years?|hours?|minutes?|seconds?)\b/i;
 const SPAN_BEFORE = /\b(?:last|past|next|previous|coming|trailing|within|every|per|each|rolling)\s*$/i;
 
 function readFigures(masked: string, text: string, style: NumberStyle): Figure[] {
@@ -456,7 +498,10 @@ function readFigures(masked: string, text: string, style: NumberStyle): Figure[]
       }
     }
     if (currencyAfter) {
-      const code = CURRENCY_WORDS[currencyAfter.toLowerCase()] ?? (ISO_CURRENCIES.has(currencyAfter) ? currencyAfter : undefined);
+      const code =
+        CURRENCY_SYMBOLS[currencyAfter] ??
+        CURRENCY_WORDS[currencyAfter.toLowerCase()] ??
+        (ISO_CURRENCIES.has(currencyAfter) ? currencyAfter : undefined);
       if (code) currency ??= code;
       else shown = shown.slice(0, shown.length - currencyAfter.length).trimEnd();
     }
@@ -479,7 +524,10 @@ function readFigures(masked: string, text: string, style: NumberStyle): Figure[]
     if (bare && ORDINAL_BEFORE.test(before)) continue;
     const end = index + shown.trimEnd().length;
     const after = masked.slice(end, end + 40);
-    if (bare && (SPAN_BEFORE.test(before) || (SPAN_AFTER.test(after) && /\b(?:the|last|past|next|in|within|over|for|of)\s*$/i.test(before))))
+    if (
+      bare &&
+      (SPAN_BEFORE.test(before) || (SPAN_AFTER.test(after) && /\b(?:the|last|past|next|in|within|over|for|of)\s*$/i.test(before)))
+    )
       continue;
     // Ordinal suffixes and numbers glued to words: 3rd, 2nd, 10x.
     if (/^(?:st|nd|rd|th)\b/i.test(masked.slice(index + shown.length))) continue;

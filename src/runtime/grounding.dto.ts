@@ -7,7 +7,8 @@ export class SupportedNumberResponse {
   @ApiPropertyOptional({
     type: 'integer',
     minimum: 0,
-    description: "Index of the cell's row in the result's rows; absent for a top-level value (a count, a single record, a calculation)",
+    description:
+      "Index of the cell's row in the result's rows; absent for a top-level value (a count, a single record, a calculation)",
   })
   row?: number;
   @ApiPropertyOptional({ description: 'The column (field, alias or metric) of the cell' }) column?: string;

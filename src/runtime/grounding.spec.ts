@@ -123,7 +123,12 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
     expect(unsupported('We won $451 in deals.')).toEqual(['wrong_unit']);
     expect(unsupported('Won revenue was €23.5M.')).toEqual(['wrong_unit']);
     expect(unsupported('Won revenue was $23.5k.')).toEqual(['wrong_scale']);
-    const change: GroundingSource = { toolCallId: 'c', name: 'calculate', arguments: { expression: 'pct_change(1, 2)' }, content: { value: 12.5, operands: [] } };
+    const change: GroundingSource = {
+      toolCallId: 'c',
+      name: 'calculate',
+      arguments: { expression: 'pct_change(1, 2)' },
+      content: { value: 12.5, operands: [] },
+    };
     expect(groundAnswer('Revenue fell 12.5%.', [change]).unsupported).toEqual([{ text: '12.5%', reason: 'wrong_sign' }]);
     expect(groundAnswer('Revenue grew 12.5%.', [change]).unsupported).toEqual([]);
   });
@@ -148,7 +153,9 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
   });
 
   it("does not count the question's numbers restated, but flags one echoed as a result", () => {
-    const grounding = groundAnswer('We won 451 deals over $50,000.', [BY_STAGE], { question: 'How many deals over 50000 did we win?' });
+    const grounding = groundAnswer('We won 451 deals over $50,000.', [BY_STAGE], {
+      question: 'How many deals over 50000 did we win?',
+    });
     expect(grounding.numbers).toBe(1);
     expect(groundAnswer('Yes, we won 500 deals.', [BY_STAGE], { question: 'Did we win 500 deals?' }).unsupported).toEqual([
       { text: '500', reason: 'from_question' },
@@ -160,7 +167,12 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
       toolCallId: 'call_r',
       name: 'query_records',
       arguments: { objectName: 'deal' },
-      content: { count: 1, total: 1, hasMore: false, records: [{ name: 'Acme – Renewal 2025', close_date: '2025-03-14', amount: 1200 }] },
+      content: {
+        count: 1,
+        total: 1,
+        hasMore: false,
+        records: [{ name: 'Acme – Renewal 2025', close_date: '2025-03-14', amount: 1200 }],
+      },
     };
     const grounding = groundAnswer('Acme – Renewal 2025 closed on March 14, 2025 and on 2025-03-15.', [records]);
     expect(grounding.supported.map((s) => s.text)).toEqual(['March 14, 2025']);

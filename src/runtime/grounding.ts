@@ -81,7 +81,11 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       continue;
     }
     const echo = asked.figures.some((q) => sameNumber(q, figure));
-    if ((echo || evidence.filters.has(valueOf(figure))) && restatesCondition(answer, figure, options.question ?? '', asked.figures)) continue;
+    if (
+      (echo || evidence.filters.has(valueOf(figure))) &&
+      restatesCondition(answer, figure, options.question ?? '', asked.figures)
+    )
+      continue;
     claims.push({ figure, echo });
   }
   const scopes = new AnswerScopes(answer, findMentions(answer, evidence.vocabulary), periods);
@@ -92,8 +96,17 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     const verdict = bind(figure, scopes.scopeOf(figure.index, figure.end), evidence, echo);
     entries.push({ index: figure.index, ...verdict });
   }
-  for (const mention of dateClaims(read.dates, asked.dates, evidence)) {
+  for (const mention of dateClaims(answer, read.dates, asked.dates, evidence)) {
     entries.push({ index: mention.index, ...bindDate(mention, evidence) });
+  }
+  // A year no date of the results (nor the question, nor a filter) has is a claim no cell supports.
+  if (evidence.dates.size) {
+    const known = new Set([...evidence.years, ...askedYears, ...[...evidence.filterDates].map((d) => Number(d.slice(0, 4)))]);
+    for (const period of periods) {
+      const year = Number(period.from.slice(0, 4));
+      if (period.yearless || known.has(year) || period.grain === 'day') continue;
+      entries.push({ index: period.index, unsupported: { text: period.text, reason: 'no_such_value' } });
+    }
   }
   entries.sort((a, b) => a.index - b.index);
   return {
@@ -162,7 +175,7 @@ const REASON_TEXT: Record<UnsupportedReason, string> = {
   wrong_sign: 'wrong sign: the value has the opposite sign',
   wrong_unit: 'wrong unit: the value is in another unit or currency (a count, an amount, a percentage or a ratio)',
   wrong_scale: 'wrong scale: the value is a thousand, a million or a hundred times larger or smaller',
-  from_question: "taken from the question, not from the results",
+  from_question: 'taken from the question, not from the results',
   not_data: 'found only in a description or definition, not in the data',
 };
 
@@ -178,12 +191,27 @@ function valueOf(figure: Figure): number {
 }
 
 function isYear(figure: Figure): boolean {
-  return figure.bare && !figure.words && figure.sign === 'none' && /^\d{4}$/.test(figure.text) && figure.mantissa >= 1900 && figure.mantissa <= 2100;
+  return (
+    figure.bare &&
+    !figure.words &&
+    figure.sign === 'none' &&
+    /^\d{4}$/.test(figure.text) &&
+    figure.mantissa >= 1900 &&
+    figure.mantissa <= 2100
+  );
 }
 
 function yearPeriod(figure: Figure): PeriodMention {
   const year = String(figure.mantissa);
-  return { text: figure.text, index: figure.index, end: figure.end, from: `${year}-01-01`, to: `${year}-12-31`, grain: 'year', yearless: false };
+  return {
+    text: figure.text,
+    index: figure.index,
+    end: figure.end,
+    from: `${year}-01-01`,
+    to: `${year}-12-31`,
+    grain: 'year',
+    yearless: false,
+  };
 }
 
 function sameNumber(a: Figure, b: Figure): boolean {
@@ -202,11 +230,18 @@ const CONDITION_BEFORE =
 function restatesCondition(answer: string, figure: Figure, question: string, asked: readonly Figure[]): boolean {
   const before = answer.slice(Math.max(0, figure.index - 30), figure.index);
   if (CONDITION_BEFORE.test(before)) return true;
+  // The same word before it as in the question ("with probability 75"), unless that word states a
+  // result ("do we have 25" → "we have 25" repeats the user's guess as a finding).
   const word = lastWord(before);
-  return asked.some(
-    (q) => sameNumber(q, figure) && word !== undefined && word === lastWord(question.slice(Math.max(0, q.index - 30), q.index)),
-  );
+  if (word === undefined || STATES_A_RESULT.has(word)) return false;
+  return asked.some((q) => sameNumber(q, figure) && word === lastWord(question.slice(Math.max(0, q.index - 30), q.index)));
 }
+
+const STATES_A_RESULT = new Set(
+  'is are was were be been being have has had do does did won win lost lose closed made make reached reach hit got get generated brought total totals totaled came come exactly about around roughly approximately nearly almost only just worth at of'.split(
+    ' ',
+  ),
+);
 
 function lastWord(text: string): string | undefined {
   return /([\p{L}]+)[^\p{L}]*$/u.exec(text)?.[1]?.toLowerCase();
@@ -284,17 +319,27 @@ function shownValues(figure: Figure, cell: Cell): { values: number[]; unitFits: 
   return { values: [v], unitFits: true };
 }
 
-/** Half a unit of the last digit shown (in the figure's scale), and the step of its last significant digit. */
+/**
+ * Half a unit of the last digit shown (in the figure's scale), and how far a hedge may reach: the
+ * step of its last significant digit ("about 450": 10), at most a tenth of the figure ("about 300"
+ * is not 254).
+ */
 function precisionOf(figure: Figure): { half: number; step: number } {
   const half = 0.5 * 10 ** -figure.decimals;
-  if (figure.decimals > 0) return { half, step: 10 ** -figure.decimals };
-  let integer = Math.abs(Math.round(figure.mantissa));
-  let step = 1;
-  while (integer > 0 && integer % 10 === 0) {
-    integer /= 10;
-    step *= 10;
+  let step = 10 ** -figure.decimals;
+  if (figure.decimals === 0) {
+    let integer = Math.abs(Math.round(figure.mantissa));
+    while (integer > 0 && integer % 10 === 0) {
+      integer /= 10;
+      step *= 10;
+    }
   }
-  return { half, step };
+  return { half, step: Math.max(10 ** -figure.decimals, Math.min(step, Math.abs(figure.mantissa) / 10)) };
+}
+
+/** How far "over", "nearly" reach in their direction: a significant step, or a tenth of the figure. */
+function boundReach(figure: Figure): number {
+  return Math.max(precisionOf(figure).step, Math.abs(figure.mantissa) / 10);
 }
 
 function matchValue(figure: Figure, cell: Cell): ValueMatch | undefined {
@@ -327,9 +372,9 @@ function compare(figure: Figure, value: number, signed: boolean): ValueMatch | u
   } else if (figure.approximation === 'about') {
     fits = Math.abs(shown - target) <= Math.max(half, step / 2) + eps;
   } else if (figure.approximation === 'over') {
-    fits = shown >= target - half - eps && shown <= target + step + eps;
+    fits = shown >= target - half - eps && shown <= target + boundReach(figure) + eps;
   } else if (figure.approximation === 'under') {
-    fits = shown <= target + half + eps && shown >= target - step - eps;
+    fits = shown <= target + half + eps && shown >= target - boundReach(figure) - eps;
   } else {
     fits = Math.abs(shown - target) <= half + eps;
   }
@@ -386,19 +431,26 @@ function rowStatus(cell: Cell, scope: FigureScope, evidence: Evidence): RowStatu
     return true;
   };
   if (!check(scope.own, true) || !check(scope.inherited, false)) return 'conflict';
-  if (scope.periods.length && cell.row.periods.length) {
-    const overlaps = scope.periods.some((mention) => cell.row.periods.some((period) => periodsOverlap(mention, period)));
+  // A row's own dates and buckets say which period it is; else the range its call filtered on.
+  const periods = cell.row.periods.length ? cell.row.periods : cell.row.rangePeriods;
+  if (scope.periods.length && periods.length) {
+    const overlaps = scope.periods.some((mention) => periods.some((period) => periodsOverlap(mention, period)));
     if (!overlaps) return 'conflict';
     confirmed++;
   }
+  // "The average deal" is no sum, "the total" no average.
+  const aggregate = cell.meaning.aggregate;
+  if (scope.measure === 'average' && (aggregate === 'sum' || aggregate === 'count')) return 'conflict';
+  if (scope.measure === 'total' && aggregate === 'avg') return 'conflict';
   // "12 accounts" is not a count of deals.
   if (cell.meaning.kind === 'count' && cell.meaning.counts) {
     const noun = /^\s*(?:[a-z]+\s+)?([a-z]+)/.exec(scope.after);
     const counted = evidence.objects.get(noun?.[1] ?? '') ?? evidence.objects.get(/^\s*([a-z]+)/.exec(scope.after)?.[1] ?? '');
     if (counted && counted !== dimensionOf(cell.meaning.counts)) return 'conflict';
   }
-  if (confirmed > 0) return 'confirmed';
+  // The clause names an owner (a stage, ...) this row does not have: the figure is said of another row.
   if (unverifiable > 0 && !scope.whole) return 'unverifiable';
+  if (confirmed > 0) return 'confirmed';
   return 'neutral';
 }
 
@@ -423,8 +475,15 @@ function periodsOverlap(mention: PeriodMention, period: { from: string; to: stri
 }
 
 /** Dates are claims when the results hold dates, except those of the question and of the calls' filters. */
-function dateClaims(dates: readonly DateMention[], asked: readonly DateMention[], evidence: Evidence): DateMention[] {
+function dateClaims(
+  answer: string,
+  dates: readonly DateMention[],
+  asked: readonly DateMention[],
+  evidence: Evidence,
+): DateMention[] {
   return dates.filter((mention) => {
+    // "as of 2025-07-01" dates the answer, not a record.
+    if (/\bas (?:of|at)\s*$/i.test(answer.slice(Math.max(0, mention.index - 10), mention.index))) return false;
     if (mention.date && !evidence.dates.size) return false;
     if (!mention.date && (!mention.time || !evidence.times.size)) return false;
     if (mention.date && (evidence.filterDates.has(mention.date) || asked.some((q) => q.date === mention.date))) return false;

@@ -78,7 +78,8 @@ function tokenize(source: string): Token[] {
     if (match[1] !== undefined) {
       // "1,234" or "12%" right after a number: a figure written as text, not arithmetic.
       const next = source[pattern.lastIndex];
-      if (next !== undefined && /[\d_A-Za-z.]/.test(next)) throw new ExpressionError(`Malformed number "${match[1]}${next}"`, start);
+      if (next !== undefined && /[\d_A-Za-z.]/.test(next))
+        throw new ExpressionError(`Malformed number "${match[1]}${next}"`, start);
       tokens.push({ type: 'number', text: match[1], at: start });
     } else if (match[2] !== undefined) tokens.push({ type: 'name', text: match[2], at: start });
     else {
@@ -160,7 +161,11 @@ class Parser {
     const token = this.next();
     if (token.type === 'number') {
       if (this.operands.length >= MAX_NUMBERS) throw new ExpressionError(`At most ${MAX_NUMBERS} numbers per expression`);
-      const operand: Operand = { text: token.text.startsWith('.') ? `0${token.text}` : token.text, value: Number(token.text), constant: false };
+      const operand: Operand = {
+        text: token.text.startsWith('.') ? `0${token.text}` : token.text,
+        value: Number(token.text),
+        constant: false,
+      };
       this.operands.push(operand);
       return { kind: 'number', operand };
     }
@@ -172,7 +177,10 @@ class Parser {
     if (token.type === 'name') {
       const name = token.text.toLowerCase();
       if (!(name in FUNCTIONS)) {
-        throw new ExpressionError(`Unknown name "${token.text}": only ${Object.keys(FUNCTIONS).join(', ')} and numbers may appear`, token.at);
+        throw new ExpressionError(
+          `Unknown name "${token.text}": only ${Object.keys(FUNCTIONS).join(', ')} and numbers may appear`,
+          token.at,
+        );
       }
       this.expect('(');
       const args: Node[] = [this.expression()];
@@ -183,7 +191,10 @@ class Parser {
       this.expect(')');
       const arity = FUNCTIONS[name as FunctionName];
       if (args.length < arity.min || args.length > arity.max) {
-        throw new ExpressionError(`${name} takes ${arity.min === arity.max ? arity.min : `${arity.min} to ${arity.max}`} arguments`, token.at);
+        throw new ExpressionError(
+          `${name} takes ${arity.min === arity.max ? arity.min : `${arity.min} to ${arity.max}`} arguments`,
+          token.at,
+        );
       }
       // round's digits count places, not data.
       if (name === 'round' && args[1]) markConstant(args[1]);
@@ -196,7 +207,10 @@ class Parser {
   private expect(type: Token['type']): void {
     const token = this.next();
     if (token.type !== type) {
-      throw new ExpressionError(token.type === 'end' ? `Missing "${type}"` : `Expected "${type}" but found "${token.text}"`, token.at);
+      throw new ExpressionError(
+        token.type === 'end' ? `Missing "${type}"` : `Expected "${type}" but found "${token.text}"`,
+        token.at,
+      );
     }
   }
 }
@@ -262,7 +276,8 @@ function evaluate(node: Node): number {
 
 /** Parses and evaluates `source`; throws ExpressionError when it is not a valid expression or has no finite value. */
 export function evaluateExpression(source: string): Evaluation {
-  if (source.length > MAX_EXPRESSION_LENGTH) throw new ExpressionError(`The expression is longer than ${MAX_EXPRESSION_LENGTH} characters`);
+  if (source.length > MAX_EXPRESSION_LENGTH)
+    throw new ExpressionError(`The expression is longer than ${MAX_EXPRESSION_LENGTH} characters`);
   const parser = new Parser(tokenize(source));
   const tree = parser.parse();
   const value = evaluate(tree);
