@@ -5,7 +5,6 @@
  * comma-separated parts. A figure's clause speaks first; for a dimension it does not name, the
  * comma-parts before it in the same sentence and then its parent line do.
  */
-import { normalise } from './grounding-evidence';
 import type { PeriodMention } from './grounding-figures';
 
 /** A value of the results named in the answer. */

@@ -153,7 +153,7 @@ export function filterValues(where: unknown, into: Record<string, string[]> = {}
     if (typeof condition === 'string') values.push(condition);
     else if (isRecord(condition)) {
       if (typeof condition.$eq === 'string') values.push(condition.$eq);
-      if (Array.isArray(condition.$in)) values.push(...condition.$in);
+      if (Array.isArray(condition.$in)) values.push(...(condition.$in as unknown[]));
     }
     const strings = values.filter((v): v is string => typeof v === 'string' && !ISO_DATE.test(v));
     if (strings.length) (into[dimensionOf(key)] ??= []).push(...strings.map(normalise));
@@ -349,7 +349,8 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
     const context = filterValues(args.where);
     const contextPeriods = filterPeriods(args);
     const grain = typeof args.timeGrain === 'string' ? args.timeGrain : 'day';
-    const signed = source.name !== CALCULATE_TOOL || /^\s*pct_change\s*\(/i.test(String(args.expression ?? ''));
+    const signed =
+      source.name !== CALCULATE_TOOL || (typeof args.expression === 'string' && /^\s*pct_change\s*\(/i.test(args.expression));
     const addRow = (cells: Record<string, unknown>, index: number | undefined) => {
       const row: EvidenceRow = { source, index, labels: new Map(), periods: [], rangePeriods: contextPeriods, cells: [] };
       for (const [dimension, values] of Object.entries(context)) row.labels.set(dimension, new Set(values));

@@ -81,7 +81,7 @@ const styles = new Map<string, NumberStyle>();
 export function numberStyle(locale = 'en'): NumberStyle {
   const cached = styles.get(locale);
   if (cached) return cached;
-  let resolved = 'en';
+  let resolved: string;
   try {
     resolved = Intl.getCanonicalLocales(locale)[0] ?? 'en';
   } catch {
@@ -226,11 +226,8 @@ function blank(text: string, start: number, end: number): string {
   return text.slice(0, start) + ' '.repeat(end - start) + text.slice(end);
 }
 
-function blankAll(text: string, pattern: RegExp, keep?: (match: RegExpMatchArray) => boolean): string {
-  return text.replace(pattern, (...args) => {
-    const match = args[0] as string;
-    return keep?.(args as unknown as RegExpMatchArray) ? match : ' '.repeat(match.length);
-  });
+function blankAll(text: string, pattern: RegExp): string {
+  return text.replace(pattern, (match) => ' '.repeat(match.length));
 }
 
 /**
@@ -385,7 +382,7 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
     /\b(?:in|of|for|since|during|from|to|until|till|through|thru|before|after|year|early|late|mid|end|start|by|between|and|vs\.?|versus|than|over)\s+((?:19|20)\d{2})\b(?![.,]\d|\s*%)/gi,
   )) {
     const year = Number(match[1]);
-    const index = match.index! + match[0].length - match[1].length;
+    const index = match.index + match[0].length - match[1].length;
     take(Object.assign([match[1]], { index }) as unknown as RegExpMatchArray, {
       ...period(year, 1, 12),
       grain: 'year',

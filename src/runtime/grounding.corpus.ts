@@ -42,10 +42,32 @@ export interface CorpusCase {
 
 type Row = Record<string, unknown>;
 
+/** The fields of the sample records the answers quote. */
+interface Deal extends Row {
+  id: string;
+  name: string;
+  stage: string;
+  amount: number;
+  close_date: string;
+  owner: string | null;
+  metadata: { seats: number; contract_months: number };
+}
+interface Account extends Row {
+  id: string;
+  name: string;
+  industry: string | null;
+  employees: number;
+  annual_revenue: number;
+  country: string;
+  tier: string;
+  phone: string;
+  founded_on: string;
+}
+
 const dataset = generateCrmSample();
 const records = (name: string) => dataset.objects.find((o) => o.name === name)!.records;
-const deals = records('deal');
-const accounts = records('account');
+const deals = records('deal') as Deal[];
+const accounts = records('account') as Account[];
 
 const seeds = join(projectRoot(), 'seeds');
 const objects = new Map<string, { description?: string; fields: FieldMeta[] }>(
@@ -74,8 +96,7 @@ function call(toolCallId: string, name: string, args: Row, content: unknown): Gr
 }
 
 const cents = (x: number) => Math.round(x * 100) / 100;
-const sum = (rows: Row[], field: string) =>
-  cents(rows.reduce((s, r) => s + (typeof r[field] === 'number' ? (r[field] as number) : 0), 0));
+const sum = (rows: Row[], field: string) => cents(rows.reduce((s, r) => s + (typeof r[field] === 'number' ? r[field] : 0), 0));
 const avg = (rows: Row[], field: string) => {
   const values = rows.map((r) => r[field]).filter((v): v is number => typeof v === 'number');
   return values.reduce((s, v) => s + v, 0) / values.length;
@@ -203,14 +224,14 @@ const WIN_RATES = call(
 const winRate = (name: string) => winRows.find((r) => r.owner === name)!.win_rate;
 
 // One deal, one account.
-const bigDeal = [...wonDeals].sort((a, b) => (b.amount as number) - (a.amount as number))[0];
+const bigDeal = [...wonDeals].sort((a, b) => b.amount - a.amount)[0];
 const DEAL = call('call_deal', 'get_record', { objectName: 'deal', recordId: bigDeal.id }, bigDeal);
 const brightline = accounts.find((a) => a.name === 'Brightline Retail Inc.')!;
 const ACCOUNT = call('call_account', 'get_record', { objectName: 'account', recordId: brightline.id }, brightline);
 
 // The five largest won deals.
 const topDeals = [...wonDeals]
-  .sort((a, b) => (b.amount as number) - (a.amount as number))
+  .sort((a, b) => b.amount - a.amount)
   .slice(0, 5)
   .map((d) => ({ id: d.id, name: d.name, amount: d.amount, close_date: d.close_date, owner: d.owner }));
 const TOP_DEALS = call(
@@ -1121,25 +1142,22 @@ bad('q-echo', 'from_question', '$50 million', 'Did Q3 2024 beat $50 million?', `
 ok(
   'rec-deal',
   'Tell me about our biggest won deal.',
-  `The biggest won deal is **${bigDeal.name}**: ${usd(bigDeal.amount as number)}, closed on ${bigDeal.close_date} by ${bigDeal.owner}.`,
+  `The biggest won deal is **${bigDeal.name}**: ${usd(bigDeal.amount)}, closed on ${bigDeal.close_date} by ${bigDeal.owner}.`,
   [DEAL],
 );
-ok(
-  'rec-deal-long-date',
-  'When did it close?',
-  `${bigDeal.name} closed on January 4, 2023, for $${mil(bigDeal.amount as number, 2)}M.`,
-  [DEAL],
-);
+ok('rec-deal-long-date', 'When did it close?', `${bigDeal.name} closed on January 4, 2023, for $${mil(bigDeal.amount, 2)}M.`, [
+  DEAL,
+]);
 ok(
   'rec-deal-metadata',
   'What did they buy?',
-  `They bought ${(bigDeal.metadata as { seats: number }).seats} seats on a ${(bigDeal.metadata as { contract_months: number }).contract_months}-month contract, worth ${usd(bigDeal.amount as number)}.`,
+  `They bought ${bigDeal.metadata.seats} seats on a ${bigDeal.metadata.contract_months}-month contract, worth ${usd(bigDeal.amount)}.`,
   [DEAL],
 );
 ok(
   'rec-account',
   'Tell me about Brightline Retail.',
-  `${brightline.name} (${brightline.country}, ${brightline.tier} tier) has ${brightline.employees} employees and annual revenue of $${mil(brightline.annual_revenue as number, 1)}M. Founded on ${brightline.founded_on}. Phone: ${brightline.phone}.`,
+  `${brightline.name} (${brightline.country}, ${brightline.tier} tier) has ${brightline.employees} employees and annual revenue of $${mil(brightline.annual_revenue, 1)}M. Founded on ${brightline.founded_on}. Phone: ${brightline.phone}.`,
   [ACCOUNT],
 );
 ok(
@@ -1154,20 +1172,20 @@ ok(
   'Our five largest won deals?',
   [
     'The five largest won deals:',
-    ...topDeals.map((d, i) => `${i + 1}. ${d.name} — ${usd(d.amount as number)} (${d.owner}, ${d.close_date})`),
+    ...topDeals.map((d, i) => `${i + 1}. ${d.name} — ${usd(d.amount)} (${d.owner}, ${d.close_date})`),
   ].join('\n'),
   [TOP_DEALS],
 );
 ok(
   'rec-top-deals-count',
   'How many won deals are there, and which is largest?',
-  `There are ${wonDeals.length} won deals in total; the largest is ${topDeals[0].name} at ${usd(topDeals[0].amount as number)}.`,
+  `There are ${wonDeals.length} won deals in total; the largest is ${topDeals[0].name} at ${usd(topDeals[0].amount)}.`,
   [TOP_DEALS],
 );
 ok(
   'rec-deal-id',
   'What is the id of the biggest deal?',
-  `The deal ${bigDeal.name} has id \`${bigDeal.id}\` and is worth ${usd(bigDeal.amount as number)}.`,
+  `The deal ${bigDeal.name} has id \`${bigDeal.id}\` and is worth ${usd(bigDeal.amount)}.`,
   [DEAL],
 );
 
@@ -1177,7 +1195,7 @@ bad(
   'invented',
   '2023-01-14',
   'When did the biggest deal close?',
-  `${bigDeal.name} closed on 2023-01-14 for ${usd(bigDeal.amount as number)}.`,
+  `${bigDeal.name} closed on 2023-01-14 for ${usd(bigDeal.amount)}.`,
   [DEAL],
 );
 bad(
@@ -1191,25 +1209,25 @@ bad(
 bad(
   'rec-revenue-scale',
   'wrong_scale',
-  `$${mil(brightline.annual_revenue as number, 1)}B`,
+  `$${mil(brightline.annual_revenue, 1)}B`,
   'Brightline revenue?',
-  `Brightline Retail Inc. reports $${mil(brightline.annual_revenue as number, 1)}B in annual revenue.`,
+  `Brightline Retail Inc. reports $${mil(brightline.annual_revenue, 1)}B in annual revenue.`,
   [ACCOUNT],
 );
 bad(
   'rec-top-deal-owner',
   'wrong_entity',
-  usd(topDeals[0].amount as number),
+  usd(topDeals[0].amount),
   "What was Marcus Silva's biggest deal?",
-  `Marcus Silva's biggest win was worth ${usd(topDeals[0].amount as number)}.`,
+  `Marcus Silva's biggest win was worth ${usd(topDeals[0].amount)}.`,
   [TOP_DEALS],
 );
 bad(
   'rec-currency',
   'wrong_currency',
-  `€${fixed(bigDeal.amount as number, 0)}`,
+  `€${fixed(bigDeal.amount, 0)}`,
   'Biggest deal amount?',
-  `The biggest deal was €${fixed(bigDeal.amount as number, 0)}.`,
+  `The biggest deal was €${fixed(bigDeal.amount, 0)}.`,
   [DEAL],
 );
 bad(
@@ -1225,7 +1243,7 @@ bad(
   'from_description',
   '100',
   'What probability does a won deal have?',
-  `${bigDeal.name} is won, so its probability is 100 as for every won deal; it is worth ${usd(bigDeal.amount as number)}.`,
+  `${bigDeal.name} is won, so its probability is 100 as for every won deal; it is worth ${usd(bigDeal.amount)}.`,
   [{ ...DEAL, content: { ...bigDeal, probability: undefined } }, DESCRIBE_DEAL],
 );
 
@@ -1321,7 +1339,7 @@ ok('fmt-no-figures', 'Which stage has the most value?', 'Won deals hold the most
 ok(
   'fmt-filter-restated',
   'Which deals above 5 million did Lucas win?',
-  `Lucas Moreau's won deals above $5,000,000 include ${topDeals[0].name} (${usd(topDeals[0].amount as number)}).`,
+  `Lucas Moreau's won deals above $5,000,000 include ${topDeals[0].name} (${usd(topDeals[0].amount)}).`,
   [TOP_DEALS],
 );
 ok('fmt-avg-decimals', 'Average won deal to the cent?', `The average won deal is ${usd(won.avg_amount, 2)}.`, [STAGES]);
@@ -1334,7 +1352,7 @@ ok(
 ok(
   'fmt-between-years',
   'Biggest deals between 2023 and 2025?',
-  `Between 2023 and 2025, the largest won deal was ${topDeals[0].name} with ${usd(topDeals[0].amount as number)}.`,
+  `Between 2023 and 2025, the largest won deal was ${topDeals[0].name} with ${usd(topDeals[0].amount)}.`,
   [TOP_DEALS],
 );
 ok('fmt-deal-names-digits', 'Name the two largest deals.', `1. ${topDeals[0].name}\n2. ${topDeals[1].name}`, [TOP_DEALS]);
@@ -1458,9 +1476,9 @@ bad(
 bad(
   'slip-yen',
   'wrong_currency',
-  `¥${fixed(brightline.annual_revenue as number, 0)}`,
+  `¥${fixed(brightline.annual_revenue, 0)}`,
   'Brightline revenue?',
-  `Brightline Retail Inc. makes ¥${fixed(brightline.annual_revenue as number, 0)} a year.`,
+  `Brightline Retail Inc. makes ¥${fixed(brightline.annual_revenue, 0)} a year.`,
   [ACCOUNT],
 );
 bad(
@@ -1731,9 +1749,9 @@ bad(
 bad(
   'r2-cad',
   'wrong_currency',
-  `CAD ${mil(brightline.annual_revenue as number)}M`,
+  `CAD ${mil(brightline.annual_revenue)}M`,
   'Brightline revenue?',
-  `Brightline Retail Inc. (Canada) reports annual revenue of CAD ${mil(brightline.annual_revenue as number)}M.`,
+  `Brightline Retail Inc. (Canada) reports annual revenue of CAD ${mil(brightline.annual_revenue)}M.`,
   [ACCOUNT],
 );
 bad(

@@ -84,6 +84,19 @@ function tokenize(source: string): Token[] {
     } else if (match[2] !== undefined) tokens.push({ type: 'name', text: match[2], at: start });
     else {
       const char = match[3];
+      // "12%" is a percentage, not a remainder: the model means 0.12.
+      const previous = tokens.at(-1);
+      if (
+        char === '%' &&
+        previous?.type === 'number' &&
+        previous.at + previous.text.length === start &&
+        !/^\s*[\d.(A-Za-z]/.test(source.slice(start + 1))
+      ) {
+        throw new ExpressionError(
+          `"${previous.text}%" is a percentage: write it as a ratio (${previous.text} / 100)`,
+          previous.at,
+        );
+      }
       tokens.push({ type: char === '(' || char === ')' || char === ',' ? char : 'op', text: char, at: start });
     }
     at = pattern.lastIndex;
@@ -102,6 +115,8 @@ class Parser {
   parse(): Node {
     const node = this.expression();
     const token = this.peek();
+    if (token.type === ',')
+      throw new ExpressionError('Unexpected ",": write plain numbers without thousands separators', token.at);
     if (token.type !== 'end') throw new ExpressionError(`Unexpected "${token.text}"`, token.at);
     return node;
   }
@@ -176,7 +191,7 @@ class Parser {
     }
     if (token.type === 'name') {
       const name = token.text.toLowerCase();
-      if (!(name in FUNCTIONS)) {
+      if (!Object.hasOwn(FUNCTIONS, name)) {
         throw new ExpressionError(
           `Unknown name "${token.text}": only ${Object.keys(FUNCTIONS).join(', ')} and numbers may appear`,
           token.at,
