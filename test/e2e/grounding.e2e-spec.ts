@@ -440,6 +440,27 @@ describe('Grounded answers', () => {
     });
   });
 
+  it("reads the answer's numbers in the agent's locale", async () => {
+    const dataChat = bodyOf<Record<string, unknown>>(
+      await t.http.get('/api/v1/ai/agents/data_chat').set(bearer(t.adminKey)).expect(200),
+    );
+    const spec: Record<string, unknown> = { ...dataChat, name: 'german_chat', locale: 'de-DE' };
+    for (const key of ['createdAt', 'updatedAt', 'version']) delete spec[key];
+    await t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send(spec).expect(201);
+    const german = (value: number) => value.toLocaleString('de-DE', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    const call = callWon();
+    llm.enqueue(call.step, (req) => {
+      const { n, total } = lastResult<Won>(req);
+      return MockReply.text(`Wir haben ${n} Deals gewonnen, im Wert von ${german(total)} $.`);
+    });
+    const answer = await ask('Wie viel haben wir gewonnen?', 'german_chat');
+    expect(answer.grounding).toEqual({
+      numbers: 2,
+      supported: [wonCell(String(won.n), call.id, 'n', false), wonCell(`${german(won.total)} $`, call.id, 'total', false)],
+      unsupported: [],
+    });
+  });
+
   it('rejects an unknown grounding mode with 400 and shows the mode in the agent', async () => {
     const agent = (name: string) => t.http.get(`/api/v1/ai/agents/${name}`).set(bearer(t.adminKey)).expect(200);
     const body = bodyOf<Record<string, unknown>>(await agent('strict_chat'));
