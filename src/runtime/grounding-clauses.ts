@@ -67,7 +67,7 @@ const COMMON_WORDS = new Set(['the', 'and', 'for', 'new', 'open', 'closed', 'dea
 
 /** Words that make a clause speak of a whole. */
 const WHOLE =
-  /\b(?:in total|total(?:s|ed|ing)?|overall|in all|altogether|combined|across (?:all|the|every)|company[- ]wide|all (?:deals|accounts|contacts|owners|reps|stages|industries)|out of|of all|whole|entire|grand|sum of|all told|together)\b/i;
+  /\b(?:in total|total(?:s|ed|ing)?|overall|in all|altogether|across (?:all|the|every)|company[- ]wide|all (?:deals|accounts|contacts|owners|reps|stages|industries)|out of|of all|whole|entire|grand|all told)\b/i;
 
 const AVERAGE = /\b(?:average|averages|averaging|averaged|avg|mean|typical|typically)\b/i;
 const TOTAL = /\b(?:total|totals|totalling|totaling|totaled|totalled|sum|summed|combined|altogether|in all|all told)\b/i;
@@ -326,6 +326,11 @@ export class AnswerScopes {
       periods = this.periods.filter((p) => p.index >= span.start && p.end <= span.end);
       if (periods.length) break;
     }
+    // "In Q4 of 2024": the quarter says which rows, the year only where it is.
+    periods = periods.filter(
+      (p) =>
+        !periods.some((q) => q !== p && !q.yearless && p.from <= q.from && q.to <= p.to && (p.from !== q.from || p.to !== q.to)),
+    );
     // The words right around the figure, and its label: "Retail has 23 accounts with 3,220 employees on average" averages employees only.
     const measureText =
       this.text.slice(Math.max(clause.start, index - 30), Math.min(clause.end, end + 25)) +

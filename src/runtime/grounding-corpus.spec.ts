@@ -30,6 +30,17 @@ describe('grounding on the adversarial corpus', () => {
       `grounding corpus: ${corpus.length} answers (${planted.length} with a planted error, ${correct.length} correct)`,
       `planted errors flagged: ${planted.length - missed.length}/${planted.length} = ${(detection * 100).toFixed(1)}%`,
       `correct answers flagged: ${falseAlarms.length}/${correct.length} = ${(falseAlarmRate * 100).toFixed(1)}%`,
+      ...(() => {
+        // The third round was written after the checker was done, without looking at it; it found two misses
+        // (a "combined" read as a whole, a quarter hidden by its year), fixed since: 18/20 and 0/20 before.
+        const held = (r: { c: CorpusCase }) => r.c.id.startsWith('r3-');
+        const heldPlanted = planted.filter(held);
+        const heldCorrect = correct.filter(held);
+        return [
+          `third round (written last): planted flagged ${heldPlanted.filter((r) => plantedFlagged(r.c, r.grounding)).length}/${heldPlanted.length}, ` +
+            `correct flagged ${heldCorrect.filter((r) => r.grounding.unsupported.length > 0).length}/${heldCorrect.length}`,
+        ];
+      })(),
       ...missed.map((r) => `  missed ${r.c.id} (${r.c.planted!.kind} "${r.c.planted!.figure}"): ${JSON.stringify(r.grounding)}`),
       ...falseAlarms.map((r) => `  flagged correct ${r.c.id}: ${JSON.stringify(r.grounding.unsupported)}`),
     ];

@@ -377,6 +377,11 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
     const year = match[2] ? Number(match[2]) : 0;
     take(match, { ...period(year, month, month), grain: 'month', yearless: !year });
   }
+  // Quarters in words: "the first quarter of 2024" (before the years, which would take its year).
+  for (const match of masked.matchAll(/\b(first|second|third|fourth)\s+quarter(?:\s+of\s+((?:19|20)\d{2}))?\b/gi)) {
+    const q = ['first', 'second', 'third', 'fourth'].indexOf(match[1].toLowerCase()) + 1;
+    take(match, quarter(match[2] ? Number(match[2]) : 0, q));
+  }
   // A year after a word of time: in 2024, since 2019, during 2023, 2024's.
   for (const match of masked.matchAll(
     /\b(?:in|of|for|since|during|from|to|until|till|through|thru|before|after|year|early|late|mid|end|start|by|between|and|vs\.?|versus|than|over)\s+((?:19|20)\d{2})\b(?![.,]\d|\s*%)/gi,
@@ -388,11 +393,6 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
       grain: 'year',
       yearless: false,
     });
-  }
-  // The same-quarter words: "the first quarter of 2024".
-  for (const match of masked.matchAll(/\b(first|second|third|fourth)\s+quarter(?:\s+of\s+((?:19|20)\d{2}))?\b/gi)) {
-    const q = ['first', 'second', 'third', 'fourth'].indexOf(match[1].toLowerCase()) + 1;
-    take(match, quarter(match[2] ? Number(match[2]) : 0, q));
   }
   return masked;
 }

@@ -1784,6 +1784,246 @@ bad(
   [OWNERS],
 );
 
+// ---------------------------------------------------------------------------------------------
+// A third round, written after the checker was done and kept as written; its rates are printed apart. It
+// found two misses, which the checker's fixes answer (18/20 planted and 0/20 correct flagged before them).
+
+const daniel = winRate('Daniel Okafor');
+const elena = winRate('Elena Petrova');
+ok(
+  'r3-bold-lines',
+  'Won vs lost?',
+  `Sure! Here's what I found:\n\n**Won deals:** ${won.deals}\n**Lost deals:** ${lost.deals}\n\nSo you won slightly more deals than you lost.`,
+  [STAGES],
+);
+ok(
+  'r3-top-performer',
+  'Who is the top performer?',
+  `Looking at the data, ${o1.owner} is your top performer — he closed ${o1.won_deals} deals worth a combined ${usd(o1.revenue)}.`,
+  [OWNERS],
+);
+ok(
+  'r3-retail-tie',
+  'How big is retail?',
+  `The retail industry accounts for ${retail.accounts} of your accounts, tied with manufacturing.`,
+  [INDUSTRIES],
+);
+ok(
+  'r3-quarter-lines',
+  'First half of 2024?',
+  `Q1 2024: $${mil(q1.won_revenue, 2)}M (${q1.won_deals} deals)\nQ2 2024: $${mil(q2.won_revenue, 2)}M (${q2.won_deals} deals)`,
+  [QUARTERS],
+);
+ok('r3-went-up', 'Growth Q1 to Q2 2024?', `Won revenue went up by ${value(Q2_GROWTH).toFixed(1)}% from Q1 to Q2 2024.`, [
+  QUARTERS,
+  Q2_GROWTH,
+]);
+ok(
+  'r3-biggest-ever',
+  'Biggest deal ever?',
+  `Your biggest deal ever is the Ironclad Bank K.K. expansion from January 2023, at $${mil(bigDeal.amount, 2)} million.`,
+  [DEAL],
+);
+ok(
+  'r3-neck-and-neck',
+  'Priya vs Lucas?',
+  `${o3.owner} (${o3.won_deals} won deals) and ${o1.owner} (${o1.won_deals}) are neck and neck on volume.`,
+  [OWNERS],
+);
+ok(
+  'r3-dashes',
+  'Brightline?',
+  `Brightline Retail Inc. — ${brightline.country} — ${brightline.employees} employees — annual revenue ${usd(brightline.annual_revenue)}.`,
+  [ACCOUNT],
+);
+ok(
+  'r3-opportunities',
+  'Negotiation?',
+  `Negotiation-stage deals total $${mil(nego.total_amount)}M across ${nego.deals} opportunities.`,
+  [STAGES],
+);
+ok('r3-roughly-avg', 'Average won deal?', `The average won deal size is roughly $${Math.round(won.avg_amount / 1000)}K.`, [
+  STAGES,
+]);
+ok('r3-hannah', 'Hannah?', `Hannah Weiss: ${pct(hannah, 2)} win rate.`, [WIN_RATES]);
+ok(
+  'r3-best-worst',
+  'Best and worst win rate?',
+  `Sofia Rossi's win rate (${pct(sofia)}) is the best on the team; Elena Petrova's (${pct(elena, 0)}) is the lowest.`,
+  [WIN_RATES],
+);
+ok('r3-bronze', 'Largest tier?', `There are ${tier('bronze').accounts} bronze-tier accounts, making it the largest tier.`, [
+  TIERS,
+]);
+ok('r3-fell-to', 'Q4 2024?', `In the fourth quarter of 2024, won deals fell to ${q4.won_deals}.`, [QUARTERS]);
+ok(
+  'r3-proposal-about',
+  'Proposal?',
+  `Deals in proposal: ${prop.deals} (worth about $${Math.round(prop.total_amount / 1e6)} million).`,
+  [STAGES],
+);
+ok('r3-tom', 'Tom?', `${o4.owner} generated $${mil(o4.revenue, 2)}M from ${o4.won_deals} wins.`, [OWNERS]);
+ok(
+  'r3-de-marcus',
+  'Marcus?',
+  `Marcus Silva hat ${o2.won_deals} Deals mit insgesamt ${de(o2.revenue, 2)} USD gewonnen.`,
+  [OWNERS],
+  'de-DE',
+);
+ok('r3-two-stages', 'Early stages?', `Prospecting holds ${prosp.deals} deals, qualification ${qual.deals}.`, [STAGES]);
+ok('r3-rounds-out', 'Fifth place?', `${o5.owner} rounds out the top five with ${usd(o5.revenue)} in won revenue.`, [OWNERS]);
+ok('r3-media', 'How many media accounts?', `You have ${industry('media').accounts} accounts in media.`, [INDUSTRIES]);
+
+bad(
+  'r3-bold-lines-wrong',
+  'wrong_row',
+  `**Lost deals:** ${won.deals}`,
+  'Won vs lost?',
+  `Sure! Here's what I found:\n\n**Won deals:** ${won.deals}\n**Lost deals:** ${won.deals}\n\nSo it's a tie.`,
+  [STAGES],
+);
+bad(
+  'r3-top-performer-wrong',
+  'wrong_entity',
+  `closed ${o3.won_deals} deals`,
+  'Who is the top performer?',
+  `Looking at the data, ${o1.owner} is your top performer — he closed ${o3.won_deals} deals worth a combined ${usd(o1.revenue)}.`,
+  [OWNERS],
+);
+bad(
+  'r3-retail-wrong',
+  'wrong_row',
+  `for ${health.accounts} of`,
+  'How big is retail?',
+  `The retail industry accounts for ${health.accounts} of your accounts.`,
+  [INDUSTRIES],
+);
+bad(
+  'r3-quarter-lines-wrong',
+  'wrong_row',
+  `Q2 2024: $${mil(q1.won_revenue, 2)}M`,
+  'First half of 2024?',
+  `Q1 2024: $${mil(q1.won_revenue, 2)}M (${q1.won_deals} deals)\nQ2 2024: $${mil(q1.won_revenue, 2)}M (${q2.won_deals} deals)`,
+  [QUARTERS],
+);
+bad(
+  'r3-went-down',
+  'wrong_sign',
+  `${value(Q2_GROWTH).toFixed(1)}%`,
+  'Growth Q1 to Q2 2024?',
+  `Won revenue went down by ${value(Q2_GROWTH).toFixed(1)}% from Q1 to Q2 2024.`,
+  [QUARTERS, Q2_GROWTH],
+);
+bad(
+  'r3-biggest-billion',
+  'wrong_scale',
+  `$${mil(bigDeal.amount, 2)} billion`,
+  'Biggest deal ever?',
+  `Your biggest deal ever is the Ironclad Bank K.K. expansion from January 2023, at $${mil(bigDeal.amount, 2)} billion.`,
+  [DEAL],
+);
+bad(
+  'r3-priya-invented',
+  'invented',
+  '(38 won deals)',
+  'Priya vs Lucas?',
+  `${o3.owner} (38 won deals) and ${o1.owner} (${o1.won_deals}) are far apart on volume.`,
+  [OWNERS],
+);
+bad(
+  'r3-euro',
+  'wrong_currency',
+  `€${fixed(brightline.annual_revenue, 0)}`,
+  'Brightline?',
+  `Brightline Retail Inc. — ${brightline.country} — ${brightline.employees} employees — annual revenue €${fixed(brightline.annual_revenue, 0)}.`,
+  [ACCOUNT],
+);
+bad(
+  'r3-opportunities-qual',
+  'wrong_row',
+  `$${mil(qual.total_amount)}M`,
+  'Negotiation?',
+  `Negotiation-stage deals total $${mil(qual.total_amount)}M across ${nego.deals} opportunities.`,
+  [STAGES],
+);
+bad(
+  'r3-avg-nego',
+  'wrong_row',
+  `$${Math.round(nego.avg_amount / 1000)}K`,
+  'Average won deal?',
+  `The average won deal size is roughly $${Math.round(nego.avg_amount / 1000)}K.`,
+  [STAGES],
+);
+bad('r3-hannah-maya', 'wrong_entity', pct(maya, 2), 'Hannah?', `Hannah Weiss: ${pct(maya, 2)} win rate.`, [WIN_RATES]);
+bad(
+  'r3-elena-daniel',
+  'wrong_entity',
+  pct(daniel),
+  'Lowest win rate?',
+  `Elena Petrova's win rate (${pct(daniel)}) is the lowest on the team.`,
+  [WIN_RATES],
+);
+bad(
+  'r3-gold-bronze',
+  'wrong_row',
+  String(tier('bronze').accounts),
+  'Gold tier?',
+  `There are ${tier('bronze').accounts} gold-tier accounts.`,
+  [TIERS],
+);
+bad(
+  'r3-fell-to-wrong',
+  'wrong_row',
+  `fell to ${q2.won_deals}`,
+  'Q4 2024?',
+  `In the fourth quarter of 2024, won deals fell to ${q2.won_deals}.`,
+  [QUARTERS],
+);
+bad(
+  'r3-proposal-prosp',
+  'wrong_row',
+  `about $${Math.round(prosp.total_amount / 1e6)} million`,
+  'Proposal?',
+  `Deals in proposal: ${prop.deals} (worth about $${Math.round(prosp.total_amount / 1e6)} million).`,
+  [STAGES],
+);
+bad(
+  'r3-tom-rate',
+  'invented',
+  `${pct(winRate('Tom Fischer'))}`,
+  'Tom?',
+  `${o4.owner} generated $${mil(o4.revenue, 2)}M from ${o4.won_deals} wins, a ${pct(winRate('Tom Fischer'))} win rate.`,
+  [OWNERS],
+);
+bad(
+  'r3-de-marcus-priya',
+  'wrong_entity',
+  de(o3.revenue, 2),
+  'Marcus?',
+  `Marcus Silva hat ${o2.won_deals} Deals mit insgesamt ${de(o3.revenue, 2)} USD gewonnen.`,
+  [OWNERS],
+  'de-DE',
+);
+bad('r3-prospecting-qual', 'wrong_row', `holds ${qual.deals}`, 'Prospecting?', `Prospecting holds ${qual.deals} deals.`, [
+  STAGES,
+]);
+bad(
+  'r3-jack-count',
+  'invented',
+  'across 23 deals',
+  'Fifth place?',
+  `${o5.owner} rounds out the top five with ${usd(o5.revenue)} in won revenue across 23 deals.`,
+  [OWNERS],
+);
+bad(
+  'r3-media-echo',
+  'from_question',
+  'about 60',
+  'Is it true we have about 60 media accounts?',
+  'Yes, there are about 60 media accounts.',
+  [INDUSTRIES],
+);
+
 /** The corpus: correct and planted answers, each with the data results of its turn. */
 export function groundingCorpus(): CorpusCase[] {
   return cases.filter((c) => c.sources.length > 0);
