@@ -226,6 +226,25 @@ function blank(text: string, start: number, end: number): string {
   return text.slice(0, start) + ' '.repeat(end - start) + text.slice(end);
 }
 
+/** A text whose stretches are blanked one by one, built again only when read (answers can hold thousands of them). */
+class Blanked {
+  private readonly units: string[];
+  private cached: string | undefined;
+
+  constructor(text: string) {
+    this.units = text.split('');
+  }
+
+  blank(start: number, end: number): void {
+    for (let i = Math.max(0, start); i < Math.min(end, this.units.length); i++) this.units[i] = ' ';
+    this.cached = undefined;
+  }
+
+  get text(): string {
+    return (this.cached ??= this.units.join(''));
+  }
+}
+
 function blankAll(text: string, pattern: RegExp): string {
   return text.replace(pattern, (match) => ' '.repeat(match.length));
 }
@@ -237,8 +256,9 @@ function blankAll(text: string, pattern: RegExp): string {
  */
 export function readText(text: string, options: ReadOptions = {}): ReadText {
   const style = numberStyle(options.locale);
-  let masked = text;
-  for (const [start, end] of options.masked ?? []) masked = blank(masked, start, end);
+  const spans = new Blanked(text);
+  for (const [start, end] of options.masked ?? []) spans.blank(start, end);
+  let masked = spans.text;
   // Code spans and fenced blocks show queries and arguments, not claims.
   masked = blankAll(masked, /```[\s\S]*?```|`[^`\n]*`/g);
   // UUIDs and long hex ids.
@@ -286,12 +306,13 @@ function blankRankColumns(text: string): string {
 
 const TIME = String.raw`(\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*(am|pm|a\.m\.|p\.m\.)?`;
 
-function readDates(masked: string, text: string, style: NumberStyle, out: DateMention[]): string {
+function readDates(input: string, text: string, style: NumberStyle, out: DateMention[]): string {
+  const blanked = new Blanked(input);
   const take = (match: RegExpMatchArray, date: string | undefined, time?: string) => {
     const index = match.index!;
     const shown = text.slice(index, index + match[0].length).trim();
     if (date !== undefined || time !== undefined) out.push({ text: shown, index, end: index + shown.length, date, time });
-    masked = blank(masked, index, index + match[0].length);
+    blanked.blank(index, index + match[0].length);
   };
   const timeOf = (h?: string, m?: string, meridiem?: string): string | undefined => {
     if (h === undefined || m === undefined) return undefined;
@@ -303,25 +324,25 @@ function readDates(masked: string, text: string, style: NumberStyle, out: DateMe
     return `${pad(hour)}:${m}`;
   };
   // ISO dates and timestamps: 2024-03-01, 2024-03-01T10:00:00Z, 2024-03-01 10:00.
-  for (const match of masked.matchAll(
+  for (const match of blanked.text.matchAll(
     /\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?\b/g,
   )) {
     take(match, isoDay(Number(match[1]), Number(match[2]), Number(match[3])), timeOf(match[4], match[5]));
   }
   // Month name and day, maybe a year: March 5, March 5th, 2024, Mar. 5 2024.
-  for (const match of masked.matchAll(
+  for (const match of blanked.text.matchAll(
     new RegExp(`\\b(${MONTHS})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?(?!\\s*[%$€£]|[.,]\\d)`, 'gi'),
   )) {
     take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[1]), Number(match[2])));
   }
   // Day before month: 5 March 2024, 5th of March.
-  for (const match of masked.matchAll(
+  for (const match of blanked.text.matchAll(
     new RegExp(`\\b(\\d{1,2})(?:st|nd|rd|th)?\\s+(?:of\\s+)?(${MONTHS})\\b\\.?(?:,?\\s+(\\d{4})\\b)?`, 'gi'),
   )) {
     take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[2]), Number(match[1])));
   }
   // Numeric dates: 03/15/2024 (month first where the locale writes it so), 15.03.2024, 15/03/24.
-  for (const match of masked.matchAll(/\b(\d{1,4})([/.])(\d{1,2})\2(\d{2,4})\b/g)) {
+  for (const match of blanked.text.matchAll(/\b(\d{1,4})([/.])(\d{1,2})\2(\d{2,4})\b/g)) {
     const [a, , b, c] = [Number(match[1]), match[2], Number(match[3]), match[4]];
     let date: string | undefined;
     if (match[1].length === 4) date = isoDay(a, b, Number(c));
@@ -332,18 +353,19 @@ function readDates(masked: string, text: string, style: NumberStyle, out: DateMe
     take(match, date);
   }
   // Times of day: 10:30, 10:30:15, 2:30 pm.
-  for (const match of masked.matchAll(new RegExp(`\\b${TIME}`, 'gi'))) {
+  for (const match of blanked.text.matchAll(new RegExp(`\\b${TIME}`, 'gi'))) {
     take(match, undefined, timeOf(match[1], match[2], match[4]));
   }
-  return masked;
+  return blanked.text;
 }
 
-function readPeriods(masked: string, text: string, out: PeriodMention[]): string {
+function readPeriods(input: string, text: string, out: PeriodMention[]): string {
+  const blanked = new Blanked(input);
   const take = (match: RegExpMatchArray, found: Omit<PeriodMention, 'text' | 'index' | 'end'> | undefined) => {
     const index = match.index!;
     const shown = text.slice(index, index + match[0].length).trim();
     if (found) out.push({ text: shown, index, end: index + shown.length, ...found });
-    masked = blank(masked, index, index + match[0].length);
+    blanked.blank(index, index + match[0].length);
   };
   const quarter = (year: number, q: number) => ({
     ...period(year, q * 3 - 2, q * 3),
@@ -352,14 +374,14 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
   });
   const half = (year: number, h: number) => ({ ...period(year, h * 6 - 5, h * 6), grain: 'half' as const, yearless: !year });
   // Year-months, year-quarters, year-weeks: 2024-03, 2024-Q1, 2024-W09.
-  for (const match of masked.matchAll(/\b(\d{4})-(?:(0[1-9]|1[0-2])|Q([1-4])|W(\d{1,2}))\b/gi)) {
+  for (const match of blanked.text.matchAll(/\b(\d{4})-(?:(0[1-9]|1[0-2])|Q([1-4])|W(\d{1,2}))\b/gi)) {
     const year = Number(match[1]);
     if (match[2]) take(match, { ...period(year, Number(match[2]), Number(match[2])), grain: 'month', yearless: false });
     else if (match[3]) take(match, quarter(year, Number(match[3])));
     else take(match, undefined);
   }
   // Quarters and halves: Q1 2024, Q1 '24, Q1, H2 2023, FY2024, FY 2024.
-  for (const match of masked.matchAll(/\b(Q[1-4]|H[12]|FY)(?:\s*'(\d{2})\b|\s*((?:19|20)\d{2})\b|(\d{2})\b)?/gi)) {
+  for (const match of blanked.text.matchAll(/\b(Q[1-4]|H[12]|FY)(?:\s*'(\d{2})\b|\s*((?:19|20)\d{2})\b|(\d{2})\b)?/gi)) {
     const short = match[2] ?? match[4];
     const year = short ? 2000 + Number(short) : match[3] ? Number(match[3]) : 0;
     const kind = match[1].toUpperCase();
@@ -368,7 +390,7 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
     else take(match, half(year, Number(kind[1])));
   }
   // Month and year, or a month alone: March 2024, Mar. 2024, March.
-  for (const match of masked.matchAll(new RegExp(`\\b(${MONTHS})\\b\\.?(?:,?\\s+(\\d{4})\\b)?`, 'gi'))) {
+  for (const match of blanked.text.matchAll(new RegExp(`\\b(${MONTHS})\\b\\.?(?:,?\\s+(\\d{4})\\b)?`, 'gi'))) {
     // "may" and "mar" are words too: a month alone counts only when capitalised.
     const name = match[1];
     if (!match[2] && (name[0] !== name[0].toUpperCase() || /^(?:may|mar|jan|jun|jul|aug|sep|oct|nov|dec|feb|apr)$/i.test(name)))
@@ -378,12 +400,12 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
     take(match, { ...period(year, month, month), grain: 'month', yearless: !year });
   }
   // Quarters in words: "the first quarter of 2024" (before the years, which would take its year).
-  for (const match of masked.matchAll(/\b(first|second|third|fourth)\s+quarter(?:\s+of\s+((?:19|20)\d{2}))?\b/gi)) {
+  for (const match of blanked.text.matchAll(/\b(first|second|third|fourth)\s+quarter(?:\s+of\s+((?:19|20)\d{2}))?\b/gi)) {
     const q = ['first', 'second', 'third', 'fourth'].indexOf(match[1].toLowerCase()) + 1;
     take(match, quarter(match[2] ? Number(match[2]) : 0, q));
   }
   // A year after a word of time: in 2024, since 2019, during 2023, 2024's.
-  for (const match of masked.matchAll(
+  for (const match of blanked.text.matchAll(
     /\b(?:in|of|for|since|during|from|to|until|till|through|thru|before|after|year|early|late|mid|end|start|by|between|and|vs\.?|versus|than|over)\s+((?:19|20)\d{2})\b(?![.,]\d|\s*%)/gi,
   )) {
     const year = Number(match[1]);
@@ -394,7 +416,7 @@ function readPeriods(masked: string, text: string, out: PeriodMention[]): string
       yearless: false,
     });
   }
-  return masked;
+  return blanked.text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -549,9 +571,9 @@ function readFigures(masked: string, text: string, style: NumberStyle): Figure[]
       }),
     );
   }
-  let rest = masked;
-  for (const figure of figures) rest = blank(rest, figure.index, figure.end);
-  figures.push(...readWordFigures(rest, text));
+  const rest = new Blanked(masked);
+  for (const figure of figures) rest.blank(figure.index, figure.end);
+  figures.push(...readWordFigures(rest.text, text));
   figures.sort((a, b) => a.index - b.index);
   markRanges(masked, figures);
   return figures;

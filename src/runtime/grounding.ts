@@ -264,7 +264,7 @@ function identifierSpans(answer: string, identifiers: readonly string[]): Array<
 function bind(figure: Figure, scope: FigureScope, evidence: Evidence, echo: boolean): Verdict {
   let best: { cell: Cell; status: RowStatus } | undefined;
   const near = new Set<ValueMatch>();
-  for (const cell of evidence.cells) {
+  for (const cell of candidateCells(figure, evidence)) {
     const match = matchValue(figure, cell);
     if (!match) continue;
     if (match !== 'exact') {
@@ -301,6 +301,51 @@ function bind(figure: Figure, scope: FigureScope, evidence: Evidence, echo: bool
               ? 'not_data'
               : 'no_such_value';
   return { unsupported: { text: figure.text, reason } };
+}
+
+/** Cells sorted by size, to find those near a figure without comparing it with every cell of the turn. */
+const indexes = new WeakMap<Evidence, { cells: Cell[]; sizes: number[]; order: Map<Cell, number> }>();
+
+/** The first index whose size is at least `size`. */
+function lowerBound(sizes: readonly number[], size: number): number {
+  let [low, high] = [0, sizes.length];
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (sizes[middle] < size) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * The cells that could match the figure in any of the ways `matchValue` tries (as a percentage of a
+ * ratio, in basis points, at another scale), in the turn's order: every other cell is too far off.
+ */
+function candidateCells(figure: Figure, evidence: Evidence): Cell[] {
+  let index = indexes.get(evidence);
+  if (!index) {
+    const cells = [...evidence.cells].sort((a, b) => Math.abs(a.value) - Math.abs(b.value));
+    index = { cells, sizes: cells.map((c) => Math.abs(c.value)), order: new Map(evidence.cells.map((cell, i) => [cell, i])) };
+    indexes.set(evidence, index);
+  }
+  const target = Math.abs(figure.mantissa);
+  const { half, step } = precisionOf(figure);
+  // As far as `compare` reaches for this figure: its last digit, a hedge, the other end of a range.
+  let reach = figure.approximation === 'about' || figure.range ? Math.max(half, step) : half;
+  if (figure.approximation === 'over' || figure.approximation === 'under') reach = Math.max(half, boundReach(figure));
+  if (figure.range) reach = Math.max(reach, Math.abs(Math.abs(figure.range.other / figure.scale) - target));
+  const [low, high] = [Math.max(0, target - reach - half) * figure.scale, (target + reach + half) * figure.scale];
+  const found = new Set<Cell>();
+  for (const unit of [1, 100, 1e4]) {
+    for (const factor of [1, ...SCALE_FACTORS, ...PERCENT_FACTORS]) {
+      const divisor = unit * factor;
+      const from = lowerBound(index.sizes, (low / divisor) * (1 - 1e-9));
+      for (let i = from; i < index.cells.length && index.sizes[i] <= (high / divisor) * (1 + 1e-9); i++)
+        found.add(index.cells[i]);
+    }
+  }
+  const order = index.order;
+  return [...found].sort((a, b) => order.get(a)! - order.get(b)!);
 }
 
 /** The values a cell may be written as in the figure's unit, and whether that unit fits the column. */
