@@ -13,6 +13,7 @@ import {
   LlmUsage,
   ZERO_USAGE,
 } from '../llm/llm.types';
+import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolErrorContent, ToolResult } from '../tools/tool.types';
@@ -279,10 +280,12 @@ export class AgentLoop {
         hooks.onToolCall?.({ id: call.id, name: call.name, arguments: shown, client: isClient });
       }
       // calculate computes only with the values of the turn's earlier data results.
-      const evidence = operandEvidence(turnSources(messages, turnStart));
+      const evidence = builtIn.some(({ call }) => call.name === CALCULATE_TOOL)
+        ? operandEvidence(turnSources(messages, turnStart))
+        : undefined;
       const executed = await this.registry.executeAll(
         builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
-        { ...turn.toolContext, signal: turnSignal, evidence },
+        { ...turn.toolContext, signal: turnSignal, ...(evidence ? { evidence } : {}) },
       );
       if (deadline.aborted) throw deadlineError();
       // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
