@@ -1,5 +1,6 @@
 import { boundSql, expectedFrom, grade, labelForms, type EvalCase, type Expected, type Observed } from './eval-cases';
 import { openingMessage, wilsonInterval } from './eval-runner';
+import type { Grounding } from '../src/runtime/grounding';
 
 const byStage: EvalCase = {
   id: 'by-stage',
@@ -107,7 +108,7 @@ describe('The eval grader', () => {
   });
 
   it('fails unsupported numbers, tool calls over budget, a failed chat and a case without figures', () => {
-    const grounding = { numbers: 1, supported: [], unsupported: [{ text: '451' }] };
+    const grounding: Grounding = { numbers: 1, supported: [], unsupported: [{ text: '451', reason: 'no_such_value' }] };
     expect(
       reasonsFor(byStage, stages, '- won: 451\n- lost: 419\n- proposal: 315', {
         grounding,

@@ -24,6 +24,7 @@ import {
   AGENT_MAX_ITERATIONS,
   AGENT_MAX_TOOL_CALLS_PER_STEP,
   AGENT_NAME_PATTERN,
+  DEFAULT_AGENT_LOCALE,
   type AgentAccess,
   type AgentGuardrails,
   type AgentModelSettings,
@@ -163,6 +164,17 @@ export class AgentSpecDto {
   @IsIn(GROUNDING_MODES)
   grounding?: GroundingMode;
 
+  @ApiPropertyOptional({
+    default: DEFAULT_AGENT_LOCALE,
+    example: 'de-DE',
+    description:
+      'BCP 47 locale the agent answers in: grounding reads its numbers in that style (en: 1,234.5; de: 1.234,5; fr: 1 234,5)',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(35)
+  locale?: string;
+
   @ApiPropertyOptional({ default: true }) @IsOptional() @IsBoolean() active?: boolean;
 }
 
@@ -187,6 +199,7 @@ export class AgentResponse extends AgentSummaryResponse {
   @ApiProperty({ type: AgentGuardrailsDto }) guardrails: AgentGuardrails;
   @ApiProperty({ type: AgentAccessDto }) access: AgentAccess;
   @ApiProperty({ enum: GROUNDING_MODES }) grounding: GroundingMode;
+  @ApiProperty({ example: DEFAULT_AGENT_LOCALE }) locale: string;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'Incremented by every change' }) version: number;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;

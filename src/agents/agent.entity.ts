@@ -1,5 +1,5 @@
 import { defineEntity, InferEntity, p } from '@mikro-orm/core';
-import type { AgentAccess, AgentGuardrails, AgentModelSettings, AgentPlanning } from './agent.types';
+import type { AgentAccess, AgentGuardrails, AgentPlanning, StoredModelSettings } from './agent.types';
 
 /** An admin-defined agent: instructions, model settings, the tools and objects it may use, its limits. */
 export const AgentEntity = defineEntity({
@@ -12,7 +12,7 @@ export const AgentEntity = defineEntity({
     role: p.string(),
     description: p.text().nullable(),
     instructions: p.text(),
-    model: p.json<AgentModelSettings>(),
+    model: p.json<StoredModelSettings>(),
     tools: p.json<string[]>(),
     allowedObjects: p.json<string[]>(),
     planning: p.json<AgentPlanning>(),

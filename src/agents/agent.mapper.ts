@@ -1,7 +1,7 @@
 import type { AgentResponse, AgentSummaryResponse } from './agent.dto';
 import type { Agent } from './agent.entity';
 import { isGroundingMode } from '../runtime/grounding';
-import { AGENT_DEFAULTS, type AgentPlanning, type AgentSpec } from './agent.types';
+import { AGENT_DEFAULTS, DEFAULT_AGENT_LOCALE, type AgentPlanning, type AgentSpec } from './agent.types';
 
 const AGENT_PLANNING_DEFAULTS: AgentPlanning = {
   maxIterations: AGENT_DEFAULTS.maxIterations,
@@ -10,13 +10,14 @@ const AGENT_PLANNING_DEFAULTS: AgentPlanning = {
 
 /** The stored agent as the runtime sees it. */
 export function toSpec(agent: Agent): AgentSpec {
+  const { locale, ...model } = agent.model;
   return {
     name: agent.name,
     label: agent.label,
     role: agent.role,
     description: agent.description ?? null,
     instructions: agent.instructions,
-    model: agent.model,
+    model,
     tools: agent.tools,
     allowedObjects: agent.allowedObjects,
     // Agents stored before a planning setting existed get its default.
@@ -24,6 +25,7 @@ export function toSpec(agent: Agent): AgentSpec {
     guardrails: agent.guardrails,
     access: agent.access,
     grounding: isGroundingMode(agent.grounding) ? agent.grounding : 'annotate',
+    locale: locale ?? DEFAULT_AGENT_LOCALE,
     active: agent.active,
     version: agent.version,
   };

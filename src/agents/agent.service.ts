@@ -16,7 +16,7 @@ import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
 import { toAgentResponse, toAgentSummary, toSpec } from './agent.mapper';
-import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_NAME_PATTERN, AgentSpec } from './agent.types';
+import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_NAME_PATTERN, AgentSpec, type StoredModelSettings } from './agent.types';
 
 /** Event telling every replica to drop its cached agents. */
 const AGENTS_CHANGED = 'agents_changed';
@@ -150,7 +150,8 @@ export class AgentService {
     return result;
   }
 
-  private normalise(dto: AgentSpecDto): Omit<AgentSpec, 'version'> {
+  /** The spec as stored: the locale goes into the model settings' JSON. */
+  private normalise(dto: AgentSpecDto): Omit<AgentSpec, 'version' | 'locale' | 'model'> & { model: StoredModelSettings } {
     const tools = [...new Set(dto.tools ?? [])];
     const { unknown } = this.tools.resolve(tools);
     if (unknown.length) {
@@ -168,7 +169,7 @@ export class AgentService {
       role: dto.role ?? 'assistant',
       description: dto.description ?? null,
       instructions: dto.instructions,
-      model: { ...dto.model },
+      model: { ...dto.model, ...(dto.locale !== undefined ? { locale: canonicalLocale(dto.locale) } : {}) },
       tools,
       allowedObjects,
       planning: {
@@ -208,6 +209,17 @@ export class AgentService {
       this.logger.log({ msg: 'created built-in agent', agent: dto.name });
     }
   }
+}
+
+/** A BCP 47 locale in its canonical form ("en-us" → "en-US"); anything else is a 400. */
+function canonicalLocale(locale: string): string {
+  try {
+    const [canonical] = Intl.getCanonicalLocales(locale);
+    if (canonical && Intl.NumberFormat.supportedLocalesOf(canonical).length) return canonical;
+  } catch {
+    // Falls through to the error below.
+  }
+  throw new DomainError('validation_failed', `locale: "${locale.slice(0, 40)}" is not a BCP 47 locale this server knows`);
 }
 
 /**

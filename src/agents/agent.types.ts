@@ -14,6 +14,14 @@ export interface AgentModelSettings {
   contextTokens?: number;
 }
 
+/** The model settings as stored: the agent's locale is kept in the same JSON column (it has none of its own). */
+export interface StoredModelSettings extends AgentModelSettings {
+  locale?: string;
+}
+
+/** The locale an agent writes numbers in when its spec names none. */
+export const DEFAULT_AGENT_LOCALE = 'en';
+
 export interface AgentPlanning {
   /** Model calls with tools before a final answer is forced (1..AGENT_MAX_ITERATIONS, default AGENT_DEFAULTS.maxIterations). */
   maxIterations: number;
@@ -55,6 +63,8 @@ export interface AgentSpec {
    * reports them, `retry` also asks the model once to correct or remove them, `off` skips the check.
    */
   grounding: GroundingMode;
+  /** BCP 47 locale the agent answers in: how grounding reads its numbers (1,234.5 in en, 1.234,5 in de). */
+  locale: string;
   active: boolean;
   version: number;
 }

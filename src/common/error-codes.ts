@@ -161,6 +161,9 @@ export const ERRORS = {
   // A request parameter this server does not offer (OpenAI-compatible API: n > 1, logprobs, audio, ...).
   unsupported_parameter: HttpStatus.BAD_REQUEST,
   ask_user_unavailable: HttpStatus.BAD_REQUEST,
+  // calculate: an expression that does not parse or has no finite value; a number no earlier data result of the turn holds.
+  invalid_expression: HttpStatus.BAD_REQUEST,
+  unsupported_operand: HttpStatus.BAD_REQUEST,
   agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
   turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   tool_timeout: HttpStatus.GATEWAY_TIMEOUT,

@@ -14,11 +14,13 @@ import {
   LlmUsage,
   ZERO_USAGE,
 } from '../llm/llm.types';
+import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult } from '../tools/tool.types';
 import { fitToContext } from './context-window';
-import { correctionRequest, Grounding, groundAnswer, GroundingMode, GroundingSource } from './grounding';
+import { correctionRequest, Grounding, groundAnswer, GroundingMode, GroundingSource, operandEvidence } from './grounding';
+import { GroundingCatalog } from './grounding-catalog.service';
 
 /** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */
 export interface AgentTurn {
@@ -55,6 +57,8 @@ export interface AgentTurn {
   deadline: number;
   /** What happens to the numbers of the final answer that no tool result of the turn supports. */
   grounding: GroundingMode;
+  /** How the agent writes numbers (BCP 47, default en): how grounding reads them. */
+  locale?: string;
   toolContext: Omit<ToolContext, 'signal'>;
 }
 
@@ -144,6 +148,7 @@ export class AgentLoop {
     private readonly registry: ToolRegistry,
     private readonly usage: UsageService,
     private readonly access: AccessService,
+    private readonly catalog: GroundingCatalog,
   ) {}
 
   async runTurn(turn: AgentTurn, messages: LlmMessage[], hooks: TurnHooks = {}, signal?: AbortSignal): Promise<TurnResult> {
@@ -220,7 +225,8 @@ export class AgentLoop {
             : response.finishReason === 'length'
               ? 'length'
               : 'stop';
-        const grounding = turn.grounding === 'off' ? undefined : groundTurn(response.content, messages, turnStart);
+        const grounding =
+          turn.grounding === 'off' ? undefined : await this.groundTurn(turn, response.content, messages, turnStart);
         // An answer step: final, or superseded by the one correcting step a "retry" agent gets.
         const answerStep = (final: boolean): TurnStep => ({
           assistant,
@@ -293,10 +299,14 @@ export class AgentLoop {
       // A key revoked meanwhile runs no tool: read from the table, not a cache a revocation may not have reached yet.
       const caller = turn.toolContext.caller;
       if (builtIn.length && caller) await this.access.assertCurrent(caller, { fresh: true });
+      // calculate computes only with the values of the turn's earlier data results.
+      const evidence = builtIn.some(({ call }) => call.name === CALCULATE_TOOL)
+        ? operandEvidence(turnSources(messages, turnStart))
+        : undefined;
       // Results in call order.
       const results = await this.registry.executeAll(
         builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
-        { ...turn.toolContext, signal: turnSignal },
+        { ...turn.toolContext, signal: turnSignal, ...(evidence ? { evidence } : {}) },
       );
       if (deadline.aborted) throw deadlineError();
       // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
@@ -342,6 +352,21 @@ export class AgentLoop {
         };
       }
     }
+  }
+
+  /**
+   * Grounds an answer against the turn's data results (their columns' meanings read from the
+   * definitions), not counting the numbers the question itself holds.
+   */
+  private async groundTurn(
+    turn: AgentTurn,
+    answer: string,
+    messages: readonly LlmMessage[],
+    turnStart: number,
+  ): Promise<Grounding> {
+    const question = messages[turnStart]?.role === 'user' ? messages[turnStart].content : '';
+    const sources = await this.catalog.describe(turnSources(messages, turnStart));
+    return groundAnswer(answer, sources, { question: typeof question === 'string' ? question : '', locale: turn.locale });
   }
 
   private async callModel(
@@ -473,18 +498,33 @@ function lastUserIndex(messages: readonly LlmMessage[]): number {
 }
 
 /**
- * Grounds an answer against the tool results after the turn's question (successful ones: an error
- * message states no data), not counting the numbers the question itself holds.
+ * The results of the turn's tool calls after its question (successful ones: an error message states
+ * no data), with the name and arguments of each call.
  */
-function groundTurn(answer: string, messages: readonly LlmMessage[], turnStart: number): Grounding {
-  const question = messages[turnStart]?.role === 'user' ? messages[turnStart].content : '';
+function turnSources(messages: readonly LlmMessage[], turnStart: number): GroundingSource[] {
+  const calls = new Map<string, { name: string; arguments: unknown }>();
   const sources: GroundingSource[] = [];
   for (const message of messages.slice(turnStart + 1)) {
+    if (message.role === 'assistant') {
+      for (const call of message.tool_calls ?? []) {
+        if (call.type === 'function')
+          calls.set(call.id, { name: call.function.name, arguments: parsedResult(call.function.arguments) });
+        else calls.set(call.id, { name: call.custom.name, arguments: call.custom.input });
+      }
+      continue;
+    }
     if (message.role !== 'tool' || typeof message.content !== 'string') continue;
     if (message.content.startsWith(FAILED_PREFIX)) continue;
-    sources.push({ toolCallId: message.tool_call_id, content: parsedResult(message.content) });
+    const call = calls.get(message.tool_call_id);
+    // A call the turn does not show (a client tool answered in another request) is read as a description, never as data.
+    sources.push({
+      toolCallId: message.tool_call_id,
+      name: call?.name ?? 'unknown',
+      arguments: call?.arguments,
+      content: parsedResult(message.content),
+    });
   }
-  return groundAnswer(answer, sources, typeof question === 'string' ? question : '');
+  return sources;
 }
 
 function parsedResult(content: string): unknown {

@@ -150,6 +150,7 @@ export class AgentRuntime {
       tokensUsed: request.progress?.tokensUsed,
       deadline: Date.now() + agent.guardrails.maxExecutionTimeSec * 1000,
       grounding: agent.grounding,
+      locale: agent.locale,
       toolContext: {
         caller: request.caller,
         agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects },

@@ -1,11 +1,19 @@
 /**
- * Grounding: every number an answer states is looked up among the values this turn's tool calls
- * returned. A number found there (at the precision shown, or as a percentage of a ratio) is
- * supported by that call; any other number was not read from the data, so the model made it up or
- * computed it itself (sums and differences belong in the tools) and is reported as unsupported.
+ * Grounding: every figure an answer states is a claim about a cell. It is supported only when a
+ * cell of a row of this turn's data results (or of a `calculate` over such cells) equals it at the
+ * precision shown, in its unit, currency, scale and sign, and when that row agrees with what the
+ * figure's clause names (an owner, a stage, a period). Anything else is reported with the reason:
+ * a value of another row, a wrong sign, unit or scale, a number of the question, a number of a
+ * description, or no such value at all.
  */
+import { AnswerScopes, findMentions, type FigureScope } from './grounding-clauses';
+import { collectEvidence, dimensionOf, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
+import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
+import type { TurnEvidence } from '../tools/tool.types';
 
-/** What an agent does with the check: report it (default), ask the model once to fix unsupported numbers, or skip it. */
+export type { GroundingSource } from './grounding-evidence';
+
+/** What an agent does with the check: report it (default), ask the model once to fix unsupported figures, or skip it. */
 export const GROUNDING_MODES = ['annotate', 'retry', 'off'] as const;
 export type GroundingMode = (typeof GROUNDING_MODES)[number];
 
@@ -13,197 +21,537 @@ export function isGroundingMode(value: unknown): value is GroundingMode {
   return GROUNDING_MODES.includes(value as GroundingMode);
 }
 
-export interface Grounding {
-  /** How many numbers of the answer are claims (dates, ordinals and the question's own numbers are not). */
-  numbers: number;
-  supported: Array<{ text: string; toolCallId: string }>;
-  unsupported: Array<{ text: string }>;
-}
+/** Why a figure is not supported. */
+export const UNSUPPORTED_REASONS = [
+  'no_such_value',
+  'other_row',
+  'wrong_sign',
+  'wrong_unit',
+  'wrong_scale',
+  'from_question',
+  'not_data',
+] as const;
+export type UnsupportedReason = (typeof UNSUPPORTED_REASONS)[number];
 
-/** A tool call's result: the parsed JSON (or raw text) the model read. */
-export interface GroundingSource {
-  toolCallId: string;
-  content: unknown;
-}
-
-/** A number as the text states it. */
-export interface NumberClaim {
-  /** As written, e.g. `$1.2M`, `-4.5%`, `1,234.57`. */
+export interface SupportedFigure {
   text: string;
-  /** The number before its scale, e.g. 1.2 for `$1.2M`. */
+  /** The call whose result holds the cell. */
+  toolCallId: string;
+  /** Index of the row in the result's list of rows (absent for a result's top-level value or a single record). */
+  row?: number;
+  column?: string;
+  /** The figure's clause named values of the results, and the cell's row has them. */
+  entityChecked: boolean;
+}
+
+export interface UnsupportedFigure {
+  text: string;
+  reason: UnsupportedReason;
+}
+
+export interface Grounding {
+  /** How many figures of the answer are claims (numbers, and dates where the results hold dates). */
+  numbers: number;
+  supported: SupportedFigure[];
+  unsupported: UnsupportedFigure[];
+}
+
+export interface GroundingOptions {
+  /** The user's question: its own numbers are not claims when the answer restates them. */
+  question?: string;
+  /** How the answer writes numbers (BCP 47; default `en`): 1,234.5 or 1.234,5 or 1 234,5. */
+  locale?: string;
+}
+
+/** Which figures of `answer` the data results of the turn support, and why the others are not. */
+export function groundAnswer(answer: string, sources: readonly GroundingSource[], options: GroundingOptions = {}): Grounding {
+  const evidence = collectEvidence(sources);
+  const read = readText(answer, { locale: options.locale, masked: identifierSpans(answer, evidence.identifiers) });
+  const asked = readText(options.question ?? '', { locale: options.locale });
+  const askedYears = new Set<number>([
+    ...asked.periods.filter((p) => !p.yearless).map((p) => Number(p.from.slice(0, 4))),
+    ...asked.figures.filter((f) => isYear(f)).map((f) => f.mantissa),
+  ]);
+  const periods = [...read.periods];
+  const claims: Array<{ figure: Figure; echo: boolean }> = [];
+  for (const figure of read.figures) {
+    // A year the question or the results use as a label names a period here too.
+    if (isYear(figure) && (askedYears.has(figure.mantissa) || evidence.years.has(figure.mantissa))) {
+      periods.push(yearPeriod(figure));
+      continue;
+    }
+    const echo = asked.figures.some((q) => sameNumber(q, figure));
+    if (
+      (echo || evidence.filters.has(valueOf(figure))) &&
+      restatesCondition(answer, figure, options.question ?? '', asked.figures)
+    )
+      continue;
+    claims.push({ figure, echo });
+  }
+  const scopes = new AnswerScopes(answer, findMentions(answer, evidence.vocabulary), periods);
+
+  type Entry = { index: number; supported?: SupportedFigure; unsupported?: UnsupportedFigure };
+  const entries: Entry[] = [];
+  for (const { figure, echo } of claims) {
+    const verdict = bind(figure, scopes.scopeOf(figure.index, figure.end), evidence, echo);
+    entries.push({ index: figure.index, ...verdict });
+  }
+  for (const mention of dateClaims(answer, read.dates, asked.dates, evidence)) {
+    entries.push({ index: mention.index, ...bindDate(mention, evidence) });
+  }
+  // A year no date of the results (nor the question, nor a filter) has is a claim no cell supports.
+  if (evidence.dates.size) {
+    const known = new Set([...evidence.years, ...askedYears, ...[...evidence.filterDates].map((d) => Number(d.slice(0, 4)))]);
+    for (const period of periods) {
+      const year = Number(period.from.slice(0, 4));
+      if (period.yearless || known.has(year) || period.grain === 'day') continue;
+      entries.push({ index: period.index, unsupported: { text: period.text, reason: 'no_such_value' } });
+    }
+  }
+  entries.sort((a, b) => a.index - b.index);
+  return {
+    numbers: entries.length,
+    supported: entries.flatMap((e) => (e.supported ? [e.supported] : [])),
+    unsupported: entries.flatMap((e) => (e.unsupported ? [e.unsupported] : [])),
+  };
+}
+
+/**
+ * What `calculate` may compute with: the numbers of the turn's data results so far. An operand is
+ * supported when a cell equals it at the precision written (its sign is the expression's).
+ */
+export function operandEvidence(sources: readonly GroundingSource[]): TurnEvidence {
+  let evidence: Evidence | undefined;
+  return {
+    supportOf(text: string): string | undefined {
+      const value = Math.abs(Number(text));
+      if (!/^\d+(?:\.\d+)?$/.test(text) || !Number.isFinite(value)) return undefined;
+      evidence ??= collectEvidence(sources);
+      const half = 0.5 * 10 ** -(text.split('.')[1]?.length ?? 0);
+      const cell = evidence.cells.find((c) => Math.abs(Math.abs(c.value) - value) <= half + 1e-9 * Math.max(1, value));
+      return cell?.row.source.toolCallId;
+    },
+  };
+}
+
+/** A number as the text states it (kept for readers of figures such as the evaluation). */
+export interface NumberClaim {
+  text: string;
   mantissa: number;
-  /** 1, 1e3, 1e6 or 1e9 (k, M, bn). */
   scale: number;
-  /** Digits after the decimal point, as shown. */
   decimals: number;
   percent: boolean;
-  /** Where it starts in the text. */
   index: number;
 }
 
-const MONTHS =
-  'jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?';
-
-/**
- * Stretches of text that hold digits but state no figure: dates, times, ids. They are blanked
- * (same length, so indexes stay) before numbers are read.
- */
-const NOT_FIGURES: RegExp[] = [
-  // UUIDs and long hex ids.
-  /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi,
-  // ISO dates and timestamps, year-months, year-quarters and year-weeks: 2024-03-01, 2024-03-01T10:00:00Z, 2024-03, 2024-Q1.
-  /\b\d{4}-\d{2}(?:-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?)?\b/g,
-  /\b\d{4}-(?:Q[1-4]|W\d{1,2})\b/gi,
-  // Slashed or dotted dates: 03/01/2024, 1.3.2024.
-  /\b\d{1,4}[/.]\d{1,2}[/.]\d{2,4}\b/g,
-  // Times of day: 10:30, 10:30:15.
-  /\b\d{1,2}:\d{2}(?::\d{2})?\b/g,
-  // Month with day and/or year: March 5, March 5th, 2024, March 2024, Mar. 2024.
-  new RegExp(`\\b(?:${MONTHS})\\.?\\s+\\d{1,2}(?:st|nd|rd|th)?(?:,?\\s+\\d{4})?\\b(?!\\s*[%$€£])`, 'gi'),
-  // Day before month: 5 March, 5th of March 2024.
-  new RegExp(`\\b\\d{1,2}(?:st|nd|rd|th)?\\s+(?:of\\s+)?(?:${MONTHS})\\b\\.?(?:,?\\s+\\d{4})?`, 'gi'),
-  new RegExp(`\\b(?:${MONTHS})\\.?,?\\s+\\d{4}\\b`, 'gi'),
-  // Quarters and halves with a year: Q1 2024, H2 2023, FY2024, FY 2024.
-  /\b(?:Q[1-4]|H[12]|FY)\s*'?\d{2,4}\b/gi,
-];
-
-/** A year in date context: 1900-2100, bare, after one of these words. */
-const YEAR_CONTEXT = /\b(?:in|of|since|during|from|to|until|till|through|before|after|year|early|late|mid|end|start|fy)\s*$/i;
-/** A list position or a rank, not a figure: "top 5", "first 3", "#1", "rank 2", "No. 1". */
-const ORDINAL_CONTEXT = /(?:\b(?:top|bottom|first|last|rank(?:ed)?|no\.)\s*-?\s*|#\s*)$/i;
-
-/**
- * A number: optional sign, optional currency symbol (either side of the sign), digits with optional
- * thousands separators, optional decimals, then optional `%` or a k / M / bn scale (word forms too).
- */
-const NUMBER =
-  /(?<![\w.,])([-−]\s?)?(?:([$€£])\s?)?([-−]\s?)?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s?(%|percent\b|k\b|K\b|M\b|m\b|mn\b|MM\b|bn\b|B\b|thousand\b|million\b|billion\b))?(?![\w]|\.\d|,\d{3})/g;
-
-const SCALES: Record<string, number> = {
-  k: 1e3,
-  K: 1e3,
-  thousand: 1e3,
-  M: 1e6,
-  m: 1e6,
-  mn: 1e6,
-  MM: 1e6,
-  million: 1e6,
-  bn: 1e9,
-  B: 1e9,
-  billion: 1e9,
-};
-
-/** Every number the text states as a figure, in order (dates, times, ids, ordinals and list markers left out). */
-export function extractNumbers(text: string): NumberClaim[] {
-  let masked = text;
-  for (const pattern of NOT_FIGURES) masked = masked.replace(pattern, (match) => ' '.repeat(match.length));
-  const claims: NumberClaim[] = [];
-  for (const match of masked.matchAll(NUMBER)) {
-    const [whole, signBefore, currency, signAfter, integer, fraction, suffix] = match;
-    const index = match.index;
-    const before = masked.slice(Math.max(0, index - 24), index);
-    // A leading dash right after a word or digit is a hyphen or a range ("10-20"), not a minus sign.
-    const dash = signBefore ?? signAfter;
-    const separator = signBefore !== undefined && (/[\w)]$/.test(before) || (/\s$/.test(signBefore) && /[\w)]\s*$/.test(before)));
-    const negative = dash !== undefined && !separator;
-    const bare = !currency && !fraction && !suffix && !integer.includes(',');
-    if (bare && isListMarker(masked, index)) continue;
-    if (bare && ORDINAL_CONTEXT.test(before)) continue;
-    const value = Number(integer.replaceAll(',', ''));
-    if (bare && value >= 1900 && value <= 2100 && integer.length === 4 && YEAR_CONTEXT.test(before)) continue;
-    const mantissa = Number(`${integer.replaceAll(',', '')}${fraction ? `.${fraction}` : ''}`);
-    const percent = suffix === '%' || suffix === 'percent';
-    const start = signBefore && separator ? index + signBefore.length : index;
-    claims.push({
-      text: text.slice(start, index + whole.length).trim(),
-      mantissa: negative ? -mantissa : mantissa,
-      scale: suffix && !percent ? SCALES[suffix] : 1,
-      decimals: fraction?.length ?? 0,
-      percent,
-      index: start,
-    });
-  }
-  return claims;
-}
-
-/** `1.` or `2)` opening a line: a numbered list's marker. */
-function isListMarker(text: string, index: number): boolean {
-  const lineStart = text.lastIndexOf('\n', index - 1) + 1;
-  if (text.slice(lineStart, index).trim() !== '') return false;
-  return /^\d+[.)](?:\s|$)/.test(text.slice(index));
-}
-
-/**
- * Which numbers of `answer` the tool results support. Numbers that also appear in `question` (the
- * user's own) are not claims.
- */
-export function groundAnswer(answer: string, sources: readonly GroundingSource[], question = ''): Grounding {
-  const asked = extractNumbers(question);
-  const claims = extractNumbers(answer).filter((claim) => !asked.some((q) => sameNumber(q, claim)));
-  const values = sources.map((source) => ({ toolCallId: source.toolCallId, values: numericValues(source.content) }));
-  const grounding: Grounding = { numbers: claims.length, supported: [], unsupported: [] };
-  for (const claim of claims) {
-    const source = values.find((s) => s.values.some((value) => supports(value, claim)));
-    if (source) grounding.supported.push({ text: claim.text, toolCallId: source.toolCallId });
-    else grounding.unsupported.push({ text: claim.text });
-  }
-  return grounding;
-}
-
-function sameNumber(a: NumberClaim, b: NumberClaim): boolean {
-  const x = a.mantissa * a.scale;
-  const y = b.mantissa * b.scale;
-  return a.percent === b.percent && Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(x));
-}
-
-/**
- * Whether a result value, rounded to what the claim shows, is the claim: `1234.5678` supports
- * `1,234.57`, `1,235` and `1.2k`; a percentage also matches the value ×100
- * (a ratio of 0.25 is `25%`). A positive claim may state a negative value's size ("a loss of 500").
- */
-export function supports(value: number, claim: NumberClaim): boolean {
-  const candidates = claim.percent ? [value, value * 100] : [value];
-  const tolerance = 0.5 * 10 ** -claim.decimals;
-  return candidates.some((candidate) => {
-    const shown = candidate / claim.scale;
-    const fits = (x: number) => Math.abs(x - claim.mantissa) <= tolerance + 1e-9 * Math.max(1, Math.abs(x));
-    return fits(shown) || (claim.mantissa > 0 && fits(-shown));
-  });
-}
-
-/** Most values read from one result: results are capped by the tools, this only bounds the work. */
-const MAX_VALUES = 100_000;
-
-/**
- * Every number in a result: JSON numbers, numeric strings (sums beyond 2^53 come back as decimal
- * strings) and the figures inside other strings (a phone number, an address), read like the answer.
- */
-export function numericValues(content: unknown): number[] {
-  const values: number[] = [];
-  const visit = (node: unknown): void => {
-    if (values.length >= MAX_VALUES) return;
-    if (typeof node === 'number') {
-      if (Number.isFinite(node)) values.push(node);
-    } else if (typeof node === 'string') {
-      const trimmed = node.trim();
-      if (/^-?\d+(?:\.\d+)?(?:e[+-]?\d+)?$/i.test(trimmed)) values.push(Number(trimmed));
-      else if (/\d/.test(trimmed)) for (const claim of extractNumbers(trimmed)) values.push(claim.mantissa * claim.scale);
-    } else if (Array.isArray(node)) {
-      for (const item of node) visit(item);
-    } else if (node && typeof node === 'object') {
-      for (const item of Object.values(node)) visit(item);
-    }
-  };
-  visit(content);
-  return values;
+/** Every figure of a text, in order (dates, ordinals, list markers and ids left out). */
+export function extractNumbers(text: string, locale?: string): NumberClaim[] {
+  return readText(text, { locale }).figures.map((f) => ({
+    text: f.text,
+    mantissa: f.basisPoints ? f.mantissa / 100 : f.mantissa,
+    scale: f.scale,
+    decimals: f.decimals,
+    percent: f.percent || f.basisPoints,
+    index: f.index,
+  }));
 }
 
 /** The message that asks the model, once, to fix what it could not support. */
 export function correctionRequest(grounding: Grounding): string {
-  const numbers = grounding.unsupported.map((n) => `"${n.text}"`).join(', ');
+  const lines = grounding.unsupported.map((figure) => `- "${figure.text}": ${REASON_TEXT[figure.reason]}`);
+  return [
+    'These figures in your answer are not supported by the data your tools returned in this turn:',
+    ...lines,
+    'Rewrite your answer. State each figure exactly as a tool returned it (you may round it), in the row it belongs to, ' +
+      'with its sign, unit and currency. For a difference, total, share or growth rate, call the calculate tool ' +
+      'over the returned values and state its result; you cannot call tools now, so if you have no such result, ' +
+      'leave the derived figure out. Correct or remove every figure listed; if the data does not give one, say so.',
+  ].join('\n');
+}
+
+const REASON_TEXT: Record<UnsupportedReason, string> = {
+  no_such_value: 'no such value in the results',
+  other_row: 'this value belongs to another row than the one your sentence names',
+  wrong_sign: 'wrong sign: the value has the opposite sign',
+  wrong_unit: 'wrong unit: the value is in another unit or currency (a count, an amount, a percentage or a ratio)',
+  wrong_scale: 'wrong scale: the value is a thousand, a million or a hundred times larger or smaller',
+  from_question: 'taken from the question, not from the results',
+  not_data: 'found only in a description or definition, not in the data',
+};
+
+// ---------------------------------------------------------------------------------------------
+
+type Verdict = { supported?: SupportedFigure; unsupported?: UnsupportedFigure };
+type ValueMatch = 'exact' | 'sign' | 'unit' | 'scale';
+type RowStatus = 'confirmed' | 'neutral' | 'unverifiable' | 'conflict';
+const STATUS_RANK: Record<RowStatus, number> = { confirmed: 0, neutral: 1, unverifiable: 2, conflict: 3 };
+
+function valueOf(figure: Figure): number {
+  return figure.mantissa * figure.scale;
+}
+
+function isYear(figure: Figure): boolean {
   return (
-    `These numbers in your answer appear in none of the tool results of this turn: ${numbers}. ` +
-    'Rewrite your answer: state only figures exactly as the tools returned them (you may round them), ' +
-    'and correct or remove each of these numbers. Do not compute new figures yourself; if the data does not give one, say so.'
+    figure.bare &&
+    !figure.words &&
+    figure.sign === 'none' &&
+    /^\d{4}$/.test(figure.text) &&
+    figure.mantissa >= 1900 &&
+    figure.mantissa <= 2100
   );
+}
+
+function yearPeriod(figure: Figure): PeriodMention {
+  const year = String(figure.mantissa);
+  return {
+    text: figure.text,
+    index: figure.index,
+    end: figure.end,
+    from: `${year}-01-01`,
+    to: `${year}-12-31`,
+    grain: 'year',
+    yearless: false,
+  };
+}
+
+function sameNumber(a: Figure, b: Figure): boolean {
+  const x = Math.abs(valueOf(a));
+  const y = Math.abs(valueOf(b));
+  return (a.percent || a.basisPoints) === (b.percent || b.basisPoints) && Math.abs(x - y) <= 1e-9 * Math.max(1, x);
+}
+
+const CONDITION_BEFORE =
+  /(?:\b(?:over|above|under|below|more than|less than|fewer than|greater than|at least|at most|exceeding|between|from|and|to|than|threshold of|minimum of|maximum of|min|max|up to)|[<>≤≥=])\s*(?:[$€£]|[A-Z]{3}\s)?\s*$/i;
+
+/**
+ * Whether the answer restates a condition (the question's own number, or the filter a call applied)
+ * rather than claiming a result: "deals over $50,000", or the same word before it as in the question.
+ */
+function restatesCondition(answer: string, figure: Figure, question: string, asked: readonly Figure[]): boolean {
+  const before = answer.slice(Math.max(0, figure.index - 30), figure.index);
+  if (CONDITION_BEFORE.test(before)) return true;
+  // The same word before it as in the question ("with probability 75"), unless that word states a
+  // result ("do we have 25" → "we have 25" repeats the user's guess as a finding).
+  const word = lastWord(before);
+  if (word === undefined || STATES_A_RESULT.has(word)) return false;
+  return asked.some((q) => sameNumber(q, figure) && word === lastWord(question.slice(Math.max(0, q.index - 30), q.index)));
+}
+
+const STATES_A_RESULT = new Set(
+  'is are was were be been being have has had do does did won win lost lose closed made make reached reach hit got get generated brought total totals totaled came come exactly about around roughly approximately nearly almost only just worth at of'.split(
+    ' ',
+  ),
+);
+
+function lastWord(text: string): string | undefined {
+  return /([\p{L}]+)[^\p{L}]*$/u.exec(text)?.[1]?.toLowerCase();
+}
+
+/** Where the answer repeats an identifier of the results (an id, a phone number, a code, a name with digits). */
+function identifierSpans(answer: string, identifiers: readonly string[]): Array<[number, number]> {
+  const spans: Array<[number, number]> = [];
+  for (const identifier of identifiers) {
+    for (let at = answer.indexOf(identifier); at >= 0; at = answer.indexOf(identifier, at + 1)) {
+      const end = at + identifier.length;
+      if (/[\p{L}\p{N}]/u.test(answer[at - 1] ?? '') || /[\p{L}\p{N}]/u.test(answer[end] ?? '')) continue;
+      spans.push([at, end]);
+    }
+  }
+  return spans;
+}
+
+/** Binds a figure to the best cell: equal in value, unit, scale and sign, in a row its clause agrees with. */
+function bind(figure: Figure, scope: FigureScope, evidence: Evidence, echo: boolean): Verdict {
+  let best: { cell: Cell; status: RowStatus } | undefined;
+  const near = new Set<ValueMatch>();
+  for (const cell of candidateCells(figure, evidence)) {
+    const match = matchValue(figure, cell);
+    if (!match) continue;
+    if (match !== 'exact') {
+      near.add(match);
+      continue;
+    }
+    const status = rowStatus(cell, scope, evidence);
+    if (!best || STATUS_RANK[status] < STATUS_RANK[best.status]) best = { cell, status };
+    if (status === 'confirmed') break;
+  }
+  if (best && (best.status === 'confirmed' || best.status === 'neutral')) {
+    const { cell } = best;
+    return {
+      supported: {
+        text: figure.text,
+        toolCallId: cell.row.source.toolCallId,
+        ...(cell.row.index !== undefined ? { row: cell.row.index } : {}),
+        column: cell.column,
+        entityChecked: best.status === 'confirmed',
+      },
+    };
+  }
+  const reason: UnsupportedReason = best
+    ? 'other_row'
+    : near.has('sign')
+      ? 'wrong_sign'
+      : near.has('unit')
+        ? 'wrong_unit'
+        : near.has('scale')
+          ? 'wrong_scale'
+          : echo
+            ? 'from_question'
+            : evidence.descriptive.some((value) => closeTo(figure, value))
+              ? 'not_data'
+              : 'no_such_value';
+  return { unsupported: { text: figure.text, reason } };
+}
+
+/** Cells sorted by size, to find those near a figure without comparing it with every cell of the turn. */
+const indexes = new WeakMap<Evidence, { cells: Cell[]; sizes: number[]; order: Map<Cell, number> }>();
+
+/** The first index whose size is at least `size`. */
+function lowerBound(sizes: readonly number[], size: number): number {
+  let [low, high] = [0, sizes.length];
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (sizes[middle] < size) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * The cells that could match the figure in any of the ways `matchValue` tries (as a percentage of a
+ * ratio, in basis points, at another scale), in the turn's order: every other cell is too far off.
+ */
+function candidateCells(figure: Figure, evidence: Evidence): Cell[] {
+  let index = indexes.get(evidence);
+  if (!index) {
+    const cells = [...evidence.cells].sort((a, b) => Math.abs(a.value) - Math.abs(b.value));
+    index = { cells, sizes: cells.map((c) => Math.abs(c.value)), order: new Map(evidence.cells.map((cell, i) => [cell, i])) };
+    indexes.set(evidence, index);
+  }
+  const target = Math.abs(figure.mantissa);
+  const { half, step } = precisionOf(figure);
+  // As far as `compare` reaches for this figure: its last digit, a hedge, the other end of a range.
+  let reach = figure.approximation === 'about' || figure.range ? Math.max(half, step) : half;
+  if (figure.approximation === 'over' || figure.approximation === 'under') reach = Math.max(half, boundReach(figure));
+  if (figure.range) reach = Math.max(reach, Math.abs(Math.abs(figure.range.other / figure.scale) - target));
+  const [low, high] = [Math.max(0, target - reach - half) * figure.scale, (target + reach + half) * figure.scale];
+  const found = new Set<Cell>();
+  for (const unit of [1, 100, 1e4]) {
+    for (const factor of [1, ...SCALE_FACTORS, ...PERCENT_FACTORS]) {
+      const divisor = unit * factor;
+      const from = lowerBound(index.sizes, (low / divisor) * (1 - 1e-9));
+      for (let i = from; i < index.cells.length && index.sizes[i] <= (high / divisor) * (1 + 1e-9); i++)
+        found.add(index.cells[i]);
+    }
+  }
+  const order = index.order;
+  return [...found].sort((a, b) => order.get(a)! - order.get(b)!);
+}
+
+/** The values a cell may be written as in the figure's unit, and whether that unit fits the column. */
+function shownValues(figure: Figure, cell: Cell): { values: number[]; unitFits: boolean } {
+  const { kind, currency } = cell.meaning;
+  const v = cell.value;
+  if (figure.percent || figure.basisPoints) {
+    const percents = kind === 'percent' ? [v] : kind === 'ratio' ? [v * 100] : [v, v * 100];
+    const values = figure.basisPoints ? percents.map((p) => p * 100) : percents;
+    return { values, unitFits: kind !== 'money' && kind !== 'count' };
+  }
+  if (figure.currency) {
+    const unitFits = kind !== 'count' && kind !== 'percent' && kind !== 'ratio' && (!currency || currency === figure.currency);
+    return { values: [v], unitFits };
+  }
+  return { values: [v], unitFits: true };
+}
+
+/**
+ * Half a unit of the last digit shown (in the figure's scale), and how far a hedge may reach: the
+ * step of its last significant digit ("about 450": 10), at most a tenth of the figure ("about 300"
+ * is not 254).
+ */
+function precisionOf(figure: Figure): { half: number; step: number } {
+  const half = 0.5 * 10 ** -figure.decimals;
+  let step = 10 ** -figure.decimals;
+  if (figure.decimals === 0) {
+    let integer = Math.abs(Math.round(figure.mantissa));
+    while (integer > 0 && integer % 10 === 0) {
+      integer /= 10;
+      step *= 10;
+    }
+  }
+  return { half, step: Math.max(10 ** -figure.decimals, Math.min(step, Math.abs(figure.mantissa) / 10)) };
+}
+
+/** How far "over", "nearly" reach in their direction: a significant step, or a tenth of the figure. */
+function boundReach(figure: Figure): number {
+  return Math.max(precisionOf(figure).step, Math.abs(figure.mantissa) / 10);
+}
+
+function matchValue(figure: Figure, cell: Cell): ValueMatch | undefined {
+  const { values, unitFits } = shownValues(figure, cell);
+  let found: ValueMatch | undefined;
+  for (const value of values) {
+    const match = compare(figure, value, cell.signed);
+    if (match === 'exact') {
+      if (unitFits) return 'exact';
+      found = 'unit';
+    } else if (match && !found) found = match;
+  }
+  if (found) return found;
+  // A percentage of a count or an amount, or an amount written as a percentage.
+  if (!unitFits) return undefined;
+  return scaleMatch(figure, cell) ? 'scale' : undefined;
+}
+
+/** `exact` when `value` is the figure at the precision shown (hedges and ranges widen it); `sign` when only the sign differs. */
+function compare(figure: Figure, value: number, signed: boolean): ValueMatch | undefined {
+  const shown = Math.abs(value / figure.scale);
+  const target = Math.abs(figure.mantissa);
+  const { half, step } = precisionOf(figure);
+  const eps = 1e-9 * Math.max(1, shown);
+  let fits: boolean;
+  if (figure.range) {
+    const other = Math.abs(figure.range.other / figure.scale);
+    const [low, high] = [Math.min(target, other), Math.max(target, other)];
+    fits = Math.abs(shown - target) <= Math.max(half, step / 2) + eps || (shown >= low - half && shown <= high + half);
+  } else if (figure.approximation === 'about') {
+    fits = Math.abs(shown - target) <= Math.max(half, step / 2) + eps;
+  } else if (figure.approximation === 'over') {
+    fits = shown >= target - half - eps && shown <= target + boundReach(figure) + eps;
+  } else if (figure.approximation === 'under') {
+    fits = shown <= target + half + eps && shown >= target - boundReach(figure) - eps;
+  } else {
+    fits = Math.abs(shown - target) <= half + eps;
+  }
+  if (!fits) return undefined;
+  if (value === 0 || figure.comparative || figure.sign === 'none') return 'exact';
+  const negative = value < 0;
+  if ((figure.sign === 'negative') === negative) return 'exact';
+  // A difference's sign depends on what was subtracted from what; its words say the direction.
+  return signed ? 'sign' : 'exact';
+}
+
+const SCALE_FACTORS = [1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9];
+const PERCENT_FACTORS = [100, 0.01];
+
+/** The figure is the cell at another scale: "$1.2k" for 1,200,000, "0.25%" for a ratio of 0.25. */
+function scaleMatch(figure: Figure, cell: Cell): boolean {
+  if (figure.scale === 1 && !figure.percent && !figure.basisPoints && !figure.currency) return false;
+  const factors = figure.percent || figure.basisPoints ? [...SCALE_FACTORS, ...PERCENT_FACTORS] : SCALE_FACTORS;
+  const { half } = precisionOf(figure);
+  const target = Math.abs(figure.mantissa);
+  const base = cell.meaning.kind === 'ratio' && figure.percent ? cell.value * 100 : cell.value;
+  return factors.some((factor) => {
+    const shown = Math.abs((base * factor) / figure.scale);
+    return Math.abs(shown - target) <= half + 1e-9 * Math.max(1, shown);
+  });
+}
+
+/** Whether a number of a description could be the figure (at the precision shown, or as a percentage). */
+function closeTo(figure: Figure, value: number): boolean {
+  const candidates = figure.percent ? [value, value * 100] : [value];
+  return candidates.some((candidate) => compare(figure, candidate, false) === 'exact');
+}
+
+/** Whether the cell's row agrees with what the figure's clause names. */
+function rowStatus(cell: Cell, scope: FigureScope, evidence: Evidence): RowStatus {
+  const labelsOf = (dimension: string): Set<string> | undefined => {
+    const own = cell.row.labels.get(dimension);
+    const context = cell.meaning.context?.[dimension];
+    if (!context) return own;
+    return new Set([...(own ?? []), ...context]);
+  };
+  let confirmed = 0;
+  let unverifiable = 0;
+  const check = (named: Map<string, Set<string>>, countUnverifiable: boolean): boolean => {
+    for (const [dimension, values] of named) {
+      const labels = labelsOf(dimension);
+      if (!labels?.size) {
+        if (countUnverifiable) unverifiable++;
+        continue;
+      }
+      if ([...values].some((value) => labels.has(value))) confirmed++;
+      else return false;
+    }
+    return true;
+  };
+  if (!check(scope.own, true) || !check(scope.inherited, false)) return 'conflict';
+  // A row's own dates and buckets say which period it is; else the range its call filtered on.
+  const periods = cell.row.periods.length ? cell.row.periods : cell.row.rangePeriods;
+  if (scope.periods.length && periods.length) {
+    const overlaps = scope.periods.some((mention) => periods.some((period) => periodsOverlap(mention, period)));
+    if (!overlaps) return 'conflict';
+    confirmed++;
+  }
+  // "The average deal" is no sum, "the total" no average.
+  const aggregate = cell.meaning.aggregate;
+  if (scope.measure === 'average' && (aggregate === 'sum' || aggregate === 'count')) return 'conflict';
+  if (scope.measure === 'total' && aggregate === 'avg') return 'conflict';
+  // "12 accounts" is not a count of deals.
+  if (cell.meaning.kind === 'count' && cell.meaning.counts) {
+    const noun = /^\s*(?:[a-z]+\s+)?([a-z]+)/.exec(scope.after);
+    const counted = evidence.objects.get(noun?.[1] ?? '') ?? evidence.objects.get(/^\s*([a-z]+)/.exec(scope.after)?.[1] ?? '');
+    if (counted && counted !== dimensionOf(cell.meaning.counts)) return 'conflict';
+  }
+  // The clause names an owner (a stage, ...) this row does not have: the figure is said of another row.
+  if (unverifiable > 0 && !scope.whole) return 'unverifiable';
+  if (confirmed > 0) return 'confirmed';
+  return 'neutral';
+}
+
+function periodsOverlap(mention: PeriodMention, period: { from: string; to: string }): boolean {
+  if (mention.yearless) {
+    // "in March": any year's March.
+    const months = (from: string, to: string) => {
+      const list: number[] = [];
+      let [y, m] = from.split('-').map(Number);
+      const [ty, tm] = to.split('-').map(Number);
+      for (let guard = 0; (y < ty || (y === ty && m <= tm)) && guard < 24; guard++) {
+        list.push(m);
+        m = m === 12 ? 1 : m + 1;
+        if (m === 1) y++;
+      }
+      return list;
+    };
+    const wanted = months(`2000${mention.from.slice(4)}`, `2000${mention.to.slice(4)}`);
+    return months(period.from, period.to).some((m) => wanted.includes(m));
+  }
+  return mention.from <= period.to && period.from <= mention.to;
+}
+
+/** Dates are claims when the results hold dates, except those of the question and of the calls' filters. */
+function dateClaims(
+  answer: string,
+  dates: readonly DateMention[],
+  asked: readonly DateMention[],
+  evidence: Evidence,
+): DateMention[] {
+  return dates.filter((mention) => {
+    // "as of 2025-07-01" dates the answer, not a record.
+    if (/\bas (?:of|at)\s*$/i.test(answer.slice(Math.max(0, mention.index - 10), mention.index))) return false;
+    if (mention.date && !evidence.dates.size) return false;
+    if (!mention.date && (!mention.time || !evidence.times.size)) return false;
+    if (mention.date && (evidence.filterDates.has(mention.date) || asked.some((q) => q.date === mention.date))) return false;
+    return true;
+  });
+}
+
+function bindDate(mention: DateMention, evidence: Evidence): Verdict {
+  let cell = mention.date ? evidence.dates.get(mention.date) : undefined;
+  if (mention.date?.startsWith('--')) {
+    const monthDay = mention.date.slice(2);
+    const day = [...evidence.dates.keys()].find((d) => d.slice(4) === monthDay);
+    cell = day ? evidence.dates.get(day) : undefined;
+  }
+  if (mention.time && (cell || !mention.date)) cell = evidence.times.get(mention.time);
+  if (!cell) return { unsupported: { text: mention.text, reason: 'no_such_value' } };
+  return {
+    supported: {
+      text: mention.text,
+      toolCallId: cell.row.source.toolCallId,
+      ...(cell.row.index !== undefined ? { row: cell.row.index } : {}),
+      column: cell.column,
+      entityChecked: false,
+    },
+  };
 }

@@ -26,6 +26,14 @@ export interface ToolContext {
   signal: AbortSignal;
   /** A durable chat's worker runs the call: its data work takes the pool's background share (CHAT_TOOL_CONCURRENCY). */
   background?: boolean;
+  /** The values the turn's earlier data results hold (absent outside a chat turn): what `calculate` computes with. */
+  evidence?: TurnEvidence;
+}
+
+/** The values of a turn's data results so far. */
+export interface TurnEvidence {
+  /** The call whose result holds the number written `text` (at the precision shown, either sign), if any. */
+  supportOf(text: string): string | undefined;
 }
 
 /** A tool: product text for the model plus a function. `execute` may throw; the registry turns that into a result. */

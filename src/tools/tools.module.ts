@@ -12,6 +12,7 @@ import { MetricService } from '../metrics/metric.service';
 import { SemanticMetricsModule } from '../metrics/metrics.module';
 import { MetricsService } from '../observability/metrics.service';
 import { createAskUserTool } from './ask-user.tool';
+import { createCalculateTool } from './calculate/calculate.tool';
 import { createDataTools } from './data-tools';
 import { createMetricTools } from './metric-tools';
 import {
@@ -31,7 +32,7 @@ import { ViewService } from '../views/view.service';
 import { ViewsModule } from '../views/views.module';
 
 /**
- * Builds the registry with its middleware chain, the five data tools and the two metric tools before anyone can
+ * Builds the registry with its middleware chain, the five data tools, the two metric tools, ask_user and calculate before anyone can
  * inject it, so agents always see a complete registry. Order: metrics, the audit log line and the audit trail (see every attempt) →
  * permission → rate limit → output cap → timeout → validation + tool.
  */
@@ -66,6 +67,7 @@ function createToolRegistry(
     registry.register(tool);
   }
   registry.register(createAskUserTool());
+  registry.register(createCalculateTool());
   return registry;
 }
 

@@ -18,6 +18,7 @@ const DATA_TOOLS = [
   'aggregate_data',
   'list_metrics',
   'query_metric',
+  'calculate',
 ];
 
 describe('POST /api/v1/ai/agents/:agentName/chat', () => {

@@ -25,7 +25,7 @@ describe('agents API', () => {
   });
   afterAll(() => t.close());
 
-  it('creates the built-in data_chat agent with the five data tools on first start', async () => {
+  it('creates the built-in data_chat agent with the data tools, the metric tools and calculate on first start', async () => {
     const res = await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200);
     expect(res.body).toMatchObject({ name: 'data_chat', active: true, version: 1, allowedObjects: ['*'] });
     expect(bodyOf<AgentResponse>(res).tools).toEqual([
@@ -36,6 +36,7 @@ describe('agents API', () => {
       'aggregate_data',
       'list_metrics',
       'query_metric',
+      'calculate',
     ]);
   });
 
@@ -88,6 +89,7 @@ describe('agents API', () => {
     ['an unknown property', { toolChoice: 'auto' }, 'validation_failed'],
     ['a bad allowed object', { allowedObjects: ['deal; drop'] }, 'validation_failed'],
     ['an unknown access role', { access: { roles: ['root'] } }, 'validation_failed'],
+    ['a locale that is no BCP 47 tag', { locale: 'not a locale!' }, 'validation_failed'],
   ])('rejects %s with 400', async (_label, overrides, code) => {
     const res = await t.http
       .post('/api/v1/ai/agents')
@@ -95,6 +97,25 @@ describe('agents API', () => {
       .send(spec({ name: 'bad_agent', ...overrides }))
       .expect(400);
     expect(errorOf(res).code).toBe(code);
+  });
+
+  it("keeps an agent's locale (how grounding reads its numbers) in canonical form, en by default, apart from its model settings", async () => {
+    const created = await t.http
+      .post('/api/v1/ai/agents')
+      .set(admin())
+      .send(spec({ name: 'german_analyst', locale: 'de-de', model: { temperature: 0.2 } }))
+      .expect(201);
+    expect(bodyOf<AgentResponse>(created)).toMatchObject({ locale: 'de-DE', model: { temperature: 0.2 } });
+    expect(bodyOf<AgentResponse>(created).model).not.toHaveProperty('locale');
+    const read = await t.http.get('/api/v1/ai/agents/german_analyst').set(admin()).expect(200);
+    expect(bodyOf<AgentResponse>(read).locale).toBe('de-DE');
+    const replaced = await t.http
+      .put('/api/v1/ai/agents/german_analyst')
+      .set(admin())
+      .send(spec({ name: 'german_analyst' }))
+      .expect(200);
+    expect(bodyOf<AgentResponse>(replaced).locale).toBe('en');
+    await t.http.delete('/api/v1/ai/agents/german_analyst').set(admin()).expect(204);
   });
 
   it('rejects a PUT whose body names another agent', async () => {

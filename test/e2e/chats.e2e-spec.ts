@@ -70,6 +70,7 @@ describe('durable chats', () => {
       'aggregate_data',
       'list_metrics',
       'query_metric',
+      'calculate',
       'show_form',
     ]);
 

@@ -12,6 +12,7 @@ const DATA_TOOLS = [
   'aggregate_data',
   'list_metrics',
   'query_metric',
+  'calculate',
 ];
 const WON = {
   objectName: 'deal',

@@ -97,7 +97,15 @@ describe('durable chats through the AI SDK (useChat)', () => {
     // "2000" comes from the tool's result: the answer is grounded.
     const grounding = {
       numbers: 1,
-      supported: [{ text: '2000', toolCallId: (answer.parts[1] as { toolCallId: string }).toolCallId }],
+      supported: [
+        {
+          text: '2000',
+          toolCallId: (answer.parts[1] as { toolCallId: string }).toolCallId,
+          row: 0,
+          column: 'n',
+          entityChecked: false,
+        },
+      ],
       unsupported: [],
     };
     expect(answer.parts[4]).toEqual({ type: 'data-grounding', data: grounding });

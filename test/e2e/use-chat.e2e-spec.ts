@@ -71,8 +71,8 @@ describe('Stateless chat through the AI SDK (useChat)', () => {
       grounding: {
         numbers: 2,
         supported: [
-          { text: String(won.n), toolCallId: tool.toolCallId },
-          { text: String(won.total), toolCallId: tool.toolCallId },
+          { text: String(won.n), toolCallId: tool.toolCallId, row: 0, column: 'n', entityChecked: true },
+          { text: String(won.total), toolCallId: tool.toolCallId, row: 0, column: 'total', entityChecked: true },
         ],
         unsupported: [],
       },

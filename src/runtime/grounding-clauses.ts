@@ -1,0 +1,361 @@
+/**
+ * What a figure of an answer is about: the row values (an owner, a stage, an industry) and periods
+ * its clause names. An answer is cut into clauses: Markdown table rows (with the header of the
+ * figure's column), list items (with their parent item or lead-in line), sentences and their
+ * comma-separated parts. A figure's clause speaks first; for a dimension it does not name, the
+ * comma-parts before it in the same sentence and then its parent line do.
+ */
+import type { PeriodMention } from './grounding-figures';
+
+/** A value of the results named in the answer. */
+export interface Mention {
+  value: string;
+  dimensions: ReadonlySet<string>;
+  index: number;
+  end: number;
+}
+
+/** What a figure's clause says it is about. */
+export interface FigureScope {
+  /** Values named by the figure's own clause, by dimension. */
+  own: Map<string, Set<string>>;
+  /** Values named nearby (earlier parts of the sentence, the parent line), by dimension the own clause leaves open. */
+  inherited: Map<string, Set<string>>;
+  periods: PeriodMention[];
+  /** The clause speaks of a whole ("in total", "overall", "out of"): rows without its dimensions may hold the figure. */
+  whole: boolean;
+  /** Words right after the figure, lower case (what it counts: "deals", "accounts"). */
+  after: string;
+  /** The clause (or its label, or its table column's header) speaks of an average or of a total. */
+  measure?: 'average' | 'total';
+}
+
+interface Span {
+  start: number;
+  end: number;
+}
+
+interface Clause extends Span {
+  /** A table cell: `previous` are the other cells of its row. */
+  table?: boolean;
+  /** What the clause is the value of: the text before a colon or dash ("Total value: $5M"), a table column's header. */
+  label?: Span;
+  /** Earlier comma-parts of the same sentence, nearest first. */
+  previous: Span[];
+  /** The parent list item, lead-in line or heading, and extra text for a table cell's header. */
+  parents: Span[];
+}
+
+/** Values too common or too vague to say which row a figure belongs to. */
+const VAGUE = new Set([
+  'other',
+  'others',
+  'none',
+  'null',
+  'n/a',
+  'na',
+  'unknown',
+  'total',
+  'all',
+  'yes',
+  'no',
+  'true',
+  'false',
+  'other.',
+]);
+const COMMON_WORDS = new Set(['the', 'and', 'for', 'new', 'open', 'closed', 'deal', 'deals', 'account', 'accounts', 'team']);
+
+/** Words that make a clause speak of a whole. */
+const WHOLE =
+  /\b(?:in total|total(?:s|ed|ing)?|overall|in all|altogether|across (?:all|the|every)|company[- ]wide|all (?:deals|accounts|contacts|owners|reps|stages|industries)|out of|of all|whole|entire|grand|all told)\b/i;
+
+const AVERAGE = /\b(?:average|averages|averaging|averaged|avg|mean|typical|typically)\b/i;
+const TOTAL = /\b(?:total|totals|totalling|totaling|totaled|totalled|sum|summed|combined|altogether|in all|all told)\b/i;
+
+/** The mentions of the vocabulary's values in the answer, longest first where they overlap. */
+export function findMentions(text: string, vocabulary: ReadonlyMap<string, ReadonlySet<string>>): Mention[] {
+  const normalised = normaliseKeepingIndexes(text);
+  const candidates: Array<{ form: string; value: string; dimensions: ReadonlySet<string> }> = [];
+  const firstTokens = new Map<string, string[]>();
+  for (const [value, dimensions] of vocabulary) {
+    if (VAGUE.has(value) || value.length < 2) continue;
+    candidates.push({ form: value, value, dimensions });
+    // "proposals", "industries": a plural names the value too.
+    if (/^[a-z]+$/.test(value) && value.length >= 4 && !vocabulary.has(`${value}s`)) {
+      candidates.push({
+        form: value.endsWith('y') ? `${value.slice(0, -1)}ies` : /(?:s|x|ch|sh)$/.test(value) ? `${value}es` : `${value}s`,
+        value,
+        dimensions,
+      });
+    }
+    // People and companies are named by a part of their name too: "Maya" for "Maya Chen", "Northwind" for "Northwind Analytics Inc.".
+    const tokens = value.split(' ');
+    if (tokens.length >= 2 && tokens.length <= 4) {
+      for (const token of [tokens[0], tokens.at(-1)!]) {
+        if (
+          token.length < 3 ||
+          COMMON_WORDS.has(token) ||
+          /\d/.test(token) ||
+          /^(?:inc|llc|ltd|gmbh|corp|co|plc|ag|sa|group)\.?$/.test(token)
+        )
+          continue;
+        const list = firstTokens.get(token) ?? [];
+        list.push(value);
+        firstTokens.set(token, list);
+      }
+    }
+  }
+  for (const [token, values] of firstTokens) {
+    if (vocabulary.has(token)) continue;
+    // A part shared by two values names neither.
+    const distinct = [...new Set(values)];
+    if (distinct.length === 1) candidates.push({ form: token, value: distinct[0], dimensions: vocabulary.get(distinct[0])! });
+  }
+  candidates.sort((a, b) => b.form.length - a.form.length);
+  const taken: boolean[] = new Array<boolean>(text.length).fill(false);
+  const mentions: Mention[] = [];
+  for (const candidate of candidates) {
+    let from = 0;
+    for (;;) {
+      const at = normalised.indexOf(candidate.form, from);
+      if (at < 0) break;
+      from = at + 1;
+      const end = at + candidate.form.length;
+      if (/[\p{L}\p{N}]/u.test(normalised[at - 1] ?? '') || /[\p{L}\p{N}]/u.test(normalised[end] ?? '')) continue;
+      // "won't" is no "won".
+      if (/^'t\b/.test(text.slice(end, end + 3))) continue;
+      if (taken.slice(at, end).some(Boolean)) continue;
+      taken.fill(true, at, end);
+      mentions.push({ value: candidate.value, dimensions: candidate.dimensions, index: at, end });
+    }
+  }
+  return mentions.sort((a, b) => a.index - b.index);
+}
+
+/** `normalise` that keeps every character's index (one character in, one out). */
+function normaliseKeepingIndexes(text: string): string {
+  let out = '';
+  for (const char of text) {
+    const lower = char.toLowerCase();
+    const one = lower.length === char.length ? lower : char;
+    out += /[_\-–—\s]/.test(one) ? ' ' : one;
+  }
+  return out;
+}
+
+/** Cuts an answer into clauses. */
+function clausesOf(text: string): Clause[] {
+  const clauses: Clause[] = [];
+  const lines: Array<Span & { indent: number; bullet: boolean; heading: number; table: boolean }> = [];
+  let offset = 0;
+  for (const line of text.split('\n')) {
+    const trimmed = line.trim();
+    lines.push({
+      start: offset,
+      end: offset + line.length,
+      indent: line.length - line.trimStart().length,
+      bullet: /^(?:[-*+•]|\d+[.)])\s/.test(trimmed),
+      heading: /^#+\s/.test(trimmed) ? trimmed.indexOf(' ') : 0,
+      table: trimmed.startsWith('|'),
+    });
+    offset += line.length + 1;
+  }
+  let heading: Span | undefined;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const content = text.slice(line.start, line.end);
+    if (!content.trim()) continue;
+    if (line.heading) {
+      heading = line;
+      continue;
+    }
+    if (line.table) {
+      i = tableClauses(text, lines, i, clauses, heading);
+      continue;
+    }
+    const parents: Span[] = [];
+    if (line.bullet) {
+      // The nearest item above with less indentation, else the lead-in line ending with ":" before the list.
+      for (let j = i - 1; j >= 0; j--) {
+        const above = lines[j];
+        if (!text.slice(above.start, above.end).trim()) continue;
+        if (above.bullet && above.indent < line.indent) {
+          parents.push(above);
+          break;
+        }
+        if (!above.bullet) {
+          if (/:\s*(?:\*\*)?\s*$/.test(text.slice(above.start, above.end))) parents.push(above);
+          break;
+        }
+      }
+    }
+    if (heading) parents.push(heading);
+    sentenceClauses(text, line, parents, clauses);
+  }
+  return clauses;
+}
+
+/** A Markdown table: each body cell is a clause of its row, with its column's header as parent. */
+function tableClauses(
+  text: string,
+  lines: Array<Span & { table: boolean }>,
+  first: number,
+  out: Clause[],
+  heading?: Span,
+): number {
+  let last = first;
+  while (last + 1 < lines.length && lines[last + 1].table) last++;
+  const cellsOf = (line: Span): Span[] => {
+    const spans: Span[] = [];
+    const content = text.slice(line.start, line.end);
+    let start = content.indexOf('|') + 1;
+    for (let at = content.indexOf('|', start); at >= 0; at = content.indexOf('|', start)) {
+      spans.push({ start: line.start + start, end: line.start + at });
+      start = at + 1;
+    }
+    if (start < content.length && content.slice(start).trim()) spans.push({ start: line.start + start, end: line.end });
+    return spans;
+  };
+  const separator = first + 1 <= last && /^\s*\|?\s*:?-{2,}/.test(text.slice(lines[first + 1].start, lines[first + 1].end));
+  const header = separator ? cellsOf(lines[first]) : [];
+  for (let i = separator ? first + 2 : first; i <= last; i++) {
+    const row = cellsOf(lines[i]);
+    row.forEach((cell, column) => {
+      const others = row.filter((_, c) => c !== column);
+      out.push({
+        start: cell.start,
+        end: cell.end,
+        table: true,
+        ...(header[column] ? { label: header[column] } : {}),
+        // The row's other cells name what the cell is about: they act as its own clause (see `scopeOf`).
+        previous: others,
+        parents: [...(header[column] ? [header[column]] : []), ...(heading ? [heading] : [])],
+      });
+    });
+  }
+  return last;
+}
+
+const ABBREVIATIONS =
+  /\b(?:vs|inc|ltd|co|corp|no|approx|mr|mrs|ms|dr|st|e\.g|i\.e|etc|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$/i;
+
+/**
+ * Where a sentence is cut: group 1 = a strong cut (a new subject: nothing said before it carries over),
+ * else a weak one (a comma, a colon, a dash, "and", brackets: what was said before still applies).
+ */
+const CUT =
+  /(;|,?\s+(?:while|whereas|but|although|though|compared (?:with|to)|versus|vs\.?|against|ahead of|followed by|then|and then)\s)|,\s(?:and\s)?|:\s|\s[–—-]\s|\s+and\s+(?=[\p{Lu}$€£])|\s\(|\)/giu;
+
+/** A line cut into sentences, each into comma-parts; strong separators (; : while, but) end a sentence's reach. */
+function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[]): void {
+  const content = text.slice(line.start, line.end);
+  const boundaries: number[] = [0];
+  for (const match of content.matchAll(/[.!?](?=\s+[\p{Lu}(*"'“\d$€£])|[.!?]$/gu)) {
+    const at = match.index + 1;
+    if (ABBREVIATIONS.test(content.slice(Math.max(0, at - 6), at))) continue;
+    boundaries.push(at);
+  }
+  boundaries.push(content.length);
+  for (let s = 0; s + 1 < boundaries.length; s++) {
+    const [from, to] = [boundaries[s], boundaries[s + 1]];
+    if (from >= to) continue;
+    const sentence = content.slice(from, to);
+    const previous: Span[] = [];
+    let partStart = 0;
+    const parts: Array<Span & { strong: boolean; labelled: boolean }> = [];
+    let labelled = false;
+    for (const match of sentence.matchAll(CUT)) {
+      parts.push({ start: partStart, end: match.index, strong: match[1] !== undefined, labelled });
+      labelled = /^(?::\s|\s[–—-]\s)$/.test(match[0]);
+      partStart = match.index + match[0].length;
+    }
+    parts.push({ start: partStart, end: sentence.length, strong: false, labelled });
+    for (const part of parts) {
+      const start = line.start + from + part.start;
+      const end = line.start + from + part.end;
+      const label = part.labelled ? previous.at(-1) : undefined;
+      if (end > start) out.push({ start, end, previous: [...previous].reverse(), parents, ...(label ? { label } : {}) });
+      if (part.strong) previous.length = 0;
+      else if (end > start) previous.push({ start, end });
+    }
+  }
+}
+
+/** Lays out the clauses once, then answers what each figure's clause names. */
+export class AnswerScopes {
+  private readonly clauses: Clause[];
+
+  constructor(
+    private readonly text: string,
+    private readonly mentions: readonly Mention[],
+    private readonly periods: readonly PeriodMention[],
+  ) {
+    this.clauses = clausesOf(text);
+  }
+
+  /** What the clause of the figure at [index, end) names. */
+  scopeOf(index: number, end: number): FigureScope {
+    const clause = this.clauses.find((c) => c.start <= index && end <= c.end + 1) ?? {
+      start: index,
+      end,
+      previous: [],
+      parents: [],
+    };
+    const within = (span: Span) => this.mentions.filter((m) => m.index >= span.start && m.end <= span.end);
+    const own = byDimension(within(clause));
+    const clauseText = this.text.slice(clause.start, clause.end);
+    const whole = WHOLE.test(clauseText);
+    const inherited = new Map<string, Set<string>>();
+    // A table cell's row is its own clause: the cells beside it name the row.
+    const table = clause.table === true;
+    const nearby = table ? [] : clause.previous;
+    if (table)
+      for (const [dimension, values] of byDimension(clause.previous.flatMap(within)))
+        if (!own.has(dimension)) own.set(dimension, values);
+    if (!whole) {
+      // What the sentence said before this clause (all of it: "Hannah and Maya have rates: 57% and 60%"), then the parent line.
+      for (const spans of [nearby, clause.parents]) {
+        const found = byDimension(spans.flatMap(within));
+        for (const [dimension, values] of found)
+          if (!own.has(dimension) && !inherited.has(dimension)) inherited.set(dimension, values);
+      }
+    }
+    const periodSpans = [clause, ...(table ? clause.previous : []), ...nearby, ...clause.parents];
+    let periods: PeriodMention[] = [];
+    for (const span of periodSpans) {
+      periods = this.periods.filter((p) => p.index >= span.start && p.end <= span.end);
+      if (periods.length) break;
+    }
+    // "In Q4 of 2024": the quarter says which rows, the year only where it is.
+    periods = periods.filter(
+      (p) =>
+        !periods.some((q) => q !== p && !q.yearless && p.from <= q.from && q.to <= p.to && (p.from !== q.from || p.to !== q.to)),
+    );
+    // The words right around the figure, and its label: "Retail has 23 accounts with 3,220 employees on average" averages employees only.
+    const measureText =
+      this.text.slice(Math.max(clause.start, index - 30), Math.min(clause.end, end + 25)) +
+      (clause.label ? ` ${this.text.slice(clause.label.start, clause.label.end)}` : '');
+    const average = AVERAGE.test(measureText);
+    const total = TOTAL.test(measureText);
+    const measure = average && !total ? ('average' as const) : total && !average ? ('total' as const) : undefined;
+    return {
+      own,
+      inherited,
+      periods,
+      whole,
+      after: this.text.slice(end, end + 40).toLowerCase(),
+      ...(measure ? { measure } : {}),
+    };
+  }
+}
+
+function byDimension(mentions: readonly Mention[]): Map<string, Set<string>> {
+  const map = new Map<string, Set<string>>();
+  for (const mention of mentions) {
+    for (const dimension of mention.dimensions) {
+      if (!map.has(dimension)) map.set(dimension, new Set());
+      map.get(dimension)!.add(mention.value);
+    }
+  }
+  return map;
+}

@@ -1,0 +1,739 @@
+/**
+ * Reading the figures of a text with their meaning: sign, unit, currency, magnitude, precision and
+ * hedging, in the number style of a locale, written in digits or in words; and the dates, times and
+ * periods the text names. Pure functions, no I/O.
+ */
+
+/** How a figure is hedged: `about` (rounded), `over` (a lower bound), `under` (an upper bound). */
+export type Approximation = 'about' | 'over' | 'under';
+
+/** A number the text states. */
+export interface Figure {
+  /** As written, e.g. `$1.2M`, `-4.5%`, `three hundred and four`. */
+  text: string;
+  /** Where it starts and ends in the text. */
+  index: number;
+  end: number;
+  /** The number before its scale, signed: 1.2 for `$1.2M`, -4.5 for `down 4.5%`. */
+  mantissa: number;
+  /** 1, 1e3, 1e6, 1e9 or 1e12. */
+  scale: number;
+  /** Digits after the decimal separator, as shown. */
+  decimals: number;
+  /** A percentage (`%`, `percent`, `per cent`), or basis points (`bp`, `bps`, `basis points`: 1/100 of a percent). */
+  percent: boolean;
+  basisPoints: boolean;
+  /** ISO 4217 code of the currency written with it (`$` is USD). */
+  currency?: string;
+  /**
+   * `negative`: a minus sign, or a word of a falling change ("down 5%", "decreased by 3"); `positive`: a plus
+   * sign or a word of a rising change; `none`: neither. `comparative`: "3 more than", "5 fewer": a
+   * difference whose direction depends on what was subtracted from what.
+   */
+  sign: 'negative' | 'positive' | 'none';
+  comparative: boolean;
+  approximation?: Approximation;
+  /** One end of a range ("between 10 and 12", "10–12"): `low` or `high`, with the other end's value. */
+  range?: { end: 'low' | 'high'; other: number };
+  /** Written in words ("twelve"). */
+  words: boolean;
+  /** No currency, no unit, no scale, no decimals, no grouping: a bare integer such as `12`. */
+  bare: boolean;
+}
+
+/** A calendar date (and maybe a time of day) the text states. */
+export interface DateMention {
+  text: string;
+  index: number;
+  end: number;
+  /** `YYYY-MM-DD`, or `--MM-DD` when the text gives no year. */
+  date?: string;
+  /** `HH:MM` (24 h), when a time of day is given. */
+  time?: string;
+}
+
+/** A period the text names (`March 2024`, `Q2 2024`, `2024`, `H1`), as an interval of days. */
+export interface PeriodMention {
+  text: string;
+  index: number;
+  end: number;
+  /** Inclusive ISO dates; the year is 0 when the text gives none (matched on month/quarter only). */
+  from: string;
+  to: string;
+  grain: 'day' | 'week' | 'month' | 'quarter' | 'half' | 'year';
+  /** No year given ("in March"): compared without the year. */
+  yearless: boolean;
+}
+
+/** The separators of a locale's numbers. */
+export interface NumberStyle {
+  locale: string;
+  /** The grouping separator as written (`,` `.` `'` or a space); spaces of any width are accepted for a space. */
+  group: string;
+  decimal: string;
+  /** Month before day in numeric dates (en-US: 03/15/2024). */
+  monthFirst: boolean;
+}
+
+const styles = new Map<string, NumberStyle>();
+
+/** The number style of a BCP 47 locale (`en` when unknown). */
+export function numberStyle(locale = 'en'): NumberStyle {
+  const cached = styles.get(locale);
+  if (cached) return cached;
+  let resolved: string;
+  try {
+    resolved = Intl.getCanonicalLocales(locale)[0] ?? 'en';
+  } catch {
+    resolved = 'en';
+  }
+  const parts = new Intl.NumberFormat(resolved).formatToParts(1234567.5);
+  const group = parts.find((p) => p.type === 'group')?.value ?? ',';
+  const decimal = parts.find((p) => p.type === 'decimal')?.value ?? '.';
+  const dateParts = new Intl.DateTimeFormat(resolved, { year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(
+    new Date(Date.UTC(2024, 2, 15)),
+  );
+  const order = dateParts.filter((p) => p.type === 'month' || p.type === 'day').map((p) => p.type);
+  const style: NumberStyle = {
+    locale: resolved,
+    group: /\s/.test(group) ? ' ' : group,
+    decimal,
+    monthFirst: order[0] === 'month',
+  };
+  styles.set(locale, style);
+  return style;
+}
+
+/** Currency symbols and words, and the ISO code each stands for. */
+const CURRENCY_SYMBOLS: Record<string, string> = {
+  $: 'USD',
+  US$: 'USD',
+  '€': 'EUR',
+  '£': 'GBP',
+  '¥': 'JPY',
+  '₹': 'INR',
+  '₩': 'KRW',
+  '₽': 'RUB',
+  '₺': 'TRY',
+  '₪': 'ILS',
+  C$: 'CAD',
+  A$: 'AUD',
+  R$: 'BRL',
+  CA$: 'CAD',
+  AU$: 'AUD',
+};
+const CURRENCY_WORDS: Record<string, string> = {
+  dollar: 'USD',
+  dollars: 'USD',
+  euro: 'EUR',
+  euros: 'EUR',
+  pound: 'GBP',
+  pounds: 'GBP',
+  yen: 'JPY',
+  rupees: 'INR',
+  francs: 'CHF',
+};
+const ISO_CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
+
+/** An ISO 4217 code named in a text such as a field description ("Total value in USD"), if exactly one is. */
+export function currencyCodeIn(text: string | null | undefined): string | undefined {
+  if (!text) return undefined;
+  const codes = new Set([...text.matchAll(/\b[A-Z]{3}\b/g)].map((m) => m[0]).filter((code) => ISO_CURRENCIES.has(code)));
+  return codes.size === 1 ? [...codes][0] : undefined;
+}
+
+const SCALE_WORDS: Record<string, number> = {
+  k: 1e3,
+  K: 1e3,
+  thousand: 1e3,
+  thousands: 1e3,
+  M: 1e6,
+  m: 1e6,
+  mn: 1e6,
+  mln: 1e6,
+  MM: 1e6,
+  million: 1e6,
+  millions: 1e6,
+  bn: 1e9,
+  B: 1e9,
+  billion: 1e9,
+  billions: 1e9,
+  tn: 1e12,
+  T: 1e12,
+  trillion: 1e12,
+  // German and French abbreviations: Tsd., Mio., Mrd., Md.
+  Tsd: 1e3,
+  Mio: 1e6,
+  Mrd: 1e9,
+  Md: 1e9,
+};
+
+const MONTH_NAMES = [
+  'jan(?:uary)?',
+  'feb(?:ruary)?',
+  'mar(?:ch)?',
+  'apr(?:il)?',
+  'may',
+  'june?',
+  'july?',
+  'aug(?:ust)?',
+  'sep(?:t(?:ember)?)?',
+  'oct(?:ober)?',
+  'nov(?:ember)?',
+  'dec(?:ember)?',
+];
+const MONTHS = MONTH_NAMES.join('|');
+const MONTH_PATTERNS = MONTH_NAMES.map((name) => new RegExp(`^(?:${name})\\.?$`, 'i'));
+
+function monthNumber(name: string): number {
+  return MONTH_PATTERNS.findIndex((pattern) => pattern.test(name)) + 1;
+}
+
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+
+function isoDay(year: number, month: number, day: number): string | undefined {
+  if (month < 1 || month > 12 || day < 1) return undefined;
+  const last = new Date(Date.UTC(year || 2000, month, 0)).getUTCDate();
+  if (day > last) return undefined;
+  return `${year ? pad(year, 4) : '--'}-${pad(month)}-${pad(day)}`.replace(/^---/, '--');
+}
+
+function lastDayOf(year: number, month: number): number {
+  return new Date(Date.UTC(year || 2000, month, 0)).getUTCDate();
+}
+
+function period(year: number, fromMonth: number, toMonth: number): { from: string; to: string } {
+  const y = pad(year, 4);
+  return { from: `${y}-${pad(fromMonth)}-01`, to: `${y}-${pad(toMonth)}-${pad(lastDayOf(year, toMonth))}` };
+}
+
+/** What a text holds: figures, dates and times, periods; plus the stretches that state none (ids, code). */
+export interface ReadText {
+  figures: Figure[];
+  dates: DateMention[];
+  periods: PeriodMention[];
+}
+
+/** Options of `readText`. */
+export interface ReadOptions {
+  locale?: string;
+  /** Stretches of the text that state no figure (identifiers found verbatim in the results): start, end. */
+  masked?: ReadonlyArray<readonly [number, number]>;
+}
+
+/** Replaces [start, end) with spaces: same length, so indexes stay. */
+function blank(text: string, start: number, end: number): string {
+  return text.slice(0, start) + ' '.repeat(end - start) + text.slice(end);
+}
+
+/** A text whose stretches are blanked one by one, built again only when read (answers can hold thousands of them). */
+class Blanked {
+  private readonly units: string[];
+  private cached: string | undefined;
+
+  constructor(text: string) {
+    this.units = text.split('');
+  }
+
+  blank(start: number, end: number): void {
+    for (let i = Math.max(0, start); i < Math.min(end, this.units.length); i++) this.units[i] = ' ';
+    this.cached = undefined;
+  }
+
+  get text(): string {
+    return (this.cached ??= this.units.join(''));
+  }
+}
+
+function blankAll(text: string, pattern: RegExp): string {
+  return text.replace(pattern, (match) => ' '.repeat(match.length));
+}
+
+/**
+ * Every figure, date and period of `text`. Not figures: list markers, ranks and ordinals, numbers
+ * inside words and codes, years used as labels, spans of time ("the last 30 days"), quarters and
+ * halves, inline code, and the `masked` stretches.
+ */
+export function readText(text: string, options: ReadOptions = {}): ReadText {
+  const style = numberStyle(options.locale);
+  const spans = new Blanked(text);
+  for (const [start, end] of options.masked ?? []) spans.blank(start, end);
+  let masked = spans.text;
+  // Code spans and fenced blocks show queries and arguments, not claims.
+  masked = blankAll(masked, /```[\s\S]*?```|`[^`\n]*`/g);
+  // UUIDs and long hex ids.
+  masked = blankAll(masked, /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi);
+  masked = blankAll(masked, /\b[0-9a-f]{16,}\b/gi);
+  // Links: a URL's digits are not figures.
+  masked = blankAll(masked, /\bhttps?:\/\/\S+/gi);
+  masked = blankRankColumns(masked);
+
+  const dates: DateMention[] = [];
+  const periods: PeriodMention[] = [];
+  masked = readDates(masked, text, style, dates);
+  masked = readPeriods(masked, text, periods);
+  const figures = readFigures(masked, text, style);
+  return { figures, dates, periods };
+}
+
+/** A Markdown table's rank column ("#", "Rank", "No."): positions, not figures. */
+function blankRankColumns(text: string): string {
+  const lines = text.split('\n');
+  let offset = 0;
+  let rankColumns: number[] = [];
+  let out = text;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const trimmed = line.trim();
+    if (!trimmed.startsWith('|')) rankColumns = [];
+    else if (/^\|?\s*:?-{2,}/.test(trimmed) && i > 0) {
+      const header = lines[i - 1].split('|').map((cell) => cell.trim().toLowerCase());
+      rankColumns = header.flatMap((cell, index) => (/^(?:#|no\.?|nr\.?|rank|pos\.?|position|place)$/.test(cell) ? [index] : []));
+    } else if (rankColumns.length) {
+      let at = 0;
+      line.split('|').forEach((cell, index) => {
+        if (rankColumns.includes(index)) out = blank(out, offset + at, offset + at + cell.length);
+        at += cell.length + 1;
+      });
+    }
+    offset += line.length + 1;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dates, times and periods
+
+const TIME = String.raw`(\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?\s*(am|pm|a\.m\.|p\.m\.)?`;
+
+function readDates(input: string, text: string, style: NumberStyle, out: DateMention[]): string {
+  const blanked = new Blanked(input);
+  const take = (match: RegExpMatchArray, date: string | undefined, time?: string) => {
+    const index = match.index!;
+    const shown = text.slice(index, index + match[0].length).trim();
+    if (date !== undefined || time !== undefined) out.push({ text: shown, index, end: index + shown.length, date, time });
+    blanked.blank(index, index + match[0].length);
+  };
+  const timeOf = (h?: string, m?: string, meridiem?: string): string | undefined => {
+    if (h === undefined || m === undefined) return undefined;
+    let hour = Number(h);
+    const mer = meridiem?.toLowerCase().replaceAll('.', '');
+    if (mer === 'pm' && hour < 12) hour += 12;
+    if (mer === 'am' && hour === 12) hour = 0;
+    if (hour > 23 || Number(m) > 59) return undefined;
+    return `${pad(hour)}:${m}`;
+  };
+  // ISO dates and timestamps: 2024-03-01, 2024-03-01T10:00:00Z, 2024-03-01 10:00.
+  for (const match of blanked.text.matchAll(
+    /\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?\b/g,
+  )) {
+    take(match, isoDay(Number(match[1]), Number(match[2]), Number(match[3])), timeOf(match[4], match[5]));
+  }
+  // Month name and day, maybe a year: March 5, March 5th, 2024, Mar. 5 2024.
+  for (const match of blanked.text.matchAll(
+    new RegExp(`\\b(${MONTHS})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?(?!\\s*[%$€£]|[.,]\\d)`, 'gi'),
+  )) {
+    take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[1]), Number(match[2])));
+  }
+  // Day before month: 5 March 2024, 5th of March.
+  for (const match of blanked.text.matchAll(
+    new RegExp(`\\b(\\d{1,2})(?:st|nd|rd|th)?\\s+(?:of\\s+)?(${MONTHS})\\b\\.?(?:,?\\s+(\\d{4})\\b)?`, 'gi'),
+  )) {
+    take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[2]), Number(match[1])));
+  }
+  // Numeric dates: 03/15/2024 (month first where the locale writes it so), 15.03.2024, 15/03/24.
+  for (const match of blanked.text.matchAll(/\b(\d{1,4})([/.])(\d{1,2})\2(\d{2,4})\b/g)) {
+    const [a, , b, c] = [Number(match[1]), match[2], Number(match[3]), match[4]];
+    let date: string | undefined;
+    if (match[1].length === 4) date = isoDay(a, b, Number(c));
+    else {
+      const year = c.length === 2 ? 2000 + Number(c) : Number(c);
+      date = style.monthFirst && match[2] === '/' ? isoDay(year, a, b) : isoDay(year, b, a);
+    }
+    take(match, date);
+  }
+  // Times of day: 10:30, 10:30:15, 2:30 pm.
+  for (const match of blanked.text.matchAll(new RegExp(`\\b${TIME}`, 'gi'))) {
+    take(match, undefined, timeOf(match[1], match[2], match[4]));
+  }
+  return blanked.text;
+}
+
+function readPeriods(input: string, text: string, out: PeriodMention[]): string {
+  const blanked = new Blanked(input);
+  const take = (match: RegExpMatchArray, found: Omit<PeriodMention, 'text' | 'index' | 'end'> | undefined) => {
+    const index = match.index!;
+    const shown = text.slice(index, index + match[0].length).trim();
+    if (found) out.push({ text: shown, index, end: index + shown.length, ...found });
+    blanked.blank(index, index + match[0].length);
+  };
+  const quarter = (year: number, q: number) => ({
+    ...period(year, q * 3 - 2, q * 3),
+    grain: 'quarter' as const,
+    yearless: !year,
+  });
+  const half = (year: number, h: number) => ({ ...period(year, h * 6 - 5, h * 6), grain: 'half' as const, yearless: !year });
+  // Year-months, year-quarters, year-weeks: 2024-03, 2024-Q1, 2024-W09.
+  for (const match of blanked.text.matchAll(/\b(\d{4})-(?:(0[1-9]|1[0-2])|Q([1-4])|W(\d{1,2}))\b/gi)) {
+    const year = Number(match[1]);
+    if (match[2]) take(match, { ...period(year, Number(match[2]), Number(match[2])), grain: 'month', yearless: false });
+    else if (match[3]) take(match, quarter(year, Number(match[3])));
+    else take(match, undefined);
+  }
+  // Quarters and halves: Q1 2024, Q1 '24, Q1, H2 2023, FY2024, FY 2024.
+  for (const match of blanked.text.matchAll(/\b(Q[1-4]|H[12]|FY)(?:\s*'(\d{2})\b|\s*((?:19|20)\d{2})\b|(\d{2})\b)?/gi)) {
+    const short = match[2] ?? match[4];
+    const year = short ? 2000 + Number(short) : match[3] ? Number(match[3]) : 0;
+    const kind = match[1].toUpperCase();
+    if (kind === 'FY') take(match, year ? { ...period(year, 1, 12), grain: 'year', yearless: false } : undefined);
+    else if (kind.startsWith('Q')) take(match, quarter(year, Number(kind[1])));
+    else take(match, half(year, Number(kind[1])));
+  }
+  // Month and year, or a month alone: March 2024, Mar. 2024, March.
+  for (const match of blanked.text.matchAll(new RegExp(`\\b(${MONTHS})\\b\\.?(?:,?\\s+(\\d{4})\\b)?`, 'gi'))) {
+    // "may" and "mar" are words too: a month alone counts only when capitalised.
+    const name = match[1];
+    if (!match[2] && (name[0] !== name[0].toUpperCase() || /^(?:may|mar|jan|jun|jul|aug|sep|oct|nov|dec|feb|apr)$/i.test(name)))
+      continue;
+    const month = monthNumber(name);
+    const year = match[2] ? Number(match[2]) : 0;
+    take(match, { ...period(year, month, month), grain: 'month', yearless: !year });
+  }
+  // Quarters in words: "the first quarter of 2024" (before the years, which would take its year).
+  for (const match of blanked.text.matchAll(/\b(first|second|third|fourth)\s+quarter(?:\s+of\s+((?:19|20)\d{2}))?\b/gi)) {
+    const q = ['first', 'second', 'third', 'fourth'].indexOf(match[1].toLowerCase()) + 1;
+    take(match, quarter(match[2] ? Number(match[2]) : 0, q));
+  }
+  // A year after a word of time: in 2024, since 2019, during 2023, 2024's.
+  for (const match of blanked.text.matchAll(
+    /\b(?:in|of|for|since|during|from|to|until|till|through|thru|before|after|year|early|late|mid|end|start|by|between|and|vs\.?|versus|than|over)\s+((?:19|20)\d{2})\b(?![.,]\d|\s*%)/gi,
+  )) {
+    const year = Number(match[1]);
+    const index = match.index + match[0].length - match[1].length;
+    take(Object.assign([match[1]], { index }) as unknown as RegExpMatchArray, {
+      ...period(year, 1, 12),
+      grain: 'year',
+      yearless: false,
+    });
+  }
+  return blanked.text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures in digits
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The digits of a number in a locale's style: grouped integer part, optional fraction. */
+function numberPattern(style: NumberStyle): { pattern: string; parse: (integer: string, fraction?: string) => number } {
+  const group = style.group === ' ' ? '[ \\u00a0\\u202f\\u2009]' : `[${escape(style.group)}\\u00a0\\u202f\\u2009]`;
+  const decimal = escape(style.decimal);
+  // Three-digit groups; Indian lakh grouping (12,34,567) too where the group is a comma.
+  const grouped = `\\d{1,3}(?:${group}\\d{3})+|\\d{1,2}(?:${group}\\d{2})+${group}\\d{3}`;
+  return {
+    pattern: `(${grouped}|\\d+)(?:${decimal}(\\d+))?`,
+    parse: (integer, fraction) => Number(`${integer.replace(/\D/g, '')}${fraction ? `.${fraction}` : ''}`),
+  };
+}
+
+const SYMBOLS = Object.keys(CURRENCY_SYMBOLS)
+  .sort((a, b) => b.length - a.length)
+  .map(escape)
+  .join('|');
+const SCALE = Object.keys(SCALE_WORDS)
+  .sort((a, b) => b.length - a.length)
+  .join('|');
+
+const numberRegexes = new Map<string, { regex: RegExp; parse: (integer: string, fraction?: string) => number }>();
+
+function numberRegex(style: NumberStyle) {
+  const cached = numberRegexes.get(style.locale);
+  if (cached) return cached;
+  const { pattern, parse } = numberPattern(style);
+  const sep = escape(style.decimal) + (style.group === ' ' ? '' : escape(style.group));
+  const regex = new RegExp(
+    String.raw`(?<![\w${sep}$€£¥₹])` +
+      // sign, then currency (symbol or code), then sign again: -$45, $-45, USD 45
+      String.raw`([-−–+]\s?)?(?:(${SYMBOLS}|\b[A-Z]{3})\s?)?([-−–+]\s?)?` +
+      pattern +
+      // unit or scale: %, percent, per cent, bp, k, M, bn, million ...
+      String.raw`(?:\s?(%|per\s?cent\b|percentage points?\b|pp\b|bps?\b|basis points?\b)|\s?(${SCALE})\b)?` +
+      // a currency code or word after: 45 USD, 3 million dollars
+      String.raw`(?:\.?\s?(\b[A-Z]{3}\b|dollars?\b|euros?\b|pounds\b|yen\b|rupees\b|francs\b|[$€£¥₹](?![\w])))?` +
+      String.raw`(?![\w]|${escape(style.decimal)}\d|${style.group === ' ' ? '\\s\\d{3}\\b' : `${escape(style.group)}\\d`})`,
+    'g',
+  );
+  const built = { regex, parse };
+  numberRegexes.set(style.locale, built);
+  return built;
+}
+
+/** Words before a figure that hedge it. */
+const ABOUT =
+  /(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.?|\bcirca|\bca\.|\bsome|\bclose to|\ban estimated|\bestimated|\bjust about|~|≈|\bin the region of|\bon the order of)\s*$/i;
+const OVER =
+  /(?:\bover|\bmore than|\babove|\bexceeding|\bupwards of|\bnorth of|\bat least|\bjust over|\bwell over|\bin excess of|\bgreater than|>|≥)\s*$/i;
+const UNDER =
+  /(?:\bunder|\bless than|\bbelow|\bnearly|\balmost|\bjust under|\bup to|\bfewer than|\bshy of|\bat most|\bnot quite|<|≤)\s*$/i;
+
+/** Words of a change that give its direction, just before the figure ("fell by", "up"). */
+const FALLING_BEFORE =
+  /\b(?:minus|negative|down(?:\s+by)?|decrease[sd]?(?:\s+by|\s+of)?|decline[sd]?(?:\s+by|\s+of)?|drop(?:ped|s)?(?:\s+by|\s+of)?|fell(?:\s+by)?|falls?(?:\s+by|\s+of)?|shr[aiu]nk(?:s)?(?:\s+by)?|lower(?:ed)?\s+by|reduced\s+by|a\s+reduction\s+of|contracted\s+by|slipped(?:\s+by)?|a\s+loss\s+of|plunged(?:\s+by)?|slid(?:\s+by)?)\s+(?:(?:an?|some|about|around|roughly|nearly|almost|over|approximately|just)\s+)*$/i;
+const RISING_BEFORE =
+  /\b(?:plus|up(?:\s+by)?|increase[sd]?(?:\s+by|\s+of)?|gr[eo]w(?:s|n)?(?:\s+by)?|rose(?:\s+by)?|rises?(?:\s+by)?|climbed(?:\s+by)?|jumped(?:\s+by)?|gained|a\s+gain\s+of|growth\s+of|grew\s+to|rising\s+by|higher\s+by|improved\s+by|expanded\s+by|surged(?:\s+by)?)\s+(?:(?:an?|some|about|around|roughly|nearly|almost|over|approximately|just)\s+)*$/i;
+/** Words after a figure that give a change's direction ("5% lower", "a 3% decline"). */
+const FALLING_AFTER =
+  /^\s*(?:(?:year|quarter|month|week)[- ]over[- ](?:year|quarter|month|week)\s+)?(?:decrease|decline|drop|fall|reduction|contraction|lower|down|loss)\b/i;
+const RISING_AFTER =
+  /^\s*(?:(?:year|quarter|month|week)[- ]over[- ](?:year|quarter|month|week)\s+)?(?:increase|rise|gain|growth|jump|higher|up)\b/i;
+/** A comparison: its direction is relative ("3 more deals than", "5 fewer"). */
+const COMPARATIVE_AFTER = /^\s*(?:[a-z]+\s+){0,2}(?:more|fewer|less|higher|lower|greater|smaller|larger|bigger|ahead|behind)\b/i;
+
+/** Words before a bare number that make it a position, not a figure: "top 5", "#1", "rank 2". */
+const ORDINAL_BEFORE =
+  /(?:\b(?:top|bottom|first|last|rank(?:ed)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.)\s*-?\s*|#\s*)$/i;
+/** A span of time: "the last 30 days", "over the past 12 months". */
+const SPAN_AFTER =
+  /^\s*(?:calendar\s+|business\s+|full\s+)?(?:days?|weeks?|months?|quarters?|years?|hours?|minutes?|seconds?)\b/i;
+const SPAN_BEFORE = /\b(?:last|past|next|previous|coming|trailing|within|every|per|each|rolling)\s*$/i;
+
+function readFigures(masked: string, text: string, style: NumberStyle): Figure[] {
+  const figures: Figure[] = [];
+  const { regex, parse } = numberRegex(style);
+  for (const match of masked.matchAll(regex)) {
+    const [whole, signBefore, currencyBefore, signAfter, integer, fraction, unit, scaleWord, currencyAfter] = match;
+    let index = match.index;
+    let shown = whole;
+    const before = masked.slice(Math.max(0, index - 40), index);
+    let currency: string | undefined;
+    if (currencyBefore) {
+      currency = CURRENCY_SYMBOLS[currencyBefore] ?? (ISO_CURRENCIES.has(currencyBefore) ? currencyBefore : undefined);
+      // Three capitals that are no currency (a code, an acronym) are not part of the figure.
+      if (!currency) {
+        const cut = whole.indexOf(currencyBefore) + currencyBefore.length;
+        index += cut;
+        shown = whole.slice(cut);
+        if (signBefore) continue;
+      }
+    }
+    if (currencyAfter) {
+      const code =
+        CURRENCY_SYMBOLS[currencyAfter] ??
+        CURRENCY_WORDS[currencyAfter.toLowerCase()] ??
+        (ISO_CURRENCIES.has(currencyAfter) ? currencyAfter : undefined);
+      if (code) currency ??= code;
+      else shown = shown.slice(0, shown.length - currencyAfter.length).trimEnd();
+    }
+    // A dash right after a word or digit is a hyphen or a range ("10-20"), not a minus sign.
+    const dash = signBefore ?? signAfter;
+    const separator =
+      signBefore !== undefined && (/[\w)%]$/.test(before) || (/\s$/.test(signBefore) && /[\w)%]\s*$/.test(before)));
+    if (separator && signBefore) {
+      const cut = signBefore.length;
+      index += cut;
+      shown = shown.slice(cut);
+    }
+    const negative = dash !== undefined && !separator && /[-−–]/.test(dash);
+    const positive = dash !== undefined && !separator && dash.trim() === '+';
+    const percent = unit !== undefined && /^(?:%|per\s?cent|percentage points?|pp)$/i.test(unit);
+    const basisPoints = unit !== undefined && /^(?:bps?|basis points?)$/i.test(unit);
+    const grouped = /\D/.test(integer);
+    const bare = !currency && !fraction && !unit && !scaleWord && !grouped;
+    if (bare && isListMarker(masked, match.index)) continue;
+    if (bare && ORDINAL_BEFORE.test(before)) continue;
+    const end = index + shown.trimEnd().length;
+    const after = masked.slice(end, end + 40);
+    if (
+      bare &&
+      (SPAN_BEFORE.test(before) || (SPAN_AFTER.test(after) && /\b(?:the|last|past|next|in|within|over|for|of)\s*$/i.test(before)))
+    )
+      continue;
+    // Ordinal suffixes and numbers glued to words: 3rd, 2nd, 10x.
+    if (/^(?:st|nd|rd|th)\b/i.test(masked.slice(index + shown.length))) continue;
+    const value = parse(integer, fraction);
+    // A bare year after a word of time is a label (periods took most of them already).
+    if (bare && integer.length === 4 && value >= 1900 && value <= 2100 && /\b(?:fy|year|cy)\s*$/i.test(before)) continue;
+    figures.push(
+      finishFigure(masked, {
+        text: text.slice(index, end),
+        index,
+        end,
+        mantissa: negative ? -value : value,
+        scale: scaleWord ? SCALE_WORDS[scaleWord] : 1,
+        decimals: fraction?.length ?? 0,
+        percent,
+        basisPoints,
+        currency,
+        sign: negative ? 'negative' : positive ? 'positive' : 'none',
+        comparative: false,
+        words: false,
+        bare,
+      }),
+    );
+  }
+  const rest = new Blanked(masked);
+  for (const figure of figures) rest.blank(figure.index, figure.end);
+  figures.push(...readWordFigures(rest.text, text));
+  figures.sort((a, b) => a.index - b.index);
+  markRanges(masked, figures);
+  return figures;
+}
+
+/** Adds what the words around a figure say: hedging and the direction of a change. */
+function finishFigure(masked: string, figure: Figure): Figure {
+  const before = masked.slice(Math.max(0, figure.index - 60), figure.index);
+  const after = masked.slice(figure.end, figure.end + 60);
+  if (ABOUT.test(before)) figure.approximation = 'about';
+  else if (OVER.test(before)) figure.approximation = 'over';
+  else if (UNDER.test(before)) figure.approximation = 'under';
+  if (figure.sign === 'none') {
+    if (FALLING_BEFORE.test(before) || FALLING_AFTER.test(after)) {
+      figure.sign = 'negative';
+      figure.mantissa = -Math.abs(figure.mantissa);
+    } else if (RISING_BEFORE.test(before) || RISING_AFTER.test(after)) figure.sign = 'positive';
+    else if (COMPARATIVE_AFTER.test(after)) figure.comparative = true;
+  }
+  return figure;
+}
+
+/** "between 10 and 12", "from 10 to 12", "10–12", "10 to 12": each end knows the other. */
+function markRanges(masked: string, figures: Figure[]): void {
+  for (let i = 0; i + 1 < figures.length; i++) {
+    const [low, high] = [figures[i], figures[i + 1]];
+    const gap = masked.slice(low.end, high.index);
+    const before = masked.slice(Math.max(0, low.index - 12), low.index);
+    const between = /^\s*(?:and|to|-|–|—)\s*$/i.test(gap) && /\b(?:between|rang(?:e|es|ed|ing)(?:\s+from)?)\s*$/i.test(before);
+    // "from 451 to 480" is a change, not a range.
+    const dashed = /^\s*(?:-|–|—|to)\s*$/.test(gap) && !low.words && !high.words && !/\bfrom\s*$/i.test(before);
+    if (!between && !dashed) continue;
+    // "10-12%": the unit, scale and currency written once apply to both ends.
+    if (high.percent && !low.percent) low.percent = true;
+    if (high.scale !== 1 && low.scale === 1) low.scale = high.scale;
+    low.currency ??= high.currency;
+    if (high.sign === 'negative' && low.sign === 'none' && /^\s*(?:-|–|—)\s*$/.test(gap)) high.sign = 'none';
+    high.mantissa = Math.abs(high.mantissa) * (low.mantissa < 0 ? -1 : 1);
+    low.range = { end: 'low', other: high.mantissa * high.scale };
+    high.range = { end: 'high', other: low.mantissa * low.scale };
+    low.approximation = undefined;
+    high.approximation = undefined;
+    i++;
+  }
+}
+
+/** `1.` or `2)` opening a line (after any indentation or a heading's #): a numbered list's marker. */
+function isListMarker(text: string, index: number): boolean {
+  const lineStart = text.lastIndexOf('\n', index - 1) + 1;
+  if (!/^\s*(?:#+\s*|[-*+]\s+|>\s*)?(?:\*\*|__)?$/.test(text.slice(lineStart, index))) return false;
+  return /^\d+[.)](?:\s|$|\*\*)/.test(text.slice(index));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures in words
+
+const UNITS: Record<string, number> = {
+  zero: 0,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  eleven: 11,
+  twelve: 12,
+  thirteen: 13,
+  fourteen: 14,
+  fifteen: 15,
+  sixteen: 16,
+  seventeen: 17,
+  eighteen: 18,
+  nineteen: 19,
+  dozen: 12,
+};
+const TENS: Record<string, number> = {
+  twenty: 20,
+  thirty: 30,
+  forty: 40,
+  fifty: 50,
+  sixty: 60,
+  seventy: 70,
+  eighty: 80,
+  ninety: 90,
+};
+const MULTIPLIERS: Record<string, number> = { thousand: 1e3, million: 1e6, billion: 1e9, trillion: 1e12 };
+const NUMBER_WORD = [...Object.keys(UNITS), ...Object.keys(TENS), 'hundred', ...Object.keys(MULTIPLIERS)].join('|');
+const WORD_RUN = new RegExp(
+  `\\b(?:a\\s+(?=(?:hundred|thousand|million|billion|dozen)\\b))?(?:${NUMBER_WORD})(?:(?:\\s*-\\s*|\\s+(?:and\\s+)?|\\s+)(?:${NUMBER_WORD}))*\\b`,
+  'gi',
+);
+/** Before a small number in words: it points at things named already ("the two stages", "both"), not a figure. */
+const DETERMINER_BEFORE = /\b(?:the|these|those|all|other|another|any|each|every|which|whose|top|first|last|next|past)\s*$/i;
+
+/** Figures written in words: "twelve", "three hundred and four", "a dozen", "two million". */
+function readWordFigures(masked: string, text: string): Figure[] {
+  const figures: Figure[] = [];
+  for (const match of masked.matchAll(WORD_RUN)) {
+    const words = match[0]
+      .toLowerCase()
+      .split(/[\s-]+/)
+      .filter((w) => w && w !== 'and' && w !== 'a');
+    const value = wordsValue(words);
+    if (value === undefined) continue;
+    // "million" alone ("millions of", "a million thanks") is no figure; "a million" is.
+    if (words.every((w) => w === 'hundred' || w in MULTIPLIERS) && !/^a\s/i.test(match[0])) continue;
+    const index = match.index;
+    const before = masked.slice(Math.max(0, index - 20), index);
+    const after = masked.slice(index + match[0].length, index + match[0].length + 30);
+    // "one" alone is mostly a pronoun ("one of the deals"); small numbers after a determiner point back.
+    if (words.length === 1 && (value === 1 || value === 0)) continue;
+    if (words.length === 1 && value < 100 && DETERMINER_BEFORE.test(before)) continue;
+    if (SPAN_AFTER.test(after) && words.length === 1) continue;
+    // "two million" is read by the digit reader when written "2 million"; here the words alone.
+    const scaleWord = words.at(-1)!;
+    const scale = MULTIPLIERS[scaleWord] && words.length > 1 ? MULTIPLIERS[scaleWord] : 1;
+    figures.push(
+      finishFigure(masked, {
+        text: text.slice(index, index + match[0].length),
+        index,
+        end: index + match[0].length,
+        mantissa: value / scale,
+        scale,
+        decimals: 0,
+        percent: /^\s*(?:%|per\s?cent|percentage points?)\b/i.test(after),
+        basisPoints: /^\s*(?:basis points?|bps?)\b/i.test(after),
+        sign: 'none',
+        comparative: false,
+        words: true,
+        bare: true,
+      }),
+    );
+  }
+  return figures;
+}
+
+/** The value of number words in order, or undefined when they do not form one number. */
+function wordsValue(words: string[]): number | undefined {
+  let total = 0;
+  let current = 0;
+  let any = false;
+  for (const word of words) {
+    if (word in UNITS) {
+      if (current % 100 !== 0 && current % 10 !== 0) return undefined;
+      if (current % 100 >= 10 && UNITS[word] >= 10) return undefined;
+      current += UNITS[word];
+    } else if (word in TENS) {
+      if (current % 100 !== 0) return undefined;
+      current += TENS[word];
+    } else if (word === 'hundred') {
+      current = (current || 1) * 100;
+    } else if (word in MULTIPLIERS) {
+      total += (current || 1) * MULTIPLIERS[word];
+      current = 0;
+    } else return undefined;
+    any = true;
+  }
+  return any ? total + current : undefined;
+}
