@@ -377,8 +377,11 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
             const time = instant.toISOString().slice(11, 16);
             if (!evidence.times.has(time)) evidence.times.set(time, { row, column });
           }
-          const cellGrain = column === 'period' ? grain : 'day';
-          row.periods.push({ from: day, to: periodEnd(day, cellGrain), grain: cellGrain });
+          // A record's bookkeeping stamps say when it was stored, not what period its figures are about.
+          if (column !== 'created_at' && column !== 'updated_at') {
+            const cellGrain = column === 'period' ? grain : 'day';
+            row.periods.push({ from: day, to: periodEnd(day, cellGrain), grain: cellGrain });
+          }
           continue;
         }
         if (/\d/.test(text)) {

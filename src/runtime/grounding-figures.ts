@@ -261,9 +261,9 @@ export function readText(text: string, options: ReadOptions = {}): ReadText {
   let masked = spans.text;
   // Code spans and fenced blocks show queries and arguments, not claims.
   masked = blankAll(masked, /```[\s\S]*?```|`[^`\n]*`/g);
-  // UUIDs and long hex ids.
+  // UUIDs and long hex ids (not the long fraction of a decimal number, 0.46808510638297873).
   masked = blankAll(masked, /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi);
-  masked = blankAll(masked, /\b[0-9a-f]{16,}\b/gi);
+  masked = blankAll(masked, /(?<!\d[.,])\b[0-9a-f]{16,}\b/gi);
   // Links: a URL's digits are not figures.
   masked = blankAll(masked, /\bhttps?:\/\/\S+/gi);
   masked = blankRankColumns(masked);
@@ -526,8 +526,12 @@ function readFigures(masked: string, text: string, style: NumberStyle): Figure[]
     }
     // A dash right after a word or digit is a hyphen or a range ("10-20"), not a minus sign.
     const dash = signBefore ?? signAfter;
+    // So is "- " opening a line: a Markdown bullet ("- 2023: 185"), not a negative figure.
     const separator =
-      signBefore !== undefined && (/[\w)%]$/.test(before) || (/\s$/.test(signBefore) && /[\w)%]\s*$/.test(before)));
+      signBefore !== undefined &&
+      (/[\w)%]$/.test(before) ||
+        (/\s$/.test(signBefore) && /[\w)%]\s*$/.test(before)) ||
+        (/\s$/.test(signBefore) && /(?:^|\n)[ \t]*$/.test(before)));
     if (separator && signBefore) {
       const cut = signBefore.length;
       index += cut;

@@ -45,6 +45,8 @@ describe('readText: figures with their meaning', () => {
     ['A loss of -$45', '-$45', -45, 1, 0],
     ['twelve deals', 'twelve', 12, 1, 0],
     ['three hundred and four deals', 'three hundred and four', 304, 1, 0],
+    ['- 185 deals', '185', 185, 1, 0],
+    ['Aiko Tanaka comes to 0.46808510638297873.', '0.46808510638297873', 0.46808510638297873, 1, 17],
   ])('reads %j as %s', (text, shown, mantissa, scale, decimals) => {
     const [claim] = extractNumbers(text);
     expect(claim).toMatchObject({ text: shown, mantissa, scale, decimals });
@@ -177,6 +179,26 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
     const grounding = groundAnswer('Acme – Renewal 2025 closed on March 14, 2025 and on 2025-03-15.', [records]);
     expect(grounding.supported.map((s) => s.text)).toEqual(['March 14, 2025']);
     expect(grounding.unsupported).toEqual([{ text: '2025-03-15', reason: 'no_such_value' }]);
+  });
+
+  it("takes a period from a record's own dates, not from when it was stored", () => {
+    const records: GroundingSource = {
+      toolCallId: 'call_r',
+      name: 'query_records',
+      arguments: { objectName: 'summary' },
+      content: {
+        count: 2,
+        records: [
+          { label: 'won in 2023', deals: 185, created_at: '2026-11-26T20:00:00.000Z' },
+          { label: 'won in 2024', deals: 183, created_at: '2026-11-26T20:00:00.000Z' },
+        ],
+      },
+    };
+    const grounding = groundAnswer('We won 185 deals in 2023 and 183 in 2024.', [records], {
+      question: 'Deals won in 2024 vs 2023?',
+    });
+    expect(grounding.unsupported).toEqual([]);
+    expect(grounding.supported.map((s) => s.text)).toEqual(['185', '183']);
   });
 
   it('has no claims in an answer without figures, and everything unsupported without results', () => {
