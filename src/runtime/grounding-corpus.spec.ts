@@ -1,29 +1,13 @@
-import { groundAnswer, type Grounding } from './grounding';
-import { groundingCorpus, type CorpusCase } from './grounding.corpus';
-
-/** The planted figure is reported unsupported: an unsupported figure whose text is the planted one or lies inside it. */
-function plantedFlagged(c: CorpusCase, grounding: Grounding): boolean {
-  const planted = c.planted!.figure;
-  return grounding.unsupported.some((u) => planted.includes(u.text) || u.text.includes(planted));
-}
+import { groundingCorpus, scoreCorpus, type CorpusCase } from './grounding.corpus';
 
 /**
  * The adversarial corpus: answers as a model writes them over results of the sample data, half
  * with one planted error each, half fully correct. Grounding must flag the planted errors and leave
- * the correct answers alone.
+ * the correct answers alone. `npm run bench:grounding` writes the same rates to BENCHMARKS.md.
  */
 describe('grounding on the adversarial corpus', () => {
   const corpus = groundingCorpus();
-  const results = corpus.map((c) => ({
-    c,
-    grounding: groundAnswer(c.answer, c.sources, { question: c.question, locale: c.locale }),
-  }));
-  const planted = results.filter((r) => r.c.planted);
-  const correct = results.filter((r) => !r.c.planted);
-  const missed = planted.filter((r) => !plantedFlagged(r.c, r.grounding));
-  const falseAlarms = correct.filter((r) => r.grounding.unsupported.length > 0);
-  const detection = (planted.length - missed.length) / planted.length;
-  const falseAlarmRate = falseAlarms.length / correct.length;
+  const { planted, correct, missed, falseAlarms, detection, falseAlarmRate } = scoreCorpus(corpus);
 
   beforeAll(() => {
     const lines = [
@@ -37,7 +21,7 @@ describe('grounding on the adversarial corpus', () => {
         const heldPlanted = planted.filter(held);
         const heldCorrect = correct.filter(held);
         return [
-          `third round (written last): planted flagged ${heldPlanted.filter((r) => plantedFlagged(r.c, r.grounding)).length}/${heldPlanted.length}, ` +
+          `third round (written last): planted flagged ${heldPlanted.filter((r) => r.caught).length}/${heldPlanted.length}, ` +
             `correct flagged ${heldCorrect.filter((r) => r.grounding.unsupported.length > 0).length}/${heldCorrect.length}`,
         ];
       })(),
@@ -88,7 +72,7 @@ describe('grounding on the adversarial corpus', () => {
     };
     const wrongReason = planted.filter((r) => {
       const reasons = expected[r.c.planted!.kind];
-      if (!reasons || !plantedFlagged(r.c, r.grounding)) return false;
+      if (!reasons || !r.caught) return false;
       const flagged = r.grounding.unsupported.filter(
         (u) => r.c.planted!.figure.includes(u.text) || u.text.includes(r.c.planted!.figure),
       );

@@ -10,7 +10,7 @@ import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
 import { generateCrmSample } from '../seed/crm-sample.data';
 import { evaluateExpression } from '../tools/calculate/arithmetic.expression';
-import { operandEvidence } from './grounding';
+import { groundAnswer, operandEvidence, type Grounding } from './grounding';
 import { describeColumns, type ColumnCatalog, type GroundingSource } from './grounding-evidence';
 
 /** The kinds of planted error. */
@@ -2027,4 +2027,49 @@ bad(
 /** The corpus: correct and planted answers, each with the data results of its turn. */
 export function groundingCorpus(): CorpusCase[] {
   return cases.filter((c) => c.sources.length > 0);
+}
+
+/** One corpus answer as grounding read it. */
+export interface CorpusResult {
+  c: CorpusCase;
+  grounding: Grounding;
+  /** For an answer with a planted error: whether grounding reported that figure unsupported. */
+  caught?: boolean;
+}
+
+/** The corpus grounded, with its two rates: planted errors flagged, correct answers flagged. */
+export interface CorpusScore {
+  results: CorpusResult[];
+  planted: CorpusResult[];
+  correct: CorpusResult[];
+  missed: CorpusResult[];
+  falseAlarms: CorpusResult[];
+  detection: number;
+  falseAlarmRate: number;
+}
+
+/** Grounds every answer of the corpus as a chat turn would (its question, its locale) and scores it. */
+export function scoreCorpus(corpus: readonly CorpusCase[] = groundingCorpus()): CorpusScore {
+  const results: CorpusResult[] = corpus.map((c) => {
+    const grounding = groundAnswer(c.answer, c.sources, { question: c.question, locale: c.locale });
+    return { c, grounding, ...(c.planted ? { caught: plantedFlagged(c.planted.figure, grounding) } : {}) };
+  });
+  const planted = results.filter((r) => r.c.planted);
+  const correct = results.filter((r) => !r.c.planted);
+  const missed = planted.filter((r) => !r.caught);
+  const falseAlarms = correct.filter((r) => r.grounding.unsupported.length > 0);
+  return {
+    results,
+    planted,
+    correct,
+    missed,
+    falseAlarms,
+    detection: (planted.length - missed.length) / planted.length,
+    falseAlarmRate: falseAlarms.length / correct.length,
+  };
+}
+
+/** The planted figure is reported unsupported: an unsupported figure whose text is the planted one or lies inside it. */
+function plantedFlagged(planted: string, grounding: Grounding): boolean {
+  return grounding.unsupported.some((u) => planted.includes(u.text) || u.text.includes(planted));
 }
