@@ -27,8 +27,22 @@ export const WITHHELD_CONTENT = 'result withheld: produced under other access';
 
 type ToolResultPart = Extract<ConversationPart, { type: 'tool-result' }>;
 
+/** What a caller reads in place of an answer written from results it may not see. */
+export const WITHHELD_TEXT = '[answer withheld: written from results produced under other access]';
+
+/**
+ * A part of a stored step as a caller with other access than the step ran under gets it: a result without
+ * its output, an answer's text replaced, a tool call without its arguments (a filter may name what the
+ * caller may not see).
+ */
+export function withheldPart(part: ConversationPart): ConversationPart {
+  if (part.type === 'tool-result') return withheldResult(part);
+  if (part.type === 'text') return { type: 'text', text: WITHHELD_TEXT };
+  return { ...part, input: { withheld: true, reason: WITHHELD_REASON } };
+}
+
 /** A tool result as a caller with other access than the one it was produced under gets it: without its output. */
-export function withheldResult(part: ToolResultPart): ToolResultPart {
+function withheldResult(part: ToolResultPart): ToolResultPart {
   return {
     type: 'tool-result',
     toolCallId: part.toolCallId,

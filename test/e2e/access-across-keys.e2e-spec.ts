@@ -4,7 +4,7 @@ import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto
 import type { OpenAiErrorBody } from '../../src/openai-compat/openai-errors';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
-import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
+import { eventually, hasStatus, listen, SseClient, waitForChat, type SseEvent } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { createTestDatabase } from '../support/test-database';
@@ -148,6 +148,53 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
       expect(resultsById(streamed).c_wide).toMatchObject(WITHHELD);
       expect(showsAmount(streamed)).toBe(false);
     }
+  });
+
+  it('withholds the answer a wider key’s turn wrote (its text, live and stored, its tool arguments and grounding) from a narrower key', async () => {
+    const id = await chatWithDeals(wide.secret, 'c_first');
+    // Both keys follow the chat; the wider key's next turn filters on the hidden field and names an amount.
+    const wideStream = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, wide.secret);
+    const narrowStream = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream`, narrow.secret);
+    /** The turn ran and settled: a `running` status, then `waiting`. */
+    const settled = (events: SseEvent[]) => {
+      const running = events.findIndex((e) => e.event === 'status' && e.data?.status === 'running');
+      return running >= 0 && events.slice(running).some((e) => e.event === 'status' && e.data?.status === 'waiting');
+    };
+    const answer = `The largest deal is ${AMOUNTS[5]} and the smallest ${AMOUNTS[0]}.`;
+    llm.enqueue(
+      MockReply.toolCalls([
+        { id: 'c_big', name: 'query_records', arguments: { ...ALL_DEALS, where: { amount: { $gt: AMOUNTS[4] } } } },
+      ]),
+      MockReply.text(answer, { chunkDelayMs: 20 }),
+    );
+    await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(wide.secret)).send({ message: 'largest?' }).expect(202);
+    await wideStream.waitFor(settled);
+    await narrowStream.waitFor(settled);
+    wideStream.close();
+    narrowStream.close();
+    // The text as the model wrote it reached the wider key's stream only.
+    expect(
+      wideStream
+        .of('message_part')
+        .map((e) => (e.data as unknown as { delta: string }).delta)
+        .join(''),
+    ).toBe(answer);
+    expect(narrowStream.of('message_part')).toEqual([]);
+    for (const messages of [
+      narrowStream.of('message').map((e) => e.data as unknown as ChatMessageResponse),
+      await messagesOf(narrow.secret, id),
+    ]) {
+      expect(showsAmount(messages)).toBe(false);
+      expect(JSON.stringify(messages)).not.toContain('"amount"');
+      const texts = messages
+        .filter((m) => m.role === 'assistant')
+        .flatMap((m) => (m.parts as Array<{ type: string; text?: string }>).filter((p) => p.type === 'text'));
+      expect(texts.length).toBeGreaterThan(0);
+      for (const part of texts) expect(part.text).toMatch(/^\[answer withheld/);
+      expect(messages.some((m) => m.metadata?.grounding)).toBe(false);
+    }
+    // The wider key still reads its own answer whole.
+    expect(JSON.stringify(await messagesOf(wide.secret, id))).toContain(answer);
   });
 
   it('runs the next turn as the key that posts it: no hidden field, row outside its filter or unreadable object reaches the model or the client', async () => {

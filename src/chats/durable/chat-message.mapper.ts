@@ -1,6 +1,6 @@
 import type { TurnStep } from '../../runtime/agent-loop.service';
 import type { LlmToolCall } from '../../llm/llm.types';
-import { withheldResult } from '../../runtime/conversation';
+import { withheldPart } from '../../runtime/conversation';
 import { readableArguments } from '../../tools/tool.arguments';
 import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
 
@@ -45,15 +45,21 @@ export function toPendingCall(call: LlmToolCall, freeformAsFunction: ReadonlySet
 }
 
 /**
- * Messages as a caller whose access has this fingerprint may see them: tool results the server produced
- * under other access are withheld (their output left out), whether that access was another key's or the
- * same key's before its policies changed. Results nobody's data access produced (`access` null: a
- * client's own tool results, errors the server wrote) are kept.
+ * Messages as a caller whose access has this fingerprint may see them: what a turn's steps stored under
+ * other access is withheld (tool results without their output, the answer's text and the tool calls'
+ * arguments replaced), whether that access was another key's or the same key's before its policies
+ * changed. Messages nobody's data access produced (`access` null: user messages, a client's own tool
+ * results, errors the server wrote) are kept.
  */
-export function visibleTo<T extends Pick<ChatMessageRow, 'parts' | 'access'>>(messages: readonly T[], fingerprint: string): T[] {
-  return messages.map((message) =>
-    message.access == null || message.access === fingerprint
-      ? message
-      : { ...message, parts: message.parts.map((part) => (part.type === 'tool-result' ? withheldResult(part) : part)) },
-  );
+export function visibleTo<T extends Pick<ChatMessageRow, 'parts' | 'access' | 'metadata'>>(
+  messages: readonly T[],
+  fingerprint: string,
+): T[] {
+  return messages.map((message) => {
+    if (message.access == null || message.access === fingerprint) return message;
+    // An assistant step of a turn that ran under other access: its answer and tool arguments may hold what
+    // its results held; its grounding names their figures.
+    const metadata = message.metadata?.grounding ? { ...message.metadata, grounding: undefined } : message.metadata;
+    return { ...message, parts: message.parts.map(withheldPart), metadata };
+  });
 }

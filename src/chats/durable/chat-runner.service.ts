@@ -52,9 +52,11 @@ export class ChatRunner {
     // Each piece of text says where its step starts (after which message) and where in the step's
     // text it belongs, so that streams can tell a whole step from one they joined midway.
     const step = { after: 0, offset: 0 };
+    // The access the turn runs under: streams of callers with another see none of its text as it comes.
+    let access: string | undefined;
     const deltas = new DeltaBatcher(
       (delta) => {
-        const event = { type: 'message_part' as const, chatId: chat.id, owner: chat.owner, delta, ...step };
+        const event = { type: 'message_part' as const, chatId: chat.id, owner: chat.owner, delta, access, ...step };
         step.offset += delta.length;
         return event;
       },
@@ -66,6 +68,7 @@ export class ChatRunner {
       // sees of the stored tool results only those produced under the access it has.
       const caller = await this.access.keyCaller(chat.turnKeyId, { expect: { subject: chat.owner }, fresh: true });
       const fingerprint = await this.access.fingerprint(caller);
+      access = fingerprint;
       const history = visibleTo(await this.repo.messages(this.em.fork(), chat.id, 0, null), fingerprint);
       let lastMessageId = history.at(-1)?.id ?? 0;
       const {
@@ -114,8 +117,16 @@ export class ChatRunner {
             tokens += done.usage.totalTokens;
             // The access the step's tools ran under, as it is now: a policy changed meanwhile has reached this
             // replica's cache by now, and a key revoked meanwhile finds the chat no longer claimed.
-            const access = { keyId: caller.keyId, fingerprint: await this.access.fingerprint(caller) };
-            const persisted = await this.persistStep(chat, workerId, done, tokens, clientTools.freeformAsFunction, text, access);
+            const stepAccess = { keyId: caller.keyId, fingerprint: await this.access.fingerprint(caller) };
+            const persisted = await this.persistStep(
+              chat,
+              workerId,
+              done,
+              tokens,
+              clientTools.freeformAsFunction,
+              text,
+              stepAccess,
+            );
             settled = persisted.settled;
             lastMessageId = persisted.lastMessageId;
           },
@@ -162,6 +173,8 @@ export class ChatRunner {
         role: 'assistant',
         parts: assistantParts(step),
         keyId: access.keyId,
+        // Its text and tool arguments come from what the turn could read: shown to callers with the same access.
+        access: access.fingerprint,
         usage: step.usage,
         metadata: {
           model: step.model,

@@ -119,7 +119,10 @@ export class ChatStreamService {
             lastId = id;
           });
         case 'message_part':
-          return enqueue(() => writer.send({ delta: event.delta }, { event: 'message_part' }));
+          return enqueue(async () => {
+            if (event.access && event.access !== (await fingerprint())) return;
+            writer.send({ delta: event.delta }, { event: 'message_part' });
+          });
         // The event's own status, in commit order: a stream shows every transition, not just the latest. The
         // messages committed with it or before it were announced by their own events, which came first.
         case 'status':

@@ -103,7 +103,16 @@ export type ChatEvent =
    * step started and `offset` where the piece starts in the step's text, so a stream can tell whether it
    * holds everything before a piece (see UiTurnStream). `delta` is absent when it did not fit a NOTIFY.
    */
-  | { type: 'message_part'; chatId: string; owner: string; delta: string; after?: number; offset?: number }
+  | {
+      type: 'message_part';
+      chatId: string;
+      owner: string;
+      delta: string;
+      after?: number;
+      offset?: number;
+      /** The access fingerprint of the turn writing it: a stream of a caller with another one does not send it. */
+      access?: string;
+    }
   | { type: 'action_required'; chatId: string; owner: string }
   | { type: 'retry'; chatId: string; owner: string; attempt: number; delayMs: number; error: string }
   | { type: 'error'; chatId: string; owner: string; code: string; message: string }

@@ -255,8 +255,9 @@ export class UiTurnStream {
 
   /** A piece of the text in flight: sent only when this stream holds everything before it. */
   private piece(event: Extract<ChatEvent, { type: 'message_part' }>): void {
-    // Another step than the one after the client's last message: an earlier one, or a late piece.
-    if (event.after !== this.cursor) return;
+    // Another step than the one after the client's last message: an earlier one, or a late piece. Text of a
+    // turn running under other access than the caller's is not sent (its step comes withheld when it commits).
+    if (event.after !== this.cursor || (event.access && event.access !== this.fingerprint)) return;
     if (event.offset === 0 && this.live?.text) this.resetStep();
     if (!this.live) {
       // Joined midway: this step's text goes out whole when it commits.
