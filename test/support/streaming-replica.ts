@@ -31,9 +31,9 @@ export interface StreamingReplica {
  * complete, consistent cluster), to which `standby.signal` and `primary_conninfo` make it a standby.
  * PostgreSQL's defaults stream already (wal_level replica, max_wal_senders 10, and initdb's pg_hba
  * admits replication connections from 127.0.0.1 with the cluster's password method); they are
- * checked rather than assumed.
+ * checked rather than assumed. `settings` (e.g. shared_preload_libraries) apply to both servers.
  */
-export async function startStreamingReplica(): Promise<StreamingReplica> {
+export async function startStreamingReplica(options: { settings?: Record<string, string> } = {}): Promise<StreamingReplica> {
   const root = await mkdtemp(join(tmpdir(), 'data-copilot-replica-'));
   // As root, Postgres runs as the `postgres` user, which must be able to reach both clusters.
   await chmod(root, 0o711);
@@ -50,6 +50,10 @@ export async function startStreamingReplica(): Promise<StreamingReplica> {
     );
     if (settings.wal_level === 'minimal' || settings.senders < 1 || settings.hba < 1) {
       throw new Error(`the primary cannot stream: ${JSON.stringify(settings)}`);
+    }
+    // Server settings of both (ALTER SYSTEM writes postgresql.auto.conf, which the copy takes along).
+    for (const [name, value] of Object.entries(options.settings ?? {})) {
+      await query(primary.url, `alter system set ${name} = '${value.replace(/'/g, "''")}'`);
     }
     await primary.stop();
 
