@@ -40,7 +40,10 @@ export async function startStreamingReplica(options: { settings?: Record<string,
   const primaryDir = join(root, 'primary');
   const replicaDir = join(root, 'replica');
   const primaryPort = await freePort();
-  let primary = await startEmbeddedPostgres({ dataDir: primaryDir, port: primaryPort });
+  let primary = await startEmbeddedPostgres({ dataDir: primaryDir, port: primaryPort }).catch(async (error: unknown) => {
+    await rm(root, { recursive: true, force: true });
+    throw error;
+  });
   let replica: RunningPostgres | undefined;
   try {
     const [settings] = await query<{ wal_level: string; senders: number; hba: number }>(
