@@ -153,6 +153,9 @@ describe('loadConfig', () => {
     ['PORT', '80.5'],
     ['DATABASE_URL', 'notaurl'],
     ['DATABASE_URL', 'mysql://localhost/db'],
+    ['DATABASE_READ_URL', 'mysql://replica/db'],
+    ['READ_MAX_LAG_MS', 'soon'],
+    ['READ_MAX_LAG_MS', '700000'],
     ['SEED', 'maybe'],
     ['PLAYGROUND', 'sometimes'],
     ['LOG_LEVEL', 'loud'],
@@ -196,6 +199,19 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.variable).toBe(variable);
     expect(error.message).toContain(variable);
+  });
+
+  it('reads the replica for reads, the lag it may have (default 2000 ms), and wants the primary it replicates', () => {
+    expect(loadConfig({})).toMatchObject({ databaseReadUrl: undefined, readMaxLagMs: 2000 });
+    expect(
+      loadConfig({
+        DATABASE_URL: 'postgres://primary.internal/copilot',
+        DATABASE_READ_URL: 'postgres://replica.internal/copilot',
+        READ_MAX_LAG_MS: '500',
+      }),
+    ).toMatchObject({ databaseReadUrl: 'postgres://replica.internal/copilot', readMaxLagMs: 500 });
+    // The embedded Postgres has no replica: a read URL alone is a mistake, not a setup.
+    expect(configErrorOf({ DATABASE_READ_URL: 'postgres://replica.internal/copilot' }).variable).toBe('DATABASE_READ_URL');
   });
 
   it('accepts any ADMIN_API_KEY, short ones included (that exact secret becomes an admin key)', () => {

@@ -13,6 +13,13 @@ export interface AppConfig {
   host: string;
   /** External PostgreSQL; undefined means "start the embedded Postgres under dataDir". */
   databaseUrl?: string;
+  /**
+   * A streaming replica of databaseUrl for the data engine's reads (records, search, value counts,
+   * aggregates, metrics, exports, data tools); undefined: every read runs on the primary.
+   */
+  databaseReadUrl?: string;
+  /** Replay lag of the read replica above which its reads go to the primary until it catches up, milliseconds. */
+  readMaxLagMs: number;
   dataDir: string;
   embeddedPostgresPort: number;
   adminApiKey?: string;
@@ -230,10 +237,17 @@ export function loadConfig(env: Env = process.env): AppConfig {
   // Any value becomes an admin key with exactly that secret (a short one is warned about at start).
   const adminApiKey = str(env, 'ADMIN_API_KEY');
   const dataPoolSize = int(env, 'DATA_POOL_SIZE', 10, 1, 1_000);
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databaseReadUrl = url(env, 'DATABASE_READ_URL', ['postgres:', 'postgresql:']);
+  if (databaseReadUrl !== undefined && databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_READ_URL', 'names a streaming replica of DATABASE_URL: set DATABASE_URL too');
+  }
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
+    databaseReadUrl,
+    readMaxLagMs: int(env, 'READ_MAX_LAG_MS', 2_000, 0, 600_000),
     dataDir: resolve(str(env, 'DATA_DIR') ?? './.data'),
     embeddedPostgresPort: int(env, 'EMBEDDED_POSTGRES_PORT', 54329, 1, 65535),
     adminApiKey,

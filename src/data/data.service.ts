@@ -59,6 +59,11 @@ export interface DataScope {
   signal?: AbortSignal;
   /** A transaction of DataPool (e.g. a tool's READ ONLY one) to run in; it carries its own signal. */
   session?: DataSession;
+  /**
+   * A read that must see the latest committed state (a client revalidating a version it holds, as
+   * with If-None-Match): it runs on the primary, never on the read replica.
+   */
+  fresh?: boolean;
 }
 
 /** How DataService.stream reads: see DataCursorOptions (its key is the caller's). */
@@ -510,11 +515,12 @@ export class DataService {
     scope: DataScope,
     work: (object: ObjectMeta, session: DataSession) => Promise<T>,
   ): Promise<T> {
-    const session = scope.session ?? this.pool.session(poolOptions(caller, scope));
+    const reads = action === 'read' && !scope.fresh;
+    const session =
+      scope.session ??
+      (reads ? this.pool.readSession(poolOptions(caller, scope)) : this.pool.session(poolOptions(caller, scope)));
     const object = await this.access.view(caller, objectName, action);
-    try {
-      return await work(object, session);
-    } catch (error) {
+    const result = await work(object, session).catch(async (error: unknown) => {
       const code = sqlState(error);
       if (code !== UNDEFINED_COLUMN && code !== UNDEFINED_TABLE) throw error;
       this.metadata.invalidate();
@@ -522,7 +528,10 @@ export class DataService {
         throw new DomainError('metadata_changed', `The definition of "${objectName}" changed while the query ran; try again`);
       }
       return work(await this.access.view(caller, objectName, action), session);
-    }
+    });
+    // Its reads stay on the primary until the read replica has this write (a transaction marks it on commit too).
+    if (action !== 'read') await this.pool.wrote(caller.keyId);
+    return result;
   }
 }
 

@@ -37,6 +37,14 @@ const IF_MATCH = {
     'precondition_failed. Not a list of quoted entity tags (nor "*"): 400 invalid_if_match. Absent: last write wins.',
 };
 
+const IF_NONE_MATCH = {
+  name: 'If-None-Match',
+  required: false,
+  description:
+    'ETag(s) of the record as last read or written: the record is read on the primary database, never on a read ' +
+    'replica that may not have the latest write yet (the response is the record with its current ETag either way).',
+};
+
 /** Errors of a record's field values (create and update). */
 const VALUE_ERRORS: ErrorCode[] = [
   'invalid_record',
@@ -171,6 +179,7 @@ export class RecordsController {
 
   @Get('records/:id')
   @Roles('admin', 'member')
+  @ApiHeader(IF_NONE_MATCH)
   @ApiRoute({
     summary: 'Read a record',
     schema: schemaRef('RecordResponse'),
@@ -182,10 +191,12 @@ export class RecordsController {
     @Caller() caller: Caller,
     @Param('name') name: string,
     @Param('id') id: string,
+    @Headers('if-none-match') ifNoneMatch: string | undefined,
     @ClientSignal() signal: AbortSignal,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
-    return sendVersioned(reply, await this.data.findOneVersioned(caller, name, id, undefined, { signal }));
+    const fresh = ifNoneMatch !== undefined;
+    return sendVersioned(reply, await this.data.findOneVersioned(caller, name, id, undefined, { signal, fresh }));
   }
 
   @Patch('records/:id')

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
 import { Pool, PoolClient, TypeOverrides, types } from 'pg';
 import { DomainError } from '../common/domain-error';
@@ -7,11 +7,17 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
 import { DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from './pg-errors';
+import { PgPubSub } from './pg-pubsub.service';
+import { ReadReplica, ReadReplicaStatus, ReplicaUnavailable, type ReadFallbackReason } from './read-replica';
 
-/** How the data engine's connections show up in pg_stat_activity. */
-const DATA_POOL_APPLICATION_NAME = 'data-copilot:data';
-/** How the data tools' SELECT-only connections show up in pg_stat_activity. */
-const READER_POOL_APPLICATION_NAME = 'data-copilot:reader';
+/**
+ * How the data engine's connections show up in pg_stat_activity: `data` and `reader` (the data tools'
+ * SELECT-only connections), with `-replica` on the read replica.
+ */
+export const DATA_POOL_APPLICATION_NAMES = {
+  primary: { data: 'data-copilot:data', readers: 'data-copilot:reader' },
+  replica: { data: 'data-copilot:data-replica', readers: 'data-copilot:reader-replica' },
+} as const;
 
 /**
  * Run once on each new reader connection: the SELECT-only role and read-only transactions for the
@@ -86,6 +92,16 @@ interface GatedPool {
   gate: Semaphore;
 }
 
+/** The data engine's two pools, and the data tools' (reader role) connections. */
+export type DataPoolKind = 'data' | 'readers';
+
+/** One database server's pools: the primary's, or the read replica's (DATABASE_READ_URL). */
+interface Server {
+  name: 'primary' | 'replica';
+  data: GatedPool;
+  readers: GatedPool;
+}
+
 /**
  * The connections of the data engine (records API, aggregates, data tools, sample data), in a pool of
  * their own: slow user queries can take all of these but never the ORM's connections that API keys,
@@ -110,13 +126,19 @@ interface GatedPool {
  * thousands of chats may want at once) hold at most CHAT_TOOL_CONCURRENCY of them: they queue for a
  * slot first (as long as their signal lets them: the tool's timeout), so the rest stays free for the
  * tool calls a user waits on (stateless chats, MCP).
+ *
+ * With DATABASE_READ_URL, the read replica has the same two pools (same sizes, same key shares, the
+ * reader role set up alike: a hot standby allows SET ROLE, and is read-only anyway). Reads
+ * (`readSession`, `readerSession`, `cursor`) go there when ReadReplica.route says so, and run again on
+ * the primary when the replica, not the read, fails them (ReadReplica.failed); writes and
+ * transactions (`session`, `transaction`) always run on the primary.
  */
 @Injectable()
-export class DataPool implements OnApplicationShutdown {
+export class DataPool implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DataPool.name);
-  private readonly pool: GatedPool;
-  /** The data tools' connections (SELECT-only role, read-only), DATA_POOL_SIZE more: tools never wait behind REST calls. */
-  private readonly readers: GatedPool;
+  private readonly primary: Server;
+  /** The read replica's pools and what is known of it; undefined without DATABASE_READ_URL. */
+  private readonly replica?: Server & { watch: ReadReplica };
   /** Reader connections whose session is set up (READER_SETUP). */
   private readonly readersSetUp = new WeakSet<PoolClient>();
   private readonly background: Semaphore;
@@ -124,12 +146,13 @@ export class DataPool implements OnApplicationShutdown {
   constructor(
     @Inject(DATABASE_URL) databaseUrl: string,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    pubsub: PgPubSub,
   ) {
     const share = config.dataPoolKeyShare;
     this.background = new Semaphore(config.chatToolConcurrency, keyShareOf(config.chatToolConcurrency, share));
-    const open = (applicationName: string): GatedPool => {
+    const open = (connectionString: string, applicationName: string): GatedPool => {
       const pool = new Pool({
-        connectionString: databaseUrl,
+        connectionString,
         max: config.dataPoolSize,
         connectionTimeoutMillis: config.dbAcquireTimeoutMs,
         statement_timeout: config.queryTimeoutMs,
@@ -144,35 +167,79 @@ export class DataPool implements OnApplicationShutdown {
       });
       return { pool, gate: new Semaphore(config.dataPoolSize, keyShareOf(config.dataPoolSize, share)) };
     };
-    this.pool = open(DATA_POOL_APPLICATION_NAME);
-    this.readers = open(READER_POOL_APPLICATION_NAME);
+    const server = (name: Server['name'], url: string): Server => ({
+      name,
+      data: open(url, DATA_POOL_APPLICATION_NAMES[name].data),
+      readers: open(url, DATA_POOL_APPLICATION_NAMES[name].readers),
+    });
+    this.primary = server('primary', databaseUrl);
+    const readUrl = config.databaseReadUrl;
+    if (readUrl) {
+      this.replica = { ...server('replica', readUrl), watch: new ReadReplica(databaseUrl, readUrl, config.readMaxLagMs, pubsub) };
+    }
+  }
+
+  /** Starts watching the read replica; the app starts knowing whether it can read there. */
+  async onModuleInit(): Promise<void> {
+    await this.replica?.watch.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([this.pool.pool.end(), this.readers.pool.end()]);
+    await this.replica?.watch.stop();
+    const servers = this.replica ? [this.primary, this.replica] : [this.primary];
+    await Promise.all(servers.flatMap((server) => [server.data.pool.end(), server.readers.pool.end()]));
   }
 
   /**
    * Connections open and idle, and callers waiting for one (their key's share or the pool's size):
-   * what the pool gauge shows (`readers`: the data tools' pool).
+   * what the pool gauge shows. Undefined for the replica's pools without DATABASE_READ_URL.
    */
-  stats(readers = false): { total: number; idle: number; waiting: number } {
-    const { pool, gate } = readers ? this.readers : this.pool;
+  stats(kind: DataPoolKind, on: Server['name'] = 'primary'): { total: number; idle: number; waiting: number } | undefined {
+    const server = on === 'primary' ? this.primary : this.replica;
+    if (!server) return undefined;
+    const { pool, gate } = server[kind];
     return { total: pool.totalCount, idle: pool.idleCount, waiting: gate.waiting + pool.waitingCount };
   }
 
-  /** Runs each statement on a pooled connection of its own (autocommit), cancelled when `signal` aborts. */
+  /** The read replica's state, and the reads that fell back to the primary by reason; undefined without one. */
+  readReplica(): { status: ReadReplicaStatus; fallbacks: Readonly<Record<ReadFallbackReason, number>> } | undefined {
+    const watch = this.replica?.watch;
+    return watch && { status: watch.current(), fallbacks: watch.fallbacks() };
+  }
+
+  /**
+   * `key` wrote through the data engine (its statement or transaction committed): its reads stay on
+   * the primary until the read replica surely has the write (read-your-writes, see ReadReplica).
+   */
+  async wrote(key: string | undefined): Promise<void> {
+    if (key !== undefined) await this.replica?.watch.wrote(key);
+  }
+
+  /**
+   * Runs each statement on a pooled connection of its own (autocommit) on the primary, cancelled when
+   * `signal` aborts: for writes, and for reads that must see the latest committed state.
+   */
   session(options: DataCallOptions = {}): DataSession {
     const { signal } = options;
     return {
       inTransaction: false,
       query: <T>(query: CompiledQuery<T>) =>
-        this.withClient(this.pool, options, (client, lease) => this.execute(client, query, signal, lease)),
+        this.withClient(this.primary, 'data', options, (client, lease) => this.execute(client, query, signal, lease)),
+    };
+  }
+
+  /** Like session, for statements that only read: on the read replica when it may serve them. */
+  readSession(options: DataCallOptions = {}): DataSession {
+    const { signal } = options;
+    return {
+      inTransaction: false,
+      query: <T>(query: CompiledQuery<T>) =>
+        this.read('data', options, (client, lease) => this.execute(client, query, signal, lease)),
     };
   }
 
   /**
-   * Like session, on the data tools' connections: each statement runs alone (autocommit) as the
+   * Like readSession, on the data tools' connections: each statement runs alone (autocommit) as the
    * SELECT-only role DATA_READER_ROLE in a READ ONLY transaction, set once per connection, so a
    * statement that tries to write is refused by the database twice over. Background statements
    * (durable chats' tool calls) each take one of CHAT_TOOL_CONCURRENCY slots first.
@@ -180,13 +247,7 @@ export class DataPool implements OnApplicationShutdown {
   readerSession(options: DataReadOptions = {}): DataSession {
     const { signal, key } = options;
     const run = <T>(query: CompiledQuery<T>) =>
-      this.withClient(this.readers, options, async (client, lease) => {
-        if (!this.readersSetUp.has(client)) {
-          await this.execute(client, CompiledQuery.raw(READER_SETUP), signal, lease);
-          this.readersSetUp.add(client);
-        }
-        return this.execute(client, query, signal, lease);
-      });
+      this.read('readers', options, (client, lease) => this.execute(client, query, signal, lease));
     return {
       inTransaction: false,
       query: <T>(query: CompiledQuery<T>) =>
@@ -194,10 +255,13 @@ export class DataPool implements OnApplicationShutdown {
     };
   }
 
-  /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
-  transaction<T>(work: (session: DataSession) => Promise<T>, options: DataTransactionOptions = {}): Promise<T> {
+  /**
+   * Runs `work` in one transaction on one connection of the primary: committed when it returns, rolled
+   * back when it throws. A committed transaction counts as a write of `options.key` (see `wrote`).
+   */
+  async transaction<T>(work: (session: DataSession) => Promise<T>, options: DataTransactionOptions = {}): Promise<T> {
     const { signal } = options;
-    return this.withClient(this.pool, options, async (client, lease) => {
+    const result = await this.withClient(this.primary, 'data', options, async (client, lease) => {
       await this.execute(client, CompiledQuery.raw('begin'), signal, lease);
       try {
         const result = await work({
@@ -211,19 +275,53 @@ export class DataPool implements OnApplicationShutdown {
         throw error;
       }
     });
+    await this.wrote(options.key);
+    return result;
   }
 
   /**
    * The rows of `query` as arrays of column values, read through a server-side cursor in one READ
-   * ONLY transaction on one connection: a batch of `batchRows()` rows per FETCH, each FETCH a
-   * statement of its own (so QUERY_TIMEOUT_MS bounds each batch, not the whole read). The next batch
-   * is fetched while the reader handles this one. The connection is held until the rows run out or
-   * the reader stops (`return()`, e.g. a `break` out of `for await`): the transaction then ends and
-   * the connection goes back to the pool; a FETCH cancelled by `signal` closes it instead.
+   * ONLY transaction on one connection (of the read replica when it may serve the read): a batch of
+   * `batchRows()` rows per FETCH, each FETCH a statement of its own (so QUERY_TIMEOUT_MS bounds each
+   * batch, not the whole read). The next batch is fetched while the reader handles this one. The
+   * connection is held until the rows run out or the reader stops (`return()`, e.g. a `break` out of
+   * `for await`): the transaction then ends and the connection goes back to the pool; a FETCH
+   * cancelled by `signal` closes it instead. A read the replica fails before its first batch runs on
+   * the primary; one it fails later fails (its rows were partly read).
    */
   async *cursor(query: CompiledQuery<unknown[]>, options: DataCursorOptions): AsyncGenerator<unknown[][], void, undefined> {
+    const replica = this.replica;
+    if (replica && replica.watch.route(options.key) === 'replica') {
+      const batches = this.cursorOn(replica, query, options);
+      let first: IteratorResult<unknown[][], void> | undefined;
+      try {
+        first = await batches.next();
+      } catch (error) {
+        if (!replica.watch.failed(error, options.signal)) throw error;
+      }
+      if (first) {
+        try {
+          if (!first.done) {
+            yield first.value;
+            yield* batches;
+          }
+        } finally {
+          // The reader stopped while holding the first batch: end the read of the rest too.
+          await batches.return(undefined);
+        }
+        return;
+      }
+    }
+    yield* this.cursorOn(this.primary, query, options);
+  }
+
+  private async *cursorOn(
+    server: Server,
+    query: CompiledQuery<unknown[]>,
+    options: DataCursorOptions,
+  ): AsyncGenerator<unknown[][], void, undefined> {
     const { signal } = options;
-    const { client, lease, release } = await this.acquire(this.pool, options);
+    const { client, lease, release } = await this.acquire(server, 'data', options);
     let open = false;
     try {
       await this.execute(client, CompiledQuery.raw('begin transaction read only'), signal, lease);
@@ -284,12 +382,13 @@ export class DataPool implements OnApplicationShutdown {
   }
 
   private async withClient<T>(
-    pool: GatedPool,
+    server: Server,
+    kind: DataPoolKind,
     options: DataCallOptions,
     work: (client: PoolClient, lease: Lease) => Promise<T>,
   ): Promise<T> {
     const { signal } = options;
-    const { client, lease, release } = await this.acquire(pool, options);
+    const { client, lease, release } = await this.acquire(server, kind, options);
     try {
       if (signal?.aborted) throw cancelled();
       return await work(client, lease);
@@ -300,12 +399,32 @@ export class DataPool implements OnApplicationShutdown {
     }
   }
 
+  /** Runs a read on the read replica when it may serve it, else (or when the replica fails it) on the primary. */
+  private async read<T>(
+    kind: DataPoolKind,
+    options: DataCallOptions,
+    work: (client: PoolClient, lease: Lease) => Promise<T>,
+  ): Promise<T> {
+    const replica = this.replica;
+    if (replica && replica.watch.route(options.key) === 'replica') {
+      try {
+        return await this.withClient(replica, kind, options, work);
+      } catch (error) {
+        if (!replica.watch.failed(error, options.signal)) throw error;
+      }
+    }
+    return this.withClient(this.primary, kind, options, work);
+  }
+
   /**
    * The one way to a connection: a slot of the pool's gate first (within the pool's size and the key's
    * share, waiting at most DB_ACQUIRE_TIMEOUT_MS, leaving at once when `signal` aborts), then a
-   * connection of the pg pool, which the gate keeps from ever having to queue.
+   * connection of the pg pool, which the gate keeps from ever having to queue; a reader connection is
+   * set up (READER_SETUP) on its first use. On the read replica, a connection that cannot be opened or
+   * set up is ReplicaUnavailable (the read then runs on the primary).
    */
-  private async acquire({ pool, gate }: GatedPool, { signal, key }: DataCallOptions): Promise<Checkout> {
+  private async acquire(server: Server, kind: DataPoolKind, { signal, key }: DataCallOptions): Promise<Checkout> {
+    const { pool, gate } = server[kind];
     const waitedMs = this.config.dbAcquireTimeoutMs;
     const busy = () =>
       new DomainError(
@@ -321,20 +440,28 @@ export class DataPool implements OnApplicationShutdown {
       client = await pool.connect();
     } catch (error) {
       free();
+      if (server.name === 'replica') throw new ReplicaUnavailable(error);
       if (isPoolTimeout(error)) throw busy();
       this.logger.warn({ msg: 'no data connection', error: error instanceof Error ? error.message : String(error) });
       throw new DomainError('database_unavailable', 'The database is not reachable');
     }
     const lease: Lease = { cancelled: false };
-    return {
-      client,
-      lease,
-      release: () => {
-        // release(true) closes the connection instead of pooling it.
-        client.release(lease.cancelled);
-        free();
-      },
+    const release = () => {
+      // release(true) closes the connection instead of pooling it.
+      client.release(lease.cancelled);
+      free();
     };
+    if (kind === 'readers' && !this.readersSetUp.has(client)) {
+      try {
+        await this.execute(client, CompiledQuery.raw(READER_SETUP), signal, lease);
+      } catch (error) {
+        lease.cancelled = true;
+        release();
+        throw server.name === 'replica' && !signal?.aborted ? new ReplicaUnavailable(error) : this.translate(error, signal);
+      }
+      this.readersSetUp.add(client);
+    }
+    return { client, lease, release };
   }
 
   /** Runs one statement; if `signal` aborts meanwhile, asks the server to cancel it. */

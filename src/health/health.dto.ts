@@ -20,9 +20,24 @@ export class ReadinessChecks {
     description: 'The durable chat worker runs (`disabled` with CHAT_WORKER_ENABLED=false, `stopped` while shutting down)',
   })
   worker: 'ok' | 'stopped' | 'disabled';
+
+  @ApiProperty({
+    enum: ['ok', 'lagging', 'down', 'disabled'],
+    description:
+      'The read replica (DATABASE_READ_URL) at its last lag check: `lagging` above READ_MAX_LAG_MS, `down` when unreachable; ' +
+      'reads then go to the primary, so neither makes the app not ready (`disabled` without a read replica)',
+  })
+  readReplica: 'ok' | 'lagging' | 'down' | 'disabled';
 }
 
 export class ReadinessResponse {
   @ApiProperty({ enum: ['ok'] }) status: 'ok';
   @ApiProperty({ type: ReadinessChecks }) checks: ReadinessChecks;
+  @ApiProperty({
+    required: false,
+    nullable: true,
+    type: Number,
+    description: 'With a read replica: its replay lag at the last check, milliseconds (0: caught up; null: unknown, down)',
+  })
+  readReplicaLagMs?: number | null;
 }

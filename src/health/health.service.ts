@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ChatWorker } from '../chats/durable/chat.worker';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { DataPool } from '../database/data-pool';
 import { MIGRATIONS, migrationNames } from '../database/migrations';
 import type { HealthResponse, ReadinessChecks, ReadinessResponse } from './health.dto';
 import { HealthRepository } from './health.repository';
@@ -14,6 +15,7 @@ export class HealthService {
   constructor(
     private readonly repo: HealthRepository,
     private readonly worker: ChatWorker,
+    private readonly data: DataPool,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -42,10 +44,12 @@ export class HealthService {
   /**
    * Ready for traffic: the database answers (its own connection, 3 s at most), every migration of
    * this build is recorded there (extra ones of a newer replica are fine), and the chat worker runs
-   * when CHAT_WORKER_ENABLED. Otherwise 503 `not_ready` naming the checks that failed.
+   * when CHAT_WORKER_ENABLED. Otherwise 503 `not_ready` naming the checks that failed. The read
+   * replica is reported as last checked (no I/O here), never a failure: the primary serves its reads.
    */
   async ready(): Promise<ReadinessResponse> {
-    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'ok' };
+    const replica = this.data.readReplica()?.status;
+    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'ok', readReplica: replica?.state ?? 'disabled' };
     let pendingMigrations: string[] = [];
     try {
       const applied = new Set(await this.repo.appliedMigrationNames());
@@ -59,14 +63,17 @@ export class HealthService {
     if (!this.config.chatWorkerEnabled) checks.worker = 'disabled';
     else if (!this.worker.active) checks.worker = 'stopped';
 
-    const failed = Object.entries(checks).filter(([, state]) => state !== 'ok' && state !== 'disabled');
+    const failed = Object.entries(checks).filter(
+      ([check, state]) => check !== 'readReplica' && state !== 'ok' && state !== 'disabled',
+    );
+    const lag = replica ? { readReplicaLagMs: replica.lagMs } : {};
     if (failed.length) {
       throw new DomainError(
         'not_ready',
         `Not ready: ${failed.map(([check, state]) => `${check} ${state}`).join(', ')}`,
-        pendingMigrations.length ? { checks, pendingMigrations } : { checks },
+        pendingMigrations.length ? { checks, pendingMigrations, ...lag } : { checks, ...lag },
       );
     }
-    return { status: 'ok', checks };
+    return { status: 'ok', checks, ...lag };
   }
 }

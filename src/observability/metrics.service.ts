@@ -4,8 +4,19 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { DomainError } from '../common/domain-error';
 import { ERRORS } from '../common/error-codes';
 
-/** The pools of the app: the ORM's (keys, metadata, chats), the data engine's (object tables) and the data tools' (reader). */
-export type PoolName = 'orm' | 'data' | 'reader';
+/**
+ * The pools of the app: the ORM's (keys, metadata, chats), the data engine's (object tables) and the
+ * data tools' (reader), and with a read replica, the data engine's two there.
+ */
+export type PoolName = 'orm' | 'data' | 'reader' | 'data_replica' | 'reader_replica';
+
+/** The read replica as the data engine last saw it (DataPool.readReplica). */
+export interface ReadReplicaStats {
+  /** Replay lag, milliseconds; null when unknown (the replica is down or catching up after a start). */
+  lagMs: number | null;
+  /** Reads that went to the primary because of the replica, by reason, since start. */
+  fallbacks: Readonly<Record<string, number>>;
+}
 
 export interface PoolStats {
   /** Connections open, idle or in use. */
@@ -122,6 +133,7 @@ export class MetricsService {
 
   private chatStatusSource?: () => Promise<Record<string, number>>;
   private readonly poolSources = new Map<PoolName, () => Promise<PoolStats | undefined>>();
+  private readReplicaSource?: () => ReadReplicaStats | undefined;
 
   private readonly chats: Gauge<'status'> = new Gauge({
     name: `${PREFIX}chats`,
@@ -136,6 +148,20 @@ export class MetricsService {
     labelNames: ['pool', 'state'] as const,
     registers: [this.registry],
     collect: () => this.collectPools(),
+  });
+
+  private readonly readReplicaLag: Gauge = new Gauge({
+    name: `${PREFIX}db_read_replica_lag_seconds`,
+    help: 'Replay lag of the read replica (DATABASE_READ_URL) at its last check: 0 when caught up with the primary, NaN when unknown (down)',
+    registers: [this.registry],
+    collect: () => this.collectReplicaLag(),
+  });
+  private readonly readFallbacks: Counter<'reason'> = new Counter({
+    name: `${PREFIX}db_read_fallbacks_total`,
+    help: 'Data engine reads that went to the primary because of the read replica, by reason: lagging, down, or error (the replica failed the read)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+    collect: () => this.collectReadFallbacks(),
   });
 
   /** `token`: METRICS_TOKEN, when scrapes must present it. */
@@ -212,6 +238,24 @@ export class MetricsService {
   /** Where a pool's gauge reads its numbers when scraped (undefined: the pool is not open yet). */
   collectPool(pool: PoolName, source: () => Promise<PoolStats | undefined>): void {
     this.poolSources.set(pool, source);
+  }
+
+  /** Where the read replica's gauges read their numbers when scraped (undefined: no read replica). */
+  collectReadReplica(source: () => ReadReplicaStats | undefined): void {
+    this.readReplicaSource = source;
+  }
+
+  private collectReplicaLag(): void {
+    this.readReplicaLag.reset();
+    const stats = this.readReplicaSource?.();
+    if (stats) this.readReplicaLag.set(stats.lagMs === null ? NaN : stats.lagMs / 1000);
+  }
+
+  /** The counter is kept by the data engine: set from its count when scraped. */
+  private collectReadFallbacks(): void {
+    this.readFallbacks.reset();
+    const stats = this.readReplicaSource?.();
+    for (const [reason, count] of Object.entries(stats?.fallbacks ?? {})) this.readFallbacks.inc({ reason }, count);
   }
 
   private async collectChats(): Promise<void> {

@@ -4,7 +4,10 @@ import type { Pool } from 'pg';
 import { DataPool } from '../database/data-pool';
 import { MetricsService, PoolStats } from './metrics.service';
 
-/** Shows the pools of the app on the pool gauge: the ORM's, the data engine's and the data tools' (reader). */
+/**
+ * Shows the pools of the app on the pool gauge (the ORM's, the data engine's and the data tools'
+ * (reader), on the read replica too), and the read replica's lag and fallbacks.
+ */
 @Injectable()
 export class PoolMetricsCollector implements OnModuleInit {
   constructor(
@@ -19,8 +22,14 @@ export class PoolMetricsCollector implements OnModuleInit {
       const pool: Pool = await this.orm.em.getConnection().getNativeClient();
       return poolStats(pool);
     });
-    this.metrics.collectPool('data', () => Promise.resolve(this.data.stats()));
-    this.metrics.collectPool('reader', () => Promise.resolve(this.data.stats(true)));
+    this.metrics.collectPool('data', () => Promise.resolve(this.data.stats('data')));
+    this.metrics.collectPool('reader', () => Promise.resolve(this.data.stats('readers')));
+    this.metrics.collectPool('data_replica', () => Promise.resolve(this.data.stats('data', 'replica')));
+    this.metrics.collectPool('reader_replica', () => Promise.resolve(this.data.stats('readers', 'replica')));
+    this.metrics.collectReadReplica(() => {
+      const replica = this.data.readReplica();
+      return replica && { lagMs: replica.status.lagMs, fallbacks: replica.fallbacks };
+    });
   }
 }
 

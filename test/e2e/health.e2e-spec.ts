@@ -25,7 +25,7 @@ describe('health and docs', () => {
       expect((await t.http.get('/health/live').expect(200)).body).toEqual({ status: 'ok' });
       expect(bodyOf<ReadinessResponse>(await t.http.get('/health/ready').expect(200))).toEqual({
         status: 'ok',
-        checks: { database: 'ok', migrations: 'ok', worker: 'ok' },
+        checks: { database: 'ok', migrations: 'ok', worker: 'ok', readReplica: 'disabled' },
       });
     });
 
@@ -36,7 +36,10 @@ describe('health and docs', () => {
         const res = await t.http.get('/health/ready').expect(503);
         expect(errorOf<NotReady>(res)).toMatchObject({
           code: 'not_ready',
-          details: { checks: { database: 'ok', migrations: 'pending', worker: 'ok' }, pendingMigrations: [last.name] },
+          details: {
+            checks: { database: 'ok', migrations: 'pending', worker: 'ok', readReplica: 'disabled' },
+            pendingMigrations: [last.name],
+          },
         });
       } finally {
         await t.sql(`update mikro_orm_migrations set name = $1 where name = $1 || '_gone'`, [last.name]);
@@ -54,7 +57,7 @@ describe('health and docs', () => {
         const res = await t.http.get('/health/ready').expect(503);
         expect(errorOf<NotReady>(res)).toMatchObject({
           code: 'not_ready',
-          details: { checks: { database: 'unreachable', migrations: 'unknown', worker: 'ok' } },
+          details: { checks: { database: 'unreachable', migrations: 'unknown', worker: 'ok', readReplica: 'disabled' } },
         });
         await t.http.get('/health/live').expect(200);
       } finally {
