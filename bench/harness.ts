@@ -14,15 +14,7 @@ export function log(message: string): void {
   process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)}s] ${message}\n`);
 }
 
-export async function sql<T = Record<string, unknown>>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
+export { sql } from '../test/support/pg-query';
 
 /** The application process, driven over IPC. */
 export class AppProcess {

@@ -14,6 +14,7 @@ import { startStreamingReplica, StreamingReplica } from '../test/support/streami
 import { AppProcess, benchAppEnv, log, spliceSection } from './harness';
 import { HttpClient, percentile, runInterleaved, type InterleavedRoute, type LoadResult } from './load';
 import type { Goal } from './report';
+import { dealPage, dealsByStage, fullDealPage } from './sample-requests';
 
 export const REPLICA_START = '<!-- read-replica:start -->';
 export const REPLICA_END = '<!-- read-replica:end -->';
@@ -42,42 +43,18 @@ interface ReplicaResult {
   lagSeconds: number;
 }
 
-const q = (params: Record<string, unknown>) =>
-  Object.entries(params)
-    .map(([k, v]) => `${k}=${encodeURIComponent(typeof v === 'number' ? String(v) : JSON.stringify(v))}`)
-    .join('&');
-
 const ROUTES: Array<{ name: string; route: InterleavedRoute }> = [
   {
     name: 'records page: deals `stage $in [proposal, negotiation]`, `amount $gt`, orderBy amount desc, limit 50',
     route: {
-      make: (i) => ({
-        method: 'GET',
-        path:
-          '/api/v1/objects/deal/records?' +
-          q({
-            where: { stage: { $in: ['proposal', 'negotiation'] }, amount: { $gt: 10_000 + (i % 10) * 1_000 } },
-            orderBy: [{ field: 'amount', order: 'desc' }],
-            limit: 50,
-          }),
-      }),
-      check: (res) => (JSON.parse(res.body) as { records: unknown[] }).records.length === 50,
+      make: dealPage,
+      check: fullDealPage,
     },
   },
   {
     name: 'aggregate: deals by stage, count + sum(amount)',
     route: {
-      make: () => ({
-        method: 'POST',
-        path: '/api/v1/objects/deal/aggregate',
-        body: {
-          groupBy: ['stage'],
-          aggregations: [
-            { function: 'count', alias: 'deals' },
-            { function: 'sum', field: 'amount', alias: 'total' },
-          ],
-        },
-      }),
+      make: dealsByStage,
     },
   },
   {

@@ -3,6 +3,7 @@
  * (bench/server.ts, in a child process), measures bounded loads over loopback, writes BENCHMARKS.md
  * and prints it, then stops and deletes everything it started. Not part of `npm test`.
  */
+import { dealPage, dealsByStage, fullDealPage, queryString } from './sample-requests';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { freePort } from '../test/support/free-port';
@@ -52,10 +53,7 @@ interface Scenario {
   after?(): void;
 }
 
-const q = (params: Record<string, unknown>) =>
-  Object.entries(params)
-    .map(([k, v]) => `${k}=${encodeURIComponent(typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v))}`)
-    .join('&');
+const q = queryString;
 
 function scenarios(llm: MockLlmServer): Scenario[] {
   const chatStep: DynamicStep = (request) => {
@@ -76,17 +74,8 @@ function scenarios(llm: MockLlmServer): Scenario[] {
       name: 'records page',
       description: 'GET deal records: `stage $in [proposal, negotiation]`, `amount $gt`, orderBy amount desc, limit 50',
       counts: [500, 2000],
-      make: (i) => ({
-        method: 'GET',
-        path:
-          '/api/v1/objects/deal/records?' +
-          q({
-            where: { stage: { $in: ['proposal', 'negotiation'] }, amount: { $gt: 10_000 + (i % 10) * 1_000 } },
-            orderBy: [{ field: 'amount', order: 'desc' }],
-            limit: 50,
-          }),
-      }),
-      check: (res) => (JSON.parse(res.body) as { records: unknown[] }).records.length === 50,
+      make: dealPage,
+      check: fullDealPage,
     },
     {
       name: 'deep page',
@@ -105,17 +94,7 @@ function scenarios(llm: MockLlmServer): Scenario[] {
       name: 'aggregate',
       description: 'POST deal aggregate: groupBy stage, count + sum(amount)',
       counts: [500, 2000],
-      make: () => ({
-        method: 'POST',
-        path: '/api/v1/objects/deal/aggregate',
-        body: {
-          groupBy: ['stage'],
-          aggregations: [
-            { function: 'count', alias: 'deals' },
-            { function: 'sum', field: 'amount', alias: 'total' },
-          ],
-        },
-      }),
+      make: dealsByStage,
       check: (res) => (JSON.parse(res.body) as { rows: unknown[] }).rows.length === 6,
     },
     {

@@ -253,7 +253,7 @@ describe('loadConfig', () => {
         queryTimeoutMs: 5000,
         dbAcquireTimeoutMs: 2000,
         dataPoolSize: 10,
-        ormAcquireTimeoutMs: 5000,
+        ormAcquireTimeoutMs: 10000,
       });
       expect(configWarnings({})).toEqual([]);
     });

@@ -287,7 +287,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
     dataPoolSize,
     dataPoolKeyShare: fraction(env, 'DATA_POOL_KEY_SHARE', 0.5),
-    ormAcquireTimeoutMs: int(env, 'ORM_ACQUIRE_TIMEOUT_MS', 5_000, 10, 60_000),
+    ormAcquireTimeoutMs: int(env, 'ORM_ACQUIRE_TIMEOUT_MS', 10_000, 10, 60_000),
     corsOrigins: origins(env, 'CORS_ORIGINS'),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),

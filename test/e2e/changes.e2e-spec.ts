@@ -26,7 +26,9 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
   const summary = (list: ChangeResponse[]) => list.map((c) => [c.op, c.id, c.changedFields]);
 
   beforeAll(async () => {
-    t = await startTestApp();
+    // Writes of one object wait for each other (the feed's order); one key's burst of them also waits for its
+    // share of the data pool. A slow machine must not turn that queue into 503s the deadlock test would count.
+    t = await startTestApp({ env: { DB_ACQUIRE_TIMEOUT_MS: '30000' } });
     url = await listen(t);
     await t.http
       .post('/api/v1/objects')

@@ -1,10 +1,10 @@
+import { sql as sqlAt } from './pg-query';
 import { execFile } from 'node:child_process';
 import { appendFile, chmod, chown, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { Client } from 'pg';
 import { RunningPostgres, startEmbeddedPostgres } from '../../src/database/embedded-postgres.launcher';
 import { freePort } from './free-port';
 
@@ -46,7 +46,7 @@ export async function startStreamingReplica(options: { settings?: Record<string,
   });
   let replica: RunningPostgres | undefined;
   try {
-    const [settings] = await query<{ wal_level: string; senders: number; hba: number }>(
+    const [settings] = await sqlAt<{ wal_level: string; senders: number; hba: number }>(
       primary.url,
       `select current_setting('wal_level') as wal_level, current_setting('max_wal_senders')::int as senders,
         (select count(*)::int from pg_hba_file_rules where 'replication' = any(database) and type = 'host') as hba`,
@@ -56,7 +56,7 @@ export async function startStreamingReplica(options: { settings?: Record<string,
     }
     // Server settings of both (ALTER SYSTEM writes postgresql.auto.conf, which the copy takes along).
     for (const [name, value] of Object.entries(options.settings ?? {})) {
-      await query(primary.url, `alter system set ${name} = '${value.replace(/'/g, "''")}'`);
+      await sqlAt(primary.url, `alter system set ${name} = '${value.replace(/'/g, "''")}'`);
     }
     await primary.stop();
 
@@ -82,7 +82,7 @@ export async function startStreamingReplica(options: { settings?: Record<string,
   }
   const servers = { primary, replica };
   const sql = <T>(server: 'primary' | 'replica', text: string, params: unknown[] = [], database = 'postgres') =>
-    query<T>(servers[server].urlFor(database), text, params);
+    sqlAt<T>(servers[server].urlFor(database), text, params);
 
   const pair: StreamingReplica = {
     primary,
@@ -116,14 +116,4 @@ export async function startStreamingReplica(options: { settings?: Record<string,
     await sleep(50);
   }
   return pair;
-}
-
-async function query<T>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
 }
