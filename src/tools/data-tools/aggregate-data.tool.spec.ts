@@ -33,6 +33,7 @@ function recordingPool(): { pool: DataPool; statements: string[] } {
   });
   const pool = {
     session: () => session(false),
+    readSession: () => session(false),
     readerSession: () => session(false),
     transaction: <T>(work: (tx: DataSession) => Promise<T>) => {
       statements.push('begin');
