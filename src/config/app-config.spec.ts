@@ -168,6 +168,8 @@ describe('loadConfig', () => {
     ['QUERY_TIMEOUT_MS', '5s'],
     ['TOOL_STATEMENT_TIMEOUT_MS', 'soon'],
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
+    ['RECORDS_COUNT_CAP', '-1'],
+    ['RECORDS_COUNT_CAP', '10k'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
     ['DATA_POOL_KEY_SHARE', '0'],
@@ -241,6 +243,12 @@ describe('loadConfig', () => {
         dbAcquireTimeoutMs: 250,
         dataPoolSize: 3,
       });
+    });
+
+    it('counts a records total exactly up to 10,000 by default, RECORDS_COUNT_CAP otherwise', () => {
+      expect(loadConfig({}).recordsCountCap).toBe(10_000);
+      expect(loadConfig({ RECORDS_COUNT_CAP: '500' }).recordsCountCap).toBe(500);
+      expect(loadConfig({ RECORDS_COUNT_CAP: '0' }).recordsCountCap).toBe(0);
     });
 
     it('lets one API key hold half of each data pool by default, DATA_POOL_KEY_SHARE otherwise', () => {
