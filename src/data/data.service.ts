@@ -131,7 +131,8 @@ export class DataService {
    * The total of an offset page (see TotalMode), in statements of its own, never in the page's: a
    * window count would read every match before the first row. A page that ends the matches tells it
    * without counting; a count stops at RECORDS_COUNT_CAP + 1 rows, beyond which the planner's estimate
-   * (at least what the pages already showed) stands for it.
+   * (at least what the page already showed) stands for it: the table's own without any condition,
+   * else the rows of the plan of the filter.
    */
   private async total(
     object: ObjectMeta,
@@ -144,20 +145,25 @@ export class DataService {
     const offset = Math.max(0, Math.floor(query.offset));
     if (mode === 'none') return {};
     if (!mayHaveMore && (pageRows > 0 || offset === 0)) return { total: offset + pageRows, totalExact: true };
+    if (mode === 'exact') {
+      const [{ count }] = await session.query(compileCount(object, query.where, query.search));
+      return { total: Number(count), totalExact: true };
+    }
     const cap = this.config.recordsCountCap;
     // What the page showed: at least this many match (and, past the end, at most `offset`).
     const least = pageRows > 0 ? offset + pageRows + 1 : 0;
     const most = pageRows > 0 ? Infinity : offset;
-    if (mode === 'exact' || least <= cap) {
-      const [{ count }] = await session.query(
-        mode === 'exact'
-          ? compileCount(object, query.where, query.search)
-          : compileBoundedCount(object, query.where, query.search, cap),
-      );
-      if (mode === 'exact' || Number(count) <= cap) return { total: Number(count), totalExact: true };
+    let estimate: number | null | undefined;
+    if (least <= cap) {
+      const [row] = await session.query(compileBoundedCount(object, query.where, query.search, cap));
+      if (Number(row.count) <= cap) return { total: Number(row.count), totalExact: true };
+      estimate = row.estimate;
     }
-    const [{ 'QUERY PLAN': plan }] = await session.query(compileCountEstimate(object, query.where, query.search));
-    const estimate = Math.round(plan[0].Plan['Plan Rows']);
+    if (estimate === null || estimate === undefined) {
+      const [{ 'QUERY PLAN': plan }] = await session.query(compileCountEstimate(object, query.where, query.search));
+      estimate = plan[0].Plan['Plan Rows'];
+    }
+    estimate = Math.round(estimate);
     return { total: Math.min(Math.max(estimate, cap + 1, least), Math.max(most, cap + 1)), totalExact: false };
   }
 

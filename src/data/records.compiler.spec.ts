@@ -173,6 +173,18 @@ describe('the total of an offset page', () => {
     expect(query.parameters).toEqual(['ann', 'won', 10_001]);
   });
 
+  it("without any condition, also gives the table's estimate (rows per page as last counted, times its pages now)", () => {
+    const query = compileBoundedCount(deal, undefined, undefined, 10_000);
+    expect(query.sql).toBe(
+      'select count(*) as "count", (select case when c.reltuples >= 0 and c.relpages > 0 then c.reltuples / c.relpages * ' +
+        "(pg_relation_size(c.oid) / current_setting('block_size')::float8) end from pg_class c " +
+        'where c.oid = $1::regclass) as "estimate" from (select 1 from "data"."deal" where TRUE limit $2) as "__matches"',
+    );
+    expect(query.parameters).toEqual(['"data"."deal"', 10_001]);
+    // A caller under a row filter has a condition: its count says nothing of the table's size.
+    expect(compileBoundedCount(owned, undefined, undefined, 10_000).sql).not.toContain('estimate');
+  });
+
   it('beyond the cap, asks the planner for the plan of the same select (its rows are the estimate)', () => {
     const query = compileCountEstimate(owned, { stage: 'won' });
     expect(query.sql).toBe('explain (format json) select 1 from "data"."deal" where ("owner" = $1::text AND "stage" = $2::text)');

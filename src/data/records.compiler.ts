@@ -141,18 +141,28 @@ export function compileCount(object: ObjectMeta, where: unknown, search?: string
 
 /**
  * The records matching `where` (and `search`) counted up to `cap + 1`, as `count`: reads `cap + 1`
- * rows at most, however many match. `cap + 1` says "more than cap" (then see compileCountEstimate).
+ * rows at most, however many match. `cap + 1` says "more than cap". Without any condition (no where,
+ * search or row filter), also `estimate`: the table's rows as the planner would estimate them (its
+ * last counted rows per page times its pages now; null before its first analyze), which spares asking
+ * the planner (compileCountEstimate).
  */
 export function compileBoundedCount(
   object: ObjectMeta,
   where: unknown,
   search: string | undefined,
   cap: number,
-): CompiledQuery<{ count: string }> {
+): CompiledQuery<{ count: string; estimate?: number | null }> {
   const params = new SqlParams();
+  const table = objectTable(object.name);
   const scoped = compileScopedWhere(object, where, params, search);
+  const estimate =
+    scoped === 'TRUE'
+      ? `, (select case when c.reltuples >= 0 and c.relpages > 0 then c.reltuples / c.relpages * ` +
+        `(pg_relation_size(c.oid) / current_setting('block_size')::float8) end from pg_class c ` +
+        `where c.oid = ${params.add(table)}::regclass) as "estimate"`
+      : '';
   return params.query(
-    `select count(*) as "count" from (select 1 from ${objectTable(object.name)} where ${scoped} ` +
+    `select count(*) as "count"${estimate} from (select 1 from ${table} where ${scoped} ` +
       `limit ${params.add(cap + 1)}) as "__matches"`,
   );
 }
