@@ -118,17 +118,24 @@ describe('compileFind by offset (a first page, or one at an offset)', () => {
     expect(query.parameters).toEqual([51, 51]);
   });
 
-  it('at an offset, each part reads up to the end of the page, and a sort key not selected comes as __k<i>', () => {
+  it('at an offset, reads and sorts the ids and sort keys up to the end of the page only, then the records of its rows by id', () => {
     const query = page([{ field: 'amount', order: 'desc' }], 100);
-    const select = '"id", "notes", "amount" as "__k0"';
+    const select = '"id", "amount" as "__k0"';
     expect(query.sql).toBe(
-      `select "id", "notes", "__k0" from (` +
+      `select "t"."id", "t"."notes", "__keys"."__k0" from (select "id", "__k0" from (` +
         part(select, '"amount" is not null', '"amount" DESC, "id" ASC', '$3') +
         ' union all ' +
         part(select, '"amount" is null', '"amount" ASC, "id" ASC', '$3') +
-        `) as "__page" order by "__k0" DESC NULLS LAST, "id" ASC limit $1 offset $2`,
+        `) as "__page" order by "__k0" DESC NULLS LAST, "id" ASC limit $1 offset $2) as "__keys" ` +
+        `join "data"."item" as "t" on "t"."id" = "__keys"."id" order by "__keys"."__k0" DESC NULLS LAST, "__keys"."id" ASC`,
     );
     expect(query.parameters).toEqual([51, 100, 151]);
+    // A sort key the caller selected comes from the record.
+    expect(page([{ field: 'amount' }], 100, 'amount').sql).toBe(
+      'select "t"."id", "t"."amount" from (select "id", "amount" as "__k0" from "data"."item" where TRUE ' +
+        'order by "amount" ASC, "id" ASC limit $1 offset $2) as "__keys" join "data"."item" as "t" on "t"."id" = "__keys"."id" ' +
+        'order by "__keys"."__k0" ASC, "__keys"."id" ASC',
+    );
   });
 
   it('a unique field that may be empty, in either direction: its values, then its empty rows in id order', () => {
@@ -146,8 +153,8 @@ describe('compileFind by offset (a first page, or one at an offset)', () => {
   });
 
   it('without an index, or after a first key one scan serves: one statement (later keys sort within its ties)', () => {
-    expect(page([{ field: 'notes', order: 'desc' }], 10).sql).toBe(
-      'select "id", "notes" from "data"."item" where TRUE order by "notes" DESC NULLS LAST, "id" ASC limit $1 offset $2',
+    expect(page([{ field: 'notes', order: 'desc' }]).sql).toBe(
+      'select "id", "notes" from "data"."item" where TRUE order by "notes" DESC NULLS LAST, "id" ASC limit $1',
     );
     expect(page([{ field: 'rank' }, { field: 'amount', order: 'desc' }], 0, 'rank,amount').sql).toBe(
       'select "id", "rank", "amount" from "data"."item" where TRUE ' +

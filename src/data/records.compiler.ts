@@ -8,6 +8,7 @@ import { bindCast } from './field-value.codec';
 import { keysetParts, leadingParts, sortKeyColumns, type KeysetPart } from './keyset';
 import { compileProjection, orderBySql, orderTerms, sortDirection, type OrderTerm } from './order-by.compiler';
 import {
+  columnRef,
   compileRowFilter,
   compileScopedWhere,
   containsPattern,
@@ -55,6 +56,10 @@ export interface PageCut {
  * of what the page may hold (after a cursor, keysetParts; else leadingParts), each read in its index's
  * order up to the page's end, merged in the query's order. A sort key the caller did not select comes
  * as `__k<i>` (sortKeyColumns). No total: counting is a statement of its own (compileBoundedCount).
+ *
+ * At an offset, every row before the page is read and sorted too: only their ids and sort keys are
+ * (narrow rows, which an index on (field, id) gives alone), and the page's own records are then read
+ * by id, `limit` rows however deep the page.
  */
 export function compileFind(
   object: ObjectMeta,
@@ -67,21 +72,40 @@ export function compileFind(
   const offset = cut.after ? 0 : Math.max(0, Math.floor(query.offset));
   // A forged cursor of nulls only has nothing after it.
   const parts = cut.after ? keysetParts(cut.terms, cut.after, params) : leadingParts(cut.terms);
-  return params.query(pageSql(object, projection, where, cut.terms, parts, { limit, offset }, params));
+  const page = { object, where, terms: cut.terms, parts, limit, offset };
+  if (!offset) return params.query(pageRowsSql(page, projection, params));
+  const idOnly = { sql: quoteIdent('id'), fields: [requireField(object, 'id')] };
+  const keys = sortKeyColumns(cut.terms, idOnly.fields);
+  const columns = [
+    ...projection.fields.map((f) => columnRef(f.name, 't')),
+    ...sortKeyColumns(cut.terms, projection.fields).aliases.map((alias) => `"__keys".${alias}`),
+  ];
+  const order = cut.terms.map((t, i) => `"__keys".${keys.refs[i]} ${sortDirection(t)}`).join(', ');
+  return params.query(
+    `select ${columns.join(', ')} from (${pageRowsSql(page, idOnly, params)}) as "__keys" ` +
+      `join ${objectTable(object.name)} as "t" on "t"."id" = "__keys"."id" order by ${order}`,
+  );
+}
+
+/** What pageRowsSql reads: the rows after `offset` of the parts, `limit` of them. */
+interface PageParts {
+  object: ObjectMeta;
+  where: string;
+  terms: readonly OrderTerm[];
+  parts: readonly KeysetPart[];
+  limit: number;
+  offset: number;
 }
 
 /**
- * The first `limit` rows after `offset` of the parts merged in the query's order. One part (order by
- * id, after a cursor; any order whose first key an index serves in one scan) is the page itself.
- * Parts are disjoint, so the merge holds each row once, and it sorts a page (and the offset) per part.
+ * The first `limit` rows after `offset` of the parts merged in the query's order, with the columns of
+ * `projection` and the sort keys it lacks. One part (order by id, after a cursor; any order whose
+ * first key an index serves in one scan) is the page itself. Parts are disjoint, so the merge holds
+ * each row once, and it sorts a page (and the offset) per part.
  */
-function pageSql(
-  object: ObjectMeta,
+function pageRowsSql(
+  { object, where, terms, parts, limit, offset }: PageParts,
   projection: { sql: string; fields: FieldMeta[] },
-  where: string,
-  terms: readonly OrderTerm[],
-  parts: readonly KeysetPart[],
-  { limit, offset }: { limit: number; offset: number },
   params: SqlParams,
 ): string {
   const table = objectTable(object.name);
