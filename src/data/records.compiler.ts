@@ -70,7 +70,6 @@ export function compileFind(
   const { projection, where } = selectParts(object, query, cut.terms, params);
   const limit = engineLimit(query.limit) + (cut.keys ? 1 : 0);
   const offset = cut.after ? 0 : Math.max(0, Math.floor(query.offset));
-  // A forged cursor of nulls only has nothing after it.
   const parts = cut.after ? keysetParts(cut.terms, cut.after, params) : leadingParts(cut.terms);
   const page = { object, where, terms: cut.terms, parts, limit, offset };
   if (!offset) return params.query(pageRowsSql(page, projection, params));
@@ -112,8 +111,10 @@ function pageRowsSql(
   const keys = sortKeyColumns(terms, projection.fields);
   const select = [projection.sql, ...keys.extra].join(', ');
   const page = `limit ${params.add(limit)}${offset ? ` offset ${params.add(offset)}` : ''}`;
+  // leadingParts' one part has the condition `true`: the where alone.
   const scoped = (condition: string) => (condition === 'true' ? where : `(${where}) and ${condition}`);
   if (parts.length <= 1) {
+    // A forged cursor of nulls only has nothing after it.
     const [part] = parts.length ? parts : [{ condition: 'false', orderBy: orderBySql(terms) }];
     return `select ${select} from ${table} where ${scoped(part.condition)} order by ${part.orderBy} ${page}`;
   }
