@@ -11,6 +11,7 @@ import { compileFind } from '../src/data/records.compiler';
 import { orderTerms } from '../src/data/order-by.compiler';
 import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../src/metadata/object-metadata.types';
 import { DbStats, log, sql } from './harness';
+import { explain, type PlanSummary } from './plans';
 import { HttpClient, percentile, timeRuns } from './load';
 import type { Goal } from './report';
 import { runSection } from './section';
@@ -45,15 +46,6 @@ interface BatchResult {
   statementsPerBatch: number;
   dbMsPerBatch: number;
   top: Array<{ query: string; perBatch: number; meanMs: number }>;
-}
-
-interface PlanSummary {
-  executionMs: number;
-  /** Shared buffers hit and read. */
-  buffers: number;
-  /** Scans and other notable nodes, e.g. "Index Scan using grid_rows_score_idx". */
-  nodes: string[];
-  rowsRemovedByFilter: number;
 }
 
 interface KeysetOrderResult {
@@ -297,41 +289,6 @@ async function objectMeta(admin: HttpClient, name: string): Promise<ObjectMeta> 
     path: `/api/v1/objects/${name}`,
   });
   return { name: object.name, label: object.label, fields: [...SYSTEM_FIELDS, ...object.fields] };
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Rows Removed by Filter'?: number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-}
-
-async function explain(databaseUrl: string, compiled: { sql: string; parameters: readonly unknown[] }): Promise<PlanSummary> {
-  const [row] = await sql<{ 'QUERY PLAN': Array<{ Plan: PlanNode; 'Execution Time': number }> }>(
-    databaseUrl,
-    `explain (analyze, buffers, format json) ${compiled.sql}`,
-    [...compiled.parameters],
-  );
-  const [{ Plan: plan, 'Execution Time': executionMs }] = row['QUERY PLAN'];
-  const nodes: string[] = [];
-  let rowsRemovedByFilter = 0;
-  const visit = (node: PlanNode) => {
-    rowsRemovedByFilter += node['Rows Removed by Filter'] ?? 0;
-    const scan = node['Index Name'] ? `${node['Node Type']} using ${node['Index Name']}` : node['Node Type'];
-    // A part's Subquery Scan only passes its rows on.
-    if (/Scan|Sort|Append|Gather|WindowAgg/.test(node['Node Type']) && node['Node Type'] !== 'Subquery Scan') nodes.push(scan);
-    for (const child of node.Plans ?? []) visit(child);
-  };
-  visit(plan);
-  return {
-    executionMs,
-    buffers: (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0),
-    nodes,
-    rowsRemovedByFilter,
-  };
 }
 
 // -----------------------------------------------------------------------------------------------

@@ -276,7 +276,7 @@ async function scaleRun(admin: HttpClient, member: HttpClient, databaseUrl: stri
     },
     {
       name: 'filtered page with total',
-      description: 'GET records: same filter, orderBy amount desc, limit 50 (total by window count)',
+      description: 'GET records: same filter, orderBy amount desc, limit 50, its total counted (10,000: up to the cap)',
       request: {
         method: 'GET',
         path:

@@ -173,6 +173,8 @@ describe('loadConfig', () => {
     ['DB_ACQUIRE_TIMEOUT_MS', '0'],
     ['ORM_ACQUIRE_TIMEOUT_MS', '0'],
     ['ORM_ACQUIRE_TIMEOUT_MS', '120000'],
+    ['RECORDS_COUNT_CAP', '-1'],
+    ['RECORDS_COUNT_CAP', '10k'],
     ['DATA_POOL_SIZE', '0'],
     ['DATA_POOL_SIZE', '2000'],
     ['DATA_POOL_KEY_SHARE', '0'],
@@ -266,6 +268,12 @@ describe('loadConfig', () => {
         dataPoolSize: 3,
         ormAcquireTimeoutMs: 900,
       });
+    });
+
+    it('counts a records total exactly up to 10,000 by default, RECORDS_COUNT_CAP otherwise', () => {
+      expect(loadConfig({}).recordsCountCap).toBe(10_000);
+      expect(loadConfig({ RECORDS_COUNT_CAP: '500' }).recordsCountCap).toBe(500);
+      expect(loadConfig({ RECORDS_COUNT_CAP: '0' }).recordsCountCap).toBe(0);
     });
 
     it('lets one API key hold half of each data pool by default, DATA_POOL_KEY_SHARE otherwise', () => {

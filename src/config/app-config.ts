@@ -83,6 +83,11 @@ export interface AppConfig {
   toolTimeoutMs: number;
   /** statement_timeout of every data engine statement (records API, aggregates, data tools), milliseconds. */
   queryTimeoutMs: number;
+  /**
+   * Records an offset page's `total` counts exactly at most (reading that many rows at most); beyond,
+   * `total` is the planner's estimate (`totalExact: false`).
+   */
+  recordsCountCap: number;
   /** How long a data engine call waits for a free connection before it answers database_busy, milliseconds. */
   dbAcquireTimeoutMs: number;
   /** Connections of the data engine's own pool. */
@@ -284,6 +289,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
     queryTimeoutMs: int(env, queryTimeoutVariable(env), 5_000, 100, 600_000),
+    recordsCountCap: int(env, 'RECORDS_COUNT_CAP', 10_000, 0, 100_000_000),
     dbAcquireTimeoutMs: int(env, 'DB_ACQUIRE_TIMEOUT_MS', 2_000, 10, 60_000),
     dataPoolSize,
     dataPoolKeyShare: fraction(env, 'DATA_POOL_KEY_SHARE', 0.5),

@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
 import type { Caller } from '../auth/auth.decorators';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
@@ -31,11 +32,13 @@ import {
   operationError,
   parseOperations,
 } from './record-batch';
-import { decodeCursor, encodeCursor, querySignature, takeKeys } from './keyset';
+import { decodeCursor, dropKeyColumns, encodeCursor, querySignature, rowKeys } from './keyset';
 import { orderTerms } from './order-by.compiler';
 import { etagOf } from './record-version';
 import {
+  compileBoundedCount,
   compileCount,
+  compileCountEstimate,
   compileDelete,
   compileFind,
   compileFieldValues,
@@ -46,6 +49,7 @@ import {
   type StreamQuery,
   compileUpdate,
   compileReadableReferences,
+  engineLimit,
   IN_SCOPE_ALIAS,
   type ReferenceCheck,
   VERSION_ALIAS,
@@ -98,6 +102,7 @@ export class DataService {
     private readonly pool: DataPool,
     private readonly metadata: MetadataService,
     private readonly access: AccessService,
+    @Inject(APP_CONFIG) private readonly config: Pick<AppConfig, 'recordsCountCap'>,
   ) {}
 
   async find(caller: Caller, objectName: string, query: FindQuery, scope: DataScope = {}): Promise<FindResult> {
@@ -110,22 +115,61 @@ export class DataService {
         after = decodeCursor(query.cursor, signature, terms.length);
       }
       const keys = query.withCursor === true;
-      // One statement: the window count gives the total without a second scan of the filter.
       const rows = await session.query(compileFind(object, query, { terms, after, keys }));
-      const more = keys && rows.length > query.limit;
+      const limit = engineLimit(query.limit);
+      const more = keys && rows.length > limit;
       if (more) rows.pop();
-      const last = keys && rows.length ? takeKeysOfAll(rows, terms.length) : undefined;
-      const result: FindResult = { records: rows.map((row) => decodeRow(object, stripTotal(row))) };
+      const last = more ? rowKeys(rows[rows.length - 1], terms) : undefined;
+      dropKeyColumns(rows, terms);
+      const result: FindResult = { records: rows.map((row) => decodeRow(object, row)) };
       if (!after) {
-        result.total = rows.length ? Number(rows[0].__total) : 0;
-        if (!rows.length && query.offset > 0) {
-          const [row] = await session.query(compileCount(object, query.where, query.search));
-          result.total = Number(row.count);
-        }
+        // Without the extra row, a full page may be the last one.
+        const mayHaveMore = keys ? more : rows.length === limit;
+        Object.assign(result, await this.total(object, query, rows.length, mayHaveMore, session));
       }
-      if (keys) result.nextCursor = more && last ? encodeCursor(signature, last) : null;
+      if (keys) result.nextCursor = last ? encodeCursor(signature, last) : null;
       return result;
     });
+  }
+
+  /**
+   * The total of an offset page (see TotalMode), in statements of its own, never in the page's: a
+   * window count would read every match before the first row. A page that ends the matches tells it
+   * without counting; a count stops at RECORDS_COUNT_CAP + 1 rows, beyond which the planner's estimate
+   * (at least what the page already showed) stands for it: the table's own without any condition,
+   * else the rows of the plan of the filter.
+   */
+  private async total(
+    object: ObjectMeta,
+    query: FindQuery,
+    pageRows: number,
+    mayHaveMore: boolean,
+    session: DataSession,
+  ): Promise<Pick<FindResult, 'total' | 'totalExact'>> {
+    const mode = query.total ?? 'estimate';
+    const offset = Math.max(0, Math.floor(query.offset));
+    if (mode === 'none') return {};
+    if (!mayHaveMore && (pageRows > 0 || offset === 0)) return { total: offset + pageRows, totalExact: true };
+    if (mode === 'exact') {
+      const [{ count }] = await session.query(compileCount(object, query.where, query.search));
+      return { total: Number(count), totalExact: true };
+    }
+    const cap = this.config.recordsCountCap;
+    // What the page showed: at least this many match (and, past the end, at most `offset`).
+    const least = pageRows > 0 ? offset + pageRows + 1 : 0;
+    const most = pageRows > 0 ? Infinity : offset;
+    let estimate: number | null | undefined;
+    if (least <= cap) {
+      const [row] = await session.query(compileBoundedCount(object, query.where, query.search, cap));
+      if (Number(row.count) <= cap) return { total: Number(row.count), totalExact: true };
+      estimate = row.estimate;
+    }
+    if (estimate === null || estimate === undefined) {
+      const [{ 'QUERY PLAN': plan }] = await session.query(compileCountEstimate(object, query.where, query.search));
+      estimate = plan[0].Plan['Plan Rows'];
+    }
+    estimate = Math.round(estimate);
+    return { total: Math.min(Math.max(estimate, cap + 1, least), Math.max(most, cap + 1)), totalExact: false };
   }
 
   /**
@@ -175,6 +219,7 @@ export class DataService {
     });
   }
 
+  /** The exact number of records matching `where` the caller may read. */
   async count(caller: Caller, objectName: string, where: unknown, scope: DataScope = {}): Promise<number> {
     return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const [row] = await session.query(compileCount(object, where));
@@ -557,19 +602,6 @@ async function write(
   } catch (error) {
     throw translateWriteError(object, error) ?? error;
   }
-}
-
-/** Removes the sort-key columns from every row; those of the last row. */
-function takeKeysOfAll(rows: Record<string, unknown>[], keyCount: number): (string | null)[] {
-  let last: (string | null)[] = [];
-  for (const row of rows) last = takeKeys(row, keyCount);
-  return last;
-}
-
-function stripTotal(row: Record<string, unknown>): Record<string, unknown> {
-  const rest = { ...row };
-  delete rest.__total;
-  return rest;
 }
 
 /** A lookup value pointing to no record, or to one the caller may not read: the same error for both. */

@@ -1,3 +1,11 @@
+/**
+ * What an offset page's total is: `estimate` (the default) counts exactly up to RECORDS_COUNT_CAP
+ * and gives the planner's estimate beyond; `exact` counts every match (bounded by the query timeout);
+ * `none` counts nothing.
+ */
+export const TOTAL_MODES = ['estimate', 'exact', 'none'] as const;
+export type TotalMode = (typeof TOTAL_MODES)[number];
+
 /** A query over one object's records (`where` in the filter language of where.compiler.ts). */
 export interface FindQuery {
   where?: unknown;
@@ -12,12 +20,16 @@ export interface FindQuery {
   cursor?: string;
   /** Also return `nextCursor` (the cursor of the page after this one, null at the end). */
   withCursor?: boolean;
+  /** How an offset page counts its total (default `estimate`); a page after a cursor has none. */
+  total?: TotalMode;
 }
 
 export interface FindResult {
   records: Record<string, unknown>[];
-  /** Records matching the filter, all pages; absent on a page after a cursor. */
+  /** Records matching the filter, all pages; absent on a page after a cursor and with `total: 'none'`. */
   total?: number;
+  /** With `total`: whether it is a count (true) or the planner's estimate above RECORDS_COUNT_CAP (false). */
+  totalExact?: boolean;
   /** With `withCursor`: the cursor of the next page, null when this page is the last. */
   nextCursor?: string | null;
 }

@@ -3,6 +3,7 @@ import { DomainError } from '../common/domain-error';
 import { quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { bindCast } from './field-value.codec';
+import { type FieldMeta, fieldIndex } from '../metadata/object-metadata.types';
 import { mayBeEmpty, orderBySql, type OrderTerm } from './order-by.compiler';
 
 /**
@@ -17,7 +18,7 @@ import { mayBeEmpty, orderBySql, type OrderTerm } from './order-by.compiler';
 const CURSOR_VERSION = 1;
 /** The longest cursor accepted (five sort keys of long text values fit). */
 export const MAX_CURSOR_LENGTH = 8_000;
-/** Prefix of the sort-key columns a keyset page selects besides the record's fields. */
+/** Prefix of the sort-key columns a page selects besides the record's fields (for keys not among them). */
 export const KEY_ALIAS = '__k';
 
 interface CursorBody {
@@ -69,21 +70,51 @@ export function decodeCursor(raw: string, signature: string, keyCount: number): 
   return keys;
 }
 
-/** The sort keys as text columns `__k0`, `__k1`, ... to build the next cursor from. */
-export function keyColumns(terms: readonly OrderTerm[]): string {
-  return terms.map((t, i) => `${quoteIdent(t.field.name)}::text as "${KEY_ALIAS}${i}"`).join(', ');
+/**
+ * Where a page's rows hold each sort key: the selected field's own column, or `__k<i>` (the column
+ * selected as is, for a key the caller did not ask for). `refs` name them in a statement over the
+ * page's rows; `extra` is what the page selects besides the fields, as `aliases`.
+ */
+export function sortKeyColumns(
+  terms: readonly OrderTerm[],
+  fields: readonly FieldMeta[],
+): { refs: string[]; extra: string[]; aliases: string[] } {
+  const selected = new Set(fields.map((f) => f.name));
+  const refs: string[] = [];
+  const extra: string[] = [];
+  const aliases: string[] = [];
+  terms.forEach((term, i) => {
+    if (selected.has(term.field.name)) return refs.push(quoteIdent(term.field.name));
+    const alias = `"${KEY_ALIAS}${i}"`;
+    refs.push(alias);
+    aliases.push(alias);
+    extra.push(`${quoteIdent(term.field.name)} as ${alias}`);
+  });
+  return { refs, extra, aliases };
 }
 
-/** The sort-key values of a row selected with keyColumns, removing them from the row. */
-export function takeKeys(row: Record<string, unknown>, keyCount: number): (string | null)[] {
-  const keys: (string | null)[] = [];
-  for (let i = 0; i < keyCount; i++) {
-    const value = row[`${KEY_ALIAS}${i}`];
-    // Selected as ::text, so a string or null.
-    keys.push(typeof value === 'string' ? value : null);
-    delete row[`${KEY_ALIAS}${i}`];
+/**
+ * The cursor keys of a row of a page (as the driver returned it, before decoding): each sort key as
+ * PostgreSQL writes it as text. The driver hands dates, timestamps, numerics and bigints over as that
+ * text already, and doubles and booleans parsed: their JavaScript text casts back to the same value.
+ */
+export function rowKeys(row: Record<string, unknown>, terms: readonly OrderTerm[]): (string | null)[] {
+  return terms.map((term, i) => {
+    const alias = `${KEY_ALIAS}${i}`;
+    const value = alias in row ? row[alias] : row[term.field.name];
+    if (value === null || value === undefined) return null;
+    if (typeof value === 'string') return value;
+    if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+    throw new Error(`sort key "${term.field.name}" came back as ${typeof value}`);
+  });
+}
+
+/** Removes the `__k<i>` columns sortKeyColumns added from each row. */
+export function dropKeyColumns(rows: Record<string, unknown>[], terms: readonly OrderTerm[]): void {
+  for (let i = 0; i < terms.length; i++) {
+    const alias = `${KEY_ALIAS}${i}`;
+    for (const row of rows) delete row[alias];
   }
-  return keys;
 }
 
 /** One slice of the rows after a cursor's position: its condition, and the order that reads it off an index. */
@@ -128,4 +159,26 @@ export function keysetParts(terms: readonly OrderTerm[], keys: readonly (string 
       parts.push({ condition: [...equal, `${columns[i]} is null`].join(' and '), orderBy: order(`${columns[i]} ASC`) });
   }
   return parts;
+}
+
+/**
+ * The whole order as disjoint parts (what keysetParts gives after a position, for a first page or an
+ * offset): one part, the query's order, unless the first key is a field with an index that may be
+ * empty and one scan of that index cannot give its values and then its empty rows in order: sorted
+ * descending (a backward scan puts nulls first, and `DESC NULLS LAST, "id" ASC` is no index's order),
+ * or a unique field (its unique index is on the field alone, its empty rows are ordered by id in a
+ * partial index). Then its values in plain DESC (or ASC), and its empty rows. Without an index, one
+ * part: two would be two scans of the table.
+ */
+export function leadingParts(terms: readonly OrderTerm[]): KeysetPart[] {
+  const [first] = terms;
+  const index = fieldIndex(first.field);
+  const split = mayBeEmpty(first.field) && (index === 'unique' || (index === 'field-id' && first.descending));
+  if (!split) return [{ condition: 'true', orderBy: orderBySql(terms) }];
+  const column = quoteIdent(first.field.name);
+  const rest = terms.length > 1 ? `, ${orderBySql(terms.slice(1))}` : '';
+  return [
+    { condition: `${column} is not null`, orderBy: `${column} ${first.descending ? 'DESC' : 'ASC'}${rest}` },
+    { condition: `${column} is null`, orderBy: `${column} ASC${rest}` },
+  ];
 }

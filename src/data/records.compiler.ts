@@ -5,9 +5,10 @@ import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
-import { KEY_ALIAS, keyColumns, keysetParts } from './keyset';
+import { keysetParts, leadingParts, sortKeyColumns, type KeysetPart } from './keyset';
 import { compileProjection, orderBySql, orderTerms, sortDirection, type OrderTerm } from './order-by.compiler';
 import {
+  columnRef,
   compileRowFilter,
   compileScopedWhere,
   containsPattern,
@@ -40,20 +41,25 @@ function versionCondition(versions: readonly string[] | undefined, params: SqlPa
   return versions ? ` and ${VERSION_COLUMN} = any(${params.add(versions)}::text[])` : '';
 }
 
-/** How a page is cut: by offset (with the filter's total), or by keyset after a cursor's position. */
+/** How a page is cut: by offset, or by keyset after a cursor's position. */
 export interface PageCut {
   /** The sort keys (orderTerms of the query's orderBy). */
   terms: OrderTerm[];
-  /** Keyset: the rows after this position (a decoded cursor); no offset, no total. */
+  /** Keyset: the rows after this position (a decoded cursor); no offset. */
   after?: (string | null)[];
-  /** Select the sort keys as text (`__k0`, ...) and one row more than the limit, to build the next cursor. */
+  /** One row more than the limit, to tell whether a next page exists (and build its cursor from the last row). */
   keys?: boolean;
 }
 
 /**
- * One page of records. By offset, each row also carries `__total`, the count of the whole filter (a
- * window count, no second scan); after a cursor there is no total (counting would scan every page
- * before this one).
+ * One page of records, in one statement an index can serve when the order has one: the disjoint parts
+ * of what the page may hold (after a cursor, keysetParts; else leadingParts), each read in its index's
+ * order up to the page's end, merged in the query's order. A sort key the caller did not select comes
+ * as `__k<i>` (sortKeyColumns). No total: counting is a statement of its own (compileBoundedCount).
+ *
+ * At an offset, every row before the page is read and sorted too: only their ids and sort keys are
+ * (narrow rows, which an index on (field, id) gives alone), and the page's own records are then read
+ * by id, `limit` rows however deep the page.
  */
 export function compileFind(
   object: ObjectMeta,
@@ -61,55 +67,64 @@ export function compileFind(
   cut: PageCut = { terms: orderTerms(object, query.orderBy) },
 ): CompiledQuery<Row> {
   const params = new SqlParams();
-  const { projection, where, orderBy } = selectParts(object, query, cut.terms, params);
-  const limit = params.add(engineLimit(query.limit) + (cut.keys ? 1 : 0));
-  const keys = cut.keys ? [keyColumns(cut.terms)] : [];
-  if (cut.after) return params.query(keysetPage(object, projection, where, cut.terms, cut.after, keys, limit, params));
-  const select = [projection.sql, ...keys, 'count(*) over () as "__total"'].join(', ');
-  const offset = params.add(Math.max(0, Math.floor(query.offset)));
+  const { projection, where } = selectParts(object, query, cut.terms, params);
+  const limit = engineLimit(query.limit) + (cut.keys ? 1 : 0);
+  const offset = cut.after ? 0 : Math.max(0, Math.floor(query.offset));
+  const parts = cut.after ? keysetParts(cut.terms, cut.after, params) : leadingParts(cut.terms);
+  const page = { object, where, terms: cut.terms, parts, limit, offset };
+  if (!offset) return params.query(pageRowsSql(page, projection, params));
+  const idOnly = { sql: quoteIdent('id'), fields: [requireField(object, 'id')] };
+  const keys = sortKeyColumns(cut.terms, idOnly.fields);
+  const columns = [
+    ...projection.fields.map((f) => columnRef(f.name, 't')),
+    ...sortKeyColumns(cut.terms, projection.fields).aliases.map((alias) => `"__keys".${alias}`),
+  ];
+  const order = cut.terms.map((t, i) => `"__keys".${keys.refs[i]} ${sortDirection(t)}`).join(', ');
   return params.query(
-    `select ${select} from ${objectTable(object.name)} where ${where} order by ${orderBy} limit ${limit} offset ${offset}`,
+    `select ${columns.join(', ')} from (${pageRowsSql(page, idOnly, params)}) as "__keys" ` +
+      `join ${objectTable(object.name)} as "t" on "t"."id" = "__keys"."id" order by ${order}`,
   );
 }
 
-/** Alias prefix of the sort keys a keyset page's parts select, for the page's own order. */
-const SORT_ALIAS = '__s';
+/** What pageRowsSql reads: the rows after `offset` of the parts, `limit` of them. */
+interface PageParts {
+  object: ObjectMeta;
+  where: string;
+  terms: readonly OrderTerm[];
+  parts: readonly KeysetPart[];
+  limit: number;
+  offset: number;
+}
 
 /**
- * The page after a cursor's position: the first `limit` rows of each part of what follows it
- * (keysetParts, each read in its index's order), merged in the query's order. Parts are disjoint, so
- * the merge holds each row once, and it sorts a few pages at most. One part (order by id alone) is
- * the page itself: its terms before the last are constant there.
+ * The first `limit` rows after `offset` of the parts merged in the query's order, with the columns of
+ * `projection` and the sort keys it lacks. One part (order by id, after a cursor; any order whose
+ * first key an index serves in one scan) is the page itself. Parts are disjoint, so the merge holds
+ * each row once, and it sorts a page (and the offset) per part.
  */
-function keysetPage(
-  object: ObjectMeta,
+function pageRowsSql(
+  { object, where, terms, parts, limit, offset }: PageParts,
   projection: { sql: string; fields: FieldMeta[] },
-  where: string,
-  terms: readonly OrderTerm[],
-  after: readonly (string | null)[],
-  keys: string[],
-  limit: string,
   params: SqlParams,
 ): string {
   const table = objectTable(object.name);
-  // A forged cursor of nulls only has nothing after it.
-  const parts = keysetParts(terms, after, params);
+  const keys = sortKeyColumns(terms, projection.fields);
+  const select = [projection.sql, ...keys.extra].join(', ');
+  const page = `limit ${params.add(limit)}${offset ? ` offset ${params.add(offset)}` : ''}`;
+  // leadingParts' one part has the condition `true`: the where alone.
+  const scoped = (condition: string) => (condition === 'true' ? where : `(${where}) and ${condition}`);
   if (parts.length <= 1) {
+    // A forged cursor of nulls only has nothing after it.
     const [part] = parts.length ? parts : [{ condition: 'false', orderBy: orderBySql(terms) }];
-    const select = [projection.sql, ...keys].join(', ');
-    return `select ${select} from ${table} where (${where}) and ${part.condition} order by ${part.orderBy} limit ${limit}`;
+    return `select ${select} from ${table} where ${scoped(part.condition)} order by ${part.orderBy} ${page}`;
   }
-  const sortKeys = terms.map((t, i) => `${quoteIdent(t.field.name)} as "${SORT_ALIAS}${i}"`);
-  const select = [projection.sql, ...sortKeys, ...keys].join(', ');
+  const each = params.add(limit + offset);
   const branches = parts.map(
-    (part) => `(select ${select} from ${table} where (${where}) and ${part.condition} order by ${part.orderBy} limit ${limit})`,
+    (part) => `(select ${select} from ${table} where ${scoped(part.condition)} order by ${part.orderBy} limit ${each})`,
   );
-  const columns = [
-    ...projection.fields.map((f) => quoteIdent(f.name)),
-    ...(keys.length ? terms.map((_, i) => `"${KEY_ALIAS}${i}"`) : []),
-  ];
-  const order = terms.map((t, i) => `"${SORT_ALIAS}${i}" ${sortDirection(t)}`).join(', ');
-  return `select ${columns.join(', ')} from (${branches.join(' union all ')}) as "__after" order by ${order} limit ${limit}`;
+  const columns = [...projection.fields.map((f) => quoteIdent(f.name)), ...keys.aliases];
+  const order = terms.map((t, i) => `${keys.refs[i]} ${sortDirection(t)}`).join(', ');
+  return `select ${columns.join(', ')} from (${branches.join(' union all ')}) as "__page" order by ${order} ${page}`;
 }
 
 /** What compileStream reads: a find's filter, order and fields, with no paging. */
@@ -147,6 +162,45 @@ export function compileCount(object: ObjectMeta, where: unknown, search?: string
   return params.query(
     `select count(*) as "count" from ${objectTable(object.name)} where ${compileScopedWhere(object, where, params, search)}`,
   );
+}
+
+/**
+ * The records matching `where` (and `search`) counted up to `cap + 1`, as `count`: reads `cap + 1`
+ * rows at most, however many match. `cap + 1` says "more than cap". Without any condition (no where,
+ * search or row filter), also `estimate`: the table's rows as the planner would estimate them (its
+ * last counted rows per page times its pages now; null before its first analyze), which spares asking
+ * the planner (compileCountEstimate).
+ */
+export function compileBoundedCount(
+  object: ObjectMeta,
+  where: unknown,
+  search: string | undefined,
+  cap: number,
+): CompiledQuery<{ count: string; estimate?: number | null }> {
+  const params = new SqlParams();
+  const table = objectTable(object.name);
+  const scoped = compileScopedWhere(object, where, params, search);
+  const estimate =
+    scoped === 'TRUE'
+      ? `, (select case when c.reltuples >= 0 and c.relpages > 0 then c.reltuples / c.relpages * ` +
+        `(pg_relation_size(c.oid) / current_setting('block_size')::float8) end from pg_class c ` +
+        `where c.oid = ${params.add(table)}::regclass) as "estimate"`
+      : '';
+  return params.query(
+    `select count(*) as "count"${estimate} from (select 1 from ${table} where ${scoped} ` +
+      `limit ${params.add(cap + 1)}) as "__matches"`,
+  );
+}
+
+/** The plan PostgreSQL would run to read the records matching `where` (and `search`), as JSON: its top node's `Plan Rows` is its estimate of their number. */
+export function compileCountEstimate(
+  object: ObjectMeta,
+  where: unknown,
+  search?: string,
+): CompiledQuery<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }> {
+  const params = new SqlParams();
+  const scoped = compileScopedWhere(object, where, params, search);
+  return params.query(`explain (format json) select 1 from ${objectTable(object.name)} where ${scoped}`);
 }
 
 /** The record with this id, with the selected fields and its version; the caller runs it only for a well-formed uuid. */

@@ -77,6 +77,10 @@ export class RecordsController {
   @Roles('admin', 'member')
   @ApiRoute({
     summary: 'Query records: filter, sort, project and page',
+    description:
+      "Offset pages: total is exact up to RECORDS_COUNT_CAP (default 10000), else the planner's estimate, with " +
+      'totalExact saying which; ?total=exact counts every match, ?total=none omits total. Pages after a cursor ' +
+      '(nextCursor) have no total.',
     type: RecordListResponse,
     errors: [
       'validation_failed',

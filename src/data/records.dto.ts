@@ -5,6 +5,7 @@ import {
   IsArray,
   IsBoolean,
   IsDefined,
+  IsIn,
   IsInt,
   IsOptional,
   IsString,
@@ -14,7 +15,7 @@ import {
 } from 'class-validator';
 import { schemaRef } from '../common/openapi.schemas';
 import { PaginationQueryDto, QueryInt } from '../common/pagination.dto';
-import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS } from './data.types';
+import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS, TOTAL_MODES, type TotalMode } from './data.types';
 import { MAX_CURSOR_LENGTH } from './keyset';
 import { BATCH_MAX_OPERATIONS } from './record-batch';
 import { MAX_SEARCH_LENGTH } from './where.compiler';
@@ -73,6 +74,18 @@ export class RecordsQueryDto extends PaginationQueryDto {
   @IsString()
   @MaxLength(MAX_CURSOR_LENGTH)
   cursor?: string;
+
+  @ApiPropertyOptional({
+    enum: TOTAL_MODES,
+    default: 'estimate',
+    description:
+      'The total of an offset page: estimate counts exactly up to RECORDS_COUNT_CAP (default 10000) and gives the ' +
+      "planner's estimate beyond (totalExact false); exact counts every match (bounded by QUERY_TIMEOUT_MS); none " +
+      'counts nothing and omits total. A page after a cursor has no total',
+  })
+  @IsOptional()
+  @IsIn(TOTAL_MODES)
+  total?: TotalMode;
 }
 
 /** Query string of GET /fields/:field/values. */
@@ -125,9 +138,15 @@ export class RecordListResponse {
   @ApiPropertyOptional({
     type: 'integer',
     minimum: 0,
-    description: 'Records matching the filter, all pages; absent on a page after a cursor',
+    description:
+      "Records matching the filter, all pages: exact up to RECORDS_COUNT_CAP (default 10000), else the planner's " +
+      'estimate (see totalExact). Absent on a page after a cursor and with total=none',
   })
   total?: number;
+  @ApiPropertyOptional({
+    description: "Whether total is a count (true) or the planner's estimate (false); present with total",
+  })
+  totalExact?: boolean;
   @ApiProperty({ type: 'integer', minimum: 1, description: 'The page size used (after clamping)' }) limit: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) offset: number;
   @ApiProperty({

@@ -25,7 +25,7 @@ export class RecordsService {
       orderBy: parseJsonParam('orderBy', query.orderBy, 'invalid_order_by'),
       fields: query.fields,
     });
-    const { records, total, nextCursor } = await this.data.find(
+    const { records, total, totalExact, nextCursor } = await this.data.find(
       caller,
       objectName,
       {
@@ -35,10 +35,11 @@ export class RecordsService {
         offset,
         cursor: query.cursor,
         withCursor: true,
+        total: query.total,
       },
       { signal },
     );
-    return { records, ...(total === undefined ? {} : { total }), limit, offset, nextCursor: nextCursor ?? null };
+    return { records, ...(total === undefined ? {} : { total, totalExact }), limit, offset, nextCursor: nextCursor ?? null };
   }
 
   async fieldValues(

@@ -40,7 +40,7 @@ export function assertValidName(kind: 'object' | 'field' | 'view', name: unknown
 }
 
 /** Short, stable, valid index name for (object, field, kind); Postgres truncates names past 63 bytes. */
-export function indexName(objectName: string, fieldName: string, kind: 'idx' | 'key' | 'fk' | 'trg'): string {
+export function indexName(objectName: string, fieldName: string, kind: 'idx' | 'key' | 'nul' | 'fk' | 'trg'): string {
   const hash = createHash('sha1').update(`${objectName}.${fieldName}`).digest('hex').slice(0, 10);
   return `${kind}_${objectName.slice(0, 20)}_${fieldName.slice(0, 20)}_${hash}`.replace(/__+/g, '_');
 }

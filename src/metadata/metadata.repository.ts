@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { runSql } from '../database/sql';
 import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sql-identifier';
 import { indexName } from './metadata.naming';
-import { FIELD_COLUMN_TYPES, FieldMeta, FieldType } from './object-metadata.types';
+import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
 
 export interface ObjectSummary {
   name: string;
@@ -112,23 +112,32 @@ export class MetadataRepository {
   }
 
   /**
-   * Unique index when unique; plain index when indexed or a lookup: GIN for arrays and documents, else
-   * a B-tree on (field, id), the records API's order by the field (id breaks ties), so that a page
-   * after a cursor reads only its own rows at any depth, ties and empty values included.
+   * The field's indexes (see fieldIndex). A B-tree on (field, id) is the records API's order by the
+   * field (id breaks ties), so that a page, first or after a cursor, reads only its own rows at any
+   * depth, ties and empty values included. A unique field's index is on the field alone (it has no
+   * ties) but its empty rows are many ties: a partial index on (field, id) over them reads those in
+   * order too.
    */
   async createIndexes(em: EntityManager, objectName: string, field: FieldMeta): Promise<void> {
-    if (field.unique) {
-      await runSql(
-        em,
-        `create unique index ${quoteIdent(indexName(objectName, field.name, 'key'))} on ${objectTable(objectName)} (${quoteIdent(field.name)})`,
-      );
-    } else if (field.indexed || field.type === 'lookup') {
-      const gin = field.type === 'multiselect' || field.type === 'json';
-      const columns = gin ? quoteIdent(field.name) : `${quoteIdent(field.name)}, "id"`;
-      await runSql(
-        em,
-        `create index ${quoteIdent(indexName(objectName, field.name, 'idx'))} on ${objectTable(objectName)}${gin ? ' using gin' : ''} (${columns})`,
-      );
+    const column = quoteIdent(field.name);
+    const table = objectTable(objectName);
+    switch (fieldIndex(field)) {
+      case 'unique':
+        await runSql(em, `create unique index ${quoteIdent(indexName(objectName, field.name, 'key'))} on ${table} (${column})`);
+        await runSql(
+          em,
+          `create index ${quoteIdent(indexName(objectName, field.name, 'nul'))} on ${table} (${column}, "id") where ${column} is null`,
+        );
+        break;
+      case 'field-id':
+        await runSql(em, `create index ${quoteIdent(indexName(objectName, field.name, 'idx'))} on ${table} (${column}, "id")`);
+        break;
+      case 'gin':
+        await runSql(
+          em,
+          `create index ${quoteIdent(indexName(objectName, field.name, 'idx'))} on ${table} using gin (${column})`,
+        );
+        break;
     }
   }
 
@@ -144,9 +153,9 @@ export class MetadataRepository {
     await runSql(em, `drop index if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(indexName(objectName, fieldName, 'trg'))}`);
   }
 
-  /** Drops the field's unique and plain index, whichever exist. */
+  /** Drops the field's unique, empty-rows and plain index, whichever exist. */
   async dropIndexes(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
-    for (const kind of ['key', 'idx'] as const) {
+    for (const kind of ['key', 'nul', 'idx'] as const) {
       await runSql(em, `drop index if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(indexName(objectName, fieldName, kind))}`);
     }
   }

@@ -93,6 +93,18 @@ export interface ObjectRowFilter {
   attributes: Readonly<Record<string, string | number>>;
 }
 
+/**
+ * The index a field's column gets (MetadataRepository.createIndexes), which an order by the field can
+ * read: `unique`, a unique B-tree on the field and a partial one on (field, id) over its empty rows;
+ * `field-id`, a B-tree on (field, id) (`indexed` and lookup fields), the records API's order with its
+ * tiebreaker; `gin` for an indexed multiselect or json (no order); none.
+ */
+export function fieldIndex(field: Pick<FieldMeta, 'type' | 'unique' | 'indexed'>): 'unique' | 'field-id' | 'gin' | undefined {
+  if (field.unique) return 'unique';
+  if (!field.indexed && field.type !== 'lookup') return undefined;
+  return field.type === 'multiselect' || field.type === 'json' ? 'gin' : 'field-id';
+}
+
 /** System columns every object table has. */
 export const SYSTEM_FIELDS: FieldMeta[] = [
   { name: 'id', label: 'ID', type: 'uuid', required: true, unique: true, indexed: true, system: true },

@@ -600,7 +600,11 @@ describe('metadata API', () => {
       expect(await onColumn('code')).toEqual([]);
 
       await t.http.patch('/api/v1/objects/indexed_thing/fields/code').set(admin()).send({ unique: true }).expect(200);
-      expect(await onColumn('code')).toEqual([expect.stringMatching(/^CREATE UNIQUE INDEX/)]);
+      // Unique on the field alone, and (field, id) over its empty rows, which an order by it reads in id order.
+      expect((await onColumn('code')).sort()).toEqual([
+        expect.stringMatching(/^CREATE INDEX nul_.* USING btree \(code, id\) WHERE \(code IS NULL\)$/),
+        expect.stringMatching(/^CREATE UNIQUE INDEX .* USING btree \(code\)$/),
+      ]);
       await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(201);
       const dup = await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(409);
       expect(errorOf(dup).code).toBe('unique_violation');
@@ -679,6 +683,41 @@ describe('metadata API', () => {
           .query({ orderBy: '[{"field":"rank","order":"desc"}]', fields: 'rank' })
           .expect(200);
         expect(bodyOf<RecordPage>(page).records.map((r) => r.rank)).toEqual([2, 1, null]);
+      } finally {
+        await upgraded.close();
+      }
+    });
+
+    it('adds the index over the empty rows of each unique field of an older database when it upgrades', async () => {
+      await createObject({
+        name: 'older_unique',
+        label: 'Older unique',
+        fields: [
+          { name: 'code', label: 'Code', type: 'text', unique: true },
+          { name: 'rank', label: 'Rank', type: 'integer', indexed: true },
+        ],
+      }).expect(201);
+      for (const code of ['b', null, 'a', null]) {
+        await t.http.post('/api/v1/objects/older_unique/records').set(admin()).send({ code }).expect(201);
+      }
+      const isNul = (def: string) => def.includes(' WHERE ');
+      const made = (await indexesOf('older_unique')).filter(isNul);
+      expect(made).toEqual([
+        expect.stringMatching(/^CREATE INDEX (nul_\w+) ON data\.older_unique USING btree \(code, id\) WHERE/),
+      ]);
+      // What earlier versions made: the unique index alone.
+      await t.sql(`drop index data."${/^CREATE INDEX (\w+)/.exec(made[0])![1]}"`);
+      await t.sql(`delete from mikro_orm_migrations where name = '20261129000007_unique_empty_indexes'`);
+
+      const upgraded = await startTestApp({ database: t.database });
+      try {
+        expect((await indexesOf('older_unique')).filter(isNul)).toEqual(made);
+        const page = await upgraded.http
+          .get('/api/v1/objects/older_unique/records')
+          .set(admin())
+          .query({ orderBy: '[{"field":"code","order":"desc"}]', fields: 'code' })
+          .expect(200);
+        expect(bodyOf<RecordPage>(page).records.map((r) => r.code)).toEqual(['b', 'a', null, null]);
       } finally {
         await upgraded.close();
       }

@@ -108,11 +108,15 @@ const objectNames: string[] = objects.data.objects.map((o) => o.name);
 
 const where: components['schemas']['Where'] = { $or: [{ stage: 'won' }, { amount: { $gte: 5000 } }] };
 const page = await client.GET('/api/v1/objects/{name}/records', {
-  params: { path: { name: 'deal' }, query: { where: JSON.stringify(where), orderBy: '[{"field":"name"}]', limit: 10 } },
+  params: {
+    path: { name: 'deal' },
+    query: { where: JSON.stringify(where), orderBy: '[{"field":"name"}]', limit: 10, total: 'exact' },
+  },
 });
 if (!page.data) throw new Error('querying records failed');
 const records: RecordResponse[] = page.data.records;
 const total: number | undefined = page.data.total;
+const totalExact: boolean | undefined = page.data.totalExact;
 const nextCursor: string | null = page.data.nextCursor;
 if (nextCursor !== null) throw new Error("three won deals fit one page");
 
@@ -127,6 +131,8 @@ const errorMessage: string | undefined = missing.error?.error;
 export function neverCalled(): void {
   // @ts-expect-error: limit is an integer, not text
   void client.GET('/api/v1/objects/{name}/records', { params: { path: { name: 'deal' }, query: { limit: 'ten' } } });
+  // @ts-expect-error: total is exact, estimate or none
+  void client.GET('/api/v1/objects/{name}/records', { params: { path: { name: 'deal' }, query: { total: 'all' } } });
   // @ts-expect-error: a chat needs its first message
   void client.POST('/api/v1/chats', { body: { agent: 'data_chat' } });
   // @ts-expect-error: not a code of the catalog
@@ -138,6 +144,7 @@ console.log(JSON.stringify({
   objectNames,
   names: records.map((r) => r.name),
   total,
+  totalExact,
   chat: { id: chat.data.id, status, httpStatus: chat.response.status },
   error: { code, errorMessage, httpStatus: missing.response.status },
 }));
@@ -282,6 +289,7 @@ describe('OpenAPI document', () => {
       objectNames: string[];
       names: string[];
       total: number;
+      totalExact: boolean;
       chat: { id: string; status: string; httpStatus: number };
       error: { code: string; errorMessage: string; httpStatus: number };
     };
@@ -290,6 +298,7 @@ describe('OpenAPI document', () => {
       objectNames: ['deal'],
       names: ['Acme', 'Globex', 'Umbrella'],
       total: 3,
+      totalExact: true,
       chat: { id: match.any(String), status: 'pending', httpStatus: 201 },
       error: { code: 'object_not_found', errorMessage: missing.error, httpStatus: 404 },
     });

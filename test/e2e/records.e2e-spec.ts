@@ -1,4 +1,6 @@
+import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AggregateResponse } from '../../src/data/records.dto';
+import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import { match } from '../support/matchers';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
@@ -866,5 +868,172 @@ describe('records API', () => {
         expect.arrayContaining(['amount', 'qty', 'day']),
       );
     });
+  });
+});
+
+describe('offset page totals (RECORDS_COUNT_CAP=20)', () => {
+  let t: TestApp;
+  const ROWS = 300;
+  const CAP = 20;
+
+  const list = (query: Record<string, unknown>, key = t.adminKey) => {
+    const params: Record<string, string> = {};
+    for (const [name, value] of Object.entries(query)) params[name] = typeof value === 'string' ? value : JSON.stringify(value);
+    return t.http.get('/api/v1/objects/tally/records').query(params).set(bearer(key));
+  };
+  const pageOf = async (query: Record<string, unknown>, key?: string) => bodyOf<RecordPage>(await list(query, key).expect(200));
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { RECORDS_COUNT_CAP: String(CAP) } });
+    await t.http
+      .post('/api/v1/objects')
+      .set(bearer(t.adminKey))
+      .send({
+        name: 'tally',
+        label: 'Tally',
+        fields: [
+          { name: 'n', label: 'N', type: 'integer' },
+          { name: 'score', label: 'Score', type: 'number', indexed: true },
+          { name: 'code', label: 'Code', type: 'email', unique: true },
+          { name: 'team', label: 'Team', type: 'text' },
+        ],
+      })
+      .expect(201);
+    // Fractional scores with ties and empty ones; codes empty on every third row; team "a" on the first 12.
+    await t.sql(
+      `insert into data.tally (n, score, code, team)
+       select g, case when g % 9 = 0 then null else (g % 40) / 7.0 end,
+              case when g % 3 = 0 then null else 'c' || g || '@x.io' end, case when g < 12 then 'a' else 'b' end
+       from generate_series(0, ${ROWS - 1}) g`,
+    );
+    await t.sql('analyze data.tally');
+  });
+  afterAll(() => t.close());
+
+  /** The planner's estimate of the rows of `where`, as PostgreSQL gives it for the same filter. */
+  async function planRows(where: string): Promise<number> {
+    const [row] = await t.sql<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
+      `explain (format json) select 1 from data.tally where ${where}`,
+    );
+    return row['QUERY PLAN'][0].Plan['Plan Rows'];
+  }
+
+  it('counts the total exactly up to the cap, with totalExact true', async () => {
+    expect(await pageOf({ where: { n: { $lt: 15 } }, limit: '5' })).toMatchObject({ total: 15, totalExact: true });
+    expect(await pageOf({ where: { n: { $lt: CAP } }, limit: '5', offset: '3' })).toMatchObject({
+      total: CAP,
+      totalExact: true,
+    });
+  });
+
+  it('knows the total of a page that holds the last match without counting, above the cap too', async () => {
+    const page = await pageOf({ where: { n: { $lt: 60 } }, limit: '100' });
+    expect(page).toMatchObject({ total: 60, totalExact: true });
+    expect(page.records).toHaveLength(60);
+    expect(await pageOf({ where: { n: { $lt: 60 } }, limit: '50', offset: '50' })).toMatchObject({ total: 60, totalExact: true });
+  });
+
+  it("above the cap, gives the planner's estimate of the filter's rows, with totalExact false", async () => {
+    const all = await pageOf({ limit: '5' });
+    expect(all).toMatchObject({ total: Math.round(await planRows('true')), totalExact: false });
+    expect(all.records).toHaveLength(5);
+    const some = await pageOf({ where: { n: { $lt: 150 } }, limit: '5' });
+    expect(some.totalExact).toBe(false);
+    expect(some.total).toBe(Math.max(CAP + 1, Math.round(await planRows('n < 150'))));
+    // A deep page shows more than the cap already: no count, an estimate at least as large as what it saw.
+    const deep = await pageOf({ where: { n: { $lt: 150 } }, limit: '5', offset: '140' });
+    expect(deep.totalExact).toBe(false);
+    expect(deep.total).toBeGreaterThanOrEqual(146);
+  });
+
+  it('counts every match with ?total=exact', async () => {
+    expect(await pageOf({ total: 'exact', limit: '5' })).toMatchObject({ total: ROWS, totalExact: true });
+    expect(await pageOf({ total: 'exact', where: { n: { $lt: 150 } }, limit: '5' })).toMatchObject({
+      total: 150,
+      totalExact: true,
+    });
+  });
+
+  it('counts nothing with ?total=none: neither total nor totalExact', async () => {
+    const page = await pageOf({ total: 'none', limit: '5' });
+    expect(page.records).toHaveLength(5);
+    expect(page).not.toHaveProperty('total');
+    expect(page).not.toHaveProperty('totalExact');
+    expect(page.nextCursor).toEqual(expect.any(String));
+  });
+
+  it('has no total after a cursor, whatever ?total asks', async () => {
+    const first = await pageOf({ limit: '5' });
+    const next = await pageOf({ limit: '5', cursor: first.nextCursor!, total: 'exact' });
+    expect(next.records).toHaveLength(5);
+    expect(next).not.toHaveProperty('total');
+    expect(next).not.toHaveProperty('totalExact');
+  });
+
+  it('refuses another ?total with 400 validation_failed', async () => {
+    expect(errorOf(await list({ total: 'all' }).expect(400)).code).toBe('validation_failed');
+  });
+
+  it("counts only the rows of the caller's row filter, below and above the cap", async () => {
+    await t.http
+      .post('/api/v1/policies')
+      .set(bearer(t.adminKey))
+      .send({ name: 'one-team', objects: { tally: { read: true, rowFilter: { team: '$attr.team' } } } })
+      .expect(201);
+    const key = async (team: string) =>
+      bodyOf<CreatedApiKeyResponse>(
+        await t.http
+          .post('/api/v1/api-keys')
+          .set(bearer(t.adminKey))
+          .send({ name: `team ${team}`, role: 'member', policies: ['one-team'], attributes: { team } })
+          .expect(201),
+      ).secret;
+    const a = await key('a');
+    // 12 rows of team a: counted exactly (every row would be 300, above the cap).
+    expect(await pageOf({ limit: '5' }, a)).toMatchObject({ total: 12, totalExact: true });
+    expect(await pageOf({ limit: '5', total: 'exact' }, a)).toMatchObject({ total: 12, totalExact: true });
+    // 288 rows of team b: the estimate is of those, not of the whole table.
+    const b = await pageOf({ limit: '5' }, await key('b'));
+    expect(b).toMatchObject({ total: Math.round(await planRows(`team = 'b'`)), totalExact: false });
+    expect(b.total).toBeLessThan(ROWS);
+  });
+
+  it('query_records counts the same way and says when its total is an estimate; hasMore comes from the rows', async () => {
+    const run = async (args: Record<string, unknown>) => {
+      const res = await t.http
+        .post('/api/v1/ai/tools/query_records/execute')
+        .set(bearer(t.adminKey))
+        .send({ arguments: { objectName: 'tally', ...args } })
+        .expect(200);
+      return bodyOf<{ result: QueryRecordsResult; isError: boolean }>(res);
+    };
+    const below = await run({ where: { n: { $lt: 15 } }, limit: 5 });
+    expect(below.result).toMatchObject({ count: 5, total: 15, totalExact: true, hasMore: true });
+    const above = await run({ limit: 5 });
+    expect(above.result).toMatchObject({ count: 5, total: Math.round(await planRows('true')), totalExact: false, hasMore: true });
+    // The last page ends the matches: its total is exact without counting.
+    const last = await run({ limit: 5, offset: ROWS - 5 });
+    expect(last.result).toMatchObject({ count: 5, total: ROWS, totalExact: true, hasMore: false });
+  });
+
+  it.each([
+    ['score descending (indexed, empty values last)', [{ field: 'score', order: 'desc' }], 'score desc nulls last, id'],
+    ['code ascending (unique, empty values last)', [{ field: 'code' }], 'code asc, id'],
+    ['code descending', [{ field: 'code', order: 'desc' }], 'code desc nulls last, id'],
+  ])('pages by offset and by cursor through %s in SQL order, a page at a time', async (_, orderBy, sqlOrder) => {
+    const expected = (await t.sql<{ id: string }>(`select id from data.tally order by ${sqlOrder}`)).map((r) => r.id);
+    const byOffset: string[] = [];
+    const byCursor: string[] = [];
+    let cursor: string | undefined;
+    for (let offset = 0; offset < ROWS; offset += 70) {
+      const page = await pageOf({ orderBy, fields: 'n', limit: '70', offset: String(offset) });
+      byOffset.push(...page.records.map((r) => String(r.id)));
+      const next = await pageOf({ orderBy, fields: 'n', limit: '70', ...(cursor ? { cursor } : {}) });
+      byCursor.push(...next.records.map((r) => String(r.id)));
+      cursor = next.nextCursor ?? undefined;
+    }
+    expect(byOffset).toEqual(expected);
+    expect(byCursor).toEqual(expected);
+    expect(cursor).toBeUndefined();
   });
 });

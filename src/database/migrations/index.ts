@@ -16,6 +16,7 @@ import { MigrationChatAdmission } from './migration-20261128-chat-admission';
 import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
 import { MigrationViewOwnerKeys } from './migration-20261129-view-owner-keys';
 import { MigrationTurnCallers } from './migration-20261129-turn-callers';
+import { MigrationUniqueEmptyIndexes } from './migration-20261129-unique-empty-indexes';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -38,9 +39,10 @@ export const MIGRATIONS = [
   MigrationRecordChanges,
   MigrationChatAdmission,
   MigrationKeysetIndexes,
-  MigrationViewOwnerKeys,
   MigrationTurnCallers,
+  MigrationViewOwnerKeys,
   MigrationJobCancel,
+  MigrationUniqueEmptyIndexes,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

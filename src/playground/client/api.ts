@@ -84,6 +84,10 @@ export interface ObjectDescription {
 export interface RecordPage {
   records: Array<Record<string, unknown>>;
   total: number;
+  /** false when total is the database's estimate (beyond RECORDS_COUNT_CAP). */
+  totalExact: boolean;
   limit: number;
   offset: number;
+  /** null on the last page. */
+  nextCursor: string | null;
 }

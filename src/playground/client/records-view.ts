@@ -27,7 +27,6 @@ function cellText(value: unknown): string {
 /** The object browser: pick an object, filter with a `where`, page through its records. */
 export class RecordsView {
   private offset = 0;
-  private total = 0;
   private fields: FieldSummary[] = [];
   private loading?: AbortController;
 
@@ -98,7 +97,6 @@ export class RecordsView {
     try {
       const page = await apiGet<RecordPage>(key, `${apiPath('objects', name, 'records')}?${params}`, loading.signal);
       this.offset = page.offset;
-      this.total = page.total;
       this.showError(undefined);
       this.renderPage(name, page);
     } catch (error) {
@@ -136,9 +134,11 @@ export class RecordsView {
     const first = page.records.length ? page.offset + 1 : 0;
     const last = page.offset + page.records.length;
     this.el.caption.textContent = `Records of ${name}`;
-    this.el.pageInfo.textContent = page.total ? `${first}–${last} of ${page.total}` : 'No records match';
+    const total = page.totalExact ? String(page.total) : `about ${page.total}`;
+    this.el.pageInfo.textContent = page.total ? `${first}–${last} of ${total}` : 'No records match';
     this.el.prev.disabled = page.offset === 0;
-    this.el.next.disabled = last >= this.total;
+    // The page says whether another follows, also when its total is an estimate.
+    this.el.next.disabled = page.nextCursor === null;
   }
 
   private showError(error: unknown): void {

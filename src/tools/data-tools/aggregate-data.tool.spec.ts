@@ -49,7 +49,7 @@ describe('aggregate_data with a forbidden function', () => {
 
   it('is rejected by the schema, naming the function, before the tool (and any SQL) runs', async () => {
     const { pool, statements } = recordingPool();
-    const data = new DataService(pool, metadata, access);
+    const data = new DataService(pool, metadata, access, { recordsCountCap: 10_000 });
     const spy = jest.spyOn(data, 'aggregate');
     const registry = new ToolRegistry();
     registry.register(createAggregateDataTool({ data, metadata, pool, access, views: {} as ViewService }));
@@ -71,7 +71,7 @@ describe('aggregate_data with a forbidden function', () => {
 
   it('is rejected by the data engine too, before any data SQL, when the schema is bypassed', async () => {
     const { pool, statements } = recordingPool();
-    const data = new DataService(pool, metadata, access);
+    const data = new DataService(pool, metadata, access, { recordsCountCap: 10_000 });
     const tool = createAggregateDataTool({ data, metadata, pool, access, views: {} as ViewService });
     await expect(
       tool.execute(
@@ -85,7 +85,7 @@ describe('aggregate_data with a forbidden function', () => {
 
   it('sum on a text field is refused before SQL', async () => {
     const { pool, statements } = recordingPool();
-    const data = new DataService(pool, metadata, access);
+    const data = new DataService(pool, metadata, access, { recordsCountCap: 10_000 });
     await expect(
       data.aggregate(CALLER, 'deal', { aggregations: [{ function: 'sum', field: 'owner', alias: 's' }], limit: 10 }),
     ).rejects.toMatchObject({

@@ -30,8 +30,10 @@ export interface QueryRecordsArgs {
 export interface QueryRecordsResult {
   /** Records in this page. */
   count: number;
-  /** Records matching `where` in total. */
+  /** Records matching `where` in total: exact up to RECORDS_COUNT_CAP, else the planner's estimate. */
   total: number;
+  /** false when `total` is an estimate. */
+  totalExact: boolean;
   hasMore: boolean;
   records: Record<string, unknown>[];
 }
@@ -42,8 +44,9 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
     description:
       'Find records of one object with optional filters, field selection, sorting and paging. ' +
       'Call describe_object first to learn the field names and select options. ' +
-      `Returns { count, total, hasMore, records }: total is the number of matching records, at most ${QUERY_MAX_LIMIT} records per call ` +
+      `Returns { count, total, totalExact, hasMore, records }: total is the number of matching records, at most ${QUERY_MAX_LIMIT} records per call ` +
       `(default ${QUERY_DEFAULT_LIMIT}); page with offset while hasMore is true. ` +
+      'When totalExact is false, total is only the database\'s estimate of a large number: say "about", or count with aggregate_data. ' +
       'To count, sum or average, use aggregate_data instead of fetching records. ' +
       "With view, the saved view's filter, sort and fields apply (your where is ANDed; your orderBy and fields win). " +
       'Example: {"objectName": "deal", "where": {"stage": "won", "amount": {"$gt": 50000}}, ' +
@@ -81,10 +84,16 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
         fields: args.fields,
         orderBy: args.orderBy,
       });
-      const { records, total = 0 } = await readData(deps, ctx, (session) =>
-        deps.data.find(callerOf(ctx), args.objectName, { ...query, limit, offset }, { session }),
+      // withCursor reads one row more: whether more follow, even when total is an estimate.
+      const {
+        records,
+        total = 0,
+        totalExact = true,
+        nextCursor,
+      } = await readData(deps, ctx, (session) =>
+        deps.data.find(callerOf(ctx), args.objectName, { ...query, limit, offset, withCursor: true }, { session }),
       );
-      return { count: records.length, total, hasMore: offset + records.length < total, records };
+      return { count: records.length, total, totalExact, hasMore: nextCursor != null, records };
     },
   });
 }

@@ -1,0 +1,421 @@
+/**
+ * `npm run bench:pages`: a grid's requests on an object of 200,000 rows, 8 in flight, each next to
+ * the floor of its own SQL: the statements the app runs for that request (compiled by its own
+ * compilers, the same text and values) sent through `pg` by 8 clients, with no HTTP, no Nest and no
+ * JSON in between. Both sides run in alternating rounds, so that whatever else the machine does weighs
+ * on both alike. Replaces that section of BENCHMARKS.md.
+ */
+import { Client } from 'pg';
+import { compileAggregate } from '../src/data/aggregate.compiler';
+import { encodeFieldValue } from '../src/data/field-value.codec';
+import { orderTerms } from '../src/data/order-by.compiler';
+import {
+  compileBoundedCount,
+  compileCountEstimate,
+  compileFind,
+  compileFindOne,
+  compileInsert,
+} from '../src/data/records.compiler';
+import type { FindQuery } from '../src/data/data.types';
+import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../src/metadata/object-metadata.types';
+import { log, sql } from './harness';
+import { HttpClient, HttpRequest, HttpResponse, percentile, runLoad } from './load';
+import { explain, type PlanSummary } from './plans';
+import type { Goal } from './report';
+import { runSection } from './section';
+
+const PAGES_START = '<!-- pages:start -->';
+const PAGES_END = '<!-- pages:end -->';
+
+const OBJECT = 'bench_deal';
+const ROWS = 200_000;
+const IN_FLIGHT = 8;
+const LIMIT = 50;
+const DEEP_OFFSET = 150_000;
+/** The app's default RECORDS_COUNT_CAP: the totals below are counted up to it. */
+const COUNT_CAP = 10_000;
+/** Rounds of each case: HTTP then floor, alternately. */
+const ROUNDS = 5;
+/** Most a case's p95 may be over the p95 of its own SQL. */
+const RATIO_GOAL = 1.5;
+/** The unfiltered first page sorted by an indexed field, p95 at 8 in flight. */
+const FIRST_PAGE_GOAL_MS = 20;
+
+const STAGES = ['won', 'lost', 'open', 'proposal', 'negotiation'];
+const FIELDS = [
+  { name: 'name', label: 'Name', type: 'text', required: true },
+  { name: 'stage', label: 'Stage', type: 'select', options: STAGES, indexed: true },
+  { name: 'amount', label: 'Amount', type: 'currency', indexed: true },
+  { name: 'weighted', label: 'Weighted', type: 'currency' },
+  { name: 'close_date', label: 'Close date', type: 'date', indexed: true },
+];
+
+type Statement = { sql: string; parameters: readonly unknown[] };
+
+interface PageCase {
+  name: string;
+  description: string;
+  /** Requests per round, each side. */
+  perRound: number;
+  request(i: number): HttpRequest;
+  /** The success status (default 200). */
+  status?: number;
+  check(res: HttpResponse): boolean;
+  /** The statements the app runs for the i-th request, in order. */
+  statements(i: number): Statement[];
+  /** The statement whose plan the section shows. */
+  plan?: Statement;
+}
+
+interface CaseResult {
+  name: string;
+  description: string;
+  statements: number;
+  /** Sorted, ms. */
+  http: number[];
+  floor: number[];
+  httpErrors: number;
+  plan?: PlanSummary;
+}
+
+interface PagesResult {
+  rows: number;
+  fillMs: number;
+  cases: CaseResult[];
+}
+
+const query = (params: Record<string, unknown>) =>
+  Object.entries(params)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${encodeURIComponent(typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v))}`)
+    .join('&');
+
+async function pagesRun(admin: HttpClient, port: number, databaseUrl: string): Promise<PagesResult> {
+  await admin.json({ method: 'POST', path: '/api/v1/objects', body: { name: OBJECT, label: 'Bench deal', fields: FIELDS } }, 201);
+  const started = performance.now();
+  // 5% of amounts and weights empty; stages in turn (won: 40,000 rows, two thirds of them over 50,000).
+  await sql(
+    databaseUrl,
+    `insert into "data"."${OBJECT}" ("name", "stage", "amount", "weighted", "close_date")
+     select 'deal ' || g, (array['won', 'lost', 'open', 'proposal', 'negotiation'])[1 + g % 5],
+            case when g % 20 = 1 then null else ((g::bigint * 7919) % 15000000) / 100.0 end,
+            case when g % 20 = 1 then null else ((g::bigint * 104729) % 15000000) / 100.0 end,
+            date '2020-01-01' + (g * 37) % 2000
+     from generate_series(1, ${ROWS}) g`,
+  );
+  await sql(databaseUrl, `vacuum analyze "data"."${OBJECT}"`);
+  const fillMs = performance.now() - started;
+  log(`pages: filled ${OBJECT} with ${ROWS} rows in ${fillMs.toFixed(0)} ms`);
+
+  const object = await objectMeta(admin, OBJECT);
+  const key = await admin.json<{ id: string; secret: string }>(
+    { method: 'POST', path: '/api/v1/api-keys', body: { name: 'bench pages', role: 'member' } },
+    201,
+  );
+  const member = new HttpClient(port, { authorization: `Bearer ${key.secret}` }, IN_FLIGHT);
+  const clients = await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      const client = new Client({ connectionString: databaseUrl });
+      await client.connect();
+      return client;
+    }),
+  );
+  try {
+    const ids = (await sql<{ id: string }>(databaseUrl, `select id from "data"."${OBJECT}" order by random() limit 1000`)).map(
+      (r) => r.id,
+    );
+    const results: CaseResult[] = [];
+    for (const pageCase of cases(object, ids, key.id)) {
+      results.push(await measure(pageCase, member, clients, databaseUrl));
+    }
+    return { rows: ROWS, fillMs, cases: results };
+  } finally {
+    member.close();
+    await Promise.all(clients.map((c) => c.end()));
+  }
+}
+
+/** The cases, with the statements the app runs for each (see DataService.find and its total). */
+function cases(object: ObjectMeta, ids: string[], keyId: string): PageCase[] {
+  /** A page and its total (see DataService.find): every page here matches more than COUNT_CAP records. */
+  const page = (find: FindQuery): Pick<PageCase, 'statements' | 'plan'> => {
+    const statement = compileFind(object, find, { terms: orderTerms(object, find.orderBy), keys: true });
+    const statements = [statement];
+    // Counted up to the cap unless the page itself shows more; the table's estimate comes with the count.
+    if (find.offset + LIMIT + 1 <= COUNT_CAP) statements.push(compileBoundedCount(object, find.where, undefined, COUNT_CAP));
+    if (find.where !== undefined || find.offset + LIMIT + 1 > COUNT_CAP)
+      statements.push(compileCountEstimate(object, find.where));
+    return { statements: () => statements, plan: statement };
+  };
+  const records = (params: Record<string, unknown>): HttpRequest => ({
+    method: 'GET',
+    path: `/api/v1/objects/${OBJECT}/records?${query(params)}`,
+  });
+  /** A full page whose total is an estimate above the cap (every case here matches more than COUNT_CAP records). */
+  const estimatedPage = (res: HttpResponse) => {
+    const body = JSON.parse(res.body) as { records: unknown[]; total: number; totalExact: boolean };
+    return body.records.length === LIMIT && body.totalExact === false && body.total > COUNT_CAP;
+  };
+  const byAmount = [{ field: 'amount', order: 'desc' }];
+  const byWeight = [{ field: 'weighted', order: 'desc' }];
+  const won = { stage: 'won', amount: { $gt: 50_000 } };
+  const byClose = [{ field: 'close_date', order: 'desc' }];
+  const aggregate = {
+    groupBy: ['stage'],
+    aggregations: [
+      { function: 'count', alias: 'deals' },
+      { function: 'sum', field: 'amount', alias: 'total' },
+    ],
+  };
+  const newDeal = (i: number) => ({ name: `new deal ${i}`, stage: STAGES[i % 5], amount: 1000 + i, close_date: '2026-12-01' });
+  const fieldOf = (name: string) => object.fields.find((f) => f.name === name)!;
+  return [
+    {
+      name: 'first page, indexed order',
+      description: `GET records: orderBy amount desc (indexed, 5% empty), limit ${LIMIT}, no filter`,
+      perRound: 120,
+      request: () => records({ orderBy: byAmount, limit: LIMIT }),
+      check: estimatedPage,
+      ...page({ orderBy: byAmount, limit: LIMIT, offset: 0 }),
+    },
+    {
+      name: 'first page, unindexed order',
+      description: `GET records: orderBy weighted desc (no index, 5% empty), limit ${LIMIT}, no filter`,
+      perRound: 40,
+      request: () => records({ orderBy: byWeight, limit: LIMIT }),
+      check: estimatedPage,
+      ...page({ orderBy: byWeight, limit: LIMIT, offset: 0 }),
+    },
+    {
+      name: 'filtered page',
+      description: `GET records: stage = won and amount > 50,000 (26,667 records), orderBy close_date desc, limit ${LIMIT}`,
+      perRound: 60,
+      request: () => records({ where: won, orderBy: byClose, limit: LIMIT }),
+      check: estimatedPage,
+      ...page({ where: won, orderBy: byClose, limit: LIMIT, offset: 0 }),
+    },
+    {
+      name: 'deep page',
+      description: `GET records: orderBy amount desc, limit ${LIMIT}, offset ${DEEP_OFFSET.toLocaleString('en-US')}`,
+      perRound: 16,
+      request: () => records({ orderBy: byAmount, limit: LIMIT, offset: DEEP_OFFSET }),
+      check: estimatedPage,
+      ...page({ orderBy: byAmount, limit: LIMIT, offset: DEEP_OFFSET }),
+    },
+    {
+      name: 'get by id',
+      description: 'GET records/:id (1,000 ids in turn)',
+      perRound: 200,
+      request: (i) => ({ method: 'GET', path: `/api/v1/objects/${OBJECT}/records/${ids[i % ids.length]}` }),
+      check: (res) => (JSON.parse(res.body) as { id: string }).id.length === 36,
+      statements: (i) => [compileFindOne(object, ids[i % ids.length], undefined)],
+    },
+    {
+      name: 'aggregate',
+      description: 'POST aggregate: groupBy stage, count + sum(amount)',
+      perRound: 24,
+      request: () => ({ method: 'POST', path: `/api/v1/objects/${OBJECT}/aggregate`, body: aggregate }),
+      check: (res) => (JSON.parse(res.body) as { rows: unknown[] }).rows.length === STAGES.length,
+      statements: () => [compileAggregate(object, { ...aggregate, limit: 50 }).query],
+    },
+    {
+      name: 'single create',
+      description: 'POST records: one deal of 4 fields (its change event in the same statement)',
+      perRound: 120,
+      request: (i) => ({ method: 'POST', path: `/api/v1/objects/${OBJECT}/records`, body: newDeal(i) }),
+      status: 201,
+      check: (res) => (JSON.parse(res.body) as { id: string }).id.length === 36,
+      statements: (i) => {
+        const values = new Map(Object.entries(newDeal(ROWS + i)).map(([name, v]) => [name, encodeFieldValue(fieldOf(name), v)]));
+        return [compileInsert(object, [values], { op: 'create', keyId })];
+      },
+    },
+  ];
+}
+
+async function measure(pageCase: PageCase, member: HttpClient, clients: Client[], databaseUrl: string): Promise<CaseResult> {
+  const expectStatus = pageCase.status ?? 200;
+  // Checked before timing: the answer, and that the app runs as many statements on the table as the floor.
+  const first = await member.send(pageCase.request(0));
+  if (first.status !== expectStatus || !pageCase.check(first))
+    throw new Error(`pages: ${pageCase.name} answered ${first.status}: ${first.body.slice(0, 300)}`);
+  const appStatements = await statementsOf(databaseUrl, () => member.send(pageCase.request(1)));
+  const floorCount = pageCase.statements(1).length;
+  if (appStatements !== floorCount)
+    throw new Error(`pages: ${pageCase.name}: the app ran ${appStatements} statements on the table, the floor has ${floorCount}`);
+
+  let next = 2;
+  const http: number[] = [];
+  const floor: number[] = [];
+  let httpErrors = 0;
+  // Warm-up, not counted.
+  await runLoad({
+    client: member,
+    requests: IN_FLIGHT * 2,
+    concurrency: IN_FLIGHT,
+    make: (i) => pageCase.request(next + i),
+    expectStatus,
+  });
+  await floorRun(clients, IN_FLIGHT * 2, (i) => pageCase.statements(next + i));
+  next += IN_FLIGHT * 2;
+  for (let round = 0; round < ROUNDS; round++) {
+    const from = next;
+    const load = await runLoad({
+      client: member,
+      requests: pageCase.perRound,
+      concurrency: IN_FLIGHT,
+      make: (i) => pageCase.request(from + i),
+      expectStatus,
+      check: (res) => pageCase.check(res),
+    });
+    if (load.errors) log(`pages: ${pageCase.name}: ${load.errors} errors, e.g. ${load.errorSamples[0]}`);
+    httpErrors += load.errors;
+    http.push(...load.latencies);
+    next += pageCase.perRound;
+    const base = next;
+    floor.push(...(await floorRun(clients, pageCase.perRound, (i) => pageCase.statements(base + i))));
+    next += pageCase.perRound;
+  }
+  http.sort((a, b) => a - b);
+  floor.sort((a, b) => a - b);
+  const plan = pageCase.plan ? await explain(databaseUrl, pageCase.plan) : undefined;
+  log(
+    `pages: ${pageCase.name}: p95 ${percentile(http, 95).toFixed(1)} ms over HTTP, ${percentile(floor, 95).toFixed(1)} ms ` +
+      `its SQL (${floorCount} statement${floorCount > 1 ? 's' : ''})`,
+  );
+  return {
+    name: pageCase.name,
+    description: pageCase.description,
+    statements: floorCount,
+    http,
+    floor,
+    httpErrors,
+    plan,
+  };
+}
+
+/** Runs `requests` statement sequences on the clients, one sequence per client at a time; sorted ms of each. */
+async function floorRun(clients: Client[], requests: number, statements: (i: number) => Statement[]): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    clients.map(async (client) => {
+      for (let i = next++; i < requests; i = next++) {
+        const started = process.hrtime.bigint();
+        for (const statement of statements(i)) await client.query(statement.sql, [...statement.parameters]);
+        latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+      }
+    }),
+  );
+  return latencies;
+}
+
+/** Statements on the object's table (pg_stat_statements calls) while `work` runs. */
+async function statementsOf(databaseUrl: string, work: () => Promise<unknown>): Promise<number> {
+  const client = new Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('select pg_stat_statements_reset()');
+    await work();
+    const { rows } = await client.query<{ calls: string }>(
+      `select coalesce(sum(s.calls), 0) as calls from pg_stat_statements s join pg_database d on d.oid = s.dbid
+        where d.datname = current_database() and s.query like $1 and s.query not ilike '%pg_stat_statements%'`,
+      [`%"data"."${OBJECT}"%`],
+    );
+    return Number(rows[0].calls);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The object as the data engine sees it: its fields from the metadata API, after the system ones. */
+async function objectMeta(admin: HttpClient, name: string): Promise<ObjectMeta> {
+  const object = await admin.json<{ name: string; label: string; fields: FieldMeta[] }>({
+    method: 'GET',
+    path: `/api/v1/objects/${name}`,
+  });
+  return { name: object.name, label: object.label, fields: [...SYSTEM_FIELDS, ...object.fields] };
+}
+
+// -----------------------------------------------------------------------------------------------
+// Goals and the section
+// -----------------------------------------------------------------------------------------------
+
+function pagesGoals(r: PagesResult): Goal[] {
+  const p95 = (values: number[]) => percentile(values, 95);
+  const firstPage = r.cases.find((c) => c.name === 'first page, indexed order')!;
+  return [
+    {
+      name: `Pages: the first page of ${LIMIT} sorted by an indexed field, no filter, p95 at ${IN_FLIGHT} in flight`,
+      target: `<= ${FIRST_PAGE_GOAL_MS} ms`,
+      measured: `${p95(firstPage.http).toFixed(1)} ms`,
+      met: p95(firstPage.http) <= FIRST_PAGE_GOAL_MS,
+    },
+    ...r.cases.map((c) => {
+      const ratio = p95(c.http) / p95(c.floor);
+      return {
+        name: `Pages: ${c.name}, p95 over HTTP against the p95 of its own SQL, ${IN_FLIGHT} in flight`,
+        target: `<= ${RATIO_GOAL.toFixed(1)}x`,
+        measured: `${ratio.toFixed(2)}x (${p95(c.http).toFixed(1)} ms vs ${p95(c.floor).toFixed(1)} ms)`,
+        met: ratio <= RATIO_GOAL && c.httpErrors === 0,
+      };
+    }),
+  ];
+}
+
+function renderPages(r: PagesResult, run: { command: string; date: string; machine?: string }): string[] {
+  const ms = (value: number) => value.toFixed(1);
+  const plan = (p: PlanSummary) =>
+    `${p.nodes.join(', ')}; ${p.buffers.toLocaleString('en-US')} buffers, ${p.executionMs.toFixed(2)} ms alone`;
+  return [
+    PAGES_START,
+    '',
+    `## Grid pages: ${r.rows.toLocaleString('en-US')} rows, each request against the floor of its own SQL`,
+    '',
+    `- Run: \`${run.command}\`, ${run.date}${run.machine ? `; ${run.machine}` : ''}`,
+    `- An object of ${r.rows.toLocaleString('en-US')} deals (filled by one SQL insert, then \`vacuum analyze\`, ` +
+      `${(r.fillMs / 1000).toFixed(1)} s): \`stage\`, \`amount\` and \`close_date\` marked \`indexed\` (B-tree on ` +
+      '(field, id)), `weighted` not; 5% of amounts and weights empty.',
+    `- Each case: ${IN_FLIGHT} requests in flight from one member key over HTTP (the app with \`DATA_POOL_KEY_SHARE=1\`, ` +
+      `so that they get ${IN_FLIGHT} connections as the floor does), and its floor: the statements the app runs for ` +
+      `that request, compiled by its own compilers with the same values, sent through \`pg\` by ${IN_FLIGHT} ` +
+      'clients (a request = its statements in turn on one client). Before timing, the answer is checked and ' +
+      'pg_stat_statements confirms the app runs that many statements on the table. The two run in ' +
+      `${ROUNDS} alternating rounds after a warm-up. Pages count their total in statements of their own, up to ` +
+      `\`RECORDS_COUNT_CAP\` (${COUNT_CAP.toLocaleString('en-US')}), then ask the planner; the deep page, which ` +
+      'shows more than the cap by itself, only asks the planner.',
+    '',
+    '| goal | target | measured | status |',
+    '|---|---|---|---|',
+    ...pagesGoals(r).map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met ? 'met' : '**NOT met**'} |`),
+    '',
+    '| case | request | statements | requests | HTTP p50 ms | p95 ms | p99 ms | SQL floor p50 ms | p95 ms | p99 ms | p95 over floor |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...r.cases.map(
+      (c) =>
+        `| ${c.name} | ${c.description} | ${c.statements} | ${c.http.length} | ${ms(percentile(c.http, 50))} | ` +
+        `${ms(percentile(c.http, 95))} | ${ms(percentile(c.http, 99))} | ${ms(percentile(c.floor, 50))} | ` +
+        `${ms(percentile(c.floor, 95))} | ${ms(percentile(c.floor, 99))} | ` +
+        `+${ms(percentile(c.http, 95) - percentile(c.floor, 95))} ms |`,
+    ),
+    '',
+    'Plans of the page statements (`EXPLAIN (ANALYZE, BUFFERS)` after the runs, nodes depth first):',
+    '',
+    ...r.cases.filter((c) => c.plan).map((c) => `- ${c.name}: ${plan(c.plan!)}.`),
+    '',
+    PAGES_END,
+  ];
+}
+
+runSection({
+  command: 'npm run bench:pages',
+  title: 'pages',
+  seed: false,
+  markers: { start: PAGES_START, end: PAGES_END },
+  statements: true,
+  // One key's 8 requests get 8 connections, as the floor's 8 clients; a deep page is not cut off at 5 s.
+  env: { DATA_POOL_KEY_SHARE: '1', QUERY_TIMEOUT_MS: '60000' },
+  run: ({ admin, port, databaseUrl }) => pagesRun(admin, port, databaseUrl),
+  render: renderPages,
+  goals: pagesGoals,
+});
