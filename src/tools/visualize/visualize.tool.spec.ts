@@ -153,7 +153,7 @@ describe('visualize: the chart a result’s shape gives', () => {
 describe('visualize (the tool)', () => {
   const registry = new ToolRegistry();
   registry.register(createVisualizeTool());
-  const results = new Map([[BY_STAGE.toolCallId, BY_STAGE]]);
+  const results = new Map<string, TurnDataResult>([[BY_STAGE.toolCallId, BY_STAGE]]);
   const ctx = (withEvidence = true): ToolContext => ({
     signal: new AbortController().signal,
     ...(withEvidence
@@ -167,6 +167,16 @@ describe('visualize (the tool)', () => {
     const result = await run({ source: 'call_stage', type: 'pie', x: 'stage', y: ['n'] });
     expect(result.isError).toBe(false);
     expect(result.content).toMatchObject({ source: 'call_stage', rows: 4, spec: { mark: { type: 'arc' } } });
+  });
+
+  it('refuses a chart past the tool output cap rather than have it cut to a preview', async () => {
+    const wide = { toolCallId: 'call_wide', name: 'query_records', content: { records: [] as unknown[] } };
+    for (let i = 0; i < 200; i++) wide.content.records.push({ name: `deal ${i} ${'x'.repeat(60)}`, amount: i });
+    results.set('call_wide', wide);
+    const result = await run({ source: 'call_wide', type: 'table' });
+    expect(result.content).toMatchObject({
+      error: { code: 'invalid_chart', message: expect.stringContaining('16 KB') as unknown },
+    });
   });
 
   it.each([

@@ -1,5 +1,6 @@
 import { DomainError } from '../../common/domain-error';
 import { defineTool } from '../tool.define';
+import { DEFAULT_OUTPUT_CAP_BYTES } from '../tool.middlewares';
 import type { ToolDefinition } from '../tool.types';
 import { buildChart, CHART_TYPES, rowsOf, type ChartRequest, type VegaLiteSpec } from './chart-spec';
 
@@ -88,7 +89,16 @@ export function createVisualizeTool(): ToolDefinition<VisualizeArgs> {
         );
       }
       const { source, ...request } = args;
-      return { spec: buildChart(result, request), source, rows: rowsOf(result).length };
+      const chart: VisualizeResult = { spec: buildChart(result, request), source, rows: rowsOf(result).length };
+      // Past the output cap the result would be cut to a preview: no chart at all. Better a clear error.
+      if (Buffer.byteLength(JSON.stringify(chart)) > DEFAULT_OUTPUT_CAP_BYTES) {
+        throw new DomainError(
+          'invalid_chart',
+          `The chart of ${source} would exceed the ${DEFAULT_OUTPUT_CAP_BYTES / 1024} KB tool output limit. ` +
+            'Fetch fewer rows, or only the fields to chart, and chart that result.',
+        );
+      }
+      return chart;
     },
   });
 }
