@@ -1,4 +1,5 @@
 import type { UIMessage } from 'ai';
+import OpenAI from 'openai';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto';
@@ -274,6 +275,24 @@ describe('Charts (visualize)', () => {
       /^Column "stage" \(y\) holds text, not numbers; a measure must be numeric. Numeric columns: n\.$/,
     );
     expect(read.call_unknown).toMatch(/^No earlier successful data result of this turn has the tool call id "call_invented"/);
+  });
+
+  it('runs on /v1 (OpenAI-compatible): the model reads the chart’s result; the answer is the model’s text', async () => {
+    llm.enqueue(
+      MockReply.toolCalls([{ id: 'call_src', name: 'aggregate_data', arguments: COUNT_BY_STAGE }]),
+      MockReply.toolCalls([{ id: 'call_bar', name: 'visualize', arguments: { source: 'call_src', type: 'bar' } }]),
+      MockReply.text('Charted.'),
+    );
+    const openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: t.adminKey, maxRetries: 0 });
+    const completion = await openai.chat.completions.create({
+      model: 'data_chat',
+      messages: [{ role: 'user', content: 'Deals by stage?' }],
+    });
+    expect(completion.choices[0].message.content).toBe('Charted.');
+    const read = sentMessages(llm, 2).filter((m) => m.role === 'tool');
+    const [rows, chart] = read.map((m) => parsedContent<ChartResult & { rows: unknown }>(m));
+    expect(chart).toMatchObject({ source: 'call_src', rows: stageCounts.size, spec: { mark: { type: 'bar' } } });
+    expect(chart.spec.data.values).toEqual((rows as unknown as { rows: unknown[] }).rows);
   });
 
   it('sends a data-chart part after the chart’s output in the stateless UI message stream (read by the AI SDK’s Chat)', async () => {
