@@ -7,6 +7,7 @@
 import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
+import { VISUALIZE_TOOL } from '../tools/visualize/visualize.tool';
 import { currencyCodeIn, readText } from './grounding-figures';
 
 /** The tools whose results are data; every other result (definitions, lists, client tools) only describes. */
@@ -396,6 +397,8 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
   };
   const identifiers = new Set<string>();
   for (const source of sources) {
+    // A chart restates its source's rows (already evidence); its own numbers (sizes, formats) describe nothing.
+    if (source.name === VISUALIZE_TOOL) continue;
     if (source.name !== undefined && !DATA_TOOLS.has(source.name)) {
       collectDescriptive(source.content, evidence.descriptive);
       continue;

@@ -403,6 +403,7 @@ describe('Charts (visualize)', () => {
       await notFound(await svgOf(chatId, 'call_bar', other), 'chat_not_found');
       await notFound(await svgOf(chatId, 'call_nope'), 'chart_not_found');
       await notFound(await svgOf(chatId, 'call_src'), 'chart_not_found');
+      await notFound(await svgOf(chatId, 'call%00bar'), 'chart_not_found');
       await notFound(await svgOf('00000000-0000-4000-8000-000000000000', 'call_bar'), 'chat_not_found');
     });
 

@@ -142,7 +142,8 @@ export class ChatService {
       const part = row?.parts.find((p) => p.type === 'tool-result' && p.toolCallId === callId);
       return row && part?.type === 'tool-result' && !part.withheld && !part.isError ? { row, part } : undefined;
     };
-    const chart = toolCallId.length <= 200 ? await visibleResult(toolCallId) : undefined;
+    // An id no model call can have (too long, control characters) is not looked up.
+    const chart = /^[\p{L}\p{N}\p{P}\p{S} ]{1,200}$/u.test(toolCallId) ? await visibleResult(toolCallId) : undefined;
     const spec = chart && chartSpecOf(chart.part.toolName, chart.part.output);
     const source = spec && (chart.part.output as Partial<VisualizeResult>).source;
     // The chart's data are the source's rows: the source's result (of the same turn, before it) must be visible too.
