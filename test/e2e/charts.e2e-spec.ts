@@ -375,6 +375,7 @@ describe('Charts (visualize)', () => {
       const res = await svgOf(chatId, 'call_bar');
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+      expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; style-src 'unsafe-inline'");
       const svg = await res.text();
       expect(svg).toMatch(/^<svg[\s\S]*<\/svg>$/);
       // The bars: the paths of the rect mark's group, `d="M<x>,<top>h<width>v<height>..."`.

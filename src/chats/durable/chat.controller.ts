@@ -130,7 +130,9 @@ export class ChatController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<string> {
     const svg = await this.chats.chartSvg(caller, id, toolCallId);
+    // Opened on its own, an SVG is a document of this origin: it may run nothing and load nothing.
     void reply.header('content-type', 'image/svg+xml; charset=utf-8');
+    void reply.header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
     return svg;
   }
 

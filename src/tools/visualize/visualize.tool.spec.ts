@@ -212,6 +212,13 @@ describe('renderChartSvg', () => {
     for (const bar of bars) expect(bar.height / bars[0].height).toBeCloseTo(bar.count / bars[0].count, 2);
   });
 
+  it('writes text of the rows and the title as text, never as markup', async () => {
+    const result = { ...BY_STAGE, content: { rows: [{ stage: '<script>alert(1)</script>', n: 1 }] } };
+    const svg = await renderChartSvg(buildChart(result, { type: 'bar', title: '<img src=x onerror=alert(1)>' }));
+    expect(svg).not.toMatch(/<script|<img/);
+    expect(svg).toContain('&lt;script&gt;');
+  });
+
   it('renders every chart type', async () => {
     for (const request of [
       { type: 'line' },
