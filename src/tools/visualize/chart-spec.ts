@@ -182,7 +182,7 @@ export function buildChart(result: TurnDataResult, request: ChartRequest): VegaL
   const measures = y ?? free.filter((c) => c.type === 'quantitative' && c !== x);
 
   const type = request.type ?? chooseType(result, rows, { x, time, category, measures });
-  const ctx: ChartContext = { result, rows, request, columns, series };
+  const ctx: ChartContext = { result, rows, request, columns };
   switch (type) {
     case 'line':
     case 'area': {
@@ -247,7 +247,6 @@ interface ChartContext {
   rows: Record<string, unknown>[];
   request: ChartRequest;
   columns: Map<string, Column>;
-  series?: Column;
 }
 
 function label(ctx: ChartContext, column: Column): string {
