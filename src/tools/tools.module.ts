@@ -14,7 +14,7 @@ import { MetricsService } from '../observability/metrics.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createCalculateTool } from './calculate/calculate.tool';
 import { createDataTools } from './data-tools';
-import { createVisualizeTool } from './visualize/visualize.tool';
+import { createVisualizeTool } from '../charts/visualize.tool';
 import { createMetricTools } from './metric-tools';
 import {
   auditMiddleware,

@@ -26,8 +26,6 @@ import {
 } from './chat.dto';
 import type { ChatContext } from '../../runtime/chat-context.dto';
 import type { DynamicTool } from '../../runtime/client-tools';
-import { renderChartSvg } from '../../tools/visualize/chart-svg';
-import { chartSpecOf, type VisualizeResult } from '../../tools/visualize/visualize.tool';
 
 /** Messages per GET /messages response; clients page on with ?afterId=. */
 const MESSAGES_PAGE = 1000;
@@ -129,28 +127,24 @@ export class ChatService {
   }
 
   /**
-   * The chart a visualize call of the caller's chat drew, as SVG. Hidden (404) like its data: when the
-   * chart's result or the result it draws from was produced under other access than the caller's.
+   * The last stored result of a tool call in the caller's chat (up to message `upTo`), unless it failed or
+   * the caller may not see it: produced under other access than the caller's (see visibleTo).
    */
-  async chartSvg(caller: Caller, id: string, toolCallId: string): Promise<string> {
+  async toolResult(
+    caller: Caller,
+    id: string,
+    toolCallId: string,
+    upTo = Infinity,
+  ): Promise<{ messageId: number; toolName: string; output: unknown } | undefined> {
     const em = this.em.fork();
     await this.get(caller, id, em);
-    const fingerprint = await this.access.fingerprint(caller);
-    const visibleResult = async (callId: string, upTo = Infinity) => {
-      const rows = visibleTo(await this.repo.messagesWithResult(em, id, callId), fingerprint).filter((row) => row.id <= upTo);
-      const row = rows.at(-1);
-      const part = row?.parts.find((p) => p.type === 'tool-result' && p.toolCallId === callId);
-      return row && part?.type === 'tool-result' && !part.withheld && !part.isError ? { row, part } : undefined;
-    };
-    // An id no model call can have (too long, control characters) is not looked up.
-    const chart = /^[\p{L}\p{N}\p{P}\p{S} ]{1,200}$/u.test(toolCallId) ? await visibleResult(toolCallId) : undefined;
-    const spec = chart && chartSpecOf(chart.part.toolName, chart.part.output);
-    const source = spec && (chart.part.output as Partial<VisualizeResult>).source;
-    // The chart's data are the source's rows: the source's result (of the same turn, before it) must be visible too.
-    if (!spec || typeof source !== 'string' || !(await visibleResult(source, chart.row.id))) {
-      throw new DomainError('chart_not_found', `Chat "${id}" has no chart "${toolCallId.slice(0, 200)}"`);
-    }
-    return renderChartSvg(spec);
+    const rows = await this.repo.messagesWithResult(em, id, toolCallId);
+    const row = visibleTo(rows, await this.access.fingerprint(caller))
+      .filter((r) => r.id <= upTo)
+      .at(-1);
+    const part = row?.parts.find((p) => p.type === 'tool-result' && p.toolCallId === toolCallId);
+    if (!row || part?.type !== 'tool-result' || part.withheld || part.isError) return undefined;
+    return { messageId: row.id, toolName: part.toolName, output: part.output };
   }
 
   /**
