@@ -320,14 +320,14 @@ export function describeLabels(
   const objectName = typeof args.objectName === 'string' ? args.objectName : undefined;
   const labels: Record<string, string> = {};
   const fieldLabel = (object: string | undefined, name: string) => (object ? catalog.field(object, name)?.label : undefined);
-  const rows = isRecord(source.content)
-    ? [source.content.records, source.content.rows].find(Array.isArray)
-    : source.name === 'get_record'
+  const rows =
+    source.name === 'get_record'
       ? [source.content]
-      : undefined;
+      : isRecord(source.content)
+        ? [source.content.records, source.content.rows].find(Array.isArray)
+        : undefined;
   const names = new Set<string>();
   for (const row of (rows ?? []).slice(0, 50)) if (isRecord(row)) Object.keys(row).forEach((k) => names.add(k));
-  if (source.name === 'get_record' && isRecord(source.content)) Object.keys(source.content).forEach((k) => names.add(k));
   for (const name of names) {
     const label = fieldLabel(objectName, name);
     if (label) labels[name] = label;

@@ -128,7 +128,10 @@ export function operandEvidence(
   let evidence: Evidence | undefined;
   return {
     async dataResult(toolCallId: string) {
-      const source = sources.find((s) => s.toolCallId === toolCallId && s.name !== undefined && DATA_TOOLS.has(s.name));
+      // The latest result of that id (a model may reuse one).
+      const source = [...sources]
+        .reverse()
+        .find((s) => s.toolCallId === toolCallId && s.name !== undefined && DATA_TOOLS.has(s.name));
       if (!source) return undefined;
       const [described] = await describe([source]);
       return { ...described, name: source.name! };
