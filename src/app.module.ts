@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AgentsModule } from './agents/agents.module';
 import { AuthModule } from './auth/auth.module';
+import { ChartsModule } from './charts/charts.module';
 import { DurableChatsModule } from './chats/durable/durable-chats.module';
 import { StatelessChatModule } from './chats/stateless/stateless-chat.module';
 import type { AppConfig } from './config/app-config';
@@ -46,6 +47,7 @@ export class AppModule {
         RuntimeModule,
         StatelessChatModule,
         DurableChatsModule,
+        ChartsModule,
         OpenAiCompatModule,
         McpModule,
         HealthModule,

@@ -2,9 +2,10 @@ import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { SseWriter } from '../common/sse.writer';
 import type { ToolResult } from '../tools/tool.types';
+import { chartSpecOf } from '../charts/visualize.tool';
 import type { TurnHooks, TurnResult } from '../runtime/agent-loop.service';
 import type { Grounding } from '../runtime/grounding';
-import { uiFinishReason } from './ui-messages';
+import { chartPart, uiFinishReason } from './ui-messages';
 
 /** The answer's grounding as a UI message stream data part (`data-grounding`), sent before `finish`. */
 export function groundingPart(grounding: Grounding): Record<string, unknown> {
@@ -53,6 +54,8 @@ export class UiMessageStreamWriter {
           this.write({ type: 'tool-output-error', toolCallId: result.toolCallId, errorText: JSON.stringify(result.content) });
         } else {
           this.write({ type: 'tool-output-available', toolCallId: result.toolCallId, output: result.content });
+          const spec = chartSpecOf(result.name, result.content);
+          if (spec) this.write(chartPart(result.toolCallId, spec));
         }
       },
       onStep: () => {

@@ -12,6 +12,7 @@ import {
 } from '../runtime/conversation';
 import type { Grounding } from '../runtime/grounding';
 import { TOOL_NAME_PATTERN } from '../tools/tool.define';
+import { chartSpecOf } from '../charts/visualize.tool';
 
 /**
  * A conversation sent by a client: `{ role, content }` messages, or AI SDK UI messages (`parts`).
@@ -130,7 +131,8 @@ export type UiPart =
   | { type: 'step-start' }
   | { type: 'text'; text: string; state?: 'done' }
   | UiToolPart
-  | { type: 'data-grounding'; data: Grounding };
+  | { type: 'data-grounding'; data: Grounding }
+  | { type: 'data-chart'; id: string; data: { toolCallId: string; spec: Record<string, unknown> } };
 
 /** What an answer reports about itself (`messageMetadata` of the stream's `finish`). */
 export interface UiTurnMetadata {
@@ -188,7 +190,12 @@ export function toUiMessages(messages: readonly StoredMessage[]): UiMessage[] {
       const step = uiStep(message, results);
       parts.push({ type: 'step-start' });
       if (step.text) parts.push({ type: 'text', text: step.text, state: 'done' });
-      parts.push(...step.tools);
+      for (const tool of step.tools) {
+        parts.push(tool);
+        // Where the stream sent it: right after the call's output.
+        const chart = uiChartPart(tool);
+        if (chart) parts.push(chart);
+      }
     }
     const reply: UiMessage = { id: replyMessageId(turn.user?.id ?? 0), role: 'assistant', parts };
     const metadata = turnMetadata(turn.rest);
@@ -221,6 +228,23 @@ export function uiToolPart(call: ToolCallPart, result: ToolResultPart | undefine
   if (!result) return { ...base, state: 'input-available' };
   if (result.isError) return { ...base, state: 'output-error', errorText: toolErrorText(result.output) };
   return { ...base, state: 'output-available', output: uiOutput(result) };
+}
+
+type UiChartPart = Extract<UiPart, { type: 'data-chart' }>;
+
+/**
+ * A chart as a UI message data part (`data-chart`), sent right after its visualize call's output;
+ * its id is the call's, so the AI SDK keeps one part per chart.
+ */
+export function chartPart(toolCallId: string, spec: Record<string, unknown>): UiChartPart {
+  return { type: 'data-chart', id: toolCallId, data: { toolCallId, spec } };
+}
+
+/** The `data-chart` part of a visualize call's output (none for a withheld or failed one). */
+export function uiChartPart(tool: UiToolPart): UiChartPart | undefined {
+  if (tool.state !== 'output-available') return undefined;
+  const spec = chartSpecOf(tool.type.slice('tool-'.length), tool.output);
+  return spec ? chartPart(tool.toolCallId, spec) : undefined;
 }
 
 /** A result's output as a UI shows it; a withheld result (it has none) as `{ withheld: true, reason }`. */

@@ -49,6 +49,8 @@ export interface ApiRouteOptions {
   events?: string;
   /** The route answers with a CSV file (`text/csv`): what its rows are, for the response's description. */
   csv?: string;
+  /** The route answers with an SVG image (`image/svg+xml`): what it shows, for the response's description. */
+  svg?: string;
   /**
    * The error codes the route itself may answer with, from the catalog (error-codes.ts), which
    * gives each its status. Authentication, server and shutdown errors are added by this decorator.
@@ -108,6 +110,7 @@ function successContent(options: ApiRouteOptions): Record<string, { schema: Sche
   else if (schema) content['application/json'] = { schema };
   if (options.events) content['text/event-stream'] = { schema: { type: 'string', description: options.events } };
   if (options.csv) content['text/csv'] = { schema: { type: 'string', description: options.csv } };
+  if (options.svg) content['image/svg+xml'] = { schema: { type: 'string', description: options.svg } };
   return Object.keys(content).length ? content : undefined;
 }
 

@@ -164,6 +164,11 @@ export const ERRORS = {
   // calculate: an expression that does not parse or has no finite value; a number no earlier data result of the turn holds.
   invalid_expression: HttpStatus.BAD_REQUEST,
   unsupported_operand: HttpStatus.BAD_REQUEST,
+  // visualize: no earlier data result of the turn has this call id; a column not in its rows, or text as a measure.
+  unknown_chart_source: HttpStatus.BAD_REQUEST,
+  invalid_chart: HttpStatus.BAD_REQUEST,
+  // GET /chats/:id/charts/:toolCallId.svg: no chart of that call in the caller's chat (or one it may not see).
+  chart_not_found: HttpStatus.NOT_FOUND,
   agent_timeout: HttpStatus.GATEWAY_TIMEOUT,
   turn_aborted: HttpStatus.SERVICE_UNAVAILABLE,
   tool_timeout: HttpStatus.GATEWAY_TIMEOUT,

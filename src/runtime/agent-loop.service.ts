@@ -15,6 +15,7 @@ import {
   ZERO_USAGE,
 } from '../llm/llm.types';
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
+import { VISUALIZE_TOOL } from '../charts/visualize.tool';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult } from '../tools/tool.types';
@@ -299,9 +300,9 @@ export class AgentLoop {
       // A key revoked meanwhile runs no tool: read from the table, not a cache a revocation may not have reached yet.
       const caller = turn.toolContext.caller;
       if (builtIn.length && caller) await this.access.assertCurrent(caller, { fresh: true });
-      // calculate computes only with the values of the turn's earlier data results.
-      const evidence = builtIn.some(({ call }) => call.name === CALCULATE_TOOL)
-        ? operandEvidence(turnSources(messages, turnStart))
+      // calculate computes only with the values of the turn's earlier data results; visualize charts only their rows.
+      const evidence = builtIn.some(({ call }) => EVIDENCE_TOOLS.has(call.name))
+        ? operandEvidence(turnSources(messages, turnStart), (sources) => this.catalog.describe(sources))
         : undefined;
       // Results in call order.
       const results = await this.registry.executeAll(
@@ -444,6 +445,9 @@ export class AgentLoop {
     return response;
   }
 }
+
+/** The tools that read the turn's earlier data results (ToolContext.evidence). */
+const EVIDENCE_TOOLS: ReadonlySet<string> = new Set([CALCULATE_TOOL, VISUALIZE_TOOL]);
 
 function codeOf(error: unknown): string {
   if (error instanceof DomainError) return error.code;

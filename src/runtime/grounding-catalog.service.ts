@@ -4,12 +4,13 @@ import { SYSTEM_CALLER } from '../governance/access.service';
 import { MetadataService } from '../metadata/metadata.service';
 import { MetricService } from '../metrics/metric.service';
 import type { MetricDefinition } from '../metrics/metric.types';
-import { DATA_TOOLS, describeColumns, type ColumnCatalog, type GroundingSource } from './grounding-evidence';
+import { DATA_TOOLS, describeColumns, describeLabels, type ColumnCatalog, type GroundingSource } from './grounding-evidence';
 
 /**
  * Reads what the columns of a turn's data results mean from the object and metric definitions
  * (money in which currency, a percentage, a ratio, a count), so grounding can tell "$451" from 451
- * deals. Definitions only inform the check: nothing of them reaches the answer or the caller.
+ * deals, and what they are called, for a chart's axes. Definitions only inform the check and the
+ * chart's titles: no value of them reaches the answer.
  */
 @Injectable()
 export class GroundingCatalog {
@@ -44,7 +45,9 @@ export class GroundingCatalog {
       metric: (name) => metrics.get(name),
     };
     return sources.map((source) =>
-      source.name && DATA_TOOLS.has(source.name) ? { ...source, columns: describeColumns(source, catalog) } : source,
+      source.name && DATA_TOOLS.has(source.name)
+        ? { ...source, columns: describeColumns(source, catalog), labels: describeLabels(source, catalog) }
+        : source,
     );
   }
 }

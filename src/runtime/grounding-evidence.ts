@@ -7,6 +7,7 @@
 import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
+import { VISUALIZE_TOOL } from '../charts/visualize.tool';
 import { currencyCodeIn, readText } from './grounding-figures';
 
 /** The tools whose results are data; every other result (definitions, lists, client tools) only describes. */
@@ -29,6 +30,8 @@ export interface GroundingSource {
   content: unknown;
   /** What each column means, from metadata (see `describeColumns`). */
   columns?: Record<string, ColumnMeaning>;
+  /** Each column's label from metadata (see `describeLabels`): a chart's axis titles. */
+  labels?: Record<string, string>;
 }
 
 /** What the numbers of a column are: the unit an answer must state them in. `any`: not known. */
@@ -296,6 +299,61 @@ export function describeColumns(
   return columns;
 }
 
+const AGGREGATE_WORDS: Record<string, string> = {
+  count: 'Count',
+  count_distinct: 'Distinct count',
+  sum: 'Total',
+  avg: 'Average',
+  min: 'Minimum',
+  max: 'Maximum',
+};
+
+/**
+ * The label of each column of a data call's result a definition names: fields by their label, a
+ * metric by its own, an aggregation as "Total Amount"; a time bucket is "Period".
+ */
+export function describeLabels(
+  source: Pick<GroundingSource, 'name' | 'arguments' | 'content'>,
+  catalog: ColumnCatalog,
+): Record<string, string> {
+  const args = isRecord(source.arguments) ? source.arguments : {};
+  const objectName = typeof args.objectName === 'string' ? args.objectName : undefined;
+  const labels: Record<string, string> = {};
+  const fieldLabel = (object: string | undefined, name: string) => (object ? catalog.field(object, name)?.label : undefined);
+  const rows =
+    source.name === 'get_record'
+      ? [source.content]
+      : isRecord(source.content)
+        ? [source.content.records, source.content.rows].find(Array.isArray)
+        : undefined;
+  const names = new Set<string>();
+  for (const row of (rows ?? []).slice(0, 50)) if (isRecord(row)) Object.keys(row).forEach((k) => names.add(k));
+  for (const name of names) {
+    const label = fieldLabel(objectName, name);
+    if (label) labels[name] = label;
+  }
+  if (source.name === 'aggregate_data')
+    for (const [alias, agg] of aggregationsOf(args)) {
+      const field = agg.field ? (fieldLabel(objectName, agg.field) ?? agg.field) : undefined;
+      const word = AGGREGATE_WORDS[agg.function] ?? agg.function;
+      labels[alias] = field ? `${word} ${field}` : word;
+    }
+  if (source.name === 'query_metric') {
+    const metric = Array.isArray(args.metrics) ? args.metrics : [];
+    for (const name of metric) {
+      const definition = typeof name === 'string' ? catalog.metric(name) : undefined;
+      if (definition) labels[definition.name] = definition.label;
+      if (!definition) continue;
+      for (const dimension of definition.dimensions) {
+        const label = fieldLabel(definition.object, dimension);
+        if (label && names.has(dimension)) labels[dimension] = label;
+      }
+    }
+  }
+  if (names.has('period') && !labels.period) labels.period = 'Period';
+  return labels;
+}
+
 /** The meaning of a column without metadata: counts are counts, the rest is not known. */
 function fallbackMeaning(source: GroundingSource, column: string, row: boolean): ColumnMeaning {
   const args = isRecord(source.arguments) ? source.arguments : {};
@@ -339,6 +397,8 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
   };
   const identifiers = new Set<string>();
   for (const source of sources) {
+    // A chart restates its source's rows (already evidence); its own numbers (sizes, formats) describe nothing.
+    if (source.name === VISUALIZE_TOOL) continue;
     if (source.name !== undefined && !DATA_TOOLS.has(source.name)) {
       collectDescriptive(source.content, evidence.descriptive);
       continue;

@@ -7,7 +7,7 @@
  * description, or no such value at all.
  */
 import { AnswerScopes, findMentions, type FigureScope } from './grounding-clauses';
-import { collectEvidence, dimensionOf, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
+import { collectEvidence, DATA_TOOLS, dimensionOf, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
 import type { TurnEvidence } from '../tools/tool.types';
 
@@ -117,12 +117,25 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
 }
 
 /**
- * What `calculate` may compute with: the numbers of the turn's data results so far. An operand is
- * supported when a cell equals it at the precision written (its sign is the expression's).
+ * What `calculate` may compute with and `visualize` may chart: the turn's data results so far. An
+ * operand is supported when a cell equals it at the precision written (its sign is the expression's).
+ * `describe` reads a result's columns from the definitions (GroundingCatalog) when one is asked for.
  */
-export function operandEvidence(sources: readonly GroundingSource[]): TurnEvidence {
+export function operandEvidence(
+  sources: readonly GroundingSource[],
+  describe: (sources: readonly GroundingSource[]) => Promise<GroundingSource[]> = (s) => Promise.resolve([...s]),
+): TurnEvidence {
   let evidence: Evidence | undefined;
   return {
+    async dataResult(toolCallId: string) {
+      // The latest result of that id (a model may reuse one).
+      const source = [...sources]
+        .reverse()
+        .find((s) => s.toolCallId === toolCallId && s.name !== undefined && DATA_TOOLS.has(s.name));
+      if (!source) return undefined;
+      const [described] = await describe([source]);
+      return { ...described, name: source.name! };
+    },
     supportOf(text: string): string | undefined {
       const value = Math.abs(Number(text));
       if (!/^\d+(?:\.\d+)?$/.test(text) || !Number.isFinite(value)) return undefined;

@@ -26,7 +26,10 @@ export interface ToolContext {
   signal: AbortSignal;
   /** A durable chat's worker runs the call: its data work takes the pool's background share (CHAT_TOOL_CONCURRENCY). */
   background?: boolean;
-  /** The values the turn's earlier data results hold (absent outside a chat turn): what `calculate` computes with. */
+  /**
+   * The turn's earlier data results (absent outside a chat turn): what `calculate` computes with and
+   * what `visualize` charts.
+   */
   evidence?: TurnEvidence;
 }
 
@@ -34,6 +37,21 @@ export interface ToolContext {
 export interface TurnEvidence {
   /** The call whose result holds the number written `text` (at the precision shown, either sign), if any. */
   supportOf(text: string): string | undefined;
+  /** The successful data result of this call id, with what its columns are from metadata; undefined if none. */
+  dataResult(toolCallId: string): Promise<TurnDataResult | undefined>;
+}
+
+/** A data result of the turn as the server stored it, read with the metadata of its columns. */
+export interface TurnDataResult {
+  toolCallId: string;
+  /** The data tool that returned it. */
+  name: string;
+  arguments?: unknown;
+  content: unknown;
+  /** What the numbers of each column are (money in which currency, a percentage, a count, ...). */
+  columns?: Record<string, { kind: string; currency?: string; aggregate?: string }>;
+  /** Each column's label from the definitions (a field's label, a metric's label), where one is known. */
+  labels?: Record<string, string>;
 }
 
 /** A tool: product text for the model plus a function. `execute` may throw; the registry turns that into a result. */

@@ -14,6 +14,7 @@ import { MetricsService } from '../observability/metrics.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createCalculateTool } from './calculate/calculate.tool';
 import { createDataTools } from './data-tools';
+import { createVisualizeTool } from '../charts/visualize.tool';
 import { createMetricTools } from './metric-tools';
 import {
   auditMiddleware,
@@ -32,7 +33,7 @@ import { ViewService } from '../views/view.service';
 import { ViewsModule } from '../views/views.module';
 
 /**
- * Builds the registry with its middleware chain, the five data tools, the two metric tools, ask_user and calculate before anyone can
+ * Builds the registry with its middleware chain, the five data tools, the two metric tools, ask_user, calculate and visualize before anyone can
  * inject it, so agents always see a complete registry. Order: metrics, the audit log line and the audit trail (see every attempt) →
  * permission → rate limit → output cap → timeout → validation + tool.
  */
@@ -68,6 +69,7 @@ function createToolRegistry(
   }
   registry.register(createAskUserTool());
   registry.register(createCalculateTool());
+  registry.register(createVisualizeTool());
   return registry;
 }
 

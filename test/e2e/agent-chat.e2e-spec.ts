@@ -19,6 +19,7 @@ const DATA_TOOLS = [
   'list_metrics',
   'query_metric',
   'calculate',
+  'visualize',
 ];
 
 describe('POST /api/v1/ai/agents/:agentName/chat', () => {

@@ -25,7 +25,7 @@ describe('agents API', () => {
   });
   afterAll(() => t.close());
 
-  it('creates the built-in data_chat agent with the data tools, the metric tools and calculate on first start', async () => {
+  it('creates the built-in data_chat agent with the data tools, the metric tools, calculate and visualize on first start', async () => {
     const res = await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200);
     expect(res.body).toMatchObject({ name: 'data_chat', active: true, version: 1, allowedObjects: ['*'] });
     expect(bodyOf<AgentResponse>(res).tools).toEqual([
@@ -37,6 +37,7 @@ describe('agents API', () => {
       'list_metrics',
       'query_metric',
       'calculate',
+      'visualize',
     ]);
   });
 

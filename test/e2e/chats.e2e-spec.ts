@@ -71,6 +71,7 @@ describe('durable chats', () => {
       'list_metrics',
       'query_metric',
       'calculate',
+      'visualize',
       'show_form',
     ]);
 

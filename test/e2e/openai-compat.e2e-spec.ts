@@ -13,6 +13,7 @@ const DATA_TOOLS = [
   'list_metrics',
   'query_metric',
   'calculate',
+  'visualize',
 ];
 const WON = {
   objectName: 'deal',

@@ -209,7 +209,8 @@ describe('OpenAPI document', () => {
         status !== 202 &&
         !content['application/json']?.schema &&
         !content['text/event-stream'] &&
-        !content['text/csv']
+        !content['text/csv'] &&
+        !content['image/svg+xml']
       ) {
         problems.push(`${key}: ${status} has no JSON schema`);
       }
@@ -233,6 +234,13 @@ describe('OpenAPI document', () => {
       if (!isApi && security !== '[]') problems.push(`${key}: open route with security ${security}`);
     }
     expect(problems).toEqual([]);
+  });
+
+  it('documents the chart route as producing image/svg+xml', () => {
+    const op = docs.paths['/api/v1/chats/{id}/charts/{toolCallId}.svg']?.get;
+    const success = op?.responses['200'] as { content?: Record<string, unknown> } | undefined;
+    expect(Object.keys(success?.content ?? {})).toEqual(['image/svg+xml']);
+    expect(op?.parameters?.map((p) => ('name' in p ? p.name : undefined))).toEqual(['id', 'toolCallId']);
   });
 
   it('declares the API key as an http bearer scheme and the error body with the catalog of codes', () => {

@@ -258,26 +258,28 @@ export class ChatRepository {
 
   /** Messages after `afterId` in order; `limit` null = all of them (the model needs the whole history). */
   async messages(em: EntityManager, chatId: string, afterId: number, limit: number | null): Promise<ChatMessageRow[]> {
-    const rows = await db(em)
-      .selectFrom('chat_messages')
-      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'client_id', 'key_id', 'access_fingerprint', 'metadata', 'created_at'])
-      .where('chat_id', '=', chatId)
+    const rows = await this.selectMessages(em, chatId)
       .where('id', '>', afterId)
       .orderBy('id')
       .$if(limit !== null, (qb) => qb.limit(limit!))
       .execute();
-    return rows.map((row) => ({
-      id: Number(row.id),
-      chatId: row.chat_id,
-      role: row.role,
-      parts: row.parts,
-      usage: row.usage ?? null,
-      clientId: row.client_id ?? null,
-      keyId: row.key_id ?? null,
-      access: row.access_fingerprint ?? null,
-      metadata: row.metadata ?? null,
-      createdAt: asDate(row.created_at)!,
-    }));
+    return rows.map(toMessageRow);
+  }
+
+  /** The messages holding a result of this tool call id, in order (a model may reuse an id in another turn). */
+  async messagesWithResult(em: EntityManager, chatId: string, toolCallId: string): Promise<ChatMessageRow[]> {
+    const rows = await this.selectMessages(em, chatId)
+      .where(sql<boolean>`parts @> ${JSON.stringify([{ type: 'tool-result', toolCallId }])}::jsonb`)
+      .orderBy('id')
+      .execute();
+    return rows.map(toMessageRow);
+  }
+
+  private selectMessages(em: EntityManager, chatId: string) {
+    return db(em)
+      .selectFrom('chat_messages')
+      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'client_id', 'key_id', 'access_fingerprint', 'metadata', 'created_at'])
+      .where('chat_id', '=', chatId);
   }
 
   /** Moves a chat to another status (under the caller's row lock); see StatusChange. */
@@ -685,5 +687,20 @@ function toChat(row: Selectable<ChatsTable>): ChatRow {
     lastError: row.last_error ?? null,
     createdAt: asDate(row.created_at)!,
     updatedAt: asDate(row.updated_at)!,
+  };
+}
+
+function toMessageRow(row: Selectable<ChatDatabase['chat_messages']>): ChatMessageRow {
+  return {
+    id: Number(row.id),
+    chatId: row.chat_id,
+    role: row.role,
+    parts: row.parts,
+    usage: row.usage ?? null,
+    clientId: row.client_id ?? null,
+    keyId: row.key_id ?? null,
+    access: row.access_fingerprint ?? null,
+    metadata: row.metadata ?? null,
+    createdAt: asDate(row.created_at)!,
   };
 }

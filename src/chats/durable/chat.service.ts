@@ -127,6 +127,27 @@ export class ChatService {
   }
 
   /**
+   * The last stored result of a tool call in the caller's chat (up to message `upTo`), unless it failed or
+   * the caller may not see it: produced under other access than the caller's (see visibleTo).
+   */
+  async toolResult(
+    caller: Caller,
+    id: string,
+    toolCallId: string,
+    upTo = Infinity,
+  ): Promise<{ messageId: number; toolName: string; output: unknown } | undefined> {
+    const em = this.em.fork();
+    await this.get(caller, id, em);
+    const rows = await this.repo.messagesWithResult(em, id, toolCallId);
+    const row = visibleTo(rows, await this.access.fingerprint(caller))
+      .filter((r) => r.id <= upTo)
+      .at(-1);
+    const part = row?.parts.find((p) => p.type === 'tool-result' && p.toolCallId === toolCallId);
+    if (!row || part?.type !== 'tool-result' || part.withheld || part.isError) return undefined;
+    return { messageId: row.id, toolName: part.toolName, output: part.output };
+  }
+
+  /**
    * A new user turn, run as the caller's key: from waiting or error only, admitted (AgentRuntime.admit)
    * before anything is stored. One statement writes it (status, owner and the cap on chats in flight
    * checked in the write itself); only a refusal reads the chat again, to say why.

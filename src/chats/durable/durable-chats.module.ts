@@ -17,7 +17,7 @@ import { UiChatService } from './ui-chat.service';
   imports: [AuthModule, GovernanceModule, RuntimeModule],
   controllers: [ChatController, UiChatController],
   providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService, ChatMetrics],
-  exports: [ChatWorker],
+  exports: [ChatWorker, ChatService],
 })
 /**
  * Durable chats: persisted conversations run by a worker on any replica, with client tools and SSE

@@ -117,8 +117,25 @@ export class UiGroundingPart {
   @ApiProperty({ type: GroundingResponse }) data: GroundingResponse;
 }
 
+export class UiChartData {
+  @ApiProperty({ description: 'The visualize call that drew the chart' }) toolCallId: string;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: "A Vega-Lite (v6) spec; its inline data are the source result's rows",
+  })
+  spec: Record<string, unknown>;
+}
+
+export class UiChartPart {
+  @ApiProperty({ enum: ['data-chart'], description: "Right after a visualize call's output: the chart it drew" })
+  type: 'data-chart';
+  @ApiProperty({ description: 'The visualize call id: one part per chart' }) id: string;
+  @ApiProperty({ type: UiChartData }) data: UiChartData;
+}
+
 /** The parts of a UI message; the controller registers these classes with @ApiExtraModels. */
-export const UI_PART_MODELS = [UiStepStartPart, UiTextPart, UiToolInvocationPart, UiGroundingPart];
+export const UI_PART_MODELS = [UiStepStartPart, UiTextPart, UiToolInvocationPart, UiChartPart, UiGroundingPart];
 
 export class UiMessageResponse implements UiMessage {
   @ApiProperty({ description: "A user message keeps its client's id; an answer's is the `start` part's messageId" })
@@ -126,7 +143,8 @@ export class UiMessageResponse implements UiMessage {
   @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
   @ApiProperty({
     description:
-      'A user message: one text part. An answer (one per turn): per model step a step-start, its text and its tool calls; then its grounding',
+      'A user message: one text part. An answer (one per turn): per model step a step-start, its text and its tool calls ' +
+      '(a visualize call followed by its data-chart); then its grounding',
     type: 'array',
     items: { oneOf: UI_PART_MODELS.map((model) => ({ $ref: getSchemaPath(model) })) },
   })

@@ -10,6 +10,7 @@ import {
   turnMetadata,
   uiFinishReason,
   uiOutput,
+  uiChartPart,
   uiStep,
   type UiToolPart,
 } from '../ui-messages';
@@ -238,6 +239,8 @@ export class UiTurnStream {
       this.send({ type: 'tool-output-error', toolCallId: tool.toolCallId, errorText: tool.errorText });
     } else {
       this.send({ type: 'tool-output-available', toolCallId: tool.toolCallId, output: tool.output });
+      const chart = uiChartPart(tool);
+      if (chart) this.send(chart);
     }
   }
 

@@ -78,7 +78,9 @@ describe('calculate', () => {
   ]);
   const ctx = (evidence = true): ToolContext => ({
     signal: new AbortController().signal,
-    ...(evidence ? { evidence: { supportOf: (text: string) => held.get(text) } } : {}),
+    ...(evidence
+      ? { evidence: { supportOf: (text: string) => held.get(text), dataResult: () => Promise.resolve(undefined) } }
+      : {}),
   });
   const tool = createCalculateTool();
 
