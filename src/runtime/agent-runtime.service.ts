@@ -3,6 +3,7 @@ import { AgentService } from '../agents/agent.service';
 import type { AgentSpec } from '../agents/agent.types';
 import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
+import type { ErrorCode } from '../common/error-codes';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { LlmService } from '../llm/llm.service';
 import { LlmMessage, LlmTool, LlmToolChoice } from '../llm/llm.types';
@@ -82,6 +83,16 @@ export interface PreparedTurn {
  * agent's declared tools are offered, once each, and only they can execute. Every front door
  * (stateless, durable, OpenAI-compatible) builds its turn here.
  */
+/** What `admit` refuses a turn with (beyond a body's own checks), for the OpenAPI errors of every door that admits one. */
+export const ADMISSION_ERRORS = [
+  'key_revoked',
+  'agent_not_found',
+  'agent_inactive',
+  'agent_forbidden',
+  'quota_exceeded',
+  'llm_not_configured',
+] as const satisfies readonly ErrorCode[];
+
 @Injectable()
 export class AgentRuntime {
   constructor(

@@ -3,6 +3,7 @@ import { ApiExtraModels, ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsStreamToken, Caller, Roles } from '../../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
+import { ADMISSION_ERRORS } from '../../runtime/agent-runtime.service';
 import { hijack } from '../../common/fastify-reply';
 import { PaginationQueryDto } from '../../common/pagination.dto';
 import {
@@ -49,17 +50,7 @@ export class ChatController {
     summary: 'Start a durable chat with its first message; a worker runs it',
     status: 201,
     type: ChatResponse,
-    errors: [
-      ...BODY_ERRORS,
-      'invalid_dynamic_tools',
-      'agent_not_found',
-      'agent_inactive',
-      'agent_forbidden',
-      'too_many_chats',
-      'quota_exceeded',
-      'key_revoked',
-      'llm_not_configured',
-    ],
+    errors: [...BODY_ERRORS, ...ADMISSION_ERRORS, 'invalid_dynamic_tools', 'too_many_chats'],
   })
   create(@Caller() caller: Caller, @Body() dto: CreateChatDto): Promise<ChatResponse> {
     return this.chats.create(caller, dto);
@@ -117,18 +108,7 @@ export class ChatController {
   @ApiRoute({
     summary: 'Send the next user message to a waiting chat',
     status: 202,
-    errors: [
-      ...BODY_ERRORS,
-      'chat_not_found',
-      'chat_busy',
-      'agent_not_found',
-      'agent_inactive',
-      'agent_forbidden',
-      'too_many_chats',
-      'quota_exceeded',
-      'key_revoked',
-      'llm_not_configured',
-    ],
+    errors: [...BODY_ERRORS, ...ADMISSION_ERRORS, 'chat_not_found', 'chat_busy', 'too_many_chats'],
   })
   async postMessage(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: PostMessageDto): Promise<void> {
     await this.chats.postMessage(caller, id, dto.message);
@@ -142,16 +122,11 @@ export class ChatController {
     status: 204,
     errors: [
       ...BODY_ERRORS,
+      ...ADMISSION_ERRORS,
       'invalid_tool_results',
       'chat_not_found',
       'chat_not_waiting_for_tools',
-      'agent_not_found',
-      'agent_inactive',
-      'agent_forbidden',
       'too_many_chats',
-      'quota_exceeded',
-      'key_revoked',
-      'llm_not_configured',
     ],
   })
   async toolResults(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: ToolResultsDto): Promise<void> {

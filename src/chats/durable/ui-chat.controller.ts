@@ -3,6 +3,7 @@ import { ApiExtraModels, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsStreamToken, Caller, Roles } from '../../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
+import { ADMISSION_ERRORS } from '../../runtime/agent-runtime.service';
 import { hijack } from '../../common/fastify-reply';
 import { UI_PART_MODELS, UiChatMessagesResponse, UiChatRequestDto } from './ui-chat.dto';
 import { UiChatService } from './ui-chat.service';
@@ -48,22 +49,17 @@ export class UiChatController {
     events: UI_TURN_STREAM_EVENTS,
     errors: [
       ...BODY_ERRORS,
+      ...ADMISSION_ERRORS,
       'invalid_message',
       'invalid_tool_results',
       'invalid_dynamic_tools',
       'unsupported_trigger',
-      'agent_not_found',
-      'agent_inactive',
-      'agent_forbidden',
       'chat_not_found',
       'chat_busy',
       'chat_not_waiting_for_tools',
       'chat_agent_mismatch',
       'too_many_chats',
       'too_many_streams',
-      'quota_exceeded',
-      'key_revoked',
-      'llm_not_configured',
     ],
   })
   async send(

@@ -3,6 +3,7 @@ import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Caller, Roles } from '../../auth/auth.decorators';
 import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
+import { ADMISSION_ERRORS } from '../../runtime/agent-runtime.service';
 import { abortWhenClientLeaves, hijack } from '../../common/fastify-reply';
 import { StatelessChatDto, StatelessChatResponse } from './stateless-chat.dto';
 import { StatelessChatService } from './stateless-chat.service';
@@ -36,14 +37,9 @@ export class StatelessChatController {
     events: UI_MESSAGE_STREAM_EVENTS,
     errors: [
       ...BODY_ERRORS,
+      ...ADMISSION_ERRORS,
       'invalid_message',
       'invalid_option',
-      'agent_not_found',
-      'agent_inactive',
-      'agent_forbidden',
-      'quota_exceeded',
-      'key_revoked',
-      'llm_not_configured',
       'llm_rate_limited',
       'llm_timeout',
       'llm_auth_failed',
