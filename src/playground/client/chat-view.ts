@@ -1,4 +1,5 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+import { renderMarkdown } from './markdown';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
 
@@ -36,6 +37,15 @@ function element<K extends keyof HTMLElementTagNameMap>(tag: K, className?: stri
 
 function setText(node: Element, text: string): void {
   if (node.textContent !== text) node.textContent = text;
+}
+
+/** An answer's Markdown as sanitized HTML, re-rendered only when its text changed (each streamed delta). */
+const renderedSources = new WeakMap<HTMLElement, string>();
+
+function setMarkdown(node: HTMLElement, text: string): void {
+  if (renderedSources.get(node) === text) return;
+  renderedSources.set(node, text);
+  node.innerHTML = renderMarkdown(text);
 }
 
 /**
@@ -100,7 +110,10 @@ export class ChatView {
         child = created;
       }
       if (isToolUIPart(part)) this.updateToolCard(child, part);
-      else if (part.type === 'text') setText(child, part.text);
+      else if (part.type === 'text') {
+        if (message.role === 'user') setText(child, part.text);
+        else setMarkdown(child, part.text);
+      }
       index += 1;
     }
     while (container.children.length > index) container.lastElementChild!.remove();

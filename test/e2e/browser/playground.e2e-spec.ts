@@ -213,6 +213,64 @@ describe('playground at /', () => {
       expect(consoleErrors).toEqual([]);
     });
 
+    /** Asks a question and waits until the answer's text contains `until`. */
+    async function ask(question: string, until: string): Promise<void> {
+      await openWithKey();
+      await page.type('#question', question);
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(
+        (wanted) => (document.querySelector('.message.assistant .answer')?.textContent ?? '').includes(wanted),
+        {},
+        until,
+      );
+    }
+
+    it('renders the answer as Markdown: a table is a table', async () => {
+      llm.enqueue(
+        MockReply.text('Deals by **stage**:\n\n| stage | deals |\n| --- | ---: |\n| won | 12 |\n| lost | 7 |\n\nThat is all.'),
+      );
+      await ask('Deals by stage?', 'That is all.');
+      const table = await page.$eval('.message.assistant .answer', (answer) => ({
+        strong: answer.querySelector('strong')?.textContent,
+        headers: [...answer.querySelectorAll('table thead th')].map((cell) => cell.textContent),
+        rows: [...answer.querySelectorAll('table tbody tr')].map((row) => [...row.children].map((cell) => cell.textContent)),
+      }));
+      expect(table).toEqual({
+        strong: 'stage',
+        headers: ['stage', 'deals'],
+        rows: [
+          ['won', '12'],
+          ['lost', '7'],
+        ],
+      });
+      expect(consoleErrors).toEqual([]);
+    });
+
+    it('renders HTML the model writes inert: no script runs, no handler is attached', async () => {
+      llm.enqueue(
+        MockReply.text(
+          'Look: <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> ' +
+            '[click](javascript:window.__pwned=3) <a href="#" onclick="window.__pwned=4">me</a> done.',
+        ),
+      );
+      await ask('Anything?', 'done.');
+      const answer = await page.$eval('.message.assistant .answer', (node) => ({
+        pwned: (window as unknown as { __pwned?: number }).__pwned ?? null,
+        scripts: node.querySelectorAll('script').length,
+        images: node.querySelectorAll('img').length,
+        handlers: [...node.querySelectorAll('*')].filter((el) => [...el.attributes].some((a) => a.name.startsWith('on'))).length,
+        scriptLinks: [...node.querySelectorAll('a')].filter((a) => /^javascript:/i.test(a.getAttribute('href') ?? '')).length,
+        text: node.textContent,
+      }));
+      // Clicking every link must not run anything either.
+      await page.$$eval('.message.assistant .answer a', (links) => links.forEach((link) => (link as HTMLElement).click()));
+      expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+      expect(answer).toMatchObject({ pwned: null, scripts: 0, images: 0, handlers: 0, scriptLinks: 0 });
+      // The raw HTML shows as the text the model wrote.
+      expect(answer.text).toContain('<img src=x onerror="window.__pwned=1">');
+      expect(answer.text).toContain('<script>window.__pwned=2</script>');
+    });
+
     it('shows the API error of a refused chat, with its code', async () => {
       await openWithKey();
       await page.evaluate(() => {
