@@ -1,4 +1,5 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+import { drawChart } from './chart';
 import { renderMarkdown } from './markdown';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
@@ -46,6 +47,29 @@ function setMarkdown(node: HTMLElement, text: string): void {
   if (renderedSources.get(node) === text) return;
   renderedSources.set(node, text);
   node.innerHTML = renderMarkdown(text);
+}
+
+interface ChartData {
+  toolCallId: string;
+  spec: unknown;
+}
+
+/** The chart of a `data-chart` part (sent after a visualize call), or undefined for any other part. */
+function chartOf(part: UIMessage['parts'][number]): ChartData | undefined {
+  if (part.type !== 'data-chart') return undefined;
+  const data = (part as { data?: Partial<ChartData> }).data;
+  return typeof data?.toolCallId === 'string' && data.spec ? { toolCallId: data.toolCallId, spec: data.spec } : undefined;
+}
+
+/** A figure the chart is drawn into once (its spec never changes); a spec Vega refuses shows as a note. */
+function createChart(spec: unknown): HTMLElement {
+  const figure = element('figure', 'chart');
+  drawChart(figure, spec).catch((error: unknown) => {
+    figure.replaceChildren(
+      element('p', 'chart-error', `The chart could not be drawn: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  });
+  return figure;
 }
 
 /**
@@ -100,11 +124,22 @@ export class ChatView {
     const container = node.querySelector<HTMLElement>(':scope > .parts')!;
     let index = 0;
     for (const part of message.parts) {
-      const key = isToolUIPart(part) ? `tool:${part.toolCallId}` : part.type === 'text' ? `text:${index}` : undefined;
-      if (key === undefined) continue; // step boundaries, data parts, reasoning: nothing to show
+      const chart = chartOf(part);
+      const key = isToolUIPart(part)
+        ? `tool:${part.toolCallId}`
+        : part.type === 'text'
+          ? `text:${index}`
+          : chart
+            ? `chart:${chart.toolCallId}`
+            : undefined;
+      if (key === undefined) continue; // step boundaries, other data parts, reasoning: nothing to show
       let child = container.children.item(index) as HTMLElement | null;
       if (!child || child.dataset.key !== key) {
-        const created = isToolUIPart(part) ? this.createToolCard() : element('div', message.role === 'user' ? 'text' : 'answer');
+        const created = isToolUIPart(part)
+          ? this.createToolCard()
+          : chart
+            ? createChart(chart.spec)
+            : element('div', message.role === 'user' ? 'text' : 'answer');
         created.dataset.key = key;
         container.insertBefore(created, child);
         child = created;

@@ -271,6 +271,48 @@ describe('playground at /', () => {
       expect(answer.text).toContain('<script>window.__pwned=2</script>');
     });
 
+    it('draws the chart of a visualize call under the page policy: no eval, no inline style refused', async () => {
+      await page.evaluateOnNewDocument(() => {
+        const seen: string[] = [];
+        (window as unknown as { __violations: string[] }).__violations = seen;
+        document.addEventListener('securitypolicyviolation', (event) =>
+          seen.push(
+            `${event.violatedDirective}: ${event.blockedURI} ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`,
+          ),
+        );
+      });
+      llm.enqueue(
+        MockReply.toolCalls([
+          {
+            id: 'call_src',
+            name: 'aggregate_data',
+            arguments: { objectName: 'deal', groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'n' }] },
+          },
+        ]),
+        MockReply.toolCalls([
+          { id: 'call_bar', name: 'visualize', arguments: { source: 'call_src', type: 'bar', x: 'stage', y: ['n'] } },
+        ]),
+        MockReply.text('Here are the deals by stage, charted.'),
+      );
+      await ask('Chart deals by stage', 'charted.');
+      await page.waitForSelector('.message.assistant figure.chart svg');
+      const chart = await page.$eval('.message.assistant figure.chart', (figure) => ({
+        key: figure.dataset.key,
+        bars: figure.querySelectorAll('svg .mark-rect path').length,
+        labels: [...figure.querySelectorAll('svg text')].map((label) => label.textContent),
+      }));
+      const stages = await t.sql<{ stage: string }>(`select distinct stage from data.deal where stage is not null`);
+      expect(chart.key).toBe('chart:call_bar');
+      expect(chart.bars).toBe(stages.length);
+      expect(chart.labels).toEqual(expect.arrayContaining(stages.map((row) => row.stage)));
+      expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
+      expect(consoleErrors).toEqual([]);
+      if (SCREENSHOT) {
+        await page.$eval('#messages', (log) => log.scrollTo(0, log.scrollHeight));
+        await screenshot(page, SCREENSHOT);
+      }
+    });
+
     it('shows the API error of a refused chat, with its code', async () => {
       await openWithKey();
       await page.evaluate(() => {
