@@ -1,5 +1,6 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
 import { drawChart } from './chart';
+import { groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
 import { renderMarkdown } from './markdown';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
@@ -43,10 +44,29 @@ function setText(node: Element, text: string): void {
 /** An answer's Markdown as sanitized HTML, re-rendered only when its text changed (each streamed delta). */
 const renderedSources = new WeakMap<HTMLElement, string>();
 
-function setMarkdown(node: HTMLElement, text: string): void {
-  if (renderedSources.get(node) === text) return;
-  renderedSources.set(node, text);
+/** The grounding of the answer with the names of its tool calls, for the titles of its marks. */
+interface Grounded {
+  grounding: AnswerGrounding;
+  toolNames: ReadonlyMap<string, string>;
+}
+
+function setMarkdown(node: HTMLElement, text: string, grounded?: Grounded): void {
+  // The grounding arrives after the text: a new one re-renders the answer, which is then marked afresh.
+  const source = grounded ? `${text}\u0000${JSON.stringify(grounded.grounding)}` : text;
+  if (renderedSources.get(node) === source) return;
+  renderedSources.set(node, source);
   node.innerHTML = renderMarkdown(text);
+  if (grounded) markGrounding(node, grounded.grounding, grounded.toolNames);
+}
+
+/** The message's grounding (its `data-grounding` part), with the tool name of each call id. */
+function groundedOf(message: UIMessage): Grounded | undefined {
+  const part = message.parts.find((candidate) => candidate.type === 'data-grounding');
+  const grounding = part && groundingOf((part as { data?: unknown }).data);
+  if (!grounding) return undefined;
+  const toolNames = new Map<string, string>();
+  for (const candidate of message.parts) if (isToolUIPart(candidate)) toolNames.set(candidate.toolCallId, getToolName(candidate));
+  return { grounding, toolNames };
 }
 
 interface ChartData {
@@ -122,8 +142,11 @@ export class ChatView {
 
   private updateParts(node: HTMLElement, message: UIMessage): void {
     const container = node.querySelector<HTMLElement>(':scope > .parts')!;
+    const grounded = message.role === 'assistant' ? groundedOf(message) : undefined;
+    // The grounding checks the final answer: the last text part.
+    const lastText = message.parts.findLastIndex((part) => part.type === 'text');
     let index = 0;
-    for (const part of message.parts) {
+    for (const [position, part] of message.parts.entries()) {
       const chart = chartOf(part);
       const key = isToolUIPart(part)
         ? `tool:${part.toolCallId}`
@@ -147,7 +170,7 @@ export class ChatView {
       if (isToolUIPart(part)) this.updateToolCard(child, part);
       else if (part.type === 'text') {
         if (message.role === 'user') setText(child, part.text);
-        else setMarkdown(child, part.text);
+        else setMarkdown(child, part.text, position === lastText ? grounded : undefined);
       }
       index += 1;
     }

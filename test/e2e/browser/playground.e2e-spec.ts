@@ -313,6 +313,33 @@ describe('playground at /', () => {
       }
     });
 
+    it('marks the grounding in the answer: a figure from the data, and one it does not support', async () => {
+      const [won] = await t.sql<{ n: string }>(`select count(*) as n from data.deal where stage = 'won'`);
+      llm.enqueue(
+        MockReply.toolCalls([
+          {
+            id: 'call_won',
+            name: 'aggregate_data',
+            arguments: { objectName: 'deal', where: { stage: 'won' }, aggregations: [{ function: 'count', alias: 'won_deals' }] },
+          },
+        ]),
+        MockReply.text(`We won **${Number(won.n)}** deals, and 987,654 more are on the way.`),
+      );
+      await ask('How many deals did we win?', 'on the way.');
+      await page.waitForSelector('.message.assistant .answer mark');
+      const marks = await page.$$eval('.message.assistant .answer mark', (nodes) =>
+        nodes.map((mark) => ({ className: mark.className, text: mark.textContent, title: mark.title })),
+      );
+      expect(marks).toEqual([
+        { className: 'grounded', text: String(Number(won.n)), title: 'from aggregate_data, row 1, column won_deals' },
+        { className: 'unsupported', text: '987,654', title: marks[1]?.title },
+      ]);
+      expect(marks[1].title).toMatch(/^not supported by the data: [a-z ]+$/);
+      // Marking wraps text: the answer reads as before.
+      expect(await text('.message.assistant .answer')).toBe(`We won ${Number(won.n)} deals, and 987,654 more are on the way.`);
+      expect(consoleErrors).toEqual([]);
+    });
+
     it('shows the API error of a refused chat, with its code', async () => {
       await openWithKey();
       await page.evaluate(() => {
