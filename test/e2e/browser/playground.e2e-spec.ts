@@ -163,10 +163,6 @@ describe('playground at /', () => {
         rows: [{ won_deals: Number(expected.n) }],
       });
       expect(await text('#chat-error')).toBe('');
-      if (SCREENSHOT) {
-        await page.$eval('#messages', (log) => log.scrollTo(0, log.scrollHeight));
-        await screenshot(page, SCREENSHOT);
-      }
 
       // The model saw the question and the tool result; the key went only in the Authorization header.
       expect(sentMessages(llm, 0).at(-1)).toEqual({ role: 'user', content: 'How many deals did we win?' });
