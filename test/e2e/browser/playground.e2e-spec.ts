@@ -27,6 +27,8 @@ describe('playground at /', () => {
   let page: Page;
   /** What the page's console reported as errors, CSP refusals included. */
   let consoleErrors: string[];
+  /** What the page's Content-Security-Policy refused. */
+  let policyViolations: string[];
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true', PLAYGROUND: 'true' } }));
@@ -53,9 +55,21 @@ describe('playground at /', () => {
       if (message.type() === 'error') consoleErrors.push(message.text());
     });
     page.on('pageerror', (error) => consoleErrors.push(String(error)));
+    // Every refusal of the page's policy (an eval, an inline style), across reloads too.
+    policyViolations = [];
+    await page.exposeFunction('reportPolicyViolation', (violation: string) => policyViolations.push(violation));
+    await page.evaluateOnNewDocument(() => {
+      document.addEventListener('securitypolicyviolation', (event) => {
+        const report = (window as unknown as { reportPolicyViolation: (violation: string) => void }).reportPolicyViolation;
+        report(
+          `${event.violatedDirective}: ${event.blockedURI} at ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`,
+        );
+      });
+    });
   });
   afterEach(async () => {
     await page.close();
+    expect(policyViolations).toEqual([]);
     expect(llm.pendingSteps).toBe(0);
   });
 
@@ -245,13 +259,14 @@ describe('playground at /', () => {
     it('renders HTML the model writes inert: no script runs, no handler is attached', async () => {
       llm.enqueue(
         MockReply.text(
-          'Look: <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> ' +
+          '**Rendered** Markdown. Look: <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> ' +
             '[click](javascript:window.__pwned=3) <a href="#" onclick="window.__pwned=4">me</a> done.',
         ),
       );
       await ask('Anything?', 'done.');
       const answer = await page.$eval('.message.assistant .answer', (node) => ({
         pwned: (window as unknown as { __pwned?: number }).__pwned ?? null,
+        strong: node.querySelector('strong')?.textContent ?? null,
         scripts: node.querySelectorAll('script').length,
         images: node.querySelectorAll('img').length,
         handlers: [...node.querySelectorAll('*')].filter((el) => [...el.attributes].some((a) => a.name.startsWith('on'))).length,
@@ -261,22 +276,13 @@ describe('playground at /', () => {
       // Clicking every link must not run anything either.
       await page.$$eval('.message.assistant .answer a', (links) => links.forEach((link) => (link as HTMLElement).click()));
       expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
-      expect(answer).toMatchObject({ pwned: null, scripts: 0, images: 0, handlers: 0, scriptLinks: 0 });
+      expect(answer).toMatchObject({ pwned: null, strong: 'Rendered', scripts: 0, images: 0, handlers: 0, scriptLinks: 0 });
       // The raw HTML shows as the text the model wrote.
       expect(answer.text).toContain('<img src=x onerror="window.__pwned=1">');
       expect(answer.text).toContain('<script>window.__pwned=2</script>');
     });
 
     it('draws the chart of a visualize call under the page policy: no eval, no inline style refused', async () => {
-      await page.evaluateOnNewDocument(() => {
-        const seen: string[] = [];
-        (window as unknown as { __violations: string[] }).__violations = seen;
-        document.addEventListener('securitypolicyviolation', (event) =>
-          seen.push(
-            `${event.violatedDirective}: ${event.blockedURI} ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`,
-          ),
-        );
-      });
       llm.enqueue(
         MockReply.toolCalls([
           {
@@ -301,7 +307,7 @@ describe('playground at /', () => {
       expect(chart.key).toBe('chart:call_bar');
       expect(chart.bars).toBe(stages.length);
       expect(chart.labels).toEqual(expect.arrayContaining(stages.map((row) => row.stage)));
-      expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
+      expect(policyViolations).toEqual([]);
       expect(consoleErrors).toEqual([]);
       if (SCREENSHOT) {
         await page.$eval('#messages', (log) => log.scrollTo(0, log.scrollHeight));
