@@ -1,4 +1,7 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+import { drawChart } from './chart';
+import { groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
+import { renderMarkdown } from './markdown';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
 
@@ -36,6 +39,57 @@ function element<K extends keyof HTMLElementTagNameMap>(tag: K, className?: stri
 
 function setText(node: Element, text: string): void {
   if (node.textContent !== text) node.textContent = text;
+}
+
+/** An answer's Markdown as sanitized HTML, re-rendered only when its text changed (each streamed delta). */
+const renderedSources = new WeakMap<HTMLElement, string>();
+
+/** The grounding of the answer with the names of its tool calls, for the titles of its marks. */
+interface Grounded {
+  grounding: AnswerGrounding;
+  toolNames: ReadonlyMap<string, string>;
+}
+
+function setMarkdown(node: HTMLElement, text: string, grounded?: Grounded): void {
+  // The grounding arrives after the text: a new one re-renders the answer, which is then marked afresh.
+  const source = grounded ? `${text}\u0000${JSON.stringify(grounded.grounding)}` : text;
+  if (renderedSources.get(node) === source) return;
+  renderedSources.set(node, source);
+  node.innerHTML = renderMarkdown(text);
+  if (grounded) markGrounding(node, grounded.grounding, grounded.toolNames);
+}
+
+/** The message's grounding (its `data-grounding` part), with the tool name of each call id. */
+function groundedOf(message: UIMessage): Grounded | undefined {
+  const part = message.parts.find((candidate) => candidate.type === 'data-grounding');
+  const grounding = part && groundingOf((part as { data?: unknown }).data);
+  if (!grounding) return undefined;
+  const toolNames = new Map<string, string>();
+  for (const candidate of message.parts) if (isToolUIPart(candidate)) toolNames.set(candidate.toolCallId, getToolName(candidate));
+  return { grounding, toolNames };
+}
+
+interface ChartData {
+  toolCallId: string;
+  spec: unknown;
+}
+
+/** The chart of a `data-chart` part (sent after a visualize call), or undefined for any other part. */
+function chartOf(part: UIMessage['parts'][number]): ChartData | undefined {
+  if (part.type !== 'data-chart') return undefined;
+  const data = (part as { data?: Partial<ChartData> }).data;
+  return typeof data?.toolCallId === 'string' && data.spec ? { toolCallId: data.toolCallId, spec: data.spec } : undefined;
+}
+
+/** A figure the chart is drawn into once (its spec never changes); a spec Vega refuses shows as a note. */
+function createChart(spec: unknown): HTMLElement {
+  const figure = element('figure', 'chart');
+  drawChart(figure, spec).catch((error: unknown) => {
+    figure.replaceChildren(
+      element('p', 'chart-error', `The chart could not be drawn: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  });
+  return figure;
 }
 
 /**
@@ -88,19 +142,36 @@ export class ChatView {
 
   private updateParts(node: HTMLElement, message: UIMessage): void {
     const container = node.querySelector<HTMLElement>(':scope > .parts')!;
+    const grounded = message.role === 'assistant' ? groundedOf(message) : undefined;
+    // The grounding checks the final answer: the last text part.
+    const lastText = message.parts.findLastIndex((part) => part.type === 'text');
     let index = 0;
-    for (const part of message.parts) {
-      const key = isToolUIPart(part) ? `tool:${part.toolCallId}` : part.type === 'text' ? `text:${index}` : undefined;
-      if (key === undefined) continue; // step boundaries, data parts, reasoning: nothing to show
+    for (const [position, part] of message.parts.entries()) {
+      const chart = chartOf(part);
+      const key = isToolUIPart(part)
+        ? `tool:${part.toolCallId}`
+        : part.type === 'text'
+          ? `text:${index}`
+          : chart
+            ? `chart:${chart.toolCallId}`
+            : undefined;
+      if (key === undefined) continue; // step boundaries, other data parts, reasoning: nothing to show
       let child = container.children.item(index) as HTMLElement | null;
       if (!child || child.dataset.key !== key) {
-        const created = isToolUIPart(part) ? this.createToolCard() : element('div', message.role === 'user' ? 'text' : 'answer');
+        const created = isToolUIPart(part)
+          ? this.createToolCard()
+          : chart
+            ? createChart(chart.spec)
+            : element('div', message.role === 'user' ? 'text' : 'answer');
         created.dataset.key = key;
         container.insertBefore(created, child);
         child = created;
       }
       if (isToolUIPart(part)) this.updateToolCard(child, part);
-      else if (part.type === 'text') setText(child, part.text);
+      else if (part.type === 'text') {
+        if (message.role === 'user') setText(child, part.text);
+        else setMarkdown(child, part.text, position === lastText ? grounded : undefined);
+      }
       index += 1;
     }
     while (container.children.length > index) container.lastElementChild!.remove();

@@ -1,3 +1,4 @@
+import './no-eval';
 import type { UIMessage } from 'ai';
 import { ApiError, apiErrorFromText, apiGet, apiPath, type AgentSummary, type ObjectSummary } from './api';
 import { createChat, type PlaygroundChat } from './chat';

@@ -27,6 +27,8 @@ describe('playground at /', () => {
   let page: Page;
   /** What the page's console reported as errors, CSP refusals included. */
   let consoleErrors: string[];
+  /** What the page's Content-Security-Policy refused. */
+  let policyViolations: string[];
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true', PLAYGROUND: 'true' } }));
@@ -53,9 +55,21 @@ describe('playground at /', () => {
       if (message.type() === 'error') consoleErrors.push(message.text());
     });
     page.on('pageerror', (error) => consoleErrors.push(String(error)));
+    // Every refusal of the page's policy (an eval, an inline style), across reloads too.
+    policyViolations = [];
+    await page.exposeFunction('reportPolicyViolation', (violation: string) => policyViolations.push(violation));
+    await page.evaluateOnNewDocument(() => {
+      document.addEventListener('securitypolicyviolation', (event) => {
+        const report = (window as unknown as { reportPolicyViolation: (violation: string) => void }).reportPolicyViolation;
+        report(
+          `${event.violatedDirective}: ${event.blockedURI} at ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`,
+        );
+      });
+    });
   });
   afterEach(async () => {
     await page.close();
+    expect(policyViolations).toEqual([]);
     expect(llm.pendingSteps).toBe(0);
   });
 
@@ -163,10 +177,6 @@ describe('playground at /', () => {
         rows: [{ won_deals: Number(expected.n) }],
       });
       expect(await text('#chat-error')).toBe('');
-      if (SCREENSHOT) {
-        await page.$eval('#messages', (log) => log.scrollTo(0, log.scrollHeight));
-        await screenshot(page, SCREENSHOT);
-      }
 
       // The model saw the question and the tool result; the key went only in the Authorization header.
       expect(sentMessages(llm, 0).at(-1)).toEqual({ role: 'user', content: 'How many deals did we win?' });
@@ -210,6 +220,125 @@ describe('playground at /', () => {
       );
       expect(llm.requests).toHaveLength(2);
       expect(await text('#chat-error')).toBe('');
+      expect(consoleErrors).toEqual([]);
+    });
+
+    /** Asks a question and waits until the answer's text contains `until`. */
+    async function ask(question: string, until: string): Promise<void> {
+      await openWithKey();
+      await page.type('#question', question);
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(
+        (wanted) => (document.querySelector('.message.assistant .answer')?.textContent ?? '').includes(wanted),
+        {},
+        until,
+      );
+    }
+
+    it('renders the answer as Markdown: a table is a table', async () => {
+      llm.enqueue(
+        MockReply.text('Deals by **stage**:\n\n| stage | deals |\n| --- | ---: |\n| won | 12 |\n| lost | 7 |\n\nThat is all.'),
+      );
+      await ask('Deals by stage?', 'That is all.');
+      const table = await page.$eval('.message.assistant .answer', (answer) => ({
+        strong: answer.querySelector('strong')?.textContent,
+        headers: [...answer.querySelectorAll('table thead th')].map((cell) => cell.textContent),
+        rows: [...answer.querySelectorAll('table tbody tr')].map((row) => [...row.children].map((cell) => cell.textContent)),
+      }));
+      expect(table).toEqual({
+        strong: 'stage',
+        headers: ['stage', 'deals'],
+        rows: [
+          ['won', '12'],
+          ['lost', '7'],
+        ],
+      });
+      expect(consoleErrors).toEqual([]);
+    });
+
+    it('renders HTML the model writes inert: no script runs, no handler is attached', async () => {
+      llm.enqueue(
+        MockReply.text(
+          '**Rendered** Markdown. Look: <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> ' +
+            '[click](javascript:window.__pwned=3) <a href="#" onclick="window.__pwned=4">me</a> done.',
+        ),
+      );
+      await ask('Anything?', 'done.');
+      const answer = await page.$eval('.message.assistant .answer', (node) => ({
+        pwned: (window as unknown as { __pwned?: number }).__pwned ?? null,
+        strong: node.querySelector('strong')?.textContent ?? null,
+        scripts: node.querySelectorAll('script').length,
+        images: node.querySelectorAll('img').length,
+        handlers: [...node.querySelectorAll('*')].filter((el) => [...el.attributes].some((a) => a.name.startsWith('on'))).length,
+        scriptLinks: [...node.querySelectorAll('a')].filter((a) => /^javascript:/i.test(a.getAttribute('href') ?? '')).length,
+        text: node.textContent,
+      }));
+      // Clicking every link must not run anything either.
+      await page.$$eval('.message.assistant .answer a', (links) => links.forEach((link) => (link as HTMLElement).click()));
+      expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+      expect(answer).toMatchObject({ pwned: null, strong: 'Rendered', scripts: 0, images: 0, handlers: 0, scriptLinks: 0 });
+      // The raw HTML shows as the text the model wrote.
+      expect(answer.text).toContain('<img src=x onerror="window.__pwned=1">');
+      expect(answer.text).toContain('<script>window.__pwned=2</script>');
+    });
+
+    it('draws the chart of a visualize call under the page policy: no eval, no inline style refused', async () => {
+      llm.enqueue(
+        MockReply.toolCalls([
+          {
+            id: 'call_src',
+            name: 'aggregate_data',
+            arguments: { objectName: 'deal', groupBy: ['stage'], aggregations: [{ function: 'count', alias: 'n' }] },
+          },
+        ]),
+        MockReply.toolCalls([
+          { id: 'call_bar', name: 'visualize', arguments: { source: 'call_src', type: 'bar', x: 'stage', y: ['n'] } },
+        ]),
+        MockReply.text('Here are the deals by stage, charted.'),
+      );
+      await ask('Chart deals by stage', 'charted.');
+      await page.waitForSelector('.message.assistant figure.chart svg');
+      const chart = await page.$eval('.message.assistant figure.chart', (figure) => ({
+        key: figure.dataset.key,
+        bars: figure.querySelectorAll('svg .mark-rect path').length,
+        labels: [...figure.querySelectorAll('svg text')].map((label) => label.textContent),
+      }));
+      const stages = await t.sql<{ stage: string }>(`select distinct stage from data.deal where stage is not null`);
+      expect(chart.key).toBe('chart:call_bar');
+      expect(chart.bars).toBe(stages.length);
+      expect(chart.labels).toEqual(expect.arrayContaining(stages.map((row) => row.stage)));
+      expect(policyViolations).toEqual([]);
+      expect(consoleErrors).toEqual([]);
+      if (SCREENSHOT) {
+        await page.$eval('#messages', (log) => log.scrollTo(0, log.scrollHeight));
+        await screenshot(page, SCREENSHOT);
+      }
+    });
+
+    it('marks the grounding in the answer: a figure from the data, and one it does not support', async () => {
+      const [won] = await t.sql<{ n: string }>(`select count(*) as n from data.deal where stage = 'won'`);
+      llm.enqueue(
+        MockReply.toolCalls([
+          {
+            id: 'call_won',
+            name: 'aggregate_data',
+            arguments: { objectName: 'deal', where: { stage: 'won' }, aggregations: [{ function: 'count', alias: 'won_deals' }] },
+          },
+        ]),
+        MockReply.text(`We won **${Number(won.n)}** deals, and 987,654 more are on the way.`),
+      );
+      await ask('How many deals did we win?', 'on the way.');
+      await page.waitForSelector('.message.assistant .answer mark');
+      const marks = await page.$$eval('.message.assistant .answer mark', (nodes) =>
+        nodes.map((mark) => ({ className: mark.className, text: mark.textContent, title: mark.title })),
+      );
+      expect(marks).toEqual([
+        { className: 'grounded', text: String(Number(won.n)), title: 'from aggregate_data, row 1, column won_deals' },
+        { className: 'unsupported', text: '987,654', title: marks[1]?.title },
+      ]);
+      expect(marks[1].title).toMatch(/^not supported by the data: [a-z ]+$/);
+      // Marking wraps text: the answer reads as before.
+      expect(await text('.message.assistant .answer')).toBe(`We won ${Number(won.n)} deals, and 987,654 more are on the way.`);
       expect(consoleErrors).toEqual([]);
     });
 
