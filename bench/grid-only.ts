@@ -5,13 +5,14 @@
  * object, reached by following nextCursor, for several orders, against the same page by offset, with
  * the plan PostgreSQL runs for each. Replaces that section of BENCHMARKS.md.
  */
+import { queryString } from './sample-requests';
 import { performance } from 'node:perf_hooks';
 import { decodeCursor, querySignature } from '../src/data/keyset';
 import { compileFind } from '../src/data/records.compiler';
 import { orderTerms } from '../src/data/order-by.compiler';
-import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../src/metadata/object-metadata.types';
+import type { ObjectMeta } from '../src/metadata/object-metadata.types';
 import { DbStats, log, sql } from './harness';
-import { explain, type PlanSummary } from './plans';
+import { explain, objectMeta, type PlanSummary } from './plans';
 import { HttpClient, percentile, timeRuns } from './load';
 import type { Goal } from './report';
 import { runSection } from './section';
@@ -90,11 +91,7 @@ const KEYSET_ORDERS: Array<{ name: string; orderBy?: unknown }> = [
   { name: 'day desc (indexed date, ~370 rows a day), id', orderBy: [{ field: 'day', order: 'desc' }] },
 ];
 
-const query = (params: Record<string, unknown>) =>
-  Object.entries(params)
-    .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}=${encodeURIComponent(typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v))}`)
-    .join('&');
+const query = queryString;
 
 async function gridRun(admin: HttpClient, member: HttpClient, databaseUrl: string, db: DbStats): Promise<GridResult> {
   const batch = await batchRun(admin, member, databaseUrl, db);
@@ -280,15 +277,6 @@ async function measureOrder(
   );
   log(`${order.name}: keyset plan ${keysetPlan.nodes.join(' / ')}; offset plan ${offsetPlan.nodes.join(' / ')}`);
   return { name: order.name, orderBy: order.orderBy, walkMs, walkPages, keyset, offset, keysetPlan, offsetPlan };
-}
-
-/** The object as the data engine sees it: its fields from the metadata API, after the system ones. */
-async function objectMeta(admin: HttpClient, name: string): Promise<ObjectMeta> {
-  const object = await admin.json<{ name: string; label: string; fields: FieldMeta[] }>({
-    method: 'GET',
-    path: `/api/v1/objects/${name}`,
-  });
-  return { name: object.name, label: object.label, fields: [...SYSTEM_FIELDS, ...object.fields] };
 }
 
 // -----------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
  * JSON in between. Both sides run in alternating rounds, so that whatever else the machine does weighs
  * on both alike. Replaces that section of BENCHMARKS.md.
  */
+import { queryString } from './sample-requests';
 import { Client } from 'pg';
 import { compileAggregate } from '../src/data/aggregate.compiler';
 import { encodeFieldValue } from '../src/data/field-value.codec';
@@ -17,10 +18,10 @@ import {
   compileInsert,
 } from '../src/data/records.compiler';
 import type { FindQuery } from '../src/data/data.types';
-import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../src/metadata/object-metadata.types';
+import type { ObjectMeta } from '../src/metadata/object-metadata.types';
 import { log, sql } from './harness';
 import { HttpClient, HttpRequest, HttpResponse, percentile, runLoad } from './load';
-import { explain, type PlanSummary } from './plans';
+import { explain, objectMeta, type PlanSummary } from './plans';
 import type { Goal } from './report';
 import { runSection } from './section';
 
@@ -84,11 +85,7 @@ interface PagesResult {
   cases: CaseResult[];
 }
 
-const query = (params: Record<string, unknown>) =>
-  Object.entries(params)
-    .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}=${encodeURIComponent(typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v))}`)
-    .join('&');
+const query = queryString;
 
 async function pagesRun(admin: HttpClient, port: number, databaseUrl: string): Promise<PagesResult> {
   await admin.json({ method: 'POST', path: '/api/v1/objects', body: { name: OBJECT, label: 'Bench deal', fields: FIELDS } }, 201);
@@ -326,15 +323,6 @@ async function statementsOf(databaseUrl: string, work: () => Promise<unknown>): 
   } finally {
     await client.end();
   }
-}
-
-/** The object as the data engine sees it: its fields from the metadata API, after the system ones. */
-async function objectMeta(admin: HttpClient, name: string): Promise<ObjectMeta> {
-  const object = await admin.json<{ name: string; label: string; fields: FieldMeta[] }>({
-    method: 'GET',
-    path: `/api/v1/objects/${name}`,
-  });
-  return { name: object.name, label: object.label, fields: [...SYSTEM_FIELDS, ...object.fields] };
 }
 
 // -----------------------------------------------------------------------------------------------

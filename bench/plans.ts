@@ -2,7 +2,9 @@
  * The plan PostgreSQL runs for a statement the app compiles: EXPLAIN (ANALYZE, BUFFERS) in the app's
  * database, summed up as the benchmark sections show it.
  */
+import { FieldMeta, ObjectMeta, SYSTEM_FIELDS } from '../src/metadata/object-metadata.types';
 import { sql } from './harness';
+import type { HttpClient } from './load';
 
 export interface PlanSummary {
   executionMs: number;
@@ -49,4 +51,13 @@ export async function explain(
     nodes,
     rowsRemovedByFilter,
   };
+}
+
+/** The object as the data engine sees it: its fields from the metadata API, after the system ones. */
+export async function objectMeta(admin: HttpClient, name: string): Promise<ObjectMeta> {
+  const object = await admin.json<{ name: string; label: string; fields: FieldMeta[] }>({
+    method: 'GET',
+    path: `/api/v1/objects/${name}`,
+  });
+  return { name: object.name, label: object.label, fields: [...SYSTEM_FIELDS, ...object.fields] };
 }

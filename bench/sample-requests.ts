@@ -4,9 +4,10 @@
  */
 import type { HttpRequest, HttpResponse } from './load';
 
-/** A query string: strings and numbers as they are, anything else as JSON, every value URL-encoded. */
+/** A query string: strings and numbers as they are, anything else as JSON, every value URL-encoded; undefined left out. */
 export function queryString(params: Record<string, unknown>): string {
   return Object.entries(params)
+    .filter(([, v]) => v !== undefined)
     .map(([k, v]) => `${k}=${encodeURIComponent(typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v))}`)
     .join('&');
 }
