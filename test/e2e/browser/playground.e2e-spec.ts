@@ -10,6 +10,7 @@ import { listen } from '../../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../../support/mock-llm.server';
 import { bodyOf, errorOf } from '../../support/responses';
 import { bearer, startTestApp, TestApp } from '../../support/test-app';
+import { openWatchedPage } from './watched-page';
 
 /** Set by `npm run screenshot:playground`: where to save a picture of the page mid-conversation. */
 const SCREENSHOT = process.env.PLAYGROUND_SCREENSHOT;
@@ -49,23 +50,7 @@ describe('playground at /', () => {
 
   beforeEach(async () => {
     llm.reset();
-    consoleErrors = [];
-    page = await chromium.browser.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => consoleErrors.push(String(error)));
-    // Every refusal of the page's policy (an eval, an inline style), across reloads too.
-    policyViolations = [];
-    await page.exposeFunction('reportPolicyViolation', (violation: string) => policyViolations.push(violation));
-    await page.evaluateOnNewDocument(() => {
-      document.addEventListener('securitypolicyviolation', (event) => {
-        const report = (window as unknown as { reportPolicyViolation: (violation: string) => void }).reportPolicyViolation;
-        report(
-          `${event.violatedDirective}: ${event.blockedURI} at ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`,
-        );
-      });
-    });
+    ({ page, consoleErrors, policyViolations } = await openWatchedPage(chromium.browser));
   });
   afterEach(async () => {
     await page.close();
