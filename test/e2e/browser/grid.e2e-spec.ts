@@ -135,7 +135,7 @@ describe('the grid of the playground', () => {
 
   /** Replaces the editor's text and presses Enter. */
   async function typeAndEnter(value: string): Promise<void> {
-    await page.$eval('input.cell-editor', (input) => ((input).value = ''));
+    await page.$eval('input.cell-editor', (input) => (input.value = ''));
     await page.type('input.cell-editor', value);
     await page.keyboard.press('Enter');
   }
@@ -360,8 +360,10 @@ describe('the grid of the playground', () => {
   });
 });
 
+/** A picture of the grid's panel alone (the chat beside it is the playground's picture). */
 async function screenshot(page: Page, path: string): Promise<void> {
   const file = resolve(path);
   await mkdir(dirname(file), { recursive: true });
-  await page.screenshot({ path: file, fullPage: false });
+  const panel = await page.$('#records');
+  await panel!.screenshot({ path: file });
 }
