@@ -59,6 +59,8 @@ export class GridView {
   private total?: { count: number; exact: boolean };
   private loading?: AbortController;
   private feed?: ChangeFeed;
+  /** Bumped by every open, so that a slower earlier one gives way. */
+  private openings = 0;
   private readonly table: GridTable;
   private readonly records = new Map<string, GridRecord>();
   private readonly editing: GridEditing;
@@ -112,6 +114,7 @@ export class GridView {
   }
 
   reset(): void {
+    this.openings++;
     this.loading?.abort();
     this.feed?.stop();
     this.feed = undefined;
@@ -135,16 +138,21 @@ export class GridView {
     const key = this.key();
     const name = this.el.object.value;
     if (!key || !name) return;
+    const opening = ++this.openings;
     this.feed?.stop();
     this.feed = undefined;
     this.sort = undefined;
+    let fields: FieldSummary[];
+    let views: ViewSummary[];
     try {
-      [{ fields: this.fields }, this.views] = await Promise.all([describeObject(key, name), listViews(key, name)]);
+      [{ fields }, views] = await Promise.all([describeObject(key, name), listViews(key, name)]);
     } catch (error) {
-      this.showError(error);
+      if (opening === this.openings) this.showError(error);
       return;
     }
-    if (name !== this.el.object.value) return;
+    // Another object (or key) was chosen meanwhile: that opening wins.
+    if (opening !== this.openings) return;
+    [this.fields, this.views] = [fields, views];
     this.el.view.replaceChildren(
       new Option('All records', ''),
       ...this.views.map((view) => new Option(view.shared ? `${view.label} (shared)` : view.label, view.name)),
@@ -277,6 +285,10 @@ export class GridView {
       } else if (event.key === 'Enter' || event.key === 'F2') {
         event.preventDefault();
         this.editing.start(cell);
+      } else if (event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey) {
+        // Typing over a cell replaces its value, as in a spreadsheet.
+        event.preventDefault();
+        this.editing.start(cell, event.key);
       }
     });
     body.addEventListener('paste', (event) => {

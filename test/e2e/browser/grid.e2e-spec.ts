@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { HTTPRequest, Page } from 'puppeteer-core';
 import type { CreatedApiKeyResponse } from '../../../src/auth/api-key.dto';
 import { PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX } from '../../../src/playground/playground.paths';
@@ -8,7 +7,7 @@ import { launchBrowser, type TestBrowser } from '../../support/browser';
 import { listen } from '../../support/chat-helpers';
 import { bodyOf } from '../../support/responses';
 import { bearer, startTestApp, TestApp } from '../../support/test-app';
-import { openWatchedPage } from './watched-page';
+import { openWatchedPage, screenshot } from './watched-page';
 
 /** Set by `npm run screenshot:grid`: where to save a picture of the grid asking which value wins. */
 const SCREENSHOT = process.env.GRID_SCREENSHOT;
@@ -192,7 +191,8 @@ describe('the grid of the playground', () => {
     expect(await text('#grid-conflict dd.theirs')).toBe('Their title');
     expect(await text('#grid-conflict dd.mine')).toBe('My title');
     expect(await page.$eval(cellSelector(first, 'title'), (cell) => cell.classList.contains('conflict'))).toBe(true);
-    if (SCREENSHOT) await screenshot(page, SCREENSHOT);
+    // The grid's panel alone: the chat beside it is the playground's picture.
+    if (SCREENSHOT) await screenshot((await page.$('#records'))!, SCREENSHOT);
     await page.click('#grid-conflict button.keep-mine');
     await cellShows(first, 'title', 'My title');
     expect(await page.$eval('#grid-conflict', (box) => (box as HTMLElement).hidden)).toBe(true);
@@ -359,11 +359,3 @@ describe('the grid of the playground', () => {
     expect(consoleErrors).toEqual([]);
   });
 });
-
-/** A picture of the grid's panel alone (the chat beside it is the playground's picture). */
-async function screenshot(page: Page, path: string): Promise<void> {
-  const file = resolve(path);
-  await mkdir(dirname(file), { recursive: true });
-  const panel = await page.$('#records');
-  await panel!.screenshot({ path: file });
-}

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import type { CreatedApiKeyResponse } from '../../../src/auth/api-key.dto';
 import { PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX } from '../../../src/playground/playground.paths';
@@ -10,7 +9,7 @@ import { listen } from '../../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../../support/mock-llm.server';
 import { bodyOf, errorOf } from '../../support/responses';
 import { bearer, startTestApp, TestApp } from '../../support/test-app';
-import { openWatchedPage } from './watched-page';
+import { openWatchedPage, screenshot } from './watched-page';
 
 /** Set by `npm run screenshot:playground`: where to save a picture of the page mid-conversation. */
 const SCREENSHOT = process.env.PLAYGROUND_SCREENSHOT;
@@ -388,9 +387,3 @@ describe('playground at /', () => {
     });
   });
 });
-
-async function screenshot(page: Page, path: string): Promise<void> {
-  const file = resolve(path);
-  await mkdir(dirname(file), { recursive: true });
-  await page.screenshot({ path: file, fullPage: false });
-}

@@ -1,3 +1,5 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 
 /** A page whose console errors and Content-Security-Policy refusals are collected, across reloads too. */
@@ -24,4 +26,14 @@ export async function openWatchedPage(browser: Browser): Promise<WatchedPage> {
     });
   });
   return watched;
+}
+
+/** Saves a picture of a page (its viewport) or of one element, for the README (`npm run screenshot:*`). */
+export async function screenshot(
+  target: { screenshot(options: { path: string }): Promise<unknown> },
+  path: string,
+): Promise<void> {
+  const file = resolve(path);
+  await mkdir(dirname(file), { recursive: true });
+  await target.screenshot({ path: file });
 }
