@@ -223,7 +223,7 @@ describe('the grid of the playground', () => {
     for (const error of consoleErrors) expect(error).toMatch(/412/);
   });
 
-  it("shows another key's edit from the change feed: the cell changes and flashes", async () => {
+  it("shows another key's writes from the change feed: a changed cell flashes, a deleted row is struck through", async () => {
     await openGrid();
     const id = (await rowIds())[3];
     const before = await page.$eval(cellSelector(id, 'hours'), (cell) => cell.textContent);
@@ -241,6 +241,13 @@ describe('the grid of the playground', () => {
     expect(await page.$$eval('#grid td.flash', (cells) => cells.map((cell) => (cell as HTMLElement).dataset.field))).toEqual([
       'hours',
     ]);
+
+    // A record another key deletes stays in view, struck through, and can no longer be edited.
+    const gone = (await rowIds())[4];
+    await t.http.delete(`/api/v1/objects/ticket/records/${gone}`).set(bearer(otherKey)).expect(204);
+    await page.waitForSelector(`#grid tr.deleted[data-id="${gone}"]`, FEED_WAIT);
+    await page.click(cellSelector(gone, 'title'), { count: 2 });
+    expect(await page.$$eval('input.cell-editor', (inputs) => inputs.length)).toBe(0);
     expect(consoleErrors).toEqual([]);
   });
 
