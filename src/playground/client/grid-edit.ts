@@ -69,13 +69,14 @@ export class GridEditing {
     input.addEventListener('keydown', (event) => {
       if (event.key === 'Enter') {
         event.preventDefault();
-        void this.commit(edit);
+        void this.commit(edit, true);
       } else if (event.key === 'Escape') {
         event.preventDefault();
-        this.cancel(edit);
+        this.cancel(edit, true);
       }
     });
-    input.addEventListener('blur', () => void this.commit(edit));
+    // Focus went elsewhere (a click on another cell, the search box): saved, and the focus stays where it went.
+    input.addEventListener('blur', () => void this.commit(edit, false));
     cell.classList.add('editing');
     cell.replaceChildren(input);
     input.focus();
@@ -83,24 +84,25 @@ export class GridEditing {
   }
 
   /** Closes the editor without a write; the cell shows the record's value again. */
-  private cancel(edit: Edit): void {
+  private cancel(edit: Edit, refocus: boolean): void {
     if (!this.close(edit)) return;
     this.show(edit.cell, edit.id, edit.field);
-    this.ctx.table.activate(edit.cell);
+    if (refocus) this.ctx.table.activate(edit.cell);
   }
 
-  private async commit(edit: Edit): Promise<void> {
+  /** `refocus`: the keyboard ended the edit, so the focus goes back to the cell (it leaves with the editor). */
+  private async commit(edit: Edit, refocus: boolean): Promise<void> {
     if (edit.done) return;
     const text = edit.input.value;
     if (text === cellText(this.ctx.records.get(edit.id)?.[edit.field])) {
-      this.cancel(edit);
+      this.cancel(edit, refocus);
       return;
     }
     this.close(edit);
     const type = this.ctx.table.column(edit.cell).type ?? 'text';
     const value = valueFromText(type, text);
     this.ctx.table.setCell(edit.cell, value);
-    this.ctx.table.activate(edit.cell);
+    if (refocus) this.ctx.table.activate(edit.cell);
     let version: Versioned;
     try {
       version = await edit.version;

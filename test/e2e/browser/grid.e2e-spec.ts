@@ -150,7 +150,7 @@ describe('the grid of the playground', () => {
       value,
     );
 
-  it('edits a cell in place: a PATCH with the If-Match of the version read, stored', async () => {
+  it('edits a cell in place: a PATCH with the If-Match of the version read, stored, on Enter or on leaving the cell', async () => {
     await openGrid();
     const writes = recordWrites();
     const [id] = await rowIds();
@@ -166,11 +166,15 @@ describe('the grid of the playground', () => {
     expect((await stored(id)).title).toBe('Renamed in the grid');
     expect(writes.map((write) => `${write.method} ${write.url}`)).toEqual([`PATCH /api/v1/objects/ticket/records/${id}`]);
     expect(writes[0].headers['if-match']).toMatch(/^"\d+"$/);
-    // A number typed into a number field goes as a number.
+    // A number typed into a number field goes as a number; leaving the editor (a click elsewhere) saves it too,
+    // and the focus stays where the click put it.
     await openEditor(id, 'hours');
-    await typeAndEnter('7.25');
+    await page.$eval('input.cell-editor', (input) => (input.value = ''));
+    await page.type('input.cell-editor', '7.25');
+    await page.click('#search');
     await cellShows(id, 'hours', '7.25');
     expect((await stored(id)).hours).toBe(7.25);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('search');
     expect(await text('#records-error')).toBe('');
     expect(consoleErrors).toEqual([]);
   });
