@@ -48,7 +48,8 @@ describe('the grid of the playground', () => {
   }
 
   beforeAll(async () => {
-    t = await startTestApp({ env: { PLAYGROUND: 'true' } });
+    // Stream tokens expire at once, so that a stream the server ends must be reopened with a new one.
+    t = await startTestApp({ env: { PLAYGROUND: 'true', STREAM_TOKEN_TTL_MS: '1000' } });
     baseUrl = await listen(t);
     await t.http
       .post('/api/v1/objects')
@@ -253,6 +254,40 @@ describe('the grid of the playground', () => {
     await page.click(cellSelector(gone, 'title'), { count: 2 });
     expect(await page.$$eval('input.cell-editor', (inputs) => inputs.length)).toBe(0);
     expect(consoleErrors).toEqual([]);
+  });
+
+  it('reopens a stream the server ended with a new stream token, and misses none of the changes in between', async () => {
+    const policy = (read: boolean) => ({ objects: { ticket: { read, update: read } } });
+    await t.http
+      .post('/api/v1/policies')
+      .set(bearer(t.adminKey))
+      .send({ name: 'ticket-followers', ...policy(true) })
+      .expect(201);
+    let tokenRequests = 0;
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === '/api/v1/stream-tokens') tokenRequests++;
+    });
+    await openGrid(await newKey('follower', ['ticket-followers']));
+    const [, , , , , a, b, c] = await rowIds();
+    const patch = (id: string, hours: number) =>
+      t.http.patch(`/api/v1/objects/ticket/records/${id}`).set(bearer(otherKey)).send({ hours }).expect(200);
+    await patch(a, 61);
+    await cellShows(a, 'hours', '61');
+
+    // The key may no longer read tickets: the server ends its stream at the next change.
+    await t.http.put('/api/v1/policies/ticket-followers').set(bearer(t.adminKey)).send(policy(false)).expect(200);
+    await patch(b, 62);
+    await page.waitForSelector('#feed-status:not([data-state="live"])', FEED_WAIT);
+    await patch(c, 63);
+    // Readable again; the token the stream opened with has expired by now.
+    await t.http.put('/api/v1/policies/ticket-followers').set(bearer(t.adminKey)).send(policy(true)).expect(200);
+    await page.waitForSelector('#feed-status[data-state="live"]', FEED_WAIT);
+    await cellShows(b, 'hours', '62');
+    await cellShows(c, 'hours', '63');
+    // One token to open the stream, at least one more to reopen it.
+    expect(tokenRequests).toBeGreaterThan(1);
+    // The refusals of the expired token (and of the stream while the key could not read) are all the browser logged.
+    for (const error of consoleErrors) expect(error).toMatch(/status of (401|404)/);
   });
 
   it('builds its columns from what the key may see: no column for a field its policy hides', async () => {
