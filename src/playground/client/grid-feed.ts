@@ -19,6 +19,9 @@ export class ChangeFeed {
   private failures = 0;
   private retry?: ReturnType<typeof setTimeout>;
   private stopped = false;
+  private opened!: () => void;
+  /** Settles once the stream is first open (or the feed stopped): changes committed after that reach the grid. */
+  readonly ready = new Promise<void>((resolve) => (this.opened = resolve));
 
   constructor(
     private readonly key: string,
@@ -30,6 +33,7 @@ export class ChangeFeed {
 
   stop(): void {
     this.stopped = true;
+    this.opened();
     clearTimeout(this.retry);
     this.source?.close();
     this.source = undefined;
@@ -51,6 +55,7 @@ export class ChangeFeed {
     this.source = source;
     source.onopen = () => {
       this.failures = 0;
+      this.opened();
       this.handlers.state('live');
     };
     source.addEventListener('change', (event) => {

@@ -17,6 +17,8 @@ import { pasteRows } from './grid-paste';
 import { gridColumns, GridTable } from './grid-table';
 
 const PAGE_SIZE = 25;
+/** How long the first page waits for the change feed to open. */
+const FEED_WAIT_MS = 3000;
 
 export interface GridElements {
   form: HTMLFormElement;
@@ -158,14 +160,18 @@ export class GridView {
       ...this.views.map((view) => new Option(view.shared ? `${view.label} (shared)` : view.label, view.name)),
     );
     this.el.view.disabled = this.views.length === 0;
-    // Followed from now on, before the first page is read: no write after the page can be missed.
-    this.feed = new ChangeFeed(key, name, {
+    const feed = new ChangeFeed(key, name, {
       change: (change) => this.applyChange(change),
       state: (state) => {
         this.el.feed.dataset.state = state;
         this.el.feed.textContent = FEED_TEXT[state];
       },
     });
+    this.feed = feed;
+    // The stream follows changes from when it opens: read the page after that, so that no write falls in between.
+    // A stream that cannot open (yet) does not keep the records from showing.
+    await Promise.race([feed.ready, new Promise((resolve) => setTimeout(resolve, FEED_WAIT_MS))]);
+    if (opening !== this.openings) return;
     await this.load();
   }
 
