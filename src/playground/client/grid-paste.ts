@@ -14,7 +14,7 @@ const MAX_ROWS = 1000;
 
 /**
  * Rows copied from a spreadsheet, pasted at a cell: its row and those below are updated, rows past the page's
- * last are created, each pasted column going to the grid's columns from the cell's onwards. All of it is one
+ * last are created (all of them when pasted into the new row), each pasted column going to the grid's columns from the cell's onwards. All of it is one
  * batch request, all or nothing, so a bad value leaves every record as it was (the error names its row).
  * Updates carry no If-Match: the list of records has no versions, and a paste is a deliberate overwrite.
  */
@@ -30,7 +30,7 @@ export async function pasteRows(ctx: PasteContext, anchor: HTMLTableCellElement,
   if (fixed) throw new Error(`The column ${fixed.label} cannot be written: paste into field columns`);
 
   const rows = ctx.table.rows();
-  const start = (anchor.parentElement as HTMLTableRowElement).sectionRowIndex;
+  const start = ctx.table.isNew(anchor) ? rows.length : (anchor.parentElement as HTMLTableRowElement).sectionRowIndex;
   const operations: BatchOperation[] = lines.map((line, index) => {
     const values = Object.fromEntries(
       line.map((text, column) => [targets[column].name, valueFromText(targets[column].type ?? 'text', text)]),

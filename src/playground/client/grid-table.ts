@@ -31,7 +31,8 @@ export function gridColumns(fields: FieldSummary[], viewFields: string[] | undef
 
 /**
  * The table's DOM: a header whose buttons sort, one row per record (`data-id`), one cell per column
- * (`data-field`). Cells are focusable one at a time (the active cell), for the keyboard and for paste.
+ * (`data-field`), and below them (in the footer) an empty row to paste new records into. Cells are focusable
+ * one at a time (the active cell), for the keyboard and for paste.
  */
 export class GridTable {
   columns: Column[] = [];
@@ -46,9 +47,26 @@ export class GridTable {
     return this.table.tBodies[0];
   }
 
+  get foot(): HTMLTableSectionElement {
+    return this.table.tFoot ?? this.table.createTFoot();
+  }
+
   clear(): void {
     this.table.tHead?.replaceChildren();
     this.body.replaceChildren();
+    this.foot.replaceChildren();
+  }
+
+  /** A cell of the records or of the new row, not of the header; undefined for anything else. */
+  cellOf(target: EventTarget | null): HTMLTableCellElement | undefined {
+    if (!(target instanceof HTMLTableCellElement)) return undefined;
+    const section = target.parentElement?.parentElement;
+    return section === this.body || section === this.foot ? target : undefined;
+  }
+
+  /** Whether a cell is in the row for new records. */
+  isNew(cell: HTMLTableCellElement): boolean {
+    return cell.parentElement?.parentElement === this.foot;
   }
 
   renderHead(columns: Column[], orderBy: OrderBy[] | undefined): void {
@@ -79,7 +97,18 @@ export class GridTable {
 
   renderRows(records: GridRecord[]): void {
     this.body.replaceChildren(...records.map((record) => this.row(record)));
-    this.body.querySelector('td')?.setAttribute('tabindex', '0');
+    const blank = document.createElement('tr');
+    blank.className = 'new-row';
+    for (const column of this.columns) {
+      const td = document.createElement('td');
+      td.dataset.field = column.name;
+      td.tabIndex = -1;
+      blank.append(td);
+    }
+    blank.cells[0].textContent = 'New';
+    blank.cells[0].title = 'Paste rows here to add them as new records';
+    this.foot.replaceChildren(blank);
+    this.table.querySelector('tbody td, tfoot td')?.setAttribute('tabindex', '0');
   }
 
   appendRow(record: GridRecord): void {
@@ -126,14 +155,15 @@ export class GridTable {
 
   /** Makes a cell the one that Tab reaches and that keys and paste act on. */
   activate(cell: HTMLTableCellElement): void {
-    for (const other of this.body.querySelectorAll('td[tabindex="0"]')) other.setAttribute('tabindex', '-1');
+    for (const other of this.table.querySelectorAll('td[tabindex="0"]')) other.setAttribute('tabindex', '-1');
     cell.tabIndex = 0;
     cell.focus();
   }
 
   /** The cell `rows` down and `columns` across from this one, if there is one. */
   neighbour(cell: HTMLTableCellElement, rows: number, columns: number): HTMLTableCellElement | undefined {
-    const row = this.body.rows[(cell.parentElement as HTMLTableRowElement).sectionRowIndex + rows];
+    const all = [...this.body.rows, ...this.foot.rows];
+    const row = all[all.indexOf(cell.parentElement as HTMLTableRowElement) + rows];
     return row?.cells[cell.cellIndex + columns];
   }
 

@@ -263,9 +263,9 @@ export class GridView {
   }
 
   private listenToCells(): void {
-    const body = this.table.body;
-    const cellOf = (target: EventTarget | null) =>
-      target instanceof HTMLTableCellElement && target.parentElement?.parentElement === body ? target : undefined;
+    // On the table: the records' cells and those of the new row below them.
+    const body = this.el.table;
+    const cellOf = (target: EventTarget | null) => this.table.cellOf(target);
     body.addEventListener('click', (event) => {
       const cell = cellOf(event.target);
       if (cell && cell !== this.editing.editingCell) this.table.activate(cell);

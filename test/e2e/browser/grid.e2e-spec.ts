@@ -140,6 +140,20 @@ describe('the grid of the playground', () => {
     await page.keyboard.press('Enter');
   }
 
+  /** Pastes text into a cell as the browser does for Ctrl+V (a paste event carrying the clipboard's text). */
+  async function pasteInto(selector: string, clipboard: string): Promise<void> {
+    await page.click(selector);
+    await page.$eval(
+      selector,
+      (cell, data) => {
+        const transfer = new DataTransfer();
+        transfer.setData('text/plain', data);
+        cell.dispatchEvent(new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true }));
+      },
+      clipboard,
+    );
+  }
+
   const cellShows = (id: string, field: string, value: string) =>
     page.waitForFunction(
       (selector, wanted) => {
@@ -370,23 +384,16 @@ describe('the grid of the playground', () => {
     expect(consoleErrors).toEqual([]);
   });
 
-  it('pastes three rows from a spreadsheet as one batch: the rows from the cell down updated, the one past the end created', async () => {
+  it('pastes rows from a spreadsheet as one batch: the rows from the cell down updated, those past the end (or in the new row) created', async () => {
     await openGrid();
     const writes = recordWrites();
     const ids = await rowIds();
     expect(ids).toHaveLength(25);
     const [secondLast, last] = ids.slice(-2);
-    await page.click(cellSelector(secondLast, 'title'));
     // As a spreadsheet copies it: tab-separated, a cell with quotes in double quotes.
-    const clipboard = 'Pasted one\thigh\t1.5\r\nPasted two\tlow\t2.5\r\n"Pasted ""three"""\tnormal\t3.5\r\n';
-    await page.$eval(
+    await pasteInto(
       cellSelector(secondLast, 'title'),
-      (cell, data) => {
-        const transfer = new DataTransfer();
-        transfer.setData('text/plain', data);
-        cell.dispatchEvent(new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true }));
-      },
-      clipboard,
+      'Pasted one\thigh\t1.5\r\nPasted two\tlow\t2.5\r\n"Pasted ""three"""\tnormal\t3.5\r\n',
     );
     await page.waitForFunction(
       () => document.querySelector('#grid-status')?.textContent === 'Pasted 3 rows in one batch: 2 updated, 1 created.',
@@ -402,6 +409,20 @@ describe('the grid of the playground', () => {
     // The new record is on the page, after the others.
     expect((await rowIds()).slice(-1)).toEqual([created[0].id]);
     expect(await text(cellSelector(created[0].id, 'title'))).toBe('Pasted "three"');
+
+    // Into the new row below the records: every pasted row is a new record.
+    await pasteInto('#grid tfoot tr.new-row td[data-field="title"]', 'Pasted four\tlow\nPasted five\thigh');
+    await page.waitForFunction(
+      () => document.querySelector('#grid-status')?.textContent === 'Pasted 2 rows in one batch: 0 updated, 2 created.',
+    );
+    const added = await t.sql<{ title: string; priority: string }>(
+      `select title, priority from data.ticket where title like 'Pasted f%' order by title`,
+    );
+    expect(added).toEqual([
+      { title: 'Pasted five', priority: 'high' },
+      { title: 'Pasted four', priority: 'low' },
+    ]);
+    expect(writes).toHaveLength(2);
     expect(consoleErrors).toEqual([]);
   });
 });
