@@ -36,18 +36,44 @@ export function apiErrorFromText(status: number, text: string): ApiError {
   return new ApiError(status, `http_${status}`, text.slice(0, 300) || `The server answered ${status}`);
 }
 
-/** Calls the API with the key as a Bearer token; resolves with the JSON body, rejects with ApiError. */
-export async function apiGet<T>(key: string, path: string, signal?: AbortSignal): Promise<T> {
+/** A request beyond a plain GET: a method, a JSON body, extra headers (If-Match, If-None-Match). */
+export interface ApiRequest {
+  method?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** A 2xx answer: its JSON body (undefined for 204) and headers (the ETag of a record, for one). */
+export interface ApiResponse<T> {
+  body: T;
+  headers: Headers;
+}
+
+/** Calls the API with the key as a Bearer token; resolves with the answer, rejects with ApiError. */
+export async function apiSend<T>(key: string, path: string, request: ApiRequest = {}): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { Authorization: `Bearer ${key}`, Accept: 'application/json', ...request.headers };
+  if (request.body !== undefined) headers['Content-Type'] = 'application/json';
   let response: Response;
   try {
-    response = await fetch(path, { headers: { Authorization: `Bearer ${key}`, Accept: 'application/json' }, signal });
+    response = await fetch(path, {
+      method: request.method ?? 'GET',
+      headers,
+      body: request.body === undefined ? undefined : JSON.stringify(request.body),
+      signal: request.signal,
+    });
   } catch (error) {
-    if (signal?.aborted) throw error;
+    if (request.signal?.aborted) throw error;
     throw new ApiError(0, 'network_error', 'The server could not be reached');
   }
   const text = await response.text();
   if (!response.ok) throw apiErrorFromText(response.status, text);
-  return JSON.parse(text) as T;
+  return { body: (text ? JSON.parse(text) : undefined) as T, headers: response.headers };
+}
+
+/** GETs a resource of the API; resolves with its JSON body, rejects with ApiError. */
+export async function apiGet<T>(key: string, path: string, signal?: AbortSignal): Promise<T> {
+  return (await apiSend<T>(key, path, { signal })).body;
 }
 
 /** Path of one of the API's resources, every name segment URL-encoded. */
@@ -67,27 +93,4 @@ export interface ObjectSummary {
   label: string;
   description?: string;
   fieldCount: number;
-}
-
-export interface FieldSummary {
-  name: string;
-  label: string;
-  type: string;
-}
-
-export interface ObjectDescription {
-  name: string;
-  label: string;
-  fields: FieldSummary[];
-}
-
-export interface RecordPage {
-  records: Array<Record<string, unknown>>;
-  total: number;
-  /** false when total is the database's estimate (beyond RECORDS_COUNT_CAP). */
-  totalExact: boolean;
-  limit: number;
-  offset: number;
-  /** null on the last page. */
-  nextCursor: string | null;
 }

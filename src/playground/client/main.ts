@@ -4,7 +4,7 @@ import { ApiError, apiErrorFromText, apiGet, apiPath, type AgentSummary, type Ob
 import { createChat, type PlaygroundChat } from './chat';
 import { ChatView } from './chat-view';
 import { byId, randomId, showError } from './dom';
-import { RecordsView } from './records-view';
+import { GridView } from './grid-view';
 import { session } from './session';
 
 const EMPTY_CHAT = 'Ask a question about your data; the tools the agent calls appear as cards you can open.';
@@ -27,17 +27,22 @@ const el = {
 };
 
 const view = new ChatView(el.messages);
-const records = new RecordsView(
+const records = new GridView(
   {
     form: byId('records-form', HTMLFormElement),
     object: byId('object', HTMLSelectElement),
+    view: byId('view', HTMLSelectElement),
+    search: byId('search', HTMLInputElement),
     where: byId('where', HTMLTextAreaElement),
     error: byId('records-error', HTMLElement),
+    conflict: byId('grid-conflict', HTMLElement),
+    status: byId('grid-status', HTMLElement),
     table: byId('grid', HTMLTableElement),
     caption: byId('grid-caption', HTMLElement),
     prev: byId('prev', HTMLButtonElement),
     next: byId('next', HTMLButtonElement),
     pageInfo: byId('page-info', HTMLElement),
+    feed: byId('feed-status', HTMLElement),
   },
   () => session.apiKey(),
 );

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import type { CreatedApiKeyResponse } from '../../../src/auth/api-key.dto';
 import { PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX } from '../../../src/playground/playground.paths';
@@ -10,6 +9,7 @@ import { listen } from '../../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../../support/mock-llm.server';
 import { bodyOf, errorOf } from '../../support/responses';
 import { bearer, startTestApp, TestApp } from '../../support/test-app';
+import { openWatchedPage, screenshot } from './watched-page';
 
 /** Set by `npm run screenshot:playground`: where to save a picture of the page mid-conversation. */
 const SCREENSHOT = process.env.PLAYGROUND_SCREENSHOT;
@@ -49,23 +49,7 @@ describe('playground at /', () => {
 
   beforeEach(async () => {
     llm.reset();
-    consoleErrors = [];
-    page = await chromium.browser.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => consoleErrors.push(String(error)));
-    // Every refusal of the page's policy (an eval, an inline style), across reloads too.
-    policyViolations = [];
-    await page.exposeFunction('reportPolicyViolation', (violation: string) => policyViolations.push(violation));
-    await page.evaluateOnNewDocument(() => {
-      document.addEventListener('securitypolicyviolation', (event) => {
-        const report = (window as unknown as { reportPolicyViolation: (violation: string) => void }).reportPolicyViolation;
-        report(
-          `${event.violatedDirective}: ${event.blockedURI} at ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`,
-        );
-      });
-    });
+    ({ page, consoleErrors, policyViolations } = await openWatchedPage(chromium.browser));
   });
   afterEach(async () => {
     await page.close();
@@ -403,9 +387,3 @@ describe('playground at /', () => {
     });
   });
 });
-
-async function screenshot(page: Page, path: string): Promise<void> {
-  const file = resolve(path);
-  await mkdir(dirname(file), { recursive: true });
-  await page.screenshot({ path: file, fullPage: false });
-}

@@ -1,0 +1,319 @@
+import { showError } from './dom';
+import {
+  describeObject,
+  listRecords,
+  listViews,
+  type Change,
+  type FieldSummary,
+  type GridQuery,
+  type GridRecord,
+  type OrderBy,
+  type RecordPage,
+  type ViewSummary,
+} from './grid-api';
+import { GridEditing } from './grid-edit';
+import { ChangeFeed, type FeedState } from './grid-feed';
+import { pasteRows } from './grid-paste';
+import { gridColumns, GridTable } from './grid-table';
+
+const PAGE_SIZE = 25;
+/** How long the first page waits for the change feed to open. */
+const FEED_WAIT_MS = 3000;
+
+export interface GridElements {
+  form: HTMLFormElement;
+  object: HTMLSelectElement;
+  view: HTMLSelectElement;
+  search: HTMLInputElement;
+  where: HTMLTextAreaElement;
+  error: HTMLElement;
+  conflict: HTMLElement;
+  status: HTMLElement;
+  table: HTMLTableElement;
+  caption: HTMLElement;
+  prev: HTMLButtonElement;
+  next: HTMLButtonElement;
+  pageInfo: HTMLElement;
+  feed: HTMLElement;
+}
+
+const FEED_TEXT: Record<FeedState, string> = {
+  connecting: 'Connecting to live changes…',
+  live: 'Live',
+  reconnecting: 'Reconnecting to live changes…',
+  off: '',
+};
+
+/**
+ * The grid, a client of the records API: pick an object and one of its saved views, search or filter, sort by a
+ * header, page with keyset cursors, edit cells in place (If-Match), paste rows from a spreadsheet (one batch), and
+ * see the changes other keys make arrive from the change feed. Its columns are what the key may see.
+ */
+export class GridView {
+  private fields: FieldSummary[] = [];
+  private views: ViewSummary[] = [];
+  /** The header the person clicked; undefined: the view's order (or the server's, by id). */
+  private sort?: OrderBy;
+  private query?: GridQuery;
+  /** Where each page so far starts: undefined for the first, then each previous page's nextCursor. */
+  private cursors: Array<string | undefined> = [];
+  private nextCursor: string | null = null;
+  private total?: { count: number; exact: boolean };
+  private loading?: AbortController;
+  private feed?: ChangeFeed;
+  /** Bumped by every open, so that a slower earlier one gives way. */
+  private openings = 0;
+  private readonly table: GridTable;
+  private readonly records = new Map<string, GridRecord>();
+  private readonly editing: GridEditing;
+
+  constructor(
+    private readonly el: GridElements,
+    private readonly key: () => string | undefined,
+  ) {
+    this.table = new GridTable(el.table, (field) => this.toggleSort(field));
+    this.editing = new GridEditing({
+      key,
+      object: () => this.el.object.value,
+      table: this.table,
+      records: this.records,
+      conflictBox: el.conflict,
+      status: (text) => (this.el.status.textContent = text),
+      error: (error) => this.showError(error),
+    });
+    el.form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void this.load();
+    });
+    el.object.addEventListener('change', () => void this.open());
+    el.view.addEventListener('change', () => {
+      this.sort = undefined;
+      void this.load();
+    });
+    el.prev.addEventListener('click', () => {
+      this.cursors.pop();
+      void this.page();
+    });
+    el.next.addEventListener('click', () => {
+      if (this.nextCursor === null) return;
+      this.cursors.push(this.nextCursor);
+      void this.page();
+    });
+    this.listenToCells();
+  }
+
+  /** Fills the object list (after a key was entered) and shows the first object's records. */
+  async start(objects: Array<{ name: string; label: string }>): Promise<void> {
+    this.el.object.replaceChildren(
+      ...objects.map((object) => new Option(object.label ? `${object.label} (${object.name})` : object.name, object.name)),
+    );
+    this.el.object.disabled = objects.length === 0;
+    if (objects.length === 0) {
+      this.el.caption.textContent = 'No objects defined yet';
+      return;
+    }
+    await this.open();
+  }
+
+  reset(): void {
+    this.openings++;
+    this.loading?.abort();
+    this.feed?.stop();
+    this.feed = undefined;
+    this.el.object.replaceChildren();
+    this.el.object.disabled = true;
+    this.el.view.replaceChildren();
+    this.el.view.disabled = true;
+    this.table.clear();
+    this.records.clear();
+    this.el.caption.textContent = 'No object selected';
+    this.el.pageInfo.textContent = '';
+    this.el.status.textContent = '';
+    this.el.prev.disabled = true;
+    this.el.next.disabled = true;
+    this.el.conflict.hidden = true;
+    this.showError(undefined);
+  }
+
+  /** An object chosen: its fields and views as this key sees them, its changes followed, its first page. */
+  private async open(): Promise<void> {
+    const key = this.key();
+    const name = this.el.object.value;
+    if (!key || !name) return;
+    const opening = ++this.openings;
+    this.feed?.stop();
+    this.feed = undefined;
+    this.sort = undefined;
+    let fields: FieldSummary[];
+    let views: ViewSummary[];
+    try {
+      [{ fields }, views] = await Promise.all([describeObject(key, name), listViews(key, name)]);
+    } catch (error) {
+      if (opening === this.openings) this.showError(error);
+      return;
+    }
+    // Another object (or key) was chosen meanwhile: that opening wins.
+    if (opening !== this.openings) return;
+    [this.fields, this.views] = [fields, views];
+    this.el.view.replaceChildren(
+      new Option('All records', ''),
+      ...this.views.map((view) => new Option(view.shared ? `${view.label} (shared)` : view.label, view.name)),
+    );
+    this.el.view.disabled = this.views.length === 0;
+    const feed = new ChangeFeed(key, name, {
+      change: (change) => this.applyChange(change),
+      state: (state) => {
+        this.el.feed.dataset.state = state;
+        this.el.feed.textContent = FEED_TEXT[state];
+      },
+    });
+    this.feed = feed;
+    // The stream follows changes from when it opens: read the page after that, so that no write falls in between.
+    // A stream that cannot open (yet) does not keep the records from showing.
+    await Promise.race([feed.ready, new Promise((resolve) => setTimeout(resolve, FEED_WAIT_MS))]);
+    if (opening !== this.openings) return;
+    await this.load();
+  }
+
+  private toggleSort(field: string): void {
+    const current = this.sort ?? this.selectedView()?.orderBy?.[0];
+    this.sort = { field, order: current?.field === field && current.order === 'asc' ? 'desc' : 'asc' };
+    void this.load();
+  }
+
+  private selectedView(): ViewSummary | undefined {
+    return this.views.find((view) => view.name === this.el.view.value);
+  }
+
+  /** The first page of what the form asks for. */
+  private async load(): Promise<void> {
+    const view = this.selectedView();
+    this.query = {
+      view: view?.name,
+      q: this.el.search.value.trim() || undefined,
+      where: this.el.where.value.trim() || undefined,
+      orderBy: this.sort ? [this.sort] : undefined,
+      limit: PAGE_SIZE,
+    };
+    this.cursors = [undefined];
+    await this.page();
+  }
+
+  /** The page that starts at the last of `cursors`, of the query the first page was read with. */
+  private async page(): Promise<void> {
+    const key = this.key();
+    const name = this.el.object.value;
+    const query = this.query;
+    if (!key || !name || !query) return;
+    this.loading?.abort();
+    const loading = new AbortController();
+    this.loading = loading;
+    this.el.table.setAttribute('aria-busy', 'true');
+    try {
+      const page = await listRecords(key, name, query, this.cursors.at(-1), loading.signal);
+      this.showError(undefined);
+      this.render(name, page);
+    } catch (error) {
+      if (loading.signal.aborted) return;
+      this.showError(error);
+    } finally {
+      if (this.loading === loading) this.el.table.removeAttribute('aria-busy');
+    }
+  }
+
+  private render(name: string, page: RecordPage): void {
+    const view = this.selectedView();
+    this.table.renderHead(gridColumns(this.fields, view?.fields), this.sort ? [this.sort] : view?.orderBy);
+    this.records.clear();
+    for (const record of page.records) this.records.set(record.id, record);
+    this.table.renderRows(page.records);
+    this.nextCursor = page.nextCursor;
+    // Pages after a cursor carry no total: the first page's stands for the query.
+    if (page.total !== undefined) this.total = { count: page.total, exact: page.totalExact !== false };
+    const offset = (this.cursors.length - 1) * PAGE_SIZE;
+    const total = this.total?.exact ? String(this.total.count) : `about ${this.total?.count ?? '?'}`;
+    this.el.caption.textContent = view ? `Records of ${name}, view ${view.label}` : `Records of ${name}`;
+    this.el.pageInfo.textContent = page.records.length
+      ? `${offset + 1}–${offset + page.records.length} of ${total}`
+      : 'No records match';
+    this.el.prev.disabled = this.cursors.length <= 1;
+    this.el.next.disabled = page.nextCursor === null;
+  }
+
+  /**
+   * A change from the feed: the cells it changed on this page show the new values and, when another key (or the
+   * server) wrote, light up briefly. Records outside the page are left to the next read.
+   */
+  private applyChange(change: Change): void {
+    const row = this.table.rowOf(change.id);
+    if (!row) return;
+    if (change.op === 'delete') {
+      row.classList.add('deleted');
+      this.records.delete(change.id);
+      return;
+    }
+    if (!change.record) return;
+    this.records.set(change.id, change.record);
+    for (const field of change.changedFields) {
+      const cell = this.table.cell(row, field);
+      if (!cell || cell === this.editing.editingCell || cell.matches('.saving, .conflict')) continue;
+      this.table.setCell(cell, change.record[field]);
+      if (change.actor !== 'self') this.table.flash(cell);
+    }
+  }
+
+  private listenToCells(): void {
+    // On the table: the records' cells and those of the new row below them.
+    const body = this.el.table;
+    const cellOf = (target: EventTarget | null) => this.table.cellOf(target);
+    body.addEventListener('click', (event) => {
+      const cell = cellOf(event.target);
+      if (cell && cell !== this.editing.editingCell) this.table.activate(cell);
+    });
+    body.addEventListener('dblclick', (event) => {
+      const cell = cellOf(event.target);
+      if (cell) this.editing.start(cell);
+    });
+    body.addEventListener('keydown', (event) => {
+      const cell = cellOf(event.target);
+      if (!cell) return;
+      const moves: Record<string, [number, number]> = {
+        ArrowUp: [-1, 0],
+        ArrowDown: [1, 0],
+        ArrowLeft: [0, -1],
+        ArrowRight: [0, 1],
+      };
+      const move = moves[event.key];
+      if (move) {
+        event.preventDefault();
+        const next = this.table.neighbour(cell, ...move);
+        if (next) this.table.activate(next);
+      } else if (event.key === 'Enter' || event.key === 'F2') {
+        event.preventDefault();
+        this.editing.start(cell);
+      } else if (event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey) {
+        // Typing over a cell replaces its value, as in a spreadsheet.
+        event.preventDefault();
+        this.editing.start(cell, event.key);
+      }
+    });
+    body.addEventListener('paste', (event) => {
+      const cell = cellOf(event.target);
+      const text = event.clipboardData?.getData('text/plain');
+      const key = this.key();
+      if (!cell || !text || !key) return;
+      event.preventDefault();
+      void pasteRows({ key, object: this.el.object.value, table: this.table, records: this.records }, cell, text).then(
+        (summary) => {
+          this.showError(undefined);
+          this.el.status.textContent = summary;
+        },
+        (error: unknown) => this.showError(error),
+      );
+    });
+  }
+
+  private showError(error: unknown): void {
+    showError(this.el.error, error);
+  }
+}
