@@ -55,7 +55,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import { type ChangeCapture, lockChangeFeed } from '../changes/change-outbox';
+import { type ChangeCapture } from '../changes/change-outbox';
 
 /** Where a data engine call runs. */
 export interface DataScope {
@@ -390,17 +390,9 @@ export class DataService {
       planned = planned.filter((operation) => !refused.has(operation.index));
     }
     const results = new Map<number, BatchOperationResult>();
-    // The feed lock first, before any row lock of the batch (see withChangeOutbox). Inside the caller's
-    // transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
-    const transaction = <T>(work: (session: DataSession) => Promise<T>) => {
-      const locked = async (session: DataSession) => {
-        await session.query(lockChangeFeed(objectName));
-        return work(session);
-      };
-      return scope.session?.inTransaction
-        ? inSavepoint(scope.session, locked)
-        : this.pool.transaction(locked, poolOptions(caller, scope));
-    };
+    // Inside the caller's transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
+    const transaction = <T>(work: (session: DataSession) => Promise<T>) =>
+      scope.session?.inTransaction ? inSavepoint(scope.session, work) : this.pool.transaction(work, poolOptions(caller, scope));
     if (atomic && !errors.length) {
       try {
         for (const result of await transaction((session) => runAll(session, planned, caller.keyId)))
