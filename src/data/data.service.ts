@@ -403,8 +403,12 @@ export class DataService {
       }
     }
     if (atomic) {
-      // Something failed: replay to name every failing operation, then roll it all back.
+      // Something failed: replay to name every failing operation, then roll it all back. When only checks
+      // made before the database failed, the rest is first written at once: when that goes through, none
+      // of it fails, and the replay one by one (a statement and a savepoint per operation) is not needed.
       const replayed = await transaction(async (session) => {
+        const rest = () => inSavepoint(session, (attempt) => runAll(attempt, planned, caller.keyId));
+        if (errors.length && (await rest().then(() => true, writeFailed))) throw new RolledBack([]);
         throw new RolledBack(await runEach(session, planned, caller.keyId));
       }).catch((error: unknown) => {
         if (error instanceof RolledBack) return error.results;
@@ -753,6 +757,12 @@ async function inSavepoint<T>(session: DataSession, work: (session: DataSession)
     await session.query(CompiledQuery.raw('rollback to savepoint batch_attempt'));
     throw error;
   }
+}
+
+/** False for runAll's OperationFailed (an operation failed); any other error is rethrown. */
+function writeFailed(error: unknown): false {
+  if (error instanceof OperationFailed) return false;
+  throw error;
 }
 
 /** Bound parameters one insert of a batch may use (PostgreSQL takes at most 65,535 in a statement). */

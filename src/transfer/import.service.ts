@@ -124,7 +124,7 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     const iterator = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
     const records = { next: () => watch.wait(iterator.next(), (error) => parser.destroy(error)) };
     const upload = { body, connection: (body as Partial<IncomingMessage>).socket };
-    const detach = failWhenConnectionCloses(upload, parser);
+    const detach = watchConnection(upload, watch);
     let header: string[];
     try {
       const first = await records.next();
@@ -329,11 +329,26 @@ function refuseRestOfUpload({ body, connection }: RunningImport['upload']): void
 }
 
 /**
+ * After its connection closed, how long an import waiting for more of its body still gives what the
+ * connection delivered to reach the parser before it fails.
+ */
+const CLOSED_GRACE_MS = 1_000;
+
+/**
  * Fails an upload that sends nothing for `stallMs` while the import waits for it. Only waiting counts:
  * while the import writes a chunk it reads nothing, and the client, held back, sends nothing either.
+ *
+ * It also ends a wait that can no longer end: once the 202 is sent, Node detaches the request from its
+ * connection, and should the connection then close before the body ended (the client left, or Node's
+ * HTTP_REQUEST_TIMEOUT_MS cut a body that took longer to arrive, the import's own writes included),
+ * the body would neither end nor fail, and the import would wait for it for ever, holding its
+ * transaction. Bytes the connection delivered before it closed may still be on their way, so a wait
+ * fails only after CLOSED_GRACE_MS without any.
  */
 class UploadWatch {
   private lastByteAt = Date.now();
+  private closedAt?: number;
+  private recheck?: () => void;
 
   constructor(private readonly stallMs: number) {}
 
@@ -342,44 +357,49 @@ class UploadWatch {
     this.lastByteAt = Date.now();
   }
 
-  /** `read` (the next record), failed through `fail` once no byte came for stallMs while it was awaited. */
+  /** The upload's connection closed before the body ended. */
+  closed(): void {
+    this.closedAt = Date.now();
+    this.recheck?.();
+  }
+
+  /** `read` (the next record), failed through `fail` once no byte came for long enough while it was awaited. */
   async wait<T>(read: Promise<T>, fail: (error: DomainError) => void): Promise<T> {
     const since = Date.now();
     let timer: NodeJS.Timeout | undefined;
     const check = () => {
-      const quiet = Date.now() - Math.max(this.lastByteAt, since);
-      if (quiet < this.stallMs) timer = setTimeout(check, this.stallMs - quiet);
-      else
-        fail(
-          new DomainError(
-            'upload_stalled',
-            `The upload sent nothing for ${this.stallMs} ms (IMPORT_STALL_TIMEOUT_MS) while the import waited for more of the CSV body`,
-            { stallTimeoutMs: this.stallMs },
-          ),
-        );
+      clearTimeout(timer);
+      const quiet = Date.now() - Math.max(this.lastByteAt, since, this.closedAt ?? 0);
+      const limit = this.closedAt === undefined ? this.stallMs : Math.min(this.stallMs, CLOSED_GRACE_MS);
+      if (quiet < limit) timer = setTimeout(check, limit - quiet);
+      else fail(this.closedAt === undefined ? stalled(this.stallMs) : uploadEnded());
     };
+    this.recheck = check;
     timer = setTimeout(check, this.stallMs);
     try {
       return await read;
     } finally {
       clearTimeout(timer);
+      this.recheck = undefined;
     }
   }
 }
 
-/**
- * Fails the parse when the upload's connection closes before the body ended; returns how to stop
- * watching. Once the 202 is sent, Node detaches the request from its connection: should the
- * connection then close (the client left, or Node's HTTP_REQUEST_TIMEOUT_MS cut a body that took
- * longer to arrive, the import's own writes included), the body would neither end nor fail, and the
- * import would wait for it for ever, holding its transaction.
- */
-function failWhenConnectionCloses({ body, connection }: RunningImport['upload'], parser: Parser): () => void {
+/** Tells `watch` when the upload's connection closes before the body ended; returns how to stop watching. */
+function watchConnection({ body, connection }: RunningImport['upload'], watch: UploadWatch): () => void {
   const onClose = () => {
-    if ((body as Partial<IncomingMessage>).complete === false) parser.destroy(uploadEnded());
+    if ((body as Partial<IncomingMessage>).complete === false) watch.closed();
   };
   connection?.once('close', onClose);
   return () => connection?.off('close', onClose);
+}
+
+function stalled(stallMs: number): DomainError {
+  return new DomainError(
+    'upload_stalled',
+    `The upload sent nothing for ${stallMs} ms (IMPORT_STALL_TIMEOUT_MS) while the import waited for more of the CSV body`,
+    { stallTimeoutMs: stallMs },
+  );
 }
 
 function uploadEnded(): DomainError {
