@@ -26,7 +26,8 @@ export interface ChangeRow {
 }
 
 /**
- * The changes of one object after `after`, in cursor order, at most `limit`, each with the reader's
+ * The changes of one object after `after`, in cursor order, at most `limit`, the object's committed
+ * changes numbered first (record_changes_page, see compileSequence), each with the reader's
  * view of its record: the snapshot read back as a row of the object's table (jsonb_populate_record,
  * so a field added since is null and one dropped since is gone), only the reader's fields selected,
  * and `__visible` = the reader's row filter over it. Changes the reader may not see still come back
@@ -42,9 +43,9 @@ export function compileChangePage(object: ObjectMeta, after: string, limit: numb
   return params.query(
     `select c."cursor"::text as "cursor", c."op", c."record_id"::text as "id", c."changed_fields", ` +
       `to_char(c."at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "at", c."key_id", v.* ` +
-      `from "record_changes" c cross join lateral (${view}) v ` +
-      `where c."object" = ${params.add(object.name)} and c."cursor" > ${params.add(after)}::bigint ` +
-      `order by c."cursor" limit ${params.add(limit)}`,
+      `from "record_changes_page"(${params.add(object.name)}, ${params.add(after)}::bigint, ${params.add(limit)}::integer, ` +
+      `${params.add(SEQUENCE_BATCH)}::integer, ${params.add(ADVISORY_LOCK.changeFeed)}::integer) c ` +
+      `cross join lateral (${view}) v order by c."cursor"`,
   );
 }
 
@@ -52,7 +53,8 @@ export function compileChangePage(object: ObjectMeta, after: string, limit: numb
 export const SEQUENCE_BATCH = 5000;
 
 /**
- * Numbers the object's committed changes that have no cursor yet; a reader runs it before it reads.
+ * Numbers the object's committed changes that have no cursor yet: a reader runs it before it reads
+ * (compileChangePage does, in its statement).
  *
  * Why cursors are drawn here and not by the writes: a cursor drawn when a row is inserted follows the
  * order of inserts, not of commits, and a reader that passed cursor N would never see a row < N that

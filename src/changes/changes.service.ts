@@ -134,9 +134,7 @@ export class ChangesService {
     limit: number,
     options: DataCallOptions,
   ): Promise<ReadPage> {
-    const session = this.pool.session(options);
-    await session.query(compileSequence(object.name));
-    const rows = await session.query(compileChangePage(object, after, limit));
+    const rows = await this.pool.session(options).query(compileChangePage(object, after, limit));
     const visibleFields = new Set(object.fields.map((f) => f.name));
     const changes = rows.filter((row) => row[VISIBLE_ALIAS]).map((row) => toChange(caller, object, row, visibleFields));
     return { changes, nextCursor: rows.length ? rows[rows.length - 1].cursor : after, read: rows.length };

@@ -13,6 +13,10 @@ import { Migration } from '@mikro-orm/migrations';
  * they can never appear below a cursor a reader has passed. Each of its statements sees the latest
  * committed rows (plpgsql, READ COMMITTED), the update the ones committed once the lock was granted.
  * With nothing to number it returns after one index probe, without the lock and without writing.
+ *
+ * `record_changes_page(object, after, limit, batch, lock_key)` is what a reader runs: it numbers first,
+ * then returns the object's changes after `after` in cursor order, at most `limit`, in one statement
+ * (its query sees the numbering, and the caller gets the rows once all of it committed).
  */
 export class MigrationChangeSequencer extends Migration {
   override name = '20261129000009_change_sequencer';
@@ -46,9 +50,19 @@ export class MigrationChangeSequencer extends Migration {
         return numbered;
       end
     $$`);
+    this.addSql(`create function "record_changes_page"(
+        p_object varchar, p_after bigint, p_limit integer, p_batch integer, p_lock_key integer
+      ) returns setof "record_changes" language plpgsql as $$
+      begin
+        perform "record_changes_sequence"(p_object, p_batch, p_lock_key);
+        return query select * from "record_changes"
+          where "object" = p_object and "cursor" > p_after order by "cursor" limit p_limit;
+      end
+    $$`);
   }
 
   override down(): void {
+    this.addSql(`drop function "record_changes_page"(varchar, bigint, integer, integer, integer)`);
     this.addSql(`drop function "record_changes_sequence"(varchar, integer, integer)`);
     this.addSql(`update "record_changes" set "cursor" = nextval('record_changes_cursor_seq') where "cursor" is null`);
     this.addSql(`drop index "record_changes_unsequenced_idx"`);
