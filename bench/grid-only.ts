@@ -321,8 +321,7 @@ function renderGrid(r: GridResult, run: { command: string; date: string; machine
       `requests of ${BATCH_SIZE.toLocaleString('en-US')} creates each, as a member key over HTTP, with the change ` +
       'feed on (every row also an outbox row, committed with it). Wall time from the first request sent to the last ' +
       'answer, with one client (the goal) and with several sending batches at once (each run on an empty object of ' +
-      'its own, after a warm-up object of 10,000 rows). Batches of one object take its feed lock in turn, so clients ' +
-      'add little.',
+      'its own, after a warm-up object of 10,000 rows).',
     `- Keyset: an object of ${r.keyset.rows.toLocaleString('en-US')} rows (filled by one SQL insert and analyzed, ` +
       `${ms(r.keyset.fillMs / 1000)} s), \`score\` (number) and \`day\` (date) marked \`indexed\`. For each order ` +
       `the cursor at depth ${DEPTH.toLocaleString('en-US')} is reached through the API (nextCursor of ` +

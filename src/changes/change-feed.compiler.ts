@@ -1,4 +1,5 @@
 import { CompiledQuery } from 'kysely';
+import { ADVISORY_LOCK } from '../database/advisory-locks';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { compileRowFilter } from '../data/where.compiler';
@@ -25,7 +26,8 @@ export interface ChangeRow {
 }
 
 /**
- * The changes of one object after `after`, in cursor order, at most `limit`, each with the reader's
+ * The changes of one object after `after`, in cursor order, at most `limit`, the object's committed
+ * changes numbered first (record_changes_page, see compileSequence), each with the reader's
  * view of its record: the snapshot read back as a row of the object's table (jsonb_populate_record,
  * so a field added since is null and one dropped since is gone), only the reader's fields selected,
  * and `__visible` = the reader's row filter over it. Changes the reader may not see still come back
@@ -41,10 +43,39 @@ export function compileChangePage(object: ObjectMeta, after: string, limit: numb
   return params.query(
     `select c."cursor"::text as "cursor", c."op", c."record_id"::text as "id", c."changed_fields", ` +
       `to_char(c."at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "at", c."key_id", v.* ` +
-      `from "record_changes" c cross join lateral (${view}) v ` +
-      `where c."object" = ${params.add(object.name)} and c."cursor" > ${params.add(after)}::bigint ` +
-      `order by c."cursor" limit ${params.add(limit)}`,
+      `from "record_changes_page"(${params.add(object.name)}, ${params.add(after)}::bigint, ${params.add(limit)}::integer, ` +
+      `${params.add(SEQUENCE_BATCH)}::integer, ${params.add(ADVISORY_LOCK.changeFeed)}::integer) c ` +
+      `cross join lateral (${view}) v order by c."cursor"`,
   );
+}
+
+/** Most outbox rows one call of record_changes_sequence numbers (a page reads at most MAX_CHANGES_LIMIT). */
+export const SEQUENCE_BATCH = 5000;
+
+/**
+ * Numbers the object's committed changes that have no cursor yet: a reader runs it before it reads
+ * (compileChangePage does, in its statement).
+ *
+ * Why cursors are drawn here and not by the writes: a cursor drawn when a row is inserted follows the
+ * order of inserts, not of commits, and a reader that passed cursor N would never see a row < N that
+ * commits later. Writers used to hold a lock of the object from their insert to their commit to
+ * prevent that; every write of an object queued behind the one before, commit included.
+ *
+ * Now writers insert rows without a cursor, lock-free, and a reader first numbers, under the object's
+ * advisory lock and in its own short transaction, the rows that have committed since the last
+ * numbering, in insert order (`id`). A cursor is thus drawn only for a committed row, and after every
+ * cursor of the object already visible: cursors are monotonic in the order changes become readable,
+ * and once a reader passed N no change can appear at or below N. Changes of transactions still open
+ * stay invisible, hold nobody up and are numbered after they commit. Insert order within a numbering
+ * keeps each record's changes in their real order: a write of a record that another transaction
+ * wrote first waited for that one to commit, so it is inserted, and numbered, after it.
+ */
+export function compileSequence(objectName: string): CompiledQuery<{ numbered: number }> {
+  return CompiledQuery.raw(`select "record_changes_sequence"($1, $2, $3) as "numbered"`, [
+    objectName,
+    SEQUENCE_BATCH,
+    ADVISORY_LOCK.changeFeed,
+  ]);
 }
 
 /** The last cursor the retention cleanup removed for the object (none: nothing removed yet). */
@@ -65,10 +96,11 @@ export function compileLatest(objectName: string): CompiledQuery<{ latest: strin
 /**
  * Deletes the changes written before `before` and moves each object's horizon to the last cursor
  * it removed, in one statement (so no reader sees the changes gone and the horizon not yet moved).
+ * Changes not numbered yet stay (no reader could have passed them): they are numbered, and read, first.
  */
 export function compilePrune(before: Date): CompiledQuery<{ removed: string }> {
   return CompiledQuery.raw(
-    `with d as (delete from "record_changes" where "at" < $1 returning "object", "cursor"), ` +
+    `with d as (delete from "record_changes" where "at" < $1 and "cursor" is not null returning "object", "cursor"), ` +
       `h as (insert into "record_change_horizons" ("object", "pruned_through") ` +
       `select "object", max("cursor") from d group by "object" ` +
       `on conflict ("object") do update set "pruned_through" = greatest("record_change_horizons"."pruned_through", excluded."pruned_through")) ` +

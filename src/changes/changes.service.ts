@@ -15,6 +15,7 @@ import {
   compileHorizon,
   compileLatest,
   compilePrune,
+  compileSequence,
   fieldAlias,
   VISIBLE_ALIAS,
 } from './change-feed.compiler';
@@ -81,7 +82,7 @@ export class ChangesService {
     const given = resume.lastEventId ?? resume.after;
     const options = { key: caller.keyId };
     if (given !== undefined) await this.checkNotExpired(object.name, given, options);
-    let cursor = given ?? (await this.pool.session(options).query(compileLatest(object.name)))[0].latest;
+    let cursor = given ?? (await this.latest(object.name, options));
     const writer = this.streams.open(caller, open);
     let running = false;
     let again = false;
@@ -137,6 +138,13 @@ export class ChangesService {
     const visibleFields = new Set(object.fields.map((f) => f.name));
     const changes = rows.filter((row) => row[VISIBLE_ALIAS]).map((row) => toChange(caller, object, row, visibleFields));
     return { changes, nextCursor: rows.length ? rows[rows.length - 1].cursor : after, read: rows.length };
+  }
+
+  /** The object's latest cursor, its committed changes numbered first: where "from now on" starts. */
+  private async latest(objectName: string, options: DataCallOptions): Promise<string> {
+    const session = this.pool.session(options);
+    await session.query(compileSequence(objectName));
+    return (await session.query(compileLatest(objectName)))[0].latest;
   }
 
   private async horizon(objectName: string, options: DataCallOptions): Promise<string | undefined> {

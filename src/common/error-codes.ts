@@ -120,6 +120,8 @@ export const ERRORS = {
   invalid_record: HttpStatus.BAD_REQUEST,
   // A CSV import: a header column that names no field, a bad mapping, a malformed CSV file.
   invalid_csv: HttpStatus.BAD_REQUEST,
+  // An import's upload sent nothing for IMPORT_STALL_TIMEOUT_MS while the import waited for it.
+  upload_stalled: HttpStatus.REQUEST_TIMEOUT,
   unknown_column: HttpStatus.BAD_REQUEST,
   invalid_mapping: HttpStatus.BAD_REQUEST,
   invalid_operation: HttpStatus.BAD_REQUEST,

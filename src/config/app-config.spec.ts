@@ -127,6 +127,11 @@ describe('loadConfig', () => {
     ).toMatchObject({ exportConcurrency: 4, exportMaxPerKey: 2, exportStallTimeoutMs: 5000, exportMaxDurationMs: 60_000 });
   });
 
+  it('bounds how long an import waits for more of its upload, by default and as set', () => {
+    expect(loadConfig({}).importStallTimeoutMs).toBe(30_000);
+    expect(loadConfig({ IMPORT_STALL_TIMEOUT_MS: '2000' }).importStallTimeoutMs).toBe(2000);
+  });
+
   it('treats empty and blank values as unset', () => {
     const config = loadConfig({ PORT: '', ADMIN_API_KEY: '', DATABASE_URL: '   ', SEED: '' });
     expect(config.port).toBe(3000);

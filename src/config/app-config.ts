@@ -107,6 +107,8 @@ export interface AppConfig {
   streamTokensPerKey: number;
   /** Largest CSV body one import may send, in bytes (counted as it streams; beyond: 413). */
   importMaxBytes: number;
+  /** An import waiting for more of its CSV body that gets no byte for this long fails (upload_stalled), milliseconds. */
+  importStallTimeoutMs: number;
   /** CSV exports one replica streams at once, each holding a data pool connection (beyond: 429). */
   exportConcurrency: number;
   /** CSV exports one API key may stream at once on one replica (beyond: 429). */
@@ -298,6 +300,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),
     importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1_024, 10 * 1024 * 1024 * 1024),
+    importStallTimeoutMs: int(env, 'IMPORT_STALL_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
     // A quarter of the data pool by default: an export holds its connection for as long as it streams.
     exportConcurrency: int(env, 'EXPORT_CONCURRENCY', Math.max(1, Math.floor(dataPoolSize / 4)), 1, dataPoolSize),
     exportMaxPerKey: int(env, 'EXPORT_MAX_PER_KEY', 1, 1, 1_000),

@@ -55,7 +55,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import { type ChangeCapture, lockChangeFeed } from '../changes/change-outbox';
+import { type ChangeCapture } from '../changes/change-outbox';
 
 /** Where a data engine call runs. */
 export interface DataScope {
@@ -390,17 +390,9 @@ export class DataService {
       planned = planned.filter((operation) => !refused.has(operation.index));
     }
     const results = new Map<number, BatchOperationResult>();
-    // The feed lock first, before any row lock of the batch (see withChangeOutbox). Inside the caller's
-    // transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
-    const transaction = <T>(work: (session: DataSession) => Promise<T>) => {
-      const locked = async (session: DataSession) => {
-        await session.query(lockChangeFeed(objectName));
-        return work(session);
-      };
-      return scope.session?.inTransaction
-        ? inSavepoint(scope.session, locked)
-        : this.pool.transaction(locked, poolOptions(caller, scope));
-    };
+    // Inside the caller's transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
+    const transaction = <T>(work: (session: DataSession) => Promise<T>) =>
+      scope.session?.inTransaction ? inSavepoint(scope.session, work) : this.pool.transaction(work, poolOptions(caller, scope));
     if (atomic && !errors.length) {
       try {
         for (const result of await transaction((session) => runAll(session, planned, caller.keyId)))
@@ -411,8 +403,12 @@ export class DataService {
       }
     }
     if (atomic) {
-      // Something failed: replay to name every failing operation, then roll it all back.
+      // Something failed: replay to name every failing operation, then roll it all back. When only checks
+      // made before the database failed, the rest is first written at once: when that goes through, none
+      // of it fails, and the replay one by one (a statement and a savepoint per operation) is not needed.
       const replayed = await transaction(async (session) => {
+        const rest = () => inSavepoint(session, (attempt) => runAll(attempt, planned, caller.keyId));
+        if (errors.length && (await rest().then(() => true, writeFailed))) throw new RolledBack([]);
         throw new RolledBack(await runEach(session, planned, caller.keyId));
       }).catch((error: unknown) => {
         if (error instanceof RolledBack) return error.results;
@@ -761,6 +757,12 @@ async function inSavepoint<T>(session: DataSession, work: (session: DataSession)
     await session.query(CompiledQuery.raw('rollback to savepoint batch_attempt'));
     throw error;
   }
+}
+
+/** False for runAll's OperationFailed (an operation failed); any other error is rethrown. */
+function writeFailed(error: unknown): false {
+  if (error instanceof OperationFailed) return false;
+  throw error;
 }
 
 /** Bound parameters one insert of a batch may use (PostgreSQL takes at most 65,535 in a statement). */

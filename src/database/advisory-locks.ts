@@ -12,7 +12,7 @@ export const ADVISORY_LOCK = {
   metadata: 727_010,
   /** Per chat owner: admissions of new turns count the owner's chats in flight one at a time (passed to chat_owner_admits). */
   chatOwner: 727_020,
-  /** Per object (the two-integer form): held from a record write's change append to its commit, for commit-ordered cursors. */
+  /** Per object (the two-integer form): one reader at a time numbers the object's committed changes (record_changes_sequence). */
   changeFeed: 727_030,
 } as const;
 

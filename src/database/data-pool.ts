@@ -507,8 +507,8 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
         { statementTimeoutMs },
       );
     }
-    // Writes of one object take their locks in one order (withChangeOutbox); should two transactions
-    // still wait for each other, Postgres ends one of them: a moment's contention, not a server fault.
+    // Two transactions writing the same records in different orders (batches) can wait for each other;
+    // Postgres then ends one of them: a moment's contention, not a server fault.
     if (sqlState(error) === DEADLOCK_DETECTED) {
       return new DomainError(
         'database_busy',

@@ -60,7 +60,8 @@ export class MetadataRepository {
 
   /**
    * Drops the object's table with its records, and its change feed: an object created later under
-   * the same name starts a feed of its own, and a cursor of the old one is expired there (410).
+   * the same name starts a feed of its own, and a cursor of the old one is expired there (410). With
+   * changes not numbered yet among them, every cursor given out so far is expired.
    */
   async dropTable(em: EntityManager, objectName: string): Promise<void> {
     await runSql(em, `drop table ${objectTable(objectName)}`);
@@ -68,7 +69,8 @@ export class MetadataRepository {
       em,
       `with d as (delete from "record_changes" where "object" = $1 returning "cursor")
        insert into "record_change_horizons" ("object", "pruned_through")
-       select $1, max("cursor") from d having count(*) > 0
+       select $1, case when bool_or("cursor" is null) then nextval('record_changes_cursor_seq') else max("cursor") end
+       from d having count(*) > 0
        on conflict ("object") do update set "pruned_through" = greatest("record_change_horizons"."pruned_through", excluded."pruned_through")`,
       [objectName],
     );

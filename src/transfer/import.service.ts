@@ -113,23 +113,39 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     if (contentLength !== undefined && contentLength > max) throw tooLarge(max);
     const object = await this.access.view(caller, objectName, 'create');
     const parser = parse({ bom: true, relax_column_count: true, max_record_size: MAX_RECORD_BYTES, skip_empty_lines: true });
-    // An error anywhere (the client left, too many bytes, malformed CSV) ends the parser's iteration with it.
-    pipeline(body, byteLimit(max), parser, () => undefined);
-    const records = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
+    const watch = new UploadWatch(this.config.importStallTimeoutMs);
+    // An error anywhere (the client left, too many bytes, malformed CSV, a stall) ends the parser's iteration with it.
+    pipeline(
+      body,
+      byteLimit(max, () => watch.received()),
+      parser,
+      () => undefined,
+    );
+    const iterator = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
+    const records = { next: () => watch.wait(iterator.next(), (error) => parser.destroy(error)) };
+    const upload = { body, connection: (body as Partial<IncomingMessage>).socket };
+    const detach = watchConnection(upload, watch);
     let header: string[];
     try {
       const first = await records.next();
       if (first.done) throw new DomainError('invalid_csv', 'The CSV body is empty: send a header row, then one row per record');
       header = first.value;
     } catch (error) {
+      detach();
       parser.destroy();
       throw asCsvError(error);
     }
-    const columns = mapColumns(header, object.fields, mapping);
+    let columns: Array<FieldMeta | undefined>;
     const id = randomUUID();
-    await this.jobs.create({ id, keyId: caller.keyId, objectName: object.name, dryRun, atomic });
+    try {
+      columns = mapColumns(header, object.fields, mapping);
+      await this.jobs.create({ id, keyId: caller.keyId, objectName: object.name, dryRun, atomic });
+    } catch (error) {
+      detach();
+      throw error;
+    }
     const job: RunningImport = {
-      upload: { body, connection: (body as Partial<IncomingMessage>).socket },
+      upload,
       columns,
       width: header.length,
       records,
@@ -142,7 +158,10 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     this.running.set(id, job);
     void this.run(id, caller, object.name, job)
       .catch((error: unknown) => this.logger.error(`Import job ${id} failed: ${String(error)}`))
-      .finally(() => this.running.delete(id));
+      .finally(() => {
+        detach();
+        this.running.delete(id);
+      });
     return { jobId: id };
   }
 
@@ -288,7 +307,8 @@ interface RunningImport {
   upload: { body: Readable; connection?: Socket | null };
   columns: Array<FieldMeta | undefined>;
   width: number;
-  records: AsyncIterator<string[]>;
+  /** The CSV records after the header; a read fails with upload_stalled when the upload stalls meanwhile. */
+  records: { next(): Promise<IteratorResult<string[]>> };
   parser: Parser;
   dryRun: boolean;
   atomic: boolean;
@@ -306,6 +326,84 @@ interface RunningImport {
  */
 function refuseRestOfUpload({ body, connection }: RunningImport['upload']): void {
   if ((body as Partial<IncomingMessage>).complete === false) connection?.destroy();
+}
+
+/**
+ * After its connection closed, how long an import waiting for more of its body still gives what the
+ * connection delivered to reach the parser before it fails.
+ */
+const CLOSED_GRACE_MS = 1_000;
+
+/**
+ * Fails an upload that sends nothing for `stallMs` while the import waits for it. Only waiting counts:
+ * while the import writes a chunk it reads nothing, and the client, held back, sends nothing either.
+ *
+ * It also ends a wait that can no longer end: once the 202 is sent, Node detaches the request from its
+ * connection, and should the connection then close before the body ended (the client left, or Node's
+ * HTTP_REQUEST_TIMEOUT_MS cut a body that took longer to arrive, the import's own writes included),
+ * the body would neither end nor fail, and the import would wait for it for ever, holding its
+ * transaction. Bytes the connection delivered before it closed may still be on their way, so a wait
+ * fails only after CLOSED_GRACE_MS without any.
+ */
+class UploadWatch {
+  private lastByteAt = Date.now();
+  private closedAt?: number;
+  private recheck?: () => void;
+
+  constructor(private readonly stallMs: number) {}
+
+  /** A chunk of the body came in. */
+  received(): void {
+    this.lastByteAt = Date.now();
+  }
+
+  /** The upload's connection closed before the body ended. */
+  closed(): void {
+    this.closedAt = Date.now();
+    this.recheck?.();
+  }
+
+  /** `read` (the next record), failed through `fail` once no byte came for long enough while it was awaited. */
+  async wait<T>(read: Promise<T>, fail: (error: DomainError) => void): Promise<T> {
+    const since = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const check = () => {
+      clearTimeout(timer);
+      const quiet = Date.now() - Math.max(this.lastByteAt, since, this.closedAt ?? 0);
+      const limit = this.closedAt === undefined ? this.stallMs : Math.min(this.stallMs, CLOSED_GRACE_MS);
+      if (quiet < limit) timer = setTimeout(check, limit - quiet);
+      else fail(this.closedAt === undefined ? stalled(this.stallMs) : uploadEnded());
+    };
+    this.recheck = check;
+    timer = setTimeout(check, this.stallMs);
+    try {
+      return await read;
+    } finally {
+      clearTimeout(timer);
+      this.recheck = undefined;
+    }
+  }
+}
+
+/** Tells `watch` when the upload's connection closes before the body ended; returns how to stop watching. */
+function watchConnection({ body, connection }: RunningImport['upload'], watch: UploadWatch): () => void {
+  const onClose = () => {
+    if ((body as Partial<IncomingMessage>).complete === false) watch.closed();
+  };
+  connection?.once('close', onClose);
+  return () => connection?.off('close', onClose);
+}
+
+function stalled(stallMs: number): DomainError {
+  return new DomainError(
+    'upload_stalled',
+    `The upload sent nothing for ${stallMs} ms (IMPORT_STALL_TIMEOUT_MS) while the import waited for more of the CSV body`,
+    { stallTimeoutMs: stallMs },
+  );
+}
+
+function uploadEnded(): DomainError {
+  return new DomainError('invalid_csv', 'The upload ended before the CSV body was complete');
 }
 
 /** A CSV record as a write body, or the errors of its cells. */
@@ -419,10 +517,11 @@ function tooLarge(max: number): DomainError {
 }
 
 /** Counts the body's bytes as they stream, failing past `max` (the JSON body limit does not apply to a stream). */
-function byteLimit(max: number): Transform {
+function byteLimit(max: number, received: () => void): Transform {
   let seen = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      received();
       seen += chunk.length;
       done(seen > max ? tooLarge(max) : null, chunk);
     },
@@ -433,8 +532,6 @@ function byteLimit(max: number): Transform {
 function asCsvError(error: unknown): unknown {
   if (error instanceof CsvError) return new DomainError('invalid_csv', `The CSV body is malformed: ${error.message}`);
   const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'ECONNRESET' || (error as Error | null)?.message === 'aborted') {
-    return new DomainError('invalid_csv', 'The upload ended before the CSV body was complete');
-  }
+  if (code === 'ECONNRESET' || (error as Error | null)?.message === 'aborted') return uploadEnded();
   return error;
 }

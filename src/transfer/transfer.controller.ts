@@ -40,7 +40,9 @@ export class TransferController {
     summary: 'Import records from CSV as a job',
     description:
       'The header is checked before the 202 (unknown columns: 400 unknown_column); the rows are then written in the ' +
-      'background, as the caller, through the same checks as single writes. Follow GET /api/v1/jobs/{jobId}.',
+      'background, as the caller, through the same checks as single writes. Follow GET /api/v1/jobs/{jobId}. An upload ' +
+      'that sends nothing for IMPORT_STALL_TIMEOUT_MS while the import waits for it fails (upload_stalled: the job, or ' +
+      'this request before the header arrived); one whose connection closes first fails as invalid_csv.',
     status: 202,
     type: ImportStartedResponse,
     errors: [
@@ -48,6 +50,7 @@ export class TransferController {
       'unsupported_media_type',
       'payload_too_large',
       'invalid_csv',
+      'upload_stalled',
       'unknown_column',
       'invalid_mapping',
       'object_not_found',

@@ -1,6 +1,5 @@
 import http from 'node:http';
 import { Client } from 'pg';
-import { ADVISORY_LOCK } from '../../src/database/advisory-locks';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { ChangesService } from '../../src/changes/changes.service';
 import type { ChangeResponse, ChangesResponse } from '../../src/changes/changes.dto';
@@ -26,8 +25,8 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
   const summary = (list: ChangeResponse[]) => list.map((c) => [c.op, c.id, c.changedFields]);
 
   beforeAll(async () => {
-    // Writes of one object wait for each other (the feed's order); one key's burst of them also waits for its
-    // share of the data pool. A slow machine must not turn that queue into 503s the deadlock test would count.
+    // One key's burst of writes waits for its share of the data pool. A slow machine must not turn that
+    // queue into 503s the deadlock test would count.
     t = await startTestApp({ env: { DB_ACQUIRE_TIMEOUT_MS: '30000' } });
     url = await listen(t);
     await t.http
@@ -159,7 +158,7 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     expect((await changes(`?after=${page.nextCursor}`)).changes).toEqual([]);
   });
 
-  it('numbers changes in commit order: a write that waits behind an open transaction gets the later cursor', async () => {
+  it('numbers changes in commit order: a write does not wait behind an open transaction of its object, and the open one comes after it', async () => {
     const from = await latest();
     const data = t.app.get(DataService);
     let release!: () => void;
@@ -173,27 +172,105 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
       await held;
     });
     await started;
-    let secondDone = false;
-    const second = t.http
-      .post('/api/v1/objects/item/records')
-      .set(bearer(member))
-      .send({ sku: 'fast' })
-      .expect(201)
-      .then(() => (secondDone = true));
-    // The second write either waits for the first (in line for the feed lock) or has committed already.
-    await eventually(async () => {
-      if (secondDone) return true;
-      const waiting = await t.sql(`select 1 from pg_locks where locktype = 'advisory' and not granted`);
-      return waiting.length > 0;
-    });
-    // A reader paging now must not move past a change that commits later with a smaller cursor.
-    const during = await changes(`?after=${from}`);
-    release();
-    await first;
-    await second;
-    const after = await changes(`?after=${during.nextCursor}`);
-    const seen = [...during.changes, ...after.changes].map((c) => c.record?.sku);
-    expect(seen).toEqual(['slow', 'fast']);
+    try {
+      // A later write of the same object commits while the first is still open.
+      await t.http.post('/api/v1/objects/item/records').set(bearer(member)).send({ sku: 'fast' }).expect(201);
+      const during = await changes(`?after=${from}`);
+      expect(during.changes.map((c) => c.record?.sku)).toEqual(['fast']);
+      release();
+      await first;
+      // The change that committed last is after the cursor the reader already passed: nothing is skipped.
+      const after = await changes(`?after=${during.nextCursor}`);
+      expect(after.changes.map((c) => c.record?.sku)).toEqual(['slow']);
+      expect(BigInt(after.changes[0].cursor)).toBeGreaterThan(BigInt(during.nextCursor));
+    } finally {
+      release();
+      await first;
+    }
+  });
+
+  it('never fills a gap below a cursor already passed, with many connections writing and transactions held open while later ones commit', async () => {
+    const from = await latest();
+    const stream = await SseClient.open(url, `/api/v1/objects/item/changes/stream?after=${from}`, member);
+    const pool = t.app.get(DataPool);
+    const data = t.app.get(DataService);
+    const seeds = await Promise.all(Array.from({ length: 4 }, (_, i) => create({ sku: `g-seed-${i}`, qty: 0 })));
+    let writing = true;
+    // A reader paging small pages all along: every page must start after the cursor it last passed.
+    const paged: ChangeResponse[] = [];
+    const reader = (async () => {
+      let cursor = from;
+      while (writing) {
+        const page = await changes(`?after=${cursor}&limit=7`);
+        for (const change of page.changes) expect(BigInt(change.cursor)).toBeGreaterThan(BigInt(cursor));
+        paged.push(...page.changes);
+        cursor = page.nextCursor;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      for (;;) {
+        const page = await changes(`?after=${cursor}&limit=7`);
+        paged.push(...page.changes);
+        if (!page.changes.length) return;
+        cursor = page.nextCursor;
+      }
+    })();
+    try {
+      for (let round = 0; round < 3; round++) {
+        // Transactions that write (creates, updates) and stay open ...
+        const releases: Array<() => void> = [];
+        const held = Array.from({ length: 3 }, (_, h) => {
+          let appended!: () => void;
+          const wrote = new Promise<void>((resolve) => (appended = resolve));
+          const done = pool.transaction(async (session) => {
+            await data.insert(SYSTEM_CALLER, 'item', { sku: `g-held-${round}-${h}`, qty: h }, { session });
+            await data.update(SYSTEM_CALLER, 'item', seeds[h], { qty: round * 10 + h }, undefined, { session });
+            appended();
+            await new Promise<void>((resolve) => releases.push(resolve));
+          });
+          return { wrote, done };
+        });
+        await Promise.all(held.map((h) => h.wrote));
+        // ... while later writes on other connections, single and batched, commit around them.
+        const later = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            i % 4 === 3
+              ? t.http
+                  .post('/api/v1/objects/item/records/batch')
+                  .set(bearer(member))
+                  .send({ operations: [0, 1].map((k) => ({ op: 'create', record: { sku: `g-batch-${round}-${i}-${k}` } })) })
+              : i % 4 === 2
+                ? t.http.patch(`/api/v1/objects/item/records/${seeds[3]}`).set(bearer(member)).send({ qty: i })
+                : t.http
+                    .post('/api/v1/objects/item/records')
+                    .set(bearer(member))
+                    .send({ sku: `g-later-${round}-${i}` }),
+          ),
+        );
+        expect(later.map((r) => r.status).filter((status) => status >= 300)).toEqual([]);
+        // The held ones commit last, newest first, while the reader keeps paging.
+        for (const release of releases.reverse()) {
+          release();
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        await Promise.all(held.map((h) => h.done));
+      }
+    } finally {
+      writing = false;
+      await reader;
+    }
+    const all = await changes(`?after=${from}&limit=1000`);
+    // 4 seeds, and per round 3 held × 2 changes, 9 single writes and 3 batches of 2.
+    expect(all.changes).toHaveLength(4 + 3 * (6 + 9 + 6));
+    // What the reader saw while the writes happened is the whole feed: no change appeared below its cursor later.
+    expect(paged.map((c) => c.cursor)).toEqual(all.changes.map((c) => c.cursor));
+    await stream.waitFor((events) => events.filter((e) => e.event === 'change').length >= all.changes.length);
+    stream.close();
+    expect(stream.of('change').map((e) => e.id)).toEqual(all.changes.map((c) => c.cursor));
+    // Each record's last change in the feed is its current state.
+    const current = await t.sql<{ id: string; qty: number }>(`select id, qty::int as qty from data.item where id = any($1)`, [
+      seeds,
+    ]);
+    for (const row of current) expect(all.changes.filter((c) => c.id === row.id).at(-1)!.record).toMatchObject({ qty: row.qty });
   });
 
   it('streams live changes with id: = cursor and resumes from Last-Event-ID without loss or repeats', async () => {
@@ -301,7 +378,7 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
         t.http.patch(`/api/v1/objects/item/records/${ids[1]}`).set(bearer(member)).send({ qty: 5 }),
         t.http.delete(`/api/v1/objects/item/records/${ids[2]}`).set(bearer(member)),
       ];
-      // Each batch holds the feed lock over many writes before the one that collides on the unique sku,
+      // Each batch holds its rows over many writes before the one that collides on the unique sku,
       // while single writes of that sku come in.
       const batches = [false, true, false].map((atomic, b) =>
         t.http
@@ -350,18 +427,18 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     await other.connect();
     try {
       await other.query('begin');
-      await other.query(`update data.item set qty = 1 where id = $1`, [id]);
-      // The PATCH takes the feed lock, then waits for the row this transaction holds ...
+      await other.query(`insert into data.item (sku) values ('deadlock-2')`);
+      // The PATCH locks its row, then waits for this transaction's uncommitted sku ...
       const patch = t.http
         .patch(`/api/v1/objects/item/records/${id}`)
         .set(bearer(member))
-        .send({ qty: 2 })
+        .send({ sku: 'deadlock-2' })
         .then((r) => r);
       await eventually(
         async () => (await t.sql(`select 1 from pg_locks where locktype = 'transactionid' and not granted`)).length > 0,
       );
-      // ... which then wants the feed lock: Postgres ends the PATCH, which waited first.
-      const locked = other.query('select pg_advisory_xact_lock($1, hashtext($2))', [ADVISORY_LOCK.changeFeed, 'item']);
+      // ... which then wants the PATCH's row: Postgres ends the PATCH, which waited first.
+      const locked = other.query(`update data.item set qty = 1 where id = $1`, [id]);
       const res = await patch;
       await locked;
       expect(res.status).toBe(503);

@@ -66,8 +66,9 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
     query: string,
     firstPart: string,
     key = member,
+    base = baseUrl,
   ): Promise<{ jobId: string; upload: ClientRequest }> => {
-    const upload = httpRequest(`${baseUrl}/api/v1/objects/item/import${query}`, {
+    const upload = httpRequest(`${base}/api/v1/objects/item/import${query}`, {
       method: 'POST',
       headers: { ...bearer(key), 'content-type': 'text/csv', 'transfer-encoding': 'chunked' },
     });
@@ -224,6 +225,40 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
       await t.http.get('/api/v1/jobs/not-a-uuid').set(bearer(member)).expect(404);
       const asAdmin = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${job.id}`).set(bearer(t.adminKey)).expect(200));
       expect(asAdmin.rowsWritten).toBe(1);
+    });
+
+    it("fails an upload that stalls (IMPORT_STALL_TIMEOUT_MS) with upload_stalled, rolled back whole, while another key's writes to the object go on", async () => {
+      const b = await startTestApp({ database: t.database, env: { IMPORT_STALL_TIMEOUT_MS: '3000' } });
+      // 1,500 rows, then nothing more (the upload stays open): the first chunk is written in the import's transaction.
+      const { jobId, upload } = await uploadImport('', itemCsv(1500), member, await listen(b));
+      try {
+        await eventually(async () => (await readJob(jobId)).rowsRead >= 1000, 20_000);
+        // Another key writes the same object while the import holds its transaction open, waiting for bytes.
+        await t.http.post('/api/v1/objects/item/records').set(bearer(other)).send({ sku: 'meanwhile' }).expect(201);
+        expect((await readJob(jobId)).status).toBe('running');
+        const job = await untilEnded(jobId);
+        expect(job).toMatchObject({ status: 'failed', atomic: true, rowsWritten: 0, failure: { code: 'upload_stalled' } });
+        expect(job.failure!.error).toContain('IMPORT_STALL_TIMEOUT_MS');
+        expect((await t.sql<{ sku: string }>('select sku from data.item')).map((r) => r.sku)).toEqual(['meanwhile']);
+      } finally {
+        upload.destroy();
+        await b.close();
+      }
+    });
+
+    it('fails an import whose connection is cut before its body ended (here by HTTP_REQUEST_TIMEOUT_MS), instead of waiting for it for ever', async () => {
+      // The import stall timeout (30 s by default) is not what ends this one.
+      const c = await startTestApp({ database: t.database, env: { HTTP_REQUEST_TIMEOUT_MS: '1000' } });
+      const { jobId, upload } = await uploadImport('', itemCsv(1500), member, await listen(c));
+      try {
+        const job = await untilEnded(jobId);
+        expect(job).toMatchObject({ status: 'failed', rowsWritten: 0, failure: { code: 'invalid_csv' } });
+        expect(job.failure!.error).toContain('upload ended before the CSV body was complete');
+        expect(await count()).toBe(0);
+      } finally {
+        upload.destroy();
+        await c.close();
+      }
     });
 
     describe('DELETE /api/v1/jobs/:id cancels a running import (finding: no way to cancel a CSV job)', () => {

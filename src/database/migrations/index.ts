@@ -5,6 +5,7 @@ import { MigrationApiKeyLastUsed } from './migration-20261122-api-key-last-used'
 import { MigrationChatClaims } from './migration-20261122-chat-claims';
 import { MigrationChatClientIds } from './migration-20261124-chat-client-ids';
 import { MigrationChatInFlight } from './migration-20261123-chat-in-flight';
+import { MigrationChangeSequencer } from './migration-20261129-change-sequencer';
 import { MigrationChats } from './migration-20261122-chats';
 import { MigrationImportJobs } from './migration-20261127-import-jobs';
 import { MigrationInitial } from './migration-20261122-initial';
@@ -43,6 +44,7 @@ export const MIGRATIONS = [
   MigrationViewOwnerKeys,
   MigrationJobCancel,
   MigrationUniqueEmptyIndexes,
+  MigrationChangeSequencer,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
