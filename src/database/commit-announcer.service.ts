@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { PgPubSub } from './pg-pubsub.service';
@@ -33,7 +33,7 @@ type Listener = (signal: CommitSignal) => void;
  * (EVENTS_POLL_INTERVAL_MS).
  */
 @Injectable()
-export class CommitAnnouncer implements OnModuleInit, OnApplicationShutdown {
+export class CommitAnnouncer implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger(CommitAnnouncer.name);
   /** Tells this replica's announcements from the others' (each replica receives its own NOTIFYs too). */
   readonly replicaId = randomUUID();
@@ -42,6 +42,7 @@ export class CommitAnnouncer implements OnModuleInit, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
   private poll?: NodeJS.Timeout;
   private unsubscribe?: () => void;
+  private closing = false;
 
   constructor(
     private readonly pubsub: PgPubSub,
@@ -59,7 +60,13 @@ export class CommitAnnouncer implements OnModuleInit, OnApplicationShutdown {
     this.poll.unref();
   }
 
-  /** What is not announced yet stays so: a replica going down is the case the others' reads cover. */
+  /** A replica shutting down announces what it has committed at once, and what it commits while it stops. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    clearTimeout(this.timer);
+    await this.announce();
+  }
+
   onApplicationShutdown(): void {
     this.unsubscribe?.();
     clearInterval(this.poll);
@@ -79,7 +86,8 @@ export class CommitAnnouncer implements OnModuleInit, OnApplicationShutdown {
     const pending = (this.pending ??= {});
     if (what.chatEvents !== undefined) pending.chatEvents = Math.max(pending.chatEvents ?? 0, what.chatEvents);
     if (what.changes) pending.changes = true;
-    this.timer ??= setTimeout(() => void this.announce(), this.config.eventsAnnounceWindowMs);
+    if (this.closing) void this.announce();
+    else this.timer ??= setTimeout(() => void this.announce(), this.config.eventsAnnounceWindowMs);
   }
 
   private async announce(): Promise<void> {
