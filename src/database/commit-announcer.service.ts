@@ -87,7 +87,10 @@ export class CommitAnnouncer implements OnModuleInit, BeforeApplicationShutdown,
     if (what.chatEvents !== undefined) pending.chatEvents = Math.max(pending.chatEvents ?? 0, what.chatEvents);
     if (what.changes) pending.changes = true;
     if (this.closing) void this.announce();
-    else this.timer ??= setTimeout(() => void this.announce(), this.config.eventsAnnounceWindowMs);
+    else if (!this.timer) {
+      this.timer = setTimeout(() => void this.announce(), this.config.eventsAnnounceWindowMs);
+      this.timer.unref();
+    }
   }
 
   private async announce(): Promise<void> {

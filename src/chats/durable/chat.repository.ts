@@ -336,7 +336,10 @@ export class ChatRepository {
     const target = change.admit
       ? sql`locked as (${locked}), target as (select id from locked where ${admits(change.owner, change.admit.limit)})`
       : sql`target as (${locked})`;
-    const { rows } = await sql<{ ids: string[]; events: Array<{ id: string; prev: string | null; event: ChatEvent }> }>`
+    const { rows } = await sql<{
+      messages: Array<{ id: string; created_at: string }>;
+      events: Array<{ id: string; prev: string | null; event: ChatEvent; message_id: string | null }>;
+    }>`
       with ${target},
       inserted as (
         insert into chat_messages (chat_id, role, parts, usage, client_id, metadata, key_id, access_fingerprint)
@@ -345,7 +348,7 @@ export class ChatRepository {
                m.value->>'access_fingerprint'
           from target t cross join jsonb_array_elements(${JSON.stringify(messages)}::jsonb) with ordinality as m(value, n)
          order by m.n
-        returning id, role, parts, usage, metadata, access_fingerprint, created_at
+        returning id, created_at
       )${update},
       pending as (
         select e.value as event, null::bigint as message_id, e.n as n
@@ -365,19 +368,48 @@ export class ChatRepository {
          order by p.n
         returning id, event, message_id, prev
       )
-      select (select coalesce(array_agg(id order by id), '{}') from inserted) as ids,
-             -- Each event as listeners get it: a message event carries its message (as the API shows it).
-             (select jsonb_agg(jsonb_build_object('id', l.id, 'prev', l.prev, 'event',
-                       case when i.id is null then l.event
-                            else l.event || jsonb_build_object('message', jsonb_build_object(
-                                   'id', i.id, 'role', i.role, 'parts', i.parts, 'usage', i.usage, 'metadata', i.metadata,
-                                   'access', i.access_fingerprint, 'createdAt', i.created_at)) end)
-                     order by l.id)
-                from logged l left join inserted i on i.id = l.message_id) as events
+      -- What was written comes back as ids and times only: the writer has the rest in hand.
+      select (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'created_at', created_at) order by id), '[]') from inserted) as messages,
+             (select jsonb_agg(jsonb_build_object('id', id, 'prev', prev, 'message_id', message_id,
+                                                  'event', case when message_id is null then event end) order by id)
+                from logged) as events
         from target`.execute(kysely);
     if (!rows[0]) return undefined;
-    this.events.record(em, loggedEvents(rows[0].events));
-    return rows[0].ids.map(Number);
+    const written = rows[0].messages;
+    // Each message event carries its message as the API shows it (from what was written), so streams need not read it back.
+    const byId = new Map(
+      written.map((row, i) => {
+        const m = messages[i];
+        const message = {
+          id: Number(row.id),
+          role: m.role,
+          parts: m.parts,
+          usage: m.usage,
+          metadata: m.metadata,
+          access: m.access_fingerprint,
+          createdAt: row.created_at,
+        };
+        return [row.id.toString(), message];
+      }),
+    );
+    this.events.record(
+      em,
+      loggedEvents(
+        (rows[0].events ?? []).map((row) => {
+          if (row.message_id === null) return row;
+          const message = byId.get(row.message_id.toString())!;
+          const event: ChatEvent = {
+            type: 'message',
+            chatId: change.chatId,
+            owner: change.owner,
+            messageId: message.id,
+            message,
+          };
+          return { ...row, event };
+        }),
+      ),
+    );
+    return written.map((row) => Number(row.id));
   }
 
   /** Progress of the turn, written with each persisted step. */
