@@ -3,7 +3,10 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
+import { COMMITTED_EVENT } from '../../src/database/commit-announcer.service';
+import { PUBSUB_CHANNEL } from '../../src/database/pg-pubsub.service';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import { startAppWithMockLlm, sentMessages } from '../support/agent-fixtures';
 import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
@@ -120,6 +123,37 @@ describe('shutting a replica down', () => {
   });
 });
 
+describe('announcements of chat events', () => {
+  it('sends no NOTIFY from chat writes, only announcements of the newest event id, fewer than the events', async () => {
+    const { t, llm } = await startAppWithMockLlm({ env: { ...FAST, EVENTS_ANNOUNCE_WINDOW_MS: '300' } });
+    const listener = new Client({ connectionString: t.database.url });
+    const payloads: Array<Record<string, unknown>> = [];
+    try {
+      await listener.connect();
+      listener.on('notification', (m) => payloads.push(JSON.parse(m.payload!) as Record<string, unknown>));
+      await listener.query(`listen "${PUBSUB_CHANNEL}"`);
+      llm.enqueue(MockReply.text(['Hello ', 'there']));
+      const id = bodyOf<ChatResponse>(
+        await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'hi' }).expect(201),
+      ).id;
+      await waitForChat(t, id, hasStatus('waiting'));
+      const [{ newest, events }] = await t.sql<{ newest: string; events: string }>(
+        `select max(id) as newest, count(*) as events from chat_events where chat_id = $1`,
+        [id],
+      );
+      await eventually(() => payloads.some((p) => p.chatEvents === Number(newest)));
+      expect(payloads.map((p) => p.type)).toEqual(payloads.map(() => COMMITTED_EVENT));
+      // Created, the message, running, the answer's text, its message and status: commits of several events each, announced per window.
+      expect(Number(events)).toBeGreaterThanOrEqual(6);
+      expect(payloads.length).toBeLessThan(Number(events));
+    } finally {
+      await listener.end();
+      await t.close();
+      await llm.close();
+    }
+  });
+});
+
 describe('a replica killed between its commits and their announcement', () => {
   let child: ChildProcess | undefined;
 
@@ -181,7 +215,7 @@ describe('a replica killed between its commits and their announcement', () => {
   }
 
   it("has its events delivered to a stream on another replica by that replica's poll", async () => {
-    const stream = await streamOfUnannouncedTurn({ EVENTS_POLL_INTERVAL_MS: '200' }, async () => undefined);
+    const stream = await streamOfUnannouncedTurn({ EVENTS_POLL_INTERVAL_MS: '200' }, () => Promise.resolve());
     expectWholeTurn(stream);
   });
 
@@ -318,8 +352,8 @@ async function spawnReplica(databaseUrl: string, dataDir: string, env: Record<st
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
   await waitUntil(
     () => output.includes('listening on'),
     30_000,
