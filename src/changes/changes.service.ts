@@ -5,7 +5,7 @@ import { KeyStreams } from '../auth/key-streams.service';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataCallOptions, DataPool } from '../database/data-pool';
-import { PgPubSub } from '../database/pg-pubsub.service';
+import { CommitAnnouncer } from '../database/commit-announcer.service';
 import { decodeRow } from '../data/field-value.codec';
 import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
@@ -21,8 +21,6 @@ import {
 } from './change-feed.compiler';
 import { ChangeActor, ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
 
-/** The NOTIFY of a statement that appended changes (sent by the outbox's trigger, see the migration). */
-export const RECORD_CHANGES_EVENT = 'record_changes';
 /** Changes a stream reads per statement while it catches up. */
 const STREAM_PAGE = 500;
 
@@ -37,7 +35,7 @@ interface ReadPage {
 /**
  * The change feed, read as the caller: only changes of records its row filter lets it read (tested
  * on the record as the change left it, or as it was before a delete), with only the fields it may
- * see. Streams wake on the outbox's NOTIFY (every replica's writes) and re-read from their cursor,
+ * see. Streams wake on every replica's commits of changes (CommitAnnouncer) and re-read from their cursor,
  * so what they send is what a page would say, in cursor order, without loss or repetition.
  */
 @Injectable()
@@ -45,7 +43,7 @@ export class ChangesService {
   constructor(
     private readonly pool: DataPool,
     private readonly access: AccessService,
-    private readonly pubsub: PgPubSub,
+    private readonly announcer: CommitAnnouncer,
     private readonly streams: KeyStreams,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -113,8 +111,9 @@ export class ChangesService {
         running = false;
       }
     };
-    const unsubscribe = this.pubsub.subscribe((event) => {
-      if (event.type === 'resync' || (event.type === RECORD_CHANGES_EVENT && event.object === object.name)) void catchUp();
+    // Woken by commits of record changes (this replica's at once, the others' by their announcements), and by the poll.
+    const unsubscribe = this.announcer.subscribe((signal) => {
+      if (signal.changes || signal.source === 'poll' || signal.source === 'resync') void catchUp();
     });
     writer.onClose(unsubscribe);
     // Subscribed first, then caught up: nothing committed in between can be missed.

@@ -3,9 +3,12 @@ import type { ServerResponse } from 'node:http';
 /**
  * A Server-Sent Events response: headers, `event:`/`id:`/`data:` frames, keep-alive comments so
  * proxies keep idle streams open, and an idempotent close. Writes after the client left are dropped.
+ * Frames sent in one tick go out in one socket write (a step's messages and status are several frames).
  */
 export class SseWriter {
   private closed = false;
+  /** Frames not written yet, written together once the current tick is done. */
+  private pending = '';
   private readonly keepAlive: NodeJS.Timeout;
   private readonly closeListeners: Array<() => void> = [];
 
@@ -48,17 +51,27 @@ export class SseWriter {
 
   close(): void {
     if (this.closed) return;
+    this.flush();
     this.raw.end();
     this.finish();
   }
 
   private write(text: string): void {
-    if (!this.closed && !this.raw.destroyed && !this.raw.writableEnded) this.raw.write(text);
+    if (this.closed) return;
+    if (!this.pending) setImmediate(() => this.flush());
+    this.pending += text;
+  }
+
+  private flush(): void {
+    const text = this.pending;
+    this.pending = '';
+    if (text && !this.raw.destroyed && !this.raw.writableEnded) this.raw.write(text);
   }
 
   private finish(): void {
     if (this.closed) return;
     this.closed = true;
+    this.pending = '';
     clearInterval(this.keepAlive);
     for (const listener of this.closeListeners.splice(0)) listener();
   }

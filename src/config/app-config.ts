@@ -55,6 +55,10 @@ export interface AppConfig {
   chatToolConcurrency: number;
   /** Safety-net poll for pending chats (NOTIFY wakes workers at once), milliseconds. */
   chatPollIntervalMs: number;
+  /** How long a replica gathers its commits (chat events, record changes) into one announcement to the others, milliseconds. */
+  eventsAnnounceWindowMs: number;
+  /** How often a replica reads chat events and record changes without an announcement (one lost with its replica), milliseconds. */
+  eventsPollIntervalMs: number;
   /** How often a replica refreshes the heartbeat of its running chats, milliseconds. */
   chatHeartbeatIntervalMs: number;
   /** A running chat whose heartbeat is older than this is taken back to pending, milliseconds. */
@@ -276,6 +280,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     // Half the data pool by default: REST and MCP data calls always keep the other half.
     chatToolConcurrency: int(env, 'CHAT_TOOL_CONCURRENCY', Math.max(1, Math.floor(dataPoolSize / 2)), 1, dataPoolSize),
     chatPollIntervalMs: int(env, 'CHAT_POLL_INTERVAL_MS', 5_000, 50, 600_000),
+    eventsAnnounceWindowMs: int(env, 'EVENTS_ANNOUNCE_WINDOW_MS', 5, 0, 600_000),
+    eventsPollIntervalMs: int(env, 'EVENTS_POLL_INTERVAL_MS', 2_000, 50, 600_000),
     chatHeartbeatIntervalMs: int(env, 'CHAT_HEARTBEAT_INTERVAL_MS', 5_000, 50, 600_000),
     chatStaleAfterMs: int(env, 'CHAT_STALE_AFTER_MS', 30_000, 100, 3_600_000),
     chatActionTimeoutMs: int(env, 'CHAT_ACTION_TIMEOUT_MS', 600_000, 100, 86_400_000),

@@ -4,6 +4,7 @@ import { Pool, PoolClient, TypeOverrides, types } from 'pg';
 import { DomainError } from '../common/domain-error';
 import { keyShareOf, Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { CommitAnnouncer } from './commit-announcer.service';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
 import { DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from './pg-errors';
@@ -147,6 +148,7 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
     @Inject(DATABASE_URL) databaseUrl: string,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     pubsub: PgPubSub,
+    private readonly announcer: CommitAnnouncer,
   ) {
     const share = config.dataPoolKeyShare;
     this.background = new Semaphore(config.chatToolConcurrency, keyShareOf(config.chatToolConcurrency, share));
@@ -209,9 +211,11 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * `key` wrote through the data engine (its statement or transaction committed): its reads stay on
-   * the primary until the read replica surely has the write (read-your-writes, see ReadReplica).
+   * the primary until the read replica surely has the write (read-your-writes, see ReadReplica), and
+   * the change feed's readers, here and on the other replicas, look for the changes it appended.
    */
   async wrote(key: string | undefined): Promise<void> {
+    this.announcer.committed({ changes: true });
     if (key !== undefined) await this.replica?.watch.wrote(key);
   }
 

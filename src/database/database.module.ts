@@ -2,6 +2,7 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import { CommitAnnouncer } from './commit-announcer.service';
 import { DataPool } from './data-pool';
 import { DATABASE_URL } from './database.constants';
 import { MigrationRunner } from './migration.runner';
@@ -31,8 +32,8 @@ export class DatabaseModule {
           }),
         }),
       ],
-      providers: [urlProvider, MigrationRunner, PgPubSub, DataPool],
-      exports: [urlProvider, PgPubSub, DataPool],
+      providers: [urlProvider, MigrationRunner, PgPubSub, CommitAnnouncer, DataPool],
+      exports: [urlProvider, PgPubSub, CommitAnnouncer, DataPool],
     };
   }
 }

@@ -6,6 +6,7 @@ import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { ReplicatedCache } from '../database/replicated-cache';
+import { runSql } from '../database/sql';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import type { ObjectLens } from '../metadata/object-lens';
@@ -185,8 +186,13 @@ export class AccessService implements ObjectLens {
     return visible && new Set(visible.fields.map((f) => f.name));
   }
 
+  /** One plain statement (read at every durable turn's claim and before each of its tool calls: no entity to build). */
   private async loadKey(keyId: string): Promise<Caller | null> {
-    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId, revoked: false }, { fields: ['role', 'subject'] });
+    const [key] = await runSql<Pick<Caller, 'role' | 'subject'>>(
+      this.em.fork(),
+      'select role, subject from api_keys where id = $1 and not revoked',
+      [keyId],
+    );
     return key ? { keyId, role: key.role, subject: key.subject } : null;
   }
 

@@ -95,6 +95,9 @@ export const ADMISSION_ERRORS = [
 
 @Injectable()
 export class AgentRuntime {
+  /** The offered tools of each set of agent tools (see offered), by the tools' names. */
+  private readonly offeredTools = new Map<string, { definitions: readonly object[]; tools: LlmTool[] }>();
+
   constructor(
     private readonly agents: AgentService,
     private readonly llm: LlmService,
@@ -132,6 +135,20 @@ export class AgentRuntime {
     return { agent, dynamicTools, clientTools, toolChoice };
   }
 
+  /**
+   * The agent's tools as the model is offered them, one array per set of tool definitions for as long
+   * as those definitions stand: each turn reuses it, and with it what was measured of it (the tokens
+   * the context window counts once per array).
+   */
+  private offered(definitions: ReadonlyArray<Parameters<typeof toOpenAiTool>[0]>): LlmTool[] {
+    const key = definitions.map((tool) => tool.name).join('\0');
+    const cached = this.offeredTools.get(key);
+    if (cached && cached.definitions.every((definition, i) => definition === definitions[i])) return cached.tools;
+    const tools = definitions.map((tool) => toOpenAiTool(tool));
+    this.offeredTools.set(key, { definitions: [...definitions], tools });
+    return tools;
+  }
+
   /** Options (400), then admit(); then the turn: system message, context, tools and limits. */
   async prepareTurn(request: TurnRequest): Promise<PreparedTurn> {
     const options = parseChatOptions(request.options, request.optionNames ?? CHAT_OPTION_NAMES);
@@ -149,7 +166,7 @@ export class AgentRuntime {
       maxTokens: options.maxTokens ?? agent.model.maxTokens,
       stop: options.stop,
       user: options.user,
-      tools: [...agentTools.map((tool) => toOpenAiTool(tool)), ...clientTools.tools],
+      tools: clientTools.tools.length ? [...this.offered(agentTools), ...clientTools.tools] : this.offered(agentTools),
       toolChoice,
       clientTools: new Set(clientTools.names),
       maxIterations: agent.planning.maxIterations,

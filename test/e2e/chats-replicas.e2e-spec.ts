@@ -3,14 +3,17 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
+import { COMMITTED_EVENT } from '../../src/database/commit-announcer.service';
+import { PUBSUB_CHANNEL } from '../../src/database/pg-pubsub.service';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import { startAppWithMockLlm, sentMessages } from '../support/agent-fixtures';
 import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { createTestDatabase } from '../support/test-database';
-import { bearer, startTestApp, TEST_ADMIN_KEY } from '../support/test-app';
+import { bearer, startTestApp, TEST_ADMIN_KEY, type TestApp } from '../support/test-app';
 
 const FORM_TOOL = {
   name: 'show_form',
@@ -120,6 +123,116 @@ describe('shutting a replica down', () => {
   });
 });
 
+describe('announcements of chat events', () => {
+  it('sends no NOTIFY from chat writes, only announcements of the newest event id, fewer than the events', async () => {
+    const { t, llm } = await startAppWithMockLlm({ env: { ...FAST, EVENTS_ANNOUNCE_WINDOW_MS: '300' } });
+    const listener = new Client({ connectionString: t.database.url });
+    const payloads: Array<Record<string, unknown>> = [];
+    try {
+      await listener.connect();
+      listener.on('notification', (m) => payloads.push(JSON.parse(m.payload!) as Record<string, unknown>));
+      await listener.query(`listen "${PUBSUB_CHANNEL}"`);
+      llm.enqueue(MockReply.text(['Hello ', 'there']));
+      const id = bodyOf<ChatResponse>(
+        await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'hi' }).expect(201),
+      ).id;
+      await waitForChat(t, id, hasStatus('waiting'));
+      const [{ newest, events }] = await t.sql<{ newest: string; events: string }>(
+        `select max(id) as newest, count(*) as events from chat_events where chat_id = $1`,
+        [id],
+      );
+      await eventually(() => payloads.some((p) => p.chatEvents === Number(newest)));
+      expect(payloads.map((p) => p.type)).toEqual(payloads.map(() => COMMITTED_EVENT));
+      // Created, the message, running, the answer's text, its message and status: commits of several events each, announced per window.
+      expect(Number(events)).toBeGreaterThanOrEqual(6);
+      expect(payloads.length).toBeLessThan(Number(events));
+    } finally {
+      await listener.end();
+      await t.close();
+      await llm.close();
+    }
+  });
+});
+
+describe('a replica killed between its commits and their announcement', () => {
+  let child: ChildProcess | undefined;
+
+  afterEach(() => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  /**
+   * B (no worker) creates a chat and streams it; a worker process whose announcements are held back
+   * (a window longer than the test) runs the turn and is killed once the turn is committed, so nothing
+   * ever announces its events. `deliver` then makes B read them.
+   */
+  async function streamOfUnannouncedTurn(
+    bEnv: Record<string, string>,
+    deliver: (b: TestApp, env: Record<string, string>) => Promise<void>,
+  ): Promise<SseClient> {
+    expect(existsSync(mainJs)).toBe(true);
+    const llm = await MockLlmServer.start();
+    const database = await createTestDatabase();
+    const dataDir = await mkdtemp(join(tmpdir(), 'silent-worker-'));
+    const env = { OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', LLM_MAX_RETRIES: '0', ...FAST };
+    const b = await startTestApp({ database, env: { ...env, ...bEnv, CHAT_WORKER_ENABLED: 'false' } });
+    try {
+      child = await spawnReplica(database.url, dataDir, { ...env, EVENTS_ANNOUNCE_WINDOW_MS: '600000' });
+      llm.enqueue(MockReply.text(['Answer ', 'from A'], { delayMs: 300 }));
+      const bUrl = await listen(b);
+      const id = bodyOf<ChatResponse>(
+        await b.http.post('/api/v1/chats').set(bearer(b.adminKey)).send({ agent: 'data_chat', message: 'hello' }).expect(201),
+      ).id;
+      const stream = await SseClient.open(bUrl, `/api/v1/chats/${id}/stream`, b.adminKey);
+      await waitForChat(b, id, hasStatus('waiting'));
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child!.once('exit', resolve));
+      await deliver(b, env);
+      await stream.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
+      stream.close();
+      return stream;
+    } finally {
+      if (child && child.exitCode === null) child.kill('SIGKILL');
+      await b.close();
+      await llm.close();
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }
+
+  function expectWholeTurn(stream: SseClient): void {
+    expect(stream.of('message').map((e) => e.data.role)).toEqual(['user', 'assistant']);
+    expect(stream.of('message').at(-1)!.data.parts).toEqual([{ type: 'text', text: 'Answer from A' }]);
+    expect(
+      stream
+        .of('message_part')
+        .map((e) => e.data.delta)
+        .join(''),
+    ).toBe('Answer from A');
+    const statuses = stream.of('status').map((e) => e.data.status);
+    expect(statuses).toContain('running');
+    expect(statuses.at(-1)).toBe('waiting');
+  }
+
+  it("has its events delivered to a stream on another replica by that replica's poll", async () => {
+    const stream = await streamOfUnannouncedTurn({ EVENTS_POLL_INTERVAL_MS: '200' }, () => Promise.resolve());
+    expectWholeTurn(stream);
+  });
+
+  it('has its events delivered to a stream on another replica by the next announcement of any replica', async () => {
+    const stream = await streamOfUnannouncedTurn({ EVENTS_POLL_INTERVAL_MS: '600000' }, async (b, env) => {
+      // Another replica commits something else: its announcement makes B read everything new.
+      const c = await startTestApp({ database: b.database, env: { ...env, CHAT_WORKER_ENABLED: 'false' } });
+      try {
+        await c.http.post('/api/v1/chats').set(bearer(c.adminKey)).send({ agent: 'data_chat', message: 'other' }).expect(201);
+      } finally {
+        await c.close();
+      }
+    });
+    expectWholeTurn(stream);
+  });
+});
+
 describe('agents across replicas', () => {
   it('refuses on every replica an agent that one replica deleted, though the others had it cached', async () => {
     const { t: a, llm } = await startAppWithMockLlm({ env: FAST });
@@ -159,7 +272,6 @@ describe('agents across replicas', () => {
 });
 
 describe('a worker killed mid-chat', () => {
-  const mainJs = join(__dirname, '../../dist/src/main.js');
   let child: ChildProcess | undefined;
 
   afterEach(() => {
@@ -176,28 +288,7 @@ describe('a worker killed mid-chat', () => {
     const api = await startTestApp({ database, env: { ...env, CHAT_WORKER_ENABLED: 'false', SEED: 'true' } });
     let rescuer: Awaited<ReturnType<typeof startTestApp>> | undefined;
     try {
-      child = spawn(join(__dirname, '../../node_modules/.bin/node'), [mainJs], {
-        env: {
-          ...process.env,
-          ...env,
-          NODE_OPTIONS: '',
-          DATABASE_URL: database.url,
-          PORT: '0',
-          SEED: 'false',
-          ADMIN_API_KEY: TEST_ADMIN_KEY,
-          DATA_DIR: dataDir,
-          LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-      child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-      await waitUntil(
-        () => output.includes('listening on'),
-        30_000,
-        () => output,
-      );
+      child = await spawnReplica(database.url, dataDir, env);
 
       llm.enqueue(
         MockReply.toolCall('aggregate_data', { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] }),
@@ -241,6 +332,35 @@ describe('a worker killed mid-chat', () => {
     }
   });
 });
+
+const mainJs = join(__dirname, '../../dist/src/main.js');
+
+/** The built app (`npm test`'s pretest step) in a process of its own, listening: one that a test can kill outright. */
+async function spawnReplica(databaseUrl: string, dataDir: string, env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(join(__dirname, '../../node_modules/.bin/node'), [mainJs], {
+    env: {
+      ...process.env,
+      ...env,
+      NODE_OPTIONS: '',
+      DATABASE_URL: databaseUrl,
+      PORT: '0',
+      SEED: 'false',
+      ADMIN_API_KEY: TEST_ADMIN_KEY,
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  await waitUntil(
+    () => output.includes('listening on'),
+    30_000,
+    () => output,
+  );
+  return child;
+}
 
 async function waitUntil(condition: () => boolean, timeoutMs: number, describe: () => string): Promise<void> {
   const until = Date.now() + timeoutMs;

@@ -2,9 +2,9 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { Kysely, Selectable, sql } from 'kysely';
 import { ADVISORY_LOCK } from '../../database/advisory-locks';
-import { eventPayload, PUBSUB_CHANNEL } from '../../database/pg-pubsub.service';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
+import { ChatEvents, loggedEvents } from './chat-events.service';
 import { ChatDatabase, ChatsTable } from './chat.tables';
 import {
   CHAT_STATUSES,
@@ -47,9 +47,6 @@ const CHAT_COLUMNS = [
 
 /** A chat that leaves `running` loses its claim: no worker, no token, no heartbeat. */
 const NO_CLAIM = { worker_id: null, claim_token: null, heartbeat_at: null } as const;
-
-/** A message event carries its message up to this many bytes of payload (Postgres' NOTIFY limit is 8000). */
-const MAX_MESSAGE_PAYLOAD = 7000;
 
 const WORKER_LOST = { code: 'worker_lost', message: 'The replica running this chat stopped responding too many times' };
 
@@ -119,6 +116,8 @@ export interface ChatWrite {
  */
 @Injectable()
 export class ChatRepository {
+  constructor(private readonly events: ChatEvents) {}
+
   /** A new chat, pending for a worker. */
   async insertChat(
     em: EntityManager,
@@ -290,8 +289,8 @@ export class ChatRepository {
   /**
    * Does a ChatWrite in one statement (one round trip, atomic on its own or part of the caller's
    * transaction): locks the chat's row (checking the claim when given), appends the messages,
-   * updates the row and sends the events with pg_notify, which Postgres delivers on commit in the
-   * order sent. Returns the new messages' ids in order, or undefined when the claim no longer holds
+   * updates the row and appends the events to chat_events in order, delivered once the write commits
+   * (ChatEvents). Returns the new messages' ids in order, or undefined when the claim no longer holds
    * (or the owner was not admitted).
    */
   async write(em: EntityManager, change: ChatWrite): Promise<number[] | undefined> {
@@ -327,7 +326,6 @@ export class ChatRepository {
           .set(set)
           .where('id', '=', sql<string>`(select id from target)`)})`
       : sql``;
-    const payloads = (events: ChatEvent[] | undefined) => JSON.stringify((events ?? []).map(eventPayload));
     const locked = sql`
         select id from chats
          where id = ${change.chatId}
@@ -338,7 +336,10 @@ export class ChatRepository {
     const target = change.admit
       ? sql`locked as (${locked}), target as (select id from locked where ${admits(change.owner, change.admit.limit)})`
       : sql`target as (${locked})`;
-    const { rows } = await sql<{ ids: string[] }>`
+    const { rows } = await sql<{
+      messages: Array<{ id: string; created_at: string }>;
+      events: Array<{ id: string; prev: string | null; event: ChatEvent; message_id: string | null }>;
+    }>`
       with ${target},
       inserted as (
         insert into chat_messages (chat_id, role, parts, usage, client_id, metadata, key_id, access_fingerprint)
@@ -347,31 +348,68 @@ export class ChatRepository {
                m.value->>'access_fingerprint'
           from target t cross join jsonb_array_elements(${JSON.stringify(messages)}::jsonb) with ordinality as m(value, n)
          order by m.n
-        returning id, role, parts, usage, metadata, access_fingerprint, created_at
+        returning id, created_at
       )${update},
-      announced as (
-        select i.id, jsonb_build_object('type', 'message', 'chatId', ${change.chatId}::text, 'owner', ${change.owner}::text,
-                                        'messageId', i.id) as hint,
-               jsonb_build_object('id', i.id, 'role', i.role, 'parts', i.parts, 'usage', i.usage, 'metadata', i.metadata,
-                                  'access', i.access_fingerprint, 'createdAt', i.created_at) as message
+      pending as (
+        select e.value as event, null::bigint as message_id, e.n as n
+          from jsonb_array_elements(${JSON.stringify(change.before ?? [])}::jsonb) with ordinality as e(value, n)
+        union all
+        select jsonb_build_object('type', 'message', 'chatId', ${change.chatId}::text, 'owner', ${change.owner}::text,
+                                  'messageId', i.id), i.id, 1000000 + i.id
           from inserted i
+        union all
+        select e.value, null, 9000000000000000000 + e.n
+          from jsonb_array_elements(${JSON.stringify(change.after ?? [])}::jsonb) with ordinality as e(value, n)
       ),
-      events as (
-        select e.payload, e.n
-          from jsonb_array_elements_text(
-                 ${payloads(change.before)}::jsonb
-                 -- The message itself rides along when the payload stays under the NOTIFY limit.
-                 || coalesce((select jsonb_agg((case when octet_length((a.hint || jsonb_build_object('message', a.message))::text) <= ${MAX_MESSAGE_PAYLOAD}
-                                                     then a.hint || jsonb_build_object('message', a.message)
-                                                     else a.hint end)::text
-                                               order by a.id) from announced a), '[]')
-                 || ${payloads(change.after)}::jsonb
-               ) with ordinality as e(payload, n)
+      logged as (
+        insert into chat_events (chat_id, event, message_id, prev)
+        select t.id, p.event, p.message_id, chat_event_prev(t.id)
+          from target t cross join pending p
+         order by p.n
+        returning id, event, message_id, prev
       )
-      select (select coalesce(array_agg(id order by id), '{}') from inserted) as ids,
-             (select count(*) from (select pg_notify(${PUBSUB_CHANNEL}, payload) from events order by n) sent) as sent
+      -- What was written comes back as ids and times only: the writer has the rest in hand.
+      select (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'created_at', created_at) order by id), '[]') from inserted) as messages,
+             (select jsonb_agg(jsonb_build_object('id', id, 'prev', prev, 'message_id', message_id,
+                                                  'event', case when message_id is null then event end) order by id)
+                from logged) as events
         from target`.execute(kysely);
-    return rows[0]?.ids.map(Number);
+    if (!rows[0]) return undefined;
+    const written = rows[0].messages;
+    // Each message event carries its message as the API shows it (from what was written), so streams need not read it back.
+    const byId = new Map(
+      written.map((row, i) => {
+        const m = messages[i];
+        const message = {
+          id: Number(row.id),
+          role: m.role,
+          parts: m.parts,
+          usage: m.usage,
+          metadata: m.metadata,
+          access: m.access_fingerprint,
+          createdAt: row.created_at,
+        };
+        return [row.id.toString(), message];
+      }),
+    );
+    this.events.record(
+      em,
+      loggedEvents(
+        (rows[0].events ?? []).map((row) => {
+          if (row.message_id === null) return row;
+          const message = byId.get(row.message_id.toString())!;
+          const event: ChatEvent = {
+            type: 'message',
+            chatId: change.chatId,
+            owner: change.owner,
+            messageId: message.id,
+            message,
+          };
+          return { ...row, event };
+        }),
+      ),
+    );
+    return written.map((row) => Number(row.id));
   }
 
   /** Progress of the turn, written with each persisted step. */
@@ -476,12 +514,19 @@ export class ChatRepository {
       // array(...) evaluates the locking subquery once, before the update, so each locked row is claimed exactly once.
       .where((eb) => eb('id', '=', eb.fn.any(sql<string[]>`array(${claimable})`)))
       .returning(CHAT_COLUMNS);
-    // The `running` status event of each claimed chat goes out with the claim, in the same statement.
-    const { rows } = await sql<Selectable<ChatsTable>>`
-      with claimed as (${claimed})
-      select claimed.*,
-             pg_notify(${PUBSUB_CHANNEL}, json_build_object('type', 'status', 'chatId', id, 'owner', owner, 'status', 'running')::text)
-        from claimed`.execute(kysely);
+    // The `running` status event of each claimed chat is appended with the claim, in the same statement.
+    const { rows } = await sql<Selectable<ChatsTable> & { event_id: string; event_prev: string | null; event: ChatEvent }>`
+      with claimed as (${claimed}),
+      logged as (
+        insert into chat_events (chat_id, event, prev)
+        select id, jsonb_build_object('type', 'status', 'chatId', id, 'owner', owner, 'status', 'running'), chat_event_prev(id)
+          from claimed order by id
+        returning id, chat_id, event, prev
+      )
+      select claimed.*, l.id as event_id, l.prev as event_prev, l.event
+        from claimed join logged l on l.chat_id = claimed.id
+       order by l.id`.execute(kysely);
+    this.events.record(em, loggedEvents(rows.map((row) => ({ id: row.event_id, prev: row.event_prev, event: row.event }))));
     return rows.map(toChat);
   }
 
@@ -564,7 +609,7 @@ export class ChatRepository {
 
   /**
    * Ends in `error` (`key_revoked`) every pending or running turn whose key is revoked or no longer acts
-   * for the chat's owner, in one statement that also publishes, per chat, its error, its status and an
+   * for the chat's owner, in one statement that also appends, per chat, its error, its status and an
    * interrupt (the worker running it, on any replica, cancels the run; its claim is gone already).
    * Idempotent: every replica may run it on the same notification, the first one ends the turns.
    */
@@ -580,20 +625,24 @@ export class ChatRepository {
       )
       .returning(['id', 'owner']);
     const base = sql`'chatId', s.id, 'owner', s.owner`;
-    const { rows } = await sql<{ stopped: string }>`
+    const { rows } = await sql<{ stopped: string; events: Array<{ id: string; prev: string | null; event: ChatEvent }> | null }>`
       with stopped as (${stopped}),
-      events as (
-        select s.id, e.n, e.payload
+      logged as (
+        insert into chat_events (chat_id, event, prev)
+        select s.id, e.event, chat_event_prev(s.id)
           from stopped s cross join lateral (values
-            (1, json_build_object('type', 'error', ${base}, 'code', ${error.code}::text, 'message', ${error.message}::text)::text),
-            (2, json_build_object('type', 'status', ${base}, 'status', 'error')::text),
-            (3, json_build_object('type', 'interrupt', ${base})::text)
-          ) as e(n, payload)
+            (1, jsonb_build_object('type', 'error', ${base}, 'code', ${error.code}::text, 'message', ${error.message}::text)),
+            (2, jsonb_build_object('type', 'status', ${base}, 'status', 'error')),
+            (3, jsonb_build_object('type', 'interrupt', ${base}))
+          ) as e(n, event)
+         order by s.id, e.n
+        returning id, prev, event
       )
       select (select count(*) from stopped) as stopped,
-             (select count(*) from (select pg_notify(${PUBSUB_CHANNEL}, payload) from events order by id, n) sent) as sent`.execute(
+             (select jsonb_agg(jsonb_build_object('id', id, 'prev', prev, 'event', event) order by id) from logged) as events`.execute(
       kysely,
     );
+    this.events.record(em, loggedEvents(rows[0]?.events));
     return Number(rows[0]?.stopped ?? 0);
   }
 

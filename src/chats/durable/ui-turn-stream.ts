@@ -58,7 +58,7 @@ interface LiveText {
  */
 export class UiTurnStream {
   private readonly logger = new Logger(UiTurnStream.name);
-  private readonly unsubscribe: () => void;
+  private unsubscribe: () => void;
   private readonly buffered: ChatEventOrResync[] = [];
   private origin?: TurnStreamOrigin;
   private sse?: SseWriter;
@@ -80,7 +80,7 @@ export class UiTurnStream {
   constructor(
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
-    events: ChatEvents,
+    private readonly events: ChatEvents,
     /** The access of the stream's caller: tool results produced under another are withheld (visibleTo). */
     private readonly fingerprint: string,
   ) {
@@ -94,6 +94,9 @@ export class UiTurnStream {
   start(origin: TurnStreamOrigin, sse: SseWriter): void {
     this.origin = origin;
     this.cursor = origin.cursor;
+    // From here on only this chat's events reach the stream (found by the chat's id, whatever else the replica streams).
+    this.unsubscribe();
+    this.unsubscribe = this.events.subscribeChat(origin.chatId, (event) => this.accept(event));
     this.sse = sse;
     sse.onClose(() => this.dispose());
     this.send({ type: 'start', messageId: replyMessageId(origin.turnStart) });

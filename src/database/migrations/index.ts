@@ -18,6 +18,7 @@ import { MigrationStreamTokens } from './migration-20261124-stream-tokens';
 import { MigrationViewOwnerKeys } from './migration-20261129-view-owner-keys';
 import { MigrationTurnCallers } from './migration-20261129-turn-callers';
 import { MigrationUniqueEmptyIndexes } from './migration-20261129-unique-empty-indexes';
+import { MigrationChatEvents } from './migration-20261129-chat-events';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -45,6 +46,7 @@ export const MIGRATIONS = [
   MigrationJobCancel,
   MigrationUniqueEmptyIndexes,
   MigrationChangeSequencer,
+  MigrationChatEvents,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
