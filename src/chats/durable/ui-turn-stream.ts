@@ -20,7 +20,7 @@ import type { ChatRepository } from './chat.repository';
 import type { ChatEvent, ChatMessageRow, ChatStatus } from './chat.types';
 
 /** Statuses in which no turn runs: a stream of the turn ends there. */
-const SETTLED: readonly ChatStatus[] = ['waiting', 'requires_action', 'error'];
+const SETTLED: readonly ChatStatus[] = ['waiting', 'requires_action', 'requires_approval', 'error'];
 
 /** Where a stream starts: the chat, the user message that opened the turn, and what the client already has. */
 export interface TurnStreamOrigin {
