@@ -177,7 +177,7 @@ export class AgentService {
     const objects = new Set((await this.metadata.listObjects()).map((object) => object.name));
     for (const [objectName, operations] of Object.entries(input)) {
       if (!objects.has(objectName)) {
-        throw new DomainError('object_not_found', `writes: object "${objectName.slice(0, 100)}" does not exist`, {
+        throw new DomainError('validation_failed', `writes: object "${objectName.slice(0, 100)}" does not exist`, {
           availableObjects: [...objects],
         });
       }

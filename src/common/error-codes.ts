@@ -90,8 +90,6 @@ export const ERRORS = {
   chat_busy: HttpStatus.CONFLICT,
   metadata_changed: HttpStatus.CONFLICT,
   chat_not_waiting_for_tools: HttpStatus.CONFLICT,
-  // An approval for a tool call that is not (or no longer) a proposal waiting in the chat.
-  chat_not_waiting_for_approval: HttpStatus.CONFLICT,
   // A client chat id already names a chat of the same key with another agent.
   chat_agent_mismatch: HttpStatus.CONFLICT,
   // Cancelling a job that has already ended (done, failed or cancelled).
