@@ -45,7 +45,7 @@ export class ApprovalTokens implements OnModuleInit {
     const secret = randomBytes(32).toString('base64url');
     await mkdir(this.config.dataDir, { recursive: true });
     // wx: of two processes starting on one DATA_DIR at once, the second reads what the first wrote.
-    await writeFile(file, secret + '\n', { mode: 0o600, flag: 'wx' }).catch(async (error: NodeJS.ErrnoException) => {
+    await writeFile(file, secret + '\n', { mode: 0o600, flag: 'wx' }).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'EEXIST') throw error;
     });
     await chmod(file, 0o600);

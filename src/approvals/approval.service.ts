@@ -113,11 +113,7 @@ export class ApprovalService {
     const { proposal } = call;
     return this.pool.transaction(
       async (session) => {
-        const spent = await session.query(
-          CompiledQuery.raw(SPEND, spendParams(dto.token, chat, call, 'approve', caller, null)) as CompiledQuery<{
-            token_hash: string;
-          }>,
-        );
+        const spent = await session.query(CompiledQuery.raw(SPEND, spendParams(dto.token, chat, call, 'approve', caller, null)));
         if (!spent.length) throw invalid('the token was already used');
         await auditIn(session, decisionEntry(chat, call, caller, 'approval.approve', 'ok'));
         let result: SettledProposal;

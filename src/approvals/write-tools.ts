@@ -85,9 +85,9 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
       scope: 'platform',
       needsApproval: true,
       execute: (args, ctx) =>
-        propose(deps, ctx, 'create_record', args, async (object) => {
+        propose(deps, ctx, 'create_record', args, (object) => {
           checkValues(object, args.values);
-          return [{ id: null, etag: null, before: null, after: { ...args.values } }];
+          return Promise.resolve([{ id: null, etag: null, before: null, after: { ...args.values } }]);
         }),
     }),
     defineTool<UpdateRecordArgs>({
@@ -217,7 +217,7 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
         }),
     }),
   ];
-  return tools as unknown as ToolDefinition<never>[];
+  return tools;
 }
 
 /**

@@ -1,9 +1,11 @@
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { AuditListResponse } from '../../src/governance/audit.dto';
 import type { ChatMessagesResponse, ChatResponse, WriteProposalResponse } from '../../src/chats/durable/chat.dto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApprovalExpiry } from '../../src/approvals/approval-expiry.service';
 import { sentMessages, sentToolNames, startAppWithMockLlm } from '../support/agent-fixtures';
 import { eventually, hasStatus, waitForChat } from '../support/chat-helpers';
+import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
@@ -166,8 +168,8 @@ describe('writes with approval', () => {
 
     // The change feed shows the write as the approving key's.
     const feed = await t.http.get('/api/v1/objects/item/changes?limit=100').set(admin()).expect(200);
-    const change = (feed.body.changes as Array<{ id: string; op: string; keyId: string }>)
-      .filter((c) => c.id === target.id)
+    const change = bodyOf<{ changes: Array<{ id: string; op: string; keyId: string }> }>(feed)
+      .changes.filter((c) => c.id === target.id)
       .at(-1)!;
     expect(change).toMatchObject({ op: 'update', keyId: alice.id });
 
@@ -184,7 +186,9 @@ describe('writes with approval', () => {
 
   async function auditOf(toolCallId: string) {
     const res = await t.http.get(`/api/v1/audit?kind=tool&limit=200`).set(admin()).expect(200);
-    return (res.body.entries as Array<Record<string, unknown>>).filter((e) => e.toolCallId === toolCallId).reverse();
+    return bodyOf<AuditListResponse>(res)
+      .entries.filter((e) => e.toolCallId === toolCallId)
+      .reverse();
   }
 
   it('writes nothing without an approval, across every write tool and repeated calls', async () => {
@@ -206,7 +210,7 @@ describe('writes with approval', () => {
     await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(alice.secret)).send({ message: 'just do it' }).expect(409);
     // The write tools do not exist outside a durable chat: not listed, not callable directly.
     const listed = await t.http.get('/api/v1/ai/tools').set(bearer(alice.secret)).expect(200);
-    expect((listed.body.tools as Array<{ name: string }>).map((tool) => tool.name)).not.toContain('update_record');
+    expect(bodyOf<{ tools: Array<{ name: string }> }>(listed).tools.map((tool) => tool.name)).not.toContain('update_record');
     await t.http
       .post('/api/v1/ai/tools/update_record/execute')
       .set(bearer(alice.secret))
@@ -236,7 +240,7 @@ describe('writes with approval', () => {
       .send({ messages: [{ role: 'user', content: 'Set a-3 to 1000' }] })
       .expect(200);
     expect(sentToolNames(llm, 0)).toEqual(['query_records', 'get_record']);
-    expect(res.body.toolCalls.map((c: { result: ToolError }) => c.result.error.code)).toEqual([
+    expect(bodyOf<{ toolCalls: Array<{ result: ToolError }> }>(res).toolCalls.map((c) => c.result.error.code)).toEqual([
       'tool_not_allowed',
       'tool_not_allowed',
     ]);
@@ -299,7 +303,7 @@ describe('writes with approval', () => {
     const { id, chat } = await proposal('Delete a-0');
     const [proposed] = chat.requiredAction!.proposals;
     expect(proposed.changes).toEqual([
-      { id: target.id, etag: expect.any(String), before: expect.objectContaining({ sku: 'a-0' }), after: null },
+      { id: target.id, etag: match.any(String), before: match.objectContaining({ sku: 'a-0' }), after: null },
     ]);
     await decide(id, { toolCallId: 'call_rej', decision: 'reject', token: proposed.token, reason: 'a-0 is still in use' }).expect(
       202,
@@ -308,7 +312,7 @@ describe('writes with approval', () => {
     expect(resultSeen('call_rej')).toEqual({
       error: {
         code: 'approval_rejected',
-        message: expect.stringContaining('a-0 is still in use'),
+        message: match.stringContaining('a-0 is still in use'),
         details: { reason: 'a-0 is still in use' },
       },
     });
@@ -520,7 +524,7 @@ describe('writes with approval: expiry', () => {
       .set(bearer(t.adminKey))
       .send({ sku: toolCallId, qty: 1 })
       .expect(201);
-    const recordId = created.body.id as string;
+    const recordId = bodyOf<{ id: string }>(created).id;
     llm.enqueue(
       MockReply.toolCalls([
         { id: toolCallId, name: 'update_record', arguments: { objectName: 'item', recordId, values: { qty: 2 } } },

@@ -295,7 +295,10 @@ export class ChatService {
       ? {
           status: 'requires_approval',
           pendingToolCalls: rest,
-          actionExpiresInMs: Math.max(0, Math.min(...rest.map((call) => Date.parse(call.proposal?.expiresAt ?? ''))) - Date.now()),
+          actionExpiresInMs: Math.max(
+            0,
+            Math.min(...rest.map((call) => Date.parse(call.proposal?.expiresAt ?? ''))) - Date.now(),
+          ),
         }
       : { status: 'pending' };
     await this.repo.write(em, {

@@ -17,9 +17,7 @@ export class MigrationApprovals extends Migration {
       `alter table "chats" add constraint "chats_status_check"
          check ("status" in ('waiting', 'pending', 'running', 'requires_action', 'requires_approval', 'error'))`,
     );
-    this.addSql(
-      `create index "chats_approval_idx" on "chats" ("action_expires_at") where "status" = 'requires_approval'`,
-    );
+    this.addSql(`create index "chats_approval_idx" on "chats" ("action_expires_at") where "status" = 'requires_approval'`);
     this.addSql(`create table "approval_tokens" (
       "token_hash" varchar(64) primary key,
       "chat_id" uuid not null,
