@@ -1,11 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import type { ApprovalDecision } from '../chats/durable/approval-gateway';
 
 export const APPROVAL_DECISIONS = ['approve', 'reject'] as const;
-export type ApprovalDecision = (typeof APPROVAL_DECISIONS)[number];
 
 /** Body of POST /api/v1/chats/:id/approvals. */
-export class ApprovalDecisionDto {
+export class ApprovalDecisionDto implements ApprovalDecision {
   @ApiProperty({ description: "The toolCallId of a proposal in the chat's requiredAction" })
   @IsString()
   @IsNotEmpty()
@@ -14,7 +14,7 @@ export class ApprovalDecisionDto {
 
   @ApiProperty({ enum: APPROVAL_DECISIONS })
   @IsIn(APPROVAL_DECISIONS)
-  decision: ApprovalDecision;
+  decision: ApprovalDecision['decision'];
 
   @ApiProperty({ description: "The proposal's token, as requiredAction shows it; single use" })
   @IsString()

@@ -13,7 +13,7 @@ import { toolCallInsert, type ToolAuditEntry } from '../governance/audit-log.ser
 import { errorContent } from '../tools/tool.define';
 import type { WriteProposal } from '../tools/tool.types';
 import { ApprovalTokens } from './approval-tokens';
-import type { ApprovalDecisionDto } from './approval.dto';
+import type { ApprovalDecision } from '../chats/durable/approval-gateway';
 
 /** Record-level failures of an If-Match write: the record moved on (changed, deleted, or left the caller's rows). */
 const VERSION_MISSES = new Set(['precondition_failed', 'record_not_found']);
@@ -40,7 +40,7 @@ export class ApprovalService {
     private readonly tokens: ApprovalTokens,
   ) {}
 
-  async decide(caller: Caller, chatId: string, dto: ApprovalDecisionDto): Promise<void> {
+  async decide(caller: Caller, chatId: string, dto: ApprovalDecision): Promise<void> {
     await this.access.assertCurrent(caller, { fresh: true });
     // An expired token still settles its proposal (the model reads that it expired) before the refusal.
     const refusal = await this.em.fork().transactional(async (em) => {
@@ -90,7 +90,7 @@ export class ApprovalService {
     caller: Caller,
     chat: ChatRow,
     call: Proposal,
-    dto: ApprovalDecisionDto,
+    dto: ApprovalDecision,
   ): Promise<SettledProposal> {
     const spent = await runSql<{ token_hash: string }>(em, SPEND, spendParams(dto.token, chat, call, 'reject', caller, null));
     if (!spent.length) throw invalid('the token was already used');
@@ -109,7 +109,7 @@ export class ApprovalService {
    * decision and the write: a token is spent exactly once, and whatever the outcome it is recorded with it.
    * A record changed since the proposal writes nothing; the model reads the records as they are now.
    */
-  private async approve(caller: Caller, chat: ChatRow, call: Proposal, dto: ApprovalDecisionDto): Promise<SettledProposal> {
+  private async approve(caller: Caller, chat: ChatRow, call: Proposal, dto: ApprovalDecision): Promise<SettledProposal> {
     const { proposal } = call;
     return this.pool.transaction(
       async (session) => {

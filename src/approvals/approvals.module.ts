@@ -1,4 +1,5 @@
 import { Inject, Module, OnModuleInit } from '@nestjs/common';
+import { ApprovalGateway } from '../chats/durable/approval-gateway';
 import { DurableChatsModule } from '../chats/durable/durable-chats.module';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataModule } from '../data/data.module';
@@ -28,6 +29,8 @@ export class ApprovalsModule implements OnModuleInit {
     private readonly data: DataService,
     private readonly access: AccessService,
     private readonly tokens: ApprovalTokens,
+    private readonly approvals: ApprovalService,
+    private readonly gateway: ApprovalGateway,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -41,5 +44,7 @@ export class ApprovalsModule implements OnModuleInit {
     })) {
       this.registry.register(tool);
     }
+    // The AI SDK's approval responses (useChat) reach the same decisions as POST /chats/:id/approvals.
+    this.gateway.register((caller, chatId, decision) => this.approvals.decide(caller, chatId, decision));
   }
 }

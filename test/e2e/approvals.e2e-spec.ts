@@ -1,10 +1,13 @@
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AuditListResponse } from '../../src/governance/audit.dto';
 import type { ChatMessagesResponse, ChatResponse, WriteProposalResponse } from '../../src/chats/durable/chat.dto';
+import type { Chat } from '@ai-sdk/react';
+import { lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApprovalExpiry } from '../../src/approvals/approval-expiry.service';
 import { sentMessages, sentToolNames, startAppWithMockLlm } from '../support/agent-fixtures';
-import { eventually, hasStatus, waitForChat } from '../support/chat-helpers';
+import { eventually, hasStatus, listen, waitForChat } from '../support/chat-helpers';
+import { textOf, uiChat, waitUntil } from '../support/ui-chat';
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
@@ -12,6 +15,8 @@ import { bearer, startTestApp, TestApp } from '../support/test-app';
 
 const SECRET = 'approval-secret-shared-by-every-replica-0123456789';
 const WRITE_TOOLS = ['create_record', 'update_record', 'delete_record', 'update_records'];
+
+type ToolPart = Extract<UIMessage['parts'][number], { toolCallId: string }>;
 
 interface ToolError {
   error: { code: string; message: string; details?: Record<string, unknown> };
@@ -184,11 +189,12 @@ describe('writes with approval', () => {
     expect(audit[2]).toMatchObject({ chatId: id, target: `item/${target.id}`, rowCount: 1 });
   });
 
+  /** The audit entries of a call in the order they happened (a tool call's own entry is written in a batch, later). */
   async function auditOf(toolCallId: string) {
     const res = await t.http.get(`/api/v1/audit?kind=tool&limit=200`).set(admin()).expect(200);
     return bodyOf<AuditListResponse>(res)
       .entries.filter((e) => e.toolCallId === toolCallId)
-      .reverse();
+      .sort((a, b) => Date.parse(a.at) - Date.parse(b.at) || Number(a.id) - Number(b.id));
   }
 
   it('writes nothing without an approval, across every write tool and repeated calls', async () => {
@@ -452,6 +458,51 @@ describe('writes with approval', () => {
       error: { code: 'write_not_allowed' },
     });
     expect(await item('a-1')).toBeDefined();
+  });
+
+  it('round-trips with the AI SDK Chat: the proposal arrives as an approval request, addToolApprovalResponse approves it', async () => {
+    const baseUrl = await listen(t);
+    const target = await item('a-2');
+    llm.enqueue(
+      MockReply.toolCalls([
+        { id: 'call_ui', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 21 } } },
+      ]),
+      MockReply.text('Set to 21.'),
+    );
+    const chat: Chat<UIMessage> = uiChat(baseUrl, '/api/v1/ai/agents/writer/chats', alice.secret, {
+      id: `approvals-${Date.now()}`,
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    await chat.sendMessage({ text: 'Set a-2 to 21' });
+    await waitUntil(() => chat.status === 'ready' && chat.messages.length === 2, 'the approval request');
+    expect(chat.error).toBeUndefined();
+    const part = chat.messages[1].parts.find((p) => p.type === 'tool-update_record') as ToolPart;
+    expect(part).toMatchObject({
+      state: 'approval-requested',
+      toolCallId: 'call_ui',
+      input: { objectName: 'item', recordId: target.id, values: { qty: 21 } },
+      approval: {
+        id: 'call_ui',
+        descriptor: {
+          objectName: 'item',
+          operation: 'update',
+          changes: [{ id: target.id, before: { qty: target.qty }, after: { qty: 21 } }],
+        },
+        signature: match.stringMatching(/^v1\./),
+      },
+    });
+    expect((await item('a-2')).qty).toBe(target.qty);
+
+    await chat.addToolApprovalResponse({ id: 'call_ui', approved: true });
+    await waitUntil(
+      () => chat.status === 'ready' && textOf(chat.messages.at(-1)) === 'Set to 21.',
+      'the answer after the approval',
+    );
+    expect(chat.error).toBeUndefined();
+    expect((await item('a-2')).qty).toBe(21);
+    const done = chat.messages.at(-1)!.parts.find((p) => p.type === 'tool-update_record') as ToolPart;
+    expect(done).toMatchObject({ state: 'output-available', output: { status: 'written', approvedBy: 'alice' } });
+    expect(resultSeen('call_ui')).toMatchObject({ status: 'written' });
   });
 
   it('shows the proposal in the chat messages as the call the model made, and its result once decided', async () => {

@@ -18,6 +18,7 @@ import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
 import type { ChatRepository } from './chat.repository';
 import type { ChatEvent, ChatMessageRow, ChatStatus } from './chat.types';
+import type { WriteProposal } from '../../tools/tool.types';
 
 /** Statuses in which no turn runs: a stream of the turn ends there. */
 const SETTLED: readonly ChatStatus[] = ['waiting', 'requires_action', 'requires_approval', 'error'];
@@ -29,6 +30,8 @@ export interface TurnStreamOrigin {
   turnStart: number;
   /** The client holds the turn up to this message id; the stream sends what follows. */
   cursor: number;
+  /** Calls the client holds as waiting (decided approvals): their results go out as outputs when read. */
+  awaiting?: readonly string[];
 }
 
 /** Text of the step in flight that this stream has sent, live, as the model wrote it. */
@@ -94,6 +97,7 @@ export class UiTurnStream {
   start(origin: TurnStreamOrigin, sse: SseWriter): void {
     this.origin = origin;
     this.cursor = origin.cursor;
+    for (const id of origin.awaiting ?? []) this.awaiting.add(id);
     this.sse = sse;
     sse.onClose(() => this.dispose());
     this.send({ type: 'start', messageId: replyMessageId(origin.turnStart) });
@@ -180,8 +184,11 @@ export class UiTurnStream {
     const next = rows.findIndex((row) => row.role === 'user');
     const turn = next < 0 ? rows : rows.slice(0, next);
     const results = resultsOf(turn);
+    // Write proposals waiting for a person: a step and its pause commit in one statement, so a step read here
+    // that proposed writes finds the chat waiting for them.
+    const proposals = turn.some((row) => row.role === 'assistant') ? await this.pendingProposals() : new Map();
     for (const row of turn) {
-      if (row.role === 'assistant') this.sendStep(row, results);
+      if (row.role === 'assistant') this.sendStep(row, results, proposals);
       else this.sendResults(row);
       this.cursor = row.id;
     }
@@ -189,7 +196,11 @@ export class UiTurnStream {
   }
 
   /** A committed model step: the rest of its text (see the class comment), its tool calls, their results. */
-  private sendStep(row: ChatMessageRow, results: ReturnType<typeof resultsOf>): void {
+  private sendStep(
+    row: ChatMessageRow,
+    results: ReturnType<typeof resultsOf>,
+    proposals: ReadonlyMap<string, WriteProposal>,
+  ): void {
     const step = uiStep(row, results);
     let text = step.text;
     if (this.live) {
@@ -210,7 +221,11 @@ export class UiTurnStream {
       this.send({ type: 'text-delta', id, delta: text });
       this.send({ type: 'text-end', id });
     }
-    for (const tool of step.tools) this.sendTool(tool);
+    for (const tool of step.tools) {
+      const proposal = tool.state === 'input-available' ? proposals.get(tool.toolCallId) : undefined;
+      if (proposal) this.sendApprovalRequest(tool, proposal);
+      else this.sendTool(tool);
+    }
     this.send({ type: 'finish-step' });
     this.stepOpen = false;
   }
@@ -232,6 +247,40 @@ export class UiTurnStream {
       this.send({ type: 'tool-input-delta', toolCallId, inputTextDelta: text ? input : JSON.stringify(input) });
     }
     this.sendOutput(tool);
+  }
+
+  /**
+   * A write proposal as the AI SDK's approval request: the call's input, then `tool-approval-request` with the
+   * changes as its descriptor and the token as its signature, which the client's `addToolApprovalResponse`
+   * keeps and sends back. The approval id is the call's id.
+   */
+  private sendApprovalRequest(tool: UiToolPart, proposal: WriteProposal): void {
+    const { toolCallId, input } = tool;
+    const toolName = tool.type.slice('tool-'.length);
+    this.send({ type: 'tool-input-start', toolCallId, toolName });
+    this.send({ type: 'tool-input-delta', toolCallId, inputTextDelta: JSON.stringify(input ?? {}) });
+    this.send({
+      type: 'tool-approval-request',
+      approvalId: toolCallId,
+      toolCallId,
+      approvalDescriptor: {
+        objectName: proposal.objectName,
+        operation: proposal.operation,
+        changes: proposal.changes,
+        expiresAt: proposal.expiresAt,
+      },
+      signature: proposal.token,
+    });
+    this.awaiting.add(toolCallId);
+  }
+
+  /** The chat's write proposals waiting for a decision, by call id. */
+  private async pendingProposals(): Promise<Map<string, WriteProposal>> {
+    const chat = await this.repo.find(this.em.fork(), this.origin!.chatId);
+    const proposals = new Map<string, WriteProposal>();
+    if (chat?.status !== 'requires_approval') return proposals;
+    for (const call of chat.pendingToolCalls ?? []) if (call.proposal) proposals.set(call.id, call.proposal);
+    return proposals;
   }
 
   private sendOutput(tool: Extract<UiToolPart, { state: 'output-available' | 'output-error' }>): void {
