@@ -1,10 +1,8 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { ChatService, type SettledProposal } from '../chats/durable/chat.service';
-import type { ChatRow } from '../chats/durable/chat.types';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { runSql } from '../database/sql';
-import { toolCallInsert } from '../governance/audit-log.service';
+import { ApprovalStatements } from './approval.repository';
 import { decisionEntry, expiredResult } from './approval.service';
 import type { PendingToolCall } from '../chats/durable/chat.types';
 import type { WriteProposal } from '../tools/tool.types';
@@ -52,30 +50,19 @@ export class ApprovalExpiry implements OnApplicationBootstrap, OnApplicationShut
             call.proposal !== undefined && Date.parse(call.proposal.expiresAt) <= now,
         );
         if (!expired.length) continue;
-        const spent = await this.spentOutcomes(em, chat);
+        const spent = await ApprovalStatements.outcomes(em, chat.id);
         const results: SettledProposal[] = expired.map((call) => {
           const outcome = spent.get(call.id);
           return outcome ? { toolCallId: call.id, ...outcome, keyId: null } : expiredResult(call);
         });
         await this.chats.settleProposals(em, chat, results);
-        const entries = expired
-          .filter((call) => !spent.has(call.id))
-          .map((call) => decisionEntry(chat, call, undefined, 'approval.expire', 'ok'));
-        if (entries.length) {
-          const { text, params } = toolCallInsert(entries);
-          await runSql(em, text, params);
-        }
+        await ApprovalStatements.audit(
+          em,
+          expired
+            .filter((call) => !spent.has(call.id))
+            .map((call) => decisionEntry(chat, call, undefined, 'approval.expire', 'ok')),
+        );
       }
     });
-  }
-
-  /** Outcomes recorded with spent tokens of the chat's pending calls, by call id. */
-  private async spentOutcomes(em: EntityManager, chat: ChatRow): Promise<Map<string, { content: unknown; isError: boolean }>> {
-    const rows = await runSql<{ tool_call_id: string; outcome: { content: unknown; isError: boolean } }>(
-      em,
-      `select "tool_call_id", "outcome" from "approval_tokens" where "chat_id" = $1::uuid and "outcome" is not null`,
-      [chat.id],
-    );
-    return new Map(rows.map((row) => [row.tool_call_id, row.outcome]));
   }
 }

@@ -1,18 +1,17 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, Logger } from '@nestjs/common';
-import { CompiledQuery } from 'kysely';
 import type { Caller } from '../auth/auth.decorators';
 import { ChatService, type SettledProposal } from '../chats/durable/chat.service';
 import type { ChatRow, PendingToolCall } from '../chats/durable/chat.types';
 import { DomainError } from '../common/domain-error';
 import { DataService } from '../data/data.service';
 import { DataPool, type DataSession } from '../database/data-pool';
-import { runSql } from '../database/sql';
 import { AccessService } from '../governance/access.service';
-import { toolCallInsert, type ToolAuditEntry } from '../governance/audit-log.service';
+import type { ToolAuditEntry } from '../governance/audit-log.service';
 import { errorContent } from '../tools/tool.define';
 import type { WriteProposal } from '../tools/tool.types';
 import { ApprovalTokens } from './approval-tokens';
+import { ApprovalStatements } from './approval.repository';
 import type { ApprovalDecision } from '../chats/durable/approval-gateway';
 
 /** Record-level failures of an If-Match write: the record moved on (changed, deleted, or left the caller's rows). */
@@ -92,8 +91,7 @@ export class ApprovalService {
     call: Proposal,
     dto: ApprovalDecision,
   ): Promise<SettledProposal> {
-    const spent = await runSql<{ token_hash: string }>(em, SPEND, spendParams(dto.token, chat, call, 'reject', caller, null));
-    if (!spent.length) throw invalid('the token was already used');
+    if (!(await ApprovalStatements.spend(em, spentBy(dto, chat, call, caller)))) throw invalid('the token was already used');
     const reason = dto.reason?.trim() || undefined;
     await this.auditDecision(em, chat, call, caller, 'approval.reject', 'ok', reason);
     const content = errorContent(
@@ -113,9 +111,10 @@ export class ApprovalService {
     const { proposal } = call;
     return this.pool.transaction(
       async (session) => {
-        const spent = await session.query(CompiledQuery.raw(SPEND, spendParams(dto.token, chat, call, 'approve', caller, null)));
-        if (!spent.length) throw invalid('the token was already used');
-        await auditIn(session, decisionEntry(chat, call, caller, 'approval.approve', 'ok'));
+        if (!(await ApprovalStatements.spend(session, spentBy(dto, chat, call, caller)))) {
+          throw invalid('the token was already used');
+        }
+        await ApprovalStatements.audit(session, [decisionEntry(chat, call, caller, 'approval.approve', 'ok')]);
         let result: SettledProposal;
         let rowCount = 0;
         try {
@@ -145,17 +144,10 @@ export class ApprovalService {
               };
         }
         const outcome = result.isError ? errorCodeOf(result.content) : 'ok';
-        await auditIn(session, {
-          ...decisionEntry(chat, call, caller, 'record.write', outcome),
-          target: targetOf(proposal),
-          rowCount,
-        });
-        await session.query(
-          CompiledQuery.raw(`update "approval_tokens" set "outcome" = $2::jsonb where "token_hash" = $1`, [
-            ApprovalTokens.hash(dto.token),
-            JSON.stringify({ content: result.content, isError: result.isError }),
-          ]),
-        );
+        await ApprovalStatements.audit(session, [
+          { ...decisionEntry(chat, call, caller, 'record.write', outcome), target: targetOf(proposal), rowCount },
+        ]);
+        await ApprovalStatements.recordOutcome(session, dto.token, { content: result.content, isError: result.isError });
         return result;
       },
       { key: caller.keyId },
@@ -211,31 +203,13 @@ export class ApprovalService {
     outcome: string,
     reason?: string,
   ): Promise<void> {
-    const { text, params } = toolCallInsert([decisionEntry(chat, call, caller, action, outcome, reason)]);
-    await runSql(em, text, params);
+    await ApprovalStatements.audit(em, [decisionEntry(chat, call, caller, action, outcome, reason)]);
   }
 }
 
-/** The spending of a token: one row per token, inserted once (a second spender gets no row back). */
-const SPEND = `insert into "approval_tokens" ("token_hash", "chat_id", "tool_call_id", "decision", "key_id", "outcome")
-  values ($1, $2::uuid, $3, $4, $5::uuid, $6::jsonb) on conflict ("token_hash") do nothing returning "token_hash"`;
-
-function spendParams(
-  token: string,
-  chat: ChatRow,
-  call: Proposal,
-  decision: 'approve' | 'reject',
-  caller: Caller,
-  outcome: unknown,
-): unknown[] {
-  return [
-    ApprovalTokens.hash(token),
-    chat.id,
-    call.id,
-    decision,
-    caller.keyId,
-    outcome === null ? null : JSON.stringify(outcome),
-  ];
+/** The row that spends a decision's token. */
+function spentBy(dto: ApprovalDecision, chat: ChatRow, call: Proposal, caller: Caller) {
+  return { token: dto.token, chatId: chat.id, toolCallId: call.id, decision: dto.decision, keyId: caller.keyId };
 }
 
 function invalid(why: string): DomainError {
@@ -310,11 +284,6 @@ export function decisionEntry(
     durationMs: 0,
     outcome,
   };
-}
-
-async function auditIn(session: DataSession, entry: ToolAuditEntry): Promise<void> {
-  const { text, params } = toolCallInsert([entry]);
-  await session.query(CompiledQuery.raw(text, params));
 }
 
 function errorCodeOf(content: unknown): string {
