@@ -1,5 +1,6 @@
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AuditListResponse } from '../../src/governance/audit.dto';
+import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto';
 import type { ChatMessagesResponse, ChatResponse, WriteProposalResponse } from '../../src/chats/durable/chat.dto';
 import type { Chat } from '@ai-sdk/react';
 import { lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
@@ -469,8 +470,9 @@ describe('writes with approval', () => {
       ]),
       MockReply.text('Set to 21.'),
     );
+    const chatId = `approvals-${Date.now()}`;
     const chat: Chat<UIMessage> = uiChat(baseUrl, '/api/v1/ai/agents/writer/chats', alice.secret, {
-      id: `approvals-${Date.now()}`,
+      id: chatId,
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     });
     await chat.sendMessage({ text: 'Set a-2 to 21' });
@@ -492,6 +494,15 @@ describe('writes with approval', () => {
       },
     });
     expect((await item('a-2')).qty).toBe(target.qty);
+
+    // A page that reloads restores it as the same approval request.
+    const restored = bodyOf<UiChatMessagesResponse>(
+      await t.http.get(`/api/v1/ai/agents/writer/chats/${chatId}/messages`).set(bearer(alice.secret)).expect(200),
+    );
+    expect(restored.messages[1].parts.find((p) => 'toolCallId' in p && p.toolCallId === 'call_ui')).toMatchObject({
+      state: 'approval-requested',
+      approval: { id: 'call_ui', signature: (part as { approval: { signature: string } }).approval.signature },
+    });
 
     await chat.addToolApprovalResponse({ id: 'call_ui', approved: true });
     await waitUntil(

@@ -17,7 +17,17 @@ import { UiChatService } from './ui-chat.service';
 @Module({
   imports: [AuthModule, GovernanceModule, RuntimeModule],
   controllers: [ChatController, UiChatController],
-  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService, ChatMetrics, ApprovalGateway],
+  providers: [
+    ChatRepository,
+    ChatEvents,
+    ChatService,
+    ChatRunner,
+    ChatWorker,
+    ChatStreamService,
+    UiChatService,
+    ChatMetrics,
+    ApprovalGateway,
+  ],
   exports: [ChatWorker, ChatService, ApprovalGateway],
 })
 /**

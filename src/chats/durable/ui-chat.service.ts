@@ -176,7 +176,13 @@ export class UiChatService {
     const em = this.em.fork();
     const chat = await this.find(em, caller, agentName, id);
     const rows = await this.repo.messages(em, chat.id, 0, null);
-    return { messages: toUiMessages(visibleTo(rows, await this.access.fingerprint(caller))) };
+    // Proposals waiting for a decision come as approval requests, which the restored page can answer.
+    const proposals = new Map(
+      chat.status === 'requires_approval'
+        ? (chat.pendingToolCalls ?? []).flatMap((call) => (call.proposal ? [[call.id, call.proposal] as const] : []))
+        : [],
+    );
+    return { messages: toUiMessages(visibleTo(rows, await this.access.fingerprint(caller)), proposals) };
   }
 
   /** The caller's chat with this client id and agent; another owner's, or another agent's, is not found. */

@@ -12,7 +12,8 @@ import {
   uiOutput,
   uiChartPart,
   uiStep,
-  type UiToolPart,
+  uiApproval,
+  type UiCallPart,
 } from '../ui-messages';
 import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
@@ -230,7 +231,7 @@ export class UiTurnStream {
     this.stepOpen = false;
   }
 
-  private sendTool(tool: UiToolPart): void {
+  private sendTool(tool: UiCallPart): void {
     const toolName = tool.type.slice('tool-'.length);
     const { toolCallId, input } = tool;
     if (tool.state === 'input-available') {
@@ -254,22 +255,18 @@ export class UiTurnStream {
    * changes as its descriptor and the token as its signature, which the client's `addToolApprovalResponse`
    * keeps and sends back. The approval id is the call's id.
    */
-  private sendApprovalRequest(tool: UiToolPart, proposal: WriteProposal): void {
+  private sendApprovalRequest(tool: UiCallPart, proposal: WriteProposal): void {
     const { toolCallId, input } = tool;
     const toolName = tool.type.slice('tool-'.length);
     this.send({ type: 'tool-input-start', toolCallId, toolName });
     this.send({ type: 'tool-input-delta', toolCallId, inputTextDelta: JSON.stringify(input ?? {}) });
+    const approval = uiApproval(toolCallId, proposal);
     this.send({
       type: 'tool-approval-request',
-      approvalId: toolCallId,
+      approvalId: approval.id,
       toolCallId,
-      approvalDescriptor: {
-        objectName: proposal.objectName,
-        operation: proposal.operation,
-        changes: proposal.changes,
-        expiresAt: proposal.expiresAt,
-      },
-      signature: proposal.token,
+      approvalDescriptor: approval.descriptor,
+      signature: approval.signature,
     });
     this.awaiting.add(toolCallId);
   }
@@ -283,7 +280,7 @@ export class UiTurnStream {
     return proposals;
   }
 
-  private sendOutput(tool: Extract<UiToolPart, { state: 'output-available' | 'output-error' }>): void {
+  private sendOutput(tool: Extract<UiCallPart, { state: 'output-available' | 'output-error' }>): void {
     if (tool.state === 'output-error') {
       this.send({ type: 'tool-output-error', toolCallId: tool.toolCallId, errorText: tool.errorText });
     } else {
