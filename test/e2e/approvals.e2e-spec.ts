@@ -233,7 +233,7 @@ describe('writes with approval', () => {
     expect(resultSeen('w3')).toMatchObject({ error: { code: 'approval_rejected' } });
   });
 
-  it('offers no write tool to a stateless chat, where a call to one writes nothing', async () => {
+  it('offers no write tool to a stateless chat or the OpenAI-compatible API; a call to one writes nothing', async () => {
     const before = await records();
     const target = await item('a-3');
     llm.enqueue(
@@ -252,6 +252,15 @@ describe('writes with approval', () => {
       'tool_not_allowed',
     ]);
     expect(await records()).toEqual(before);
+
+    // Nor does the OpenAI-compatible API.
+    llm.enqueue(MockReply.text('No tools to write with.'));
+    await t.http
+      .post('/v1/chat/completions')
+      .set(bearer(alice.secret))
+      .send({ model: 'writer', messages: [{ role: 'user', content: 'Set a-3 to 1000' }] })
+      .expect(200);
+    expect(sentToolNames(llm, 3)).toEqual(['query_records', 'get_record']);
   });
 
   it('refuses forged, mismatched, replayed and unauthorised approvals with 403 approval_invalid, writing nothing', async () => {
