@@ -445,9 +445,56 @@ describe('writes with approval', () => {
       // And the replay on the first replica is refused.
       const again = await decide(id, { toolCallId: 'call_rep', decision: 'approve', token: proposed.token }).expect(403);
       expect(errorOf(again).code).toBe('approval_invalid');
+
+      // The same approval sent to both replicas at once: one of them writes, the other refuses.
+      llm.enqueue(
+        MockReply.toolCalls([
+          { id: 'call_race', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 12 } } },
+        ]),
+        MockReply.text('Done.'),
+      );
+      await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(alice.secret)).send({ message: 'Now 12' }).expect(202);
+      const raced = await waitForChat(t, id, hasStatus('requires_approval'), alice.secret);
+      const body = { toolCallId: 'call_race', decision: 'approve', token: raced.requiredAction!.proposals[0].token };
+      const statuses = await Promise.all([
+        decide(id, body).then((res) => res.status),
+        replica.http
+          .post(`/api/v1/chats/${id}/approvals`)
+          .set(bearer(alice.secret))
+          .send(body)
+          .then((res) => res.status),
+      ]);
+      expect(statuses.sort()).toEqual([202, 403]);
+      await waitForChat(t, id, hasStatus('waiting'), alice.secret);
+      expect((await item('a-1')).qty).toBe(12);
+      expect(await t.sql(`select decision from approval_tokens where tool_call_id = 'call_race'`)).toEqual([
+        { decision: 'approve' },
+      ]);
     } finally {
       await replica.close();
     }
+  });
+
+  it("takes an admin's approval of a member's proposal, and writes it as the admin's key", async () => {
+    const target = await item('a-0');
+    llm.enqueue(
+      MockReply.toolCalls([
+        { id: 'call_admin', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 70 } } },
+      ]),
+      MockReply.text('Done.'),
+    );
+    const { id, chat } = await proposal();
+    const [proposed] = chat.requiredAction!.proposals;
+    await decide(id, { toolCallId: 'call_admin', decision: 'approve', token: proposed.token }, t.adminKey).expect(202);
+    await waitForChat(t, id, hasStatus('waiting'), alice.secret);
+    expect((await item('a-0')).qty).toBe(70);
+    const feed = await t.http.get('/api/v1/objects/item/changes?limit=1000').set(admin()).expect(200);
+    const change = bodyOf<{ changes: Array<{ id: string; keyId: string }> }>(feed)
+      .changes.filter((c) => c.id === target.id)
+      .at(-1)!;
+    expect(change.keyId).not.toBe(alice.id);
+    await eventually(async () => (await auditOf('call_admin')).some((e) => e.action === 'record.write'));
+    expect((await auditOf('call_admin')).find((e) => e.action === 'record.write')!.keyId).toBe(change.keyId);
   });
 
   it('tells the model when the agent may not propose a write', async () => {
@@ -529,7 +576,7 @@ describe('writes with approval', () => {
     const target = await item('a-1');
     llm.enqueue(
       MockReply.toolCalls([
-        { id: 'call_msg', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 12 } } },
+        { id: 'call_msg', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 13 } } },
       ]),
       MockReply.text('Done.'),
     );
