@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Caller } from '../auth/auth.decorators';
 import { ChatService, type SettledProposal } from '../chats/durable/chat.service';
 import type { ChatRow, PendingToolCall } from '../chats/durable/chat.types';
@@ -28,8 +28,6 @@ type Proposal = PendingToolCall & { proposal: WriteProposal };
  */
 @Injectable()
 export class ApprovalService {
-  private readonly logger = new Logger(ApprovalService.name);
-
   constructor(
     private readonly em: EntityManager,
     private readonly chats: ChatService,
@@ -54,7 +52,7 @@ export class ApprovalService {
       if (!check.valid) throw invalid('the token was not issued for this proposal');
       if (check.expired) {
         await this.chats.settleProposals(em, chat, [expiredResult(call)]);
-        await this.auditDecision(em, chat, call, undefined, 'approval.expire', 'ok');
+        await this.auditDecision(em, chat, call, caller, 'approval.expire', 'ok');
         return invalid('the token has expired');
       }
       await this.assertMayWrite(caller, call.proposal);
