@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AgentsModule } from './agents/agents.module';
+import { ApprovalsModule } from './approvals/approvals.module';
 import { AuthModule } from './auth/auth.module';
 import { ChartsModule } from './charts/charts.module';
 import { DurableChatsModule } from './chats/durable/durable-chats.module';
@@ -48,6 +49,7 @@ export class AppModule {
         StatelessChatModule,
         DurableChatsModule,
         ChartsModule,
+        ApprovalsModule,
         OpenAiCompatModule,
         McpModule,
         HealthModule,

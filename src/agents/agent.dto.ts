@@ -8,6 +8,7 @@ import {
   IsInt,
   IsNotEmpty,
   IsNumber,
+  IsObject,
   IsOptional,
   IsString,
   Matches,
@@ -25,6 +26,8 @@ import {
   AGENT_MAX_TOOL_CALLS_PER_STEP,
   AGENT_NAME_PATTERN,
   DEFAULT_AGENT_LOCALE,
+  WRITE_OPERATIONS,
+  type AgentWrites,
   type AgentAccess,
   type AgentGuardrails,
   type AgentModelSettings,
@@ -136,6 +139,17 @@ export class AgentSpecDto {
   @IsString({ each: true })
   allowedObjects?: string[];
 
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { type: 'array', items: { type: 'string', enum: [...WRITE_OPERATIONS] } },
+    example: { deal: ['update'] },
+    description:
+      "Per object, the writes the agent may propose with its write tools (create_record, update_record, delete_record, update_records, named in `tools`); none by default. Each proposal waits for a person's approval and runs as the approving key.",
+  })
+  @IsOptional()
+  @IsObject()
+  writes?: Record<string, unknown>;
+
   @ApiPropertyOptional({ type: AgentPlanningDto })
   @IsOptional()
   @ValidateNested()
@@ -195,6 +209,11 @@ export class AgentResponse extends AgentSummaryResponse {
   @ApiProperty({ type: AgentModelDto }) model: AgentModelSettings;
   @ApiProperty({ type: [String] }) tools: string[];
   @ApiProperty({ type: [String] }) allowedObjects: string[];
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'array', items: { type: 'string', enum: [...WRITE_OPERATIONS] } },
+  })
+  writes: AgentWrites;
   @ApiProperty({ type: AgentPlanningDto }) planning: AgentPlanning;
   @ApiProperty({ type: AgentGuardrailsDto }) guardrails: AgentGuardrails;
   @ApiProperty({ type: AgentAccessDto }) access: AgentAccess;

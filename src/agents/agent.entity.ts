@@ -1,5 +1,5 @@
 import { defineEntity, InferEntity, p } from '@mikro-orm/core';
-import type { AgentAccess, AgentGuardrails, AgentPlanning, StoredModelSettings } from './agent.types';
+import type { AgentAccess, AgentGuardrails, AgentPlanning, AgentWrites, StoredModelSettings } from './agent.types';
 
 /** An admin-defined agent: instructions, model settings, the tools and objects it may use, its limits. */
 export const AgentEntity = defineEntity({
@@ -15,6 +15,7 @@ export const AgentEntity = defineEntity({
     model: p.json<StoredModelSettings>(),
     tools: p.json<string[]>(),
     allowedObjects: p.json<string[]>(),
+    writes: p.json<AgentWrites>().default('{}'),
     planning: p.json<AgentPlanning>(),
     guardrails: p.json<AgentGuardrails>(),
     access: p.json<AgentAccess>(),

@@ -20,6 +20,7 @@ export function toSpec(agent: Agent): AgentSpec {
     model,
     tools: agent.tools,
     allowedObjects: agent.allowedObjects,
+    writes: agent.writes ?? {},
     // Agents stored before a planning setting existed get its default.
     planning: { ...AGENT_PLANNING_DEFAULTS, ...agent.planning },
     guardrails: agent.guardrails,

@@ -12,11 +12,21 @@ import { PgPubSub } from '../database/pg-pubsub.service';
 import { deepFreeze, ReplicatedCache } from '../database/replicated-cache';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { AuditLog, type AuditActor } from '../governance/audit-log.service';
+import { MetadataService } from '../metadata/metadata.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';
 import { toAgentResponse, toAgentSummary, toSpec } from './agent.mapper';
-import { AGENT_DEFAULTS, AGENT_MAX_ITERATIONS, AGENT_NAME_PATTERN, AgentSpec, type StoredModelSettings } from './agent.types';
+import {
+  AGENT_DEFAULTS,
+  AGENT_MAX_ITERATIONS,
+  AGENT_NAME_PATTERN,
+  AgentSpec,
+  WRITE_OPERATIONS,
+  type AgentWrites,
+  type StoredModelSettings,
+  type WriteOperation,
+} from './agent.types';
 
 /** Event telling every replica to drop its cached agents. */
 const AGENTS_CHANGED = 'agents_changed';
@@ -39,6 +49,7 @@ export class AgentService {
     private readonly tools: ToolRegistry,
     pubsub: PgPubSub,
     private readonly audit: AuditLog,
+    private readonly metadata: MetadataService,
   ) {
     this.runnable = new ReplicatedCache(pubsub, AGENTS_CHANGED);
   }
@@ -83,6 +94,7 @@ export class AgentService {
       const agent = em.create(AgentEntity, {
         id: randomUUID(),
         ...this.normalise(dto),
+        writes: await this.checkWrites(dto.writes),
         version: 1,
         createdAt: now,
         updatedAt: now,
@@ -100,7 +112,12 @@ export class AgentService {
     return this.changing(async (em) => {
       const agent = await findByName(em, name);
       if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
-      em.assign(agent, { ...this.normalise(dto), version: agent.version + 1, updatedAt: new Date() });
+      em.assign(agent, {
+        ...this.normalise(dto),
+        writes: await this.checkWrites(dto.writes),
+        version: agent.version + 1,
+        updatedAt: new Date(),
+      });
       await em.flush();
       await this.audit.admin(em, actor, 'agent.update', agent.name);
       return toAgentResponse(agent);
@@ -150,8 +167,35 @@ export class AgentService {
     return result;
   }
 
+  /**
+   * `writes` as stored: each key an existing object, each value a list of create / update / delete (once
+   * each); absent: none. Whether a caller may make a write is decided per caller when it is approved.
+   */
+  private async checkWrites(input: Record<string, unknown> | undefined): Promise<AgentWrites> {
+    if (input === undefined) return {};
+    const writes: AgentWrites = {};
+    const objects = new Set((await this.metadata.listObjects()).map((object) => object.name));
+    for (const [objectName, operations] of Object.entries(input)) {
+      if (!objects.has(objectName)) {
+        throw new DomainError('validation_failed', `writes: object "${objectName.slice(0, 100)}" does not exist`, {
+          availableObjects: [...objects],
+        });
+      }
+      if (!Array.isArray(operations) || operations.some((op) => !(WRITE_OPERATIONS as readonly unknown[]).includes(op))) {
+        throw new DomainError(
+          'validation_failed',
+          `writes.${objectName} must be a list of ${WRITE_OPERATIONS.map((op) => `"${op}"`).join(', ')}`,
+        );
+      }
+      writes[objectName] = [...new Set(operations as WriteOperation[])];
+    }
+    return writes;
+  }
+
   /** The spec as stored: the locale goes into the model settings' JSON. */
-  private normalise(dto: AgentSpecDto): Omit<AgentSpec, 'version' | 'locale' | 'model'> & { model: StoredModelSettings } {
+  private normalise(
+    dto: AgentSpecDto,
+  ): Omit<AgentSpec, 'version' | 'locale' | 'model' | 'writes'> & { model: StoredModelSettings } {
     const tools = [...new Set(dto.tools ?? [])];
     const { unknown } = this.tools.resolve(tools);
     if (unknown.length) {

@@ -45,6 +45,13 @@ export interface AgentAccess {
   subjects?: string[];
 }
 
+/** Operations a write tool may propose on a record. */
+export const WRITE_OPERATIONS = ['create', 'update', 'delete'] as const;
+export type WriteOperation = (typeof WRITE_OPERATIONS)[number];
+
+/** Per object, the operations the agent may propose (each still needs a person's approval). */
+export type AgentWrites = Record<string, WriteOperation[]>;
+
 /** An agent as the runtime and the API see it. */
 export interface AgentSpec {
   name: string;
@@ -55,6 +62,8 @@ export interface AgentSpec {
   model: AgentModelSettings;
   tools: string[];
   allowedObjects: string[];
+  /** The writes the agent may propose with its write tools; none by default. */
+  writes: AgentWrites;
   planning: AgentPlanning;
   guardrails: AgentGuardrails;
   access: AgentAccess;

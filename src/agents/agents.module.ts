@@ -1,5 +1,6 @@
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { Module } from '@nestjs/common';
+import { MetadataModule } from '../metadata/metadata.module';
 import { ToolsModule } from '../tools/tools.module';
 import { AgentController } from './agent.controller';
 import { AgentEntity } from './agent.entity';
@@ -7,7 +8,7 @@ import { AgentService } from './agent.service';
 
 /** Agent definitions: the entity, admin CRUD, loading for a run and the built-in agents. Running them is the runtime's. */
 @Module({
-  imports: [MikroOrmModule.forFeature([AgentEntity]), ToolsModule],
+  imports: [MikroOrmModule.forFeature([AgentEntity]), ToolsModule, MetadataModule],
   controllers: [AgentController],
   providers: [AgentService],
   exports: [AgentService],

@@ -12,6 +12,7 @@ import {
 } from '../runtime/conversation';
 import type { Grounding } from '../runtime/grounding';
 import { TOOL_NAME_PATTERN } from '../tools/tool.define';
+import type { WriteProposal } from '../tools/tool.types';
 import { chartSpecOf } from '../charts/visualize.tool';
 
 /**
@@ -123,8 +124,27 @@ export interface StoredMessage extends ConversationMessage {
 
 /** A tool part of a UI message: `tool-<name>`, in the state its result gives it. */
 export type UiToolPart = { type: `tool-${string}`; toolCallId: string; input: unknown } & (
-  { state: 'input-available' } | { state: 'output-available'; output: unknown } | { state: 'output-error'; errorText: string }
+  | { state: 'input-available' }
+  | { state: 'output-available'; output: unknown }
+  | { state: 'output-error'; errorText: string }
+  | { state: 'approval-requested'; approval: UiApproval }
 );
+
+/**
+ * A write proposal as the AI SDK's approval request: the approval id is the call's id, the descriptor what would
+ * change, the signature the proposal's token (the client sends it back with its approval response).
+ */
+export interface UiApproval {
+  id: string;
+  descriptor: { objectName: string; operation: string; changes: unknown[]; expiresAt: string };
+  signature: string;
+}
+
+/** The approval request of a write proposal waiting for a decision. */
+export function uiApproval(toolCallId: string, proposal: WriteProposal): UiApproval {
+  const { objectName, operation, changes, expiresAt, token } = proposal;
+  return { id: toolCallId, descriptor: { objectName, operation, changes, expiresAt }, signature: token };
+}
 
 /** The parts of UI messages this server writes, a subset of the AI SDK's. */
 export type UiPart =
@@ -154,8 +174,11 @@ export interface UiMessage {
 /** One step of an answer as a UI shows it: the model's text, then its tool calls in the state their results give them. */
 export interface UiStep {
   text: string;
-  tools: UiToolPart[];
+  tools: UiCallPart[];
 }
+
+/** A tool part as a stored call and its result give it (approval requests come from the chat's pending proposals). */
+export type UiCallPart = Exclude<UiToolPart, { state: 'approval-requested' }>;
 
 /** The UI id of a user message: the client's own, or one made from the stored id. */
 export function userMessageId(message: Pick<StoredMessage, 'id' | 'clientId'>): string {
@@ -177,7 +200,10 @@ export function replyMessageId(userMessageStoredId: number): string {
  * parts: `output-available` or `output-error` once the result is stored, `input-available` while a
  * client tool call waits for its result. Text parts of one message are joined into one.
  */
-export function toUiMessages(messages: readonly StoredMessage[]): UiMessage[] {
+export function toUiMessages(
+  messages: readonly StoredMessage[],
+  proposals: ReadonlyMap<string, WriteProposal> = new Map(),
+): UiMessage[] {
   const ui: UiMessage[] = [];
   for (const turn of splitTurns(messages)) {
     if (turn.user)
@@ -191,6 +217,11 @@ export function toUiMessages(messages: readonly StoredMessage[]): UiMessage[] {
       parts.push({ type: 'step-start' });
       if (step.text) parts.push({ type: 'text', text: step.text, state: 'done' });
       for (const tool of step.tools) {
+        const proposal = tool.state === 'input-available' ? proposals.get(tool.toolCallId) : undefined;
+        if (proposal) {
+          parts.push({ ...tool, state: 'approval-requested', approval: uiApproval(tool.toolCallId, proposal) });
+          continue;
+        }
         parts.push(tool);
         // Where the stream sent it: right after the call's output.
         const chart = uiChartPart(tool);
@@ -223,7 +254,7 @@ export function resultsOf(messages: readonly StoredMessage[]): Map<string, ToolR
 }
 
 /** A tool call as a UI tool part, with its result when there is one. */
-export function uiToolPart(call: ToolCallPart, result: ToolResultPart | undefined): UiToolPart {
+export function uiToolPart(call: ToolCallPart, result: ToolResultPart | undefined): UiCallPart {
   const base = { type: `tool-${call.toolName}` as const, toolCallId: call.toolCallId, input: call.input };
   if (!result) return { ...base, state: 'input-available' };
   if (result.isError) return { ...base, state: 'output-error', errorText: toolErrorText(result.output) };

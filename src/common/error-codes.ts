@@ -16,6 +16,9 @@ export const ERRORS = {
   agent_forbidden: HttpStatus.FORBIDDEN,
   tool_not_allowed: HttpStatus.FORBIDDEN,
   object_not_allowed: HttpStatus.FORBIDDEN,
+  // An approval of a write proposal with a bad, forged, replayed or expired token, or from a key that may not
+  // make the write itself: nothing is written.
+  approval_invalid: HttpStatus.FORBIDDEN,
   // The key a chat turn runs as was revoked (or no longer acts for the chat's owner): the turn stops. Mostly a chat's
   // lastError; as a response, only when a key is revoked while its request is being admitted.
   key_revoked: HttpStatus.UNAUTHORIZED,
@@ -182,6 +185,15 @@ export const ERRORS = {
   tool_failed: HttpStatus.BAD_REQUEST,
   tool_results_timeout: HttpStatus.BAD_REQUEST,
   interrupted: HttpStatus.BAD_REQUEST,
+  // Write proposals: what the model reads when a person rejected one, it expired unanswered, a record changed
+  // since it was proposed (nothing written), a write tool matched more records than one proposal may change, or
+  // a client tool was called in the same step as a write (not run: one pause at a time).
+  approval_rejected: HttpStatus.BAD_REQUEST,
+  approval_expired: HttpStatus.BAD_REQUEST,
+  version_changed: HttpStatus.CONFLICT,
+  too_many_records: HttpStatus.BAD_REQUEST,
+  write_not_allowed: HttpStatus.FORBIDDEN,
+  tool_not_run: HttpStatus.BAD_REQUEST,
 
   // The model endpoint.
   llm_not_configured: HttpStatus.SERVICE_UNAVAILABLE,

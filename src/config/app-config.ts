@@ -105,6 +105,13 @@ export interface AppConfig {
   ormAcquireTimeoutMs: number;
   /** Browser origins allowed to call the API: `*` for any, a list of origins, or undefined for none (no CORS headers). */
   corsOrigins?: '*' | string[];
+  /** How long a write proposal's approval token stays valid, seconds (APPROVAL_TTL_S). */
+  approvalTtlS: number;
+  /**
+   * The HMAC key of approval tokens (APPROVAL_SECRET, at least 32 characters); undefined: one generated once into
+   * DATA_DIR (every replica of a deployment must then share APPROVAL_SECRET instead).
+   */
+  approvalSecret?: string;
   /** How long a stream token may be used to open an event stream, milliseconds. */
   streamTokenTtlMs: number;
   /** Unexpired stream tokens one API key may hold at once (beyond: 429). */
@@ -170,6 +177,13 @@ function fraction(env: Env, name: string, fallback: number): number {
 /** A whole number, or undefined when the variable is unset. */
 function optionalInt(env: Env, name: string, min: number, max: number): number | undefined {
   return str(env, name) === undefined ? undefined : int(env, name, 0, min, max);
+}
+
+/** A secret of at least `minLength` characters, or undefined when unset. */
+function secret(env: Env, name: string, minLength: number): string | undefined {
+  const raw = str(env, name);
+  if (raw !== undefined && raw.length < minLength) throw new ConfigError(name, `must be at least ${minLength} characters long`);
+  return raw;
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -303,6 +317,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dataPoolKeyShare: fraction(env, 'DATA_POOL_KEY_SHARE', 0.5),
     ormAcquireTimeoutMs: int(env, 'ORM_ACQUIRE_TIMEOUT_MS', 10_000, 10, 60_000),
     corsOrigins: origins(env, 'CORS_ORIGINS'),
+    approvalTtlS: int(env, 'APPROVAL_TTL_S', 900, 1, 604_800),
+    approvalSecret: secret(env, 'APPROVAL_SECRET', 32),
     streamTokenTtlMs: int(env, 'STREAM_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     streamTokensPerKey: int(env, 'STREAM_TOKENS_PER_KEY', 100, 1, 10_000),
     importMaxBytes: int(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1_024, 10 * 1024 * 1024 * 1024),
@@ -335,6 +351,11 @@ export function configWarnings(env: Env = process.env): string[] {
       str(env, 'QUERY_TIMEOUT_MS') === undefined
         ? 'TOOL_STATEMENT_TIMEOUT_MS is deprecated: rename it to QUERY_TIMEOUT_MS (it now bounds REST data queries too)'
         : 'TOOL_STATEMENT_TIMEOUT_MS is deprecated and ignored: QUERY_TIMEOUT_MS is set',
+    );
+  }
+  if (str(env, 'DATABASE_URL') !== undefined && str(env, 'APPROVAL_SECRET') === undefined) {
+    warnings.push(
+      'APPROVAL_SECRET is unset: approval tokens are signed with a key generated into DATA_DIR, which only replicas sharing that directory know',
     );
   }
   return warnings;

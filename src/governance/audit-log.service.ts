@@ -24,6 +24,12 @@ export interface ToolAuditEntry {
   keyId?: string;
   agent?: string;
   chatId?: string;
+  /** The id of the call (links a write proposal with its decision and its write). */
+  toolCallId?: string;
+  /** Set on the steps of a write proposal after the call: approval.approve, approval.reject, approval.expire, record.write. */
+  action?: string;
+  /** Of a write: the records, e.g. deal/<id>. */
+  target?: string;
   tool: string;
   /** Already without values of fields hidden from the caller. */
   arguments: unknown;
@@ -42,6 +48,7 @@ interface AuditRow {
   keyId: string | null;
   agent: string | null;
   chatId: string | null;
+  toolCallId: string | null;
   tool: string | null;
   action: string | null;
   target: string | null;
@@ -117,7 +124,8 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
     params.push(limit + 1);
     const rows = await runSql<AuditRow>(
       this.em.fork(),
-      `select "id"::text as "id", "at", "kind", "key_id" as "keyId", "agent", "chat_id" as "chatId", "tool", "action",
+      `select "id"::text as "id", "at", "kind", "key_id" as "keyId", "agent", "chat_id" as "chatId",
+         "tool_call_id" as "toolCallId", "tool", "action",
          "target", "arguments", "row_count" as "rowCount", "duration_ms" as "durationMs", "outcome"
        from "audit_log" ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
        order by "audit_log"."id" desc limit $${params.length}`,
@@ -130,27 +138,41 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
   }
 
   private async insertToolCalls(batch: ToolAuditEntry[]): Promise<void> {
-    const records = batch.map((entry) => ({
-      at: entry.at.toISOString(),
-      key_id: isUuid(entry.keyId) ? entry.keyId : null,
-      agent: entry.agent ?? null,
-      chat_id: isUuid(entry.chatId) ? entry.chatId : null,
-      tool: entry.tool.slice(0, 100),
-      arguments: storableArguments(entry.arguments),
-      row_count: entry.rowCount,
-      duration_ms: Math.round(entry.durationMs),
-      outcome: entry.outcome.slice(0, 100),
-    }));
-    await runSql(
-      this.em.fork(),
-      `insert into "audit_log" ("at", "kind", "key_id", "agent", "chat_id", "tool", "arguments", "row_count", "duration_ms", "outcome")
-       select "at", 'tool', "key_id", "agent", "chat_id", "tool", "arguments", "row_count", "duration_ms", "outcome"
-       from jsonb_to_recordset($1::jsonb) as x("at" timestamptz, "key_id" uuid, "agent" text, "chat_id" uuid, "tool" text,
-         "arguments" jsonb, "row_count" integer, "duration_ms" integer, "outcome" text)`,
-      // NUL cannot be stored in jsonb: a model may well send one.
-      [JSON.stringify(records).replaceAll('\\u0000', '')],
-    );
+    const { text, params } = toolCallInsert(batch);
+    await runSql(this.em.fork(), text, params);
   }
+}
+
+/**
+ * The INSERT of tool-call entries (one statement for many), for the batched writer and for callers that
+ * must write an entry inside their own transaction (a write and its entry commit together).
+ */
+export function toolCallInsert(batch: readonly ToolAuditEntry[]): { text: string; params: unknown[] } {
+  const records = batch.map((entry) => ({
+    at: entry.at.toISOString(),
+    key_id: isUuid(entry.keyId) ? entry.keyId : null,
+    agent: entry.agent ?? null,
+    chat_id: isUuid(entry.chatId) ? entry.chatId : null,
+    tool_call_id: entry.toolCallId?.slice(0, 200) ?? null,
+    tool: entry.tool.slice(0, 100),
+    action: entry.action?.slice(0, 100) ?? null,
+    target: entry.target?.slice(0, 300) ?? null,
+    arguments: storableArguments(entry.arguments),
+    row_count: entry.rowCount,
+    duration_ms: Math.round(entry.durationMs),
+    outcome: entry.outcome.slice(0, 100),
+  }));
+  return {
+    text: `insert into "audit_log" ("at", "kind", "key_id", "agent", "chat_id", "tool_call_id", "tool", "action", "target",
+             "arguments", "row_count", "duration_ms", "outcome")
+           select "at", 'tool', "key_id", "agent", "chat_id", "tool_call_id", "tool", "action", "target", "arguments",
+             "row_count", "duration_ms", "outcome"
+           from jsonb_to_recordset($1::jsonb) as x("at" timestamptz, "key_id" uuid, "agent" text, "chat_id" uuid,
+             "tool_call_id" text, "tool" text, "action" text, "target" text, "arguments" jsonb, "row_count" integer,
+             "duration_ms" integer, "outcome" text)`,
+    // NUL cannot be stored in jsonb: a model may well send one.
+    params: [JSON.stringify(records).replaceAll('\\u0000', '')],
+  };
 }
 
 /** Arguments as stored: JSON values only, and a note of the size instead of very large ones. */
@@ -171,6 +193,7 @@ function toEntry(row: AuditRow): AuditEntryResponse {
   };
   if (row.agent !== null) entry.agent = row.agent;
   if (row.chatId !== null) entry.chatId = row.chatId;
+  if (row.toolCallId !== null) entry.toolCallId = row.toolCallId;
   if (row.tool !== null) entry.tool = row.tool;
   if (row.action !== null) entry.action = row.action;
   if (row.target !== null) entry.target = row.target;

@@ -63,6 +63,10 @@ export class AuditEntryResponse {
   @ApiProperty({ format: 'uuid', nullable: true, description: 'The API key (null: the server itself)' }) keyId: string | null;
   @ApiPropertyOptional({ description: 'Tool calls: the agent they were made for' }) agent?: string;
   @ApiPropertyOptional({ format: 'uuid', description: 'Tool calls: the durable chat' }) chatId?: string;
+  @ApiPropertyOptional({
+    description: 'Tool calls: the id of the call; a write proposal, its decision and its write share it',
+  })
+  toolCallId?: string;
   @ApiPropertyOptional({ description: 'Tool calls: the tool' }) tool?: string;
   @ApiPropertyOptional({ description: 'Admin changes: what was done, e.g. object.create' }) action?: string;
   @ApiPropertyOptional({ description: 'Admin changes: what it was done to, e.g. deal or deal.amount' }) target?: string;

@@ -17,6 +17,7 @@ import {
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
 import { VISUALIZE_TOOL } from '../charts/visualize.tool';
 import { readableArguments } from '../tools/tool.arguments';
+import { errorOutcome } from '../tools/tool.define';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult } from '../tools/tool.types';
 import { fitToContext } from './context-window';
@@ -81,6 +82,11 @@ export interface TurnStep {
   toolResults: ToolResult[];
   /** Client tool calls of this step; when present the turn pauses in requires_action after this step. */
   pendingClientCalls: LlmToolCall[];
+  /**
+   * Write proposals of this step (results of write tools, which wrote nothing): when present the turn pauses
+   * in requires_approval after this step, and each call's result is what a person decides.
+   */
+  pendingApprovals: ToolResult[];
   usage: LlmUsage;
   /** Tool rounds used so far in the turn, this step included. */
   iterationsUsed: number;
@@ -116,13 +122,15 @@ export interface TurnHooks {
 export type TurnFinishReason = 'stop' | 'length' | 'max_iterations';
 
 export interface TurnResult {
-  status: 'completed' | 'requires_action';
+  status: 'completed' | 'requires_action' | 'requires_approval';
   content: string;
   model: string;
   finishReason: TurnFinishReason;
   toolCalls: ExecutedToolCall[];
   /** Client tool calls waiting for results (status requires_action). */
   pendingToolCalls: LlmToolCall[];
+  /** Write proposals waiting for a person's decision (status requires_approval). */
+  pendingApprovals?: ToolResult[];
   usage: LlmUsage;
   iterationsUsed: number;
   /** Of the final answer, unless the agent's grounding is off. */
@@ -235,6 +243,7 @@ export class AgentLoop {
           toolMessages: [],
           toolResults: [],
           pendingClientCalls: [],
+          pendingApprovals: [],
           usage: response.usage,
           iterationsUsed: iterations,
           final,
@@ -305,41 +314,64 @@ export class AgentLoop {
         ? operandEvidence(turnSources(messages, turnStart), (sources) => this.catalog.describe(sources))
         : undefined;
       // Results in call order.
-      const results = await this.registry.executeAll(
+      const executed = await this.registry.executeAll(
         builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
         { ...turn.toolContext, signal: turnSignal, ...(evidence ? { evidence } : {}) },
       );
       if (deadline.aborted) throw deadlineError();
       // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
       if (turnSignal.aborted) throw new DomainError('turn_aborted', 'The turn was cancelled');
+      // A write tool's successful result is a proposal: nothing was written, and its result is what a person
+      // decides. Refused proposals (no grant, bad arguments) are ordinary error results the model reads.
+      const proposals = executed.filter((result) => !result.isError && this.registry.get(result.name)?.needsApproval);
+      const results = executed.filter((result) => !proposals.includes(result));
+      if (proposals.length && client.length) {
+        // One pause at a time: client calls of a step that proposes a write are answered as not run.
+        for (const call of client.splice(0)) results.push(notRunResult(call));
+      }
       const toolMessages: LlmMessage[] = results.map((result) => ({
         role: 'tool',
         tool_call_id: result.toolCallId,
         content: toolMessageContent(result),
       }));
       messages.push(...toolMessages);
-      results.forEach((result, i) => {
+      const shownArguments = new Map(calls.map(({ call, shown }) => [call.id, shown]));
+      for (const result of results) {
         hooks.onToolResult?.(result);
         toolCalls.push({
           id: result.toolCallId,
           name: result.name,
-          arguments: builtIn[i].shown,
+          arguments: shownArguments.get(result.toolCallId),
           result: result.content,
           isError: result.isError,
         });
-      });
+      }
       await hooks.onStep?.({
         assistant,
         toolCalls: kept,
         toolMessages,
         toolResults: results,
         pendingClientCalls: client,
+        pendingApprovals: proposals,
         usage: response.usage,
         iterationsUsed: iterations,
         final: false,
         model: response.model,
         finishReason: 'tool_calls',
       });
+      if (proposals.length) {
+        return {
+          status: 'requires_approval',
+          content: response.content,
+          model: response.model,
+          finishReason: 'stop',
+          toolCalls,
+          pendingToolCalls: [],
+          pendingApprovals: proposals,
+          usage,
+          iterationsUsed: iterations,
+        };
+      }
       if (client.length) {
         return {
           status: 'requires_action',
@@ -444,6 +476,19 @@ export class AgentLoop {
     });
     return response;
   }
+}
+
+/** The result of a client tool call that was not handed to the client: its step proposed a write. */
+function notRunResult(call: LlmToolCall): ToolResult {
+  return {
+    toolCallId: call.id,
+    name: call.name,
+    ...errorOutcome(
+      'tool_not_run',
+      `Tool "${call.name}" was not run: the same step proposed a write, which waits for a person's approval. Call it again after the decision if you still need it.`,
+    ),
+    durationMs: 0,
+  };
 }
 
 /** The tools that read the turn's earlier data results (ToolContext.evidence). */

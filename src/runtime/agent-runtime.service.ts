@@ -49,6 +49,11 @@ export interface TurnRequest {
   chatId?: string;
   /** Spent so far, when a turn resumes after client tool results. */
   progress?: { iterationsUsed: number; tokensUsed: number };
+  /**
+   * The front door can pause the turn for a person's approval (durable chats): only then are the agent's
+   * write tools offered. Everywhere else they do not exist for the model.
+   */
+  approvals?: boolean;
 }
 
 /** What a front door asks to admit: who, which agent, and what the request brings that the agent limits. */
@@ -153,8 +158,11 @@ export class AgentRuntime {
   async prepareTurn(request: TurnRequest): Promise<PreparedTurn> {
     const options = parseChatOptions(request.options, request.optionNames ?? CHAT_OPTION_NAMES);
     const { agent, clientTools, toolChoice } = await this.admit({ ...request, maxTokens: options.maxTokens });
-    const agentTools = this.registry.resolve(agent.tools).tools;
-    // ask_user is an agent tool the client answers: offered to the model, never executed here.
+    // ask_user is an agent tool the client answers: offered to the model, never executed here. Write tools
+    // need a door that can wait for an approval.
+    const agentTools = this.registry
+      .resolve(agent.tools)
+      .tools.filter((tool) => !tool.needsApproval || request.approvals === true);
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
     const context = visibleContext(agent, request.context);
     const preamble = [await this.systemMessage(request.caller, agent, context)];
@@ -181,7 +189,7 @@ export class AgentRuntime {
       locale: agent.locale,
       toolContext: {
         caller: request.caller,
-        agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects },
+        agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects, writes: agent.writes },
         chatId: request.chatId,
       },
     };

@@ -120,6 +120,7 @@ export function auditTrailMiddleware(
         keyId: ctx.caller?.keyId,
         agent: ctx.agent?.name,
         chatId: ctx.chatId,
+        toolCallId: invocation.call.id,
         tool: invocation.tool.name,
         // Could not tell which fields are hidden: keep no argument rather than risk a hidden value.
         arguments: hidden === null ? null : withoutKeys(invocation.args, new Set(hidden)),

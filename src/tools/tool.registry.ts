@@ -102,7 +102,7 @@ export class ToolRegistry {
       const args = parseArguments(registered.tool.name, call.arguments);
       if (args instanceof DomainError) return domainErrorOutcome(args);
       const invocation: ToolInvocation = { call, tool: registered.tool, args };
-      return await this.dispatch(0, invocation, registered, ctx);
+      return await this.dispatch(0, invocation, registered, { ...ctx, toolCallId: call.id });
     } catch (error) {
       // Only a faulty middleware gets here; tools' own errors are caught in `core`.
       return this.unexpected(call.name, error);

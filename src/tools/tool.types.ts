@@ -14,6 +14,8 @@ export interface ToolAgentScope {
   tools: string[];
   /** Object names the agent may touch; `['*']` means every object. */
   allowedObjects: string[];
+  /** Per object, the writes the agent may propose (create, update, delete); absent: none. */
+  writes?: Readonly<Record<string, readonly string[]>>;
 }
 
 export interface ToolContext {
@@ -22,6 +24,8 @@ export interface ToolContext {
   agent?: ToolAgentScope;
   /** The durable chat the call is made in, for the audit trail. */
   chatId?: string;
+  /** The id of the call being run (set by the registry for each call). */
+  toolCallId?: string;
   /** Aborted on timeout, interrupt or client disconnect. */
   signal: AbortSignal;
   /** A durable chat's worker runs the call: its data work takes the pool's background share (CHAT_TOOL_CONCURRENCY). */
@@ -66,6 +70,11 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
   rateLimit?: { perMinute: number };
   /** Overrides the default per-call timeout (config.toolTimeoutMs) for this tool. */
   timeoutMs?: number;
+  /**
+   * A write tool: its result is a proposal that a person must approve before anything is written, so it
+   * is offered only where a turn can pause for one (durable chats), never listed or run directly.
+   */
+  needsApproval?: true;
   execute(args: Args, ctx: ToolContext): Promise<unknown>;
 }
 
@@ -91,6 +100,28 @@ export interface ToolResult extends ToolOutcome {
 /** The content of an error outcome: what the model reads to recover. */
 export interface ToolErrorContent {
   error: { code: ErrorCode; message: string; details?: unknown };
+}
+
+/** One record a write proposal changes: its version when proposed, and only the fields that change. */
+export interface ProposedChange {
+  /** The record's id; null for a record to be created. */
+  id: string | null;
+  /** The record's version as the records API shows it (ETag); null for a record to be created. */
+  etag: string | null;
+  /** The changed fields as they are (the whole record for a delete); null for a create. */
+  before: Record<string, unknown> | null;
+  /** The changed fields as they would be; null for a delete. */
+  after: Record<string, unknown> | null;
+}
+
+/** What a write tool returns: a proposal, nothing written, signed for a person to approve. */
+export interface WriteProposal {
+  objectName: string;
+  operation: 'create' | 'update' | 'delete';
+  changes: ProposedChange[];
+  /** The approval token (see ApprovalTokens): binds the chat, the call, its arguments, every version and the expiry. */
+  token: string;
+  expiresAt: string;
 }
 
 /** What middleware sees: the resolved tool and the parsed arguments. */

@@ -27,7 +27,9 @@ export class ToolsService {
     agent?: ToolAgentScope,
   ): Promise<ExecuteToolResponse> {
     // An unknown name is the caller's URL mistake (404); everything after that is a tool result (200).
-    if (!this.registry.get(name)) throw new DomainError('tool_not_found', `Tool "${name.slice(0, 100)}" not found`);
+    // A write tool only proposes, for a person to approve in a durable chat: called directly it does not exist.
+    const tool = this.registry.get(name);
+    if (!tool || tool.needsApproval) throw new DomainError('tool_not_found', `Tool "${name.slice(0, 100)}" not found`);
     const result = await this.registry.execute(
       { id: `direct_${randomUUID()}`, name, arguments: dto.arguments ?? {} },
       { caller, signal, ...(agent ? { agent } : {}) },

@@ -122,13 +122,17 @@ if (nextCursor !== null) throw new Error("three won deals fit one page");
 
 const chat = await client.POST('/api/v1/chats', { body: { agent: 'data_chat', message: 'How many deals did we win?' } });
 if (!chat.data) throw new Error('creating a chat failed');
-const status: 'waiting' | 'pending' | 'running' | 'requires_action' | 'error' = chat.data.status;
+const status: 'waiting' | 'pending' | 'running' | 'requires_action' | 'requires_approval' | 'error' = chat.data.status;
+const proposals: Array<{ toolCallId: string; token: string }> | undefined = chat.data.requiredAction?.proposals;
+void proposals;
 
 const missing = await client.GET('/api/v1/objects/{name}', { params: { path: { name: 'no_such_object' } } });
 const code: ErrorCode | undefined = missing.error?.code;
 const errorMessage: string | undefined = missing.error?.error;
 
 export function neverCalled(): void {
+  // @ts-expect-error: a decision is approve or reject
+  void client.POST('/api/v1/chats/{id}/approvals', { params: { path: { id: 'x' } }, body: { toolCallId: 'c', decision: 'maybe', token: 't' } });
   // @ts-expect-error: limit is an integer, not text
   void client.GET('/api/v1/objects/{name}/records', { params: { path: { name: 'deal' }, query: { limit: 'ten' } } });
   // @ts-expect-error: total is exact, estimate or none

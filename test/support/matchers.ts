@@ -9,4 +9,5 @@ export const match = {
   stringMatching: (pattern: string | RegExp): unknown => expect.stringMatching(pattern),
   stringContaining: (text: string): unknown => expect.stringContaining(text),
   arrayContaining: <T>(items: readonly T[]): unknown => expect.arrayContaining(items),
+  objectContaining: (object: Record<string, unknown>): unknown => expect.objectContaining(object),
 };

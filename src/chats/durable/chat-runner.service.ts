@@ -11,12 +11,13 @@ import { toLlmMessages } from '../../runtime/conversation';
 import { assistantParts, toolResultParts, toPendingCall, visibleTo } from './chat-message.mapper';
 import { ChatRepository, ChatWrite, NewMessage, StatusChange } from './chat.repository';
 import { ChatEvent, ChatRow } from './chat.types';
+import type { WriteProposal } from '../../tools/tool.types';
 
 /** This worker no longer owns the chat (interrupted, deleted, or taken over after a stale heartbeat). */
 class LostClaim extends Error {}
 
 /** Where a run left the chat; `abandoned`: another party (interrupt, deletion, takeover) moved it on. */
-type RunOutcome = 'waiting' | 'requires_action' | 'pending' | 'error' | 'abandoned';
+type RunOutcome = 'waiting' | 'requires_action' | 'requires_approval' | 'pending' | 'error' | 'abandoned';
 
 const DELTA_FLUSH_MS = 50;
 /** Text per NOTIFY, well below Postgres' 8000-byte payload limit once wrapped in JSON. */
@@ -83,6 +84,7 @@ export class ChatRunner {
         context: chat.context,
         dynamicTools: chat.dynamicTools,
         progress: { iterationsUsed: chat.turnIterations, tokensUsed: chat.turnTokens },
+        approvals: true,
       });
       // Its data tools take the pool's background share: thousands of chats never crowd out REST calls.
       const turn = { ...prepared, toolContext: { ...prepared.toolContext, background: true } };
@@ -135,7 +137,7 @@ export class ChatRunner {
       );
       // The token budget can end a turn without a final model step: settle it here.
       if (!settled && result.status === 'completed') await this.settle(chat, workerId, 'waiting');
-      return result.status === 'completed' ? 'waiting' : 'requires_action';
+      return result.status === 'completed' ? 'waiting' : result.status;
     } catch (error) {
       if (error instanceof LostClaim || signal.aborted) {
         // The chat moved on (interrupt, takeover): text of the abandoned step must not reach streams.
@@ -194,6 +196,24 @@ export class ChatRunner {
     if (step.final) {
       status = { status: 'waiting', lastError: null, attempts: 0 };
       after = [{ type: 'status', ...event, status: 'waiting' }];
+    } else if (step.pendingApprovals.length) {
+      // Write proposals wait for a person; the chat waits until the earliest of them expires (then the sweep
+      // answers the expired ones for the model).
+      const pending = step.pendingApprovals.map((result) => {
+        const call = step.toolCalls.find((c) => c.id === result.toolCallId)!;
+        return { ...toPendingCall(call, freeform), proposal: result.content as WriteProposal };
+      });
+      const earliest = Math.min(...pending.map((call) => Date.parse(call.proposal.expiresAt)));
+      status = {
+        status: 'requires_approval',
+        pendingToolCalls: pending,
+        actionExpiresInMs: Math.max(0, earliest - Date.now()),
+        attempts: 0,
+      };
+      after = [
+        { type: 'status', ...event, status: 'requires_approval' },
+        { type: 'action_required', ...event },
+      ];
     } else if (step.pendingClientCalls.length) {
       const pending = step.pendingClientCalls.map((call) => toPendingCall(call, freeform));
       status = {

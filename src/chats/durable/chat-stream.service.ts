@@ -76,7 +76,7 @@ export class ChatStreamService {
      */
     const sendStatus = async (status?: ChatStatus) => {
       let sent: ChatStatus;
-      if (status && status !== 'requires_action' && status !== 'error') {
+      if (status && status !== 'requires_action' && status !== 'requires_approval' && status !== 'error') {
         writer.send({ status, lastError: null }, { event: 'status' });
         sent = status;
       } else {
@@ -90,6 +90,9 @@ export class ChatStreamService {
         writer.send({ status: sent, lastError: chat.lastError }, { event: 'status' });
         if (chat.status === 'requires_action' && sent === 'requires_action') {
           writer.send({ pendingToolCalls: toChatResponse(chat).pendingToolCalls }, { event: 'action_required' });
+        }
+        if (chat.status === 'requires_approval' && sent === 'requires_approval') {
+          writer.send({ requiredAction: toChatResponse(chat).requiredAction }, { event: 'action_required' });
         }
       }
       if (resume.until === 'idle' && IDLE_STATUSES.includes(sent)) {

@@ -24,7 +24,8 @@ import { ChatStreamService } from './chat-stream.service';
 const CHAT_STREAM_EVENTS =
   'Server-Sent Events, each `data:` one JSON object: `message` (a persisted message as in GET /messages; its SSE ' +
   '`id:` is the message id, for Last-Event-ID), `message_part` `{ delta }` (text as the model writes it), `status` ' +
-  '`{ status, lastError }` (`{ status: "deleted" }` ends the stream), `action_required` `{ pendingToolCalls }`, ' +
+  '`{ status, lastError }` (`{ status: "deleted" }` ends the stream), `action_required` `{ pendingToolCalls }` ' +
+  '(client tools) or `{ requiredAction }` (write proposals waiting for approval), ' +
   '`retry` `{ attempt, delayMs, error }` (the model endpoint failed; trying again), `error` `{ code, message }`, and ' +
   'with `?until=idle` a last `end` `{ status }` once the chat is waiting or in error. ' +
   'Comments (`: keep-alive`) keep idle streams open.';

@@ -104,6 +104,49 @@ export class PendingToolCallResponse {
   arguments: unknown;
 }
 
+export class ProposedChangeResponse {
+  @ApiProperty({ type: 'string', nullable: true, description: "The record's id; null for a record to be created" })
+  id: string | null;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: "The record's version when proposed, as its ETag; the write runs only while the record is still at it",
+  })
+  etag: string | null;
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    additionalProperties: true,
+    description: 'The fields that change, as they are now (a delete: the whole record); null for a create',
+  })
+  before: Record<string, unknown> | null;
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    additionalProperties: true,
+    description: 'The fields that change, as they would be; null for a delete',
+  })
+  after: Record<string, unknown> | null;
+}
+
+export class WriteProposalResponse {
+  @ApiProperty({ description: 'The id of the write tool call; POST /chats/:id/approvals names it' }) toolCallId: string;
+  @ApiProperty({ enum: ['create_record', 'update_record', 'delete_record', 'update_records'] }) tool: string;
+  @ApiProperty({ ...JSON_VALUE, description: 'The arguments of the call as the model made it' }) arguments: unknown;
+  @ApiProperty({ type: [ProposedChangeResponse] }) changes: ProposedChangeResponse[];
+  @ApiProperty({
+    description:
+      'The single-use approval token: signed over the chat, the call, its arguments, every record version and the expiry',
+  })
+  token: string;
+  @ApiProperty({ format: 'date-time' }) expiresAt: string;
+}
+
+export class RequiredActionResponse {
+  @ApiProperty({ enum: ['approval'] }) type: 'approval';
+  @ApiProperty({ type: [WriteProposalResponse] }) proposals: WriteProposalResponse[];
+}
+
 export class ChatResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({
@@ -128,9 +171,15 @@ export class ChatResponse {
     type: 'string',
     nullable: true,
     format: 'date-time',
-    description: 'Only while requires_action: when the pending calls time out',
+    description:
+      'Only while requires_action: when the pending calls time out; while requires_approval: when the earliest proposal expires',
   })
   actionExpiresAt?: string | null;
+  @ApiPropertyOptional({
+    type: RequiredActionResponse,
+    description: "Only while requires_approval: the agent's write proposals, each waiting for a person's decision",
+  })
+  requiredAction?: RequiredActionResponse;
   // Inline rather than a $ref: OpenAPI 3.0's nullable does not reach into a referenced schema.
   @ApiProperty({
     type: 'object',
@@ -258,7 +307,32 @@ export function toChatResponse(chat: ChatRow): ChatResponse {
     response.pendingToolCalls = chat.pendingToolCalls ?? [];
     response.actionExpiresAt = chat.actionExpiresAt?.toISOString() ?? null;
   }
+  if (chat.status === 'requires_approval') {
+    response.requiredAction = requiredActionOf(chat.pendingToolCalls ?? []);
+    response.actionExpiresAt = chat.actionExpiresAt?.toISOString() ?? null;
+  }
   return response;
+}
+
+/** The write proposals among a chat's pending calls, as clients show them. */
+export function requiredActionOf(pending: readonly PendingToolCall[]): RequiredActionResponse {
+  return {
+    type: 'approval',
+    proposals: pending.flatMap((call) =>
+      call.proposal
+        ? [
+            {
+              toolCallId: call.id,
+              tool: call.name,
+              arguments: call.arguments,
+              changes: call.proposal.changes,
+              token: call.proposal.token,
+              expiresAt: call.proposal.expiresAt,
+            },
+          ]
+        : [],
+    ),
+  };
 }
 
 export function toMessageResponse(message: ChatMessageRow): ChatMessageResponse {

@@ -64,8 +64,8 @@ export type StatusChange = {
   /** Workers may claim the chat only after this delay (retry backoff); none when absent. */
   availableInMs?: number;
 } & (
-  | { status: 'requires_action'; pendingToolCalls: PendingToolCall[]; actionExpiresInMs: number }
-  | { status: Exclude<ChatStatus, 'running' | 'requires_action'> }
+  | { status: 'requires_action' | 'requires_approval'; pendingToolCalls: PendingToolCall[]; actionExpiresInMs: number }
+  | { status: Exclude<ChatStatus, 'running' | 'requires_action' | 'requires_approval'> }
 );
 
 /** A message to append: what insertMessage takes. */
@@ -592,12 +592,19 @@ export class ChatRepository {
       .execute();
   }
 
-  /** Chats whose client did not answer in time, locked for the caller's transaction. */
-  async lockExpiredActions(em: EntityManager, limit: number): Promise<ChatRow[]> {
+  /**
+   * Chats whose client did not answer in time (or, with `requires_approval`, whose earliest write proposal
+   * expired unanswered), locked for the caller's transaction.
+   */
+  async lockExpiredActions(
+    em: EntityManager,
+    limit: number,
+    status: 'requires_action' | 'requires_approval' = 'requires_action',
+  ): Promise<ChatRow[]> {
     const rows = await db(em)
       .selectFrom('chats')
       .select(CHAT_COLUMNS)
-      .where('status', '=', 'requires_action')
+      .where('status', '=', status)
       .where('action_expires_at', '<', now())
       .orderBy('action_expires_at')
       .limit(limit)
@@ -660,7 +667,7 @@ export class ChatRepository {
 
 /** The SET list of a status change; an undefined value leaves its column out: only what changes is written. */
 function statusSet(change: StatusChange) {
-  const actionRequired = change.status === 'requires_action';
+  const actionRequired = change.status === 'requires_action' || change.status === 'requires_approval';
   return {
     status: change.status,
     updated_at: now(),

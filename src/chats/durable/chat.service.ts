@@ -12,7 +12,7 @@ import { AccessService } from '../../governance/access.service';
 import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import { ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
-import { ChatRepository, ChatWrite } from './chat.repository';
+import { ChatRepository, ChatWrite, StatusChange } from './chat.repository';
 import { ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 import {
   ChatListResponse,
@@ -269,12 +269,67 @@ export class ChatService {
     return ids[0];
   }
 
+  /** Any owner's chat, locked for the caller's transaction (who may act on it is the caller's to decide). */
+  async lockAnyOwner(em: EntityManager, id: string): Promise<ChatRow | undefined> {
+    return isUuid(id) ? this.repo.find(em, id, undefined, { lock: true }) : undefined;
+  }
+
+  /** Chats in requires_approval whose earliest proposal expired, locked (skipping those locked elsewhere). */
+  lockExpiredApprovals(em: EntityManager, limit: number): Promise<ChatRow[]> {
+    return this.repo.lockExpiredActions(em, limit, 'requires_approval');
+  }
+
+  /**
+   * The results of write proposals of `chat` (locked by the caller's transaction): decided by a person or
+   * expired. The model reads each as its call's result. While other proposals still wait the chat stays in
+   * requires_approval; after the last one the turn goes on (pending), as the key it ran as. `chat` is
+   * updated in place, so several settlements in one transaction see each other.
+   */
+  async settleProposals(em: EntityManager, chat: ChatRow, results: readonly SettledProposal[]): Promise<void> {
+    const pending = chat.pendingToolCalls ?? [];
+    const settled = results.filter((result) => pending.some((call) => call.id === result.toolCallId && call.proposal));
+    if (!settled.length) return;
+    const rest = pending.filter((call) => !settled.some((result) => result.toolCallId === call.id));
+    const event = { chatId: chat.id, owner: chat.owner };
+    const status: StatusChange = rest.length
+      ? {
+          status: 'requires_approval',
+          pendingToolCalls: rest,
+          actionExpiresInMs: Math.max(
+            0,
+            Math.min(...rest.map((call) => Date.parse(call.proposal?.expiresAt ?? ''))) - Date.now(),
+          ),
+        }
+      : { status: 'pending' };
+    await this.repo.write(em, {
+      ...event,
+      messages: settled.map((result) => ({
+        role: 'tool' as const,
+        parts: [
+          {
+            type: 'tool-result' as const,
+            toolCallId: result.toolCallId,
+            toolName: pending.find((call) => call.id === result.toolCallId)!.name,
+            output: result.content,
+            isError: result.isError,
+          },
+        ],
+        keyId: result.keyId,
+        access: result.access ?? null,
+      })),
+      status,
+      after: [{ type: 'status', ...event, status: status.status }],
+    });
+    chat.pendingToolCalls = rest.length ? rest : null;
+    chat.status = status.status;
+  }
+
   /** Stops the chat: a running model call is cancelled (its worker loses the claim) and the chat waits. */
   async interrupt(caller: Caller, id: string): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       const chat = await this.get(caller, id, em, true);
       if (chat.status === 'waiting' || chat.status === 'error') return;
-      if (chat.status === 'requires_action') {
+      if (chat.status === 'requires_action' || chat.status === 'requires_approval') {
         await this.writeMissingResults(em, chat, 'interrupted', 'The user interrupted the chat before this tool returned');
       }
       await this.repo.setStatus(em, id, { status: 'waiting', resetTurn: true });
@@ -330,6 +385,17 @@ export class ChatService {
     const messageId = await this.repo.insertMessage(em, chat.id, 'tool', parts);
     await this.events.publish({ type: 'message', chatId: chat.id, owner: chat.owner, messageId }, em);
   }
+}
+
+/** The outcome of a write proposal, as its call's result. */
+export interface SettledProposal {
+  toolCallId: string;
+  content: unknown;
+  isError: boolean;
+  /** The key that decided it; null when it expired. */
+  keyId: string | null;
+  /** When the result holds record values: the access fingerprint they were read under (see visibleTo). */
+  access?: string | null;
 }
 
 /** What a new chat starts with; `id` and the client ids only when the caller chose them. */

@@ -2,9 +2,10 @@ import type { ApiKeyRole } from '../../auth/api-key.entity';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
 import type { Grounding } from '../../runtime/grounding';
+import type { WriteProposal } from '../../tools/tool.types';
 import type { ConversationPart, ConversationRole } from '../../runtime/conversation';
 
-export const CHAT_STATUSES = ['waiting', 'pending', 'running', 'requires_action', 'error'] as const;
+export const CHAT_STATUSES = ['waiting', 'pending', 'running', 'requires_action', 'requires_approval', 'error'] as const;
 export type ChatStatus = (typeof CHAT_STATUSES)[number];
 
 /** Parts of a persisted message. */
@@ -43,11 +44,16 @@ export interface StepMetadata {
   superseded?: boolean;
 }
 
-/** A call waiting for the client (or a human, for ask_user). `arguments` is raw text for custom tools. */
+/**
+ * A call waiting for the client (or a human, for ask_user), or a write tool's call waiting for a person's
+ * approval (`proposal`). `arguments` is raw text for custom tools.
+ */
 export interface PendingToolCall {
   id: string;
   name: string;
   arguments: unknown;
+  /** Of a write tool's call (status requires_approval): what it would change, and the token that approves it. */
+  proposal?: WriteProposal;
 }
 
 export interface ChatRow {

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../../auth/auth.module';
 import { GovernanceModule } from '../../governance/governance.module';
 import { RuntimeModule } from '../../runtime/runtime.module';
+import { ApprovalGateway } from './approval-gateway';
 import { ChatController } from './chat.controller';
 import { ChatEvents } from './chat-events.service';
 import { ChatMetrics } from './chat.metrics';
@@ -16,8 +17,18 @@ import { UiChatService } from './ui-chat.service';
 @Module({
   imports: [AuthModule, GovernanceModule, RuntimeModule],
   controllers: [ChatController, UiChatController],
-  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService, ChatMetrics],
-  exports: [ChatWorker, ChatService],
+  providers: [
+    ChatRepository,
+    ChatEvents,
+    ChatService,
+    ChatRunner,
+    ChatWorker,
+    ChatStreamService,
+    UiChatService,
+    ChatMetrics,
+    ApprovalGateway,
+  ],
+  exports: [ChatWorker, ChatService, ApprovalGateway],
 })
 /**
  * Durable chats: persisted conversations run by a worker on any replica, with client tools and SSE

@@ -15,7 +15,9 @@ const UI_TURN_STREAM_EVENTS =
   '`{ messageId }` (the id of the answer, the same in GET .../messages); per model step `start-step`, `text-start`, ' +
   '`text-delta`, `text-end`, `tool-input-start`, then `tool-input-available` `{ toolCallId, toolName, input }` for a ' +
   'client tool call the client must answer, or `tool-input-delta` and `tool-output-available` / `tool-output-error` ' +
-  'for a call with its result, `finish-step`; `reset-step` takes back text of a model call that was given up (a ' +
+  'for a call with its result, or `tool-input-delta` and `tool-approval-request` `{ approvalId, toolCallId, ' +
+  'approvalDescriptor: { objectName, operation, changes, expiresAt }, signature }` for a write proposal waiting for ' +
+  'approval (`signature` is its token), `finish-step`; `reset-step` takes back text of a model call that was given up (a ' +
   'retry); then `finish` `{ finishReason, messageMetadata: { model, finishReason, usage } }` once the chat waits ' +
   '(for a message, or for client tool results), or `error` `{ errorText }`; last `data: [DONE]`. Comments ' +
   '(`: keep-alive`) keep it open.';
@@ -44,7 +46,9 @@ export class UiChatController {
     description:
       'The body is what `DefaultChatTransport` posts, plus `dynamicTools` and `context` from its `body`. A new `id` ' +
       'starts a chat with the agent; the last message is the next user message, or the assistant message whose ' +
-      'client tool parts now have outputs (the results of the pending calls). `regenerate-message` is refused.',
+      'client tool parts now have outputs (the results of the pending calls), or whose write proposals carry approval ' +
+      "responses (`addToolApprovalResponse`; the token travels as the approval request's `signature`). " +
+      '`regenerate-message` is refused.',
     responseDescription: 'The UI message stream of the turn',
     events: UI_TURN_STREAM_EVENTS,
     errors: [
@@ -58,6 +62,7 @@ export class UiChatController {
       'chat_busy',
       'chat_not_waiting_for_tools',
       'chat_agent_mismatch',
+      'approval_invalid',
       'too_many_chats',
       'too_many_streams',
     ],

@@ -94,10 +94,11 @@ export class UiToolInvocationPart {
   type: string;
   @ApiProperty() toolCallId: string;
   @ApiProperty({
-    enum: ['input-available', 'output-available', 'output-error'],
-    description: 'input-available: a client tool call still waiting for its output',
+    enum: ['input-available', 'output-available', 'output-error', 'approval-requested'],
+    description:
+      'input-available: a client tool call still waiting for its output; approval-requested: a write proposal waiting for a decision',
   })
-  state: 'input-available' | 'output-available' | 'output-error';
+  state: 'input-available' | 'output-available' | 'output-error' | 'approval-requested';
   @ApiProperty({ ...JSON_VALUE, description: 'The arguments of the call' }) input: unknown;
   @ApiPropertyOptional({
     ...JSON_VALUE,
@@ -106,6 +107,21 @@ export class UiToolInvocationPart {
   })
   output?: unknown;
   @ApiPropertyOptional({ description: 'With output-error: why the call failed' }) errorText?: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    properties: {
+      id: { type: 'string', description: 'The approval id (the call id), for addToolApprovalResponse' },
+      descriptor: {
+        type: 'object',
+        additionalProperties: true,
+        description: '{ objectName, operation, changes: [{ id, etag, before, after }], expiresAt }',
+      },
+      signature: { type: 'string', description: "The proposal's approval token, sent back with the approval response" },
+    },
+    required: ['id', 'descriptor', 'signature'],
+    description: 'With approval-requested: what would change, and the token that approves it',
+  })
+  approval?: { id: string; descriptor: Record<string, unknown>; signature: string };
 }
 
 export class UiGroundingPart {

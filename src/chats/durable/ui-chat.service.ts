@@ -14,6 +14,7 @@ import { ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import { ChatService, contextOf } from './chat.service';
+import { ApprovalGateway, type ApprovalDecision } from './approval-gateway';
 import type { ToolResultDto } from './chat.dto';
 import type { ChatRow } from './chat.types';
 import { checkClientChatId, CLIENT_CHAT_ID_PATTERN, UiChatMessagesResponse, UiChatRequestDto } from './ui-chat.dto';
@@ -21,7 +22,10 @@ import { UI_MESSAGE_STREAM_HEADERS } from '../ui-message-stream.writer';
 import { TurnStreamOrigin, UiTurnStream } from './ui-turn-stream';
 
 /** What the last UI message of a request asks for. */
-type Submission = { kind: 'message'; text: string; clientId: string | null } | { kind: 'tool-results'; results: ToolResultDto[] };
+type Submission =
+  | { kind: 'message'; text: string; clientId: string | null }
+  | { kind: 'tool-results'; results: ToolResultDto[] }
+  | { kind: 'approvals'; decisions: ApprovalDecision[] };
 
 /**
  * Durable chats for AI SDK clients (`useChat` with a stock `DefaultChatTransport`): the client's
@@ -40,6 +44,7 @@ export class UiChatService {
     private readonly runtime: AgentRuntime,
     private readonly access: AccessService,
     private readonly streams: KeyStreams,
+    private readonly approvals: ApprovalGateway,
   ) {}
 
   /**
@@ -68,6 +73,11 @@ export class UiChatService {
     const stream = new UiTurnStream(this.em, this.repo, this.events, await this.access.fingerprint(caller));
     let origin: TurnStreamOrigin;
     try {
+      if (submission.kind === 'approvals') {
+        origin = await this.decide(caller, agent.name, dto.id, submission.decisions);
+        stream.start(origin, this.streams.open(caller, open, { headers: UI_MESSAGE_STREAM_HEADERS }));
+        return;
+      }
       origin = await this.chats.oneTurnAtATime(caller.subject, () =>
         this.em.fork().transactional(async (em) => {
           const chat = await this.repo.findByClientId(em, caller.subject, dto.id, { lock: true });
@@ -115,6 +125,26 @@ export class UiChatService {
   }
 
   /**
+   * The client's decisions on write proposals (`addToolApprovalResponse`), each taken as POST
+   * /chats/:id/approvals takes it (ApprovalGateway): approve with the token the approval request carried
+   * as its signature, or reject with the client's reason. Returns where the stream of the turn goes on:
+   * after the step that proposed, with the decided calls waiting for their results.
+   */
+  private async decide(caller: Caller, agentName: string, id: string, decisions: ApprovalDecision[]): Promise<TurnStreamOrigin> {
+    const em = this.em.fork();
+    const chat = await this.find(em, caller, agentName, id);
+    const pending = new Set((chat.pendingToolCalls ?? []).filter((call) => call.proposal).map((call) => call.id));
+    const decided = decisions.filter((decision) => pending.has(decision.toolCallId));
+    if (!decided.length) {
+      throw new DomainError('approval_invalid', 'No proposal of the chat waits for the approval responses sent');
+    }
+    const turnStart = await this.repo.lastUserMessageId(em, chat.id);
+    const cursor = (await this.repo.messages(em, chat.id, turnStart, null)).at(-1)?.id ?? turnStart;
+    for (const decision of decided) await this.approvals.decide(caller, chat.id, decision);
+    return { chatId: chat.id, turnStart, cursor, awaiting: decided.map((decision) => decision.toolCallId) };
+  }
+
+  /**
    * The running turn's stream from its start (what was produced, then live), for a client that
    * reconnects; false when no turn runs (the route answers 204).
    */
@@ -146,7 +176,13 @@ export class UiChatService {
     const em = this.em.fork();
     const chat = await this.find(em, caller, agentName, id);
     const rows = await this.repo.messages(em, chat.id, 0, null);
-    return { messages: toUiMessages(visibleTo(rows, await this.access.fingerprint(caller))) };
+    // Proposals waiting for a decision come as approval requests, which the restored page can answer.
+    const proposals = new Map(
+      chat.status === 'requires_approval'
+        ? (chat.pendingToolCalls ?? []).flatMap((call) => (call.proposal ? [[call.id, call.proposal] as const] : []))
+        : [],
+    );
+    return { messages: toUiMessages(visibleTo(rows, await this.access.fingerprint(caller)), proposals) };
   }
 
   /** The caller's chat with this client id and agent; another owner's, or another agent's, is not found. */
@@ -168,6 +204,8 @@ function notFound(id: string): DomainError {
 function readSubmission(messages: unknown[]): Submission {
   const index = messages.length - 1;
   const last = messages[index];
+  const decisions = approvalResponses(lastStepOf(last));
+  if (decisions.length) return { kind: 'approvals', decisions };
   const conversation = fromClientMessage(lastStepOf(last), index);
   if (conversation[0].role === 'user') {
     const part = conversation[0].parts[0];
@@ -187,6 +225,27 @@ function readSubmission(messages: unknown[]): Submission {
     );
   }
   return { kind: 'tool-results', results };
+}
+
+/**
+ * The approval responses of an assistant UI message: its tool parts in state `approval-responded`, each
+ * with the token the approval request carried (`approval.signature`) and, for a rejection, its reason.
+ */
+function approvalResponses(message: unknown): ApprovalDecision[] {
+  if (!isPlainObject(message) || message.role !== 'assistant' || !Array.isArray(message.parts)) return [];
+  const decisions: ApprovalDecision[] = [];
+  for (const part of message.parts as unknown[]) {
+    if (!isPlainObject(part) || part.state !== 'approval-responded' || !isPlainObject(part.approval)) continue;
+    const { approved, signature, reason } = part.approval;
+    if (typeof part.toolCallId !== 'string' || typeof approved !== 'boolean') continue;
+    decisions.push({
+      toolCallId: part.toolCallId.slice(0, 200),
+      decision: approved ? 'approve' : 'reject',
+      token: typeof signature === 'string' ? signature.slice(0, 200) : '',
+      ...(typeof reason === 'string' && reason ? { reason: reason.slice(0, 2000) } : {}),
+    });
+  }
+  return decisions;
 }
 
 /**

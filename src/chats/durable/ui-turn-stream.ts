@@ -12,15 +12,17 @@ import {
   uiOutput,
   uiChartPart,
   uiStep,
-  type UiToolPart,
+  uiApproval,
+  type UiCallPart,
 } from '../ui-messages';
 import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
 import type { ChatRepository } from './chat.repository';
 import type { ChatEvent, ChatMessageRow, ChatStatus } from './chat.types';
+import type { WriteProposal } from '../../tools/tool.types';
 
 /** Statuses in which no turn runs: a stream of the turn ends there. */
-const SETTLED: readonly ChatStatus[] = ['waiting', 'requires_action', 'error'];
+const SETTLED: readonly ChatStatus[] = ['waiting', 'requires_action', 'requires_approval', 'error'];
 
 /** Where a stream starts: the chat, the user message that opened the turn, and what the client already has. */
 export interface TurnStreamOrigin {
@@ -29,6 +31,8 @@ export interface TurnStreamOrigin {
   turnStart: number;
   /** The client holds the turn up to this message id; the stream sends what follows. */
   cursor: number;
+  /** Calls the client holds as waiting (decided approvals): their results go out as outputs when read. */
+  awaiting?: readonly string[];
 }
 
 /** Text of the step in flight that this stream has sent, live, as the model wrote it. */
@@ -94,6 +98,7 @@ export class UiTurnStream {
   start(origin: TurnStreamOrigin, sse: SseWriter): void {
     this.origin = origin;
     this.cursor = origin.cursor;
+    for (const id of origin.awaiting ?? []) this.awaiting.add(id);
     // From here on only this chat's events reach the stream (found by the chat's id, whatever else the replica streams).
     this.unsubscribe();
     this.unsubscribe = this.events.subscribeChat(origin.chatId, (event) => this.accept(event));
@@ -183,8 +188,11 @@ export class UiTurnStream {
     const next = rows.findIndex((row) => row.role === 'user');
     const turn = next < 0 ? rows : rows.slice(0, next);
     const results = resultsOf(turn);
+    // Write proposals waiting for a person: a step and its pause commit in one statement, so a step read here
+    // that proposed writes finds the chat waiting for them.
+    const proposals = turn.some((row) => row.role === 'assistant') ? await this.pendingProposals() : new Map();
     for (const row of turn) {
-      if (row.role === 'assistant') this.sendStep(row, results);
+      if (row.role === 'assistant') this.sendStep(row, results, proposals);
       else this.sendResults(row);
       this.cursor = row.id;
     }
@@ -192,7 +200,11 @@ export class UiTurnStream {
   }
 
   /** A committed model step: the rest of its text (see the class comment), its tool calls, their results. */
-  private sendStep(row: ChatMessageRow, results: ReturnType<typeof resultsOf>): void {
+  private sendStep(
+    row: ChatMessageRow,
+    results: ReturnType<typeof resultsOf>,
+    proposals: ReadonlyMap<string, WriteProposal>,
+  ): void {
     const step = uiStep(row, results);
     let text = step.text;
     if (this.live) {
@@ -213,12 +225,16 @@ export class UiTurnStream {
       this.send({ type: 'text-delta', id, delta: text });
       this.send({ type: 'text-end', id });
     }
-    for (const tool of step.tools) this.sendTool(tool);
+    for (const tool of step.tools) {
+      const proposal = tool.state === 'input-available' ? proposals.get(tool.toolCallId) : undefined;
+      if (proposal) this.sendApprovalRequest(tool, proposal);
+      else this.sendTool(tool);
+    }
     this.send({ type: 'finish-step' });
     this.stepOpen = false;
   }
 
-  private sendTool(tool: UiToolPart): void {
+  private sendTool(tool: UiCallPart): void {
     const toolName = tool.type.slice('tool-'.length);
     const { toolCallId, input } = tool;
     if (tool.state === 'input-available') {
@@ -237,7 +253,37 @@ export class UiTurnStream {
     this.sendOutput(tool);
   }
 
-  private sendOutput(tool: Extract<UiToolPart, { state: 'output-available' | 'output-error' }>): void {
+  /**
+   * A write proposal as the AI SDK's approval request: the call's input, then `tool-approval-request` with the
+   * changes as its descriptor and the token as its signature, which the client's `addToolApprovalResponse`
+   * keeps and sends back. The approval id is the call's id.
+   */
+  private sendApprovalRequest(tool: UiCallPart, proposal: WriteProposal): void {
+    const { toolCallId, input } = tool;
+    const toolName = tool.type.slice('tool-'.length);
+    this.send({ type: 'tool-input-start', toolCallId, toolName });
+    this.send({ type: 'tool-input-delta', toolCallId, inputTextDelta: JSON.stringify(input ?? {}) });
+    const approval = uiApproval(toolCallId, proposal);
+    this.send({
+      type: 'tool-approval-request',
+      approvalId: approval.id,
+      toolCallId,
+      approvalDescriptor: approval.descriptor,
+      signature: approval.signature,
+    });
+    this.awaiting.add(toolCallId);
+  }
+
+  /** The chat's write proposals waiting for a decision, by call id. */
+  private async pendingProposals(): Promise<Map<string, WriteProposal>> {
+    const chat = await this.repo.find(this.em.fork(), this.origin!.chatId);
+    const proposals = new Map<string, WriteProposal>();
+    if (chat?.status !== 'requires_approval') return proposals;
+    for (const call of chat.pendingToolCalls ?? []) if (call.proposal) proposals.set(call.id, call.proposal);
+    return proposals;
+  }
+
+  private sendOutput(tool: Extract<UiCallPart, { state: 'output-available' | 'output-error' }>): void {
     if (tool.state === 'output-error') {
       this.send({ type: 'tool-output-error', toolCallId: tool.toolCallId, errorText: tool.errorText });
     } else {

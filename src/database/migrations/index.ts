@@ -1,5 +1,6 @@
 import { MigrationAccessPolicies } from './migration-20261125-access-policies';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
+import { MigrationApprovals } from './migration-20261129-approvals';
 import { MigrationAgents } from './migration-20261122-agents';
 import { MigrationApiKeyLastUsed } from './migration-20261122-api-key-last-used';
 import { MigrationChatClaims } from './migration-20261122-chat-claims';
@@ -45,6 +46,7 @@ export const MIGRATIONS = [
   MigrationViewOwnerKeys,
   MigrationJobCancel,
   MigrationUniqueEmptyIndexes,
+  MigrationApprovals,
   MigrationChangeSequencer,
   MigrationChatEvents,
 ];
