@@ -21,7 +21,7 @@ function stored(overrides: Partial<Agent> = {}): Agent {
     createdAt: new Date('2026-01-02T03:04:05.000Z'),
     updatedAt: new Date('2026-02-03T04:05:06.000Z'),
     ...overrides,
-  } as Agent;
+  };
 }
 
 describe('toSpec', () => {

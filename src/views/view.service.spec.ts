@@ -1,5 +1,5 @@
 import type { ViewRow } from './view.entity';
-import { applyView } from './view.service';
+import { applyView, type ViewableQuery } from './view.service';
 
 function view(parts: Partial<ViewRow>): ViewRow {
   return { where: null, orderBy: null, fields: null, ...parts } as ViewRow;
@@ -9,9 +9,9 @@ describe('applyView', () => {
   const stageWon = { stage: { $eq: 'won' } };
 
   it('fills what the query leaves out with the view: filter, order and fields', () => {
-    const applied = applyView(view({ where: stageWon, orderBy: [{ field: 'amount' }], fields: ['name', 'amount'] }), {
-      limit: 5,
-    });
+    // The rest of the query (here a limit) passes through as it is.
+    const query: ViewableQuery & { limit: number } = { limit: 5 };
+    const applied = applyView(view({ where: stageWon, orderBy: [{ field: 'amount' }], fields: ['name', 'amount'] }), query);
     expect(applied).toEqual({ limit: 5, where: stageWon, orderBy: [{ field: 'amount' }], fields: ['name', 'amount'] });
   });
 

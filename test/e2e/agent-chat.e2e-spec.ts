@@ -1,6 +1,5 @@
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage } from 'ai';
 import type { AgentListResponse } from '../../src/agents/agent.dto';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
@@ -9,18 +8,7 @@ import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type S
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, rawText } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-
-const DATA_TOOLS = [
-  'list_objects',
-  'describe_object',
-  'query_records',
-  'get_record',
-  'aggregate_data',
-  'list_metrics',
-  'query_metric',
-  'calculate',
-  'visualize',
-];
+import { createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
 describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   let t: TestApp;
@@ -33,12 +21,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
-    const res = await t.http
-      .post('/api/v1/api-keys')
-      .set(bearer(t.adminKey))
-      .send({ name: 'member', role: 'member' })
-      .expect(201);
-    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
+    memberKey = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
     // A tool that always throws, to see the loop recover from it.
     t.app.get(ToolRegistry).register({
       name: 'explode',
@@ -72,7 +55,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     expect(messages[0].content).toContain('careful data analyst');
     expect(messages[0].content).not.toContain('--- Current Context ---');
     expect(messages[1]).toEqual({ role: 'user', content: 'hi' });
-    expect(sentToolNames(llm, 0)).toEqual(DATA_TOOLS);
+    expect(sentToolNames(llm, 0)).toEqual(DATA_CHAT_TOOLS);
     expect(llm.requests[0].headers.authorization).toBe('Bearer sk-test-key');
   });
 
@@ -273,7 +256,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     expect(body.tool_choice).toBeUndefined();
     expect(body.toolChoice).toBeUndefined();
     expect(body.maxIterations).toBeUndefined();
-    expect(sentToolNames(llm, 0)).toEqual(DATA_TOOLS);
+    expect(sentToolNames(llm, 0)).toEqual(DATA_CHAT_TOOLS);
     expect(JSON.stringify(body.messages)).not.toContain('pwned');
   });
 

@@ -7,6 +7,7 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { listenOnLoopback, RawConnection, RawResponse, sendRaw } from '../support/raw-http';
 import { idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, memberSecret } from '../support/fixtures';
 
 /** A message of a model request, as the mock model server received it. */
 type SentMessage = { role: string; content?: string | null; tool_call_id?: string; tool_calls?: Array<{ id: string }> };
@@ -26,14 +27,8 @@ describe('hardening against hostile member input', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm());
-    const member = async (name: string) =>
-      (
-        (await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201)).body as {
-          secret: string;
-        }
-      ).secret;
-    alice = await member('alice');
-    bob = await member('bob');
+    alice = await memberSecret(t, 'alice');
+    bob = await memberSecret(t, 'bob');
   });
   afterAll(async () => {
     await t.close();
@@ -262,17 +257,15 @@ describe('hardening against hostile member input', () => {
   });
 
   describe('metadata that would leave stale grants or orphaned values (finding 15)', () => {
-    const admin = () => bearer(t.adminKey);
-
     it('refuses to delete an object an agent still names in allowedObjects, with 409 listing the agents', async () => {
       await t.http
         .post('/api/v1/objects')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'contract', label: 'Contract', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
         .expect(201);
       await t.http
         .post('/api/v1/ai/agents')
-        .set(admin())
+        .set(asAdmin(t))
         .send({
           name: 'contracts_bot',
           label: 'Contracts',
@@ -281,18 +274,18 @@ describe('hardening against hostile member input', () => {
           allowedObjects: ['contract'],
         })
         .expect(201);
-      const refused = await t.http.delete('/api/v1/objects/contract').set(admin()).expect(409);
+      const refused = await t.http.delete('/api/v1/objects/contract').set(asAdmin(t)).expect(409);
       expect(refused.body).toMatchObject({ code: 'object_in_use', details: { agents: ['contracts_bot'] } });
-      await t.http.get('/api/v1/objects/contract').set(admin()).expect(200);
-      await t.http.delete('/api/v1/ai/agents/contracts_bot').set(admin()).expect(204);
-      await t.http.delete('/api/v1/objects/contract').set(admin()).expect(204);
+      await t.http.get('/api/v1/objects/contract').set(asAdmin(t)).expect(200);
+      await t.http.delete('/api/v1/ai/agents/contracts_bot').set(asAdmin(t)).expect(204);
+      await t.http.delete('/api/v1/objects/contract').set(asAdmin(t)).expect(204);
     });
 
     describe('narrowing select options', () => {
       beforeAll(async () => {
         await t.http
           .post('/api/v1/objects')
-          .set(admin())
+          .set(asAdmin(t))
           .send({
             name: 'ticket',
             label: 'Ticket',
@@ -314,11 +307,11 @@ describe('hardening against hostile member input', () => {
       it('answers 409 with the counts of records still using a removed select option', async () => {
         const res = await t.http
           .patch('/api/v1/objects/ticket/fields/priority')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['low'] })
           .expect(409);
         expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { high: 2 } } });
-        const field = (await t.http.get('/api/v1/objects/ticket').set(admin()).expect(200)).body as {
+        const field = (await t.http.get('/api/v1/objects/ticket').set(asAdmin(t)).expect(200)).body as {
           fields: Array<{ name: string; options?: string[] }>;
         };
         expect(field.fields.find((f) => f.name === 'priority')!.options).toEqual(['low', 'high', 'urgent']);
@@ -327,29 +320,33 @@ describe('hardening against hostile member input', () => {
       it('answers 409 for multiselect options still in use, and removes unused options', async () => {
         const res = await t.http
           .patch('/api/v1/objects/ticket/fields/tags')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['api'] })
           .expect(409);
         expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { bug: 2, ui: 1 } } });
         const ok = await t.http
           .patch('/api/v1/objects/ticket/fields/tags')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['bug', 'ui'] })
           .expect(200);
         expect((ok.body as { options: string[] }).options).toEqual(['bug', 'ui']);
         await t.http
           .patch('/api/v1/objects/ticket/fields/priority')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['low', 'high'] })
           .expect(200);
       });
 
       it('refuses a select left with no options (400), on update as on create', async () => {
-        const res = await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: [] }).expect(400);
+        const res = await t.http
+          .patch('/api/v1/objects/ticket/fields/priority')
+          .set(asAdmin(t))
+          .send({ options: [] })
+          .expect(400);
         expect((res.body as { code: string }).code).toBe('missing_options');
         await t.http
           .post('/api/v1/objects/ticket/fields')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ name: 'stage', label: 'Stage', type: 'select', required: true, options: [] })
           .expect(400);
       });

@@ -15,7 +15,8 @@ import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tool
 import { listen } from '../support/chat-helpers';
 import { match } from '../support/matchers';
 import { bodyOf, type RecordPage } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 /** One HTTP exchange of an MCP client, as its transport's fetch saw it. */
 interface Exchange {

@@ -5,7 +5,8 @@ import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
 import { Scrape } from '../support/prometheus';
 import { bodyOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { startStreamingReplica, StreamingReplica } from '../support/streaming-replica';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 /** Small enough that forcing lag takes a couple of seconds; the checks run every 375 ms with it. */
 const MAX_LAG_MS = 1_500;

@@ -1,6 +1,7 @@
 import type { Response } from 'supertest';
 import { bodyOf, errorOf, idOf, type RecordBody } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 const UNKNOWN_ID = '7d1c4c36-1b7a-4d5e-9a60-3a1f2b9c8e01';
 
@@ -45,8 +46,7 @@ describe('lost updates: records carry a version, and If-Match makes writes condi
         ],
       })
       .expect(201);
-    const key = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'ui', role: 'member' }).expect(201);
-    member = bodyOf<{ secret: string }>(key).secret;
+    member = (await createApiKey(t, { name: 'ui', role: 'member' })).secret;
   });
   afterAll(() => t.close());
 

@@ -1,7 +1,7 @@
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { BatchRecordsResponse } from '../../src/data/records.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 const UNKNOWN_ID = '7d1c4c36-1b7a-4d5e-9a60-3a1f2b9c8e01';
 
@@ -39,8 +39,7 @@ describe('batch edits: POST /api/v1/objects/:name/records/batch', () => {
         ],
       })
       .expect(201);
-    const key = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'grid', role: 'member' }).expect(201);
-    member = bodyOf<CreatedApiKeyResponse>(key).secret;
+    member = (await createApiKey(t, { name: 'grid', role: 'member' })).secret;
   });
   afterAll(() => t.close());
   beforeEach(() => t.sql('delete from data.item'));
@@ -190,12 +189,7 @@ describe('batch edits: POST /api/v1/objects/:name/records/batch', () => {
         objects: { item: { read: true, create: true, update: true, rowFilter: { owner: '$subject' }, hiddenFields: ['qty'] } },
       })
       .expect(201);
-    const created = await t.http
-      .post('/api/v1/api-keys')
-      .set(bearer(t.adminKey))
-      .send({ name: 'rep', role: 'member', subject: 'ann', policies: ['own-items'] })
-      .expect(201);
-    const ann = bodyOf<CreatedApiKeyResponse>(created).secret;
+    const ann = (await createApiKey(t, { name: 'rep', role: 'member', subject: 'ann', policies: ['own-items'] })).secret;
     const bobs = idOf(
       await t.http.post('/api/v1/objects/item/records').set(bearer(t.adminKey)).send({ sku: 'bob-1', owner: 'bob' }),
     );

@@ -1,4 +1,3 @@
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { decodeCursor, querySignature } from '../../src/data/keyset';
 import { orderTerms } from '../../src/data/order-by.compiler';
 import { compileFind } from '../../src/data/records.compiler';
@@ -7,6 +6,7 @@ import type { ObjectResponse } from '../../src/metadata/metadata.dto';
 import { SYSTEM_FIELDS, type ObjectMeta } from '../../src/metadata/object-metadata.types';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 describe('keyset paging: GET /records?cursor=', () => {
   let t: TestApp;
@@ -31,8 +31,7 @@ describe('keyset paging: GET /records?cursor=', () => {
         ],
       })
       .expect(201);
-    const key = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'grid', role: 'member' }).expect(201);
-    member = bodyOf<CreatedApiKeyResponse>(key).secret;
+    member = (await createApiKey(t, { name: 'grid', role: 'member' })).secret;
     // Many ties and nulls in score, so that the id tiebreaker and nulls-last both matter.
     for (let from = 0; from < ROWS; from += 1000) {
       const operations = Array.from({ length: 1000 }, (_, i) => ({

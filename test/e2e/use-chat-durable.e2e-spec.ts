@@ -9,7 +9,8 @@ import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/age
 import { listen } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 import { textOf, uiChat, waitUntil } from '../support/ui-chat';
 
 const API = '/api/v1/ai/agents/data_chat/chats';
