@@ -7,7 +7,6 @@ const shared = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   moduleFileExtensions: ['ts', 'js', 'json'],
-  testTimeout: 60000,
 };
 
 const projects = [
@@ -33,6 +32,8 @@ const tier = process.env.TEST_TIER;
 if (tier && !projects.some((project) => project.displayName === tier)) throw new Error(`TEST_TIER=${tier}: no such tier`);
 
 module.exports = {
+  // Run-wide options: Jest reads these here, not from a project.
   maxWorkers: 2,
+  testTimeout: 60000,
   projects: tier ? projects.filter((project) => project.displayName === tier) : projects,
 };
