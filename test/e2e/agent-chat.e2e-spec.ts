@@ -8,7 +8,7 @@ import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type S
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, rawText } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
+import { createAgent, createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
 describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   let t: TestApp;
@@ -145,17 +145,13 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('stops after maxIterations tool rounds with one last call without tools', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'looper',
-        label: 'Looper',
-        instructions: 'Loop.',
-        tools: ['list_objects'],
-        planning: { maxIterations: 3 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'looper',
+      label: 'Looper',
+      instructions: 'Loop.',
+      tools: ['list_objects'],
+      planning: { maxIterations: 3 },
+    });
     for (let i = 0; i < 3; i++) llm.enqueue(MockReply.toolCall('list_objects', {}));
     llm.enqueue(MockReply.text('Forced answer'));
     const res = await chat({ messages: [{ role: 'user', content: 'go' }] }, 'looper').expect(200);
@@ -167,16 +163,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('reports a throwing tool, an unknown tool and invalid arguments to the model, which recovers', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'fragile',
-        label: 'Fragile',
-        instructions: 'x',
-        tools: ['explode', 'query_records'],
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'fragile',
+      label: 'Fragile',
+      instructions: 'x',
+      tools: ['explode', 'query_records'],
+    });
     llm.enqueue(
       MockReply.toolCalls([
         { id: 'c1', name: 'explode', arguments: {} },
@@ -261,17 +253,13 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it("rejects maxTokens above the agent's own limit", async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'small',
-        label: 'Small',
-        instructions: 'x',
-        tools: [],
-        model: { maxTokens: 50 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'small',
+      label: 'Small',
+      instructions: 'x',
+      tools: [],
+      model: { maxTokens: 50 },
+    });
     const res = await chat({ messages: [{ role: 'user', content: 'x' }], options: { maxTokens: 51 } }, 'small').expect(400);
     expect(errorOf(res).code).toBe('invalid_option');
   });
@@ -294,17 +282,13 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('does not mention a context object the agent may not use', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'accounts_only',
-        label: 'Accounts only',
-        instructions: 'Only accounts.',
-        tools: ['query_records'],
-        allowedObjects: ['account'],
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'accounts_only',
+      label: 'Accounts only',
+      instructions: 'Only accounts.',
+      tools: ['query_records'],
+      allowedObjects: ['account'],
+    });
     llm.enqueue(MockReply.text('ok'));
     await chat(
       {
@@ -326,28 +310,16 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
   it('answers 404 for an unknown agent and for a stored agent that is no longer valid', async () => {
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'nope').expect(404)).code).toBe('agent_not_found');
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ name: 'stale', label: 'Stale', instructions: 'x', tools: ['list_objects'] })
-      .expect(201);
+    await createAgent(t, { name: 'stale', label: 'Stale', instructions: 'x', tools: ['list_objects'] });
     await t.sql(`update agents set tools = '["removed_tool"]' where name = 'stale'`);
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'stale').expect(404);
     expect(errorOf(res).code).toBe('agent_not_found');
   });
 
   it("answers 403 for an inactive agent and for a caller outside the agent's access", async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ name: 'sleepy', label: 'S', instructions: 'x', active: false })
-      .expect(201);
+    await createAgent(t, { name: 'sleepy', label: 'S', instructions: 'x', active: false });
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'sleepy').expect(403)).code).toBe('agent_inactive');
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ name: 'admins_only', label: 'A', instructions: 'x', access: { roles: ['admin'] } })
-      .expect(201);
+    await createAgent(t, { name: 'admins_only', label: 'A', instructions: 'x', access: { roles: ['admin'] } });
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'admins_only', memberKey).expect(403)).code).toBe(
       'agent_forbidden',
     );
@@ -363,16 +335,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it("ends the turn at the agent's deadline, cancelling the model call", async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'hasty',
-        label: 'H',
-        instructions: 'x',
-        guardrails: { maxExecutionTimeSec: 1, maxTokensPerInvocation: 1000 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'hasty',
+      label: 'H',
+      instructions: 'x',
+      guardrails: { maxExecutionTimeSec: 1, maxTokensPerInvocation: 1000 },
+    });
     llm.enqueue(MockReply.hang());
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'hasty').expect(504);
     expect(errorOf(res).code).toBe('agent_timeout');
@@ -381,17 +349,13 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('keeps within the token budget of the turn', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'thrifty',
-        label: 'T',
-        instructions: 'x',
-        tools: ['list_objects'],
-        guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'thrifty',
+      label: 'T',
+      instructions: 'x',
+      tools: ['list_objects'],
+      guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
+    });
     llm.enqueue(
       MockReply.toolCall('list_objects', {}, { usage: { prompt_tokens: 250, completion_tokens: 20, total_tokens: 270 } }),
       MockReply.text('short', { usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 } }),

@@ -6,7 +6,7 @@ import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/meta
 import { match } from '../support/matchers';
 import { bodyOf, errorOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TEST_ADMIN_KEY, TestApp } from '../support/test-app';
-import { createApiKey } from '../support/fixtures';
+import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -22,11 +22,7 @@ describe('auth and API keys', () => {
   beforeAll(async () => {
     t = await startTestApp();
     memberKey = (await createKey('member', 'analyst')).secret;
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({ name: 'note', label: 'Note', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-      .expect(201);
+    await createObject(t, 'note', [fieldSpec('title', 'text')]);
   });
   afterAll(() => t.close());
 

@@ -2,7 +2,7 @@ import { MAX_BODY_DEPTH, MAX_BODY_NODES } from '../../src/common/json-body.parse
 import { documentedBodyRoutes, fillPath } from '../support/openapi-routes';
 import { errorOf } from '../support/responses';
 import { startTestApp, TestApp } from '../support/test-app';
-import { asAdmin } from '../support/fixtures';
+import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
 
 /** Plausible values for the path parameters of every route; the body is refused before they matter. */
 const PATH_VALUES: Record<string, string> = {
@@ -31,11 +31,7 @@ describe('JSON body limits', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({ name: 'widget', label: 'Widget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-      .expect(201);
+    await createObject(t, 'widget', [fieldSpec('title', 'text')]);
     bodyRoutes = (await documentedBodyRoutes(t)).map(({ method, template }) => ({
       method,
       path: fillPath(template, PATH_VALUES),

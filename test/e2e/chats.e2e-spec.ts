@@ -6,7 +6,7 @@ import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
-import { createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
+import { createAgent, createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
 const FORM_TOOL = {
   name: 'show_form',
@@ -429,16 +429,12 @@ describe('durable chats', () => {
     });
 
     it('lets an agent ask the user through ask_user', async () => {
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'curious',
-          label: 'Curious',
-          instructions: 'Ask when unsure.',
-          tools: ['query_records', 'ask_user'],
-        })
-        .expect(201);
+      await createAgent(t, {
+        name: 'curious',
+        label: 'Curious',
+        instructions: 'Ask when unsure.',
+        tools: ['query_records', 'ask_user'],
+      });
       llm.enqueue(MockReply.toolCall('ask_user', { question: 'Which quarter?' }), MockReply.text('Q3 it is'));
       const id = bodyOf<ChatResponse>(await create({ agent: 'curious', message: 'sales?' }).expect(201)).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));

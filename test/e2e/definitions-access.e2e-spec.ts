@@ -13,7 +13,7 @@ import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } fr
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
-import { asAdmin, createApiKey } from '../support/fixtures';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 type Executed<R> = ExecuteToolResponse & { result: R };
 
@@ -121,35 +121,19 @@ describe('definitions are filtered like data: metrics and saved views', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm());
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({
-        name: 'store',
-        label: 'Store',
-        fields: [
-          { name: 'code', label: 'Code', type: 'text' },
-          { name: 'region', label: 'Region', type: 'select', options: ['north', 'south'] },
-          { name: 'rating', label: 'Rating', type: 'integer' },
-        ],
-      })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({
-        name: 'sale',
-        label: 'Sale',
-        fields: [
-          { name: 'channel', label: 'Channel', type: 'select', options: ['web', 'shop'] },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-          { name: 'margin', label: 'Margin', type: 'currency' },
-          { name: 'sold_on', label: 'Sold on', type: 'date' },
-          { name: 'booked_at', label: 'Booked at', type: 'datetime' },
-          { name: 'store', label: 'Store', type: 'lookup', reference: 'store' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'store', [
+      fieldSpec('code', 'text'),
+      fieldSpec('region', 'select', { options: ['north', 'south'] }),
+      fieldSpec('rating', 'integer'),
+    ]);
+    await createObject(t, 'sale', [
+      fieldSpec('channel', 'select', { options: ['web', 'shop'] }),
+      fieldSpec('amount', 'currency'),
+      fieldSpec('margin', 'currency'),
+      fieldSpec('sold_on', 'date'),
+      fieldSpec('booked_at', 'datetime'),
+      fieldSpec('store', 'lookup', { reference: 'store' }),
+    ]);
     const store = await t.http
       .post('/api/v1/objects/store/records')
       .set(asAdmin(t))

@@ -8,7 +8,7 @@ import { hasStatus, waitForChat, eventually } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
-import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
+import { asAdmin, createAgent, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 const AGENT_QUOTA = 1000;
 
@@ -160,18 +160,14 @@ describe('token quotas and usage', () => {
   });
 
   it('refuses every key once the agent has spent its tokens of the day (QUOTA_TOKENS_PER_AGENT_DAY)', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(asAdmin(t))
-      .send({
-        name: 'budget_agent',
-        label: 'Budget',
-        role: 'Analyst',
-        instructions: 'Answer.',
-        tools: ['query_records'],
-        allowedObjects: ['deal'],
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'budget_agent',
+      label: 'Budget',
+      role: 'Analyst',
+      instructions: 'Answer.',
+      tools: ['query_records'],
+      allowedObjects: ['deal'],
+    });
     const [first, second] = [await member('agent-user-1'), await member('agent-user-2')];
     llm.enqueue(MockReply.text('spent', { usage: { prompt_tokens: AGENT_QUOTA, completion_tokens: 1 } }));
     await chat(first.secret, 'budget_agent').expect(200);

@@ -7,7 +7,7 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { listenOnLoopback, RawConnection, RawResponse, sendRaw } from '../support/raw-http';
 import { idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { asAdmin, memberSecret } from '../support/fixtures';
+import { asAdmin, createAgent, createObject, fieldSpec, memberSecret } from '../support/fixtures';
 
 /** A message of a model request, as the mock model server received it. */
 type SentMessage = { role: string; content?: string | null; tool_call_id?: string; tool_calls?: Array<{ id: string }> };
@@ -216,15 +216,7 @@ describe('hardening against hostile member input', () => {
 
   describe('datetimes outside years 1..9999 (finding 13)', () => {
     beforeAll(async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'meeting',
-          label: 'Meeting',
-          fields: [{ name: 'starts_at', label: 'Starts at', type: 'datetime' }],
-        })
-        .expect(201);
+      await createObject(t, 'meeting', [fieldSpec('starts_at', 'datetime')]);
     });
 
     it.each(['0001-01-01T00:30:00+01:00', '9999-12-31T23:30:00-05:00'])('refuses %j with 400 invalid_value', async (startsAt) => {
@@ -258,22 +250,14 @@ describe('hardening against hostile member input', () => {
 
   describe('metadata that would leave stale grants or orphaned values (finding 15)', () => {
     it('refuses to delete an object an agent still names in allowedObjects, with 409 listing the agents', async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(asAdmin(t))
-        .send({ name: 'contract', label: 'Contract', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-        .expect(201);
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(asAdmin(t))
-        .send({
-          name: 'contracts_bot',
-          label: 'Contracts',
-          instructions: 'x',
-          tools: ['query_records'],
-          allowedObjects: ['contract'],
-        })
-        .expect(201);
+      await createObject(t, 'contract', [fieldSpec('title', 'text')]);
+      await createAgent(t, {
+        name: 'contracts_bot',
+        label: 'Contracts',
+        instructions: 'x',
+        tools: ['query_records'],
+        allowedObjects: ['contract'],
+      });
       const refused = await t.http.delete('/api/v1/objects/contract').set(asAdmin(t)).expect(409);
       expect(refused.body).toMatchObject({ code: 'object_in_use', details: { agents: ['contracts_bot'] } });
       await t.http.get('/api/v1/objects/contract').set(asAdmin(t)).expect(200);
@@ -283,18 +267,10 @@ describe('hardening against hostile member input', () => {
 
     describe('narrowing select options', () => {
       beforeAll(async () => {
-        await t.http
-          .post('/api/v1/objects')
-          .set(asAdmin(t))
-          .send({
-            name: 'ticket',
-            label: 'Ticket',
-            fields: [
-              { name: 'priority', label: 'Priority', type: 'select', options: ['low', 'high', 'urgent'] },
-              { name: 'tags', label: 'Tags', type: 'multiselect', options: ['bug', 'ui', 'api'] },
-            ],
-          })
-          .expect(201);
+        await createObject(t, 'ticket', [
+          fieldSpec('priority', 'select', { options: ['low', 'high', 'urgent'] }),
+          fieldSpec('tags', 'multiselect', { options: ['bug', 'ui', 'api'] }),
+        ]);
         for (const record of [
           { priority: 'low', tags: ['bug'] },
           { priority: 'high', tags: ['bug', 'ui'] },
@@ -375,17 +351,13 @@ describe('hardening against hostile member input', () => {
     });
 
     it("honours the agent's planning.maxToolCallsPerStep, in durable chats too", async () => {
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'frugal',
-          label: 'Frugal',
-          instructions: 'x',
-          tools: ['list_objects'],
-          planning: { maxIterations: 3, maxToolCallsPerStep: 2 },
-        })
-        .expect(201);
+      await createAgent(t, {
+        name: 'frugal',
+        label: 'Frugal',
+        instructions: 'x',
+        tools: ['list_objects'],
+        planning: { maxIterations: 3, maxToolCallsPerStep: 2 },
+      });
       await t.http
         .post('/api/v1/ai/agents')
         .set(bearer(t.adminKey))
@@ -439,17 +411,13 @@ describe('hardening against hostile member input', () => {
     });
 
     it("never answers with the note: a turn whose budget ends after such a step answers with the model's own text", async () => {
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'spent',
-          label: 'Spent',
-          instructions: 'x',
-          tools: ['list_objects'],
-          guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
-        })
-        .expect(201);
+      await createAgent(t, {
+        name: 'spent',
+        label: 'Spent',
+        instructions: 'x',
+        tools: ['list_objects'],
+        guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
+      });
       const step = manyCalls();
       llm.enqueue({ ...step, content: 'Looking it up.', usage: { prompt_tokens: 290, completion_tokens: 10 } });
       const res = await t.http
@@ -483,11 +451,7 @@ describe('hardening against hostile member input', () => {
     const manyKeys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]));
 
     beforeAll(async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(bearer(t.adminKey))
-        .send({ name: 'gadget', label: 'Gadget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-        .expect(201);
+      await createObject(t, 'gadget', [fieldSpec('title', 'text')]);
     });
 
     it.each([
@@ -674,11 +638,7 @@ describe('hardening against hostile member input', () => {
       const s = await startTestApp();
       let closing: Promise<void> | undefined;
       try {
-        await s.http
-          .post('/api/v1/objects')
-          .set(bearer(s.adminKey))
-          .send({ name: 'gauge', label: 'Gauge', fields: [{ name: 'level', label: 'Level', type: 'integer' }] })
-          .expect(201);
+        await createObject(s, 'gauge', [fieldSpec('level', 'integer')]);
         const id = idOf(
           await s.http.post('/api/v1/objects/gauge/records').set(bearer(s.adminKey)).send({ level: 1 }).expect(201),
         );

@@ -1,7 +1,7 @@
 import type { AggregateResponse } from '../../src/data/records.dto';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { startTestApp, TestApp } from '../support/test-app';
-import { asAdmin } from '../support/fixtures';
+import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
 
 type Row = Record<string, unknown>;
 
@@ -83,21 +83,13 @@ describe('SQL injection attempts', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({
-        name: 'victim',
-        label: 'Victim',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text' },
-          { name: 'amount', label: 'Amount', type: 'number' },
-          { name: 'status', label: 'Status', type: 'select', options: ['open', "o'brien"] },
-          { name: 'note', label: 'Note', type: 'textarea' },
-          { name: 'meta', label: 'Meta', type: 'json' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'victim', [
+      fieldSpec('name', 'text'),
+      fieldSpec('amount', 'number'),
+      fieldSpec('status', 'select', { options: ['open', "o'brien"] }),
+      fieldSpec('note', 'textarea'),
+      fieldSpec('meta', 'json'),
+    ]);
     for (const record of BASELINE) await t.http.post('/api/v1/objects/victim/records').set(asAdmin(t)).send(record).expect(201);
     objectCount = await scalar('select count(*) as n from object_definitions');
     keyCount = await scalar('select count(*) as n from api_keys');

@@ -2,8 +2,8 @@ import OpenAI, { APIError } from 'openai';
 import { listen } from '../support/chat-helpers';
 import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply, type RecordedRequest } from '../support/mock-llm.server';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
+import { startTestApp, TestApp } from '../support/test-app';
+import { createAgent, createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
 const WON = {
   objectName: 'deal',
@@ -50,11 +50,7 @@ describe('OpenAI-compatible API (/v1) through the openai SDK', () => {
   let won: { n: number; total: number };
 
   const agent = (spec: Record<string, unknown>) =>
-    t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ label: spec.name, instructions: `You are ${String(spec.name)}.`, tools: ['describe_object'], ...spec })
-      .expect(201);
+    createAgent(t, { label: spec.name, instructions: `You are ${String(spec.name)}.`, tools: ['describe_object'], ...spec });
   const ask = (question: string): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [{ role: 'user', content: question }];
 
   beforeAll(async () => {

@@ -1,7 +1,7 @@
 import type { BatchRecordsResponse } from '../../src/data/records.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { createApiKey } from '../support/fixtures';
+import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 const UNKNOWN_ID = '7d1c4c36-1b7a-4d5e-9a60-3a1f2b9c8e01';
 
@@ -26,19 +26,11 @@ describe('batch edits: POST /api/v1/objects/:name/records/batch', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'item',
-        label: 'Item',
-        fields: [
-          { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true },
-          { name: 'qty', label: 'Quantity', type: 'integer' },
-          { name: 'owner', label: 'Owner', type: 'text' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'item', [
+      fieldSpec('sku', 'text', { label: 'SKU', required: true, unique: true }),
+      fieldSpec('qty', 'integer', { label: 'Quantity' }),
+      fieldSpec('owner', 'text'),
+    ]);
     member = (await createApiKey(t, { name: 'grid', role: 'member' })).secret;
   });
   afterAll(() => t.close());

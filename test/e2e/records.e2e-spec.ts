@@ -3,7 +3,7 @@ import type { QueryRecordsResult } from '../../src/tools/data-tools/query-record
 import { match } from '../support/matchers';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { asAdmin, createApiKey } from '../support/fixtures';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 type Row = Record<string, unknown>;
 
@@ -66,11 +66,7 @@ describe('records API', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({ name: 'maker', label: 'Maker', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] })
-      .expect(201);
+    await createObject(t, 'maker', [fieldSpec('name', 'text', { required: true })]);
     await t.http
       .post('/api/v1/objects')
       .set(asAdmin(t))
@@ -78,24 +74,16 @@ describe('records API', () => {
       .expect(201);
     makerId = idOf(await t.http.post('/api/v1/objects/maker/records').set(asAdmin(t)).send({ name: 'Acme' }).expect(201));
 
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({
-        name: 'item',
-        label: 'Item',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text' },
-          { name: 'amount', label: 'Amount', type: 'number' },
-          { name: 'qty', label: 'Quantity', type: 'integer' },
-          { name: 'category', label: 'Category', type: 'select', options: ['a', 'b', 'c'] },
-          { name: 'flags', label: 'Flags', type: 'multiselect', options: ['x', 'y', 'z'] },
-          { name: 'active', label: 'Active', type: 'boolean' },
-          { name: 'day', label: 'Day', type: 'date' },
-          { name: 'at', label: 'At', type: 'datetime' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'item', [
+      fieldSpec('name', 'text'),
+      fieldSpec('amount', 'number'),
+      fieldSpec('qty', 'integer', { label: 'Quantity' }),
+      fieldSpec('category', 'select', { options: ['a', 'b', 'c'] }),
+      fieldSpec('flags', 'multiselect', { options: ['x', 'y', 'z'] }),
+      fieldSpec('active', 'boolean'),
+      fieldSpec('day', 'date'),
+      fieldSpec('at', 'datetime'),
+    ]);
     for (let start = 0; start < 60; start += 10) {
       await Promise.all(
         Array.from({ length: 10 }, (_, k) =>
@@ -428,15 +416,7 @@ describe('records API', () => {
     });
 
     it('answers 409 record_referenced when deleting a record its own object still points to', async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(asAdmin(t))
-        .send({
-          name: 'folder',
-          label: 'Folder',
-          fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'folder' }],
-        })
-        .expect(201);
+      await createObject(t, 'folder', [fieldSpec('parent', 'lookup', { reference: 'folder' })]);
       const root = await t.http.post('/api/v1/objects/folder/records').set(asAdmin(t)).send({}).expect(201);
       const child = await t.http
         .post('/api/v1/objects/folder/records')
@@ -896,20 +876,12 @@ describe('offset page totals (RECORDS_COUNT_CAP=20)', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ env: { RECORDS_COUNT_CAP: String(CAP) } });
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'tally',
-        label: 'Tally',
-        fields: [
-          { name: 'n', label: 'N', type: 'integer' },
-          { name: 'score', label: 'Score', type: 'number', indexed: true },
-          { name: 'code', label: 'Code', type: 'email', unique: true },
-          { name: 'team', label: 'Team', type: 'text' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'tally', [
+      fieldSpec('n', 'integer'),
+      fieldSpec('score', 'number', { indexed: true }),
+      fieldSpec('code', 'email', { unique: true }),
+      fieldSpec('team', 'text'),
+    ]);
     // Fractional scores with ties and empty ones; codes empty on every third row; team "a" on the first 12.
     await t.sql(
       `insert into data.tally (n, score, code, team)
