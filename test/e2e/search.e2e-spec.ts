@@ -2,7 +2,7 @@ import type { FieldValuesResponse, RecordListResponse } from '../../src/data/rec
 import type { ObjectResponse } from '../../src/metadata/metadata.dto';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { asAdmin, createApiKey } from '../support/fixtures';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 /** GET /records?q= over searchable fields, and GET /fields/:field/values for filter drop-downs. */
 describe('search and filter helpers', () => {
@@ -27,21 +27,13 @@ describe('search and filter helpers', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({
-        name: 'company',
-        label: 'Company',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text', searchable: true },
-          { name: 'city', label: 'City', type: 'text', searchable: true },
-          { name: 'note', label: 'Note', type: 'textarea' },
-          { name: 'size', label: 'Size', type: 'integer' },
-          { name: 'tags', label: 'Tags', type: 'multiselect', options: ['food', 'retail', 'finance'] },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'company', [
+      fieldSpec('name', 'text', { searchable: true }),
+      fieldSpec('city', 'text', { searchable: true }),
+      fieldSpec('note', 'textarea'),
+      fieldSpec('size', 'integer'),
+      fieldSpec('tags', 'multiselect', { options: ['food', 'retail', 'finance'] }),
+    ]);
     const operations = COMPANIES.map((record) => ({ op: 'create', record }));
     await t.http.post('/api/v1/objects/company/records/batch').set(asAdmin(t)).send({ operations }).expect(200);
     member = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
@@ -138,11 +130,7 @@ describe('search and filter helpers', () => {
     });
 
     it('refuses q on an object without searchable fields, and an overlong q, with 400', async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(asAdmin(t))
-        .send({ name: 'plain', label: 'Plain', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-        .expect(201);
+      await createObject(t, 'plain', [fieldSpec('title', 'text')]);
       const res = await t.http.get('/api/v1/objects/plain/records').set(bearer(member)).query({ q: 'x' }).expect(400);
       expect(errorOf(res).code).toBe('search_not_available');
       expect(errorOf(res).error).toContain('no searchable field');

@@ -8,7 +8,7 @@ import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type S
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
-import { asAdmin, createApiKey } from '../support/fixtures';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 type Row = Record<string, unknown>;
 type Executed<R> = ExecuteToolResponse & { result: R };
@@ -148,38 +148,22 @@ describe('metrics: definitions in metadata and the metric tools', () => {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
     member = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({
-        name: 'store',
-        label: 'Store',
-        fields: [
-          { name: 'code', label: 'Code', type: 'text' },
-          { name: 'region', label: 'Region', type: 'select', options: ['north', 'south'] },
-          { name: 'notes', label: 'Notes', type: 'json' },
-        ],
-      })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(asAdmin(t))
-      .send({
-        name: 'sale',
-        label: 'Sale',
-        fields: [
-          { name: 'customer', label: 'Customer', type: 'text' },
-          { name: 'channel', label: 'Channel', type: 'select', options: ['web', 'shop', 'phone'] },
-          { name: 'status', label: 'Status', type: 'select', options: ['paid', 'refunded'] },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-          { name: 'quantity', label: 'Quantity', type: 'integer' },
-          { name: 'sold_on', label: 'Sold on', type: 'date' },
-          { name: 'sold_at', label: 'Sold at', type: 'datetime' },
-          { name: 'note', label: 'Note', type: 'textarea' },
-          { name: 'store', label: 'Store', type: 'lookup', reference: 'store' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'store', [
+      fieldSpec('code', 'text'),
+      fieldSpec('region', 'select', { options: ['north', 'south'] }),
+      fieldSpec('notes', 'json'),
+    ]);
+    await createObject(t, 'sale', [
+      fieldSpec('customer', 'text'),
+      fieldSpec('channel', 'select', { options: ['web', 'shop', 'phone'] }),
+      fieldSpec('status', 'select', { options: ['paid', 'refunded'] }),
+      fieldSpec('amount', 'currency'),
+      fieldSpec('quantity', 'integer'),
+      fieldSpec('sold_on', 'date'),
+      fieldSpec('sold_at', 'datetime'),
+      fieldSpec('note', 'textarea'),
+      fieldSpec('store', 'lookup', { reference: 'store' }),
+    ]);
     const stores: Record<string, string> = {};
     for (const [code, region] of [
       ['n', 'north'],
