@@ -14,7 +14,7 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.mjs', '**/*.js'], ...tseslint.configs.disableTypeChecked },
-  // jest.config.js is CommonJS, loaded by Node: `module`, `require` and `exports` are its globals.
-  { files: ['jest.config.js'], languageOptions: { sourceType: 'commonjs' } },
+  // jest.config.js is CommonJS, loaded by Node: `module`, `require`, `exports` and `process` are its globals.
+  { files: ['jest.config.js'], languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly' } } },
   prettier,
 );

@@ -9,6 +9,7 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { createTestDatabase } from '../support/test-database';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { textOf, uiChat } from '../support/ui-chat';
 
 const UI_API = '/api/v1/ai/agents/data_chat/chats';
@@ -53,14 +54,11 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
   let wide: CreatedApiKeyResponse;
   let narrow: CreatedApiKeyResponse;
 
-  const admin = () => bearer(t.adminKey);
   const messagesOf = async (key: string, id: string) =>
     bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(key)).expect(200)).messages;
 
   async function member(name: string, subject: string, policies: string[] = []): Promise<CreatedApiKeyResponse> {
-    const res = await t.http.post('/api/v1/api-keys').set(admin()).send({ name, role: 'member', subject, policies });
-    expect(res.status).toBe(201);
-    return bodyOf<CreatedApiKeyResponse>(res);
+    return createApiKey(t, { name, role: 'member', subject, policies });
   }
 
   /** A durable chat of `key` whose first turn ran query_records over every deal (tool call `callId`). */
@@ -79,32 +77,16 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { CHAT_POLL_INTERVAL_MS: '200', SSE_KEEPALIVE_MS: '1000' } }));
     baseUrl = await listen(t);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'deal',
-        label: 'Deal',
-        fields: [
-          { name: 'title', label: 'Title', type: 'text' },
-          { name: 'owner', label: 'Owner', type: 'text' },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-        ],
-      })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({ name: 'secret_note', label: 'Secret note', fields: [{ name: 'note', label: 'Note', type: 'text' }] })
-      .expect(201);
+    await createObject(t, 'deal', [fieldSpec('title', 'text'), fieldSpec('owner', 'text'), fieldSpec('amount', 'currency')]);
+    await createObject(t, 'secret_note', [fieldSpec('note', 'text')]);
     for (let i = 0; i < 6; i++) {
       const deal = { title: `deal ${i}`, owner: i % 2 ? 'sam' : 'pat', amount: AMOUNTS[i] };
-      await t.http.post('/api/v1/objects/deal/records').set(admin()).send(deal).expect(201);
+      await t.http.post('/api/v1/objects/deal/records').set(asAdmin(t)).send(deal).expect(201);
     }
-    await t.http.post('/api/v1/objects/secret_note/records').set(admin()).send({ note: 'the board meets friday' }).expect(201);
+    await t.http.post('/api/v1/objects/secret_note/records').set(asAdmin(t)).send({ note: 'the board meets friday' }).expect(201);
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'own-deals', objects: { deal: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['amount'] } } })
       .expect(201);
     wide = await member('pat laptop', 'pat');
@@ -322,7 +304,7 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
   it('withholds stored results from GET …/messages and from the model once the key’s policy narrows', async () => {
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'deal-reader', objects: { deal: { read: true } } })
       .expect(201);
     const kim = await member('kim', 'kim', ['deal-reader']);
@@ -331,7 +313,7 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
 
     await t.http
       .put('/api/v1/policies/deal-reader')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ objects: { deal: { read: true, hiddenFields: ['amount'] } } })
       .expect(200);
     const after = await messagesOf(kim.secret, id);
@@ -361,7 +343,7 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
     await uiChat(baseUrl, UI_API, key.secret, { id: 'quota-chat' }).sendMessage({ text: 'hi' });
     const [{ id: waiting }] = await t.sql<{ id: string }>(`select id from chats where client_id = 'quota-chat'`);
 
-    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(admin()).send({ tokensPerDay: 0 }).expect(200);
+    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(asAdmin(t)).send({ tokensPerDay: 0 }).expect(200);
     const stored = async () =>
       (await t.sql<{ n: string }>(`select (select count(*) from chats) + (select count(*) from chat_messages) as n`))[0].n;
     const before = await stored();
@@ -435,10 +417,7 @@ describe('a revoked key’s turns stop (key_revoked) on every replica', () => {
     const b = await startTestApp({ database, env: { ...env, CHAT_WORKER_ENABLED: 'false' } });
     let a: TestApp | undefined;
     try {
-      const key = async (name: string) =>
-        bodyOf<CreatedApiKeyResponse>(
-          await b.http.post('/api/v1/api-keys').set(bearer(b.adminKey)).send({ name, role: 'member', subject: name }).expect(201),
-        );
+      const key = async (name: string) => await createApiKey(b, { name, role: 'member', subject: name });
       const queuedKey = await key('queued');
       const queued = idOf(
         await b.http.post('/api/v1/chats').set(bearer(queuedKey.secret)).send({ agent: 'data_chat', message: 'hi' }).expect(201),

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { BatchRecordsResponse } from '../../src/data/records.dto';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey } from '../support/fixtures';
 
 /**
  * What a key under row filters can learn of records it may not read, through the writes it may make:
@@ -19,7 +19,6 @@ describe('access oracles: what a write tells of records the key may not read', (
   let apac: string;
   let vault: string;
 
-  const admin = () => bearer(t.adminKey);
   const post = (object: string, record: Record<string, unknown>, key = ann) =>
     t.http.post(`/api/v1/objects/${object}/records`).set(bearer(key)).send(record);
   const batch = (operations: unknown[], atomic: boolean, key = ann) =>
@@ -51,7 +50,7 @@ describe('access oracles: what a write tells of records the key may not read', (
   beforeAll(async () => {
     t = await startTestApp();
     const define = (name: string, fields: unknown[]) =>
-      t.http.post('/api/v1/objects').set(admin()).send({ name, label: name, fields }).expect(201);
+      t.http.post('/api/v1/objects').set(asAdmin(t)).send({ name, label: name, fields }).expect(201);
     await define('account', [
       { name: 'name', label: 'Name', type: 'text' },
       { name: 'region', label: 'Region', type: 'text' },
@@ -69,7 +68,7 @@ describe('access oracles: what a write tells of records the key may not read', (
     ]);
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({
         name: 'rep',
         objects: {
@@ -79,12 +78,9 @@ describe('access oracles: what a write tells of records the key may not read', (
         },
       })
       .expect(201);
-    const key = await t.http
-      .post('/api/v1/api-keys')
-      .set(admin())
-      .send({ name: 'ann', role: 'member', subject: 'ann', attributes: { region: 'emea' }, policies: ['rep'] })
-      .expect(201);
-    ann = bodyOf<CreatedApiKeyResponse>(key).secret;
+    ann = (
+      await createApiKey(t, { name: 'ann', role: 'member', subject: 'ann', attributes: { region: 'emea' }, policies: ['rep'] })
+    ).secret;
     plain = (await createApiKey(t, { name: 'plain', role: 'member' })).secret;
     emea = idOf(await post('account', { name: 'Acme EU', region: 'emea' }, t.adminKey).expect(201));
     apac = idOf(await post('account', { name: 'Acme JP', region: 'apac' }, t.adminKey).expect(201));
@@ -118,7 +114,7 @@ describe('access oracles: what a write tells of records the key may not read', (
       expect(refusal(await patch({ vault }))).toEqual(refusal(await patch({ vault: randomUUID() })));
       expect((await t.sql<{ account: string }>(`select account from data.deal where id = $1`, [id]))[0].account).toBe(emea);
       // The admin moved it to an account Ann cannot read: she still saves the record as she reads it.
-      await t.http.patch(`/api/v1/objects/deal/records/${id}`).set(admin()).send({ account: apac, vault }).expect(200);
+      await t.http.patch(`/api/v1/objects/deal/records/${id}`).set(asAdmin(t)).send({ account: apac, vault }).expect(200);
       await patch({ title: 'b2', account: apac, vault }).expect(200);
     });
 

@@ -3,8 +3,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { listen } from '../support/chat-helpers';
-import { bodyOf, idOf, type RecordPage } from '../support/responses';
+import { idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 /**
  * Random pairs of policies over one generated object: whatever surface a key reads (records, values,
@@ -187,13 +188,12 @@ describe('access property: what a key receives never reaches outside its policy'
         .set(admin)
         .send(policyBody(`prop-${name}`, { main: { read: true, rowTags: null, hidden: [] }, vault: false }))
         .expect(201);
-      keys[name] = bodyOf<CreatedApiKeyResponse>(
-        await t.http
-          .post('/api/v1/api-keys')
-          .set(admin)
-          .send({ name: `prop ${name}`, role: 'member', subject: `subject-${name}`, policies: [`prop-${name}`] })
-          .expect(201),
-      );
+      keys[name] = await createApiKey(t, {
+        name: `prop ${name}`,
+        role: 'member',
+        subject: `subject-${name}`,
+        policies: [`prop-${name}`],
+      });
     }
   }, 120_000);
 

@@ -1,6 +1,5 @@
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage } from 'ai';
 import type { AgentListResponse } from '../../src/agents/agent.dto';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
@@ -9,18 +8,7 @@ import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type S
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, rawText } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-
-const DATA_TOOLS = [
-  'list_objects',
-  'describe_object',
-  'query_records',
-  'get_record',
-  'aggregate_data',
-  'list_metrics',
-  'query_metric',
-  'calculate',
-  'visualize',
-];
+import { createAgent, createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
 describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   let t: TestApp;
@@ -33,12 +21,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
-    const res = await t.http
-      .post('/api/v1/api-keys')
-      .set(bearer(t.adminKey))
-      .send({ name: 'member', role: 'member' })
-      .expect(201);
-    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
+    memberKey = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
     // A tool that always throws, to see the loop recover from it.
     t.app.get(ToolRegistry).register({
       name: 'explode',
@@ -72,7 +55,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     expect(messages[0].content).toContain('careful data analyst');
     expect(messages[0].content).not.toContain('--- Current Context ---');
     expect(messages[1]).toEqual({ role: 'user', content: 'hi' });
-    expect(sentToolNames(llm, 0)).toEqual(DATA_TOOLS);
+    expect(sentToolNames(llm, 0)).toEqual(DATA_CHAT_TOOLS);
     expect(llm.requests[0].headers.authorization).toBe('Bearer sk-test-key');
   });
 
@@ -162,17 +145,13 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('stops after maxIterations tool rounds with one last call without tools', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'looper',
-        label: 'Looper',
-        instructions: 'Loop.',
-        tools: ['list_objects'],
-        planning: { maxIterations: 3 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'looper',
+      label: 'Looper',
+      instructions: 'Loop.',
+      tools: ['list_objects'],
+      planning: { maxIterations: 3 },
+    });
     for (let i = 0; i < 3; i++) llm.enqueue(MockReply.toolCall('list_objects', {}));
     llm.enqueue(MockReply.text('Forced answer'));
     const res = await chat({ messages: [{ role: 'user', content: 'go' }] }, 'looper').expect(200);
@@ -184,16 +163,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('reports a throwing tool, an unknown tool and invalid arguments to the model, which recovers', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'fragile',
-        label: 'Fragile',
-        instructions: 'x',
-        tools: ['explode', 'query_records'],
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'fragile',
+      label: 'Fragile',
+      instructions: 'x',
+      tools: ['explode', 'query_records'],
+    });
     llm.enqueue(
       MockReply.toolCalls([
         { id: 'c1', name: 'explode', arguments: {} },
@@ -273,22 +248,18 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
     expect(body.tool_choice).toBeUndefined();
     expect(body.toolChoice).toBeUndefined();
     expect(body.maxIterations).toBeUndefined();
-    expect(sentToolNames(llm, 0)).toEqual(DATA_TOOLS);
+    expect(sentToolNames(llm, 0)).toEqual(DATA_CHAT_TOOLS);
     expect(JSON.stringify(body.messages)).not.toContain('pwned');
   });
 
   it("rejects maxTokens above the agent's own limit", async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'small',
-        label: 'Small',
-        instructions: 'x',
-        tools: [],
-        model: { maxTokens: 50 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'small',
+      label: 'Small',
+      instructions: 'x',
+      tools: [],
+      model: { maxTokens: 50 },
+    });
     const res = await chat({ messages: [{ role: 'user', content: 'x' }], options: { maxTokens: 51 } }, 'small').expect(400);
     expect(errorOf(res).code).toBe('invalid_option');
   });
@@ -311,17 +282,13 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('does not mention a context object the agent may not use', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'accounts_only',
-        label: 'Accounts only',
-        instructions: 'Only accounts.',
-        tools: ['query_records'],
-        allowedObjects: ['account'],
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'accounts_only',
+      label: 'Accounts only',
+      instructions: 'Only accounts.',
+      tools: ['query_records'],
+      allowedObjects: ['account'],
+    });
     llm.enqueue(MockReply.text('ok'));
     await chat(
       {
@@ -343,28 +310,16 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
 
   it('answers 404 for an unknown agent and for a stored agent that is no longer valid', async () => {
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'nope').expect(404)).code).toBe('agent_not_found');
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ name: 'stale', label: 'Stale', instructions: 'x', tools: ['list_objects'] })
-      .expect(201);
+    await createAgent(t, { name: 'stale', label: 'Stale', instructions: 'x', tools: ['list_objects'] });
     await t.sql(`update agents set tools = '["removed_tool"]' where name = 'stale'`);
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'stale').expect(404);
     expect(errorOf(res).code).toBe('agent_not_found');
   });
 
   it("answers 403 for an inactive agent and for a caller outside the agent's access", async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ name: 'sleepy', label: 'S', instructions: 'x', active: false })
-      .expect(201);
+    await createAgent(t, { name: 'sleepy', label: 'S', instructions: 'x', active: false });
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'sleepy').expect(403)).code).toBe('agent_inactive');
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ name: 'admins_only', label: 'A', instructions: 'x', access: { roles: ['admin'] } })
-      .expect(201);
+    await createAgent(t, { name: 'admins_only', label: 'A', instructions: 'x', access: { roles: ['admin'] } });
     expect(errorOf(await chat({ messages: [{ role: 'user', content: 'x' }] }, 'admins_only', memberKey).expect(403)).code).toBe(
       'agent_forbidden',
     );
@@ -380,16 +335,12 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it("ends the turn at the agent's deadline, cancelling the model call", async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'hasty',
-        label: 'H',
-        instructions: 'x',
-        guardrails: { maxExecutionTimeSec: 1, maxTokensPerInvocation: 1000 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'hasty',
+      label: 'H',
+      instructions: 'x',
+      guardrails: { maxExecutionTimeSec: 1, maxTokensPerInvocation: 1000 },
+    });
     llm.enqueue(MockReply.hang());
     const res = await chat({ messages: [{ role: 'user', content: 'x' }] }, 'hasty').expect(504);
     expect(errorOf(res).code).toBe('agent_timeout');
@@ -398,17 +349,13 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
   });
 
   it('keeps within the token budget of the turn', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'thrifty',
-        label: 'T',
-        instructions: 'x',
-        tools: ['list_objects'],
-        guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'thrifty',
+      label: 'T',
+      instructions: 'x',
+      tools: ['list_objects'],
+      guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
+    });
     llm.enqueue(
       MockReply.toolCall('list_objects', {}, { usage: { prompt_tokens: 250, completion_tokens: 20, total_tokens: 270 } }),
       MockReply.text('short', { usage: { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 } }),

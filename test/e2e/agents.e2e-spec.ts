@@ -1,12 +1,11 @@
 import type { AgentResponse } from '../../src/agents/agent.dto';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
 describe('agents API', () => {
   let t: TestApp;
   let memberKey: string;
-  const admin = () => bearer(t.adminKey);
   const spec = (overrides: Record<string, unknown> = {}) => ({
     name: 'sales_analyst',
     label: 'Sales analyst',
@@ -19,33 +18,21 @@ describe('agents API', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    memberKey = bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'm', role: 'member' }).expect(201),
-    ).secret;
+    memberKey = (await createApiKey(t, { name: 'm', role: 'member' })).secret;
   });
   afterAll(() => t.close());
 
   it('creates the built-in data_chat agent with the data tools, the metric tools, calculate and visualize on first start', async () => {
-    const res = await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200);
+    const res = await t.http.get('/api/v1/ai/agents/data_chat').set(asAdmin(t)).expect(200);
     expect(res.body).toMatchObject({ name: 'data_chat', active: true, version: 1, allowedObjects: ['*'] });
-    expect(bodyOf<AgentResponse>(res).tools).toEqual([
-      'list_objects',
-      'describe_object',
-      'query_records',
-      'get_record',
-      'aggregate_data',
-      'list_metrics',
-      'query_metric',
-      'calculate',
-      'visualize',
-    ]);
+    expect(bodyOf<AgentResponse>(res).tools).toEqual(DATA_CHAT_TOOLS);
   });
 
   it('never overwrites data_chat on restart', async () => {
-    const current = bodyOf<AgentResponse>(await t.http.get('/api/v1/ai/agents/data_chat').set(admin()).expect(200));
+    const current = bodyOf<AgentResponse>(await t.http.get('/api/v1/ai/agents/data_chat').set(asAdmin(t)).expect(200));
     await t.http
       .put('/api/v1/ai/agents/data_chat')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ ...current, instructions: 'Edited by an admin', version: undefined, createdAt: undefined, updatedAt: undefined })
       .expect(200);
     const second = await startTestApp({ database: t.database });
@@ -59,7 +46,7 @@ describe('agents API', () => {
   });
 
   it('creates, reads, replaces and deletes an agent', async () => {
-    const created = await t.http.post('/api/v1/ai/agents').set(admin()).send(spec()).expect(201);
+    const created = await t.http.post('/api/v1/ai/agents').set(asAdmin(t)).send(spec()).expect(201);
     expect(created.body).toMatchObject({
       name: 'sales_analyst',
       version: 1,
@@ -67,18 +54,18 @@ describe('agents API', () => {
       planning: { maxIterations: 10 },
       guardrails: { maxExecutionTimeSec: 120, maxTokensPerInvocation: 100000 },
     });
-    await t.http.post('/api/v1/ai/agents').set(admin()).send(spec()).expect(409);
+    await t.http.post('/api/v1/ai/agents').set(asAdmin(t)).send(spec()).expect(409);
     const replaced = await t.http
       .put('/api/v1/ai/agents/sales_analyst')
-      .set(admin())
+      .set(asAdmin(t))
       .send(spec({ label: 'Renamed', planning: { maxIterations: 5 } }))
       .expect(200);
     expect(replaced.body).toMatchObject({ label: 'Renamed', version: 2, planning: { maxIterations: 5 } });
     const [row] = await t.sql<{ version: number }>(`select version from agents where name = 'sales_analyst'`);
     expect(row.version).toBe(2);
-    await t.http.delete('/api/v1/ai/agents/sales_analyst').set(admin()).expect(204);
-    await t.http.get('/api/v1/ai/agents/sales_analyst').set(admin()).expect(404);
-    await t.http.delete('/api/v1/ai/agents/sales_analyst').set(admin()).expect(404);
+    await t.http.delete('/api/v1/ai/agents/sales_analyst').set(asAdmin(t)).expect(204);
+    await t.http.get('/api/v1/ai/agents/sales_analyst').set(asAdmin(t)).expect(404);
+    await t.http.delete('/api/v1/ai/agents/sales_analyst').set(asAdmin(t)).expect(404);
   });
 
   it.each([
@@ -94,7 +81,7 @@ describe('agents API', () => {
   ])('rejects %s with 400', async (_label, overrides, code) => {
     const res = await t.http
       .post('/api/v1/ai/agents')
-      .set(admin())
+      .set(asAdmin(t))
       .send(spec({ name: 'bad_agent', ...overrides }))
       .expect(400);
     expect(errorOf(res).code).toBe(code);
@@ -103,26 +90,26 @@ describe('agents API', () => {
   it("keeps an agent's locale (how grounding reads its numbers) in canonical form, en by default, apart from its model settings", async () => {
     const created = await t.http
       .post('/api/v1/ai/agents')
-      .set(admin())
+      .set(asAdmin(t))
       .send(spec({ name: 'german_analyst', locale: 'de-de', model: { temperature: 0.2 } }))
       .expect(201);
     expect(bodyOf<AgentResponse>(created)).toMatchObject({ locale: 'de-DE', model: { temperature: 0.2 } });
     expect(bodyOf<AgentResponse>(created).model).not.toHaveProperty('locale');
-    const read = await t.http.get('/api/v1/ai/agents/german_analyst').set(admin()).expect(200);
+    const read = await t.http.get('/api/v1/ai/agents/german_analyst').set(asAdmin(t)).expect(200);
     expect(bodyOf<AgentResponse>(read).locale).toBe('de-DE');
     const replaced = await t.http
       .put('/api/v1/ai/agents/german_analyst')
-      .set(admin())
+      .set(asAdmin(t))
       .send(spec({ name: 'german_analyst' }))
       .expect(200);
     expect(bodyOf<AgentResponse>(replaced).locale).toBe('en');
-    await t.http.delete('/api/v1/ai/agents/german_analyst').set(admin()).expect(204);
+    await t.http.delete('/api/v1/ai/agents/german_analyst').set(asAdmin(t)).expect(204);
   });
 
   it('rejects a PUT whose body names another agent', async () => {
     await t.http
       .put('/api/v1/ai/agents/data_chat')
-      .set(admin())
+      .set(asAdmin(t))
       .send(spec({ name: 'other' }))
       .expect(400);
   });
@@ -134,11 +121,11 @@ describe('agents API', () => {
     async (name) => {
       const path = `/api/v1/ai/agents/${name}`;
       const answers = [
-        await t.http.get(path).set(admin()),
-        await t.http.delete(path).set(admin()),
+        await t.http.get(path).set(asAdmin(t)),
+        await t.http.delete(path).set(asAdmin(t)),
         await t.http
           .post(`${path}/chat`)
-          .set(admin())
+          .set(asAdmin(t))
           .send({ messages: [{ role: 'user', content: 'hi' }] }),
       ];
       expect(answers.map((res) => [res.status, errorOf(res).code])).toEqual([

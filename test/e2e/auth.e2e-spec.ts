@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ApiKeyListResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { ApiKeyListResponse } from '../../src/auth/api-key.dto';
 import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
 import { match } from '../support/matchers';
 import { bodyOf, errorOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TEST_ADMIN_KEY, TestApp } from '../support/test-app';
+import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -15,18 +16,13 @@ describe('auth and API keys', () => {
 
   /** Creates a key through the API as the test admin and returns the whole 201 body. */
   async function createKey(role: 'admin' | 'member', name = `${role} key`) {
-    const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role }).expect(201);
-    return bodyOf<CreatedApiKeyResponse>(res);
+    return await createApiKey(t, { name, role });
   }
 
   beforeAll(async () => {
     t = await startTestApp();
     memberKey = (await createKey('member', 'analyst')).secret;
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({ name: 'note', label: 'Note', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-      .expect(201);
+    await createObject(t, 'note', [fieldSpec('title', 'text')]);
   });
   afterAll(() => t.close());
 
@@ -102,12 +98,7 @@ describe('auth and API keys', () => {
     });
 
     it('keeps a caller-chosen subject', async () => {
-      const res = await t.http
-        .post('/api/v1/api-keys')
-        .set(bearer(t.adminKey))
-        .send({ name: 'bot', role: 'member', subject: 'svc:reporting' })
-        .expect(201);
-      expect(bodyOf<CreatedApiKeyResponse>(res).subject).toBe('svc:reporting');
+      expect((await createApiKey(t, { name: 'bot', role: 'member', subject: 'svc:reporting' })).subject).toBe('svc:reporting');
     });
 
     it.each([

@@ -1,7 +1,8 @@
 import { MAX_BODY_DEPTH, MAX_BODY_NODES } from '../../src/common/json-body.parser';
 import { documentedBodyRoutes, fillPath } from '../support/openapi-routes';
 import { errorOf } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
 
 /** Plausible values for the path parameters of every route; the body is refused before they matter. */
 const PATH_VALUES: Record<string, string> = {
@@ -25,17 +26,12 @@ describe('JSON body limits', () => {
   let t: TestApp;
   let bodyRoutes: Array<{ method: 'post' | 'put' | 'patch'; path: string }>;
 
-  const admin = () => bearer(t.adminKey);
   const sendRaw = (method: 'post' | 'put' | 'patch', path: string, json: string) =>
-    t.http[method](path).set(admin()).set('content-type', 'application/json').send(json);
+    t.http[method](path).set(asAdmin(t)).set('content-type', 'application/json').send(json);
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({ name: 'widget', label: 'Widget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-      .expect(201);
+    await createObject(t, 'widget', [fieldSpec('title', 'text')]);
     bodyRoutes = (await documentedBodyRoutes(t)).map(({ method, template }) => ({
       method,
       path: fillPath(template, PATH_VALUES),
@@ -80,7 +76,7 @@ describe('JSON body limits', () => {
     for (let i = 0; i < 31; i++) where = { $and: [where] };
     const body = { where, aggregations: [{ function: 'count', alias: 'n' }] };
     expect(depthOf(body)).toBe(64);
-    const res = await t.http.post('/api/v1/objects/widget/aggregate').set(admin()).send(body).expect(400);
+    const res = await t.http.post('/api/v1/objects/widget/aggregate').set(asAdmin(t)).send(body).expect(400);
     expect(errorOf(res).code).toBe('invalid_where');
     expect(errorOf(res).error).toMatch(/where is nested deeper than/);
   });
@@ -97,7 +93,7 @@ describe('JSON body limits', () => {
   it('still refuses NUL characters deeper than 64 levels in a DTO body', async () => {
     let args: unknown = 'a\u0000b';
     for (let i = 0; i < 80; i++) args = { x: args };
-    const res = await t.http.post('/api/v1/ai/tools/query_records/execute').set(admin()).send({ arguments: args }).expect(400);
+    const res = await t.http.post('/api/v1/ai/tools/query_records/execute').set(asAdmin(t)).send({ arguments: args }).expect(400);
     expect(errorOf(res).code).toBe('validation_failed');
     expect(errorOf(res).error).toMatch(/^arguments(\.x)+ must not contain NUL/);
   });

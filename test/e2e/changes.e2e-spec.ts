@@ -1,6 +1,5 @@
 import http from 'node:http';
 import { Client } from 'pg';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { ChangesService } from '../../src/changes/changes.service';
 import type { ChangeResponse, ChangesResponse } from '../../src/changes/changes.dto';
 import { DataPool } from '../../src/database/data-pool';
@@ -8,7 +7,8 @@ import { DataService } from '../../src/data/data.service';
 import { SYSTEM_CALLER } from '../../src/governance/access.service';
 import { eventually, listen, SseClient } from '../support/chat-helpers';
 import { bodyOf, errorOf, idOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream', () => {
   let t: TestApp;
@@ -16,7 +16,6 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
   let member: string;
   let memberId: string;
 
-  const admin = () => bearer(t.adminKey);
   const changes = async (query: string, key = member) =>
     bodyOf<ChangesResponse>(await t.http.get(`/api/v1/objects/item/changes${query}`).set(bearer(key)).expect(200));
   const latest = async () => (await changes('?limit=1000')).nextCursor;
@@ -29,22 +28,13 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     // queue into 503s the deadlock test would count.
     t = await startTestApp({ env: { DB_ACQUIRE_TIMEOUT_MS: '30000' } });
     url = await listen(t);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'item',
-        label: 'Item',
-        fields: [
-          { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true },
-          { name: 'qty', label: 'Quantity', type: 'integer' },
-          { name: 'owner', label: 'Owner', type: 'text' },
-          { name: 'cost', label: 'Cost', type: 'number' },
-        ],
-      })
-      .expect(201);
-    const key = await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'grid', role: 'member' }).expect(201);
-    ({ secret: member, id: memberId } = bodyOf<CreatedApiKeyResponse>(key));
+    await createObject(t, 'item', [
+      fieldSpec('sku', 'text', { label: 'SKU', required: true, unique: true }),
+      fieldSpec('qty', 'integer', { label: 'Quantity' }),
+      fieldSpec('owner', 'text'),
+      fieldSpec('cost', 'number'),
+    ]);
+    ({ secret: member, id: memberId } = await createApiKey(t, { name: 'grid', role: 'member' }));
   });
   afterAll(() => t.close());
 
@@ -506,16 +496,16 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     const define = () =>
       t.http
         .post('/api/v1/objects')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'temp', label: 'Temp', fields: [{ name: 'code', label: 'Code', type: 'text' }] })
         .expect(201);
     await define();
     const page = (query: string) => t.http.get(`/api/v1/objects/temp/changes${query}`).set(bearer(member));
     await t.http.post('/api/v1/objects/temp/records').set(bearer(member)).send({ code: 'not a number' }).expect(201);
-    await t.http.delete('/api/v1/objects/temp/fields/code').set(admin()).expect(204);
+    await t.http.delete('/api/v1/objects/temp/fields/code').set(asAdmin(t)).expect(204);
     await t.http
       .post('/api/v1/objects/temp/fields')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'code', label: 'Code', type: 'integer' })
       .expect(201);
     const kept = bodyOf<ChangesResponse>(await page('').expect(200));
@@ -523,7 +513,7 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     expect(kept.changes[0].record).toMatchObject({ code: null });
     expect(kept.changes[0].op).toBe('create');
 
-    await t.http.delete('/api/v1/objects/temp').set(admin()).expect(204);
+    await t.http.delete('/api/v1/objects/temp').set(asAdmin(t)).expect(204);
     expect(errorOf(await page('').expect(404)).code).toBe('object_not_found');
     await define();
     expect(errorOf(await page('?after=0').expect(410)).code).toBe('cursor_expired');
@@ -552,53 +542,34 @@ describe('the change feed under access policies', () => {
   let url: string;
   let alice: string;
 
-  const admin = () => bearer(t.adminKey);
-
   beforeAll(async () => {
     t = await startTestApp();
     url = await listen(t);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'deal',
-        label: 'Deal',
-        fields: [
-          { name: 'title', label: 'Title', type: 'text' },
-          { name: 'owner', label: 'Owner', type: 'text' },
-          { name: 'amount', label: 'Amount', type: 'number' },
-        ],
-      })
-      .expect(201);
-    await t.http.post('/api/v1/objects').set(admin()).send({ name: 'secret', label: 'Secret', fields: [] }).expect(201);
+    await createObject(t, 'deal', [fieldSpec('title', 'text'), fieldSpec('owner', 'text'), fieldSpec('amount', 'number')]);
+    await createObject(t, 'secret', []);
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({
         name: 'own-deals',
         objects: { deal: { read: true, create: true, update: true, rowFilter: { owner: '$subject' }, hiddenFields: ['amount'] } },
       })
       .expect(201);
-    const key = await t.http
-      .post('/api/v1/api-keys')
-      .set(admin())
-      .send({ name: 'alice', role: 'member', subject: 'alice', policies: ['own-deals'] })
-      .expect(201);
-    alice = bodyOf<CreatedApiKeyResponse>(key).secret;
+    alice = (await createApiKey(t, { name: 'alice', role: 'member', subject: 'alice', policies: ['own-deals'] })).secret;
   });
   afterAll(() => t.close());
 
   it("never shows another owner's record or a hidden field, in pages or the stream", async () => {
     const stream = await SseClient.open(url, '/api/v1/objects/deal/changes/stream', alice);
     const write = (record: Record<string, unknown>) =>
-      t.http.post('/api/v1/objects/deal/records').set(admin()).send(record).expect(201).then(idOf);
+      t.http.post('/api/v1/objects/deal/records').set(asAdmin(t)).send(record).expect(201).then(idOf);
     try {
       const mine = await write({ title: 'mine', owner: 'alice', amount: 100 });
       const theirs = await write({ title: 'theirs', owner: 'bob', amount: 200 });
-      await t.http.patch(`/api/v1/objects/deal/records/${theirs}`).set(admin()).send({ title: 'still theirs' }).expect(200);
-      await t.http.patch(`/api/v1/objects/deal/records/${mine}`).set(admin()).send({ amount: 150 }).expect(200);
-      await t.http.patch(`/api/v1/objects/deal/records/${mine}`).set(admin()).send({ title: 'mine too' }).expect(200);
-      await t.http.delete(`/api/v1/objects/deal/records/${theirs}`).set(admin()).expect(204);
+      await t.http.patch(`/api/v1/objects/deal/records/${theirs}`).set(asAdmin(t)).send({ title: 'still theirs' }).expect(200);
+      await t.http.patch(`/api/v1/objects/deal/records/${mine}`).set(asAdmin(t)).send({ amount: 150 }).expect(200);
+      await t.http.patch(`/api/v1/objects/deal/records/${mine}`).set(asAdmin(t)).send({ title: 'mine too' }).expect(200);
+      await t.http.delete(`/api/v1/objects/deal/records/${theirs}`).set(asAdmin(t)).expect(204);
       const last = await write({ title: 'mine at last', owner: 'alice' });
 
       const page = bodyOf<ChangesResponse>(await t.http.get('/api/v1/objects/deal/changes').set(bearer(alice)).expect(200));
@@ -612,7 +583,7 @@ describe('the change feed under access policies', () => {
       for (const change of page.changes)
         expect(Object.keys(change.record!).sort()).toEqual(['created_at', 'id', 'owner', 'title', 'updated_at']);
       // The changes alice may not see still move her cursor: the next page starts after all of them.
-      const admins = bodyOf<ChangesResponse>(await t.http.get('/api/v1/objects/deal/changes').set(admin()).expect(200));
+      const admins = bodyOf<ChangesResponse>(await t.http.get('/api/v1/objects/deal/changes').set(asAdmin(t)).expect(200));
       expect(admins.changes).toHaveLength(7);
       expect(admins.changes[0].record).toMatchObject({ amount: 100 });
       expect(page.nextCursor).toBe(admins.nextCursor);

@@ -1,6 +1,5 @@
 import type { UIMessage } from 'ai';
 import OpenAI from 'openai';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
@@ -8,7 +7,8 @@ import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/age
 import { hasStatus, listen, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf } from '../support/responses';
-import { bearer, createApiKey, TestApp } from '../support/test-app';
+import { bearer, TestApp } from '../support/test-app';
+import { createApiKey, memberSecret } from '../support/fixtures';
 import { textOf, uiChat, waitUntil } from '../support/ui-chat';
 
 const CHAT = '/api/v1/ai/agents/data_chat/chat';
@@ -414,13 +414,7 @@ describe('Charts (visualize)', () => {
         .set(bearer(t.adminKey))
         .send({ name: 'no-amounts', objects: { deal: { read: true, hiddenFields: ['amount'] } } })
         .expect(201);
-      const create = (name: string, policies: string[]) =>
-        t.http
-          .post('/api/v1/api-keys')
-          .set(bearer(t.adminKey))
-          .send({ name, role: 'member', subject: 'pat', policies })
-          .expect(201)
-          .then((res) => bodyOf<CreatedApiKeyResponse>(res).secret);
+      const create = (name: string, policies: string[]) => memberSecret(t, name, { subject: 'pat', policies });
       const wide = await create('pat laptop', []);
       const narrow = await create('pat kiosk', ['no-amounts']);
       const id = await durableChat(

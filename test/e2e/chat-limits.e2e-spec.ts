@@ -1,18 +1,13 @@
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply, RecordedRequest } from '../support/mock-llm.server';
 import { errorOf, idOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 const FAST = { CHAT_POLL_INTERVAL_MS: '200', CHAT_HEARTBEAT_INTERVAL_MS: '100' };
-
-/** A new member key on `t`. */
-async function memberKey(t: TestApp, name: string): Promise<CreatedApiKeyResponse> {
-  return await createApiKey(t, { name, role: 'member' });
-}
 
 /** A gate the model's answers wait behind, so a test decides when the worker's slots free up. */
 function gate(): { opened: Promise<void>; open: () => void } {
@@ -56,8 +51,8 @@ describe("one member cannot starve everyone's durable chats (finding 6)", () => 
     ({ t, llm } = await startAppWithMockLlm({
       env: { ...FAST, CHAT_WORKER_CONCURRENCY: '1', CHAT_MAX_IN_FLIGHT_PER_KEY: '6' },
     }));
-    ({ secret: alice, subject: aliceSubject } = await memberKey(t, 'alice'));
-    bob = (await memberKey(t, 'bob')).secret;
+    ({ secret: alice, subject: aliceSubject } = await createApiKey(t, { name: 'alice', role: 'member' }));
+    bob = (await createApiKey(t, { name: 'bob', role: 'member' })).secret;
   });
   afterAll(async () => {
     await t.close();
@@ -127,7 +122,7 @@ describe('the in-flight cap holds when one key starts turns on two replicas at o
     const { t: a, llm } = await startAppWithMockLlm({ env });
     const b = await startTestApp({ database: a.database, env: { ...env, OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' } });
     try {
-      const key = await memberKey(a, 'racer');
+      const key = await createApiKey(a, { name: 'racer', role: 'member' });
       const waiting = await a.sql<{ id: string }>(
         `insert into chats (id, owner, owner_role, owner_key_id, agent, status)
          select gen_random_uuid(), $1, 'member', $2, 'data_chat', 'waiting' from generate_series(1, 8)
@@ -185,7 +180,7 @@ describe('a revoked key loses its open streams on every replica (finding 7)', ()
     const streams: SseClient[] = [];
     try {
       const bUrl = await listen(b);
-      const member = await memberKey(a, 'soon revoked');
+      const member = await createApiKey(a, { name: 'soon revoked', role: 'member' });
       const answers = gate();
       enqueueGated(llm, 1, answers.opened);
       const id = idOf(
@@ -247,7 +242,7 @@ describe('slow request bodies and stream floods are bounded (finding 11)', () =>
       env: { ...FAST, HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS), SSE_MAX_STREAMS_PER_KEY: '2' },
     }));
     baseUrl = await listen(t);
-    member = (await memberKey(t, 'streamer')).secret;
+    member = (await createApiKey(t, { name: 'streamer', role: 'member' })).secret;
   });
   afterAll(async () => {
     for (const stream of streams) stream.close();

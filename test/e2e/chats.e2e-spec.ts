@@ -5,7 +5,8 @@ import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpe
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, TestApp } from '../support/test-app';
+import { bearer, TestApp } from '../support/test-app';
+import { createAgent, createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
 const FORM_TOOL = {
   name: 'show_form',
@@ -62,18 +63,7 @@ describe('durable chats', () => {
 
     const paused = await waitForChat(t, id, hasStatus('requires_action'));
     expect(paused.pendingToolCalls).toEqual([{ id: 'call_client', name: 'show_form', arguments: { title: 'Pick a region' } }]);
-    expect(sentToolNames(llm, 0)).toEqual([
-      'list_objects',
-      'describe_object',
-      'query_records',
-      'get_record',
-      'aggregate_data',
-      'list_metrics',
-      'query_metric',
-      'calculate',
-      'visualize',
-      'show_form',
-    ]);
+    expect(sentToolNames(llm, 0)).toEqual([...DATA_CHAT_TOOLS, 'show_form']);
 
     const before = bodyOf<ChatMessagesResponse>(
       await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).expect(200),
@@ -439,16 +429,12 @@ describe('durable chats', () => {
     });
 
     it('lets an agent ask the user through ask_user', async () => {
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'curious',
-          label: 'Curious',
-          instructions: 'Ask when unsure.',
-          tools: ['query_records', 'ask_user'],
-        })
-        .expect(201);
+      await createAgent(t, {
+        name: 'curious',
+        label: 'Curious',
+        instructions: 'Ask when unsure.',
+        tools: ['query_records', 'ask_user'],
+      });
       llm.enqueue(MockReply.toolCall('ask_user', { question: 'Which quarter?' }), MockReply.text('Q3 it is'));
       const id = bodyOf<ChatResponse>(await create({ agent: 'curious', message: 'sales?' }).expect(201)).id;
       const paused = await waitForChat(t, id, hasStatus('requires_action'));

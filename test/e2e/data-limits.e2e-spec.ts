@@ -10,24 +10,15 @@ import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
 import { listen } from '../support/chat-helpers';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createObject, memberSecret } from '../support/fixtures';
 
 /** 199 "a" and a "b": never found in a text of "a"s, after comparing almost the whole operand at every position. */
 const SLOW_NEEDLE = `${'a'.repeat(199)}b`;
 const slowWhere = (field: string) => JSON.stringify({ [field]: { $contains: SLOW_NEEDLE } });
 
-async function memberKey(t: TestApp, name: string): Promise<string> {
-  const res = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201);
-  return bodyOf<{ secret: string }>(res).secret;
-}
-
-/** Creates an object (as the admin) with these fields; its label is its name. */
-async function createObject(t: TestApp, name: string, fields: Array<Record<string, unknown>>): Promise<void> {
-  await t.http.post('/api/v1/objects').set(bearer(t.adminKey)).send({ name, label: name, fields }).expect(201);
-}
-
 /** An object `big_note` whose `body` holds `rows` texts of 100,000 "a"s: a $contains of SLOW_NEEDLE spends tens of ms on each. */
 async function seedBigNotes(t: TestApp, rows: number): Promise<void> {
-  await createObject(t, 'big_note', [{ name: 'body', label: 'Body', type: 'textarea' }]);
+  await createObject(t, 'big_note', [{ name: 'body', label: 'Body', type: 'textarea' }], { label: 'big_note' });
   await t.sql(`insert into data.big_note (body) select repeat('a', 100000) from generate_series(1, $1::int)`, [rows]);
 }
 
@@ -107,10 +98,10 @@ describe('data limits', () => {
           env: { QUERY_TIMEOUT_MS: '600000', DATA_POOL_SIZE: String(2 * ABANDONED), TOOL_TIMEOUT_MS: '1000' },
         });
         baseUrl = await listen(t);
-        [alice, bob] = [await memberKey(t, 'alice'), await memberKey(t, 'bob')];
+        [alice, bob] = [await memberSecret(t, 'alice'), await memberSecret(t, 'bob')];
         // Tens of seconds per query: far longer than the bounded wait for them to end below.
         await seedBigNotes(t, 1000);
-        await createObject(t, 'memo', [{ name: 'title', label: 'Title', type: 'text' }]);
+        await createObject(t, 'memo', [{ name: 'title', label: 'Title', type: 'text' }], { label: 'memo' });
         await t.http.post('/api/v1/objects/memo/records').set(bearer(bob)).send({ title: 'Quarterly review' }).expect(201);
       });
       afterAll(() => t.close());
@@ -155,7 +146,7 @@ describe('data limits', () => {
 
       beforeAll(async () => {
         t = await startTestApp({ env: { QUERY_TIMEOUT_MS: '3000' } });
-        alice = await memberKey(t, 'alice');
+        alice = await memberSecret(t, 'alice');
         // Several times longer than QUERY_TIMEOUT_MS to scan; the abandoned queries above need far more.
         await seedBigNotes(t, 300);
       });
@@ -190,7 +181,7 @@ describe('data limits', () => {
       beforeAll(async () => {
         t = await startTestApp({ env: { QUERY_TIMEOUT_MS: '600000', DATA_POOL_SIZE: '1', DB_ACQUIRE_TIMEOUT_MS: '200' } });
         baseUrl = await listen(t);
-        alice = await memberKey(t, 'alice');
+        alice = await memberSecret(t, 'alice');
         await seedBigNotes(t, 1000);
       });
       afterAll(() => t.close());
@@ -232,9 +223,9 @@ describe('data limits', () => {
         // Statements end only when their clients leave; waits for a connection end after DB_ACQUIRE_TIMEOUT_MS (2 s).
         t = await startTestApp({ env: { QUERY_TIMEOUT_MS: '600000', TOOL_TIMEOUT_MS: '600000', DATA_POOL_SIZE: '4' } });
         baseUrl = await listen(t);
-        [alice, bob] = [await memberKey(t, 'alice'), await memberKey(t, 'bob')];
+        [alice, bob] = [await memberSecret(t, 'alice'), await memberSecret(t, 'bob')];
         await seedBigNotes(t, 1000);
-        await createObject(t, 'memo', [{ name: 'title', label: 'Title', type: 'text' }]);
+        await createObject(t, 'memo', [{ name: 'title', label: 'Title', type: 'text' }], { label: 'memo' });
         await t.http.post('/api/v1/objects/memo/records').set(bearer(bob)).send({ title: 'Quarterly review' }).expect(201);
       });
       afterAll(() => t.close());
@@ -343,8 +334,8 @@ describe('data limits', () => {
 
       beforeAll(async () => {
         t = await startTestApp();
-        alice = await memberKey(t, 'alice');
-        await createObject(t, 'note', [{ name: 'body', label: 'Body', type: 'textarea' }]);
+        alice = await memberSecret(t, 'alice');
+        await createObject(t, 'note', [{ name: 'body', label: 'Body', type: 'textarea' }], { label: 'note' });
       });
       afterAll(() => t.close());
 
@@ -399,12 +390,17 @@ describe('data limits', () => {
 
     beforeAll(async () => {
       t = await startTestApp();
-      alice = await memberKey(t, 'alice');
-      await createObject(t, 'customer', [
-        { name: 'code', label: 'Code', type: 'text', unique: true },
-        { name: 'city', label: 'City', type: 'text', indexed: true },
-        { name: 'notes', label: 'Notes', type: 'textarea' },
-      ]);
+      alice = await memberSecret(t, 'alice');
+      await createObject(
+        t,
+        'customer',
+        [
+          { name: 'code', label: 'Code', type: 'text', unique: true },
+          { name: 'city', label: 'City', type: 'text', indexed: true },
+          { name: 'notes', label: 'Notes', type: 'textarea' },
+        ],
+        { label: 'customer' },
+      );
     });
     afterAll(() => t.close());
 
@@ -510,13 +506,18 @@ describe('data limits', () => {
 
     beforeAll(async () => {
       t = await startTestApp();
-      alice = await memberKey(t, 'alice');
-      await createObject(t, 'ledger', [
-        { name: 'kind', label: 'Kind', type: 'select', options: ['big', 'huge', 'small'] },
-        { name: 'units', label: 'Units', type: 'integer' },
-        { name: 'amount', label: 'Amount', type: 'currency' },
-        { name: 'weight', label: 'Weight', type: 'number' },
-      ]);
+      alice = await memberSecret(t, 'alice');
+      await createObject(
+        t,
+        'ledger',
+        [
+          { name: 'kind', label: 'Kind', type: 'select', options: ['big', 'huge', 'small'] },
+          { name: 'units', label: 'Units', type: 'integer' },
+          { name: 'amount', label: 'Amount', type: 'currency' },
+          { name: 'weight', label: 'Weight', type: 'number' },
+        ],
+        { label: 'ledger' },
+      );
       for (const record of [
         { kind: 'big', units: MAX_SAFE, amount: 9999999999999998, weight: 1e308 },
         { kind: 'big', units: MAX_SAFE, amount: 9999999999999998, weight: 1e308 },
@@ -558,7 +559,7 @@ describe('data limits', () => {
     afterAll(() => t.close());
 
     it('answers 503 database_busy with Retry-After, instead of hanging, while every ORM connection stays taken', async () => {
-      const fresh = await memberKey(t, 'fresh');
+      const fresh = await memberSecret(t, 'fresh');
       const pool = await t.app.get(EntityManager).getConnection().getNativeClient();
       const held: PoolClient[] = [];
       try {

@@ -12,7 +12,8 @@ import type { ViewListResponse, ViewResponse } from '../../src/views/view.dto';
 import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, TestApp } from '../support/test-app';
+import { bearer, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 type Executed<R> = ExecuteToolResponse & { result: R };
 
@@ -99,7 +100,6 @@ describe('definitions are filtered like data: metrics and saved views', () => {
   let member: string;
   let sam1: CreatedApiKeyResponse;
   let sam2: CreatedApiKeyResponse;
-  const admin = () => bearer(t.adminKey);
 
   const exec = async <R>(name: string, args: unknown, key: string): Promise<Executed<R>> =>
     bodyOf<Executed<R>>(
@@ -115,44 +115,28 @@ describe('definitions are filtered like data: metrics and saved views', () => {
 
   async function keyWith(name: string, policies: string[], subject = name): Promise<string> {
     const key = await createApiKey(t, { name, role: 'member', subject });
-    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(admin()).send({ policies }).expect(200);
+    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(asAdmin(t)).send({ policies }).expect(200);
     return key.secret;
   }
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm());
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'store',
-        label: 'Store',
-        fields: [
-          { name: 'code', label: 'Code', type: 'text' },
-          { name: 'region', label: 'Region', type: 'select', options: ['north', 'south'] },
-          { name: 'rating', label: 'Rating', type: 'integer' },
-        ],
-      })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'sale',
-        label: 'Sale',
-        fields: [
-          { name: 'channel', label: 'Channel', type: 'select', options: ['web', 'shop'] },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-          { name: 'margin', label: 'Margin', type: 'currency' },
-          { name: 'sold_on', label: 'Sold on', type: 'date' },
-          { name: 'booked_at', label: 'Booked at', type: 'datetime' },
-          { name: 'store', label: 'Store', type: 'lookup', reference: 'store' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'store', [
+      fieldSpec('code', 'text'),
+      fieldSpec('region', 'select', { options: ['north', 'south'] }),
+      fieldSpec('rating', 'integer'),
+    ]);
+    await createObject(t, 'sale', [
+      fieldSpec('channel', 'select', { options: ['web', 'shop'] }),
+      fieldSpec('amount', 'currency'),
+      fieldSpec('margin', 'currency'),
+      fieldSpec('sold_on', 'date'),
+      fieldSpec('booked_at', 'datetime'),
+      fieldSpec('store', 'lookup', { reference: 'store' }),
+    ]);
     const store = await t.http
       .post('/api/v1/objects/store/records')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ code: 'n1', region: 'north', rating: 4 });
     const operations = Array.from({ length: 12 }, (_, i) => ({
       op: 'create',
@@ -165,13 +149,13 @@ describe('definitions are filtered like data: metrics and saved views', () => {
         store: bodyOf<{ id: string }>(store).id,
       },
     }));
-    await t.http.post('/api/v1/objects/sale/records/batch').set(admin()).send({ operations }).expect(200);
-    for (const metric of METRICS) await t.http.post('/api/v1/metrics').set(admin()).send(metric).expect(201);
-    for (const view of VIEWS) await t.http.post('/api/v1/objects/sale/views').set(admin()).send(view).expect(201);
+    await t.http.post('/api/v1/objects/sale/records/batch').set(asAdmin(t)).send({ operations }).expect(200);
+    for (const metric of METRICS) await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(metric).expect(201);
+    for (const view of VIEWS) await t.http.post('/api/v1/objects/sale/views').set(asAdmin(t)).send(view).expect(201);
 
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({
         name: 'no-margin',
         objects: {
@@ -182,7 +166,7 @@ describe('definitions are filtered like data: metrics and saved views', () => {
       .expect(201);
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'sales-only', objects: { sale: { read: true } } })
       .expect(201);
     narrow = await keyWith('narrow', ['no-margin']);
@@ -384,7 +368,7 @@ describe('definitions are filtered like data: metrics and saved views', () => {
         .expect(201);
       await t.http
         .patch(`/api/v1/api-keys/${key.id}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ policies: ['no-margin'] })
         .expect(200);
       expect(errorOf(await t.http.get(`${views}/margins`).set(bearer(key.secret)).expect(404)).code).toBe('view_not_found');
@@ -406,7 +390,7 @@ describe('definitions are filtered like data: metrics and saved views', () => {
       };
       const patOld = await createApiKey(t, { name: 'pat-old', role: 'member', subject: 'pat' });
       const patNew = await createApiKey(t, { name: 'pat-new', role: 'member', subject: 'pat' });
-      await t.http.delete(`/api/v1/api-keys/${patOld.id}`).set(admin()).expect(204);
+      await t.http.delete(`/api/v1/api-keys/${patOld.id}`).set(asAdmin(t)).expect(204);
 
       await run('down');
       // Back to subject-owned views: both of Sam's keys' "mine" become one subject's view, the older one kept.

@@ -7,6 +7,7 @@ import { hasStatus, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 /** A value only the hidden field `amount` holds in the arguments below: it must never reach the audit trail. */
 const SECRET_AMOUNT = 987654;
@@ -16,8 +17,6 @@ describe('the audit trail of tool calls and admin changes', () => {
   let llm: MockLlmServer;
   let alice: CreatedApiKeyResponse;
   let adminKeyId: string;
-
-  const admin = () => bearer(t.adminKey);
 
   function audit(query: Record<string, string> = {}, key = t.adminKey) {
     return t.http.get('/api/v1/audit').query(query).set(bearer(key));
@@ -35,23 +34,12 @@ describe('the audit trail of tool calls and admin changes', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { CHAT_POLL_INTERVAL_MS: '200' } }));
-    const keys = bodyOf<ApiKeyListResponse>(await t.http.get('/api/v1/api-keys').set(admin()).expect(200));
+    const keys = bodyOf<ApiKeyListResponse>(await t.http.get('/api/v1/api-keys').set(asAdmin(t)).expect(200));
     adminKeyId = keys.apiKeys.find((k) => k.role === 'admin')!.id;
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'deal',
-        label: 'Deal',
-        fields: [
-          { name: 'title', label: 'Title', type: 'text' },
-          { name: 'owner', label: 'Owner', type: 'text' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'deal', [fieldSpec('title', 'text'), fieldSpec('owner', 'text')]);
     await t.http
       .post('/api/v1/objects/deal/fields')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'amount', label: 'Amount', type: 'number' })
       .expect(201);
     for (const [title, owner] of [
@@ -59,20 +47,14 @@ describe('the audit trail of tool calls and admin changes', () => {
       ['b', 'alice'],
       ['c', 'bob'],
     ]) {
-      await t.http.post('/api/v1/objects/deal/records').set(admin()).send({ title, owner, amount: SECRET_AMOUNT }).expect(201);
+      await t.http.post('/api/v1/objects/deal/records').set(asAdmin(t)).send({ title, owner, amount: SECRET_AMOUNT }).expect(201);
     }
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'own-deals', objects: { deal: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['amount'] } } })
       .expect(201);
-    alice = bodyOf<CreatedApiKeyResponse>(
-      await t.http
-        .post('/api/v1/api-keys')
-        .set(admin())
-        .send({ name: 'alice', role: 'member', subject: 'alice', policies: ['own-deals'] })
-        .expect(201),
-    );
+    alice = await createApiKey(t, { name: 'alice', role: 'member', subject: 'alice', policies: ['own-deals'] });
   });
   afterAll(async () => {
     await t.close();
@@ -81,16 +63,16 @@ describe('the audit trail of tool calls and admin changes', () => {
   beforeEach(() => llm.reset());
 
   it('records each admin change with its key, action and target', async () => {
-    await t.http.patch('/api/v1/objects/deal').set(admin()).send({ label: 'Deals' }).expect(200);
-    await t.http.patch('/api/v1/objects/deal/fields/title').set(admin()).send({ label: 'Name' }).expect(200);
-    await t.http.post('/api/v1/objects').set(admin()).send({ name: 'scratch', label: 'Scratch' }).expect(201);
+    await t.http.patch('/api/v1/objects/deal').set(asAdmin(t)).send({ label: 'Deals' }).expect(200);
+    await t.http.patch('/api/v1/objects/deal/fields/title').set(asAdmin(t)).send({ label: 'Name' }).expect(200);
+    await t.http.post('/api/v1/objects').set(asAdmin(t)).send({ name: 'scratch', label: 'Scratch' }).expect(201);
     await t.http
       .post('/api/v1/objects/scratch/fields')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'note', label: 'Note', type: 'text' })
       .expect(201);
-    await t.http.delete('/api/v1/objects/scratch/fields/note').set(admin()).expect(204);
-    await t.http.delete('/api/v1/objects/scratch').set(admin()).expect(204);
+    await t.http.delete('/api/v1/objects/scratch/fields/note').set(asAdmin(t)).expect(204);
+    await t.http.delete('/api/v1/objects/scratch').set(asAdmin(t)).expect(204);
     const agent = {
       name: 'audited_agent',
       label: 'Audited',
@@ -99,28 +81,26 @@ describe('the audit trail of tool calls and admin changes', () => {
       tools: ['query_records'],
       allowedObjects: ['deal'],
     };
-    await t.http.post('/api/v1/ai/agents').set(admin()).send(agent).expect(201);
+    await t.http.post('/api/v1/ai/agents').set(asAdmin(t)).send(agent).expect(201);
     await t.http
       .put('/api/v1/ai/agents/audited_agent')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ ...agent, label: 'Audited 2' })
       .expect(200);
-    await t.http.delete('/api/v1/ai/agents/audited_agent').set(admin()).expect(204);
-    await t.http.post('/api/v1/policies').set(admin()).send({ name: 'nothing', objects: {} }).expect(201);
+    await t.http.delete('/api/v1/ai/agents/audited_agent').set(asAdmin(t)).expect(204);
+    await t.http.post('/api/v1/policies').set(asAdmin(t)).send({ name: 'nothing', objects: {} }).expect(201);
     await t.http
       .put('/api/v1/policies/nothing')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ objects: { deal: { read: true } } })
       .expect(200);
-    await t.http.delete('/api/v1/policies/nothing').set(admin()).expect(204);
-    const key = bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'temp', role: 'member' }).expect(201),
-    );
-    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(admin()).send({ tokensPerDay: 10 }).expect(200);
-    await t.http.delete(`/api/v1/api-keys/${key.id}`).set(admin()).expect(204);
+    await t.http.delete('/api/v1/policies/nothing').set(asAdmin(t)).expect(204);
+    const key = await createApiKey(t, { name: 'temp', role: 'member' });
+    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(asAdmin(t)).send({ tokensPerDay: 10 }).expect(200);
+    await t.http.delete(`/api/v1/api-keys/${key.id}`).set(asAdmin(t)).expect(204);
     // A refused change leaves no entry: it rolled back with the change.
-    await t.http.post('/api/v1/ai/agents').set(admin()).send(agent).expect(201);
-    await t.http.post('/api/v1/ai/agents').set(admin()).send(agent).expect(409);
+    await t.http.post('/api/v1/ai/agents').set(asAdmin(t)).send(agent).expect(201);
+    await t.http.post('/api/v1/ai/agents').set(asAdmin(t)).send(agent).expect(409);
 
     const entries = bodyOf<AuditListResponse>(
       await audit({ kind: 'admin', keyId: adminKeyId, limit: '1000' }).expect(200),

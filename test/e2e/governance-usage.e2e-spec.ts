@@ -1,4 +1,4 @@
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { CreateApiKeyDto, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import type { UsageReportResponse } from '../../src/governance/usage.dto';
@@ -8,6 +8,7 @@ import { hasStatus, waitForChat, eventually } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
+import { asAdmin, createAgent, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 const AGENT_QUOTA = 1000;
 
@@ -16,15 +17,8 @@ describe('token quotas and usage', () => {
   let t: TestApp;
   let llm: MockLlmServer;
 
-  const admin = () => bearer(t.adminKey);
-
-  async function member(name: string, extra: Record<string, unknown> = {}): Promise<CreatedApiKeyResponse> {
-    const res = await t.http
-      .post('/api/v1/api-keys')
-      .set(admin())
-      .send({ name, role: 'member', subject: name, ...extra });
-    expect(res.status).toBe(201);
-    return bodyOf<CreatedApiKeyResponse>(res);
+  function member(name: string, extra: Partial<CreateApiKeyDto> = {}): Promise<CreatedApiKeyResponse> {
+    return createApiKey(t, { name, role: 'member', subject: name, ...extra });
   }
 
   function chat(key: string, agent = 'data_chat') {
@@ -44,11 +38,7 @@ describe('token quotas and usage', () => {
     ({ t, llm } = await startAppWithMockLlm({
       env: { CHAT_POLL_INTERVAL_MS: '200', QUOTA_TOKENS_PER_AGENT_DAY: String(AGENT_QUOTA) },
     }));
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({ name: 'deal', label: 'Deal', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-      .expect(201);
+    await createObject(t, 'deal', [fieldSpec('title', 'text')]);
   });
   afterAll(async () => {
     await t.close();
@@ -143,7 +133,7 @@ describe('token quotas and usage', () => {
     expect(llm.requests).toHaveLength(1);
 
     // Raising the key's quota lets it go on at once.
-    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(admin()).send({ tokensPerDay: 1000 }).expect(200);
+    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(asAdmin(t)).send({ tokensPerDay: 1000 }).expect(200);
     llm.enqueue(MockReply.text('again', { usage: { prompt_tokens: 1, completion_tokens: 1 } }));
     await chat(key.secret).expect(200);
   });
@@ -156,7 +146,7 @@ describe('token quotas and usage', () => {
     expect(await t.sql(`select 1 from chats where owner = 'durable-quota'`)).toEqual([]);
 
     // Admitted under the quota; the first step spends it, so the turn's next model call is refused.
-    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(admin()).send({ tokensPerDay: 10 }).expect(200);
+    await t.http.patch(`/api/v1/api-keys/${key.id}`).set(asAdmin(t)).send({ tokensPerDay: 10 }).expect(200);
     llm.enqueue(MockReply.toolCall('list_objects', {}, { usage: { prompt_tokens: 20, completion_tokens: 1 } }));
     const created = await t.http
       .post('/api/v1/chats')
@@ -170,18 +160,14 @@ describe('token quotas and usage', () => {
   });
 
   it('refuses every key once the agent has spent its tokens of the day (QUOTA_TOKENS_PER_AGENT_DAY)', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(admin())
-      .send({
-        name: 'budget_agent',
-        label: 'Budget',
-        role: 'Analyst',
-        instructions: 'Answer.',
-        tools: ['query_records'],
-        allowedObjects: ['deal'],
-      })
-      .expect(201);
+    await createAgent(t, {
+      name: 'budget_agent',
+      label: 'Budget',
+      role: 'Analyst',
+      instructions: 'Answer.',
+      tools: ['query_records'],
+      allowedObjects: ['deal'],
+    });
     const [first, second] = [await member('agent-user-1'), await member('agent-user-2')];
     llm.enqueue(MockReply.text('spent', { usage: { prompt_tokens: AGENT_QUOTA, completion_tokens: 1 } }));
     await chat(first.secret, 'budget_agent').expect(200);

@@ -7,6 +7,7 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { listenOnLoopback, RawConnection, RawResponse, sendRaw } from '../support/raw-http';
 import { idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createAgent, createObject, fieldSpec, memberSecret } from '../support/fixtures';
 
 /** A message of a model request, as the mock model server received it. */
 type SentMessage = { role: string; content?: string | null; tool_call_id?: string; tool_calls?: Array<{ id: string }> };
@@ -26,14 +27,8 @@ describe('hardening against hostile member input', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm());
-    const member = async (name: string) =>
-      (
-        (await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name, role: 'member' }).expect(201)).body as {
-          secret: string;
-        }
-      ).secret;
-    alice = await member('alice');
-    bob = await member('bob');
+    alice = await memberSecret(t, 'alice');
+    bob = await memberSecret(t, 'bob');
   });
   afterAll(async () => {
     await t.close();
@@ -221,15 +216,7 @@ describe('hardening against hostile member input', () => {
 
   describe('datetimes outside years 1..9999 (finding 13)', () => {
     beforeAll(async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'meeting',
-          label: 'Meeting',
-          fields: [{ name: 'starts_at', label: 'Starts at', type: 'datetime' }],
-        })
-        .expect(201);
+      await createObject(t, 'meeting', [fieldSpec('starts_at', 'datetime')]);
     });
 
     it.each(['0001-01-01T00:30:00+01:00', '9999-12-31T23:30:00-05:00'])('refuses %j with 400 invalid_value', async (startsAt) => {
@@ -262,46 +249,28 @@ describe('hardening against hostile member input', () => {
   });
 
   describe('metadata that would leave stale grants or orphaned values (finding 15)', () => {
-    const admin = () => bearer(t.adminKey);
-
     it('refuses to delete an object an agent still names in allowedObjects, with 409 listing the agents', async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(admin())
-        .send({ name: 'contract', label: 'Contract', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-        .expect(201);
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(admin())
-        .send({
-          name: 'contracts_bot',
-          label: 'Contracts',
-          instructions: 'x',
-          tools: ['query_records'],
-          allowedObjects: ['contract'],
-        })
-        .expect(201);
-      const refused = await t.http.delete('/api/v1/objects/contract').set(admin()).expect(409);
+      await createObject(t, 'contract', [fieldSpec('title', 'text')]);
+      await createAgent(t, {
+        name: 'contracts_bot',
+        label: 'Contracts',
+        instructions: 'x',
+        tools: ['query_records'],
+        allowedObjects: ['contract'],
+      });
+      const refused = await t.http.delete('/api/v1/objects/contract').set(asAdmin(t)).expect(409);
       expect(refused.body).toMatchObject({ code: 'object_in_use', details: { agents: ['contracts_bot'] } });
-      await t.http.get('/api/v1/objects/contract').set(admin()).expect(200);
-      await t.http.delete('/api/v1/ai/agents/contracts_bot').set(admin()).expect(204);
-      await t.http.delete('/api/v1/objects/contract').set(admin()).expect(204);
+      await t.http.get('/api/v1/objects/contract').set(asAdmin(t)).expect(200);
+      await t.http.delete('/api/v1/ai/agents/contracts_bot').set(asAdmin(t)).expect(204);
+      await t.http.delete('/api/v1/objects/contract').set(asAdmin(t)).expect(204);
     });
 
     describe('narrowing select options', () => {
       beforeAll(async () => {
-        await t.http
-          .post('/api/v1/objects')
-          .set(admin())
-          .send({
-            name: 'ticket',
-            label: 'Ticket',
-            fields: [
-              { name: 'priority', label: 'Priority', type: 'select', options: ['low', 'high', 'urgent'] },
-              { name: 'tags', label: 'Tags', type: 'multiselect', options: ['bug', 'ui', 'api'] },
-            ],
-          })
-          .expect(201);
+        await createObject(t, 'ticket', [
+          fieldSpec('priority', 'select', { options: ['low', 'high', 'urgent'] }),
+          fieldSpec('tags', 'multiselect', { options: ['bug', 'ui', 'api'] }),
+        ]);
         for (const record of [
           { priority: 'low', tags: ['bug'] },
           { priority: 'high', tags: ['bug', 'ui'] },
@@ -314,11 +283,11 @@ describe('hardening against hostile member input', () => {
       it('answers 409 with the counts of records still using a removed select option', async () => {
         const res = await t.http
           .patch('/api/v1/objects/ticket/fields/priority')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['low'] })
           .expect(409);
         expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { high: 2 } } });
-        const field = (await t.http.get('/api/v1/objects/ticket').set(admin()).expect(200)).body as {
+        const field = (await t.http.get('/api/v1/objects/ticket').set(asAdmin(t)).expect(200)).body as {
           fields: Array<{ name: string; options?: string[] }>;
         };
         expect(field.fields.find((f) => f.name === 'priority')!.options).toEqual(['low', 'high', 'urgent']);
@@ -327,29 +296,33 @@ describe('hardening against hostile member input', () => {
       it('answers 409 for multiselect options still in use, and removes unused options', async () => {
         const res = await t.http
           .patch('/api/v1/objects/ticket/fields/tags')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['api'] })
           .expect(409);
         expect(res.body).toMatchObject({ code: 'options_in_use', details: { inUse: { bug: 2, ui: 1 } } });
         const ok = await t.http
           .patch('/api/v1/objects/ticket/fields/tags')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['bug', 'ui'] })
           .expect(200);
         expect((ok.body as { options: string[] }).options).toEqual(['bug', 'ui']);
         await t.http
           .patch('/api/v1/objects/ticket/fields/priority')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ options: ['low', 'high'] })
           .expect(200);
       });
 
       it('refuses a select left with no options (400), on update as on create', async () => {
-        const res = await t.http.patch('/api/v1/objects/ticket/fields/priority').set(admin()).send({ options: [] }).expect(400);
+        const res = await t.http
+          .patch('/api/v1/objects/ticket/fields/priority')
+          .set(asAdmin(t))
+          .send({ options: [] })
+          .expect(400);
         expect((res.body as { code: string }).code).toBe('missing_options');
         await t.http
           .post('/api/v1/objects/ticket/fields')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ name: 'stage', label: 'Stage', type: 'select', required: true, options: [] })
           .expect(400);
       });
@@ -378,17 +351,13 @@ describe('hardening against hostile member input', () => {
     });
 
     it("honours the agent's planning.maxToolCallsPerStep, in durable chats too", async () => {
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'frugal',
-          label: 'Frugal',
-          instructions: 'x',
-          tools: ['list_objects'],
-          planning: { maxIterations: 3, maxToolCallsPerStep: 2 },
-        })
-        .expect(201);
+      await createAgent(t, {
+        name: 'frugal',
+        label: 'Frugal',
+        instructions: 'x',
+        tools: ['list_objects'],
+        planning: { maxIterations: 3, maxToolCallsPerStep: 2 },
+      });
       await t.http
         .post('/api/v1/ai/agents')
         .set(bearer(t.adminKey))
@@ -442,17 +411,13 @@ describe('hardening against hostile member input', () => {
     });
 
     it("never answers with the note: a turn whose budget ends after such a step answers with the model's own text", async () => {
-      await t.http
-        .post('/api/v1/ai/agents')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'spent',
-          label: 'Spent',
-          instructions: 'x',
-          tools: ['list_objects'],
-          guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
-        })
-        .expect(201);
+      await createAgent(t, {
+        name: 'spent',
+        label: 'Spent',
+        instructions: 'x',
+        tools: ['list_objects'],
+        guardrails: { maxExecutionTimeSec: 30, maxTokensPerInvocation: 300 },
+      });
       const step = manyCalls();
       llm.enqueue({ ...step, content: 'Looking it up.', usage: { prompt_tokens: 290, completion_tokens: 10 } });
       const res = await t.http
@@ -486,11 +451,7 @@ describe('hardening against hostile member input', () => {
     const manyKeys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]));
 
     beforeAll(async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(bearer(t.adminKey))
-        .send({ name: 'gadget', label: 'Gadget', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-        .expect(201);
+      await createObject(t, 'gadget', [fieldSpec('title', 'text')]);
     });
 
     it.each([
@@ -677,11 +638,7 @@ describe('hardening against hostile member input', () => {
       const s = await startTestApp();
       let closing: Promise<void> | undefined;
       try {
-        await s.http
-          .post('/api/v1/objects')
-          .set(bearer(s.adminKey))
-          .send({ name: 'gauge', label: 'Gauge', fields: [{ name: 'level', label: 'Level', type: 'integer' }] })
-          .expect(201);
+        await createObject(s, 'gauge', [fieldSpec('level', 'integer')]);
         const id = idOf(
           await s.http.post('/api/v1/objects/gauge/records').set(bearer(s.adminKey)).send({ level: 1 }).expect(201),
         );

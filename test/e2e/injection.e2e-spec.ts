@@ -1,6 +1,7 @@
 import type { AggregateResponse } from '../../src/data/records.dto';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
 
 type Row = Record<string, unknown>;
 
@@ -36,17 +37,16 @@ describe('SQL injection attempts', () => {
   /** Rows created on purpose by the value tests; everything else must stay exactly as it was. */
   let inserted = 0;
 
-  const admin = () => bearer(t.adminKey);
   const enc = encodeURIComponent;
   const list = (query: Record<string, unknown>) => {
     const params: Record<string, string> = {};
     for (const [key, value] of Object.entries(query)) params[key] = typeof value === 'string' ? value : JSON.stringify(value);
-    return t.http.get('/api/v1/objects/victim/records').query(params).set(admin());
+    return t.http.get('/api/v1/objects/victim/records').query(params).set(asAdmin(t));
   };
   const aggregate = (body: unknown) =>
     t.http
       .post('/api/v1/objects/victim/aggregate')
-      .set(admin())
+      .set(asAdmin(t))
       .send(body as object);
 
   async function scalar(sql: string, params: unknown[] = []): Promise<number> {
@@ -83,22 +83,14 @@ describe('SQL injection attempts', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'victim',
-        label: 'Victim',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text' },
-          { name: 'amount', label: 'Amount', type: 'number' },
-          { name: 'status', label: 'Status', type: 'select', options: ['open', "o'brien"] },
-          { name: 'note', label: 'Note', type: 'textarea' },
-          { name: 'meta', label: 'Meta', type: 'json' },
-        ],
-      })
-      .expect(201);
-    for (const record of BASELINE) await t.http.post('/api/v1/objects/victim/records').set(admin()).send(record).expect(201);
+    await createObject(t, 'victim', [
+      fieldSpec('name', 'text'),
+      fieldSpec('amount', 'number'),
+      fieldSpec('status', 'select', { options: ['open', "o'brien"] }),
+      fieldSpec('note', 'textarea'),
+      fieldSpec('meta', 'json'),
+    ]);
+    for (const record of BASELINE) await t.http.post('/api/v1/objects/victim/records').set(asAdmin(t)).send(record).expect(201);
     objectCount = await scalar('select count(*) as n from object_definitions');
     keyCount = await scalar('select count(*) as n from api_keys');
   });
@@ -112,30 +104,30 @@ describe('SQL injection attempts', () => {
     it.each(PAYLOADS)('answers 404 object_not_found for the path name %j on every route', async (payload) => {
       const name = enc(payload);
       const responses = [
-        await t.http.get(`/api/v1/objects/${name}`).set(admin()),
-        await t.http.patch(`/api/v1/objects/${name}`).set(admin()).send({ label: 'x' }),
-        await t.http.delete(`/api/v1/objects/${name}`).set(admin()),
-        await t.http.post(`/api/v1/objects/${name}/fields`).set(admin()).send({ name: 'x', label: 'X', type: 'text' }),
-        await t.http.get(`/api/v1/objects/${name}/records`).set(admin()),
-        await t.http.post(`/api/v1/objects/${name}/records`).set(admin()).send({ name: 'x' }),
-        await t.http.get(`/api/v1/objects/${name}/records/${enc('00000000-0000-4000-8000-000000000000')}`).set(admin()),
+        await t.http.get(`/api/v1/objects/${name}`).set(asAdmin(t)),
+        await t.http.patch(`/api/v1/objects/${name}`).set(asAdmin(t)).send({ label: 'x' }),
+        await t.http.delete(`/api/v1/objects/${name}`).set(asAdmin(t)),
+        await t.http.post(`/api/v1/objects/${name}/fields`).set(asAdmin(t)).send({ name: 'x', label: 'X', type: 'text' }),
+        await t.http.get(`/api/v1/objects/${name}/records`).set(asAdmin(t)),
+        await t.http.post(`/api/v1/objects/${name}/records`).set(asAdmin(t)).send({ name: 'x' }),
+        await t.http.get(`/api/v1/objects/${name}/records/${enc('00000000-0000-4000-8000-000000000000')}`).set(asAdmin(t)),
         await t.http
           .post(`/api/v1/objects/${name}/aggregate`)
-          .set(admin())
+          .set(asAdmin(t))
           .send({ aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(8).fill([404, 'object_not_found']));
     });
 
     it.each(PAYLOADS)('refuses to create an object named %j with 400 invalid_name', async (payload) => {
-      const res = await t.http.post('/api/v1/objects').set(admin()).send({ name: payload, label: 'X' }).expect(400);
+      const res = await t.http.post('/api/v1/objects').set(asAdmin(t)).send({ name: payload, label: 'X' }).expect(400);
       expect(errorOf(res).code).toBe('invalid_name');
     });
 
     it.each(PAYLOADS)('refuses a lookup whose reference is %j with 400 unknown_reference', async (payload) => {
       const res = await t.http
         .post('/api/v1/objects/victim/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'link', label: 'Link', type: 'lookup', reference: payload })
         .expect(400);
       expect(errorOf(res).code).toBe('unknown_reference');
@@ -167,14 +159,14 @@ describe('SQL injection attempts', () => {
     it.each(PAYLOADS)('refuses %j as a record key on insert and update with 400 unknown_field', async (payload) => {
       const insert = await t.http
         .post('/api/v1/objects/victim/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'x', [payload]: 1 })
         .expect(400);
       expect(errorOf(insert).code).toBe('unknown_field');
       const [{ id }] = await t.sql<{ id: string }>(`select id from data.victim where name = 'alpha'`);
       const update = await t.http
         .patch(`/api/v1/objects/victim/records/${id}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ [payload]: 'x' })
         .expect(400);
       expect(errorOf(update).code).toBe('unknown_field');
@@ -183,7 +175,7 @@ describe('SQL injection attempts', () => {
     it.each(PAYLOADS)('refuses to create a field named %j with 400 invalid_name', async (payload) => {
       const res = await t.http
         .post('/api/v1/objects/victim/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: payload, label: 'X', type: 'text' })
         .expect(400);
       expect(errorOf(res).code).toBe('invalid_name');
@@ -192,13 +184,13 @@ describe('SQL injection attempts', () => {
     it.each(PAYLOADS)('answers 404 field_not_found for the path field %j', async (payload) => {
       const patch = await t.http
         .patch(`/api/v1/objects/victim/fields/${enc(payload)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ label: 'x' })
         .expect(404);
       expect(errorOf(patch).code).toBe('field_not_found');
       const del = await t.http
         .delete(`/api/v1/objects/victim/fields/${enc(payload)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(404);
       expect(errorOf(del).code).toBe('field_not_found');
     });
@@ -245,12 +237,12 @@ describe('SQL injection attempts', () => {
 
     it.each(PAYLOADS)('answers 404 record_not_found for the record id %j', async (payload) => {
       const responses = [
-        await t.http.get(`/api/v1/objects/victim/records/${enc(payload)}`).set(admin()),
+        await t.http.get(`/api/v1/objects/victim/records/${enc(payload)}`).set(asAdmin(t)),
         await t.http
           .patch(`/api/v1/objects/victim/records/${enc(payload)}`)
-          .set(admin())
+          .set(asAdmin(t))
           .send({ name: 'x' }),
-        await t.http.delete(`/api/v1/objects/victim/records/${enc(payload)}`).set(admin()),
+        await t.http.delete(`/api/v1/objects/victim/records/${enc(payload)}`).set(asAdmin(t)),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(3).fill([404, 'record_not_found']));
     });
@@ -264,13 +256,13 @@ describe('SQL injection attempts', () => {
   describe('NUL characters, which Postgres cannot even compare', () => {
     it('answers 404 for object, field and record names holding NUL', async () => {
       const responses = [
-        await t.http.get('/api/v1/objects/victim%00').set(admin()),
-        await t.http.get('/api/v1/objects/%00/records').set(admin()),
-        await t.http.patch('/api/v1/objects/victim%00').set(admin()).send({ label: 'x' }),
-        await t.http.delete('/api/v1/objects/victim%00').set(admin()),
-        await t.http.patch('/api/v1/objects/victim/fields/name%00').set(admin()).send({ label: 'x' }),
-        await t.http.delete('/api/v1/objects/victim/fields/name%00').set(admin()),
-        await t.http.get('/api/v1/objects/victim/records/%00').set(admin()),
+        await t.http.get('/api/v1/objects/victim%00').set(asAdmin(t)),
+        await t.http.get('/api/v1/objects/%00/records').set(asAdmin(t)),
+        await t.http.patch('/api/v1/objects/victim%00').set(asAdmin(t)).send({ label: 'x' }),
+        await t.http.delete('/api/v1/objects/victim%00').set(asAdmin(t)),
+        await t.http.patch('/api/v1/objects/victim/fields/name%00').set(asAdmin(t)).send({ label: 'x' }),
+        await t.http.delete('/api/v1/objects/victim/fields/name%00').set(asAdmin(t)),
+        await t.http.get('/api/v1/objects/victim/records/%00').set(asAdmin(t)),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual([
         [404, 'object_not_found'],
@@ -285,18 +277,18 @@ describe('SQL injection attempts', () => {
 
     it('refuses NUL in names, references, values and keys with a 400', async () => {
       const responses = [
-        await t.http.post('/api/v1/objects').set(admin()).send({ name: 'victim\u0000', label: 'X' }),
-        await t.http.post('/api/v1/objects/victim/fields').set(admin()).send({ name: 'name\u0000', label: 'X', type: 'text' }),
+        await t.http.post('/api/v1/objects').set(asAdmin(t)).send({ name: 'victim\u0000', label: 'X' }),
+        await t.http.post('/api/v1/objects/victim/fields').set(asAdmin(t)).send({ name: 'name\u0000', label: 'X', type: 'text' }),
         await t.http
           .post('/api/v1/objects/victim/fields')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ name: 'link', label: 'X', type: 'lookup', reference: 'victim\u0000' }),
         await list({ where: { name: 'alpha\u0000' } }),
         await list({ where: { 'name\u0000': 'alpha' } }),
-        await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'a\u0000b' }),
+        await t.http.post('/api/v1/objects/victim/records').set(asAdmin(t)).send({ name: 'a\u0000b' }),
         await t.http
           .post('/api/v1/objects/victim/records')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ name: 'ok', meta: { 'k\u0000': 1 } }),
         await aggregate({ where: { name: '\u0000' }, aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
@@ -343,8 +335,8 @@ describe('SQL injection attempts', () => {
         await list({ where: { amount: { $gt: payload } } }),
         await list({ where: { id: payload } }),
         await list({ where: { status: payload } }),
-        await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'x', amount: payload }),
-        await t.http.post('/api/v1/objects/victim/records').set(admin()).send({ name: 'x', status: payload }),
+        await t.http.post('/api/v1/objects/victim/records').set(asAdmin(t)).send({ name: 'x', amount: payload }),
+        await t.http.post('/api/v1/objects/victim/records').set(asAdmin(t)).send({ name: 'x', status: payload }),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(6).fill([400, 'invalid_value']));
     });
@@ -352,7 +344,7 @@ describe('SQL injection attempts', () => {
     it.each(PAYLOADS)('stores %j verbatim when it is a value, and finds exactly that record', async (payload) => {
       const res = await t.http
         .post('/api/v1/objects/victim/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: payload, note: `note ${payload}`, meta: { q: payload, [payload]: [payload] } })
         .expect(201);
       inserted += 1;
@@ -377,7 +369,7 @@ describe('SQL injection attempts', () => {
 
       const patched = await t.http
         .patch(`/api/v1/objects/victim/records/${idOf(res)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ note: payload })
         .expect(200);
       expect(bodyOf<RecordBody>(patched).note).toBe(payload);
@@ -393,7 +385,7 @@ describe('SQL injection attempts', () => {
     it.each(PAYLOADS)('keeps %j as literal text in object labels and descriptions', async (payload) => {
       const res = await t.http
         .patch('/api/v1/objects/victim')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ label: payload, description: payload })
         .expect(200);
       expect(res.body).toMatchObject({ name: 'victim', label: payload, description: payload });

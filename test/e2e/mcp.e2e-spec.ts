@@ -15,7 +15,8 @@ import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tool
 import { listen } from '../support/chat-helpers';
 import { match } from '../support/matchers';
 import { bodyOf, type RecordPage } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createAgent, createApiKey } from '../support/fixtures';
 
 /** One HTTP exchange of an MCP client, as its transport's fetch saw it. */
 interface Exchange {
@@ -109,8 +110,7 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
     });
     baseUrl = await listen(t);
     memberKey = (await createApiKey(t, { name: 'analyst', role: 'member' })).secret;
-    const agent = (spec: Record<string, unknown>) =>
-      t.http.post('/api/v1/ai/agents').set(bearer(t.adminKey)).send(spec).expect(201);
+    const agent = (spec: Record<string, unknown>) => createAgent(t, spec);
     await agent({
       name: 'deal_desk',
       label: 'Deal desk',

@@ -1,8 +1,8 @@
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
 import { match } from '../support/matchers';
 import { bodyOf, errorOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey } from '../support/fixtures';
 
 interface ColumnRow {
   column_name: string;
@@ -17,11 +17,10 @@ describe('metadata API', () => {
   let t: TestApp;
   let memberKey: string;
 
-  const admin = () => bearer(t.adminKey);
   const createObject = (body: unknown) =>
     t.http
       .post('/api/v1/objects')
-      .set(admin())
+      .set(asAdmin(t))
       .send(body as object);
 
   async function columns(table: string): Promise<Record<string, ColumnRow>> {
@@ -55,8 +54,7 @@ describe('metadata API', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    const res = await t.http.post('/api/v1/api-keys').set(admin()).send({ name: 'member', role: 'member' }).expect(201);
-    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
+    memberKey = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
     await createObject({
       name: 'company',
       label: 'Company',
@@ -165,7 +163,7 @@ describe('metadata API', () => {
         ],
       }).expect(201);
 
-      const res = await t.http.get('/api/v1/objects').set(admin()).expect(200);
+      const res = await t.http.get('/api/v1/objects').set(asAdmin(t)).expect(200);
 
       expect(bodyOf<ObjectListResponse>(res).objects).toEqual(
         expect.arrayContaining([
@@ -189,10 +187,10 @@ describe('metadata API', () => {
 
     it('answers 404 object_not_found for an unknown object on get, patch and delete', async () => {
       const responses = [
-        await t.http.get('/api/v1/objects/nothing_here').set(admin()),
-        await t.http.patch('/api/v1/objects/nothing_here').set(admin()).send({ label: 'X' }),
-        await t.http.delete('/api/v1/objects/nothing_here').set(admin()),
-        await t.http.post('/api/v1/objects/nothing_here/fields').set(admin()).send({ name: 'a', label: 'A', type: 'text' }),
+        await t.http.get('/api/v1/objects/nothing_here').set(asAdmin(t)),
+        await t.http.patch('/api/v1/objects/nothing_here').set(asAdmin(t)).send({ label: 'X' }),
+        await t.http.delete('/api/v1/objects/nothing_here').set(asAdmin(t)),
+        await t.http.post('/api/v1/objects/nothing_here/fields').set(asAdmin(t)).send({ name: 'a', label: 'A', type: 'text' }),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(4).fill([404, 'object_not_found']));
     });
@@ -202,7 +200,7 @@ describe('metadata API', () => {
 
       const res = await t.http
         .patch('/api/v1/objects/patchable')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ label: 'After', description: 'Now described' })
         .expect(200);
 
@@ -212,7 +210,7 @@ describe('metadata API', () => {
         description: 'Now described',
         fields: [expect.objectContaining({ name: 'a' })],
       });
-      const again = await t.http.get('/api/v1/objects/patchable').set(admin()).expect(200);
+      const again = await t.http.get('/api/v1/objects/patchable').set(asAdmin(t)).expect(200);
       expect(again.body).toMatchObject({ label: 'After', description: 'Now described' });
     });
 
@@ -222,21 +220,21 @@ describe('metadata API', () => {
       ['an empty label', { label: '' }],
       ['an unknown property', { color: 'blue' }],
     ])('refuses %s in a patch with 400 validation_failed', async (_case, body) => {
-      const res = await t.http.patch('/api/v1/objects/company').set(admin()).send(body).expect(400);
+      const res = await t.http.patch('/api/v1/objects/company').set(asAdmin(t)).send(body).expect(400);
       expect(errorOf(res).code).toBe('validation_failed');
-      const again = await t.http.get('/api/v1/objects/company').set(admin()).expect(200);
+      const again = await t.http.get('/api/v1/objects/company').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(again).label).toBe('Company');
     });
 
     it('deletes an object with its table and metadata', async () => {
       await createObject({ name: 'doomed', label: 'Doomed', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(201);
-      await t.http.post('/api/v1/objects/doomed/records').set(admin()).send({ a: 'row' }).expect(201);
+      await t.http.post('/api/v1/objects/doomed/records').set(asAdmin(t)).send({ a: 'row' }).expect(201);
       expect(await tableExists('doomed')).toBe(true);
 
-      await t.http.delete('/api/v1/objects/doomed').set(admin()).expect(204);
+      await t.http.delete('/api/v1/objects/doomed').set(asAdmin(t)).expect(204);
 
       expect(await tableExists('doomed')).toBe(false);
-      const res = await t.http.get('/api/v1/objects/doomed').set(admin()).expect(404);
+      const res = await t.http.get('/api/v1/objects/doomed').set(asAdmin(t)).expect(404);
       expect(errorOf(res).code).toBe('object_not_found');
       const defs = await t.sql(`select 1 from object_definitions where name = 'doomed'`);
       expect(defs).toEqual([]);
@@ -255,7 +253,7 @@ describe('metadata API', () => {
       expect(errorOf(res).code).toBe('object_exists');
       const cols = await columns('company');
       expect(Object.keys(cols).sort()).toEqual(['created_at', 'id', 'name', 'updated_at']);
-      const again = await t.http.get('/api/v1/objects/company').set(admin()).expect(200);
+      const again = await t.http.get('/api/v1/objects/company').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(again).label).toBe('Company');
     });
 
@@ -269,16 +267,16 @@ describe('metadata API', () => {
         fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'parent_thing' }],
       }).expect(201);
 
-      const res = await t.http.delete('/api/v1/objects/parent_thing').set(admin()).expect(409);
+      const res = await t.http.delete('/api/v1/objects/parent_thing').set(asAdmin(t)).expect(409);
 
       expect(errorOf(res).code).toBe('object_referenced');
       expect(errorOf(res).details).toEqual({ referencedBy: [{ object: 'child_thing', field: 'parent' }] });
       expect(await tableExists('parent_thing')).toBe(true);
-      await t.http.get('/api/v1/objects/parent_thing').set(admin()).expect(200);
+      await t.http.get('/api/v1/objects/parent_thing').set(asAdmin(t)).expect(200);
 
       // Once the lookup is gone, the delete goes through.
-      await t.http.delete('/api/v1/objects/child_thing/fields/parent').set(admin()).expect(204);
-      await t.http.delete('/api/v1/objects/parent_thing').set(admin()).expect(204);
+      await t.http.delete('/api/v1/objects/child_thing/fields/parent').set(asAdmin(t)).expect(204);
+      await t.http.delete('/api/v1/objects/parent_thing').set(asAdmin(t)).expect(204);
       expect(await tableExists('parent_thing')).toBe(false);
     });
 
@@ -288,14 +286,14 @@ describe('metadata API', () => {
         label: 'Node',
         fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'tree_node' }],
       }).expect(201);
-      const root = await t.http.post('/api/v1/objects/tree_node/records').set(admin()).send({}).expect(201);
+      const root = await t.http.post('/api/v1/objects/tree_node/records').set(asAdmin(t)).send({}).expect(201);
       await t.http
         .post('/api/v1/objects/tree_node/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ parent: idOf(root) })
         .expect(201);
 
-      await t.http.delete('/api/v1/objects/tree_node').set(admin()).expect(204);
+      await t.http.delete('/api/v1/objects/tree_node').set(asAdmin(t)).expect(204);
       expect(await tableExists('tree_node')).toBe(false);
     });
   });
@@ -350,7 +348,7 @@ describe('metadata API', () => {
 
       const added = await t.http
         .post('/api/v1/objects/company/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name, label: 'F', type: 'text' })
         .expect(400);
       expect(errorOf(added).code).toBe(code);
@@ -377,7 +375,7 @@ describe('metadata API', () => {
       const before = await definitionCounts();
       const created = await createObject({ name: 'invalid_holder', label: 'X', fields: [field] }).expect(400);
       expect(errorOf(created).code).toBe(code);
-      const added = await t.http.post('/api/v1/objects/company/fields').set(admin()).send(field).expect(400);
+      const added = await t.http.post('/api/v1/objects/company/fields').set(asAdmin(t)).send(field).expect(400);
       expect(errorOf(added).code).toBe(code);
       expect(await tableExists('invalid_holder')).toBe(false);
       expect(await definitionCounts()).toEqual(before);
@@ -409,9 +407,11 @@ describe('metadata API', () => {
     });
 
     it('refuses a null label in an object patch with 400 and keeps the label', async () => {
-      const res = await t.http.patch('/api/v1/objects/company').set(admin()).send({ label: null }).expect(400);
+      const res = await t.http.patch('/api/v1/objects/company').set(asAdmin(t)).send({ label: null }).expect(400);
       expect(errorOf(res)).toMatchObject({ code: 'validation_failed', error: 'label must be a string' });
-      expect(bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/company').set(admin()).expect(200)).label).toBe('Company');
+      expect(bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/company').set(asAdmin(t)).expect(200)).label).toBe(
+        'Company',
+      );
     });
 
     it.each([
@@ -431,7 +431,7 @@ describe('metadata API', () => {
     it('refuses malformed JSON with 400 invalid_json', async () => {
       const res = await t.http
         .post('/api/v1/objects')
-        .set(admin())
+        .set(asAdmin(t))
         .set('content-type', 'application/json')
         .send('{"name": "broken", "label": ')
         .expect(400);
@@ -442,7 +442,7 @@ describe('metadata API', () => {
     it('refuses a body that is JSON but not an object with 400', async () => {
       const res = await t.http
         .post('/api/v1/objects')
-        .set(admin())
+        .set(asAdmin(t))
         .set('content-type', 'application/json')
         .send('"account"')
         .expect(400);
@@ -467,7 +467,7 @@ describe('metadata API', () => {
       expect(errorOf(res).error).toContain('does_not_exist');
       expect(await tableExists('half_made')).toBe(false);
       expect(await definitionCounts()).toEqual(before);
-      await t.http.get('/api/v1/objects/half_made').set(admin()).expect(404);
+      await t.http.get('/api/v1/objects/half_made').set(asAdmin(t)).expect(404);
       const indexes = await t.sql(`select 1 from pg_indexes where schemaname = 'data' and tablename = 'half_made'`);
       expect(indexes).toEqual([]);
 
@@ -484,7 +484,7 @@ describe('metadata API', () => {
       const before = await definitionCounts();
       const res = await t.http
         .post('/api/v1/objects/company/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'parent', label: 'Parent', type: 'lookup', reference: 'ghost' })
         .expect(400);
       expect(errorOf(res).code).toBe('unknown_reference');
@@ -496,11 +496,11 @@ describe('metadata API', () => {
   describe('fields', () => {
     it('adds a field: 201, a new nullable column, listed on the object', async () => {
       await createObject({ name: 'gizmo', label: 'Gizmo', fields: [{ name: 'name', label: 'Name', type: 'text' }] }).expect(201);
-      await t.http.post('/api/v1/objects/gizmo/records').set(admin()).send({ name: 'first' }).expect(201);
+      await t.http.post('/api/v1/objects/gizmo/records').set(asAdmin(t)).send({ name: 'first' }).expect(201);
 
       const res = await t.http
         .post('/api/v1/objects/gizmo/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'size', label: 'Size', type: 'select', options: ['s', 'm', 'l'], description: 'T-shirt size' })
         .expect(201);
 
@@ -517,14 +517,14 @@ describe('metadata API', () => {
       });
       const cols = await columns('gizmo');
       expect(cols.size).toMatchObject({ data_type: 'text', is_nullable: 'YES' });
-      const object = await t.http.get('/api/v1/objects/gizmo').set(admin()).expect(200);
+      const object = await t.http.get('/api/v1/objects/gizmo').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(object).fields.map((f: { name: string }) => f.name)).toEqual(['name', 'size']);
     });
 
     it('answers 409 field_exists for a field name already taken', async () => {
       const res = await t.http
         .post('/api/v1/objects/company/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'name', label: 'Name', type: 'integer' })
         .expect(409);
       expect(errorOf(res).code).toBe('field_exists');
@@ -533,25 +533,29 @@ describe('metadata API', () => {
 
     it('refuses with 400 object_not_empty to add a required field to an object that has records', async () => {
       await createObject({ name: 'filled', label: 'Filled', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(201);
-      await t.http.post('/api/v1/objects/filled/records').set(admin()).send({ a: 'x' }).expect(201);
+      await t.http.post('/api/v1/objects/filled/records').set(asAdmin(t)).send({ a: 'x' }).expect(201);
 
       const res = await t.http
         .post('/api/v1/objects/filled/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'b', label: 'B', type: 'text', required: true })
         .expect(400);
 
       expect(errorOf(res).code).toBe('object_not_empty');
       expect(await columns('filled')).not.toHaveProperty('b');
       // An optional field is fine.
-      await t.http.post('/api/v1/objects/filled/fields').set(admin()).send({ name: 'b', label: 'B', type: 'text' }).expect(201);
+      await t.http
+        .post('/api/v1/objects/filled/fields')
+        .set(asAdmin(t))
+        .send({ name: 'b', label: 'B', type: 'text' })
+        .expect(201);
     });
 
     it('adds a required field to an empty object as a NOT NULL column', async () => {
       await createObject({ name: 'empty_one', label: 'Empty', fields: [{ name: 'a', label: 'A', type: 'text' }] }).expect(201);
       await t.http
         .post('/api/v1/objects/empty_one/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'b', label: 'B', type: 'integer', required: true })
         .expect(201);
       expect((await columns('empty_one')).b).toMatchObject({ data_type: 'bigint', is_nullable: 'NO' });
@@ -560,28 +564,28 @@ describe('metadata API', () => {
     it('patches label, description and options of a field', async () => {
       const res = await t.http
         .patch('/api/v1/objects/gizmo/fields/size')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ label: 'Shirt size', options: ['s', 'm', 'l', 'xl'] })
         .expect(200);
       expect(res.body).toMatchObject({ name: 'size', label: 'Shirt size', options: ['s', 'm', 'l', 'xl'] });
-      await t.http.post('/api/v1/objects/gizmo/records').set(admin()).send({ name: 'big', size: 'xl' }).expect(201);
+      await t.http.post('/api/v1/objects/gizmo/records').set(asAdmin(t)).send({ name: 'big', size: 'xl' }).expect(201);
     });
 
     it('refuses options on a non-select field in a patch with 400 unexpected_options', async () => {
       const res = await t.http
         .patch('/api/v1/objects/gizmo/fields/name')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ options: ['a'] })
         .expect(400);
       expect(errorOf(res).code).toBe('unexpected_options');
     });
 
     it('answers 404 field_not_found for an unknown field on patch and delete', async () => {
-      const patch = await t.http.patch('/api/v1/objects/gizmo/fields/nope').set(admin()).send({ label: 'x' }).expect(404);
+      const patch = await t.http.patch('/api/v1/objects/gizmo/fields/nope').set(asAdmin(t)).send({ label: 'x' }).expect(404);
       expect(errorOf(patch).code).toBe('field_not_found');
-      const del = await t.http.delete('/api/v1/objects/gizmo/fields/nope').set(admin()).expect(404);
+      const del = await t.http.delete('/api/v1/objects/gizmo/fields/nope').set(asAdmin(t)).expect(404);
       expect(errorOf(del).code).toBe('field_not_found');
-      const system = await t.http.delete('/api/v1/objects/gizmo/fields/id').set(admin()).expect(404);
+      const system = await t.http.delete('/api/v1/objects/gizmo/fields/id').set(asAdmin(t)).expect(404);
       expect(errorOf(system).code).toBe('field_not_found');
       expect(await columns('gizmo')).toHaveProperty('id');
     });
@@ -599,28 +603,28 @@ describe('metadata API', () => {
         (await indexesOf('indexed_thing')).filter((def) => def.includes(`(${column})`) || def.includes(`(${column}, id)`));
       expect(await onColumn('code')).toEqual([]);
 
-      await t.http.patch('/api/v1/objects/indexed_thing/fields/code').set(admin()).send({ unique: true }).expect(200);
+      await t.http.patch('/api/v1/objects/indexed_thing/fields/code').set(asAdmin(t)).send({ unique: true }).expect(200);
       // Unique on the field alone, and (field, id) over its empty rows, which an order by it reads in id order.
       expect((await onColumn('code')).sort()).toEqual([
         expect.stringMatching(/^CREATE INDEX nul_.* USING btree \(code, id\) WHERE \(code IS NULL\)$/),
         expect.stringMatching(/^CREATE UNIQUE INDEX .* USING btree \(code\)$/),
       ]);
-      await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(201);
-      const dup = await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(409);
+      await t.http.post('/api/v1/objects/indexed_thing/records').set(asAdmin(t)).send({ code: 'A' }).expect(201);
+      const dup = await t.http.post('/api/v1/objects/indexed_thing/records').set(asAdmin(t)).send({ code: 'A' }).expect(409);
       expect(errorOf(dup).code).toBe('unique_violation');
 
-      await t.http.patch('/api/v1/objects/indexed_thing/fields/code').set(admin()).send({ unique: false }).expect(200);
+      await t.http.patch('/api/v1/objects/indexed_thing/fields/code').set(asAdmin(t)).send({ unique: false }).expect(200);
       expect(await onColumn('code')).toEqual([]);
-      await t.http.post('/api/v1/objects/indexed_thing/records').set(admin()).send({ code: 'A' }).expect(201);
+      await t.http.post('/api/v1/objects/indexed_thing/records').set(asAdmin(t)).send({ code: 'A' }).expect(201);
 
       const res = await t.http
         .patch('/api/v1/objects/indexed_thing/fields/rank')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ indexed: true })
         .expect(200);
       expect(res.body).toMatchObject({ indexed: true, unique: false });
       expect(await onColumn('rank')).toEqual([expect.stringMatching(/^CREATE INDEX .* USING btree \(rank, id\)$/)]);
-      await t.http.patch('/api/v1/objects/indexed_thing/fields/rank').set(admin()).send({ indexed: false }).expect(200);
+      await t.http.patch('/api/v1/objects/indexed_thing/fields/rank').set(asAdmin(t)).send({ indexed: false }).expect(200);
       expect(await onColumn('rank')).toEqual([]);
     });
 
@@ -655,7 +659,7 @@ describe('metadata API', () => {
         ],
       }).expect(201);
       for (const rank of [2, 1, null]) {
-        await t.http.post('/api/v1/objects/older/records').set(admin()).send({ rank }).expect(201);
+        await t.http.post('/api/v1/objects/older/records').set(asAdmin(t)).send({ rank }).expect(201);
       }
       // What earlier versions made: each plain B-tree index on its column alone.
       const plain = await t.sql<{ indexname: string; column: string }>(
@@ -679,7 +683,7 @@ describe('metadata API', () => {
         expect(after.join('\n')).toMatch(/CREATE UNIQUE INDEX .* USING btree \(code\)/);
         const page = await upgraded.http
           .get('/api/v1/objects/older/records')
-          .set(admin())
+          .set(asAdmin(t))
           .query({ orderBy: '[{"field":"rank","order":"desc"}]', fields: 'rank' })
           .expect(200);
         expect(bodyOf<RecordPage>(page).records.map((r) => r.rank)).toEqual([2, 1, null]);
@@ -698,7 +702,7 @@ describe('metadata API', () => {
         ],
       }).expect(201);
       for (const code of ['b', null, 'a', null]) {
-        await t.http.post('/api/v1/objects/older_unique/records').set(admin()).send({ code }).expect(201);
+        await t.http.post('/api/v1/objects/older_unique/records').set(asAdmin(t)).send({ code }).expect(201);
       }
       const isNul = (def: string) => def.includes(' WHERE ');
       const made = (await indexesOf('older_unique')).filter(isNul);
@@ -714,7 +718,7 @@ describe('metadata API', () => {
         expect((await indexesOf('older_unique')).filter(isNul)).toEqual(made);
         const page = await upgraded.http
           .get('/api/v1/objects/older_unique/records')
-          .set(admin())
+          .set(asAdmin(t))
           .query({ orderBy: '[{"field":"code","order":"desc"}]', fields: 'code' })
           .expect(200);
         expect(bodyOf<RecordPage>(page).records.map((r) => r.code)).toEqual(['b', 'a', null, null]);
@@ -729,13 +733,14 @@ describe('metadata API', () => {
         label: 'Dupes',
         fields: [{ name: 'code', label: 'Code', type: 'text', indexed: true }],
       }).expect(201);
-      for (const code of ['x', 'x']) await t.http.post('/api/v1/objects/dupes/records').set(admin()).send({ code }).expect(201);
+      for (const code of ['x', 'x'])
+        await t.http.post('/api/v1/objects/dupes/records').set(asAdmin(t)).send({ code }).expect(201);
 
-      const res = await t.http.patch('/api/v1/objects/dupes/fields/code').set(admin()).send({ unique: true }).expect(409);
+      const res = await t.http.patch('/api/v1/objects/dupes/fields/code').set(asAdmin(t)).send({ unique: true }).expect(409);
 
       expect(errorOf(res).code).toBe('unique_violation');
       expect((await indexesOf('dupes')).filter((d) => d.includes('(code'))).toEqual([expect.stringMatching(/^CREATE INDEX/)]);
-      const field = await t.http.get('/api/v1/objects/dupes').set(admin()).expect(200);
+      const field = await t.http.get('/api/v1/objects/dupes').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(field).fields[0]).toMatchObject({ unique: false, indexed: true });
     });
 
@@ -748,31 +753,31 @@ describe('metadata API', () => {
           { name: 'b', label: 'B', type: 'text' },
         ],
       }).expect(201);
-      const row = await t.http.post('/api/v1/objects/sparse/records').set(admin()).send({ a: 'only a' }).expect(201);
+      const row = await t.http.post('/api/v1/objects/sparse/records').set(asAdmin(t)).send({ a: 'only a' }).expect(201);
 
       const res = await t.http
         .patch('/api/v1/objects/sparse/fields/b')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ required: true, label: 'B!' })
         .expect(400);
 
       expect(errorOf(res).code).toBe('field_has_empty_values');
       expect((await columns('sparse')).b.is_nullable).toBe('YES');
-      const object = await t.http.get('/api/v1/objects/sparse').set(admin()).expect(200);
+      const object = await t.http.get('/api/v1/objects/sparse').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(object).fields[1]).toMatchObject({ name: 'b', label: 'B', required: false });
 
       // Filled in, the same change goes through and the column becomes NOT NULL.
       await t.http
         .patch(`/api/v1/objects/sparse/records/${idOf(row)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ b: 'now b' })
         .expect(200);
-      await t.http.patch('/api/v1/objects/sparse/fields/b').set(admin()).send({ required: true }).expect(200);
+      await t.http.patch('/api/v1/objects/sparse/fields/b').set(asAdmin(t)).send({ required: true }).expect(200);
       expect((await columns('sparse')).b.is_nullable).toBe('NO');
-      const missing = await t.http.post('/api/v1/objects/sparse/records').set(admin()).send({ a: 'no b' }).expect(400);
+      const missing = await t.http.post('/api/v1/objects/sparse/records').set(asAdmin(t)).send({ a: 'no b' }).expect(400);
       expect(missing.body).toMatchObject({ code: 'missing_required_field', details: { fields: ['b'] } });
 
-      await t.http.patch('/api/v1/objects/sparse/fields/b').set(admin()).send({ required: false }).expect(200);
+      await t.http.patch('/api/v1/objects/sparse/fields/b').set(asAdmin(t)).send({ required: false }).expect(200);
       expect((await columns('sparse')).b.is_nullable).toBe('YES');
     });
 
@@ -783,11 +788,11 @@ describe('metadata API', () => {
         fields: [{ name: 'code', label: 'Code', type: 'text', required: true }],
       }).expect(201);
       for (const body of [{ required: null }, { label: null }, { required: null, label: 'Renamed' }]) {
-        const res = await t.http.patch('/api/v1/objects/strict/fields/code').set(admin()).send(body).expect(400);
+        const res = await t.http.patch('/api/v1/objects/strict/fields/code').set(asAdmin(t)).send(body).expect(400);
         expect(errorOf(res).code).toBe('validation_failed');
       }
       expect((await columns('strict')).code.is_nullable).toBe('NO');
-      const object = await t.http.get('/api/v1/objects/strict').set(admin()).expect(200);
+      const object = await t.http.get('/api/v1/objects/strict').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(object).fields[0]).toMatchObject({ label: 'Code', required: true });
     });
 
@@ -801,11 +806,11 @@ describe('metadata API', () => {
       }).expect(201);
       const answers = [];
       for (const body of [{ options: null }, { options: null, label: 'Renamed' }, { unique: null }, { indexed: null }]) {
-        const res = await t.http.patch('/api/v1/objects/choosy/fields/stage').set(admin()).send(body);
+        const res = await t.http.patch('/api/v1/objects/choosy/fields/stage').set(asAdmin(t)).send(body);
         answers.push([res.status, errorOf(res).code]);
       }
       expect(answers).toEqual(Array(4).fill([400, 'validation_failed']));
-      const object = await t.http.get('/api/v1/objects/choosy').set(admin()).expect(200);
+      const object = await t.http.get('/api/v1/objects/choosy').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(object).fields[0]).toMatchObject({ label: 'Stage', options: ['new', 'won'], indexed: true });
     });
 
@@ -815,8 +820,8 @@ describe('metadata API', () => {
         label: 'Described',
         fields: [{ name: 'note', label: 'Note', type: 'text', description: 'Something' }],
       }).expect(201);
-      await t.http.patch('/api/v1/objects/described/fields/note').set(admin()).send({ description: null }).expect(200);
-      const object = await t.http.get('/api/v1/objects/described').set(admin()).expect(200);
+      await t.http.patch('/api/v1/objects/described/fields/note').set(asAdmin(t)).send({ description: null }).expect(200);
+      const object = await t.http.get('/api/v1/objects/described').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectResponse>(object).fields[0]).not.toHaveProperty('description');
     });
 
@@ -829,15 +834,15 @@ describe('metadata API', () => {
           { name: 'drop_me', label: 'Drop', type: 'text' },
         ],
       }).expect(201);
-      await t.http.post('/api/v1/objects/shrinking/records').set(admin()).send({ keep: 'k', drop_me: 'd' }).expect(201);
+      await t.http.post('/api/v1/objects/shrinking/records').set(asAdmin(t)).send({ keep: 'k', drop_me: 'd' }).expect(201);
 
-      await t.http.delete('/api/v1/objects/shrinking/fields/drop_me').set(admin()).expect(204);
+      await t.http.delete('/api/v1/objects/shrinking/fields/drop_me').set(asAdmin(t)).expect(204);
 
       expect(await columns('shrinking')).not.toHaveProperty('drop_me');
-      const records = await t.http.get('/api/v1/objects/shrinking/records').set(admin()).expect(200);
+      const records = await t.http.get('/api/v1/objects/shrinking/records').set(asAdmin(t)).expect(200);
       expect(bodyOf<RecordPage>(records).records).toEqual([expect.objectContaining({ keep: 'k' })]);
       expect(bodyOf<RecordPage>(records).records[0]).not.toHaveProperty('drop_me');
-      const list = await t.http.get('/api/v1/objects').set(admin()).expect(200);
+      const list = await t.http.get('/api/v1/objects').set(asAdmin(t)).expect(200);
       expect(bodyOf<ObjectListResponse>(list).objects.find((o: { name: string }) => o.name === 'shrinking')!.fieldCount).toBe(1);
     });
 
@@ -847,7 +852,7 @@ describe('metadata API', () => {
       ['a type change', { type: 'integer' }],
       ['a rename', { name: 'other' }],
     ])('refuses %s in a field patch with 400 validation_failed', async (_case, body) => {
-      const res = await t.http.patch('/api/v1/objects/company/fields/name').set(admin()).send(body).expect(400);
+      const res = await t.http.patch('/api/v1/objects/company/fields/name').set(asAdmin(t)).send(body).expect(400);
       expect(errorOf(res).code).toBe('validation_failed');
       expect((await columns('company')).name.data_type).toBe('text');
     });

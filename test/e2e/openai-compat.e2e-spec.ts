@@ -2,19 +2,9 @@ import OpenAI, { APIError } from 'openai';
 import { listen } from '../support/chat-helpers';
 import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply, type RecordedRequest } from '../support/mock-llm.server';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp } from '../support/test-app';
+import { createAgent, createApiKey, DATA_CHAT_TOOLS } from '../support/fixtures';
 
-const DATA_TOOLS = [
-  'list_objects',
-  'describe_object',
-  'query_records',
-  'get_record',
-  'aggregate_data',
-  'list_metrics',
-  'query_metric',
-  'calculate',
-  'visualize',
-];
 const WON = {
   objectName: 'deal',
   where: { stage: 'won' },
@@ -60,11 +50,7 @@ describe('OpenAI-compatible API (/v1) through the openai SDK', () => {
   let won: { n: number; total: number };
 
   const agent = (spec: Record<string, unknown>) =>
-    t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ label: spec.name, instructions: `You are ${String(spec.name)}.`, tools: ['describe_object'], ...spec })
-      .expect(201);
+    createAgent(t, { label: spec.name, instructions: `You are ${String(spec.name)}.`, tools: ['describe_object'], ...spec });
   const ask = (question: string): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [{ role: 'user', content: question }];
 
   beforeAll(async () => {
@@ -152,7 +138,7 @@ describe('OpenAI-compatible API (/v1) through the openai SDK', () => {
       expect(agentInstructions.content).toContain('careful data analyst');
       expect(callerInstructions).toEqual({ role: 'system', content: 'Answer in one sentence.' });
       expect(question).toEqual({ role: 'user', content: 'How much did we win?' });
-      expect(sentToolNames(llm, 0)).toEqual(DATA_TOOLS);
+      expect(sentToolNames(llm, 0)).toEqual(DATA_CHAT_TOOLS);
       expect(llm.requests[0].body?.model).toBe('mock-model');
       expect(sentMessages(llm, 1).map((m) => m.role)).toEqual(['system', 'system', 'user', 'assistant', 'tool']);
     });
@@ -224,7 +210,7 @@ describe('OpenAI-compatible API (/v1) through the openai SDK', () => {
           function: { name: 'pick_region', arguments: JSON.stringify({ options: ['EMEA', 'APAC'] }) },
         },
       ]);
-      expect(sentToolNames(llm, 0)).toEqual([...DATA_TOOLS, 'pick_region']);
+      expect(sentToolNames(llm, 0)).toEqual([...DATA_CHAT_TOOLS, 'pick_region']);
 
       llm.reset();
       llm.enqueue((req) => {

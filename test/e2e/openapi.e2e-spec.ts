@@ -20,6 +20,7 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import type { JsonSchema } from '../support/openapi-routes';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
+import { createObject, fieldSpec } from '../support/fixtures';
 
 const run = promisify(execFile);
 
@@ -165,19 +166,11 @@ describe('OpenAPI document', () => {
     docs = bodyOf<OpenAPIObject>(await t.http.get('/docs-json').expect(200));
     dir = await mkdtemp(join(tmpdir(), 'data-copilot-openapi-'));
     await writeFile(join(dir, 'openapi.json'), JSON.stringify(docs));
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'deal',
-        label: 'Deal',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text' },
-          { name: 'stage', label: 'Stage', type: 'select', options: ['open', 'won', 'lost'] },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'deal', [
+      fieldSpec('name', 'text'),
+      fieldSpec('stage', 'select', { options: ['open', 'won', 'lost'] }),
+      fieldSpec('amount', 'currency'),
+    ]);
     for (const record of [
       { name: 'Acme', stage: 'won', amount: 1200 },
       { name: 'Globex', stage: 'lost', amount: 9000 },

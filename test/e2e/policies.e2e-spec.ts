@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CompiledQuery } from 'kysely';
-import type { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
+import type { ApiKeyResponse, CreateApiKeyDto, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import type { AggregateResponse } from '../../src/data/records.dto';
@@ -23,6 +23,7 @@ import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } fr
 import { hasStatus, listen, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bearer, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 type Executed<R> = ExecuteToolResponse & { result: R };
 
@@ -44,8 +45,6 @@ describe('access policies: object grants, row filters and hidden fields on every
   let bobKeyId: string;
   let plainMember: string;
 
-  const admin = () => bearer(t.adminKey);
-
   async function sqlIds(where: string, params: unknown[] = []): Promise<string[]> {
     const rows = await t.sql<{ id: string }>(`select id from data.deal where ${where} order by id`, params);
     return rows.map((r) => r.id);
@@ -63,41 +62,24 @@ describe('access policies: object grants, row filters and hidden fields on every
     return bodyOf<Executed<R>>(res);
   }
 
-  async function member(name: string, subject: string, extra: Record<string, unknown> = {}): Promise<CreatedApiKeyResponse> {
-    const res = await t.http
-      .post('/api/v1/api-keys')
-      .set(admin())
-      .send({ name, role: 'member', subject, ...extra });
-    expect(res.status).toBe(201);
-    return bodyOf<CreatedApiKeyResponse>(res);
+  function member(name: string, subject: string, extra: Partial<CreateApiKeyDto> = {}): Promise<CreatedApiKeyResponse> {
+    return createApiKey(t, { name, role: 'member', subject, ...extra });
   }
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { CHAT_POLL_INTERVAL_MS: '200' } }));
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'deal',
-        label: 'Deal',
-        fields: [
-          { name: 'title', label: 'Title', type: 'text', required: true },
-          { name: 'owner', label: 'Owner', type: 'text' },
-          { name: 'region', label: 'Region', type: 'text' },
-          { name: 'stage', label: 'Stage', type: 'select', options: STAGES },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-        ],
-      })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({ name: 'activity', label: 'Activity', fields: [{ name: 'note', label: 'Note', type: 'text' }] })
-      .expect(201);
+    await createObject(t, 'deal', [
+      fieldSpec('title', 'text', { required: true }),
+      fieldSpec('owner', 'text'),
+      fieldSpec('region', 'text'),
+      fieldSpec('stage', 'select', { options: STAGES }),
+      fieldSpec('amount', 'currency'),
+    ]);
+    await createObject(t, 'activity', [fieldSpec('note', 'text')]);
     for (let i = 0; i < 30; i++) {
       await t.http
         .post('/api/v1/objects/deal/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({
           title: `deal ${i}`,
           owner: OWNERS[i % 3],
@@ -107,11 +89,11 @@ describe('access policies: object grants, row filters and hidden fields on every
         })
         .expect(201);
     }
-    await t.http.post('/api/v1/objects/activity/records').set(admin()).send({ note: 'call' }).expect(201);
+    await t.http.post('/api/v1/objects/activity/records').set(asAdmin(t)).send({ note: 'call' }).expect(201);
 
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({
         name: 'own-deals',
         description: 'Sales reps: their own deals, without amounts',
@@ -129,7 +111,7 @@ describe('access policies: object grants, row filters and hidden fields on every
       .expect(201);
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({
         name: 'regional-reader',
         objects: { deal: { read: true, rowFilter: { region: '$attr.region' }, hiddenFields: ['amount'] } },
@@ -143,7 +125,7 @@ describe('access policies: object grants, row filters and hidden fields on every
     // Policies and attributes can also come later, through PATCH.
     const patched = await t.http
       .patch(`/api/v1/api-keys/${bobKeyId}`)
-      .set(admin())
+      .set(asAdmin(t))
       .send({ policies: ['regional-reader'], attributes: { region: 'emea' } })
       .expect(200);
     expect(bodyOf<ApiKeyResponse>(patched)).toMatchObject({ policies: ['regional-reader'], attributes: { region: 'emea' } });
@@ -507,27 +489,27 @@ describe('access policies: object grants, row filters and hidden fields on every
         [{ deal: { read: true, rowFilter: { stage: { $gt: [1] } } } }, 'invalid_value'],
       ];
       for (const [objects, code] of cases) {
-        const res = await t.http.post('/api/v1/policies').set(admin()).send({ name: 'bad', objects });
+        const res = await t.http.post('/api/v1/policies').set(asAdmin(t)).send({ name: 'bad', objects });
         expect([res.status, errorOf(res).code]).toEqual([400, code]);
       }
       const badKey = await t.http
         .patch(`/api/v1/api-keys/${bobKeyId}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ policies: ['no-such-policy'] });
       expect([badKey.status, errorOf(badKey).code]).toEqual([400, 'invalid_policy']);
     });
 
     it('lists and reads policies for admins only; a policy in use cannot be deleted', async () => {
-      const listed = bodyOf<PolicyListResponse>(await t.http.get('/api/v1/policies').set(admin()).expect(200));
+      const listed = bodyOf<PolicyListResponse>(await t.http.get('/api/v1/policies').set(asAdmin(t)).expect(200));
       expect(listed.policies.map((p) => p.name)).toEqual(['own-deals', 'regional-reader']);
-      const one = bodyOf<PolicyResponse>(await t.http.get('/api/v1/policies/own-deals').set(admin()).expect(200));
+      const one = bodyOf<PolicyResponse>(await t.http.get('/api/v1/policies/own-deals').set(asAdmin(t)).expect(200));
       expect(one.objects.deal).toMatchObject({ read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['amount'] });
       await t.http.get('/api/v1/policies').set(bearer(alice)).expect(403);
-      await t.http.get('/api/v1/policies/nope').set(admin()).expect(404);
-      const inUse = await t.http.delete('/api/v1/policies/own-deals').set(admin());
+      await t.http.get('/api/v1/policies/nope').set(asAdmin(t)).expect(404);
+      const inUse = await t.http.delete('/api/v1/policies/own-deals').set(asAdmin(t));
       expect([inUse.status, errorOf(inUse).code]).toEqual([409, 'policy_in_use']);
-      await t.http.post('/api/v1/policies').set(admin()).send({ name: 'spare', objects: {} }).expect(201);
-      await t.http.delete('/api/v1/policies/spare').set(admin()).expect(204);
+      await t.http.post('/api/v1/policies').set(asAdmin(t)).send({ name: 'spare', objects: {} }).expect(201);
+      await t.http.delete('/api/v1/policies/spare').set(asAdmin(t)).expect(204);
     });
 
     it('a key whose filter names an attribute it lacks sees no rows (fails closed)', async () => {
@@ -544,7 +526,7 @@ describe('access policies: object grants, row filters and hidden fields on every
     it('applies a changed policy or key at once (the compiled access is dropped)', async () => {
       await t.http
         .patch(`/api/v1/api-keys/${bobKeyId}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ attributes: { region: 'amer' } })
         .expect(200);
       const amer = bodyOf<RecordPage>(await list(bob, 'deal', { limit: 1000 }).expect(200));
@@ -552,7 +534,7 @@ describe('access policies: object grants, row filters and hidden fields on every
 
       await t.http
         .put('/api/v1/policies/regional-reader')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ objects: { deal: { read: true, rowFilter: { region: '$attr.region' } }, activity: { read: true } } })
         .expect(200);
       const page = bodyOf<RecordPage>(await list(bob, 'deal').expect(200));

@@ -1,6 +1,7 @@
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 const PER_MINUTE = 5;
 const AUTH_FAILURES = 3;
@@ -13,9 +14,7 @@ describe('rate limits per API key, failed-authentication throttling and security
     t = await startTestApp({
       env: { RATE_LIMIT_PER_MINUTE: String(PER_MINUTE), AUTH_FAILURES_PER_MINUTE: String(AUTH_FAILURES) },
     });
-    member = bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'm', role: 'member' }).expect(201),
-    );
+    member = await createApiKey(t, { name: 'm', role: 'member' });
   });
   afterAll(() => t.close());
 
@@ -63,9 +62,7 @@ describe('rate limits per API key, failed-authentication throttling and security
 
   // Last: it blocks every credential of the test's own address for the rest of the minute.
   it('throttles an address after repeated failed authentications, except for keys it verified lately', async () => {
-    const fresh = bodyOf<CreatedApiKeyResponse>(
-      await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'fresh', role: 'member' }).expect(201),
-    );
+    const fresh = await createApiKey(t, { name: 'fresh', role: 'member' });
     for (let i = 0; i < AUTH_FAILURES; i++) {
       const res = await t.http.get('/api/v1/objects').set(bearer(`wrong-key-${i}`));
       expect(res.status).toBe(401);

@@ -5,7 +5,8 @@ import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
 import { Scrape } from '../support/prometheus';
 import { bodyOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { startStreamingReplica, StreamingReplica } from '../support/streaming-replica';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 /** Small enough that forcing lag takes a couple of seconds; the checks run every 375 ms with it. */
 const MAX_LAG_MS = 1_500;
@@ -106,19 +107,11 @@ describe('reads on a streaming read replica (DATABASE_READ_URL)', () => {
       database: { url: pair.primary.urlFor('app'), drop: () => Promise.resolve() },
       env: { DATABASE_READ_URL: pair.replica.urlFor('app'), READ_MAX_LAG_MS: String(MAX_LAG_MS) },
     });
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'gizmo',
-        label: 'Gizmo',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text', required: true },
-          { name: 'size', label: 'Size', type: 'integer' },
-          { name: 'kind', label: 'Kind', type: 'select', options: ['small', 'large'] },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'gizmo', [
+      fieldSpec('name', 'text', { required: true }),
+      fieldSpec('size', 'integer'),
+      fieldSpec('kind', 'select', { options: ['small', 'large'] }),
+    ]);
     for (let i = 0; i < 6; i++) {
       const res = await t.http
         .post(records())

@@ -1,6 +1,7 @@
 import type { Response } from 'supertest';
 import { bodyOf, errorOf, idOf, type RecordBody } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 const UNKNOWN_ID = '7d1c4c36-1b7a-4d5e-9a60-3a1f2b9c8e01';
 
@@ -33,20 +34,8 @@ describe('lost updates: records carry a version, and If-Match makes writes condi
   beforeAll(async () => {
     // Its contention test makes thousands of requests a minute with one member key: not what the rate limit is for.
     t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '0' } });
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'counter',
-        label: 'Counter',
-        fields: [
-          { name: 'label', label: 'Label', type: 'text' },
-          { name: 'value', label: 'Value', type: 'integer' },
-        ],
-      })
-      .expect(201);
-    const key = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'ui', role: 'member' }).expect(201);
-    member = bodyOf<{ secret: string }>(key).secret;
+    await createObject(t, 'counter', [fieldSpec('label', 'text'), fieldSpec('value', 'integer')]);
+    member = (await createApiKey(t, { name: 'ui', role: 'member' })).secret;
   });
   afterAll(() => t.close());
 

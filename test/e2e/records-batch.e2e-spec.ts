@@ -1,7 +1,7 @@
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { BatchRecordsResponse } from '../../src/data/records.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 const UNKNOWN_ID = '7d1c4c36-1b7a-4d5e-9a60-3a1f2b9c8e01';
 
@@ -26,21 +26,12 @@ describe('batch edits: POST /api/v1/objects/:name/records/batch', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'item',
-        label: 'Item',
-        fields: [
-          { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true },
-          { name: 'qty', label: 'Quantity', type: 'integer' },
-          { name: 'owner', label: 'Owner', type: 'text' },
-        ],
-      })
-      .expect(201);
-    const key = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'grid', role: 'member' }).expect(201);
-    member = bodyOf<CreatedApiKeyResponse>(key).secret;
+    await createObject(t, 'item', [
+      fieldSpec('sku', 'text', { label: 'SKU', required: true, unique: true }),
+      fieldSpec('qty', 'integer', { label: 'Quantity' }),
+      fieldSpec('owner', 'text'),
+    ]);
+    member = (await createApiKey(t, { name: 'grid', role: 'member' })).secret;
   });
   afterAll(() => t.close());
   beforeEach(() => t.sql('delete from data.item'));
@@ -190,12 +181,7 @@ describe('batch edits: POST /api/v1/objects/:name/records/batch', () => {
         objects: { item: { read: true, create: true, update: true, rowFilter: { owner: '$subject' }, hiddenFields: ['qty'] } },
       })
       .expect(201);
-    const created = await t.http
-      .post('/api/v1/api-keys')
-      .set(bearer(t.adminKey))
-      .send({ name: 'rep', role: 'member', subject: 'ann', policies: ['own-items'] })
-      .expect(201);
-    const ann = bodyOf<CreatedApiKeyResponse>(created).secret;
+    const ann = (await createApiKey(t, { name: 'rep', role: 'member', subject: 'ann', policies: ['own-items'] })).secret;
     const bobs = idOf(
       await t.http.post('/api/v1/objects/item/records').set(bearer(t.adminKey)).send({ sku: 'bob-1', owner: 'bob' }),
     );

@@ -1,4 +1,3 @@
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { decodeCursor, querySignature } from '../../src/data/keyset';
 import { orderTerms } from '../../src/data/order-by.compiler';
 import { compileFind } from '../../src/data/records.compiler';
@@ -7,6 +6,7 @@ import type { ObjectResponse } from '../../src/metadata/metadata.dto';
 import { SYSTEM_FIELDS, type ObjectMeta } from '../../src/metadata/object-metadata.types';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 describe('keyset paging: GET /records?cursor=', () => {
   let t: TestApp;
@@ -18,21 +18,8 @@ describe('keyset paging: GET /records?cursor=', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'row',
-        label: 'Row',
-        fields: [
-          { name: 'n', label: 'N', type: 'integer' },
-          { name: 'score', label: 'Score', type: 'number' },
-          { name: 'seen', label: 'Seen', type: 'datetime' },
-        ],
-      })
-      .expect(201);
-    const key = await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send({ name: 'grid', role: 'member' }).expect(201);
-    member = bodyOf<CreatedApiKeyResponse>(key).secret;
+    await createObject(t, 'row', [fieldSpec('n', 'integer'), fieldSpec('score', 'number'), fieldSpec('seen', 'datetime')]);
+    member = (await createApiKey(t, { name: 'grid', role: 'member' })).secret;
     // Many ties and nulls in score, so that the id tiebreaker and nulls-last both matter.
     for (let from = 0; from < ROWS; from += 1000) {
       const operations = Array.from({ length: 1000 }, (_, i) => ({
@@ -136,18 +123,10 @@ describe('keyset paging: GET /records?cursor=', () => {
     }
 
     beforeAll(async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(bearer(t.adminKey))
-        .send({
-          name: 'deep',
-          label: 'Deep',
-          fields: [
-            { name: 'rank', label: 'Rank', type: 'integer', indexed: true },
-            { name: 'day', label: 'Day', type: 'date', indexed: true },
-          ],
-        })
-        .expect(201);
+      await createObject(t, 'deep', [
+        fieldSpec('rank', 'integer', { indexed: true }),
+        fieldSpec('day', 'date', { indexed: true }),
+      ]);
       // Every 20th rank empty, each about 4 times; each day about 100 times.
       await t.sql(
         `insert into data.deep (rank, day)

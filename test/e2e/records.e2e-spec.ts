@@ -1,9 +1,9 @@
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AggregateResponse } from '../../src/data/records.dto';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import { match } from '../support/matchers';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 type Row = Record<string, unknown>;
 
@@ -46,13 +46,12 @@ describe('records API', () => {
   let t: TestApp;
   let makerId: string;
 
-  const admin = () => bearer(t.adminKey);
   const ids = (records: Row[]) => records.map((r) => r.id as string);
 
   function list(object: string, query: Record<string, unknown> = {}) {
     const params: Record<string, string> = {};
     for (const [key, value] of Object.entries(query)) params[key] = typeof value === 'string' ? value : JSON.stringify(value);
-    return t.http.get(`/api/v1/objects/${object}/records`).query(params).set(admin());
+    return t.http.get(`/api/v1/objects/${object}/records`).query(params).set(asAdmin(t));
   }
 
   async function sqlIds(sqlWhere: string, params: unknown[] = [], orderBy = 'id'): Promise<string[]> {
@@ -67,42 +66,30 @@ describe('records API', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
+    await createObject(t, 'maker', [fieldSpec('name', 'text', { required: true })]);
     await t.http
       .post('/api/v1/objects')
-      .set(admin())
-      .send({ name: 'maker', label: 'Maker', fields: [{ name: 'name', label: 'Name', type: 'text', required: true }] })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'gadget', label: 'Gadget', fields: GADGET_FIELDS })
       .expect(201);
-    makerId = idOf(await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Acme' }).expect(201));
+    makerId = idOf(await t.http.post('/api/v1/objects/maker/records').set(asAdmin(t)).send({ name: 'Acme' }).expect(201));
 
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'item',
-        label: 'Item',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text' },
-          { name: 'amount', label: 'Amount', type: 'number' },
-          { name: 'qty', label: 'Quantity', type: 'integer' },
-          { name: 'category', label: 'Category', type: 'select', options: ['a', 'b', 'c'] },
-          { name: 'flags', label: 'Flags', type: 'multiselect', options: ['x', 'y', 'z'] },
-          { name: 'active', label: 'Active', type: 'boolean' },
-          { name: 'day', label: 'Day', type: 'date' },
-          { name: 'at', label: 'At', type: 'datetime' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'item', [
+      fieldSpec('name', 'text'),
+      fieldSpec('amount', 'number'),
+      fieldSpec('qty', 'integer', { label: 'Quantity' }),
+      fieldSpec('category', 'select', { options: ['a', 'b', 'c'] }),
+      fieldSpec('flags', 'multiselect', { options: ['x', 'y', 'z'] }),
+      fieldSpec('active', 'boolean'),
+      fieldSpec('day', 'date'),
+      fieldSpec('at', 'datetime'),
+    ]);
     for (let start = 0; start < 60; start += 10) {
       await Promise.all(
         Array.from({ length: 10 }, (_, k) =>
           t.http
             .post('/api/v1/objects/item/records')
-            .set(admin())
+            .set(asAdmin(t))
             .send(itemRecord(start + k))
             .expect(201),
         ),
@@ -129,7 +116,7 @@ describe('records API', () => {
     });
 
     it('creates a record with every field type and returns it with id and timestamps (201)', async () => {
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send(full()).expect(201);
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send(full()).expect(201);
 
       expect(res.body).toEqual({
         ...full(),
@@ -167,31 +154,31 @@ describe('records API', () => {
     it('reads a record by id exactly as it was returned on create', async () => {
       const created = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ ...full(), contact_email: 'read@widget.example' })
         .expect(201);
       const res = await t.http
         .get(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(200);
       expect(res.body).toEqual(created.body);
     });
 
     it('stores omitted optional fields as null', async () => {
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Bare' }).expect(201);
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ title: 'Bare' }).expect(201);
       for (const field of GADGET_FIELDS.filter((f) => f.name !== 'title')) expect(bodyOf<RecordBody>(res)[field.name]).toBeNull();
     });
 
     it('patches only the given fields, clears a field set to null, and returns the record (200)', async () => {
       const created = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ ...full(), contact_email: 'patch@widget.example' })
         .expect(201);
 
       const res = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ status: 'retired', price: 5, tags: ['green'], homepage: null })
         .expect(200);
 
@@ -205,37 +192,45 @@ describe('records API', () => {
       });
       const again = await t.http
         .get(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(200);
       expect(again.body).toEqual(res.body);
     });
 
     it('deletes a record (204), after which it is 404 record_not_found', async () => {
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Short-lived' }).expect(201);
+      const created = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(asAdmin(t))
+        .send({ title: 'Short-lived' })
+        .expect(201);
 
       await t.http
         .delete(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(204);
 
       const res = await t.http
         .get(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(404);
       expect(errorOf(res).code).toBe('record_not_found');
       expect(await t.sql('select 1 from data.gadget where id = $1', [idOf(created)])).toEqual([]);
       const again = await t.http
         .delete(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(404);
       expect(errorOf(again).code).toBe('record_not_found');
     });
 
     it('keeps a client-chosen id and answers 409 unique_violation for a taken one', async () => {
       const id = 'a1b2c3d4-0000-4000-8000-000000000001';
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ id, title: 'Chosen id' }).expect(201);
+      const res = await t.http
+        .post('/api/v1/objects/gadget/records')
+        .set(asAdmin(t))
+        .send({ id, title: 'Chosen id' })
+        .expect(201);
       expect(idOf(res)).toBe(id);
-      const dup = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ id, title: 'Same id' }).expect(409);
+      const dup = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ id, title: 'Same id' }).expect(409);
       expect(dup.body).toMatchObject({ code: 'unique_violation', details: { field: 'id' } });
     });
 
@@ -245,21 +240,21 @@ describe('records API', () => {
       ['a numeric id', '42'],
     ])('answers 404 record_not_found to get, patch and delete of %s', async (_case, id) => {
       const responses = [
-        await t.http.get(`/api/v1/objects/gadget/records/${id}`).set(admin()),
-        await t.http.patch(`/api/v1/objects/gadget/records/${id}`).set(admin()).send({ title: 'x' }),
-        await t.http.delete(`/api/v1/objects/gadget/records/${id}`).set(admin()),
+        await t.http.get(`/api/v1/objects/gadget/records/${id}`).set(asAdmin(t)),
+        await t.http.patch(`/api/v1/objects/gadget/records/${id}`).set(asAdmin(t)).send({ title: 'x' }),
+        await t.http.delete(`/api/v1/objects/gadget/records/${id}`).set(asAdmin(t)),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(3).fill([404, 'record_not_found']));
     });
 
     it('answers 404 object_not_found for records of an unknown object', async () => {
       const responses = [
-        await t.http.get('/api/v1/objects/nope/records').set(admin()),
-        await t.http.post('/api/v1/objects/nope/records').set(admin()).send({ title: 'x' }),
-        await t.http.get(`/api/v1/objects/nope/records/${UNKNOWN_ID}`).set(admin()),
+        await t.http.get('/api/v1/objects/nope/records').set(asAdmin(t)),
+        await t.http.post('/api/v1/objects/nope/records').set(asAdmin(t)).send({ title: 'x' }),
+        await t.http.get(`/api/v1/objects/nope/records/${UNKNOWN_ID}`).set(asAdmin(t)),
         await t.http
           .post('/api/v1/objects/nope/aggregate')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ aggregations: [{ function: 'count', alias: 'n' }] }),
       ];
       expect(responses.map((r) => [r.status, errorOf(r).code])).toEqual(Array(4).fill([404, 'object_not_found']));
@@ -269,19 +264,19 @@ describe('records API', () => {
   describe('write validation', () => {
     it('refuses a record without a required field with 400 missing_required_field naming it', async () => {
       const before = await count('gadget');
-      const res = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ price: 1 }).expect(400);
+      const res = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ price: 1 }).expect(400);
       expect(res.body).toMatchObject({ code: 'missing_required_field', details: { fields: ['title'] } });
       expect(errorOf(res).error).toContain('title');
-      const nulled = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: null }).expect(400);
+      const nulled = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ title: null }).expect(400);
       expect(nulled.body).toMatchObject({ code: 'missing_required_field', details: { fields: ['title'] } });
       expect(await count('gadget')).toBe(before);
     });
 
     it('refuses to clear a required field in a patch', async () => {
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Keep me' }).expect(201);
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ title: 'Keep me' }).expect(201);
       const res = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: null })
         .expect(400);
       expect(errorOf(res).code).toBe('missing_required_field');
@@ -317,7 +312,7 @@ describe('records API', () => {
       const before = await count('gadget');
       const res = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'Typed', [field]: value })
         .expect(400);
       expect(res.body).toMatchObject({ code: 'invalid_value', details: { field } });
@@ -328,7 +323,7 @@ describe('records API', () => {
     it('lists the allowed options when a select value is not one of them', async () => {
       const res = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'x', status: 'archived' })
         .expect(400);
       expect(errorOf<{ options: string[] }>(res).details.options).toEqual(['draft', 'live', 'retired']);
@@ -338,7 +333,7 @@ describe('records API', () => {
       const before = await count('gadget');
       const res = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'Orphan', maker: UNKNOWN_ID })
         .expect(400);
       expect(res.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
@@ -347,12 +342,12 @@ describe('records API', () => {
 
       const created = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'Linked', maker: makerId })
         .expect(201);
       const patch = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ maker: UNKNOWN_ID })
         .expect(400);
       expect(patch.body).toMatchObject({ code: 'invalid_reference', details: { field: 'maker' } });
@@ -361,24 +356,24 @@ describe('records API', () => {
     it('answers 409 unique_violation naming the field on insert and on update', async () => {
       await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'First', contact_email: 'unique@widget.example' })
         .expect(201);
       const second = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'Second', contact_email: 'other@widget.example' })
         .expect(201);
 
       const insert = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'Copy', contact_email: 'unique@widget.example' })
         .expect(409);
       expect(insert.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
       const update = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(second)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ contact_email: 'unique@widget.example' })
         .expect(409);
       expect(update.body).toMatchObject({ code: 'unique_violation', details: { field: 'contact_email' } });
@@ -388,81 +383,77 @@ describe('records API', () => {
     });
 
     it('answers 409 record_referenced when deleting a record a lookup points to, and keeps it', async () => {
-      const maker = await t.http.post('/api/v1/objects/maker/records').set(admin()).send({ name: 'Referenced Inc' }).expect(201);
+      const maker = await t.http
+        .post('/api/v1/objects/maker/records')
+        .set(asAdmin(t))
+        .send({ name: 'Referenced Inc' })
+        .expect(201);
       const gadget = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'Points to maker', maker: idOf(maker) })
         .expect(201);
 
       const res = await t.http
         .delete(`/api/v1/objects/maker/records/${idOf(maker)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(409);
 
       expect(errorOf(res).code).toBe('record_referenced');
       await t.http
         .get(`/api/v1/objects/maker/records/${idOf(maker)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(200);
 
       await t.http
         .delete(`/api/v1/objects/gadget/records/${idOf(gadget)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(204);
       await t.http
         .delete(`/api/v1/objects/maker/records/${idOf(maker)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(204);
     });
 
     it('answers 409 record_referenced when deleting a record its own object still points to', async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(admin())
-        .send({
-          name: 'folder',
-          label: 'Folder',
-          fields: [{ name: 'parent', label: 'Parent', type: 'lookup', reference: 'folder' }],
-        })
-        .expect(201);
-      const root = await t.http.post('/api/v1/objects/folder/records').set(admin()).send({}).expect(201);
+      await createObject(t, 'folder', [fieldSpec('parent', 'lookup', { reference: 'folder' })]);
+      const root = await t.http.post('/api/v1/objects/folder/records').set(asAdmin(t)).send({}).expect(201);
       const child = await t.http
         .post('/api/v1/objects/folder/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ parent: idOf(root) })
         .expect(201);
 
       const res = await t.http
         .delete(`/api/v1/objects/folder/records/${idOf(root)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(409);
 
       expect(errorOf(res).code).toBe('record_referenced');
       await t.http
         .delete(`/api/v1/objects/folder/records/${idOf(child)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(204);
       await t.http
         .delete(`/api/v1/objects/folder/records/${idOf(root)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .expect(204);
     });
 
     it('refuses unknown fields with 400 unknown_field listing the available fields', async () => {
       const res = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'x', colour: 'red' })
         .expect(400);
       expect(errorOf(res).code).toBe('unknown_field');
       expect(errorOf<{ availableFields: string[] }>(res).details.availableFields).toEqual(
         expect.arrayContaining(['id', 'title', 'price', 'maker']),
       );
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'y' }).expect(201);
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ title: 'y' }).expect(201);
       const patch = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ colour: 'red' })
         .expect(400);
       expect(errorOf(patch).code).toBe('unknown_field');
@@ -471,17 +462,17 @@ describe('records API', () => {
     it.each([['created_at'], ['updated_at']])('refuses to write the system field %s with 400 read_only_field', async (field) => {
       const res = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'x', [field]: '2020-01-01T00:00:00Z' })
         .expect(400);
       expect(errorOf(res).code).toBe('read_only_field');
     });
 
     it('refuses to change a record id with 400 read_only_field', async () => {
-      const created = await t.http.post('/api/v1/objects/gadget/records').set(admin()).send({ title: 'Fixed id' }).expect(201);
+      const created = await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ title: 'Fixed id' }).expect(201);
       const res = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ id: UNKNOWN_ID })
         .expect(400);
       expect(errorOf(res).code).toBe('read_only_field');
@@ -490,12 +481,12 @@ describe('records API', () => {
     it('refuses an empty patch with 400 invalid_record', async () => {
       const created = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ title: 'Nothing to do' })
         .expect(201);
       const res = await t.http
         .patch(`/api/v1/objects/gadget/records/${idOf(created)}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({})
         .expect(400);
       expect(errorOf(res).code).toBe('invalid_record');
@@ -504,7 +495,7 @@ describe('records API', () => {
     it.each([['[]'], ['"a string"'], ['42'], ['null']])('refuses the JSON body %s with 400 invalid_record', async (raw) => {
       const res = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .set('content-type', 'application/json')
         .send(raw)
         .expect(400);
@@ -514,7 +505,7 @@ describe('records API', () => {
     it('refuses malformed JSON with 400 invalid_json', async () => {
       const res = await t.http
         .post('/api/v1/objects/gadget/records')
-        .set(admin())
+        .set(asAdmin(t))
         .set('content-type', 'application/json')
         .send('{"title": "x",}')
         .expect(400);
@@ -671,13 +662,13 @@ describe('records API', () => {
       const res = await t.http
         .get('/api/v1/objects/item/records')
         .query({ where: JSON.stringify({ qty: { $in: values } }) })
-        .set(admin())
+        .set(asAdmin(t))
         .expect(400);
       expect(res.body).toMatchObject({ code: 'too_many_values', details: { max: 1000 } });
       const ok = await t.http
         .get('/api/v1/objects/item/records')
         .query({ where: JSON.stringify({ qty: { $in: values.slice(0, 1000) } }) })
-        .set(admin())
+        .set(asAdmin(t))
         .expect(200);
       expect(bodyOf<RecordPage>(ok).total).toBe(60);
     });
@@ -756,7 +747,7 @@ describe('records API', () => {
     const aggregate = (body: unknown) =>
       t.http
         .post('/api/v1/objects/item/aggregate')
-        .set(admin())
+        .set(asAdmin(t))
         .send(body as object);
 
     it('computes count, sum, avg, min, max and count_distinct per group like SQL', async () => {
@@ -885,20 +876,12 @@ describe('offset page totals (RECORDS_COUNT_CAP=20)', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ env: { RECORDS_COUNT_CAP: String(CAP) } });
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({
-        name: 'tally',
-        label: 'Tally',
-        fields: [
-          { name: 'n', label: 'N', type: 'integer' },
-          { name: 'score', label: 'Score', type: 'number', indexed: true },
-          { name: 'code', label: 'Code', type: 'email', unique: true },
-          { name: 'team', label: 'Team', type: 'text' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'tally', [
+      fieldSpec('n', 'integer'),
+      fieldSpec('score', 'number', { indexed: true }),
+      fieldSpec('code', 'email', { unique: true }),
+      fieldSpec('team', 'text'),
+    ]);
     // Fractional scores with ties and empty ones; codes empty on every third row; team "a" on the first 12.
     await t.sql(
       `insert into data.tally (n, score, code, team)
@@ -981,13 +964,7 @@ describe('offset page totals (RECORDS_COUNT_CAP=20)', () => {
       .send({ name: 'one-team', objects: { tally: { read: true, rowFilter: { team: '$attr.team' } } } })
       .expect(201);
     const key = async (team: string) =>
-      bodyOf<CreatedApiKeyResponse>(
-        await t.http
-          .post('/api/v1/api-keys')
-          .set(bearer(t.adminKey))
-          .send({ name: `team ${team}`, role: 'member', policies: ['one-team'], attributes: { team } })
-          .expect(201),
-      ).secret;
+      (await createApiKey(t, { name: `team ${team}`, role: 'member', policies: ['one-team'], attributes: { team } })).secret;
     const a = await key('a');
     // 12 rows of team a: counted exactly (every row would be 300, above the cap).
     expect(await pageOf({ limit: '5' }, a)).toMatchObject({ total: 12, totalExact: true });

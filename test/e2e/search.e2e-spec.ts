@@ -1,14 +1,14 @@
 import type { FieldValuesResponse, RecordListResponse } from '../../src/data/records.dto';
 import type { ObjectResponse } from '../../src/metadata/metadata.dto';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 /** GET /records?q= over searchable fields, and GET /fields/:field/values for filter drop-downs. */
 describe('search and filter helpers', () => {
   let t: TestApp;
   let member: string;
   let scoped: string;
-  const admin = () => bearer(t.adminKey);
 
   const search = (key: string, query: Record<string, string>) =>
     t.http.get('/api/v1/objects/company/records').set(bearer(key)).query(query);
@@ -27,34 +27,26 @@ describe('search and filter helpers', () => {
 
   beforeAll(async () => {
     t = await startTestApp();
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'company',
-        label: 'Company',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text', searchable: true },
-          { name: 'city', label: 'City', type: 'text', searchable: true },
-          { name: 'note', label: 'Note', type: 'textarea' },
-          { name: 'size', label: 'Size', type: 'integer' },
-          { name: 'tags', label: 'Tags', type: 'multiselect', options: ['food', 'retail', 'finance'] },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'company', [
+      fieldSpec('name', 'text', { searchable: true }),
+      fieldSpec('city', 'text', { searchable: true }),
+      fieldSpec('note', 'textarea'),
+      fieldSpec('size', 'integer'),
+      fieldSpec('tags', 'multiselect', { options: ['food', 'retail', 'finance'] }),
+    ]);
     const operations = COMPANIES.map((record) => ({ op: 'create', record }));
-    await t.http.post('/api/v1/objects/company/records/batch').set(admin()).send({ operations }).expect(200);
+    await t.http.post('/api/v1/objects/company/records/batch').set(asAdmin(t)).send({ operations }).expect(200);
     member = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'paris', objects: { company: { read: true, rowFilter: { city: 'Paris' }, hiddenFields: ['size'] } } })
       .expect(201);
     const key = await createApiKey(t, { name: 'paris', role: 'member' });
     scoped = key.secret;
     await t.http
       .patch(`/api/v1/api-keys/${key.id}`)
-      .set(admin())
+      .set(asAdmin(t))
       .send({ policies: ['paris'] })
       .expect(200);
   });
@@ -62,7 +54,7 @@ describe('search and filter helpers', () => {
 
   describe('searchable fields (metadata)', () => {
     it('shows searchable on fields and builds a trigram index over the folded text', async () => {
-      const object = bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/company').set(admin()).expect(200));
+      const object = bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/company').set(asAdmin(t)).expect(200));
       expect(object.fields.map((f) => [f.name, f.searchable])).toEqual([
         ['name', true],
         ['city', true],
@@ -78,23 +70,27 @@ describe('search and filter helpers', () => {
     });
 
     it('refuses searchable on a field that is not text-like with 400', async () => {
-      const res = await t.http.patch('/api/v1/objects/company/fields/size').set(admin()).send({ searchable: true }).expect(400);
+      const res = await t.http
+        .patch('/api/v1/objects/company/fields/size')
+        .set(asAdmin(t))
+        .send({ searchable: true })
+        .expect(400);
       expect(errorOf(res).code).toBe('invalid_searchable');
       const created = await t.http
         .post('/api/v1/objects/company/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'founded', label: 'Founded', type: 'date', searchable: true })
         .expect(400);
       expect(errorOf(created).code).toBe('invalid_searchable');
-      expect((await t.http.patch('/api/v1/objects/company/fields/note').set(admin()).send({ searchable: 'yes' })).status).toBe(
+      expect((await t.http.patch('/api/v1/objects/company/fields/note').set(asAdmin(t)).send({ searchable: 'yes' })).status).toBe(
         400,
       );
     });
 
     it('turns searchable on and off with PATCH, with its index', async () => {
-      await t.http.patch('/api/v1/objects/company/fields/note').set(admin()).send({ searchable: true }).expect(200);
+      await t.http.patch('/api/v1/objects/company/fields/note').set(asAdmin(t)).send({ searchable: true }).expect(200);
       expect(names(await search(member, { q: 'supplies' }).expect(200))).toEqual(['Acme 1000']);
-      await t.http.patch('/api/v1/objects/company/fields/note').set(admin()).send({ searchable: false }).expect(200);
+      await t.http.patch('/api/v1/objects/company/fields/note').set(asAdmin(t)).send({ searchable: false }).expect(200);
       expect(names(await search(member, { q: 'supplies' }).expect(200))).toEqual([]);
       const indexes = await t.sql(
         `select 1 from pg_indexes where schemaname = 'data' and tablename = 'company' and indexdef like '%gin_trgm_ops%'`,
@@ -134,11 +130,7 @@ describe('search and filter helpers', () => {
     });
 
     it('refuses q on an object without searchable fields, and an overlong q, with 400', async () => {
-      await t.http
-        .post('/api/v1/objects')
-        .set(admin())
-        .send({ name: 'plain', label: 'Plain', fields: [{ name: 'title', label: 'Title', type: 'text' }] })
-        .expect(201);
+      await createObject(t, 'plain', [fieldSpec('title', 'text')]);
       const res = await t.http.get('/api/v1/objects/plain/records').set(bearer(member)).query({ q: 'x' }).expect(400);
       expect(errorOf(res).code).toBe('search_not_available');
       expect(errorOf(res).error).toContain('no searchable field');

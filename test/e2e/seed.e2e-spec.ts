@@ -3,7 +3,8 @@ import { CRM_SAMPLE_REFERENCE_DATE, generateCrmSample } from '../../src/seed/crm
 import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
 import { match } from '../support/matchers';
 import { bodyOf, type RecordPage } from '../support/responses';
-import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { startTestApp, TestApp } from '../support/test-app';
+import { asAdmin } from '../support/fixtures';
 
 type Row = Record<string, unknown>;
 
@@ -12,11 +13,10 @@ const SAMPLE_OBJECTS = ['account', 'activity', 'contact', 'deal'];
 describe('sample CRM seed (SEED=true)', () => {
   let t: TestApp;
 
-  const admin = () => bearer(t.adminKey);
   const list = (object: string, query: Record<string, unknown> = {}) => {
     const params: Record<string, string> = {};
     for (const [key, value] of Object.entries(query)) params[key] = typeof value === 'string' ? value : JSON.stringify(value);
-    return t.http.get(`/api/v1/objects/${object}/records`).query(params).set(admin());
+    return t.http.get(`/api/v1/objects/${object}/records`).query(params).set(asAdmin(t));
   };
 
   async function sqlCount(table: string, where = 'true', params: unknown[] = []): Promise<number> {
@@ -30,7 +30,7 @@ describe('sample CRM seed (SEED=true)', () => {
   afterAll(() => t.close());
 
   it('lists the seeded objects account, contact, deal and activity', async () => {
-    const res = await t.http.get('/api/v1/objects').set(admin()).expect(200);
+    const res = await t.http.get('/api/v1/objects').set(asAdmin(t)).expect(200);
     expect(bodyOf<ObjectListResponse>(res).objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
     for (const object of bodyOf<ObjectListResponse>(res).objects) {
       expect(object).toEqual({
@@ -44,7 +44,7 @@ describe('sample CRM seed (SEED=true)', () => {
   });
 
   it('defines deal with a stage select, a currency amount, a close date, an owner and lookups to account and contact', async () => {
-    const res = await t.http.get('/api/v1/objects/deal').set(admin()).expect(200);
+    const res = await t.http.get('/api/v1/objects/deal').set(asAdmin(t)).expect(200);
     const field = (name: string) => bodyOf<ObjectResponse>(res).fields.find((f: { name: string }) => f.name === name);
     expect(field('stage')).toMatchObject({ type: 'select', options: match.arrayContaining(['won', 'lost']) });
     expect(field('amount')).toMatchObject({ type: 'currency' });
@@ -110,7 +110,7 @@ describe('sample CRM seed (SEED=true)', () => {
   it('aggregates won revenue per owner exactly like SQL', async () => {
     const res = await t.http
       .post('/api/v1/objects/deal/aggregate')
-      .set(admin())
+      .set(asAdmin(t))
       .send({
         where: { stage: 'won' },
         groupBy: ['owner'],
@@ -169,32 +169,32 @@ describe('sample CRM seed (SEED=true)', () => {
       ).records;
       await t.http
         .patch(`/api/v1/objects/deal/records/${deal.id}`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'Edited by a user', amount: 1.5 })
         .expect(200);
       const [activity] = bodyOf<RecordPage>(await list('activity', { limit: '1' }).expect(200)).records;
-      await t.http.delete(`/api/v1/objects/activity/records/${activity.id}`).set(admin()).expect(204);
-      await t.http.patch('/api/v1/objects/account').set(admin()).send({ label: 'Customer account' }).expect(200);
+      await t.http.delete(`/api/v1/objects/activity/records/${activity.id}`).set(asAdmin(t)).expect(204);
+      await t.http.patch('/api/v1/objects/account').set(asAdmin(t)).send({ label: 'Customer account' }).expect(200);
       await t.http
         .post('/api/v1/objects/contact/fields')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'nickname', label: 'Nickname', type: 'text' })
         .expect(201);
       const fieldCount = Number((await t.sql<{ n: string }>('select count(*) as n from field_definitions'))[0].n);
 
       const restarted = await startTestApp({ database: t.database, env: { SEED: 'true' } });
       try {
-        const objects = await restarted.http.get('/api/v1/objects').set(admin()).expect(200);
+        const objects = await restarted.http.get('/api/v1/objects').set(asAdmin(t)).expect(200);
         expect(bodyOf<ObjectListResponse>(objects).objects.map((o: { name: string }) => o.name)).toEqual(SAMPLE_OBJECTS);
         for (const object of ['account', 'contact', 'deal']) expect(await sqlCount(object)).toBe(counts[object]);
         expect(await sqlCount('activity')).toBe(counts.activity - 1);
         expect(await sqlCount('activity', 'id = $1', [activity.id])).toBe(0);
 
-        const edited = await restarted.http.get(`/api/v1/objects/deal/records/${deal.id}`).set(admin()).expect(200);
+        const edited = await restarted.http.get(`/api/v1/objects/deal/records/${deal.id}`).set(asAdmin(t)).expect(200);
         expect(edited.body).toMatchObject({ name: 'Edited by a user', amount: 1.5 });
-        const account = await restarted.http.get('/api/v1/objects/account').set(admin()).expect(200);
+        const account = await restarted.http.get('/api/v1/objects/account').set(asAdmin(t)).expect(200);
         expect(bodyOf<ObjectResponse>(account).label).toBe('Customer account');
-        const contact = await restarted.http.get('/api/v1/objects/contact').set(admin()).expect(200);
+        const contact = await restarted.http.get('/api/v1/objects/contact').set(asAdmin(t)).expect(200);
         expect(bodyOf<ObjectResponse>(contact).fields.map((f: { name: string }) => f.name)).toContain('nickname');
         expect(Number((await t.sql<{ n: string }>('select count(*) as n from field_definitions'))[0].n)).toBe(fieldCount);
       } finally {

@@ -7,7 +7,8 @@ import type { ExecuteToolResponse } from '../../src/tools/tools.dto';
 import { parsedContent, sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, TestApp } from '../support/test-app';
+import { bearer, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 type Row = Record<string, unknown>;
 type Executed<R> = ExecuteToolResponse & { result: R };
@@ -128,7 +129,6 @@ describe('metrics: definitions in metadata and the metric tools', () => {
   let llm: MockLlmServer;
   let member: string;
 
-  const admin = () => bearer(t.adminKey);
   const exec = async <R>(name: string, args: unknown, key = t.adminKey): Promise<Executed<R>> =>
     bodyOf<Executed<R>>(
       await t.http.post(`/api/v1/ai/tools/${name}/execute`).set(bearer(key)).send({ arguments: args }).expect(200),
@@ -148,50 +148,34 @@ describe('metrics: definitions in metadata and the metric tools', () => {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { SEED: 'true' } }));
     member = (await createApiKey(t, { name: 'member', role: 'member' })).secret;
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'store',
-        label: 'Store',
-        fields: [
-          { name: 'code', label: 'Code', type: 'text' },
-          { name: 'region', label: 'Region', type: 'select', options: ['north', 'south'] },
-          { name: 'notes', label: 'Notes', type: 'json' },
-        ],
-      })
-      .expect(201);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'sale',
-        label: 'Sale',
-        fields: [
-          { name: 'customer', label: 'Customer', type: 'text' },
-          { name: 'channel', label: 'Channel', type: 'select', options: ['web', 'shop', 'phone'] },
-          { name: 'status', label: 'Status', type: 'select', options: ['paid', 'refunded'] },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-          { name: 'quantity', label: 'Quantity', type: 'integer' },
-          { name: 'sold_on', label: 'Sold on', type: 'date' },
-          { name: 'sold_at', label: 'Sold at', type: 'datetime' },
-          { name: 'note', label: 'Note', type: 'textarea' },
-          { name: 'store', label: 'Store', type: 'lookup', reference: 'store' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'store', [
+      fieldSpec('code', 'text'),
+      fieldSpec('region', 'select', { options: ['north', 'south'] }),
+      fieldSpec('notes', 'json'),
+    ]);
+    await createObject(t, 'sale', [
+      fieldSpec('customer', 'text'),
+      fieldSpec('channel', 'select', { options: ['web', 'shop', 'phone'] }),
+      fieldSpec('status', 'select', { options: ['paid', 'refunded'] }),
+      fieldSpec('amount', 'currency'),
+      fieldSpec('quantity', 'integer'),
+      fieldSpec('sold_on', 'date'),
+      fieldSpec('sold_at', 'datetime'),
+      fieldSpec('note', 'textarea'),
+      fieldSpec('store', 'lookup', { reference: 'store' }),
+    ]);
     const stores: Record<string, string> = {};
     for (const [code, region] of [
       ['n', 'north'],
       ['s', 'south'],
     ]) {
-      const res = await t.http.post('/api/v1/objects/store/records').set(admin()).send({ code, region }).expect(201);
+      const res = await t.http.post('/api/v1/objects/store/records').set(asAdmin(t)).send({ code, region }).expect(201);
       stores[code] = bodyOf<{ id: string }>(res).id;
     }
     for (const sale of SALES) {
       await t.http
         .post('/api/v1/objects/sale/records')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ ...sale, store: stores[sale.store] })
         .expect(201);
     }
@@ -207,11 +191,11 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       { object: 'sale', timeField: 'sold_on', dimensions: DIMENSIONS, ...refunded },
       ...METRICS.slice(8),
     ]) {
-      await t.http.post('/api/v1/metrics').set(admin()).send(definition).expect(201);
+      await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(definition).expect(201);
     }
     await t.http
       .post('/api/v1/metrics')
-      .set(admin())
+      .set(asAdmin(t))
       .send({
         name: 'sales_by_instant',
         label: 'Sales by instant',
@@ -244,7 +228,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
         dimensions: ['channel', 'store.region'],
         synonyms: ['large sales', ' whales '],
       };
-      const created = bodyOf<MetricResponse>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(201));
+      const created = bodyOf<MetricResponse>(await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(body).expect(201));
       expect(created).toMatchObject({ ...body, synonyms: ['large sales', 'whales'] });
       expect(created.createdAt).toEqual(expect.any(String));
 
@@ -255,7 +239,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
         .expect(403);
       await t.http.put('/api/v1/metrics/big_sales').set(bearer(member)).send(body).expect(403);
       await t.http.delete('/api/v1/metrics/big_sales').set(bearer(member)).expect(403);
-      expect(errorOf(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(409)).code).toBe('metric_exists');
+      expect(errorOf(await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(body).expect(409)).code).toBe('metric_exists');
 
       const read = bodyOf<MetricResponse>(await t.http.get('/api/v1/metrics/big_sales').set(bearer(member)).expect(200));
       expect(read).toEqual(created);
@@ -268,7 +252,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       const replaced = bodyOf<MetricResponse>(
         await t.http
           .put('/api/v1/metrics/big_sales')
-          .set(admin())
+          .set(asAdmin(t))
           .send({ ...rest, label: 'Huge sales', filter: { amount: { $gt: 200 } }, dimensions: ['customer'] })
           .expect(200),
       );
@@ -280,8 +264,8 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       });
       expect(await metric({ metrics: ['big_sales'] })).toEqual([{ big_sales: 1 }]);
 
-      await t.http.delete('/api/v1/metrics/big_sales').set(admin()).expect(204);
-      expect(errorOf(await t.http.get('/api/v1/metrics/big_sales').set(admin()).expect(404)).code).toBe('metric_not_found');
+      await t.http.delete('/api/v1/metrics/big_sales').set(asAdmin(t)).expect(204);
+      expect(errorOf(await t.http.get('/api/v1/metrics/big_sales').set(asAdmin(t)).expect(404)).code).toBe('metric_not_found');
       await t.http.get('/api/v1/metrics').expect(401);
     });
 
@@ -323,7 +307,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
         measure: { function: 'count' },
         ...change,
       };
-      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(400));
+      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(body).expect(400));
       expect(error.code).toBe('invalid_metric');
       expect(error.details.part).toBe(part);
       expect(error.error).toMatch(message);
@@ -341,7 +325,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       ['a missing denominator', { numerator: 'sales' }, 'denominator', /needs a denominator/],
     ])('refuses a ratio with %s', async (_case, change, part, message) => {
       const body = { name: 'bad_ratio', label: 'Bad', object: 'sale', type: 'ratio', ...change };
-      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(400));
+      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(body).expect(400));
       expect(error).toMatchObject({ code: 'invalid_metric', details: { part } });
       expect(error.error).toMatch(message);
     });
@@ -360,13 +344,13 @@ describe('metrics: definitions in metadata and the metric tools', () => {
           dimensions: Array(31).fill('channel'),
         },
       ]) {
-        expect((await t.http.post('/api/v1/metrics').set(admin()).send(body)).status).toBe(400);
+        expect((await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(body)).status).toBe(400);
       }
     });
 
     it('refuses to delete a field a metric uses (measure, filter, time field, dimension) with 409 naming the metrics', async () => {
       const amount = errorOf<{ metrics: string[] }>(
-        await t.http.delete('/api/v1/objects/sale/fields/amount').set(admin()).expect(409),
+        await t.http.delete('/api/v1/objects/sale/fields/amount').set(asAdmin(t)).expect(409),
       );
       expect(amount.code).toBe('field_in_use');
       expect(amount.details.metrics).toEqual(['avg_amount', 'min_amount', 'paid_revenue']);
@@ -379,14 +363,14 @@ describe('metrics: definitions in metadata and the metric tools', () => {
         ['sale', 'store', 'sales'],
       ]) {
         const error = errorOf<{ metrics: string[] }>(
-          await t.http.delete(`/api/v1/objects/${object}/fields/${field}`).set(admin()).expect(409),
+          await t.http.delete(`/api/v1/objects/${object}/fields/${field}`).set(asAdmin(t)).expect(409),
         );
         expect(error.code).toBe('field_in_use');
         expect(error.details.metrics).toContain(metric);
       }
       // A field no metric uses goes.
-      await t.http.delete('/api/v1/objects/sale/fields/note').set(admin()).expect(204);
-      expect(errorOf(await t.http.delete('/api/v1/objects/sale').set(admin()).expect(409)).code).toBe('object_in_use');
+      await t.http.delete('/api/v1/objects/sale/fields/note').set(asAdmin(t)).expect(204);
+      expect(errorOf(await t.http.delete('/api/v1/objects/sale').set(asAdmin(t)).expect(409)).code).toBe('object_in_use');
       expect(
         (
           await t.sql(
@@ -397,11 +381,11 @@ describe('metrics: definitions in metadata and the metric tools', () => {
     });
 
     it('refuses to delete a metric a ratio divides, or to make it a ratio, with 409', async () => {
-      const error = errorOf<{ metrics: string[] }>(await t.http.delete('/api/v1/metrics/paid_sales').set(admin()).expect(409));
+      const error = errorOf<{ metrics: string[] }>(await t.http.delete('/api/v1/metrics/paid_sales').set(asAdmin(t)).expect(409));
       expect(error).toMatchObject({ code: 'metric_in_use', details: { metrics: ['paid_rate', 'refund_to_paid'] } });
       const replace = await t.http
         .put('/api/v1/metrics/closed_sales')
-        .set(admin())
+        .set(asAdmin(t))
         .send({ label: 'x', object: 'sale', type: 'ratio', numerator: 'sales', denominator: 'sales' })
         .expect(409);
       expect(errorOf(replace).code).toBe('metric_in_use');
@@ -576,7 +560,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       ]) {
         await t.http
           .post('/api/v1/metrics')
-          .set(admin())
+          .set(asAdmin(t))
           .send({
             name,
             label: name,
@@ -592,7 +576,9 @@ describe('metrics: definitions in metadata and the metric tools', () => {
     });
     /** A datetime as the records API returns it (null for no record). */
     const recordSoldAt = async (id: string | null) =>
-      id === null ? null : bodyOf<Row>(await t.http.get(`/api/v1/objects/sale/records/${id}`).set(admin()).expect(200)).sold_at;
+      id === null
+        ? null
+        : bodyOf<Row>(await t.http.get(`/api/v1/objects/sale/records/${id}`).set(asAdmin(t)).expect(200)).sold_at;
 
     it('gives null averages and extremes, and 0 counts and sums, for a group with records but none matching', async () => {
       const expected = await t.sql<{
@@ -667,7 +653,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       expect(expected.first).toMatch(/^\d{4}-\d{2}-\d{2}$/);
 
       // The plain aggregate agrees: the same extremes, and over no records a count of 0 and no other value.
-      const aggregate = (body: Row) => t.http.post('/api/v1/objects/sale/aggregate').set(admin()).send(body).expect(200);
+      const aggregate = (body: Row) => t.http.post('/api/v1/objects/sale/aggregate').set(asAdmin(t)).send(body).expect(200);
       const extremes = await aggregate({
         where: PAID,
         aggregations: [
@@ -698,7 +684,7 @@ describe('metrics: definitions in metadata and the metric tools', () => {
         numerator: 'first_paid_on',
         denominator: 'sales',
       };
-      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(admin()).send(body).expect(400));
+      const error = errorOf<{ part: string }>(await t.http.post('/api/v1/metrics').set(asAdmin(t)).send(body).expect(400));
       expect(error).toMatchObject({ code: 'invalid_metric', details: { part: 'numerator' } });
       expect(error.error).toMatch(/"first_paid_on" is the min of date field "sold_on", not a number/);
     });
@@ -758,19 +744,13 @@ describe('metrics: definitions in metadata and the metric tools', () => {
     it('under an access policy with a row filter, counts only the key’s rows; a metric using a hidden field is unknown', async () => {
       await t.http
         .post('/api/v1/policies')
-        .set(admin())
+        .set(asAdmin(t))
         .send({
           name: 'web-only',
           objects: { sale: { read: true, rowFilter: { channel: 'web' }, hiddenFields: ['customer'] }, store: { read: true } },
         })
         .expect(201);
-      const key = (
-        await t.http
-          .post('/api/v1/api-keys')
-          .set(admin())
-          .send({ name: 'web', role: 'member', policies: ['web-only'] })
-          .expect(201)
-      ).body as { secret: string };
+      const key = await createApiKey(t, { name: 'web', role: 'member', policies: ['web-only'] });
       const [expected] = await t.sql<{ n: number }>(`select count(*)::int as n from data.sale where channel = 'web'`);
       expect(await metric({ metrics: ['sales_by_instant'] }, key.secret)).toEqual([{ sales_by_instant: expected.n }]);
       expect(await metric({ metrics: ['sales_by_instant'], groupBy: ['channel'] }, key.secret)).toEqual([

@@ -9,7 +9,8 @@ import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpe
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 const APP_ORIGIN = 'https://app.example.com';
 

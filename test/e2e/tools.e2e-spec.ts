@@ -4,7 +4,6 @@ import { DataService } from '../../src/data/data.service';
 import { DataPool } from '../../src/database/data-pool';
 import { SYSTEM_CALLER } from '../../src/governance/access.service';
 import { runSql } from '../../src/database/sql';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
 import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-object.tool';
 import type { ListObjectsResult } from '../../src/tools/data-tools/list-objects.tool';
@@ -17,6 +16,7 @@ import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tool
 import { match } from '../support/matchers';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { memberSecret } from '../support/fixtures';
 
 const TOOLS = '/api/v1/ai/tools';
 
@@ -36,12 +36,7 @@ describe('tools API and the five data tools (seeded CRM)', () => {
 
   beforeAll(async () => {
     t = await startTestApp({ env: { SEED: 'true' } });
-    const res = await t.http
-      .post('/api/v1/api-keys')
-      .set(bearer(t.adminKey))
-      .send({ name: 'analyst', role: 'member', subject: 'analyst@example.com' });
-    expect(res.status).toBe(201);
-    memberKey = bodyOf<CreatedApiKeyResponse>(res).secret;
+    memberKey = await memberSecret(t, 'analyst', { subject: 'analyst@example.com' });
     dealCount = (await t.sql<{ count: number }>('select count(*)::int as count from data.deal'))[0].count;
     expect(dealCount).toBeGreaterThan(200);
   });

@@ -1,8 +1,9 @@
 import { parse } from 'csv-parse/sync';
 import { request as httpRequest } from 'node:http';
 import { eventually, listen } from '../support/chat-helpers';
-import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { errorOf } from '../support/responses';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 const ROWS = 200_000;
 /** A small export: one column of the 2,000 rows with qty 0 (all of them ann's). */
@@ -114,13 +115,7 @@ describe('CSV export at scale: batches, caps, disconnects and time limits', () =
       .set(bearer(t.adminKey))
       .send({ name: 'own-ledger', objects: { ledger: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['note'] } } })
       .expect(201);
-    ann = bodyOf<{ secret: string }>(
-      await t.http
-        .post('/api/v1/api-keys')
-        .set(bearer(t.adminKey))
-        .send({ name: 'ann', role: 'member', subject: 'ann', policies: ['own-ledger'] })
-        .expect(201),
-    ).secret;
+    ann = (await createApiKey(t, { name: 'ann', role: 'member', subject: 'ann', policies: ['own-ledger'] })).secret;
     bob = (await createApiKey(t, { name: 'bob', role: 'member' })).secret;
     cy = (await createApiKey(t, { name: 'cy', role: 'member' })).secret;
   });

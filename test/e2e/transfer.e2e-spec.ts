@@ -4,7 +4,8 @@ import type { Response } from 'supertest';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
 import { eventually, listen } from '../support/chat-helpers';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createApiKey } from '../support/fixtures';
 
 const FIELDS = [
   { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true },
@@ -412,13 +413,7 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
         .set(bearer(t.adminKey))
         .send({ name: 'own-items', objects: { item: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['price'] } } })
         .expect(201);
-      const ann = bodyOf<{ secret: string }>(
-        await t.http
-          .post('/api/v1/api-keys')
-          .set(bearer(t.adminKey))
-          .send({ name: 'ann', role: 'member', subject: 'ann', policies: ['own-items'] })
-          .expect(201),
-      ).secret;
+      const ann = (await createApiKey(t, { name: 'ann', role: 'member', subject: 'ann', policies: ['own-items'] })).secret;
       const rows = rowsOf(String((await exportCsv(`?orderBy=${encodeURIComponent('[{"field":"sku"}]')}`, ann).expect(200)).body));
       expect(rows[0]).not.toContain('price');
       expect(rows.slice(1).map((r) => r[rows[0].indexOf('sku')])).toEqual(['b', 'c']);

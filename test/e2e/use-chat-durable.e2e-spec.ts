@@ -9,7 +9,8 @@ import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/age
 import { listen } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
-import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { createAgent, createApiKey } from '../support/fixtures';
 import { textOf, uiChat, waitUntil } from '../support/ui-chat';
 
 const API = '/api/v1/ai/agents/data_chat/chats';
@@ -385,11 +386,7 @@ describe('durable chats through the AI SDK (useChat)', () => {
   });
 
   it('refuses another agent under the same id (409 on POST, 404 on the GETs) and regenerate-message (400)', async () => {
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(bearer(t.adminKey))
-      .send({ name: 'helper', label: 'Helper', instructions: 'Help.', tools: ['list_objects'] })
-      .expect(201);
+    await createAgent(t, { name: 'helper', label: 'Helper', instructions: 'Help.', tools: ['list_objects'] });
     llm.enqueue(MockReply.text('Hi.'));
     const id = newId();
     const chat = uiChat(baseUrl, API, t.adminKey, { id });

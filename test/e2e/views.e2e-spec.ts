@@ -4,7 +4,8 @@ import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/age
 import { hasStatus, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, idOf } from '../support/responses';
-import { bearer, createApiKey, TestApp } from '../support/test-app';
+import { bearer, TestApp } from '../support/test-app';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 
 /**
  * Saved views over HTTP: members keep their own, admins the shared ones; each part is checked by the
@@ -16,7 +17,6 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
   let alice: string;
   let bob: string;
   let scoped: string;
-  const admin = () => bearer(t.adminKey);
   const views = '/api/v1/objects/deal/views';
 
   const OPEN = {
@@ -33,39 +33,31 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { CHAT_POLL_INTERVAL_MS: '100' } }));
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'deal',
-        label: 'Deal',
-        fields: [
-          { name: 'name', label: 'Name', type: 'text', required: true },
-          { name: 'stage', label: 'Stage', type: 'select', options: ['lead', 'proposal', 'won', 'lost'] },
-          { name: 'amount', label: 'Amount', type: 'currency' },
-          { name: 'region', label: 'Region', type: 'text' },
-          { name: 'notes', label: 'Notes', type: 'json' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'deal', [
+      fieldSpec('name', 'text', { required: true }),
+      fieldSpec('stage', 'select', { options: ['lead', 'proposal', 'won', 'lost'] }),
+      fieldSpec('amount', 'currency'),
+      fieldSpec('region', 'text'),
+      fieldSpec('notes', 'json'),
+    ]);
     const stages = ['lead', 'proposal', 'won', 'lost'];
     const operations = Array.from({ length: 40 }, (_, i) => ({
       op: 'create',
       record: { name: `deal ${i}`, stage: stages[i % 4], amount: i * 500, region: i % 2 ? 'emea' : 'amer' },
     }));
-    await t.http.post('/api/v1/objects/deal/records/batch').set(admin()).send({ operations }).expect(200);
+    await t.http.post('/api/v1/objects/deal/records/batch').set(asAdmin(t)).send({ operations }).expect(200);
     alice = (await createApiKey(t, { name: 'alice', role: 'member', subject: 'alice' })).secret;
     bob = (await createApiKey(t, { name: 'bob', role: 'member', subject: 'bob' })).secret;
     await t.http
       .post('/api/v1/policies')
-      .set(admin())
+      .set(asAdmin(t))
       .send({ name: 'emea-reader', objects: { deal: { read: true, rowFilter: { region: 'emea' }, hiddenFields: ['amount'] } } })
       .expect(201);
     const emea = await createApiKey(t, { name: 'emea', role: 'member', subject: 'emea' });
     scoped = emea.secret;
     await t.http
       .patch(`/api/v1/api-keys/${emea.id}`)
-      .set(admin())
+      .set(asAdmin(t))
       .send({ policies: ['emea-reader'] })
       .expect(200);
   });
@@ -100,7 +92,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
 
       await t.http
         .post(views)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ name: 'won', label: 'Won', where: { stage: 'won' }, shared: true })
         .expect(201);
       // Bob may keep a view of the same name as Alice's.
@@ -133,7 +125,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
       ).toBe('forbidden');
       const replaced = await t.http
         .put(`${views}/won`)
-        .set(admin())
+        .set(asAdmin(t))
         .send({ label: 'Won deals', where: { stage: 'won' }, fields: ['name'] })
         .expect(200);
       expect(bodyOf<ViewResponse>(replaced)).toEqual({
@@ -148,7 +140,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
     it('refuses a duplicate name of the same owner with 409 view_exists', async () => {
       expect(errorOf(await t.http.post(views).set(bearer(alice)).send(OPEN).expect(409)).code).toBe('view_exists');
       expect(
-        errorOf(await t.http.post(views).set(admin()).send({ name: 'won', label: 'x', shared: true }).expect(409)).code,
+        errorOf(await t.http.post(views).set(asAdmin(t)).send({ name: 'won', label: 'x', shared: true }).expect(409)).code,
       ).toBe('view_exists');
     });
 
@@ -237,7 +229,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
     it('runs as the caller: a shared view keeps a scoped key’s row filter beneath; one naming a hidden field is not its view', async () => {
       await t.http
         .post(views)
-        .set(admin())
+        .set(asAdmin(t))
         .send({
           name: 'open',
           label: 'Open',
@@ -249,7 +241,7 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
         .expect(201);
       await t.http
         .post(views)
-        .set(admin())
+        .set(asAdmin(t))
         .send({
           name: 'open_names',
           label: 'Open, by name',
@@ -389,18 +381,18 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
 
   describe('metadata', () => {
     it('refuses to delete a field a view names with 409 field_in_use naming the view', async () => {
-      const res = await t.http.delete('/api/v1/objects/deal/fields/amount').set(admin()).expect(409);
+      const res = await t.http.delete('/api/v1/objects/deal/fields/amount').set(asAdmin(t)).expect(409);
       const error = errorOf<{ views: string[] }>(res);
       expect(error.code).toBe('field_in_use');
       expect(error.details.views).toEqual(['open', 'open_big']);
       expect(error.error).toContain('views open, open_big');
       // Used in a where (open) and in fields (won).
       expect(
-        errorOf<{ views: string[] }>(await t.http.delete('/api/v1/objects/deal/fields/stage').set(admin()).expect(409)).details
+        errorOf<{ views: string[] }>(await t.http.delete('/api/v1/objects/deal/fields/stage').set(asAdmin(t)).expect(409)).details
           .views,
       ).toEqual(['open', 'open_big', 'open_names', 'won']);
       // A field no view names goes.
-      await t.http.delete('/api/v1/objects/deal/fields/notes').set(admin()).expect(204);
+      await t.http.delete('/api/v1/objects/deal/fields/notes').set(asAdmin(t)).expect(204);
     });
   });
 });

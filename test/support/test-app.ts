@@ -7,9 +7,7 @@ import { Client } from 'pg';
 import type { DestinationStream } from 'pino';
 import request from 'supertest';
 import { createApp } from '../../src/app.factory';
-import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
-import { bodyOf } from './responses';
 import { createTestDatabase, TestDatabase } from './test-database';
 
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
@@ -73,12 +71,4 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
 /** `Authorization` header for a key. */
 export function bearer(key: string): { Authorization: string } {
   return { Authorization: `Bearer ${key}` };
-}
-
-/** A new API key on `t`, made through the API by the test admin: its whole 201 body (`secret` included). */
-export async function createApiKey(
-  t: TestApp,
-  key: { name: string; role: 'admin' | 'member'; subject?: string },
-): Promise<CreatedApiKeyResponse> {
-  return bodyOf<CreatedApiKeyResponse>(await t.http.post('/api/v1/api-keys').set(bearer(t.adminKey)).send(key).expect(201));
 }
