@@ -18,7 +18,7 @@ import { createValidationPipe } from './common/validation.pipe';
 import { MCP_ERROR_SHAPE } from './mcp/mcp-errors';
 import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
-import { MetricsService } from './observability/metrics.service';
+import { MetricsService } from './observability/prometheus.service';
 import { RequestLogController } from './observability/request-log.controller';
 
 /**

@@ -14,7 +14,7 @@ import { HealthModule } from './health/health.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { SemanticMetricsModule } from './metrics/metrics.module';
-import type { MetricsService } from './observability/metrics.service';
+import type { MetricsService } from './observability/prometheus.service';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
 import { PlaygroundModule } from './playground/playground.module';

@@ -11,7 +11,7 @@ import { projectRoot } from '../common/project-root';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { deepFreeze, ReplicatedCache } from '../database/replicated-cache';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
-import { AuditLog, type AuditActor } from '../governance/audit-log.service';
+import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { Agent, AgentEntity } from './agent.entity';

@@ -10,7 +10,7 @@ import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { ApiKey, ApiKeyEntity, ApiKeyRole, type KeyAttributes } from './api-key.entity';
 import { runSql } from '../database/sql';
-import { AuditLog, type AuditActor } from '../governance/audit-log.service';
+import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { Caller } from './auth.decorators';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
 import { KeyStreams } from './key-streams.service';

@@ -3,7 +3,7 @@ import type { Caller } from '../auth/auth.decorators';
 import { DomainError } from '../common/domain-error';
 import { ChatService } from '../chats/durable/chat.service';
 import { renderChartSvg } from './chart-svg';
-import { chartSpecOf, type VisualizeResult } from './visualize.tool';
+import { chartSpecOf, type VisualizeResult } from '../tools/chart-tools/visualize.tool';
 
 /** What a model's tool call id can be: printable, at most 200 characters. Anything else is not looked up. */
 const CALL_ID = /^[\p{L}\p{N}\p{P}\p{S} ]{1,200}$/u;

@@ -12,7 +12,7 @@ import {
 } from '../runtime/conversation';
 import type { Grounding } from '../runtime/grounding';
 import { TOOL_NAME_PATTERN } from '../tools/tool.define';
-import { chartSpecOf } from '../charts/visualize.tool';
+import { chartSpecOf } from '../tools/chart-tools/visualize.tool';
 
 /**
  * A conversation sent by a client: `{ role, content }` messages, or AI SDK UI messages (`parts`).

@@ -14,7 +14,7 @@ import {
   UNDEFINED_TABLE,
   UNIQUE_VIOLATION,
   sqlState,
-} from '../database/pg-errors';
+} from '../common/pg-errors';
 import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
@@ -55,7 +55,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import { type ChangeCapture, lockChangeFeed } from '../changes/change-outbox';
+import { type ChangeCapture, lockChangeFeed } from './change-outbox';
 
 /** Where a data engine call runs. */
 export interface DataScope {

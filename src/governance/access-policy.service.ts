@@ -9,7 +9,7 @@ import { SqlParams } from '../database/sql-params';
 import { compileWhere, requireField } from '../data/where.compiler';
 import { MetadataService } from '../metadata/metadata.service';
 import { AccessPolicyEntity } from './access-policy.entity';
-import { AuditLog, type AuditActor } from './audit-log.service';
+import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { CreatePolicyDto, PolicyListResponse, PolicyResponse, ReplacePolicyDto, toPolicyResponse } from './access-policy.dto';
 import {
   ACCESS_ACTIONS,

@@ -8,7 +8,7 @@ import { AccessPolicyEntity } from './access-policy.entity';
 import { AccessPolicyService } from './access-policy.service';
 import { AccessService } from './access.service';
 import { AuditController } from './audit.controller';
-import { AuditLog } from './audit-log.service';
+import { AuditLog } from '../audit/audit-log.service';
 import { UsageController } from './usage.controller';
 import { UsageService } from './usage.service';
 

@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
 import { Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { MetricsService } from '../observability/metrics.service';
+import { MetricsService } from '../observability/prometheus.service';
 import { classifyLlmError, LlmError } from './llm-error';
 import { LlmRequest, LlmResponse, LlmStreamHandlers, LlmToolCall, LlmUsage, ZERO_USAGE } from './llm.types';
 

@@ -1,6 +1,6 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { MetricsController } from './metrics.controller';
-import { MetricsService } from './metrics.service';
+import { MetricsController } from './prometheus.controller';
+import { MetricsService } from './prometheus.service';
 import { PoolMetricsCollector } from './pool-metrics.collector';
 
 /**

@@ -2,7 +2,7 @@ import { Controller, Get, Header, Headers } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { Registry } from 'prom-client';
 import { Public } from '../auth/auth.decorators';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from './prometheus.service';
 
 /**
  * Prometheus metrics in the text format, for scrapers rather than API clients: public unless

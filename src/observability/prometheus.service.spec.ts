@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from './prometheus.service';
 
 describe('MetricsService', () => {
   it('keeps each app in a registry of its own', async () => {

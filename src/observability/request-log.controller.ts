@@ -1,5 +1,5 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { MetricsService } from './metrics.service';
+import type { MetricsService } from './prometheus.service';
 
 /**
  * Fastify's request logging, reshaped: one line when a request completes, with the route pattern

@@ -6,9 +6,9 @@ import { ApiRoute, BODY_ERRORS, DATA_ERRORS } from '../common/api-route.decorato
 import type { ErrorCode } from '../common/error-codes';
 import { ClientSignal } from '../common/fastify-reply';
 import { schemaRef } from '../common/openapi.schemas';
-import type { VersionedRecord } from './data.types';
-import { DataService } from './data.service';
-import { etagOf, parseIfMatch } from './record-version';
+import type { VersionedRecord } from '../data/data.types';
+import { DataService } from '../data/data.service';
+import { etagOf, parseIfMatch } from '../data/record-version';
 import {
   AggregateDto,
   AggregateResponse,

@@ -15,10 +15,10 @@ import {
 } from 'class-validator';
 import { schemaRef } from '../common/openapi.schemas';
 import { PaginationQueryDto, QueryInt } from '../common/pagination.dto';
-import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS, TOTAL_MODES, type TotalMode } from './data.types';
-import { MAX_CURSOR_LENGTH } from './keyset';
-import { BATCH_MAX_OPERATIONS } from './record-batch';
-import { MAX_SEARCH_LENGTH } from './where.compiler';
+import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS, TOTAL_MODES, type TotalMode } from '../data/data.types';
+import { MAX_CURSOR_LENGTH } from '../data/keyset';
+import { BATCH_MAX_OPERATIONS } from '../data/record-batch';
+import { MAX_SEARCH_LENGTH } from '../data/where.compiler';
 
 /** Query string of GET /records. JSON-valued parameters are parsed and checked by the service. */
 export class RecordsQueryDto extends PaginationQueryDto {

@@ -15,7 +15,7 @@ import {
   ZERO_USAGE,
 } from '../llm/llm.types';
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
-import { VISUALIZE_TOOL } from '../charts/visualize.tool';
+import { VISUALIZE_TOOL } from '../tools/chart-tools/visualize.tool';
 import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult } from '../tools/tool.types';

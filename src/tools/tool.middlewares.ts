@@ -1,9 +1,9 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { isPlainObject } from '../common/plain-object';
-import type { MetricsService } from '../observability/metrics.service';
+import type { MetricsService } from '../observability/prometheus.service';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
 import type { Caller } from '../auth/auth.decorators';
-import type { ToolAuditEntry } from '../governance/audit-log.service';
+import type { ToolAuditEntry } from '../audit/audit-log.service';
 import type { ToolMiddleware, ToolOutcome } from './tool.types';
 
 /** 16 KB of JSON: enough for a page of records, small enough to leave the model room to think. */

@@ -4,17 +4,17 @@ import { DataModule } from '../data/data.module';
 import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
 import { AccessService } from '../governance/access.service';
-import { AuditLog } from '../governance/audit-log.service';
+import { AuditLog } from '../audit/audit-log.service';
 import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
 import { MetricService } from '../metrics/metric.service';
 import { SemanticMetricsModule } from '../metrics/metrics.module';
-import { MetricsService } from '../observability/metrics.service';
+import { MetricsService } from '../observability/prometheus.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createCalculateTool } from './calculate/calculate.tool';
 import { createDataTools } from './data-tools';
-import { createVisualizeTool } from '../charts/visualize.tool';
+import { createVisualizeTool } from './chart-tools/visualize.tool';
 import { createMetricTools } from './metric-tools';
 import {
   auditMiddleware,

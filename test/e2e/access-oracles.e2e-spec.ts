@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
-import type { BatchRecordsResponse } from '../../src/data/records.dto';
+import type { BatchRecordsResponse } from '../../src/records/records.dto';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, createApiKey, startTestApp, TestApp } from '../support/test-app';

@@ -1,5 +1,5 @@
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
-import type { BatchRecordsResponse } from '../../src/data/records.dto';
+import type { BatchRecordsResponse } from '../../src/records/records.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { ACCESS_CHANGED } from '../../auth/access-changed';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
 import { runInLogContext } from '../../observability/logger';
-import { MetricsService } from '../../observability/metrics.service';
+import { MetricsService } from '../../observability/prometheus.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRunner } from './chat-runner.service';
 import { ChatRepository } from './chat.repository';

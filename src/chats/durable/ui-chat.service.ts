@@ -5,7 +5,7 @@ import type { Caller } from '../../auth/auth.decorators';
 import { KeyStreams } from '../../auth/key-streams.service';
 import { DomainError } from '../../common/domain-error';
 import { isPlainObject } from '../../common/plain-object';
-import { sqlState, UNIQUE_VIOLATION } from '../../database/pg-errors';
+import { sqlState, UNIQUE_VIOLATION } from '../../common/pg-errors';
 import { AccessService } from '../../governance/access.service';
 import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import type { ConversationPart } from '../../runtime/conversation';
