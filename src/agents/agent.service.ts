@@ -5,7 +5,7 @@ import { validate } from 'class-validator';
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { projectRoot } from '../common/project-root';
 import { PgPubSub } from '../database/pg-pubsub.service';

@@ -11,7 +11,7 @@ import { PgPubSub } from '../database/pg-pubsub.service';
 import { ApiKey, ApiKeyEntity, ApiKeyRole, type KeyAttributes } from './api-key.entity';
 import { runSql } from '../database/sql';
 import { AuditLog, type AuditActor } from '../audit/audit-log.service';
-import { Caller } from './auth.decorators';
+import { Caller } from './caller';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
 import { KeyStreams } from './key-streams.service';
 import {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { ChatService } from '../chats/durable/chat.service';
 import { renderChartSvg } from './chart-svg';

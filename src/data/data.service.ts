@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';

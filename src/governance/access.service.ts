@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { ApiKeyEntity } from '../auth/api-key.entity';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { PgPubSub } from '../database/pg-pubsub.service';

@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';

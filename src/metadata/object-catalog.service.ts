@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { ObjectListResponse, ObjectResponse } from './metadata.dto';
 import { toObjectResponse } from './metadata.mapper';
 import { MetadataService } from './metadata.service';

@@ -1,4 +1,4 @@
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import type { ObjectMeta } from './object-metadata.types';
 
 /**

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { clampLimit } from '../common/limits';
 import { parseJsonParam } from '../common/query-params';
 import { DataService } from '../data/data.service';

@@ -2,7 +2,7 @@ import { Logger, type LoggerService } from '@nestjs/common';
 import { isPlainObject } from '../common/plain-object';
 import type { MetricsService } from '../observability/prometheus.service';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import type { ToolAuditEntry } from '../audit/audit-log.service';
 import type { ToolMiddleware, ToolOutcome } from './tool.types';
 
