@@ -20,7 +20,8 @@ import { readableArguments } from '../tools/tool.arguments';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult } from '../tools/tool.types';
 import { fitToContext } from './context-window';
-import { correctionRequest, Grounding, groundAnswer, GroundingMode, GroundingSource, operandEvidence } from './grounding';
+import type { GroundingMode } from '../agents/agent.types';
+import { correctionRequest, Grounding, groundAnswer, GroundingSource, operandEvidence } from './grounding';
 import { GroundingCatalog } from './grounding-catalog.service';
 
 /** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */
