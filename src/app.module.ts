@@ -18,6 +18,7 @@ import type { MetricsService } from './observability/prometheus.service';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
 import { PlaygroundModule } from './playground/playground.module';
+import { RecordsModule } from './records/records.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
@@ -37,6 +38,7 @@ export class AppModule {
         MetadataModule,
         GovernanceModule,
         DataModule,
+        RecordsModule,
         TransferModule,
         ChangesModule,
         ViewsModule,
