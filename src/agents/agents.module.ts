@@ -1,3 +1,4 @@
+import { AuditModule } from '../audit/audit.module';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { Module } from '@nestjs/common';
 import { ToolsModule } from '../tools/tools.module';
@@ -7,7 +8,7 @@ import { AgentService } from './agent.service';
 
 /** Agent definitions: the entity, admin CRUD, loading for a run and the built-in agents. Running them is the runtime's. */
 @Module({
-  imports: [MikroOrmModule.forFeature([AgentEntity]), ToolsModule],
+  imports: [MikroOrmModule.forFeature([AgentEntity]), AuditModule, ToolsModule],
   controllers: [AgentController],
   providers: [AgentService],
   exports: [AgentService],

@@ -11,7 +11,7 @@ import {
   MAX_AUDIT_LIMIT,
   type AuditKind,
 } from './audit.dto';
-import { parseTime } from '../governance/usage.service';
+import { parseTime } from '../common/query-params';
 
 /** Who made a change: an API key (anything else, such as the server seeding its sample data, has none). */
 export interface AuditActor {

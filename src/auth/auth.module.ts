@@ -1,3 +1,4 @@
+import { AuditModule } from '../audit/audit.module';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
@@ -13,7 +14,7 @@ import { StreamTokenRepository } from './stream-token.repository';
 import { StreamTokenService } from './stream-token.service';
 
 @Module({
-  imports: [MikroOrmModule.forFeature([ApiKeyEntity])],
+  imports: [MikroOrmModule.forFeature([ApiKeyEntity]), AuditModule],
   controllers: [ApiKeyController, StreamTokenController],
   providers: [
     ApiKeyService,

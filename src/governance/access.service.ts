@@ -8,7 +8,7 @@ import { PgPubSub } from '../database/pg-pubsub.service';
 import { ReplicatedCache } from '../database/replicated-cache';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
-import type { ObjectLens } from '../metadata/object-lens';
+import type { ObjectSummary } from '../metadata/metadata.repository';
 import { AccessPolicyEntity } from './access-policy.entity';
 import { ACCESS_CHANGED, type AccessAction } from './access-policy.types';
 import { CallerAccess, objectNotFound } from './caller-access';
@@ -27,7 +27,7 @@ export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'adm
  * such write publishes ACCESS_CHANGED, which clears this cache on every replica (like the metadata cache).
  */
 @Injectable()
-export class AccessService implements ObjectLens {
+export class AccessService {
   private readonly cache: ReplicatedCache<CallerAccess>;
   /** Each key as it runs now (null: revoked or unknown); revoking or changing a key clears it on every replica. */
   private readonly keys: ReplicatedCache<Caller | null>;
@@ -106,13 +106,24 @@ export class AccessService implements ObjectLens {
     }
   }
 
-  viewFor(caller: Caller, objectName: string): Promise<ObjectMeta> {
-    return this.describe(caller, objectName);
-  }
-
-  async readableBy(caller: Caller, objectNames: string[]): Promise<boolean[]> {
-    const access = await this.forCaller(caller);
-    return objectNames.map((name) => access.mayRead(name));
+  /**
+   * The objects the caller may read, each with the number of (non-system) fields it sees, which is what
+   * describing the object shows: the one answer to "which objects may this caller see" (GET /objects,
+   * list_objects, MCP resources). `mayUseObject` narrows further (an agent's allowedObjects).
+   */
+  async visibleObjects(
+    caller: Caller | CallerAccess,
+    mayUseObject: (name: string) => boolean = () => true,
+  ): Promise<ObjectSummary[]> {
+    const access = caller instanceof CallerAccess ? caller : await this.forCaller(caller);
+    const objects = (await this.metadata.listObjects()).filter((o) => access.mayRead(o.name) && mayUseObject(o.name));
+    if (!access.restricted) return objects;
+    return Promise.all(
+      objects.map(async (o) => ({
+        ...o,
+        fieldCount: access.view(await this.metadata.getObject(o.name), 'read').fields.filter((f) => !f.system).length,
+      })),
+    );
   }
 
   /**

@@ -9,6 +9,7 @@ import { BatchedWriter } from '../database/batched-writer';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { ReplicatedCache } from '../database/replicated-cache';
 import { runSql } from '../database/sql';
+import { parseTime } from '../common/query-params';
 import { MAX_USAGE_ROWS, UsageQueryDto, UsageReportResponse } from './usage.dto';
 
 /** Who a model call is made for: the key, the agent and the durable chat, when there is one. */
@@ -200,11 +201,4 @@ function startOfUtcDay(at: Date): Date {
 
 function clampInt(value: number): number {
   return Number.isFinite(value) ? Math.max(0, Math.min(2_147_483_647, Math.round(value))) : 0;
-}
-
-/** An ISO 8601 time the validation let through, as a Date; 400 for one that names no real instant (2026-02-30). */
-export function parseTime(value: string, name: string): Date {
-  const at = new Date(value);
-  if (Number.isNaN(at.getTime())) throw new DomainError('validation_failed', `${name} must be an ISO 8601 date or time`);
-  return at;
 }

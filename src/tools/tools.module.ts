@@ -1,3 +1,4 @@
+import { AuditModule } from '../audit/audit.module';
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataModule } from '../data/data.module';
@@ -74,7 +75,7 @@ function createToolRegistry(
 }
 
 @Module({
-  imports: [DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule, ViewsModule],
+  imports: [AuditModule, DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule, ViewsModule],
   controllers: [ToolsController],
   providers: [
     {
