@@ -20,6 +20,6 @@ import { UsageService } from './usage.service';
   imports: [MikroOrmModule.forFeature([AccessPolicyEntity, ApiKeyEntity]), AuditModule, MetadataModule],
   controllers: [ObjectCatalogController, AccessPolicyController, UsageController, AuditController],
   providers: [AccessPolicyService, AccessService, UsageService],
-  exports: [AccessService, UsageService],
+  exports: [AccessPolicyService, AccessService, UsageService],
 })
 export class GovernanceModule {}
