@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { ChatService } from '../chats/durable/chat.service';
-import { renderChartSvg } from './chart-svg';
+import { renderChartSvg } from '../tools/chart-tools/chart-svg';
 import { chartSpecOf, type VisualizeResult } from '../tools/chart-tools/visualize.tool';
 
 /** What a model's tool call id can be: printable, at most 200 characters. Anything else is not looked up. */

@@ -1,4 +1,4 @@
-import type { VegaLiteSpec } from '../tools/chart-tools/chart-spec';
+import type { VegaLiteSpec } from './chart-spec';
 
 /**
  * Renders a chart's Vega-Lite spec to SVG on the server: compiled to Vega and run headless (renderer

@@ -1,7 +1,7 @@
 import { ToolRegistry } from '../tool.registry';
 import type { ToolContext, TurnDataResult } from '../tool.types';
 import { buildChart, VEGA_LITE_SCHEMA, type ChartRequest } from './chart-spec';
-import { renderChartSvg } from '../../charts/chart-svg';
+import { renderChartSvg } from './chart-svg';
 import { createVisualizeTool } from './visualize.tool';
 
 const BY_STAGE: TurnDataResult = {
