@@ -14,7 +14,7 @@ import { HealthModule } from './health/health.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { SemanticMetricsModule } from './metrics/metrics.module';
-import type { MetricsService } from './observability/prometheus.service';
+import type { PrometheusService } from './observability/prometheus.service';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
 import { PlaygroundModule } from './playground/playground.module';
@@ -27,7 +27,7 @@ import { ViewsModule } from './views/views.module';
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig, databaseUrl: string, metrics: MetricsService): DynamicModule {
+  static forRoot(config: AppConfig, databaseUrl: string, metrics: PrometheusService): DynamicModule {
     return {
       module: AppModule,
       imports: [

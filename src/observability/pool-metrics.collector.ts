@@ -2,7 +2,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataPool } from '../database/data-pool';
-import { MetricsService, PoolStats } from './prometheus.service';
+import { PrometheusService, PoolStats } from './prometheus.service';
 
 /**
  * Shows the pools of the app on the pool gauge (the ORM's, the data engine's and the data tools'
@@ -11,7 +11,7 @@ import { MetricsService, PoolStats } from './prometheus.service';
 @Injectable()
 export class PoolMetricsCollector implements OnModuleInit {
   constructor(
-    private readonly metrics: MetricsService,
+    private readonly metrics: PrometheusService,
     private readonly orm: MikroORM,
     private readonly data: DataPool,
   ) {}

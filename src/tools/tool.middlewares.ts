@@ -1,6 +1,6 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { isPlainObject } from '../common/plain-object';
-import type { MetricsService } from '../observability/prometheus.service';
+import type { PrometheusService } from '../observability/prometheus.service';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
 import type { Caller } from '../auth/caller';
 import type { ToolAuditEntry } from '../audit/audit-log.service';
@@ -155,7 +155,7 @@ function rowCountOf(tool: string, content: unknown): number | null {
  * Counts each call in the metrics by tool and outcome (`ok` or the result's error code), with its
  * duration. Outermost, like audit, so refused and timed-out calls count too.
  */
-export function metricsMiddleware(metrics: Pick<MetricsService, 'observeToolCall'>): ToolMiddleware {
+export function prometheusMiddleware(metrics: Pick<PrometheusService, 'observeToolCall'>): ToolMiddleware {
   return observingMiddleware((invocation, _ctx, outcome, ms) => {
     const code = outcome ? (outcome.isError ? (outcomeErrorCode(outcome) ?? 'error') : 'ok') : 'error';
     metrics.observeToolCall(invocation.tool.name, code, ms / 1000);

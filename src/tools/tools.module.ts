@@ -11,7 +11,7 @@ import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
 import { MetricService } from '../metrics/metric.service';
 import { SemanticMetricsModule } from '../metrics/metrics.module';
-import { MetricsService } from '../observability/prometheus.service';
+import { PrometheusService } from '../observability/prometheus.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createCalculateTool } from './calculate/calculate.tool';
 import { createDataTools } from './data-tools';
@@ -20,7 +20,7 @@ import { createMetricTools } from './metric-tools';
 import {
   auditMiddleware,
   auditTrailMiddleware,
-  metricsMiddleware,
+  prometheusMiddleware,
   outputCapMiddleware,
   permissionMiddleware,
   rateLimitMiddleware,
@@ -43,7 +43,7 @@ function createToolRegistry(
   data: DataService,
   metadata: MetadataService,
   pool: DataPool,
-  metrics: MetricsService,
+  metrics: PrometheusService,
   access: AccessService,
   audit: AuditLog,
   semantic: MetricService,
@@ -51,7 +51,7 @@ function createToolRegistry(
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
-    metricsMiddleware(metrics),
+    prometheusMiddleware(metrics),
     auditMiddleware(new Logger('ToolAudit')),
     auditTrailMiddleware(
       (entry) => audit.toolCall(entry),
@@ -86,7 +86,7 @@ function createToolRegistry(
         DataService,
         MetadataService,
         DataPool,
-        MetricsService,
+        PrometheusService,
         AccessService,
         AuditLog,
         MetricService,

@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { MetricsService } from '../../observability/prometheus.service';
+import { PrometheusService } from '../../observability/prometheus.service';
 import { ChatRepository } from './chat.repository';
 
 /** A scrape waits at most this long for the chat counts; past it the gauge is left out of that scrape. */
@@ -12,7 +12,7 @@ export class ChatMetrics implements OnModuleInit {
   constructor(
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
-    private readonly metrics: MetricsService,
+    private readonly metrics: PrometheusService,
   ) {}
 
   onModuleInit(): void {
