@@ -1,16 +1,9 @@
-import { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { isUuid } from '../common/uuid';
 import { BatchedWriter } from '../database/batched-writer';
-import { runSql } from '../database/sql';
-import {
-  AuditEntryResponse,
-  AuditListResponse,
-  AuditQueryDto,
-  DEFAULT_AUDIT_LIMIT,
-  MAX_AUDIT_LIMIT,
-  type AuditKind,
-} from './audit.dto';
+import { AuditEntryResponse, AuditListResponse, AuditQueryDto, DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT } from './audit.dto';
+import { AuditRepository, type AuditRow } from './audit.repository';
 import { parseTime } from '../common/query-params';
 
 /** Who made a change: an API key (anything else, such as the server seeding its sample data, has none). */
@@ -35,22 +28,6 @@ export interface ToolAuditEntry {
 /** Arguments larger than this (JSON) are stored as a note of their size only. */
 const MAX_ARGUMENTS_BYTES = 16 * 1024;
 
-interface AuditRow {
-  id: string;
-  at: Date;
-  kind: AuditKind;
-  keyId: string | null;
-  agent: string | null;
-  chatId: string | null;
-  tool: string | null;
-  action: string | null;
-  target: string | null;
-  arguments: unknown;
-  rowCount: number | null;
-  durationMs: number | null;
-  outcome: string;
-}
-
 /**
  * The audit trail (`audit_log`, append-only: see its migration).
  *
@@ -68,15 +45,11 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
     what: 'audit entries of tool calls',
   });
 
-  constructor(private readonly em: EntityManager) {}
+  constructor(private readonly repo: AuditRepository) {}
 
   /** An admin change, inside the caller's transaction `em`. */
   async admin(em: EntityManager, actor: AuditActor | undefined, action: string, target: string): Promise<void> {
-    await runSql(
-      em,
-      `insert into "audit_log" ("kind", "key_id", "action", "target", "outcome") values ('admin', $1, $2, $3, 'ok')`,
-      [isUuid(actor?.keyId) ? actor.keyId : null, action, target.slice(0, 300)],
-    );
+    await this.repo.insertAdmin(em, { keyId: isUuid(actor?.keyId) ? actor.keyId : null, action, target: target.slice(0, 300) });
   }
 
   /** Queues a tool call; it is written with the next batch. */
@@ -101,27 +74,17 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
   /** Newest first; keyset paging on the id. */
   async query(query: AuditQueryDto): Promise<AuditListResponse> {
     const limit = Math.min(query.limit ?? DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT);
-    const conditions: string[] = [];
-    const params: unknown[] = [];
-    const add = (condition: (param: string) => string, value: unknown) => {
-      params.push(value);
-      conditions.push(condition(`$${params.length}`));
-    };
-    if (query.kind !== undefined) add((p) => `"kind" = ${p}`, query.kind);
-    if (query.keyId !== undefined) add((p) => `"key_id" = ${p}::uuid`, query.keyId);
-    if (query.agent !== undefined) add((p) => `"agent" = ${p}`, query.agent);
-    if (query.chatId !== undefined) add((p) => `"chat_id" = ${p}::uuid`, query.chatId);
-    if (query.from !== undefined) add((p) => `"at" >= ${p}::timestamptz`, parseTime(query.from, 'from'));
-    if (query.to !== undefined) add((p) => `"at" < ${p}::timestamptz`, parseTime(query.to, 'to'));
-    if (query.cursor !== undefined) add((p) => `"id" < ${p}::bigint`, query.cursor);
-    params.push(limit + 1);
-    const rows = await runSql<AuditRow>(
-      this.em.fork(),
-      `select "id"::text as "id", "at", "kind", "key_id" as "keyId", "agent", "chat_id" as "chatId", "tool", "action",
-         "target", "arguments", "row_count" as "rowCount", "duration_ms" as "durationMs", "outcome"
-       from "audit_log" ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
-       order by "audit_log"."id" desc limit $${params.length}`,
-      params,
+    const rows = await this.repo.list(
+      {
+        kind: query.kind,
+        keyId: query.keyId,
+        agent: query.agent,
+        chatId: query.chatId,
+        from: query.from === undefined ? undefined : parseTime(query.from, 'from'),
+        to: query.to === undefined ? undefined : parseTime(query.to, 'to'),
+        before: query.cursor,
+      },
+      limit + 1,
     );
     const page = rows.slice(0, limit);
     const response: AuditListResponse = { entries: page.map(toEntry) };
@@ -141,15 +104,7 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
       duration_ms: Math.round(entry.durationMs),
       outcome: entry.outcome.slice(0, 100),
     }));
-    await runSql(
-      this.em.fork(),
-      `insert into "audit_log" ("at", "kind", "key_id", "agent", "chat_id", "tool", "arguments", "row_count", "duration_ms", "outcome")
-       select "at", 'tool', "key_id", "agent", "chat_id", "tool", "arguments", "row_count", "duration_ms", "outcome"
-       from jsonb_to_recordset($1::jsonb) as x("at" timestamptz, "key_id" uuid, "agent" text, "chat_id" uuid, "tool" text,
-         "arguments" jsonb, "row_count" integer, "duration_ms" integer, "outcome" text)`,
-      // NUL cannot be stored in jsonb: a model may well send one.
-      [JSON.stringify(records).replaceAll('\\u0000', '')],
-    );
+    await this.repo.insertToolCalls(records);
   }
 }
 

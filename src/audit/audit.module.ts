@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuditLog } from './audit-log.service';
+import { AuditRepository } from './audit.repository';
 
 /**
  * The audit trail (`audit_log`): admin changes, written by the service that makes them in its own
@@ -7,7 +8,7 @@ import { AuditLog } from './audit-log.service';
  * its read route (GET /audit) is governance's.
  */
 @Module({
-  providers: [AuditLog],
+  providers: [AuditLog, AuditRepository],
   exports: [AuditLog],
 })
 export class AuditModule {}

@@ -5,6 +5,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyController } from './api-key.controller';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyGuard } from './api-key.guard';
+import { ApiKeyRepository } from './api-key.repository';
 import { ApiKeyService } from './api-key.service';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { KeyStreams } from './key-streams.service';
@@ -18,6 +19,7 @@ import { StreamTokenService } from './stream-token.service';
   controllers: [ApiKeyController, StreamTokenController],
   providers: [
     ApiKeyService,
+    ApiKeyRepository,
     KeyStreams,
     StreamTokenRepository,
     StreamTokenService,

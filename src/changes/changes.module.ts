@@ -1,3 +1,4 @@
+import { GovernanceModule } from '../governance/governance.module';
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { ChangeRetention } from './change-retention.service';
@@ -10,7 +11,7 @@ import { ChangesService } from './changes.service';
  * them for CHANGE_RETENTION_DAYS.
  */
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, GovernanceModule],
   controllers: [ChangesController],
   providers: [ChangesService, ChangeRetention],
   exports: [ChangesService],

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { PgPubSub } from '../database/pg-pubsub.service';
-import { runSql } from '../database/sql';
+import { ApiKeyService } from '../auth/api-key.service';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import { AccessPolicyEntity } from './access-policy.entity';
@@ -40,7 +40,12 @@ export class AccessPolicyService {
     private readonly pubsub: PgPubSub,
     private readonly metadata: MetadataService,
     private readonly audit: AuditLog,
-  ) {}
+    private readonly apiKeys: ApiKeyService,
+  ) {
+    apiKeys.usePolicyNames(async (em, names) =>
+      (await em.find(AccessPolicyEntity, { name: { $in: names } }, { fields: ['name'] })).map((policy) => policy.name),
+    );
+  }
 
   private checks?: PolicyChecks;
 
@@ -107,11 +112,7 @@ export class AccessPolicyService {
   async delete(name: string, actor?: AuditActor): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       const row = await this.find(em, name);
-      const [{ count }] = await runSql<{ count: number }>(
-        em,
-        `select count(*)::int as count from "api_keys" where "revoked" = false and "policies" @> $1::jsonb`,
-        [JSON.stringify([row.name])],
-      );
+      const count = await this.apiKeys.countActiveWithPolicy(em, row.name);
       if (count > 0) {
         throw new DomainError('policy_in_use', `Policy "${row.name}" is given to ${count} API key(s); take it from them first`, {
           keys: count,

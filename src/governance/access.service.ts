@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { ApiKeyEntity } from '../auth/api-key.entity';
+import { ApiKeyService } from '../auth/api-key.service';
 import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
@@ -36,6 +36,7 @@ export class AccessService {
     private readonly em: EntityManager,
     pubsub: PgPubSub,
     private readonly metadata: MetadataService,
+    private readonly apiKeys: ApiKeyService,
   ) {
     this.cache = new ReplicatedCache(pubsub, ACCESS_CHANGED);
     this.keys = new ReplicatedCache(pubsub, ACCESS_CHANGED);
@@ -196,18 +197,16 @@ export class AccessService {
     return visible && new Set(visible.fields.map((f) => f.name));
   }
 
-  private async loadKey(keyId: string): Promise<Caller | null> {
-    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId, revoked: false }, { fields: ['role', 'subject'] });
-    return key ? { keyId, role: key.role, subject: key.subject } : null;
+  private loadKey(keyId: string): Promise<Caller | null> {
+    return this.apiKeys.activeCaller(keyId);
   }
 
   private async load(caller: Caller): Promise<CallerAccess> {
-    const em = this.em.fork();
-    const key = await em.findOne(ApiKeyEntity, { id: caller.keyId }, { fields: ['policies', 'attributes', 'subject'] });
+    const key = await this.apiKeys.accessInputs(caller.keyId);
     if (!key) return CallerAccess.fromPolicies([], caller.subject, {}); // gone since it authenticated: nothing
     const names = key.policies ?? [];
     if (!names.length) return CallerAccess.unrestricted();
-    const policies = await em.find(AccessPolicyEntity, { name: { $in: names } });
+    const policies = await this.em.fork().find(AccessPolicyEntity, { name: { $in: names } });
     // A name that no longer resolves grants nothing; the remaining policies still restrict the key.
     return CallerAccess.fromPolicies(
       policies.map((p) => ({ name: p.name, objects: p.objects })),

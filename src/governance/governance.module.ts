@@ -1,6 +1,6 @@
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { Module } from '@nestjs/common';
-import { ApiKeyEntity } from '../auth/api-key.entity';
+import { AuthModule } from '../auth/auth.module';
 import { AuditModule } from '../audit/audit.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { AccessPolicyController } from './access-policy.controller';
@@ -10,6 +10,7 @@ import { AccessService } from './access.service';
 import { AuditController } from './audit.controller';
 import { ObjectCatalogController } from './object-catalog.controller';
 import { UsageController } from './usage.controller';
+import { UsageRepository } from './usage.repository';
 import { UsageService } from './usage.service';
 
 /**
@@ -17,9 +18,9 @@ import { UsageService } from './usage.service';
  * as a caller sees them, token quotas and usage, and the audit trail's read route.
  */
 @Module({
-  imports: [MikroOrmModule.forFeature([AccessPolicyEntity, ApiKeyEntity]), AuditModule, MetadataModule],
+  imports: [MikroOrmModule.forFeature([AccessPolicyEntity]), AuditModule, AuthModule, MetadataModule],
   controllers: [ObjectCatalogController, AccessPolicyController, UsageController, AuditController],
-  providers: [AccessPolicyService, AccessService, UsageService],
+  providers: [AccessPolicyService, AccessService, UsageService, UsageRepository],
   exports: [AccessPolicyService, AccessService, UsageService],
 })
 export class GovernanceModule {}

@@ -1,3 +1,4 @@
+import { GovernanceModule } from '../governance/governance.module';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { Module } from '@nestjs/common';
 import { DataModule } from '../data/data.module';
@@ -8,7 +9,7 @@ import { MetricService } from './metric.service';
 
 /** The semantic layer: metric definitions in metadata, compiled into the data engine's aggregates. */
 @Module({
-  imports: [MikroOrmModule.forFeature([MetricDefinitionEntity]), MetadataModule, DataModule],
+  imports: [MikroOrmModule.forFeature([MetricDefinitionEntity]), MetadataModule, GovernanceModule, DataModule],
   controllers: [MetricController],
   providers: [MetricService],
   exports: [MetricService],
