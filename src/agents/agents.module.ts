@@ -4,13 +4,15 @@ import { Module } from '@nestjs/common';
 import { ToolsModule } from '../tools/tools.module';
 import { AgentController } from './agent.controller';
 import { AgentEntity } from './agent.entity';
+import { MetadataModule } from '../metadata/metadata.module';
+import { AgentRepository } from './agent.repository';
 import { AgentService } from './agent.service';
 
 /** Agent definitions: the entity, admin CRUD, loading for a run and the built-in agents. Running them is the runtime's. */
 @Module({
-  imports: [MikroOrmModule.forFeature([AgentEntity]), AuditModule, ToolsModule],
+  imports: [MikroOrmModule.forFeature([AgentEntity]), AuditModule, MetadataModule, ToolsModule],
   controllers: [AgentController],
-  providers: [AgentService],
+  providers: [AgentRepository, AgentService],
   exports: [AgentService],
 })
 export class AgentsModule {}

@@ -128,7 +128,8 @@ export class AuditRepository {
           ['id', '<', filter.before],
         ]),
       )
-      .orderBy('id', 'desc')
+      // The table's id, not the text one selected under the same name.
+      .orderBy('audit_log.id', 'desc')
       .limit(limit)
       .execute();
   }

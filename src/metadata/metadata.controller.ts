@@ -4,14 +4,7 @@ import { Roles } from '../auth/auth.decorators';
 import { Caller } from '../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
-import {
-  CreateFieldDto,
-  CreateObjectDto,
-  FieldResponse,
-  ObjectResponse,
-  UpdateFieldDto,
-  UpdateObjectDto,
-} from './metadata.dto';
+import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { MetadataService } from './metadata.service';
 
 /** What a field definition may be refused for (a new field, or a new object's fields). */
