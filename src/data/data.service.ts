@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CompiledQuery } from 'kysely';
+import type { CompiledQuery } from 'kysely';
 import type { Caller } from '../auth/caller';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
 import { DataCallOptions, DataCursorOptions, DataPool, DataSession } from '../database/data-pool';
+import { inSavepoint } from '../database/savepoint';
 import {
   FOREIGN_KEY_VIOLATION,
   PROGRAM_LIMIT_EXCEEDED,
@@ -398,7 +399,7 @@ export class DataService {
         return work(session);
       };
       return scope.session?.inTransaction
-        ? inSavepoint(scope.session, locked)
+        ? inSavepoint(scope.session, 'batch_attempt', locked)
         : this.pool.transaction(locked, poolOptions(caller, scope));
     };
     if (atomic && !errors.length) {
@@ -750,19 +751,6 @@ function planOperation(view: ObjectMeta | DomainError, operation: BatchOperation
   return { ...operation, object: view };
 }
 
-/** Runs `work` behind a savepoint of `session`'s transaction: undone alone when it throws. */
-async function inSavepoint<T>(session: DataSession, work: (session: DataSession) => Promise<T>): Promise<T> {
-  await session.query(CompiledQuery.raw('savepoint batch_attempt'));
-  try {
-    const result = await work(session);
-    await session.query(CompiledQuery.raw('release savepoint batch_attempt'));
-    return result;
-  } catch (error) {
-    await session.query(CompiledQuery.raw('rollback to savepoint batch_attempt'));
-    throw error;
-  }
-}
-
 /** Bound parameters one insert of a batch may use (PostgreSQL takes at most 65,535 in a statement). */
 const BATCH_INSERT_PARAMS = 30_000;
 
@@ -815,13 +803,11 @@ async function runEach(
 ): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   for (const operation of planned) {
-    await session.query(CompiledQuery.raw('savepoint batch_operation'));
     try {
-      results.push(await runOne(session, operation, keyId));
-      await session.query(CompiledQuery.raw('release savepoint batch_operation'));
+      const isDomainError = (error: unknown) => error instanceof DomainError;
+      results.push(await inSavepoint(session, 'batch_operation', (s) => runOne(s, operation, keyId), isDomainError));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
-      await session.query(CompiledQuery.raw('rollback to savepoint batch_operation'));
       results.push(failedResult(operationError(operation.index, error), operation.op === 'create' ? null : operation.id));
     }
   }
