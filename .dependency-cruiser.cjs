@@ -22,7 +22,7 @@ const LAYERS = [
   ['agents'],
   ['runtime'],
   ['chats', 'openai-compat', 'mcp', 'records', 'seed', 'playground'],
-  ['charts', 'health'],
+  ['charts', 'health', 'approvals'],
   ['app'],
 ];
 
