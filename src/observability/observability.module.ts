@@ -1,7 +1,7 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { PrometheusController } from './prometheus.controller';
 import { PrometheusService } from './prometheus.service';
-import { PoolMetricsCollector } from './pool-metrics.collector';
+import { PoolStatsCollector } from './pool-stats.collector';
 
 /**
  * Prometheus metrics at GET /metrics. The PrometheusService is made with the app (createApp), so that
@@ -14,7 +14,7 @@ export class ObservabilityModule {
     return {
       module: ObservabilityModule,
       controllers: [PrometheusController],
-      providers: [{ provide: PrometheusService, useValue: metrics }, PoolMetricsCollector],
+      providers: [{ provide: PrometheusService, useValue: metrics }, PoolStatsCollector],
       exports: [PrometheusService],
     };
   }

@@ -9,7 +9,7 @@ import { PrometheusService, PoolStats } from './prometheus.service';
  * (reader), on the read replica too), and the read replica's lag and fallbacks.
  */
 @Injectable()
-export class PoolMetricsCollector implements OnModuleInit {
+export class PoolStatsCollector implements OnModuleInit {
   constructor(
     private readonly metrics: PrometheusService,
     private readonly orm: MikroORM,

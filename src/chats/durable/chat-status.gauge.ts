@@ -8,7 +8,7 @@ const COUNT_TIMEOUT_MS = 1_000;
 
 /** Gives the metrics the number of durable chats in each status, read from the database on every scrape. */
 @Injectable()
-export class ChatMetrics implements OnModuleInit {
+export class ChatStatusGauge implements OnModuleInit {
   constructor(
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,

@@ -4,7 +4,7 @@ import { GovernanceModule } from '../../governance/governance.module';
 import { RuntimeModule } from '../../runtime/runtime.module';
 import { ChatController } from './chat.controller';
 import { ChatEvents } from './chat-events.service';
-import { ChatMetrics } from './chat.metrics';
+import { ChatStatusGauge } from './chat-status.gauge';
 import { ChatRunner } from './chat-runner.service';
 import { ChatStreamService } from './chat-stream.service';
 import { ChatRepository } from './chat.repository';
@@ -16,7 +16,7 @@ import { UiChatService } from './ui-chat.service';
 @Module({
   imports: [AuthModule, GovernanceModule, RuntimeModule],
   controllers: [ChatController, UiChatController],
-  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService, ChatMetrics],
+  providers: [ChatRepository, ChatEvents, ChatService, ChatRunner, ChatWorker, ChatStreamService, UiChatService, ChatStatusGauge],
   exports: [ChatWorker, ChatService],
 })
 /**
