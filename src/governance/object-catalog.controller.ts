@@ -18,7 +18,7 @@ export class ObjectCatalogController {
 
   @Get()
   @Roles('admin', 'member')
-  @ApiRoute({ summary: 'List the objects the caller may read', type: ObjectListResponse })
+  @ApiRoute({ summary: 'List the objects the caller may read', type: ObjectListResponse, operationId: 'MetadataController_list' })
   async list(@Caller() caller: Caller): Promise<ObjectListResponse> {
     return { objects: await this.access.visibleObjects(caller) };
   }
@@ -29,6 +29,7 @@ export class ObjectCatalogController {
     summary: 'Describe an object and the fields the caller may see',
     type: ObjectResponse,
     errors: ['object_not_found'],
+    operationId: 'MetadataController_get',
   })
   async get(@Caller() caller: Caller, @Param('name') name: string): Promise<ObjectResponse> {
     return toObjectResponse(await this.access.describe(caller, name));
