@@ -100,38 +100,40 @@ export class AuditRepository {
 
   /** Newest first, at most `limit` entries. */
   async list(filter: AuditFilter, limit: number): Promise<AuditRow[]> {
-    return db(this.em.fork())
-      .selectFrom('audit_log')
-      .select((eb) => [
-        eb.cast<string>('id', 'text').as('id'),
-        'at',
-        'kind',
-        'key_id as keyId',
-        'agent',
-        'chat_id as chatId',
-        'tool',
-        'action',
-        'target',
-        'arguments',
-        'row_count as rowCount',
-        'duration_ms as durationMs',
-        'outcome',
-      ])
-      .where((eb) =>
-        givenFilters(eb, [
-          ['kind', '=', filter.kind],
-          ['key_id', '=', filter.keyId],
-          ['agent', '=', filter.agent],
-          ['chat_id', '=', filter.chatId],
-          ['at', '>=', filter.from],
-          ['at', '<', filter.to],
-          ['id', '<', filter.before],
-        ]),
-      )
-      // The table's id, not the text one selected under the same name.
-      .orderBy('audit_log.id', 'desc')
-      .limit(limit)
-      .execute();
+    return (
+      db(this.em.fork())
+        .selectFrom('audit_log')
+        .select((eb) => [
+          eb.cast<string>('id', 'text').as('id'),
+          'at',
+          'kind',
+          'key_id as keyId',
+          'agent',
+          'chat_id as chatId',
+          'tool',
+          'action',
+          'target',
+          'arguments',
+          'row_count as rowCount',
+          'duration_ms as durationMs',
+          'outcome',
+        ])
+        .where((eb) =>
+          givenFilters(eb, [
+            ['kind', '=', filter.kind],
+            ['key_id', '=', filter.keyId],
+            ['agent', '=', filter.agent],
+            ['chat_id', '=', filter.chatId],
+            ['at', '>=', filter.from],
+            ['at', '<', filter.to],
+            ['id', '<', filter.before],
+          ]),
+        )
+        // The table's id, not the text one selected under the same name.
+        .orderBy('audit_log.id', 'desc')
+        .limit(limit)
+        .execute()
+    );
   }
 }
 
