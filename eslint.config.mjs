@@ -13,8 +13,12 @@ export default tseslint.config(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
   },
-  { files: ['**/*.mjs', '**/*.js'], ...tseslint.configs.disableTypeChecked },
-  // jest.config.js is CommonJS, loaded by Node: `module`, `require`, `exports` and `process` are its globals.
-  { files: ['jest.config.js'], languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly' } } },
+  { files: ['**/*.mjs', '**/*.js', '**/*.cjs'], ...tseslint.configs.disableTypeChecked },
+  // jest.config.js and .dependency-cruiser.cjs are CommonJS, loaded by Node: `module`, `require`, `exports` and
+  // `process` are their globals.
+  {
+    files: ['jest.config.js', '.dependency-cruiser.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { process: 'readonly' } },
+  },
   prettier,
 );

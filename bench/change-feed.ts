@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AppProcess, benchAppEnv, log } from './harness';
 import { percentile } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 import type { SectionContext } from './section';
 import { onSseFrames } from '../test/support/sse-frames';
 

@@ -14,7 +14,7 @@ import type { ObjectMeta } from '../src/metadata/object-metadata.types';
 import { DbStats, log, sql } from './harness';
 import { explain, objectMeta, type PlanSummary } from './plans';
 import { HttpClient, percentile, timeRuns } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 import { runSection } from './section';
 
 const GRID_START = '<!-- grid:start -->';

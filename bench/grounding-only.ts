@@ -9,7 +9,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { projectRoot } from '../src/common/project-root';
-import { scoreCorpus, type CorpusResult } from '../src/runtime/grounding.corpus';
+import { scoreCorpus, type CorpusResult } from '../src/seed/grounding.corpus';
 import { log, spliceSection } from './harness';
 
 const START = '<!-- grounding:start -->';
@@ -43,7 +43,7 @@ async function main(): Promise<void> {
     '## Grounding on its adversarial corpus',
     '',
     `- Run: \`npm run bench:grounding\`, ${date}; ${cpus().length} cores; ${score.results.length} answers grounded in ${ms.toFixed(0)} ms`,
-    '- The corpus (`src/runtime/grounding.corpus.ts`, also asserted by `grounding-corpus.spec.ts` in `npm test`): answers as ' +
+    '- The corpus (`src/seed/grounding.corpus.ts`, also asserted by `grounding-corpus.spec.ts` in `npm test`): answers as ' +
       'a model writes them over tool results computed from the sample data, half with exactly one planted error, half ' +
       'correct in every format the check reads (signs, units, currencies, scales, words, locales, hedges, ranges, tables).',
     '',

@@ -7,7 +7,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
-import type { MemoryReading } from './report';
+import type { MemoryReading } from './results';
 import type { ChildMessage, ParentMessage } from './server';
 
 export function log(message: string): void {

@@ -11,7 +11,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { isDeepStrictEqual } from 'node:util';
 import { log } from './harness';
 import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runInterleaved } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 
 /** Both routes together, half each. */
 const REQUESTS = 6000;

@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { DynamicStep, MockLlmServer, MockReply } from '../test/support/mock-llm.server';
 import { log } from './harness';
 import { HttpClient, HttpRequest, HttpResponse, LoadResult, percentile, runInterleaved } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 
 const CONCURRENCY = 8;
 /** Most the two p50s may differ by, as a share of the REST route's. */

@@ -22,7 +22,7 @@ import type { ObjectMeta } from '../src/metadata/object-metadata.types';
 import { log, sql } from './harness';
 import { HttpClient, HttpRequest, HttpResponse, percentile, runLoad } from './load';
 import { explain, objectMeta, type PlanSummary } from './plans';
-import type { Goal } from './report';
+import type { Goal } from './results';
 import { runSection } from './section';
 
 const PAGES_START = '<!-- pages:start -->';

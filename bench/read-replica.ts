@@ -13,7 +13,7 @@ import { projectRoot } from '../src/common/project-root';
 import { startStreamingReplica, StreamingReplica } from '../test/support/streaming-replica';
 import { AppProcess, benchAppEnv, log, spliceSection } from './harness';
 import { HttpClient, percentile, runInterleaved, type InterleavedRoute, type LoadResult } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 import { dealPage, dealsByStage, fullDealPage } from './sample-requests';
 
 export const REPLICA_START = '<!-- read-replica:start -->';

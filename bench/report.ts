@@ -5,6 +5,7 @@ import { renderRowFilter, type RowFilterResult } from './row-filter';
 import { renderChangeFeed, type ChangeFeedResult } from './change-feed';
 import { OpenAiCompatResult, renderOpenAiCompat } from './openai-compat';
 import type { StartupTimings } from './server';
+import type { Goal, MemoryReading } from './results';
 
 export interface ScenarioResult {
   name: string;
@@ -24,26 +25,6 @@ export interface TimedStep {
   description: string;
   /** Sorted durations, ms. */
   durations: number[];
-}
-
-export interface MemoryReading {
-  label: string;
-  rss: number;
-  heapUsed: number;
-  heapTotal: number;
-  /** Memory of C++ objects bound to JS objects (Buffers included). */
-  external: number;
-  /** Heap still used after a forced full garbage collection. */
-  liveHeap: number;
-  /** RSS right after that collection (V8 may have given some pages back by then). */
-  rssAfterGc: number;
-}
-
-export interface Goal {
-  name: string;
-  target: string;
-  measured: string;
-  met: boolean;
 }
 
 /** Durable chats with 64 client tools each, created and deleted in a loop (bench/client-schemas.ts). */

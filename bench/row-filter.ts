@@ -7,7 +7,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { log, sql } from './harness';
 import { HttpClient, HttpRequest, percentile } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 
 export const ROW_FILTER_START = '<!-- row-filter:start -->';
 export const ROW_FILTER_END = '<!-- row-filter:end -->';

@@ -19,16 +19,8 @@ import { mcpGoals, mcpRun } from './mcp';
 import { rowFilterGoals, rowFilterRun } from './row-filter';
 import { changeFeedGoals, changeFeedRun } from './change-feed';
 import { openAiCompatGoals, openAiCompatRun } from './openai-compat';
-import {
-  BenchReport,
-  clientSchemaGoals,
-  Goal,
-  MemoryReading,
-  renderReport,
-  ScenarioResult,
-  throughput,
-  TimedStep,
-} from './report';
+import { BenchReport, clientSchemaGoals, renderReport, ScenarioResult, throughput, TimedStep } from './report';
+import type { Goal, MemoryReading } from './results';
 import { AppProcess, benchAppEnv, DbStats, log, sql } from './harness';
 import type { StartupTimings } from './server';
 

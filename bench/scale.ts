@@ -17,7 +17,7 @@ import { Pool } from 'pg';
 import { MockReply, type DynamicStep } from '../test/support/mock-llm.server';
 import { DbStats, log, SCALE_END, SCALE_START } from './harness';
 import { HttpClient, percentile } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 import { runSection, type SectionContext } from './section';
 
 const CHATS_PER_KEY = 20;

@@ -13,7 +13,7 @@ import { freePort } from '../test/support/free-port';
 import { MockLlmServer } from '../test/support/mock-llm.server';
 import { AppProcess, benchAppEnv, DbStats, log, spliceSection, sql } from './harness';
 import { HttpClient } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 
 /** What a scenario gets to run against: the app, a member key with its client, the model server. */
 export interface SectionContext {

@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { AppProcess, log, sql } from './harness';
 import { HttpClient } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 import { runSection } from './section';
 
 const TRANSFER_START = '<!-- transfer:start -->';

@@ -14,7 +14,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { log, sql } from './harness';
 import { HttpClient, percentile } from './load';
-import type { Goal } from './report';
+import type { Goal } from './results';
 import type { SectionContext } from './section';
 import { onSseFrames } from '../test/support/sse-frames';
 

@@ -18,7 +18,7 @@ import { createValidationPipe } from './common/validation.pipe';
 import { MCP_ERROR_SHAPE } from './mcp/mcp-errors';
 import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
-import { MetricsService } from './observability/metrics.service';
+import { PrometheusService } from './observability/prometheus.service';
 import { RequestLogController } from './observability/request-log.controller';
 
 /**
@@ -55,7 +55,7 @@ export async function createApp(
   const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE, MCP_ERROR_SHAPE], config.ormAcquireTimeoutMs);
   const framework = frameworkErrorOptions(filter);
   // One registry per app: the request log hook records into it before Nest exists.
-  const metrics = new MetricsService(config.metricsToken);
+  const metrics = new PrometheusService(config.metricsToken);
   const adapter = new FastifyAdapter({
     loggerInstance: httpLogger(),
     logController: new RequestLogController({ requestIdLogLabel: 'requestId' }, metrics),

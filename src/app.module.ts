@@ -15,10 +15,11 @@ import { HealthModule } from './health/health.module';
 import { McpModule } from './mcp/mcp.module';
 import { MetadataModule } from './metadata/metadata.module';
 import { SemanticMetricsModule } from './metrics/metrics.module';
-import type { MetricsService } from './observability/metrics.service';
+import type { PrometheusService } from './observability/prometheus.service';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiCompatModule } from './openai-compat/openai-compat.module';
 import { PlaygroundModule } from './playground/playground.module';
+import { RecordsModule } from './records/records.module';
 import { RuntimeModule } from './runtime/runtime.module';
 import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
@@ -27,7 +28,7 @@ import { ViewsModule } from './views/views.module';
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig, databaseUrl: string, metrics: MetricsService): DynamicModule {
+  static forRoot(config: AppConfig, databaseUrl: string, metrics: PrometheusService): DynamicModule {
     return {
       module: AppModule,
       imports: [
@@ -38,6 +39,7 @@ export class AppModule {
         MetadataModule,
         GovernanceModule,
         DataModule,
+        RecordsModule,
         TransferModule,
         ChangesModule,
         ViewsModule,

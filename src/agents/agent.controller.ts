@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
 import { AgentService } from './agent.service';

@@ -18,7 +18,6 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { API_KEY_ROLES, type ApiKeyRole } from '../auth/api-key.entity';
-import { GROUNDING_MODES, type GroundingMode } from '../runtime/grounding';
 import { CONTEXT_TOKENS_MAX, CONTEXT_TOKENS_MIN } from '../config/app-config';
 import {
   AGENT_DEFAULTS,
@@ -26,12 +25,14 @@ import {
   AGENT_MAX_TOOL_CALLS_PER_STEP,
   AGENT_NAME_PATTERN,
   DEFAULT_AGENT_LOCALE,
+  GROUNDING_MODES,
   WRITE_OPERATIONS,
   type AgentWrites,
   type AgentAccess,
   type AgentGuardrails,
   type AgentModelSettings,
   type AgentPlanning,
+  type GroundingMode,
 } from './agent.types';
 
 export class AgentModelDto implements AgentModelSettings {

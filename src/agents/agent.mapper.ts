@@ -1,7 +1,6 @@
 import type { AgentResponse, AgentSummaryResponse } from './agent.dto';
 import type { Agent } from './agent.entity';
-import { isGroundingMode } from '../runtime/grounding';
-import { AGENT_DEFAULTS, DEFAULT_AGENT_LOCALE, type AgentPlanning, type AgentSpec } from './agent.types';
+import { AGENT_DEFAULTS, DEFAULT_AGENT_LOCALE, isGroundingMode, type AgentPlanning, type AgentSpec } from './agent.types';
 
 const AGENT_PLANNING_DEFAULTS: AgentPlanning = {
   maxIterations: AGENT_DEFAULTS.maxIterations,

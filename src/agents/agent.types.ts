@@ -1,5 +1,12 @@
 import type { ApiKeyRole } from '../auth/api-key.entity';
-import type { GroundingMode } from '../runtime/grounding';
+
+/** What an agent does with the check: report it (default), ask the model once to fix unsupported figures, or skip it. */
+export const GROUNDING_MODES = ['annotate', 'retry', 'off'] as const;
+export type GroundingMode = (typeof GROUNDING_MODES)[number];
+
+export function isGroundingMode(value: unknown): value is GroundingMode {
+  return GROUNDING_MODES.includes(value as GroundingMode);
+}
 
 export interface AgentModelSettings {
   /** Model name; absent = LLM_MODEL. */

@@ -2,7 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { CompiledQuery } from 'kysely';
 import { runQuery } from '../database/sql';
 import type { DataSession } from '../database/data-pool';
-import { toolCallInsert, type ToolAuditEntry } from '../governance/audit-log.service';
+import { toolCallInsert, type ToolAuditEntry } from '../audit/audit-log.service';
 import { ApprovalTokens } from './approval-tokens';
 
 /** Where a statement runs: the ORM's transaction (chats), or a data transaction (the write and what commits with it). */
@@ -62,8 +62,7 @@ export const ApprovalStatements = {
   /** Audit rows, in the runner's transaction. */
   async audit(runner: Runner, entries: readonly ToolAuditEntry[]): Promise<void> {
     if (!entries.length) return;
-    const { text, params } = toolCallInsert(entries);
-    await run(runner, CompiledQuery.raw(text, params));
+    await run(runner, toolCallInsert(entries));
   },
 };
 

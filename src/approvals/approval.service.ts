@@ -1,13 +1,13 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { ChatService, type SettledProposal } from '../chats/durable/chat.service';
 import type { ChatRow, PendingToolCall } from '../chats/durable/chat.types';
 import { DomainError } from '../common/domain-error';
 import { DataService } from '../data/data.service';
 import { DataPool, type DataSession } from '../database/data-pool';
 import { AccessService } from '../governance/access.service';
-import type { ToolAuditEntry } from '../governance/audit-log.service';
+import type { ToolAuditEntry } from '../audit/audit-log.service';
 import { errorContent } from '../tools/tool.define';
 import type { WriteProposal } from '../tools/tool.types';
 import { ApprovalTokens } from './approval-tokens';

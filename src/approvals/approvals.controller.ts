@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { ApprovalDecisionDto } from './approval.dto';
 import { ApprovalService } from './approval.service';

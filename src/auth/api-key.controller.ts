@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
-import { Caller, Roles } from './auth.decorators';
+import { Roles } from './auth.decorators';
+import { Caller } from './caller';
 import { ApiKeyListResponse, ApiKeyResponse, CreateApiKeyDto, CreatedApiKeyResponse, UpdateApiKeyDto } from './api-key.dto';
 import { ApiKeyService } from './api-key.service';
 

@@ -4,7 +4,8 @@ import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../common/domain-error';
 import type { ApiKeyRole } from './api-key.entity';
 import { ApiKeyService } from './api-key.service';
-import { Caller, PUBLIC_KEY, ROLES_KEY, STREAM_TOKEN_KEY, type StreamTokenRoute } from './auth.decorators';
+import { PUBLIC_KEY, ROLES_KEY, STREAM_TOKEN_KEY, type StreamTokenRoute } from './auth.decorators';
+import { Caller } from './caller';
 import { AuthFailureThrottle } from './rate-limits';
 import { StreamTokenService } from './stream-token.service';
 

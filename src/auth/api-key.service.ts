@@ -9,9 +9,9 @@ import { isUuid } from '../common/uuid';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { ApiKey, ApiKeyEntity, ApiKeyRole, type KeyAttributes } from './api-key.entity';
-import { runSql } from '../database/sql';
-import { AuditLog, type AuditActor } from '../governance/audit-log.service';
-import { Caller } from './auth.decorators';
+import { ApiKeyRepository } from './api-key.repository';
+import { AuditLog, type AuditActor } from '../audit/audit-log.service';
+import { Caller } from './caller';
 import { generateSecret, hashSecret, secretPrefix } from './api-key.secret';
 import { KeyStreams } from './key-streams.service';
 import {
@@ -33,6 +33,7 @@ const API_KEY_REVOKED = 'api_key_revoked';
 const ATTRIBUTE_NAME = /^[a-zA-Z][a-zA-Z0-9_]{0,62}$/;
 const MAX_ATTRIBUTE_LENGTH = 255;
 
+/** Keys are auth's: other modules read them through this service, never through the table. */
 @Injectable()
 export class ApiKeyService implements OnModuleInit {
   private readonly logger = new Logger(ApiKeyService.name);
@@ -45,7 +46,15 @@ export class ApiKeyService implements OnModuleInit {
     private readonly streams: KeyStreams,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly audit: AuditLog,
+    private readonly repo: ApiKeyRepository,
   ) {}
+
+  /** Which of the names are existing access policies; governance, which owns them (above auth), registers it. */
+  private policyNames?: (em: EntityManager, names: string[]) => Promise<string[]>;
+
+  usePolicyNames(lookup: (em: EntityManager, names: string[]) => Promise<string[]>): void {
+    this.policyNames = lookup;
+  }
 
   onModuleInit(): void {
     // A key revoked on any replica stops working on every replica, and its open event streams end.
@@ -106,6 +115,31 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /** Changes what the key runs as; every replica drops the access and the caller it cached for it. */
+  /** The key's own daily token quota; null: the default applies (or the key is unknown). */
+  /** Active keys that run under the policy, counted in the transaction `em` (a policy in use cannot be deleted). */
+  countActiveWithPolicy(em: EntityManager, policy: string): Promise<number> {
+    return this.repo.countActiveWithPolicy(em, policy);
+  }
+
+  /**
+   * The caller an active key runs as (its role and subject); null when the key is revoked or unknown.
+   */
+  async activeCaller(keyId: string): Promise<Caller | null> {
+    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId, revoked: false }, { fields: ['role', 'subject'] });
+    return key ? { keyId, role: key.role, subject: key.subject } : null;
+  }
+
+  /** What a key's access is compiled from: its policies' names, its attributes and subject; null when unknown. */
+  async accessInputs(keyId: string): Promise<Pick<ApiKey, 'policies' | 'attributes' | 'subject'> | null> {
+    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId }, { fields: ['policies', 'attributes', 'subject'] });
+    return key ? { policies: key.policies, attributes: key.attributes, subject: key.subject } : null;
+  }
+
+  async tokensPerDay(keyId: string): Promise<number | null> {
+    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId }, { fields: ['tokensPerDay'] });
+    return key?.tokensPerDay ?? null;
+  }
+
   async update(id: string, dto: UpdateApiKeyDto, actor?: AuditActor): Promise<ApiKeyResponse> {
     const response = await this.em.fork().transactional(async (em) => {
       const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
@@ -127,10 +161,8 @@ export class ApiKeyService implements OnModuleInit {
   private async checkPolicies(em: EntityManager, names: string[]): Promise<string[]> {
     const unique = [...new Set(names)];
     if (!unique.length) return [];
-    const found = await runSql<{ name: string }>(em, `select "name" from "access_policies" where "name" = any($1::text[])`, [
-      unique,
-    ]);
-    const known = new Set(found.map((row) => row.name));
+    if (!this.policyNames) throw new Error('No policy names registered: the governance module is not loaded');
+    const known = new Set(await this.policyNames(em, unique));
     const missing = unique.filter((name) => !known.has(name));
     if (missing.length) {
       throw new DomainError('invalid_policy', `Unknown polic${missing.length > 1 ? 'ies' : 'y'}: ${missing.join(', ')}`, {

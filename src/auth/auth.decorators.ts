@@ -1,13 +1,6 @@
-import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiQuery } from '@nestjs/swagger';
 import type { ApiKeyRole } from './api-key.entity';
-
-/** The authenticated caller of a request: the API key's id, role and subject. */
-export interface Caller {
-  keyId: string;
-  role: ApiKeyRole;
-  subject: string;
-}
 
 export const ROLES_KEY = 'roles';
 export const PUBLIC_KEY = 'public';
@@ -29,11 +22,6 @@ export const Roles = (...roles: ApiKeyRole[]) => SetMetadata(ROLES_KEY, roles);
 
 /** The route needs no API key (health only). */
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
-
-/** Injects the authenticated Caller. */
-export const Caller = createParamDecorator((_data: unknown, ctx: ExecutionContext): Caller => {
-  return ctx.switchToHttp().getRequest<{ caller: Caller }>().caller;
-});
 
 /**
  * An event-stream route that also takes `?token=<stream token>` instead of the Authorization header,

@@ -1,9 +1,11 @@
+import { AuditModule } from '../audit/audit.module';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyController } from './api-key.controller';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyGuard } from './api-key.guard';
+import { ApiKeyRepository } from './api-key.repository';
 import { ApiKeyService } from './api-key.service';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { KeyStreams } from './key-streams.service';
@@ -13,10 +15,11 @@ import { StreamTokenRepository } from './stream-token.repository';
 import { StreamTokenService } from './stream-token.service';
 
 @Module({
-  imports: [MikroOrmModule.forFeature([ApiKeyEntity])],
+  imports: [MikroOrmModule.forFeature([ApiKeyEntity]), AuditModule],
   controllers: [ApiKeyController, StreamTokenController],
   providers: [
     ApiKeyService,
+    ApiKeyRepository,
     KeyStreams,
     StreamTokenRepository,
     StreamTokenService,

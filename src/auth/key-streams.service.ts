@@ -4,7 +4,7 @@ import { DomainError } from '../common/domain-error';
 import { CAP_RETRY_AFTER_SECONDS } from '../common/limits';
 import { SseWriter } from '../common/sse.writer';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import type { Caller } from './auth.decorators';
+import type { Caller } from './caller';
 
 /** Revoked key ids remembered per replica; ids are never reused, and revocations are rare. */
 const REVOKED_MAX = 10_000;

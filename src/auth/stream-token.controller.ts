@@ -1,7 +1,8 @@
 import { Body, Controller, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
-import { Caller, Roles } from './auth.decorators';
+import { Roles } from './auth.decorators';
+import { Caller } from './caller';
 import { CreateStreamTokenDto, StreamTokenResponse } from './stream-token.dto';
 import { StreamTokenService } from './stream-token.service';
 

@@ -2,7 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { ColumnType, Kysely, sql } from 'kysely';
 import type { ApiKeyRole } from './api-key.entity';
-import type { Caller } from './auth.decorators';
+import type { Caller } from './caller';
 
 /** The tables these statements touch, as Kysely sees them (timestamps read as the driver returns them). */
 interface StreamTokenDatabase {

@@ -4,7 +4,7 @@ import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { generateStreamToken, hashSecret, STREAM_TOKEN_PATTERN } from './api-key.secret';
-import type { Caller } from './auth.decorators';
+import type { Caller } from './caller';
 import { StreamTokenResponse } from './stream-token.dto';
 import { StreamTokenGrant, StreamTokenRepository } from './stream-token.repository';
 

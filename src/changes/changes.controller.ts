@@ -1,7 +1,8 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { AcceptsStreamToken, Caller, Roles } from '../auth/auth.decorators';
+import { AcceptsStreamToken, Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute, DATA_ERRORS } from '../common/api-route.decorator';
 import { ClientSignal, hijack } from '../common/fastify-reply';
 import { ChangesQueryDto, ChangesResponse, ChangesStreamQueryDto, CURSOR_PATTERN } from './changes.dto';

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
 import { QueryInt } from '../common/pagination.dto';
-import type { ChangeOp } from './change-outbox';
+import type { ChangeOp } from '../data/change-outbox';
 
 /** Largest page of GET /changes. */
 export const MAX_CHANGES_LIMIT = 1000;

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { ChatService } from '../chats/durable/chat.service';
-import { renderChartSvg } from './chart-svg';
-import { chartSpecOf, type VisualizeResult } from './visualize.tool';
+import { renderChartSvg } from '../tools/chart-tools/chart-svg';
+import { chartSpecOf, type VisualizeResult } from '../tools/chart-tools/visualize.tool';
 
 /** What a model's tool call id can be: printable, at most 200 characters. Anything else is not looked up. */
 const CALL_ID = /^[\p{L}\p{N}\p{P}\p{S} ]{1,200}$/u;

@@ -1,7 +1,8 @@
 import { Controller, Get, Param, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute } from '../common/api-route.decorator';
 import { ChartService } from './chart.service';
 

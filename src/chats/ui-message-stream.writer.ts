@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { SseWriter } from '../common/sse.writer';
 import type { ToolResult } from '../tools/tool.types';
-import { chartSpecOf } from '../charts/visualize.tool';
+import { chartSpecOf } from '../tools/chart-tools/visualize.tool';
 import type { TurnHooks, TurnResult } from '../runtime/agent-loop.service';
 import type { Grounding } from '../runtime/grounding';
 import { chartPart, uiFinishReason } from './ui-messages';

@@ -13,7 +13,7 @@ import {
 import type { Grounding } from '../runtime/grounding';
 import { TOOL_NAME_PATTERN } from '../tools/tool.define';
 import type { WriteProposal } from '../tools/tool.types';
-import { chartSpecOf } from '../charts/visualize.tool';
+import { chartSpecOf } from '../tools/chart-tools/visualize.tool';
 
 /**
  * A conversation sent by a client: `{ role, content }` messages, or AI SDK UI messages (`parts`).

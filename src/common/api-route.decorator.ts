@@ -58,6 +58,11 @@ export interface ApiRouteOptions {
   errors?: ErrorCode[];
   /** No API key needed (health). Every other route is documented with the API key scheme. */
   public?: boolean;
+  /**
+   * The operation's id, when it must not follow the controller's class and method names (the default): a
+   * route that moved to another controller keeps the id that clients were generated with.
+   */
+  operationId?: string;
 }
 
 /**
@@ -79,12 +84,13 @@ export function ApiRoute(options: ApiRouteOptions): MethodDecorator {
   const models = [ErrorResponse, ...[options.type ?? []].flat()];
   const decorators: Array<MethodDecorator | ClassDecorator> = [
     ApiExtraModels(...models),
-    ApiOperation(
+    ApiOperation({
+      summary: options.summary,
+      description: options.description,
       // An empty requirement list: this operation needs no key.
-      options.public
-        ? { summary: options.summary, description: options.description, security: [] }
-        : { summary: options.summary, description: options.description },
-    ),
+      ...(options.public && { security: [] }),
+      ...(options.operationId && { operationId: options.operationId }),
+    }),
     ApiResponse({
       status,
       description: options.responseDescription ?? defaultDescription(status, options.events),

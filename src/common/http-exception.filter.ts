@@ -13,7 +13,7 @@ import {
   UNIQUE_VIOLATION,
   isPoolTimeout,
   sqlState,
-} from '../database/pg-errors';
+} from './pg-errors';
 import { DomainError } from './domain-error';
 import { ErrorCode, statusForCode } from './error-codes';
 

@@ -18,3 +18,10 @@ export function parseFlagParam(name: string, raw: string | undefined, fallback: 
   if (raw === 'false') return false;
   throw new DomainError('validation_failed', `${name} must be true or false`, { errors: [`${name} must be true or false`] });
 }
+
+/** An ISO 8601 time the validation let through, as a Date; 400 for one that names no real instant (2026-02-30). */
+export function parseTime(value: string, name: string): Date {
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime())) throw new DomainError('validation_failed', `${name} must be an ISO 8601 date or time`);
+  return at;
+}

@@ -1,15 +1,12 @@
 import { Module } from '@nestjs/common';
 import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
-import { ViewsModule } from '../views/views.module';
 import { DataService } from './data.service';
-import { RecordsController } from './records.controller';
-import { RecordsService } from './records.service';
+import { PolicyChecksRegistration } from './policy-checks';
 
 @Module({
-  imports: [MetadataModule, GovernanceModule, ViewsModule],
-  controllers: [RecordsController],
-  providers: [DataService, RecordsService],
+  imports: [MetadataModule, GovernanceModule],
+  providers: [DataService, PolicyChecksRegistration],
   exports: [DataService],
 })
 export class DataModule {}

@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { CompiledQuery } from 'kysely';
-import type { Caller } from '../auth/auth.decorators';
+import type { CompiledQuery } from 'kysely';
+import type { Caller } from '../auth/caller';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
 import { DataCallOptions, DataCursorOptions, DataPool, DataSession } from '../database/data-pool';
+import { inSavepoint } from '../database/savepoint';
 import {
   FOREIGN_KEY_VIOLATION,
   PROGRAM_LIMIT_EXCEEDED,
@@ -14,7 +15,7 @@ import {
   UNDEFINED_TABLE,
   UNIQUE_VIOLATION,
   sqlState,
-} from '../database/pg-errors';
+} from '../common/pg-errors';
 import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
@@ -55,7 +56,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import { type ChangeCapture } from '../changes/change-outbox';
+import { type ChangeCapture } from './change-outbox';
 
 /** Where a data engine call runs. */
 export interface DataScope {
@@ -392,7 +393,9 @@ export class DataService {
     const results = new Map<number, BatchOperationResult>();
     // Inside the caller's transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
     const transaction = <T>(work: (session: DataSession) => Promise<T>) =>
-      scope.session?.inTransaction ? inSavepoint(scope.session, work) : this.pool.transaction(work, poolOptions(caller, scope));
+      scope.session?.inTransaction
+        ? inSavepoint(scope.session, 'batch_attempt', work)
+        : this.pool.transaction(work, poolOptions(caller, scope));
     if (atomic && !errors.length) {
       try {
         for (const result of await transaction((session) => runAll(session, planned, caller.keyId)))
@@ -407,7 +410,7 @@ export class DataService {
       // made before the database failed, the rest is first written at once: when that goes through, none
       // of it fails, and the replay one by one (a statement and a savepoint per operation) is not needed.
       const replayed = await transaction(async (session) => {
-        const rest = () => inSavepoint(session, (attempt) => runAll(attempt, planned, caller.keyId));
+        const rest = () => inSavepoint(session, 'batch_attempt', (attempt) => runAll(attempt, planned, caller.keyId));
         if (errors.length && (await rest().then(() => true, writeFailed))) throw new RolledBack([]);
         throw new RolledBack(await runEach(session, planned, caller.keyId));
       }).catch((error: unknown) => {
@@ -746,19 +749,6 @@ function planOperation(view: ObjectMeta | DomainError, operation: BatchOperation
   return { ...operation, object: view };
 }
 
-/** Runs `work` behind a savepoint of `session`'s transaction: undone alone when it throws. */
-async function inSavepoint<T>(session: DataSession, work: (session: DataSession) => Promise<T>): Promise<T> {
-  await session.query(CompiledQuery.raw('savepoint batch_attempt'));
-  try {
-    const result = await work(session);
-    await session.query(CompiledQuery.raw('release savepoint batch_attempt'));
-    return result;
-  } catch (error) {
-    await session.query(CompiledQuery.raw('rollback to savepoint batch_attempt'));
-    throw error;
-  }
-}
-
 /** False for runAll's OperationFailed (an operation failed); any other error is rethrown. */
 function writeFailed(error: unknown): false {
   if (error instanceof OperationFailed) return false;
@@ -817,13 +807,11 @@ async function runEach(
 ): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   for (const operation of planned) {
-    await session.query(CompiledQuery.raw('savepoint batch_operation'));
     try {
-      results.push(await runOne(session, operation, keyId));
-      await session.query(CompiledQuery.raw('release savepoint batch_operation'));
+      const isDomainError = (error: unknown) => error instanceof DomainError;
+      results.push(await inSavepoint(session, 'batch_operation', (s) => runOne(s, operation, keyId), isDomainError));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
-      await session.query(CompiledQuery.raw('rollback to savepoint batch_operation'));
       results.push(failedResult(operationError(operation.index, error), operation.op === 'create' ? null : operation.id));
     }
   }

@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import { type ChangeCapture, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from '../changes/change-outbox';
+import { type ChangeCapture, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from './change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';

@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { CommitAnnouncer } from './commit-announcer.service';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
-import { DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from './pg-errors';
+import { DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from '../common/pg-errors';
 import { PgPubSub } from './pg-pubsub.service';
 import { ReadReplica, ReadReplicaStatus, ReplicaUnavailable, type ReadFallbackReason } from './read-replica';
 

@@ -1,6 +1,6 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, PostgreSqlDriver } from '@mikro-orm/postgresql';
-import { OrmLogger } from '../observability/orm.logger';
+import { OrmLogger } from './orm.logger';
 import { MIGRATIONS } from './migrations';
 
 /** Connections of the ORM's pool (API keys, metadata, chats, jobs). */

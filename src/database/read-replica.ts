@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
 import { PgPubSub } from './pg-pubsub.service';
-import { sqlState, UNDEFINED_COLUMN, UNDEFINED_TABLE } from './pg-errors';
+import { sqlState, UNDEFINED_COLUMN, UNDEFINED_TABLE } from '../common/pg-errors';
 import { StandaloneConnection } from './standalone-connection';
 
 /** How the read replica answered its last lag check: `lagging` above READ_MAX_LAG_MS, `down` when unreachable or no standby. */

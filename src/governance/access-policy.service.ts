@@ -4,12 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { PgPubSub } from '../database/pg-pubsub.service';
-import { runSql } from '../database/sql';
-import { SqlParams } from '../database/sql-params';
-import { compileWhere, requireField } from '../data/where.compiler';
+import { ApiKeyService } from '../auth/api-key.service';
 import { MetadataService } from '../metadata/metadata.service';
+import type { ObjectMeta } from '../metadata/object-metadata.types';
 import { AccessPolicyEntity } from './access-policy.entity';
-import { AuditLog, type AuditActor } from './audit-log.service';
+import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { CreatePolicyDto, PolicyListResponse, PolicyResponse, ReplacePolicyDto, toPolicyResponse } from './access-policy.dto';
 import {
   ACCESS_ACTIONS,
@@ -23,6 +22,16 @@ import {
 
 const GRANT_KEYS = new Set<string>([...ACCESS_ACTIONS, 'rowFilter', 'hiddenFields']);
 
+/**
+ * The data engine's checks of a grant against its object: a row filter must compile (its placeholders
+ * are resolved per key later) and a hidden field must exist; each throws the engine's error. The data
+ * module, which applies policies and so sits above governance, registers them (useChecks).
+ */
+export interface PolicyChecks {
+  rowFilter(object: ObjectMeta, where: unknown): void;
+  field(object: ObjectMeta, name: string): void;
+}
+
 /** Admin CRUD of access policies. Every write tells every replica to recompile the keys' access. */
 @Injectable()
 export class AccessPolicyService {
@@ -31,7 +40,23 @@ export class AccessPolicyService {
     private readonly pubsub: PgPubSub,
     private readonly metadata: MetadataService,
     private readonly audit: AuditLog,
-  ) {}
+    private readonly apiKeys: ApiKeyService,
+  ) {
+    apiKeys.usePolicyNames(async (em, names) =>
+      (await em.find(AccessPolicyEntity, { name: { $in: names } }, { fields: ['name'] })).map((policy) => policy.name),
+    );
+  }
+
+  private checks?: PolicyChecks;
+
+  useChecks(checks: PolicyChecks): void {
+    this.checks = checks;
+  }
+
+  private get check(): PolicyChecks {
+    if (!this.checks) throw new Error('No policy checks registered: the data module is not loaded');
+    return this.checks;
+  }
 
   async create(dto: CreatePolicyDto, actor?: AuditActor): Promise<PolicyResponse> {
     const objects = await this.validateObjects(dto.objects);
@@ -87,11 +112,7 @@ export class AccessPolicyService {
   async delete(name: string, actor?: AuditActor): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       const row = await this.find(em, name);
-      const [{ count }] = await runSql<{ count: number }>(
-        em,
-        `select count(*)::int as count from "api_keys" where "revoked" = false and "policies" @> $1::jsonb`,
-        [JSON.stringify([row.name])],
-      );
+      const count = await this.apiKeys.countActiveWithPolicy(em, row.name);
       if (count > 0) {
         throw new DomainError('policy_in_use', `Policy "${row.name}" is given to ${count} API key(s); take it from them first`, {
           keys: count,
@@ -147,7 +168,7 @@ export class AccessPolicyService {
     if (input.rowFilter !== undefined) {
       if (!isPlainObject(input.rowFilter)) throw invalid(`${path}.rowFilter must be a where object`);
       // Under "*", fields differ per object: a filter that does not fit an object matches none of its rows.
-      if (object) compileWhere(object, input.rowFilter, new SqlParams(), { placeholders: 'validate' });
+      if (object) this.check.rowFilter(object, input.rowFilter);
       grant.rowFilter = input.rowFilter;
     }
     if (input.hiddenFields !== undefined) {
@@ -157,7 +178,7 @@ export class AccessPolicyService {
       }
       for (const field of hidden as string[]) {
         if (field === 'id') throw invalid(`${path}.hiddenFields cannot hide "id"`);
-        if (object) requireField(object, field);
+        if (object) this.check.field(object, field);
       }
       grant.hiddenFields = [...new Set(hidden as string[])];
     }

@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { ApiKeyEntity } from '../auth/api-key.entity';
-import type { Caller } from '../auth/auth.decorators';
+import { ApiKeyService } from '../auth/api-key.service';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { PgPubSub } from '../database/pg-pubsub.service';
@@ -9,7 +9,7 @@ import { ReplicatedCache } from '../database/replicated-cache';
 import { runSql } from '../database/sql';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
-import type { ObjectLens } from '../metadata/object-lens';
+import type { ObjectSummary } from '../metadata/metadata.repository';
 import { AccessPolicyEntity } from './access-policy.entity';
 import { ACCESS_CHANGED, type AccessAction } from './access-policy.types';
 import { CallerAccess, objectNotFound } from './caller-access';
@@ -28,7 +28,7 @@ export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'adm
  * such write publishes ACCESS_CHANGED, which clears this cache on every replica (like the metadata cache).
  */
 @Injectable()
-export class AccessService implements ObjectLens {
+export class AccessService {
   private readonly cache: ReplicatedCache<CallerAccess>;
   /** Each key as it runs now (null: revoked or unknown); revoking or changing a key clears it on every replica. */
   private readonly keys: ReplicatedCache<Caller | null>;
@@ -37,6 +37,7 @@ export class AccessService implements ObjectLens {
     private readonly em: EntityManager,
     pubsub: PgPubSub,
     private readonly metadata: MetadataService,
+    private readonly apiKeys: ApiKeyService,
   ) {
     this.cache = new ReplicatedCache(pubsub, ACCESS_CHANGED);
     this.keys = new ReplicatedCache(pubsub, ACCESS_CHANGED);
@@ -107,13 +108,24 @@ export class AccessService implements ObjectLens {
     }
   }
 
-  viewFor(caller: Caller, objectName: string): Promise<ObjectMeta> {
-    return this.describe(caller, objectName);
-  }
-
-  async readableBy(caller: Caller, objectNames: string[]): Promise<boolean[]> {
-    const access = await this.forCaller(caller);
-    return objectNames.map((name) => access.mayRead(name));
+  /**
+   * The objects the caller may read, each with the number of (non-system) fields it sees, which is what
+   * describing the object shows: the one answer to "which objects may this caller see" (GET /objects,
+   * list_objects, MCP resources). `mayUseObject` narrows further (an agent's allowedObjects).
+   */
+  async visibleObjects(
+    caller: Caller | CallerAccess,
+    mayUseObject: (name: string) => boolean = () => true,
+  ): Promise<ObjectSummary[]> {
+    const access = caller instanceof CallerAccess ? caller : await this.forCaller(caller);
+    const objects = (await this.metadata.listObjects()).filter((o) => access.mayRead(o.name) && mayUseObject(o.name));
+    if (!access.restricted) return objects;
+    return Promise.all(
+      objects.map(async (o) => ({
+        ...o,
+        fieldCount: access.view(await this.metadata.getObject(o.name), 'read').fields.filter((f) => !f.system).length,
+      })),
+    );
   }
 
   /**
@@ -186,23 +198,16 @@ export class AccessService implements ObjectLens {
     return visible && new Set(visible.fields.map((f) => f.name));
   }
 
-  /** One plain statement (read at every durable turn's claim and before each of its tool calls: no entity to build). */
-  private async loadKey(keyId: string): Promise<Caller | null> {
-    const [key] = await runSql<Pick<Caller, 'role' | 'subject'>>(
-      this.em.fork(),
-      'select role, subject from api_keys where id = $1 and not revoked',
-      [keyId],
-    );
-    return key ? { keyId, role: key.role, subject: key.subject } : null;
+  private loadKey(keyId: string): Promise<Caller | null> {
+    return this.apiKeys.activeCaller(keyId);
   }
 
   private async load(caller: Caller): Promise<CallerAccess> {
-    const em = this.em.fork();
-    const key = await em.findOne(ApiKeyEntity, { id: caller.keyId }, { fields: ['policies', 'attributes', 'subject'] });
+    const key = await this.apiKeys.accessInputs(caller.keyId);
     if (!key) return CallerAccess.fromPolicies([], caller.subject, {}); // gone since it authenticated: nothing
     const names = key.policies ?? [];
     if (!names.length) return CallerAccess.unrestricted();
-    const policies = await em.find(AccessPolicyEntity, { name: { $in: names } });
+    const policies = await this.em.fork().find(AccessPolicyEntity, { name: { $in: names } });
     // A name that no longer resolves grants nothing; the remaining policies still restrict the key.
     return CallerAccess.fromPolicies(
       policies.map((p) => ({ name: p.name, objects: p.objects })),

@@ -2,8 +2,8 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators';
 import { ApiRoute } from '../common/api-route.decorator';
-import { AuditListResponse, AuditQueryDto } from './audit.dto';
-import { AuditLog } from './audit-log.service';
+import { AuditListResponse, AuditQueryDto } from '../audit/audit.dto';
+import { AuditLog } from '../audit/audit-log.service';
 
 @ApiTags('governance')
 @Controller('api/v1/audit')

@@ -1,27 +1,26 @@
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { Global, Module } from '@nestjs/common';
-import { ApiKeyEntity } from '../auth/api-key.entity';
+import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
+import { AuditModule } from '../audit/audit.module';
 import { MetadataModule } from '../metadata/metadata.module';
-import { OBJECT_LENS } from '../metadata/object-lens';
 import { AccessPolicyController } from './access-policy.controller';
 import { AccessPolicyEntity } from './access-policy.entity';
 import { AccessPolicyService } from './access-policy.service';
 import { AccessService } from './access.service';
 import { AuditController } from './audit.controller';
-import { AuditLog } from './audit-log.service';
+import { ObjectCatalogController } from './object-catalog.controller';
 import { UsageController } from './usage.controller';
+import { UsageRepository } from './usage.repository';
 import { UsageService } from './usage.service';
 
 /**
- * Access policies and each key's access compiled from them (the data engine applies it), token
- * quotas and usage, and the audit trail. Global so that metadata's read routes get the OBJECT_LENS,
- * and metadata's writes the audit log, without importing this module (which needs metadata).
+ * Access policies and each key's access compiled from them (the data engine applies it), the objects
+ * as a caller sees them, token quotas and usage, and the audit trail's read route.
  */
-@Global()
 @Module({
-  imports: [MikroOrmModule.forFeature([AccessPolicyEntity, ApiKeyEntity]), MetadataModule],
-  controllers: [AccessPolicyController, UsageController, AuditController],
-  providers: [AccessPolicyService, AccessService, { provide: OBJECT_LENS, useExisting: AccessService }, UsageService, AuditLog],
-  exports: [AccessService, OBJECT_LENS, UsageService, AuditLog],
+  imports: [MikroOrmModule.forFeature([AccessPolicyEntity]), AuditModule, AuthModule, MetadataModule],
+  controllers: [ObjectCatalogController, AccessPolicyController, UsageController, AuditController],
+  providers: [AccessPolicyService, AccessService, UsageService, UsageRepository],
+  exports: [AccessPolicyService, AccessService, UsageService],
 })
 export class GovernanceModule {}

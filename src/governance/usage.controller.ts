@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute } from '../common/api-route.decorator';
 import { UsageQueryDto, UsageReportResponse } from './usage.dto';
 import { UsageService } from './usage.service';

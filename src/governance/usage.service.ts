@@ -1,6 +1,5 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
@@ -8,8 +7,10 @@ import { ACCESS_CHANGED } from '../auth/access-changed';
 import { BatchedWriter } from '../database/batched-writer';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { ReplicatedCache } from '../database/replicated-cache';
-import { runSql } from '../database/sql';
+import { ApiKeyService } from '../auth/api-key.service';
+import { parseTime } from '../common/query-params';
 import { MAX_USAGE_ROWS, UsageQueryDto, UsageReportResponse } from './usage.dto';
+import { UsageRepository } from './usage.repository';
 
 /** Who a model call is made for: the key, the agent and the durable chat, when there is one. */
 export interface UsageScope {
@@ -30,16 +31,6 @@ export interface UsageEntry extends UsageScope {
   /** When the call ended (default: when it is recorded). */
   at?: Date;
 }
-
-const GROUP_COLUMNS = {
-  key: { select: `"key_id" as "keyId"`, group: `"key_id"`, order: `sum("total_tokens") desc, "key_id"` },
-  agent: { select: `"agent"`, group: `"agent"`, order: `sum("total_tokens") desc, "agent"` },
-  day: {
-    select: `to_char(("at" at time zone 'UTC')::date, 'YYYY-MM-DD') as "day"`,
-    group: `("at" at time zone 'UTC')::date`,
-    order: `("at" at time zone 'UTC')::date desc`,
-  },
-} as const;
 
 /**
  * Token quotas and usage. Every model call is a `usage` row, written in batches (one statement for
@@ -62,7 +53,8 @@ export class UsageService implements BeforeApplicationShutdown, OnApplicationShu
   private readonly keyQuotas: ReplicatedCache<number | null>;
 
   constructor(
-    private readonly em: EntityManager,
+    private readonly repo: UsageRepository,
+    private readonly apiKeys: ApiKeyService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     pubsub: PgPubSub,
   ) {
@@ -77,14 +69,10 @@ export class UsageService implements BeforeApplicationShutdown, OnApplicationShu
     if ((keyQuota === null || !keyId) && agentQuota === null) return;
     await this.calls.flush();
     const dayStart = startOfUtcDay(now);
-    const [row] = await runSql<{ keyUsed: string; agentUsed: string }>(
-      this.em.fork(),
-      `select
-         case when $2::bigint is null then 0
-           else (select coalesce(sum("total_tokens"), 0) from "usage" where "key_id" = $1 and "at" >= $4) end as "keyUsed",
-         case when $3::bigint is null then 0
-           else (select coalesce(sum("total_tokens"), 0) from "usage" where "agent" = $5 and "at" >= $4) end as "agentUsed"`,
-      [keyId, keyId ? keyQuota : null, agentQuota, dayStart, scope.agent ?? null],
+    const row = await this.repo.tokensSince(
+      dayStart,
+      keyId && keyQuota !== null ? keyId : null,
+      agentQuota !== null ? (scope.agent ?? null) : null,
     );
     const retryAfterSeconds = Math.max(1, Math.ceil((dayStart.getTime() + DAY_MS - now.getTime()) / 1000));
     const resetsAt = new Date(dayStart.getTime() + DAY_MS).toISOString();
@@ -121,14 +109,7 @@ export class UsageService implements BeforeApplicationShutdown, OnApplicationShu
   }
 
   private keyQuota(keyId: string): Promise<number | null> {
-    return this.keyQuotas.get(keyId, async () => {
-      const [key] = await runSql<{ quota: string | null }>(
-        this.em.fork(),
-        `select "tokens_per_day"::bigint as "quota" from "api_keys" where "id" = $1`,
-        [keyId],
-      );
-      return key?.quota == null ? null : Number(key.quota);
-    });
+    return this.keyQuotas.get(keyId, () => this.apiKeys.tokensPerDay(keyId));
   }
 
   private async insert(batch: UsageEntry[]): Promise<void> {
@@ -144,39 +125,22 @@ export class UsageService implements BeforeApplicationShutdown, OnApplicationShu
       duration_ms: clampInt(entry.durationMs),
       outcome: entry.outcome.slice(0, 100),
     }));
-    await runSql(
-      this.em.fork(),
-      `insert into "usage" ("at", "key_id", "agent", "chat_id", "model", "prompt_tokens", "completion_tokens", "total_tokens", "duration_ms", "outcome")
-       select "at", "key_id", "agent", "chat_id", "model", "prompt_tokens", "completion_tokens", "total_tokens", "duration_ms", "outcome"
-       from jsonb_to_recordset($1::jsonb) as x("at" timestamptz, "key_id" uuid, "agent" text, "chat_id" uuid, "model" text,
-         "prompt_tokens" integer, "completion_tokens" integer, "total_tokens" integer, "duration_ms" integer, "outcome" text)`,
-      // NUL cannot be stored in text: a provider may well name its model with one.
-      [JSON.stringify(rows).replaceAll('\\u0000', '')],
-    );
+    await this.repo.insert(rows);
   }
 
   /** Totals per key, agent or UTC day; a member key gets its own calls only, whatever keyId it names. */
   async report(caller: Caller, query: UsageQueryDto): Promise<UsageReportResponse> {
     await this.calls.flush();
-    const group = GROUP_COLUMNS[query.groupBy ?? 'key'];
-    const conditions: string[] = [];
-    const params: unknown[] = [];
-    const add = (condition: (param: string) => string, value: unknown) => {
-      params.push(value);
-      conditions.push(condition(`$${params.length}`));
-    };
     const keyId = caller.role === 'admin' ? query.keyId : caller.keyId;
-    if (keyId !== undefined) add((p) => `"key_id" = ${p}::uuid`, isUuid(keyId) ? keyId : null);
-    if (query.agent !== undefined) add((p) => `"agent" = ${p}`, query.agent);
-    if (query.from !== undefined) add((p) => `"at" >= ${p}::timestamptz`, parseTime(query.from, 'from'));
-    if (query.to !== undefined) add((p) => `"at" < ${p}::timestamptz`, parseTime(query.to, 'to'));
-    const rows = await runSql<Record<string, string | null>>(
-      this.em.fork(),
-      `select ${group.select}, count(*) as "calls", sum("prompt_tokens") as "promptTokens",
-         sum("completion_tokens") as "completionTokens", sum("total_tokens") as "totalTokens"
-       from "usage" ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
-       group by ${group.group} order by ${group.order} limit ${MAX_USAGE_ROWS}`,
-      params,
+    const rows = await this.repo.totals(
+      query.groupBy ?? 'key',
+      {
+        keyId: keyId === undefined ? undefined : isUuid(keyId) ? keyId : null,
+        agent: query.agent,
+        from: query.from === undefined ? undefined : parseTime(query.from, 'from'),
+        to: query.to === undefined ? undefined : parseTime(query.to, 'to'),
+      },
+      MAX_USAGE_ROWS,
     );
     return {
       rows: rows.map((row) => ({
@@ -200,11 +164,4 @@ function startOfUtcDay(at: Date): Date {
 
 function clampInt(value: number): number {
   return Number.isFinite(value) ? Math.max(0, Math.min(2_147_483_647, Math.round(value))) : 0;
-}
-
-/** An ISO 8601 time the validation let through, as a Date; 400 for one that names no real instant (2026-02-30). */
-export function parseTime(value: string, name: string): Date {
-  const at = new Date(value);
-  if (Number.isNaN(at.getTime())) throw new DomainError('validation_failed', `${name} must be an ISO 8601 date or time`);
-  return at;
 }

@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { DomainError } from '../common/domain-error';
 import { Semaphore } from '../common/semaphore';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { MetricsService } from '../observability/metrics.service';
+import { PrometheusService } from '../observability/prometheus.service';
 import { classifyLlmError, LlmError } from './llm-error';
 import { LlmRequest, LlmResponse, LlmStreamHandlers, LlmToolCall, LlmUsage, ZERO_USAGE } from './llm.types';
 
@@ -38,7 +38,7 @@ export class LlmService {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly metrics: MetricsService,
+    private readonly metrics: PrometheusService,
   ) {
     this.slots = new Semaphore(config.llmMaxConcurrency);
     if (config.openaiApiKey || config.openaiBaseUrl) {

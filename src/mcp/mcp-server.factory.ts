@@ -18,7 +18,6 @@ import { AgentService } from '../agents/agent.service';
 import type { AgentSpec } from '../agents/agent.types';
 import { DomainError } from '../common/domain-error';
 import { AccessService } from '../governance/access.service';
-import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectSummary } from '../metadata/metadata.repository';
 import { errorContent } from '../tools/tool.define';
 import { mayUseObject } from '../tools/tool.middlewares';
@@ -51,7 +50,6 @@ export class McpServerFactory {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly tools: ToolsService,
-    private readonly metadata: MetadataService,
     private readonly agents: AgentService,
     private readonly access: AccessService,
   ) {}
@@ -94,9 +92,8 @@ export class McpServerFactory {
   }
 
   private async objectsOf(scope: McpScope): Promise<ObjectSummary[]> {
-    const [objects, access] = await Promise.all([this.metadata.listObjects(), this.access.forCaller(scope.caller)]);
     const agent = scope.agent;
-    return objects.filter((object) => access.mayRead(object.name) && (!agent || mayUseObject(agent.allowedObjects, object.name)));
+    return this.access.visibleObjects(scope.caller, (name) => !agent || mayUseObject(agent.allowedObjects, name));
   }
 
   private async agentsOf(scope: McpScope): Promise<AgentSpec[]> {

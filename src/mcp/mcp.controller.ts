@@ -1,7 +1,8 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { hijack } from '../common/fastify-reply';
 import { McpOriginGuard } from './mcp-origin.guard';
 import { McpService } from './mcp.service';

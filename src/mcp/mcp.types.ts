@@ -1,5 +1,5 @@
 import type { AgentSpec } from '../agents/agent.types';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 
 /** Who asks, and through which door: all the data tools (`/mcp`) or one agent's share (`/mcp/agents/:agentName`). */
 export interface McpScope {

@@ -1,19 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
-import {
-  CreateFieldDto,
-  CreateObjectDto,
-  FieldResponse,
-  ObjectListResponse,
-  ObjectResponse,
-  UpdateFieldDto,
-  UpdateObjectDto,
-} from './metadata.dto';
+import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { MetadataService } from './metadata.service';
-import { ObjectCatalogService } from './object-catalog.service';
 
 /** What a field definition may be refused for (a new field, or a new object's fields). */
 const FIELD_ERRORS: ErrorCode[] = [
@@ -33,28 +25,7 @@ const FIELD_ERRORS: ErrorCode[] = [
 @ApiTags('objects')
 @Controller('api/v1/objects')
 export class MetadataController {
-  constructor(
-    private readonly metadata: MetadataService,
-    private readonly catalog: ObjectCatalogService,
-  ) {}
-
-  @Get()
-  @Roles('admin', 'member')
-  @ApiRoute({ summary: 'List the objects the caller may read', type: ObjectListResponse })
-  list(@Caller() caller: Caller): Promise<ObjectListResponse> {
-    return this.catalog.list(caller);
-  }
-
-  @Get(':name')
-  @Roles('admin', 'member')
-  @ApiRoute({
-    summary: 'Describe an object and the fields the caller may see',
-    type: ObjectResponse,
-    errors: ['object_not_found'],
-  })
-  get(@Caller() caller: Caller, @Param('name') name: string): Promise<ObjectResponse> {
-    return this.catalog.describe(caller, name);
-  }
+  constructor(private readonly metadata: MetadataService) {}
 
   @Post()
   @Roles('admin')

@@ -189,53 +189,6 @@ export class MetadataRepository {
     return (await runSql(em, sql, [maxBytes])).length > 0;
   }
 
-  /**
-   * Agents whose allowedObjects name the object. Read here, in the metadata write's transaction, so
-   * an object cannot be dropped while an agent still grants it (a re-created namesake would inherit it).
-   */
-  async agentsAllowing(em: EntityManager, objectName: string): Promise<string[]> {
-    const rows = await runSql<{ name: string }>(em, `select name from agents where allowed_objects ? $1 order by name`, [
-      objectName,
-    ]);
-    return rows.map((r) => r.name);
-  }
-
-  /**
-   * Metrics that read the field (measure, filter, time field, dimension). Read in the metadata write's
-   * transaction; metric writes take the same lock, so none can start using the field meanwhile.
-   */
-  async metricsUsing(em: EntityManager, objectName: string, fieldName: string): Promise<string[]> {
-    const rows = await runSql<{ name: string }>(em, `select name from metric_definitions where uses ? $1 order by name`, [
-      `${objectName}.${fieldName}`,
-    ]);
-    return rows.map((r) => r.name);
-  }
-
-  /** Names of the saved views (anyone's) that name the field, each once. */
-  async viewsUsing(em: EntityManager, objectName: string, fieldName: string): Promise<string[]> {
-    const rows = await runSql<{ name: string }>(em, `select distinct name from views where uses ? $1 order by name`, [
-      `${objectName}.${fieldName}`,
-    ]);
-    return rows.map((r) => r.name);
-  }
-
-  /** Deletes the saved views of an object (with the object). */
-  async deleteViews(em: EntityManager, objectName: string): Promise<void> {
-    await runSql(em, `delete from views where object = $1`, [objectName]);
-  }
-
-  /** Metrics over the object or reading one of its fields (through a lookup dimension). */
-  async metricsReading(em: EntityManager, objectName: string): Promise<string[]> {
-    const rows = await runSql<{ name: string }>(
-      em,
-      `select name from metric_definitions m
-        where m.object = $1 or exists (select from jsonb_array_elements_text(m.uses) u where split_part(u, '.', 1) = $1)
-        order by name`,
-      [objectName],
-    );
-    return rows.map((r) => r.name);
-  }
-
   /** How many records hold each of `options` in a select (text) or multiselect (text[]) column; unused ones are absent. */
   async optionUse(
     em: EntityManager,

@@ -3,12 +3,13 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
-import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../database/pg-errors';
+import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../common/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
-import { AuditLog, type AuditActor } from '../governance/audit-log.service';
+import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { MetadataCache } from './metadata.cache';
 import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
+import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { assertValidName } from './metadata.naming';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
@@ -34,6 +35,7 @@ export class MetadataService {
     private readonly cache: MetadataCache,
     private readonly repo: MetadataRepository,
     private readonly audit: AuditLog,
+    private readonly dependents: MetadataDependents,
   ) {}
 
   /** Forgets every cached definition (after a write, or when a query met a schema that moved on). */
@@ -117,7 +119,7 @@ export class MetadataService {
   async deleteObject(name: string, actor?: AuditActor): Promise<void> {
     await this.write({ actor, action: 'object.delete', target: name }, async (em) => {
       const object = await this.findDefinition(em, name);
-      const agents = await this.repo.agentsAllowing(em, name);
+      const agents = await this.dependents.usingObject('agent', em, name);
       if (agents.length) {
         throw new DomainError(
           'object_in_use',
@@ -125,7 +127,7 @@ export class MetadataService {
           { agents },
         );
       }
-      const metrics = await this.repo.metricsReading(em, name);
+      const metrics = await this.dependents.usingObject('metric', em, name);
       if (metrics.length) {
         throw new DomainError(
           'object_in_use',
@@ -142,8 +144,7 @@ export class MetadataService {
         );
       }
       await this.repo.dropTable(em, name);
-      // A view only means something with its object: they go together.
-      await this.repo.deleteViews(em, name);
+      await this.dependents.droppingObject(em, name);
       await em.nativeDelete(FieldDefinitionEntity, { objectId: object.id });
       em.remove(object);
       await em.flush();
@@ -252,8 +253,8 @@ export class MetadataService {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
       // Everything that names a field in its definition: one list, one error.
-      const metrics = await this.repo.metricsUsing(em, objectName, fieldName);
-      const views = await this.repo.viewsUsing(em, objectName, fieldName);
+      const metrics = await this.dependents.usingField('metric', em, objectName, fieldName);
+      const views = await this.dependents.usingField('view', em, objectName, fieldName);
       const users = [...named('metric', metrics), ...named('view', views)];
       if (users.length) {
         const count = metrics.length + views.length;

@@ -1,21 +1,21 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { MetricsController } from './metrics.controller';
-import { MetricsService } from './metrics.service';
-import { PoolMetricsCollector } from './pool-metrics.collector';
+import { PrometheusController } from './prometheus.controller';
+import { PrometheusService } from './prometheus.service';
+import { PoolStatsCollector } from './pool-stats.collector';
 
 /**
- * Prometheus metrics at GET /metrics. The MetricsService is made with the app (createApp), so that
+ * Prometheus metrics at GET /metrics. The PrometheusService is made with the app (createApp), so that
  * the request log hook, which Fastify holds before Nest exists, records into the same registry.
  */
 @Global()
 @Module({})
 export class ObservabilityModule {
-  static forRoot(metrics: MetricsService): DynamicModule {
+  static forRoot(metrics: PrometheusService): DynamicModule {
     return {
       module: ObservabilityModule,
-      controllers: [MetricsController],
-      providers: [{ provide: MetricsService, useValue: metrics }, PoolMetricsCollector],
-      exports: [MetricsService],
+      controllers: [PrometheusController],
+      providers: [{ provide: PrometheusService, useValue: metrics }, PoolStatsCollector],
+      exports: [PrometheusService],
     };
   }
 }

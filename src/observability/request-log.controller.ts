@@ -1,5 +1,5 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { MetricsService } from './metrics.service';
+import type { PrometheusService } from './prometheus.service';
 
 /**
  * Fastify's request logging, reshaped: one line when a request completes, with the route pattern
@@ -10,7 +10,7 @@ import type { MetricsService } from './metrics.service';
 export class RequestLogController extends LogController {
   constructor(
     options: ConstructorParameters<typeof LogController>[0],
-    private readonly metrics?: MetricsService,
+    private readonly metrics?: PrometheusService,
   ) {
     super(options);
   }

@@ -1,7 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { abortWhenClientLeaves, hijack } from '../common/fastify-reply';
 import type { ModelListResponse, ModelResponse } from './openai-compat.dto';
 import { OpenAiCompatService } from './openai-compat.service';

@@ -15,13 +15,14 @@ import {
   ZERO_USAGE,
 } from '../llm/llm.types';
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
-import { VISUALIZE_TOOL } from '../charts/visualize.tool';
+import { VISUALIZE_TOOL } from '../tools/chart-tools/visualize.tool';
 import { readableArguments } from '../tools/tool.arguments';
 import { errorOutcome } from '../tools/tool.define';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult } from '../tools/tool.types';
 import { fitToContext } from './context-window';
-import { correctionRequest, Grounding, groundAnswer, GroundingMode, GroundingSource, operandEvidence } from './grounding';
+import type { GroundingMode } from '../agents/agent.types';
+import { correctionRequest, Grounding, groundAnswer, GroundingSource, operandEvidence } from './grounding';
 import { GroundingCatalog } from './grounding-catalog.service';
 
 /** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AgentService } from '../agents/agent.service';
 import type { AgentSpec } from '../agents/agent.types';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import type { ErrorCode } from '../common/error-codes';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';

@@ -7,7 +7,7 @@
 import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
-import { VISUALIZE_TOOL } from '../charts/visualize.tool';
+import { VISUALIZE_TOOL } from '../tools/chart-tools/visualize.tool';
 import { currencyCodeIn, readText } from './grounding-figures';
 
 /** The tools whose results are data; every other result (definitions, lists, client tools) only describes. */

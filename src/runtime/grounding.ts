@@ -13,14 +13,6 @@ import type { TurnEvidence } from '../tools/tool.types';
 
 export type { GroundingSource } from './grounding-evidence';
 
-/** What an agent does with the check: report it (default), ask the model once to fix unsupported figures, or skip it. */
-export const GROUNDING_MODES = ['annotate', 'retry', 'off'] as const;
-export type GroundingMode = (typeof GROUNDING_MODES)[number];
-
-export function isGroundingMode(value: unknown): value is GroundingMode {
-  return GROUNDING_MODES.includes(value as GroundingMode);
-}
-
 /** Why a figure is not supported. */
 export const UNSUPPORTED_REASONS = [
   'no_such_value',

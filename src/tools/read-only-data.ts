@@ -2,7 +2,7 @@ import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import type { DataPool, DataReadOptions, DataSession } from '../database/data-pool';
 import { DATA_READER_ROLE } from '../database/database.constants';
-import { DATA_EXCEPTION_CLASS, INSUFFICIENT_PRIVILEGE, READ_ONLY_SQL_TRANSACTION, sqlState } from '../database/pg-errors';
+import { DATA_EXCEPTION_CLASS, INSUFFICIENT_PRIVILEGE, READ_ONLY_SQL_TRANSACTION, sqlState } from '../common/pg-errors';
 
 /**
  * Runs `fn` with a session of the data pool's reader connections (DataPool.readerSession): each

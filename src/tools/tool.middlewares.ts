@@ -1,9 +1,9 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { isPlainObject } from '../common/plain-object';
-import type { MetricsService } from '../observability/metrics.service';
+import type { PrometheusService } from '../observability/prometheus.service';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
-import type { Caller } from '../auth/auth.decorators';
-import type { ToolAuditEntry } from '../governance/audit-log.service';
+import type { Caller } from '../auth/caller';
+import type { ToolAuditEntry } from '../audit/audit-log.service';
 import type { ToolMiddleware, ToolOutcome } from './tool.types';
 
 /** 16 KB of JSON: enough for a page of records, small enough to leave the model room to think. */
@@ -156,7 +156,7 @@ function rowCountOf(tool: string, content: unknown): number | null {
  * Counts each call in the metrics by tool and outcome (`ok` or the result's error code), with its
  * duration. Outermost, like audit, so refused and timed-out calls count too.
  */
-export function metricsMiddleware(metrics: Pick<MetricsService, 'observeToolCall'>): ToolMiddleware {
+export function prometheusMiddleware(metrics: Pick<PrometheusService, 'observeToolCall'>): ToolMiddleware {
   return observingMiddleware((invocation, _ctx, outcome, ms) => {
     const code = outcome ? (outcome.isError ? (outcomeErrorCode(outcome) ?? 'error') : 'ok') : 'error';
     metrics.observeToolCall(invocation.tool.name, code, ms / 1000);

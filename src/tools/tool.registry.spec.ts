@@ -3,7 +3,7 @@ import { DomainError } from '../common/domain-error';
 import { defineTool, toOpenAiTool } from './tool.define';
 import {
   auditMiddleware,
-  metricsMiddleware,
+  prometheusMiddleware,
   capContent,
   outputCapMiddleware,
   permissionMiddleware,
@@ -424,7 +424,7 @@ describe('metrics middleware', () => {
   it('counts each call by tool and outcome (ok or the error code); an unknown tool never reaches it', async () => {
     const observeToolCall = jest.fn<void, [string, string, number]>();
     const registry = new ToolRegistry();
-    registry.use(metricsMiddleware({ observeToolCall }), permissionMiddleware());
+    registry.use(prometheusMiddleware({ observeToolCall }), permissionMiddleware());
     registry.register(echoTool());
     registry.register(echoTool({ name: 'broken', execute: () => Promise.reject(new DomainError('query_timeout', 'slow')) }));
     const agent = { name: 'sales', tools: ['echo', 'broken'], allowedObjects: ['deal'] };

@@ -1,4 +1,4 @@
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import type { ErrorCode } from '../common/error-codes';
 
 /** A JSON Schema object (draft 2020-12 subset ajv understands), as sent to the model. */

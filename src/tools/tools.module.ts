@@ -1,25 +1,26 @@
+import { AuditModule } from '../audit/audit.module';
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataModule } from '../data/data.module';
 import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
 import { AccessService } from '../governance/access.service';
-import { AuditLog } from '../governance/audit-log.service';
+import { AuditLog } from '../audit/audit-log.service';
 import { GovernanceModule } from '../governance/governance.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { MetadataService } from '../metadata/metadata.service';
 import { MetricService } from '../metrics/metric.service';
 import { SemanticMetricsModule } from '../metrics/metrics.module';
-import { MetricsService } from '../observability/metrics.service';
+import { PrometheusService } from '../observability/prometheus.service';
 import { createAskUserTool } from './ask-user.tool';
 import { createCalculateTool } from './calculate/calculate.tool';
 import { createDataTools } from './data-tools';
-import { createVisualizeTool } from '../charts/visualize.tool';
+import { createVisualizeTool } from './chart-tools/visualize.tool';
 import { createMetricTools } from './metric-tools';
 import {
   auditMiddleware,
   auditTrailMiddleware,
-  metricsMiddleware,
+  prometheusMiddleware,
   outputCapMiddleware,
   permissionMiddleware,
   rateLimitMiddleware,
@@ -42,7 +43,7 @@ function createToolRegistry(
   data: DataService,
   metadata: MetadataService,
   pool: DataPool,
-  metrics: MetricsService,
+  metrics: PrometheusService,
   access: AccessService,
   audit: AuditLog,
   semantic: MetricService,
@@ -50,7 +51,7 @@ function createToolRegistry(
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
-    metricsMiddleware(metrics),
+    prometheusMiddleware(metrics),
     auditMiddleware(new Logger('ToolAudit')),
     auditTrailMiddleware(
       (entry) => audit.toolCall(entry),
@@ -74,7 +75,7 @@ function createToolRegistry(
 }
 
 @Module({
-  imports: [DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule, ViewsModule],
+  imports: [AuditModule, DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule, ViewsModule],
   controllers: [ToolsController],
   providers: [
     {
@@ -85,7 +86,7 @@ function createToolRegistry(
         DataService,
         MetadataService,
         DataPool,
-        MetricsService,
+        PrometheusService,
         AccessService,
         AuditLog,
         MetricService,

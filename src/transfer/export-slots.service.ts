@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { CAP_RETRY_AFTER_SECONDS } from '../common/limits';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { parseFlagParam, parseJsonParam } from '../common/query-params';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { MAX_CURSOR_BATCH_ROWS } from '../database/data-pool';

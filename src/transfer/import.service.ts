@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline, Transform, type Readable } from 'node:stream';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { parseFlagParam } from '../common/query-params';
 import { isPlainObject } from '../common/plain-object';

@@ -2,7 +2,8 @@ import { Controller, Delete, Get, Header, HttpCode, Param, Post, Query, Res } fr
 import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Readable } from 'node:stream';
-import { AcceptsStreamToken, Caller, Roles } from '../auth/auth.decorators';
+import { AcceptsStreamToken, Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute, DATA_ERRORS } from '../common/api-route.decorator';
 import { abortWhenClientLeaves, hijack } from '../common/fastify-reply';
 import { ContentLength, CsvBody } from './csv-body.parser';

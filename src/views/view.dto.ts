@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
 import { schemaRef } from '../common/openapi.schemas';
-import { OrderByDto } from '../data/records.dto';
+import { OrderByDto } from '../data/order-by.dto';
 import { MAX_GROUP_BY_FIELDS } from '../data/data.types';
 import { DEFAULT_MAX_ORDER_BY_FIELDS, MAX_PROJECTION_ITEMS } from '../data/order-by.compiler';
 import type { ViewRow } from './view.entity';

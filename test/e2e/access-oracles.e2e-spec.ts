@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
-import type { BatchRecordsResponse } from '../../src/data/records.dto';
+import type { BatchRecordsResponse } from '../../src/records/records.dto';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';

@@ -1,5 +1,5 @@
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
-import type { AuditListResponse } from '../../src/governance/audit.dto';
+import type { AuditListResponse } from '../../src/audit/audit.dto';
 import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto';
 import type { ChatMessagesResponse, ChatResponse, WriteProposalResponse } from '../../src/chats/durable/chat.dto';
 import type { Chat } from '@ai-sdk/react';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PoolClient } from 'pg';
-import type { AggregateResponse } from '../../src/data/records.dto';
+import type { AggregateResponse } from '../../src/records/records.dto';
 import { ORM_POOL_SIZE } from '../../src/database/orm.config';
 import { MAX_INDEXED_TEXT_BYTES } from '../../src/metadata/object-metadata.types';
 import type { ExecuteToolResponse } from '../../src/tools/tools.dto';

@@ -1,7 +1,7 @@
 import type { Response } from 'supertest';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
-import type { RecordListResponse } from '../../src/data/records.dto';
+import type { RecordListResponse } from '../../src/records/records.dto';
 import { MigrationViewOwnerKeys } from '../../src/database/migrations/migration-20261129-view-owner-keys';
 import type { MetricListResponse, MetricResponse } from '../../src/metrics/metric.dto';
 import type { ListMetricsResult } from '../../src/tools/metric-tools/list-metrics.tool';

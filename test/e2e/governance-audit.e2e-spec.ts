@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeyListResponse, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { ChatResponse } from '../../src/chats/durable/chat.dto';
-import type { AuditEntryResponse, AuditListResponse } from '../../src/governance/audit.dto';
+import type { AuditEntryResponse, AuditListResponse } from '../../src/audit/audit.dto';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';

@@ -1,4 +1,4 @@
-import type { AggregateResponse } from '../../src/data/records.dto';
+import type { AggregateResponse } from '../../src/records/records.dto';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { startTestApp, TestApp } from '../support/test-app';
 import { asAdmin, createObject, fieldSpec } from '../support/fixtures';

@@ -1,4 +1,4 @@
-import type { BatchRecordsResponse } from '../../src/data/records.dto';
+import type { BatchRecordsResponse } from '../../src/records/records.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { createApiKey, createObject, fieldSpec } from '../support/fixtures';

@@ -1,7 +1,7 @@
 import { decodeCursor, querySignature } from '../../src/data/keyset';
 import { orderTerms } from '../../src/data/order-by.compiler';
 import { compileFind } from '../../src/data/records.compiler';
-import type { RecordListResponse } from '../../src/data/records.dto';
+import type { RecordListResponse } from '../../src/records/records.dto';
 import type { ObjectResponse } from '../../src/metadata/metadata.dto';
 import { SYSTEM_FIELDS, type ObjectMeta } from '../../src/metadata/object-metadata.types';
 import { bodyOf, errorOf } from '../support/responses';

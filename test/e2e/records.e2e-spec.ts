@@ -1,4 +1,4 @@
-import type { AggregateResponse } from '../../src/data/records.dto';
+import type { AggregateResponse } from '../../src/records/records.dto';
 import type { QueryRecordsResult } from '../../src/tools/data-tools/query-records.tool';
 import { match } from '../support/matchers';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';

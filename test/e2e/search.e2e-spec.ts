@@ -1,4 +1,4 @@
-import type { FieldValuesResponse, RecordListResponse } from '../../src/data/records.dto';
+import type { FieldValuesResponse, RecordListResponse } from '../../src/records/records.dto';
 import type { ObjectResponse } from '../../src/metadata/metadata.dto';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';

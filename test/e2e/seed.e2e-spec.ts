@@ -1,4 +1,4 @@
-import type { AggregateResponse } from '../../src/data/records.dto';
+import type { AggregateResponse } from '../../src/records/records.dto';
 import { CRM_SAMPLE_REFERENCE_DATE, generateCrmSample } from '../../src/seed/crm-sample.data';
 import type { ObjectListResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
 import { match } from '../support/matchers';

@@ -1,4 +1,4 @@
-import type { RecordListResponse } from '../../src/data/records.dto';
+import type { RecordListResponse } from '../../src/records/records.dto';
 import type { ViewListResponse, ViewResponse } from '../../src/views/view.dto';
 import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, waitForChat } from '../support/chat-helpers';

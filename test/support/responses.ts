@@ -1,7 +1,7 @@
 import type { Response as AgentResponse } from 'superagent';
 import type { Response } from 'supertest';
 import type { ErrorBody } from '../../src/common/http-exception.filter';
-import type { RecordListResponse } from '../../src/data/records.dto';
+import type { RecordListResponse } from '../../src/records/records.dto';
 
 /**
  * A response's parsed JSON body, as the type the endpoint answers with (its response DTO, e.g.

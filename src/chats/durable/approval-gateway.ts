@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../../auth/auth.decorators';
+import type { Caller } from '../../auth/caller';
 import { DomainError } from '../../common/domain-error';
 
 /** A person's decision on a write proposal of a chat, with the proposal's token. */

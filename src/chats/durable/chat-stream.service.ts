@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import type { Caller } from '../../auth/auth.decorators';
+import type { Caller } from '../../auth/caller';
 import { KeyStreams } from '../../auth/key-streams.service';
 import { DomainError } from '../../common/domain-error';
 import { AccessService } from '../../governance/access.service';

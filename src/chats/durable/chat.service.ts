@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { Caller } from '../../auth/auth.decorators';
+import type { Caller } from '../../auth/caller';
 import { DomainError } from '../../common/domain-error';
 import type { ErrorCode } from '../../common/error-codes';
 import { CAP_RETRY_AFTER_SECONDS, clampLimit } from '../../common/limits';

@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { ACCESS_CHANGED } from '../../auth/access-changed';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config';
 import { runInLogContext } from '../../observability/logger';
-import { MetricsService } from '../../observability/metrics.service';
+import { PrometheusService } from '../../observability/prometheus.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRunner } from './chat-runner.service';
 import { ChatRepository } from './chat.repository';
@@ -47,7 +47,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
     private readonly events: ChatEvents,
     private readonly runner: ChatRunner,
     private readonly chats: ChatService,
-    private readonly metrics: MetricsService,
+    private readonly metrics: PrometheusService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 

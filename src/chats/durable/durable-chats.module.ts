@@ -5,7 +5,7 @@ import { RuntimeModule } from '../../runtime/runtime.module';
 import { ApprovalGateway } from './approval-gateway';
 import { ChatController } from './chat.controller';
 import { ChatEvents } from './chat-events.service';
-import { ChatMetrics } from './chat.metrics';
+import { ChatStatusGauge } from './chat-status.gauge';
 import { ChatRunner } from './chat-runner.service';
 import { ChatStreamService } from './chat-stream.service';
 import { ChatRepository } from './chat.repository';
@@ -25,7 +25,7 @@ import { UiChatService } from './ui-chat.service';
     ChatWorker,
     ChatStreamService,
     UiChatService,
-    ChatMetrics,
+    ChatStatusGauge,
     ApprovalGateway,
   ],
   exports: [ChatWorker, ChatService, ApprovalGateway],

@@ -1,7 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiExtraModels, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { AcceptsStreamToken, Caller, Roles } from '../../auth/auth.decorators';
+import { AcceptsStreamToken, Roles } from '../../auth/auth.decorators';
+import { Caller } from '../../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
 import { ADMISSION_ERRORS } from '../../runtime/agent-runtime.service';
 import { hijack } from '../../common/fastify-reply';

@@ -1,11 +1,11 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import type { Caller } from '../../auth/auth.decorators';
+import type { Caller } from '../../auth/caller';
 import { KeyStreams } from '../../auth/key-streams.service';
 import { DomainError } from '../../common/domain-error';
 import { isPlainObject } from '../../common/plain-object';
-import { sqlState, UNIQUE_VIOLATION } from '../../database/pg-errors';
+import { sqlState, UNIQUE_VIOLATION } from '../../common/pg-errors';
 import { AccessService } from '../../governance/access.service';
 import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import type { ConversationPart } from '../../runtime/conversation';

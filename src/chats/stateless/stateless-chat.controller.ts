@@ -1,7 +1,8 @@
 import { Body, Controller, Headers, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Caller, Roles } from '../../auth/auth.decorators';
+import { Roles } from '../../auth/auth.decorators';
+import { Caller } from '../../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
 import { ADMISSION_ERRORS } from '../../runtime/agent-runtime.service';
 import { abortWhenClientLeaves, hijack } from '../../common/fastify-reply';

@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * The change feed's outbox: one row per record write, appended by the write's own statement (see
- * src/changes/change-outbox.ts). `cursor` comes from a sequence, taken while the writer holds the
+ * src/data/change-outbox.ts). `cursor` comes from a sequence, taken while the writer holds the
  * object's feed lock until its commit, so cursors of one object become visible in commit order.
  * `record_change_horizons` keeps, per object, the last cursor the retention cleanup removed: a reader
  * behind it has missed changes (410 cursor_expired).

@@ -1,4 +1,4 @@
-import type { Caller } from '../../auth/auth.decorators';
+import type { Caller } from '../../auth/caller';
 import { DataService } from '../../data/data.service';
 import type { DataPool, DataSession } from '../../database/data-pool';
 import type { AccessService } from '../../governance/access.service';

@@ -1,4 +1,4 @@
-import type { Caller } from '../../auth/auth.decorators';
+import type { Caller } from '../../auth/caller';
 import { DomainError } from '../../common/domain-error';
 import type { DataPool, DataSession } from '../../database/data-pool';
 import type { DataService } from '../../data/data.service';

@@ -25,20 +25,17 @@ export function createListObjectsTool(deps: DataToolDeps): ToolDefinition<Record
     scope: 'agent',
     async execute(_args, ctx): Promise<ListObjectsResult> {
       const access = await accessOf(deps, ctx);
-      const all = await shapeErrors(ctx, () => deps.metadata.listObjects());
       const agent = ctx.agent;
-      const visible = all.filter((o) => access.mayRead(o.name) && (!agent || mayUseObject(agent.allowedObjects, o.name)));
       // Hidden fields are not counted: the count is what describe_object will show.
-      const objects = await Promise.all(
-        visible.map(async (o) => ({
-          name: o.name,
-          label: o.label,
-          description: o.description,
-          fieldCount: access.restricted
-            ? access.view(await deps.metadata.getObject(o.name), 'read').fields.filter((f) => !f.system).length
-            : o.fieldCount,
-        })),
+      const visible = await shapeErrors(ctx, () =>
+        deps.access.visibleObjects(access, (name) => !agent || mayUseObject(agent.allowedObjects, name)),
       );
+      const objects = visible.map((o) => ({
+        name: o.name,
+        label: o.label,
+        description: o.description,
+        fieldCount: o.fieldCount,
+      }));
       return { objects, totalCount: objects.length };
     },
   });

@@ -1,6 +1,6 @@
 import type { DataService } from '../../data/data.service';
 import type { DataPool } from '../../database/data-pool';
-import type { Caller } from '../../auth/auth.decorators';
+import type { Caller } from '../../auth/caller';
 import type { AccessService } from '../../governance/access.service';
 import { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';

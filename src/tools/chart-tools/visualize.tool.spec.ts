@@ -1,5 +1,5 @@
-import { ToolRegistry } from '../tools/tool.registry';
-import type { ToolContext, TurnDataResult } from '../tools/tool.types';
+import { ToolRegistry } from '../tool.registry';
+import type { ToolContext, TurnDataResult } from '../tool.types';
 import { buildChart, VEGA_LITE_SCHEMA, type ChartRequest } from './chart-spec';
 import { renderChartSvg } from './chart-svg';
 import { createVisualizeTool } from './visualize.tool';

@@ -1,7 +1,7 @@
-import { DomainError } from '../common/domain-error';
-import { defineTool } from '../tools/tool.define';
-import { DEFAULT_OUTPUT_CAP_BYTES } from '../tools/tool.middlewares';
-import type { ToolDefinition } from '../tools/tool.types';
+import { DomainError } from '../../common/domain-error';
+import { defineTool } from '../tool.define';
+import { DEFAULT_OUTPUT_CAP_BYTES } from '../tool.middlewares';
+import type { ToolDefinition } from '../tool.types';
 import { buildChart, CHART_TYPES, rowsOf, type ChartRequest, type VegaLiteSpec } from './chart-spec';
 
 export const VISUALIZE_TOOL = 'visualize';

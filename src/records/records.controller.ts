@@ -1,14 +1,15 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Caller, Roles } from '../auth/auth.decorators';
+import { Roles } from '../auth/auth.decorators';
+import { Caller } from '../auth/caller';
 import { ApiRoute, BODY_ERRORS, DATA_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
 import { ClientSignal } from '../common/fastify-reply';
 import { schemaRef } from '../common/openapi.schemas';
-import type { VersionedRecord } from './data.types';
-import { DataService } from './data.service';
-import { etagOf, parseIfMatch } from './record-version';
+import type { VersionedRecord } from '../data/data.types';
+import { DataService } from '../data/data.service';
+import { etagOf, parseIfMatch } from '../data/record-version';
 import {
   AggregateDto,
   AggregateResponse,

@@ -1,5 +1,5 @@
-import { DomainError } from '../common/domain-error';
-import type { TurnDataResult } from '../tools/tool.types';
+import { DomainError } from '../../common/domain-error';
+import type { TurnDataResult } from '../tool.types';
 
 export const CHART_TYPES = ['bar', 'line', 'area', 'pie', 'scatter', 'table'] as const;
 export type ChartType = (typeof CHART_TYPES)[number];

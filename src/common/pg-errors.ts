@@ -1,4 +1,4 @@
-import { DomainError } from '../common/domain-error';
+import { DomainError } from './domain-error';
 
 /** Postgres SQLSTATEs by name, so code that reads one says which condition it means. */
 export const UNIQUE_VIOLATION = '23505';

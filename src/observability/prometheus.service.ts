@@ -61,8 +61,8 @@ const MAX_LABEL_LENGTH = 100;
  * Label values come only from bounded sets: route patterns (never URLs), method and status, tool
  * names of the registry, agents and models that admins define, and error codes of the catalog.
  */
-export class MetricsService {
-  private readonly logger = new Logger(MetricsService.name);
+export class PrometheusService {
+  private readonly logger = new Logger(PrometheusService.name);
   readonly registry = new Registry();
 
   private readonly httpRequests = new Counter({

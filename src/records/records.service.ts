@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
 import { clampLimit } from '../common/limits';
 import { parseJsonParam } from '../common/query-params';
-import { DataService } from './data.service';
+import { DataService } from '../data/data.service';
 import { ViewService } from '../views/view.service';
 import { AggregateDto, FieldValuesQueryDto, FieldValuesResponse, RecordListResponse, RecordsQueryDto } from './records.dto';
 

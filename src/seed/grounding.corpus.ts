@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { projectRoot } from '../common/project-root';
 import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
-import { generateCrmSample } from '../seed/crm-sample.data';
+import { generateCrmSample } from './crm-sample.data';
 import { evaluateExpression } from '../tools/calculate/arithmetic.expression';
-import { groundAnswer, operandEvidence, type Grounding } from './grounding';
-import { describeColumns, type ColumnCatalog, type GroundingSource } from './grounding-evidence';
+import { groundAnswer, operandEvidence, type Grounding } from '../runtime/grounding';
+import { describeColumns, type ColumnCatalog, type GroundingSource } from '../runtime/grounding-evidence';
 
 /** The kinds of planted error. */
 export type PlantedKind =

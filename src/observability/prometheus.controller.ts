@@ -2,7 +2,7 @@ import { Controller, Get, Header, Headers } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { Registry } from 'prom-client';
 import { Public } from '../auth/auth.decorators';
-import { MetricsService } from './metrics.service';
+import { PrometheusService } from './prometheus.service';
 
 /**
  * Prometheus metrics in the text format, for scrapers rather than API clients: public unless
@@ -11,8 +11,8 @@ import { MetricsService } from './metrics.service';
  */
 @ApiExcludeController()
 @Controller('metrics')
-export class MetricsController {
-  constructor(private readonly metrics: MetricsService) {}
+export class PrometheusController {
+  constructor(private readonly metrics: PrometheusService) {}
 
   @Get()
   @Public()

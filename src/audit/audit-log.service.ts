@@ -1,17 +1,11 @@
-import { EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { isUuid } from '../common/uuid';
 import { BatchedWriter } from '../database/batched-writer';
-import { runSql } from '../database/sql';
-import {
-  AuditEntryResponse,
-  AuditListResponse,
-  AuditQueryDto,
-  DEFAULT_AUDIT_LIMIT,
-  MAX_AUDIT_LIMIT,
-  type AuditKind,
-} from './audit.dto';
-import { parseTime } from './usage.service';
+import { AuditEntryResponse, AuditListResponse, AuditQueryDto, DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT } from './audit.dto';
+import type { CompiledQuery } from 'kysely';
+import { AuditRepository, toolCallsInsert, type AuditRow, type ToolCallRow } from './audit.repository';
+import { parseTime } from '../common/query-params';
 
 /** Who made a change: an API key (anything else, such as the server seeding its sample data, has none). */
 export interface AuditActor {
@@ -41,23 +35,6 @@ export interface ToolAuditEntry {
 /** Arguments larger than this (JSON) are stored as a note of their size only. */
 const MAX_ARGUMENTS_BYTES = 16 * 1024;
 
-interface AuditRow {
-  id: string;
-  at: Date;
-  kind: AuditKind;
-  keyId: string | null;
-  agent: string | null;
-  chatId: string | null;
-  toolCallId: string | null;
-  tool: string | null;
-  action: string | null;
-  target: string | null;
-  arguments: unknown;
-  rowCount: number | null;
-  durationMs: number | null;
-  outcome: string;
-}
-
 /**
  * The audit trail (`audit_log`, append-only: see its migration).
  *
@@ -75,15 +52,11 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
     what: 'audit entries of tool calls',
   });
 
-  constructor(private readonly em: EntityManager) {}
+  constructor(private readonly repo: AuditRepository) {}
 
   /** An admin change, inside the caller's transaction `em`. */
   async admin(em: EntityManager, actor: AuditActor | undefined, action: string, target: string): Promise<void> {
-    await runSql(
-      em,
-      `insert into "audit_log" ("kind", "key_id", "action", "target", "outcome") values ('admin', $1, $2, $3, 'ok')`,
-      [isUuid(actor?.keyId) ? actor.keyId : null, action, target.slice(0, 300)],
-    );
+    await this.repo.insertAdmin(em, { keyId: isUuid(actor?.keyId) ? actor.keyId : null, action, target: target.slice(0, 300) });
   }
 
   /** Queues a tool call; it is written with the next batch. */
@@ -108,28 +81,17 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
   /** Newest first; keyset paging on the id. */
   async query(query: AuditQueryDto): Promise<AuditListResponse> {
     const limit = Math.min(query.limit ?? DEFAULT_AUDIT_LIMIT, MAX_AUDIT_LIMIT);
-    const conditions: string[] = [];
-    const params: unknown[] = [];
-    const add = (condition: (param: string) => string, value: unknown) => {
-      params.push(value);
-      conditions.push(condition(`$${params.length}`));
-    };
-    if (query.kind !== undefined) add((p) => `"kind" = ${p}`, query.kind);
-    if (query.keyId !== undefined) add((p) => `"key_id" = ${p}::uuid`, query.keyId);
-    if (query.agent !== undefined) add((p) => `"agent" = ${p}`, query.agent);
-    if (query.chatId !== undefined) add((p) => `"chat_id" = ${p}::uuid`, query.chatId);
-    if (query.from !== undefined) add((p) => `"at" >= ${p}::timestamptz`, parseTime(query.from, 'from'));
-    if (query.to !== undefined) add((p) => `"at" < ${p}::timestamptz`, parseTime(query.to, 'to'));
-    if (query.cursor !== undefined) add((p) => `"id" < ${p}::bigint`, query.cursor);
-    params.push(limit + 1);
-    const rows = await runSql<AuditRow>(
-      this.em.fork(),
-      `select "id"::text as "id", "at", "kind", "key_id" as "keyId", "agent", "chat_id" as "chatId",
-         "tool_call_id" as "toolCallId", "tool", "action",
-         "target", "arguments", "row_count" as "rowCount", "duration_ms" as "durationMs", "outcome"
-       from "audit_log" ${conditions.length ? `where ${conditions.join(' and ')}` : ''}
-       order by "audit_log"."id" desc limit $${params.length}`,
-      params,
+    const rows = await this.repo.list(
+      {
+        kind: query.kind,
+        keyId: query.keyId,
+        agent: query.agent,
+        chatId: query.chatId,
+        from: query.from === undefined ? undefined : parseTime(query.from, 'from'),
+        to: query.to === undefined ? undefined : parseTime(query.to, 'to'),
+        before: query.cursor,
+      },
+      limit + 1,
     );
     const page = rows.slice(0, limit);
     const response: AuditListResponse = { entries: page.map(toEntry) };
@@ -138,17 +100,21 @@ export class AuditLog implements BeforeApplicationShutdown, OnApplicationShutdow
   }
 
   private async insertToolCalls(batch: ToolAuditEntry[]): Promise<void> {
-    const { text, params } = toolCallInsert(batch);
-    await runSql(this.em.fork(), text, params);
+    await this.repo.insertToolCalls(batch.map(toolCallRow));
   }
 }
 
 /**
- * The INSERT of tool-call entries (one statement for many), for the batched writer and for callers that
- * must write an entry inside their own transaction (a write and its entry commit together).
+ * The INSERT of tool-call entries (one statement for many), for callers that must write entries inside their own
+ * transaction (a write and its entries commit together).
  */
-export function toolCallInsert(batch: readonly ToolAuditEntry[]): { text: string; params: unknown[] } {
-  const records = batch.map((entry) => ({
+export function toolCallInsert(batch: readonly ToolAuditEntry[]): CompiledQuery {
+  return toolCallsInsert(batch.map(toolCallRow));
+}
+
+/** A tool-call entry as it is stored. */
+function toolCallRow(entry: ToolAuditEntry): ToolCallRow {
+  return {
     at: entry.at.toISOString(),
     key_id: isUuid(entry.keyId) ? entry.keyId : null,
     agent: entry.agent ?? null,
@@ -161,17 +127,6 @@ export function toolCallInsert(batch: readonly ToolAuditEntry[]): { text: string
     row_count: entry.rowCount,
     duration_ms: Math.round(entry.durationMs),
     outcome: entry.outcome.slice(0, 100),
-  }));
-  return {
-    text: `insert into "audit_log" ("at", "kind", "key_id", "agent", "chat_id", "tool_call_id", "tool", "action", "target",
-             "arguments", "row_count", "duration_ms", "outcome")
-           select "at", 'tool', "key_id", "agent", "chat_id", "tool_call_id", "tool", "action", "target", "arguments",
-             "row_count", "duration_ms", "outcome"
-           from jsonb_to_recordset($1::jsonb) as x("at" timestamptz, "key_id" uuid, "agent" text, "chat_id" uuid,
-             "tool_call_id" text, "tool" text, "action" text, "target" text, "arguments" jsonb, "row_count" integer,
-             "duration_ms" integer, "outcome" text)`,
-    // NUL cannot be stored in jsonb: a model may well send one.
-    params: [JSON.stringify(records).replaceAll('\\u0000', '')],
   };
 }
 

@@ -15,10 +15,11 @@ import {
 } from 'class-validator';
 import { schemaRef } from '../common/openapi.schemas';
 import { PaginationQueryDto, QueryInt } from '../common/pagination.dto';
-import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS, TOTAL_MODES, type TotalMode } from './data.types';
-import { MAX_CURSOR_LENGTH } from './keyset';
-import { BATCH_MAX_OPERATIONS } from './record-batch';
-import { MAX_SEARCH_LENGTH } from './where.compiler';
+import { AGGREGATE_FUNCTIONS, MAX_AGGREGATIONS, MAX_GROUP_BY_FIELDS, TOTAL_MODES, type TotalMode } from '../data/data.types';
+import { MAX_CURSOR_LENGTH } from '../data/keyset';
+import { OrderByDto } from '../data/order-by.dto';
+import { BATCH_MAX_OPERATIONS } from '../data/record-batch';
+import { MAX_SEARCH_LENGTH } from '../data/where.compiler';
 
 /** Query string of GET /records. JSON-valued parameters are parsed and checked by the service. */
 export class RecordsQueryDto extends PaginationQueryDto {
@@ -175,12 +176,6 @@ export class AggregationDto {
   @ApiProperty({ enum: AGGREGATE_FUNCTIONS }) function: string;
   @ApiPropertyOptional({ description: 'The field aggregated; omitted only for count (count of records)' }) field?: string;
   @ApiProperty({ description: 'Name of the result column' }) alias: string;
-}
-
-/** One sort key (documentation only: the compilers check them). */
-export class OrderByDto {
-  @ApiProperty({ description: 'A field name (records), or a group-by field or aggregation alias (aggregate)' }) field: string;
-  @ApiPropertyOptional({ enum: ['asc', 'desc'], default: 'asc' }) order?: 'asc' | 'desc';
 }
 
 /** Body of POST /aggregate; checked field by field by the data engine. */

@@ -2,16 +2,16 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataPool } from '../database/data-pool';
-import { MetricsService, PoolStats } from './metrics.service';
+import { PrometheusService, PoolStats } from './prometheus.service';
 
 /**
  * Shows the pools of the app on the pool gauge (the ORM's, the data engine's and the data tools'
  * (reader), on the read replica too), and the read replica's lag and fallbacks.
  */
 @Injectable()
-export class PoolMetricsCollector implements OnModuleInit {
+export class PoolStatsCollector implements OnModuleInit {
   constructor(
-    private readonly metrics: MetricsService,
+    private readonly metrics: PrometheusService,
     private readonly orm: MikroORM,
     private readonly data: DataPool,
   ) {}

@@ -1,18 +1,18 @@
 import { Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
-import { MetricsService } from './metrics.service';
+import { PrometheusService } from './prometheus.service';
 
-describe('MetricsService', () => {
+describe('PrometheusService', () => {
   it('keeps each app in a registry of its own', async () => {
-    const a = new MetricsService();
-    const b = new MetricsService();
+    const a = new PrometheusService();
+    const b = new PrometheusService();
     a.observeToolCall('echo', 'ok', 0.01);
     expect(await a.scrape(undefined)).toContain('datacopilot_tool_calls_total{tool="echo",outcome="ok"} 1');
     expect(await b.scrape(undefined)).not.toContain('tool="echo"');
   });
 
   it('labels an outcome outside the error catalog as error, and cuts long labels', async () => {
-    const metrics = new MetricsService();
+    const metrics = new PrometheusService();
     metrics.observeToolCall('echo', 'something_a_tool_made_up', 0.01);
     metrics.observeModelCall({ agent: 'a'.repeat(300), model: 'm', outcome: 'llm_timeout', seconds: 1 });
     const text = await metrics.scrape(undefined);
@@ -21,7 +21,7 @@ describe('MetricsService', () => {
   });
 
   it('answers only Bearer <METRICS_TOKEN> when a token is set', async () => {
-    const metrics = new MetricsService('the-token');
+    const metrics = new PrometheusService('the-token');
     for (const header of [undefined, 'Bearer the-toke', 'Bearer the-token-and-more', 'the-token', 'Basic the-token']) {
       await expect(metrics.scrape(header)).rejects.toEqual(expect.any(DomainError));
     }
@@ -31,7 +31,7 @@ describe('MetricsService', () => {
 
   it('scrapes without the chats gauge when its source fails', async () => {
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    const metrics = new MetricsService();
+    const metrics = new PrometheusService();
     metrics.collectChatStatuses(() => Promise.reject(new Error('database gone')));
     const text = await metrics.scrape(undefined);
     expect(warn).toHaveBeenCalledWith({ msg: 'could not read chats by status', error: 'database gone' });
