@@ -136,12 +136,9 @@ describe('seeds/objects definitions', () => {
 
 describe('generateCrmSample', () => {
   let dataset: SampleDataset;
-  let generationMs: number;
 
   beforeAll(() => {
-    const started = performance.now();
     dataset = generateCrmSample();
-    generationMs = performance.now() - started;
   });
 
   it('is deterministic', () => {
@@ -155,11 +152,10 @@ describe('generateCrmSample', () => {
     expect(generateCrmSample({ deal: 10 })).toEqual(generateCrmSample({ deal: 10 }));
   });
 
-  it('produces the default counts in manifest order, quickly', () => {
+  it('produces the default counts in manifest order', () => {
     expect(dataset.objects.map((o) => o.name)).toEqual(manifest.objects);
     expect(dataset.objects.map((o) => o.records.length)).toEqual([200, 1000, 2000, 3000]);
     expect(CRM_SAMPLE_DEFAULT_COUNTS).toEqual({ account: 200, contact: 1000, deal: 2000, activity: 3000 });
-    expect(generationMs).toBeLessThan(1000);
   });
 
   it('gives every record exactly id, created_at plus the defined fields', () => {
