@@ -6,7 +6,6 @@ import { DomainError } from '../common/domain-error';
 import { isUuid } from '../common/uuid';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { ReplicatedCache } from '../database/replicated-cache';
-import { runSql } from '../database/sql';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import type { ObjectSummary } from '../metadata/metadata.repository';
