@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 
 /** The columns of `api_keys` read here with Kysely (the rest goes through ApiKeyEntity). */
 interface ApiKeyDatabase {
-  api_keys: { id: string; revoked: boolean; policies: string };
+  api_keys: { id: string; revoked: boolean; policies: string; role: 'admin' | 'member'; subject: string };
 }
 
 /** Statements about `api_keys` that the entity cannot say. */
@@ -19,6 +19,19 @@ export class ApiKeyRepository {
       .where('policies', '@>', JSON.stringify([policy]))
       .executeTakeFirstOrThrow();
     return row.count;
+  }
+
+  /**
+   * The role and subject of an active key: one plain statement (read at every durable turn's claim and before each
+   * of its tool calls, so no entity is built for it).
+   */
+  activeIdentity(em: EntityManager, keyId: string): Promise<{ role: 'admin' | 'member'; subject: string } | undefined> {
+    return db(em)
+      .selectFrom('api_keys')
+      .select(['role', 'subject'])
+      .where('id', '=', keyId)
+      .where('revoked', '=', false)
+      .executeTakeFirst();
   }
 }
 

@@ -125,7 +125,7 @@ export class ApiKeyService implements OnModuleInit {
    * The caller an active key runs as (its role and subject); null when the key is revoked or unknown.
    */
   async activeCaller(keyId: string): Promise<Caller | null> {
-    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId, revoked: false }, { fields: ['role', 'subject'] });
+    const key = await this.repo.activeIdentity(this.em.fork(), keyId);
     return key ? { keyId, role: key.role, subject: key.subject } : null;
   }
 
