@@ -1,4 +1,5 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+import { createApprovalCard, proposalOf, updateApprovalCard, type ApprovalDecision } from './approval-card';
 import { drawChart } from './chart';
 import { groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
 import { renderMarkdown } from './markdown';
@@ -100,7 +101,11 @@ function createChart(spec: unknown): HTMLElement {
 export class ChatView {
   private readonly messageNodes = new Map<string, HTMLElement>();
 
-  constructor(private readonly log: HTMLElement) {}
+  constructor(
+    private readonly log: HTMLElement,
+    /** A person approved or rejected a write proposal on its card. */
+    private readonly onDecision: (decision: ApprovalDecision) => void = () => undefined,
+  ) {}
 
   clear(placeholder: string): void {
     this.messageNodes.clear();
@@ -148,8 +153,10 @@ export class ChatView {
     let index = 0;
     for (const [position, part] of message.parts.entries()) {
       const chart = chartOf(part);
+      // A write proposal (a tool part with an approval request) gets the approval card, not the tool card.
+      const proposal = isToolUIPart(part) ? proposalOf(part) : undefined;
       const key = isToolUIPart(part)
-        ? `tool:${part.toolCallId}`
+        ? `${proposal ? 'approval' : 'tool'}:${part.toolCallId}`
         : part.type === 'text'
           ? `text:${index}`
           : chart
@@ -159,7 +166,9 @@ export class ChatView {
       let child = container.children.item(index) as HTMLElement | null;
       if (!child || child.dataset.key !== key) {
         const created = isToolUIPart(part)
-          ? this.createToolCard()
+          ? proposal
+            ? createApprovalCard(part, proposal, this.onDecision)
+            : this.createToolCard()
           : chart
             ? createChart(chart.spec)
             : element('div', message.role === 'user' ? 'text' : 'answer');
@@ -167,8 +176,10 @@ export class ChatView {
         container.insertBefore(created, child);
         child = created;
       }
-      if (isToolUIPart(part)) this.updateToolCard(child, part);
-      else if (part.type === 'text') {
+      if (isToolUIPart(part)) {
+        if (proposal) updateApprovalCard(child, part, proposal);
+        else this.updateToolCard(child, part);
+      } else if (part.type === 'text') {
         if (message.role === 'user') setText(child, part.text);
         else setMarkdown(child, part.text, position === lastText ? grounded : undefined);
       }

@@ -26,7 +26,12 @@ const el = {
   stop: byId('stop', HTMLButtonElement),
 };
 
-const view = new ChatView(el.messages);
+const view = new ChatView(el.messages, ({ approvalId, approved, reason }) => {
+  // A refused decision (an expired or spent token) comes back as the chat's error.
+  Promise.resolve(chat?.addToolApprovalResponse({ id: approvalId, approved, reason })).catch((error: unknown) =>
+    showError(el.chatError, error),
+  );
+});
 const records = new GridView(
   {
     form: byId('records-form', HTMLFormElement),
