@@ -57,6 +57,7 @@ describe('playground: writes with approval', () => {
     for (const [sku, qty] of [
       ['a-1', 1],
       ['a-2', 2],
+      ['a-3', 3],
     ] as const) {
       await t.http.post('/api/v1/objects/item/records').set(admin).send({ sku, qty }).expect(201);
     }
@@ -183,5 +184,27 @@ describe('playground: writes with approval', () => {
     const result = sentMessages(llm, 1).find((m) => m.role === 'tool' && m.tool_call_id === 'call_no');
     expect(result!.content).toContain('approval_rejected');
     expect(result!.content).toContain('stock count is on Friday');
+  });
+
+  it('shows a waiting proposal again after a reload; a record changed meanwhile: Approve writes nothing, the card says so', async () => {
+    const target = await item('a-3');
+    llm.enqueue(
+      MockReply.toolCalls([
+        { id: 'call_late', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 30 } } },
+      ]),
+      MockReply.text('Someone changed a-3 first; nothing was written.'),
+    );
+    await ask('Set a-3 to 30');
+    await page.reload();
+    await page.waitForSelector('.approval-card[data-outcome="pending"] .approval-approve:not([disabled])');
+    expect((await card()).rows).toEqual([['qty', '3', '30']]);
+
+    // Someone else edits the record between the proposal and the approval.
+    await t.http.patch(`/api/v1/objects/item/records/${target.id}`).set(bearer(t.adminKey)).send({ qty: 33 }).expect(200);
+    await page.click('.approval-card .approval-approve');
+    await answered('Someone changed a-3 first; nothing was written.');
+    await page.waitForSelector('.approval-card[data-outcome="version_changed"]');
+    expect((await card()).text).toBe('Not written: the record changed after the proposal.');
+    expect((await item('a-3')).qty).toBe(33);
   });
 });
