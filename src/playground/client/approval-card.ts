@@ -17,7 +17,7 @@ interface ProposedChange {
 }
 
 /** What a write proposal would change: the approval request's descriptor as the server sends it. */
-interface Proposal {
+export interface Proposal {
   approvalId: string;
   objectName: string;
   operation: string;

@@ -1,5 +1,5 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
-import { createApprovalCard, proposalOf, updateApprovalCard, type ApprovalDecision } from './approval-card';
+import { createApprovalCard, proposalOf, updateApprovalCard, type ApprovalDecision, type Proposal } from './approval-card';
 import { drawChart } from './chart';
 import { groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
 import { renderMarkdown } from './markdown';
@@ -100,6 +100,11 @@ function createChart(spec: unknown): HTMLElement {
  */
 export class ChatView {
   private readonly messageNodes = new Map<string, HTMLElement>();
+  /**
+   * The write proposals seen, by call id: a conversation fetched again after a decision holds the call and its
+   * outcome but no longer the approval request, and its card still shows the diff that was decided on.
+   */
+  private readonly proposals = new Map<string, Proposal>();
 
   constructor(
     private readonly log: HTMLElement,
@@ -154,7 +159,7 @@ export class ChatView {
     for (const [position, part] of message.parts.entries()) {
       const chart = chartOf(part);
       // A write proposal (a tool part with an approval request) gets the approval card, not the tool card.
-      const proposal = isToolUIPart(part) ? proposalOf(part) : undefined;
+      const proposal = isToolUIPart(part) ? this.proposalOf(part) : undefined;
       const key = isToolUIPart(part)
         ? `${proposal ? 'approval' : 'tool'}:${part.toolCallId}`
         : part.type === 'text'
@@ -186,6 +191,12 @@ export class ChatView {
       index += 1;
     }
     while (container.children.length > index) container.lastElementChild!.remove();
+  }
+
+  private proposalOf(part: ToolPart): Proposal | undefined {
+    const proposal = proposalOf(part);
+    if (proposal) this.proposals.set(part.toolCallId, proposal);
+    return proposal ?? this.proposals.get(part.toolCallId);
   }
 
   private createToolCard(): HTMLElement {

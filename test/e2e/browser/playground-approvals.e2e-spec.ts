@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'puppeteer-core';
 import type { CreatedApiKeyResponse } from '../../../src/auth/api-key.dto';
 import { PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX } from '../../../src/playground/playground.paths';
@@ -22,24 +23,24 @@ interface Item {
   qty: number | null;
 }
 
-/** The playground's approval card: a durable chat's write proposal shown as a diff, decided in the page. */
-describe('playground: writes with approval', () => {
-  let t: TestApp;
-  let llm: MockLlmServer;
-  let baseUrl: string;
-  let memberKey: string;
-  let chromium: TestBrowser;
-  let page: Page;
-  let consoleErrors: string[];
-  let policyViolations: string[];
+let t: TestApp;
+let llm: MockLlmServer;
+let baseUrl: string;
+let memberKey: string;
+let chromium: TestBrowser;
+let page: Page;
+let consoleErrors: string[];
+let policyViolations: string[];
 
-  const item = async (sku: string): Promise<Item> => {
-    const res = await t.http.get('/api/v1/objects/item/records').set(bearer(memberKey)).expect(200);
-    return bodyOf<{ records: Item[] }>(res).records.find((record) => record.sku === sku)!;
-  };
+const item = async (sku: string): Promise<Item> => {
+  const res = await t.http.get('/api/v1/objects/item/records').set(bearer(memberKey)).expect(200);
+  return bodyOf<{ records: Item[] }>(res).records.find((record) => record.sku === sku)!;
+};
 
+/** An app with an item object, a writer agent that may update items, a member key, and Chromium. */
+function useApp(env: Record<string, string> = {}): void {
   beforeAll(async () => {
-    ({ t, llm } = await startAppWithMockLlm({ env: { PLAYGROUND: 'true', CHAT_POLL_INTERVAL_MS: '200' } }));
+    ({ t, llm } = await startAppWithMockLlm({ env: { PLAYGROUND: 'true', CHAT_POLL_INTERVAL_MS: '200', ...env } }));
     baseUrl = await listen(t);
     const admin = bearer(t.adminKey);
     await t.http
@@ -96,40 +97,45 @@ describe('playground: writes with approval', () => {
     expect(consoleErrors).toEqual([]);
     expect(llm.pendingSteps).toBe(0);
   });
+}
 
-  /** Opens the page with the key, the writer agent, in a durable chat, and asks. */
-  async function ask(question: string): Promise<void> {
-    await page.goto(`${baseUrl}/`);
-    await page.type('#api-key', memberKey);
-    await page.click('#key-form button[type=submit]');
-    await page.waitForFunction(() =>
-      [...document.querySelectorAll('#agent option')].some((o) => o.textContent?.includes('writer')),
-    );
-    await page.select('#agent', 'writer');
-    if (!(await page.$eval('#durable', (box) => (box as HTMLInputElement).checked))) await page.click('#durable');
-    await page.waitForFunction(() => !document.querySelector<HTMLButtonElement>('#send')?.disabled);
-    await page.type('#question', question);
-    await page.keyboard.press('Enter');
-    await page.waitForSelector('.approval-card[data-outcome="pending"] .approval-approve:not([disabled])');
-  }
+/** Opens the page with the key, the writer agent, in a durable chat, and asks. */
+async function ask(question: string): Promise<void> {
+  await page.goto(`${baseUrl}/`);
+  await page.type('#api-key', memberKey);
+  await page.click('#key-form button[type=submit]');
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#agent option')].some((o) => o.textContent?.includes('writer')),
+  );
+  await page.select('#agent', 'writer');
+  if (!(await page.$eval('#durable', (box) => (box as HTMLInputElement).checked))) await page.click('#durable');
+  await page.waitForFunction(() => !document.querySelector<HTMLButtonElement>('#send')?.disabled);
+  await page.type('#question', question);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('.approval-card[data-outcome="pending"] .approval-approve:not([disabled])');
+}
 
-  /** The card's diff rows and what it says, as a person reads them. */
-  const card = () =>
-    page.$eval('.approval-card', (node) => ({
-      tool: node.querySelector('.approval-tool')?.textContent,
-      object: node.querySelector('.approval-object')?.textContent,
-      record: node.querySelector<HTMLElement>('.approval-change')?.dataset.recordId,
-      rows: [...node.querySelectorAll('.approval-diff tbody tr')].map((row) => [...row.children].map((cell) => cell.textContent)),
-      outcome: (node as HTMLElement).dataset.outcome,
-      text: node.querySelector('.approval-outcome')?.textContent,
-    }));
+/** The card's diff rows and what it says, as a person reads them. */
+const card = () =>
+  page.$eval('.approval-card', (node) => ({
+    tool: node.querySelector('.approval-tool')?.textContent,
+    object: node.querySelector('.approval-object')?.textContent,
+    record: node.querySelector<HTMLElement>('.approval-change')?.dataset.recordId,
+    rows: [...node.querySelectorAll('.approval-diff tbody tr')].map((row) => [...row.children].map((cell) => cell.textContent)),
+    outcome: (node as HTMLElement).dataset.outcome,
+    text: node.querySelector('.approval-outcome')?.textContent,
+  }));
 
-  const answered = (answer: string) =>
-    page.waitForFunction(
-      (wanted) => [...document.querySelectorAll('.message.assistant .answer')].some((node) => node.textContent === wanted),
-      {},
-      answer,
-    );
+const answered = (answer: string) =>
+  page.waitForFunction(
+    (wanted) => [...document.querySelectorAll('.message.assistant .answer')].some((node) => node.textContent === wanted),
+    {},
+    answer,
+  );
+
+/** The playground's approval card: a durable chat's write proposal shown as a diff, decided in the page. */
+describe('playground: writes with approval', () => {
+  useApp();
 
   it('shows the proposal as a diff; Approve writes the record and the answer goes on', async () => {
     const target = await item('a-1');
@@ -206,5 +212,38 @@ describe('playground: writes with approval', () => {
     await page.waitForSelector('.approval-card[data-outcome="version_changed"]');
     expect((await card()).text).toBe('Not written: the record changed after the proposal.');
     expect((await item('a-3')).qty).toBe(33);
+  });
+});
+
+describe('playground: an approval that comes too late', () => {
+  // The sweep waits: the late click is what finds the proposal expired.
+  useApp({ APPROVAL_TTL_S: '1', CHAT_HEARTBEAT_INTERVAL_MS: '600000', CHAT_STALE_AFTER_MS: '3600000' });
+
+  it('shows the refusal and the proposal as expired; nothing is written and the answer goes on', async () => {
+    const target = await item('a-1');
+    llm.enqueue(
+      MockReply.toolCalls([
+        { id: 'call_slow', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 10 } } },
+      ]),
+      MockReply.text('The proposal expired; a-1 is unchanged.'),
+    );
+    await ask('Set a-1 to 10');
+    await sleep(1500);
+    await page.click('.approval-card .approval-approve');
+
+    await answered('The proposal expired; a-1 is unchanged.');
+    await page.waitForSelector('.approval-card[data-outcome="expired"]');
+    expect(await card()).toMatchObject({
+      rows: [['qty', '1', '10']],
+      text: 'Expired: nobody decided in time; nothing was written.',
+    });
+    await page.waitForSelector('#chat-error code');
+    expect(await page.$eval('#chat-error code', (node) => node.textContent)).toBe('approval_invalid');
+    expect((await item('a-1')).qty).toBe(1);
+    const result = sentMessages(llm, 1).find((m) => m.role === 'tool' && m.tool_call_id === 'call_slow');
+    expect(result!.content).toContain('approval_expired');
+    // The browser logs the refused request itself; nothing else went wrong.
+    expect(consoleErrors).toEqual([expect.stringContaining('status of 403')]);
+    consoleErrors.length = 0;
   });
 });
