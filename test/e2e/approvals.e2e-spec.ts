@@ -54,6 +54,10 @@ describe('writes with approval', () => {
     return { id, chat };
   }
 
+  let listening: Promise<string> | undefined;
+  /** Where the app listens for clients that need a real URL (the AI SDK's Chat, the MCP SDK's client). */
+  const baseUrl = () => (listening ??= listen(t));
+
   const decide = (chatId: string, body: Record<string, unknown>, key = alice.secret) =>
     t.http.post(`/api/v1/chats/${chatId}/approvals`).set(bearer(key)).send(body);
 
@@ -283,7 +287,7 @@ describe('writes with approval', () => {
       return { action: 'accept', content: {} };
     });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL('/mcp/agents/writer', await listen(t)), {
+      new StreamableHTTPClientTransport(new URL('/mcp/agents/writer', await baseUrl()), {
         requestInit: { headers: bearer(alice.secret) },
       }),
     );
@@ -557,7 +561,7 @@ describe('writes with approval', () => {
   });
 
   it('round-trips with the AI SDK Chat: the proposal arrives as an approval request, addToolApprovalResponse approves it', async () => {
-    const baseUrl = await listen(t);
+    const base = await baseUrl();
     const target = await item('a-2');
     llm.enqueue(
       MockReply.toolCalls([
@@ -566,7 +570,7 @@ describe('writes with approval', () => {
       MockReply.text('Set to 21.'),
     );
     const chatId = `approvals-${Date.now()}`;
-    const chat: Chat<UIMessage> = uiChat(baseUrl, '/api/v1/ai/agents/writer/chats', alice.secret, {
+    const chat: Chat<UIMessage> = uiChat(base, '/api/v1/ai/agents/writer/chats', alice.secret, {
       id: chatId,
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     });
