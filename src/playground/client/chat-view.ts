@@ -101,8 +101,8 @@ function createChart(spec: unknown): HTMLElement {
 export class ChatView {
   private readonly messageNodes = new Map<string, HTMLElement>();
   /**
-   * The write proposals seen, by call id: a conversation fetched again after a decision holds the call and its
-   * outcome but no longer the approval request, and its card still shows the diff that was decided on.
+   * The write proposals seen, by tool name and call id: a conversation fetched again after a decision holds
+   * the call and its outcome but no longer the approval request, and its card still shows the diff decided on.
    */
   private readonly proposals = new Map<string, Proposal>();
 
@@ -195,8 +195,9 @@ export class ChatView {
 
   private proposalOf(part: ToolPart): Proposal | undefined {
     const proposal = proposalOf(part);
-    if (proposal) this.proposals.set(part.toolCallId, proposal);
-    return proposal ?? this.proposals.get(part.toolCallId);
+    const key = `${getToolName(part)}:${part.toolCallId}`;
+    if (proposal) this.proposals.set(key, proposal);
+    return proposal ?? this.proposals.get(key);
   }
 
   private createToolCard(): HTMLElement {
