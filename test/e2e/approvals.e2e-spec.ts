@@ -3,6 +3,9 @@ import type { AuditListResponse } from '../../src/audit/audit.dto';
 import type { UiChatMessagesResponse } from '../../src/chats/durable/ui-chat.dto';
 import type { ChatMessagesResponse, ChatResponse, WriteProposalResponse } from '../../src/chats/durable/chat.dto';
 import type { Chat } from '@ai-sdk/react';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApprovalExpiry } from '../../src/approvals/approval-expiry.service';
@@ -50,6 +53,10 @@ describe('writes with approval', () => {
     const chat = await waitForChat(t, id, hasStatus('requires_approval', 'waiting', 'error'), alice.secret);
     return { id, chat };
   }
+
+  let listening: Promise<string> | undefined;
+  /** Where the app listens for clients that need a real URL (the AI SDK's Chat, the MCP SDK's client). */
+  const baseUrl = () => (listening ??= listen(t));
 
   const decide = (chatId: string, body: Record<string, unknown>, key = alice.secret) =>
     t.http.post(`/api/v1/chats/${chatId}/approvals`).set(bearer(key)).send(body);
@@ -253,14 +260,50 @@ describe('writes with approval', () => {
     ]);
     expect(await records()).toEqual(before);
 
-    // Nor does the OpenAI-compatible API.
-    llm.enqueue(MockReply.text('No tools to write with.'));
+    // Nor does the OpenAI-compatible API (stateless: no chat for a proposal to wait in); a call made anyway is refused.
+    llm.enqueue(
+      MockReply.toolCall('update_record', { objectName: 'item', recordId: target.id, values: { qty: 1002 } }),
+      MockReply.text('No tools to write with.'),
+    );
     await t.http
       .post('/v1/chat/completions')
       .set(bearer(alice.secret))
       .send({ model: 'writer', messages: [{ role: 'user', content: 'Set a-3 to 1000' }] })
       .expect(200);
     expect(sentToolNames(llm, 3)).toEqual(['query_records', 'get_record']);
+    expect(parsedFailure(sentMessages(llm, 4).find((m) => m.role === 'tool')!.content!)).toMatchObject({
+      error: { code: 'tool_not_allowed' },
+    });
+    expect(await records()).toEqual(before);
+  });
+
+  it('lists no write tool over MCP, even to a client that can elicit a confirmation; a call to one writes nothing', async () => {
+    const before = await records();
+    const target = await item('a-3');
+    const client = new Client({ name: 'approvals-e2e', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    let elicited = 0;
+    client.setRequestHandler(ElicitRequestSchema, () => {
+      elicited += 1;
+      return { action: 'accept', content: {} };
+    });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp/agents/writer', await baseUrl()), {
+        requestInit: { headers: bearer(alice.secret) },
+      }),
+    );
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['get_record', 'query_records']);
+      const result = await client.callTool({
+        name: 'update_record',
+        arguments: { objectName: 'item', recordId: target.id, values: { qty: 1003 } },
+      });
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({ error: { code: match.stringMatching(/^tool_not/) } });
+    } finally {
+      await client.close();
+    }
+    expect(elicited).toBe(0);
+    expect(await records()).toEqual(before);
   });
 
   it('refuses forged, mismatched, replayed and unauthorised approvals with 403 approval_invalid, writing nothing', async () => {
@@ -518,7 +561,7 @@ describe('writes with approval', () => {
   });
 
   it('round-trips with the AI SDK Chat: the proposal arrives as an approval request, addToolApprovalResponse approves it', async () => {
-    const baseUrl = await listen(t);
+    const base = await baseUrl();
     const target = await item('a-2');
     llm.enqueue(
       MockReply.toolCalls([
@@ -527,7 +570,7 @@ describe('writes with approval', () => {
       MockReply.text('Set to 21.'),
     );
     const chatId = `approvals-${Date.now()}`;
-    const chat: Chat<UIMessage> = uiChat(baseUrl, '/api/v1/ai/agents/writer/chats', alice.secret, {
+    const chat: Chat<UIMessage> = uiChat(base, '/api/v1/ai/agents/writer/chats', alice.secret, {
       id: chatId,
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     });

@@ -1,4 +1,5 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
+import { createApprovalCard, proposalOf, updateApprovalCard, type ApprovalDecision, type Proposal } from './approval-card';
 import { drawChart } from './chart';
 import { groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
 import { renderMarkdown } from './markdown';
@@ -99,8 +100,17 @@ function createChart(spec: unknown): HTMLElement {
  */
 export class ChatView {
   private readonly messageNodes = new Map<string, HTMLElement>();
+  /**
+   * The write proposals seen, by tool name and call id: a conversation fetched again after a decision holds
+   * the call and its outcome but no longer the approval request, and its card still shows the diff decided on.
+   */
+  private readonly proposals = new Map<string, Proposal>();
 
-  constructor(private readonly log: HTMLElement) {}
+  constructor(
+    private readonly log: HTMLElement,
+    /** A person approved or rejected a write proposal on its card. */
+    private readonly onDecision: (decision: ApprovalDecision) => void = () => undefined,
+  ) {}
 
   clear(placeholder: string): void {
     this.messageNodes.clear();
@@ -148,8 +158,10 @@ export class ChatView {
     let index = 0;
     for (const [position, part] of message.parts.entries()) {
       const chart = chartOf(part);
+      // A write proposal (a tool part with an approval request) gets the approval card, not the tool card.
+      const proposal = isToolUIPart(part) ? this.proposalOf(part) : undefined;
       const key = isToolUIPart(part)
-        ? `tool:${part.toolCallId}`
+        ? `${proposal ? 'approval' : 'tool'}:${part.toolCallId}`
         : part.type === 'text'
           ? `text:${index}`
           : chart
@@ -159,7 +171,9 @@ export class ChatView {
       let child = container.children.item(index) as HTMLElement | null;
       if (!child || child.dataset.key !== key) {
         const created = isToolUIPart(part)
-          ? this.createToolCard()
+          ? proposal
+            ? createApprovalCard(part, proposal, this.onDecision)
+            : this.createToolCard()
           : chart
             ? createChart(chart.spec)
             : element('div', message.role === 'user' ? 'text' : 'answer');
@@ -167,14 +181,23 @@ export class ChatView {
         container.insertBefore(created, child);
         child = created;
       }
-      if (isToolUIPart(part)) this.updateToolCard(child, part);
-      else if (part.type === 'text') {
+      if (isToolUIPart(part)) {
+        if (proposal) updateApprovalCard(child, part, proposal);
+        else this.updateToolCard(child, part);
+      } else if (part.type === 'text') {
         if (message.role === 'user') setText(child, part.text);
         else setMarkdown(child, part.text, position === lastText ? grounded : undefined);
       }
       index += 1;
     }
     while (container.children.length > index) container.lastElementChild!.remove();
+  }
+
+  private proposalOf(part: ToolPart): Proposal | undefined {
+    const proposal = proposalOf(part);
+    const key = `${getToolName(part)}:${part.toolCallId}`;
+    if (proposal) this.proposals.set(key, proposal);
+    return proposal ?? this.proposals.get(key);
   }
 
   private createToolCard(): HTMLElement {

@@ -1,4 +1,12 @@
-import { AbstractChat, DefaultChatTransport, type ChatInit, type ChatState, type ChatStatus, type UIMessage } from 'ai';
+import {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  type ChatInit,
+  type ChatState,
+  type ChatStatus,
+  type UIMessage,
+} from 'ai';
 
 /**
  * The chat state AbstractChat drives, as a plain object that calls `onChange` after every change:
@@ -101,6 +109,8 @@ export function createChat(
       // The stateless route answers JSON unless asked for the UI message stream.
       body: target.durable ? undefined : { stream: true },
     }),
+    // A decision on the last write proposal of a step goes straight back (with its token, as the approval's signature).
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     onChange: handlers.onChange,
     onError: handlers.onError,
   });

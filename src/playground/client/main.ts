@@ -26,7 +26,11 @@ const el = {
   stop: byId('stop', HTMLButtonElement),
 };
 
-const view = new ChatView(el.messages);
+const view = new ChatView(el.messages, ({ approvalId, approved, reason }) => {
+  Promise.resolve(chat?.addToolApprovalResponse({ id: approvalId, approved, reason })).catch((error: unknown) =>
+    showError(el.chatError, error),
+  );
+});
 const records = new GridView(
   {
     form: byId('records-form', HTMLFormElement),
@@ -48,6 +52,8 @@ const records = new GridView(
 );
 
 let chat: PlaygroundChat | undefined;
+/** Why the server refused the last approval or rejection, shown while the chat reloaded after it is open. */
+let refusedDecision: Error | undefined;
 let renderScheduled = false;
 /** Bumped by every openChat, so that a slower earlier one (a restore still loading) gives way. */
 let openings = 0;
@@ -66,7 +72,7 @@ function render(): void {
   const busy = chat?.status === 'submitted' || chat?.status === 'streaming';
   if (chat) view.render(chat.messages);
   el.chatStatus.textContent = chat ? STATUS_TEXT[chat.status] : '';
-  showError(el.chatError, chat?.error ? chatFailure(chat.error) : undefined);
+  showError(el.chatError, chat?.error ? chatFailure(chat.error) : refusedDecision);
   el.send.disabled = !chat || busy;
   el.stop.hidden = !busy;
   // Screen readers announce the answer once it is complete, not every streamed word.
@@ -94,9 +100,11 @@ async function storedMessages(key: string, agent: string, id: string): Promise<U
 /**
  * Opens the chat for the selected agent and mode. With `restore`, a durable chat kept in this tab
  * comes back: its messages from the server, then the running turn's stream, if one is running.
+ * `refusal`: why it is opened again, shown until the next question.
  */
-async function openChat(restore: boolean): Promise<void> {
+async function openChat(restore: boolean, refusal?: Error): Promise<void> {
   const opening = ++openings;
+  refusedDecision = refusal;
   const previous = chat;
   chat = undefined;
   await previous?.stop();
@@ -123,12 +131,35 @@ async function openChat(restore: boolean): Promise<void> {
     if (opening !== openings) return;
   }
   session.setChatId(durable ? id : undefined);
-  const opened = createChat({ key, agent, durable, id }, messages, { onChange: scheduleRender, onError: scheduleRender });
+  const opened = createChat({ key, agent, durable, id }, messages, {
+    onChange: scheduleRender,
+    onError: (error) => {
+      scheduleRender();
+      const failure = chatFailure(error);
+      // A refused decision (its proposal expired, or this key may not make the write): fetched again, the chat
+      // shows what became of the proposal (an expired one was answered for the model, whose turn goes on) or
+      // asks again, with the refusal on screen.
+      if (failure instanceof ApiError && failure.code === 'approval_invalid') void openChat(true, failure);
+    },
+  });
   chat = opened;
   view.clear(EMPTY_CHAT);
   render();
   // The server answers 204 when no turn is running; otherwise its stream from the turn's start.
-  if (durable && id === storedId) await opened.resumeStream();
+  if (durable && id === storedId) {
+    await opened.resumeStream();
+    if (opening !== openings || opened.status !== 'ready') return;
+    // A turn that ended between the fetch and the resume (as one that goes on at once after a refused decision
+    // can) streamed nothing here: fetched again, the conversation has it.
+    const now = await storedMessages(key, agent, id).catch(() => undefined);
+    if (now && opening === openings && isFurther(now, opened.messages)) opened.messages = now;
+  }
+}
+
+/** Whether conversation `a` got further than `b`: more messages, or more parts in the last one. */
+function isFurther(a: UIMessage[], b: UIMessage[]): boolean {
+  if (a.length !== b.length) return a.length > b.length;
+  return (a.at(-1)?.parts.length ?? 0) > (b.at(-1)?.parts.length ?? 0);
 }
 
 async function connect(key: string): Promise<void> {
@@ -193,6 +224,7 @@ el.askForm.addEventListener('submit', (event) => {
   const text = el.question.value.trim();
   if (!text || !chat || el.send.disabled) return;
   el.question.value = '';
+  refusedDecision = undefined;
   void chat.sendMessage({ text });
 });
 
