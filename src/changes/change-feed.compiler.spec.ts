@@ -1,6 +1,7 @@
 import { ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
 import { domainError, field } from '../../test/support/metadata-fixtures';
-import { compileChangePage, compileLatest, compilePrune, fieldAlias } from './change-feed.compiler';
+import { ADVISORY_LOCK } from '../database/advisory-locks';
+import { compileChangePage, compileLatest, compilePrune, fieldAlias, SEQUENCE_BATCH } from './change-feed.compiler';
 
 const deal: ObjectMeta = {
   name: 'deal',
@@ -16,8 +17,13 @@ describe('compileChangePage', () => {
         '"r"."updated_at" as "__f4", TRUE as "__visible" ' +
         'from jsonb_populate_record(null::"data"."deal", c."record") as "r"',
     );
-    expect(query.sql).toContain('where c."object" = $1 and c."cursor" > $2::bigint order by c."cursor" limit $3');
-    expect(query.parameters).toEqual(['deal', '41', 100]);
+    // The page comes from record_changes_page (which numbers committed changes first): object, after, limit, then
+    // the numbering batch and the feed's advisory lock key.
+    expect(query.sql).toContain(
+      'from "record_changes_page"($1, $2::bigint, $3::integer, $4::integer, $5::integer) c cross join lateral',
+    );
+    expect(query.sql).toMatch(/order by c\."cursor"$/);
+    expect(query.parameters).toEqual(['deal', '41', 100, SEQUENCE_BATCH, ADVISORY_LOCK.changeFeed]);
   });
 
   it("selects only the fields of the reader's view and computes its row filter over the snapshot, bound first", () => {
@@ -31,7 +37,7 @@ describe('compileChangePage', () => {
       '"r"."stage" as "__f0", "r"."id" as "__f1", COALESCE("r"."name" = $1::text, FALSE) as "__visible"',
     );
     expect(query.sql).not.toContain('"r"."name" as');
-    expect(query.parameters).toEqual(['ann', 'deal', '0', 10]);
+    expect(query.parameters).toEqual(['ann', 'deal', '0', 10, SEQUENCE_BATCH, ADVISORY_LOCK.changeFeed]);
   });
 
   it('lets no row through when no policy filter grants any (FALSE), and refuses an object name that is no identifier', () => {

@@ -103,6 +103,7 @@ describe('data tool schemas', () => {
       access: {
         forCaller: () => Promise.resolve(CallerAccess.unrestricted()),
         describe: () => metadata.getObject(),
+        visibleObjects: () => metadata.listObjects(),
       } as unknown as AccessService,
     }).filter((t) => t.name === name);
     await expect(
