@@ -12,7 +12,8 @@ import { AccessService } from '../../governance/access.service';
 import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import { ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
-import { ChatRepository, ChatWrite, StatusChange } from './chat.repository';
+import { ChatRepository, ChatWrite } from './chat.repository';
+import type { StatusChange } from './chat.rows';
 import { ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 import {
   ChatListResponse,
