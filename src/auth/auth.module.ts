@@ -30,6 +30,6 @@ import { StreamTokenService } from './stream-token.service';
     },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
   ],
-  exports: [ApiKeyService, KeyStreams],
+  exports: [ApiKeyService, KeyStreams, StreamTokenService],
 })
 export class AuthModule {}

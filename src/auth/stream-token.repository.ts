@@ -14,7 +14,6 @@ interface StreamTokenDatabase {
     created_at: ColumnType<Date | string, never, never>;
   };
   api_keys: { id: string; role: ApiKeyRole; subject: string; revoked: boolean };
-  chats: { id: string; owner: string; client_id: string | null };
 }
 
 /** A token as its route check needs it: who it runs as, and the chat it is bound to, if any. */
@@ -36,31 +35,6 @@ export class StreamTokenRepository {
       .forUpdate()
       .executeTakeFirst();
     return row ? { keyId: row.id, role: row.role, subject: row.subject } : undefined;
-  }
-
-  /**
-   * Whether `owner` owns the chat. The chats table belongs to the durable chats, which depend on this
-   * module; one read of it here keeps that dependency one-way.
-   */
-  async ownsChat(em: EntityManager, chatId: string, owner: string): Promise<boolean> {
-    const row = await db(em)
-      .selectFrom('chats')
-      .select('id')
-      .where('id', '=', chatId)
-      .where('owner', '=', owner)
-      .executeTakeFirst();
-    return row !== undefined;
-  }
-
-  /** The id of `owner`'s chat with this client id (the id an AI SDK client gave it), if any. */
-  async chatOfClientId(em: EntityManager, owner: string, clientId: string): Promise<string | undefined> {
-    const row = await db(em)
-      .selectFrom('chats')
-      .select('id')
-      .where('owner', '=', owner)
-      .where('client_id', '=', clientId)
-      .executeTakeFirst();
-    return row?.id;
   }
 
   /** The key's unexpired tokens: how many, and in how many milliseconds the first of them expires. */

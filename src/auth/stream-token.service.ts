@@ -9,6 +9,17 @@ import { StreamTokenResponse } from './stream-token.dto';
 import { StreamTokenGrant, StreamTokenRepository } from './stream-token.repository';
 
 /**
+ * The chats a token may be bound to. Durable chats own them and sit above auth, so they register this
+ * lookup at start-up; auth never reads their table.
+ */
+export interface StreamTokenChats {
+  /** Whether `owner` owns the chat (read in `em`'s transaction). */
+  owns(em: EntityManager, chatId: string, owner: string): Promise<boolean>;
+  /** The id of `owner`'s chat that its AI SDK client named `clientId`, if any. */
+  ofClientId(em: EntityManager, owner: string, clientId: string): Promise<string | undefined>;
+}
+
+/**
  * Stream tokens: a browser's EventSource cannot send Authorization, so a page trades its key for a
  * token that opens event streams, and nothing else, for STREAM_TOKEN_TTL_MS. Tokens are random and
  * stored hashed in the shared database rather than signed with a secret: every replica can check
@@ -23,6 +34,17 @@ export class StreamTokenService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
+  private chats?: StreamTokenChats;
+
+  useChats(chats: StreamTokenChats): void {
+    this.chats = chats;
+  }
+
+  private chatLookup(): StreamTokenChats {
+    if (!this.chats) throw new Error('No stream token chats registered: the durable chats module is not loaded');
+    return this.chats;
+  }
+
   /** A token for the caller's key, bound to `chatId` when given (a chat the caller does not own is a 404). */
   async create(caller: Caller, chatId?: string): Promise<StreamTokenResponse> {
     const em = this.em.fork();
@@ -34,7 +56,7 @@ export class StreamTokenService {
       if (!(await this.repo.lockActiveKey(tx, caller.keyId))) {
         throw new DomainError('unauthorized', 'Unknown or revoked API key');
       }
-      if (chatId !== undefined && !(isUuid(chatId) && (await this.repo.ownsChat(tx, chatId, caller.subject)))) {
+      if (chatId !== undefined && !(isUuid(chatId) && (await this.chatLookup().owns(tx, chatId, caller.subject)))) {
         throw new DomainError('chat_not_found', `Chat "${chatId}" not found`);
       }
       const live = await this.repo.live(tx, caller.keyId);
@@ -59,7 +81,7 @@ export class StreamTokenService {
 
   /** The id of the caller's chat that its AI SDK client named `clientId`; undefined when there is none. */
   chatOfClientId(caller: Caller, clientId: string): Promise<string | undefined> {
-    return this.repo.chatOfClientId(this.em.fork(), caller.subject, clientId);
+    return this.chatLookup().ofClientId(this.em.fork(), caller.subject, clientId);
   }
 
   /** What an unexpired token of an active key grants; undefined for anything else. */

@@ -25,6 +25,15 @@ const SERVER_ERRORS: ErrorCode[] = ['internal_error', 'shutting_down'];
 /** Errors of a JSON request body: malformed, the wrong type, too large, or failing its DTO's checks. */
 export const BODY_ERRORS: ErrorCode[] = ['validation_failed', 'invalid_json', 'payload_too_large', 'unsupported_media_type'];
 
+/** Errors of a where filter (the where language of the records API, saved views, exports and row filters). */
+export const WHERE_ERRORS: ErrorCode[] = [
+  'invalid_where',
+  'unknown_field',
+  'invalid_operator',
+  'too_many_values',
+  'invalid_value',
+];
+
 /** Errors of a route that queries object tables through the data engine. */
 export const DATA_ERRORS: ErrorCode[] = ['query_timeout', 'query_cancelled', 'database_busy', 'database_unavailable'];
 

@@ -3,39 +3,22 @@ import type { CompiledQuery } from 'kysely';
 import type { Caller } from '../auth/caller';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DomainError } from '../common/domain-error';
-import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
 import { DataCallOptions, DataCursorOptions, DataPool, DataSession } from '../database/data-pool';
 import { inSavepoint } from '../database/savepoint';
-import {
-  FOREIGN_KEY_VIOLATION,
-  PROGRAM_LIMIT_EXCEEDED,
-  RESTRICT_VIOLATION,
-  UNDEFINED_COLUMN,
-  UNDEFINED_TABLE,
-  UNIQUE_VIOLATION,
-  sqlState,
-} from '../common/pg-errors';
+import { UNDEFINED_COLUMN, UNDEFINED_TABLE, sqlState } from '../common/pg-errors';
 import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
-import { indexName } from '../metadata/metadata.naming';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, compileAggregatePlan, decodeAggregateRows } from './aggregate.compiler';
 import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
-import { decodeRow, encodeFieldValue, fieldDecoder, indexedValueLimitError } from './field-value.codec';
-import {
-  actionOf,
-  batchFailed,
-  BatchOperation,
-  BatchOperationResult,
-  failedResult,
-  operationError,
-  parseOperations,
-} from './record-batch';
+import { decodeRow, fieldDecoder } from './field-value.codec';
+import { actionOf, BatchOperation, BatchOperationResult, operationError, parseOperations } from './record-batch';
+import { type BatchTransaction, planOperation, type PlannedOperation, runBatch } from './record-batch.runner';
+import { encodeWrite, invalidReference, missedWrite, notFound, scopedRows, write } from './record-write';
 import { decodeCursor, dropKeyColumns, encodeCursor, querySignature, rowKeys } from './keyset';
 import { orderTerms } from './order-by.compiler';
-import { etagOf } from './record-version';
 import {
   compileBoundedCount,
   compileCount,
@@ -51,7 +34,6 @@ import {
   compileUpdate,
   compileReadableReferences,
   engineLimit,
-  IN_SCOPE_ALIAS,
   type ReferenceCheck,
   VERSION_ALIAS,
 } from './records.compiler';
@@ -353,14 +335,8 @@ export class DataService {
 
   /**
    * Creates, updates and deletes of one object in one transaction, each checked exactly like its
-   * single-record write (field codec, the caller's access and row filter, If-Match). `atomic` (the
-   * default): all or nothing; any failure writes nothing and throws the first failing operation's
-   * error with every failing operation in `details.errors`. Otherwise each operation that can be
-   * applied is, and the others report their error in their result.
-   *
-   * The usual path makes one statement per update or delete and one per run of creates. Only when
-   * something fails are the operations replayed one by one behind savepoints, so that every failing
-   * one is named, not just the first that broke the transaction.
+   * single-record write (field codec, the caller's access and row filter, If-Match), then run by
+   * runBatch (all or nothing when `atomic`, the default).
    */
   async batch(
     caller: Caller,
@@ -390,40 +366,12 @@ export class DataService {
       for (const [index, error] of refused) errors.push(operationError(index, error));
       planned = planned.filter((operation) => !refused.has(operation.index));
     }
-    const results = new Map<number, BatchOperationResult>();
     // Inside the caller's transaction (an import's chunks), each attempt is a savepoint of it instead of a transaction.
-    const transaction = <T>(work: (session: DataSession) => Promise<T>) =>
+    const transaction: BatchTransaction = (work) =>
       scope.session?.inTransaction
         ? inSavepoint(scope.session, 'batch_attempt', work)
         : this.pool.transaction(work, poolOptions(caller, scope));
-    if (atomic && !errors.length) {
-      try {
-        for (const result of await transaction((session) => runAll(session, planned, caller.keyId)))
-          results.set(result.index, result);
-        return [...results.values()].sort((a, b) => a.index - b.index);
-      } catch (error) {
-        if (!(error instanceof OperationFailed)) throw error;
-      }
-    }
-    if (atomic) {
-      // Something failed: replay to name every failing operation, then roll it all back. When only checks
-      // made before the database failed, the rest is first written at once: when that goes through, none
-      // of it fails, and the replay one by one (a statement and a savepoint per operation) is not needed.
-      const replayed = await transaction(async (session) => {
-        const rest = () => inSavepoint(session, 'batch_attempt', (attempt) => runAll(attempt, planned, caller.keyId));
-        if (errors.length && (await rest().then(() => true, writeFailed))) throw new RolledBack([]);
-        throw new RolledBack(await runEach(session, planned, caller.keyId));
-      }).catch((error: unknown) => {
-        if (error instanceof RolledBack) return error.results;
-        throw error;
-      });
-      throw batchFailed([...errors, ...replayed.flatMap((r) => (r.error ? [{ index: r.index, ...r.error }] : []))]);
-    }
-    for (const result of await transaction((session) => runEach(session, planned, caller.keyId)))
-      results.set(result.index, result);
-    const ids = new Map(parsed.operations.map((o) => [o.index, o.op === 'create' ? null : o.id]));
-    for (const error of errors) results.set(error.index, failedResult(error, ids.get(error.index) ?? null));
-    return [...results.values()].sort((a, b) => a.index - b.index);
+    return runBatch({ operations: parsed.operations, planned, errors }, atomic, caller.keyId, transaction);
   }
 
   /**
@@ -590,282 +538,13 @@ async function* decodeBatches(
   }
 }
 
-/** Runs a write and turns constraint violations into errors that name the field. */
-async function write(
-  object: ObjectMeta,
-  session: DataSession,
-  query: CompiledQuery<Record<string, unknown>>,
-): Promise<Record<string, unknown>[]> {
-  try {
-    return await session.query(query);
-  } catch (error) {
-    throw translateWriteError(object, error) ?? error;
-  }
-}
-
-/** A lookup value pointing to no record, or to one the caller may not read: the same error for both. */
-function invalidReference(field: FieldMeta): DomainError {
-  return new DomainError(
-    'invalid_reference',
-    `Lookup "${field.name}" points to a "${field.reference}" record that does not exist`,
-    { field: field.name },
-  );
-}
-
 /** Throws the first error of a list (of referenceErrors). */
 function throwFirst(errors: ReadonlyArray<DomainError | undefined>): void {
   const error = errors.find((e) => e !== undefined);
   if (error) throw error;
 }
 
-function notFound(objectName: string, id: unknown): DomainError {
-  return new DomainError('record_not_found', `No "${objectName}" record with id "${clip(String(id))}"`);
-}
-
-/**
- * Validates a write body: only known, writable fields; required fields present on insert and never
- * set to null; each value encoded for its column type. Returns column → bound value. System fields are
- * the server's, except an insert's id and, when `dated` (records the server loads with their history),
- * an insert's created_at.
- */
-function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' | 'update', dated = false): Map<string, unknown> {
-  if (!isPlainObject(input)) throw new DomainError('invalid_record', 'A record must be a JSON object of field values');
-  const values = new Map<string, unknown>();
-  for (const [name, value] of Object.entries(input)) {
-    const field = requireField(object, name);
-    const settable = mode === 'insert' && (field.name === 'id' || (dated && field.name === 'created_at'));
-    if (field.system && !settable) {
-      throw new DomainError('read_only_field', `Field "${name}" is set by the server`);
-    }
-    if (value === undefined) continue;
-    // Under a row filter, a chosen id would tell by its conflict that a record it may not read has it.
-    if (field.name === 'id' && object.rowFilter) {
-      throw new DomainError(
-        'validation_failed',
-        `The server chooses the id of new "${object.name}" records for this API key (its access policies filter the rows); leave "id" out`,
-        { field: 'id' },
-      );
-    }
-    if (value === null && field.required)
-      throw new DomainError('missing_required_field', `Field "${name}" is required`, { fields: [name] });
-    values.set(name, encodeFieldValue(field, value));
-  }
-  if (mode === 'insert') {
-    const missing = object.fields.filter((f) => f.required && !f.system && !values.has(f.name)).map((f) => f.name);
-    if (missing.length) {
-      throw new DomainError(
-        'missing_required_field',
-        `Missing required field${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`,
-        { fields: missing },
-      );
-    }
-  } else if (!values.size) {
-    throw new DomainError('invalid_record', 'Nothing to update: send at least one field');
-  }
-  return values;
-}
-
-function translateWriteError(object: ObjectMeta, error: unknown): DomainError | undefined {
-  const code = sqlState(error);
-  const pg = error as { constraint?: string };
-  const fieldFor = (kind: 'key' | 'idx' | 'fk') =>
-    object.fields.find((f) => indexName(object.name, f.name, kind) === pg.constraint)?.name;
-  if (code === UNIQUE_VIOLATION) {
-    const field = pg.constraint === `${object.name}_pkey` ? 'id' : fieldFor('key');
-    return new DomainError(
-      'unique_violation',
-      `Another "${object.name}" record already has this ${field ?? 'value'}`,
-      field ? { field } : undefined,
-    );
-  }
-  // The codec refuses long values of indexed fields first; this is the backstop for anything it misses.
-  // 54000 names the index that could not take the row.
-  if (code === PROGRAM_LIMIT_EXCEEDED) {
-    const field = object.fields.find((f) => f.name === (fieldFor('key') ?? fieldFor('idx')));
-    if (field) return indexedValueLimitError(field);
-    return new DomainError('invalid_value', `A value is too long for an index of "${object.name}"`);
-  }
-  // 23503: a lookup of this record points nowhere (insert/update). 23001: lookups are ON DELETE RESTRICT,
-  // so deleting a record that other records still point to fails with restrict_violation, not 23503.
-  if (code === FOREIGN_KEY_VIOLATION || code === RESTRICT_VIOLATION) {
-    const field = code === FOREIGN_KEY_VIOLATION ? fieldFor('fk') : undefined;
-    const lookup = object.fields.find((f) => f.name === field);
-    if (lookup) return invalidReference(lookup);
-    return new DomainError(
-      'record_referenced',
-      `This "${object.name}" record is referenced by other records; remove those references first`,
-    );
-  }
-  return undefined;
-}
-
-/**
- * Why a conditional write changed no row: the record is gone (404, whatever If-Match said), or it
- * is at another version (412). Asked only after a miss, so a write that matches stays one statement.
- */
-async function missedWrite(
-  object: ObjectMeta,
-  id: string,
-  versions: readonly string[] | undefined,
-  session: DataSession,
-): Promise<DomainError> {
-  if (!versions) return notFound(object.name, id);
-  const rows = await session.query(compileFindOne(object, id, ['id']));
-  if (!rows.length) return notFound(object.name, id);
-  return new DomainError(
-    'precondition_failed',
-    `The "${object.name}" record "${id}" is not at a version If-Match names (it changed since it was read); read it again and retry`,
-  );
-}
-
 function decodeVersioned(object: ObjectMeta, row: Record<string, unknown>): VersionedRecord {
   const { [VERSION_ALIAS]: version, ...rest } = row;
   return { record: decodeRow(object, rest), version: String(version) };
-}
-
-/** A batch operation with its values encoded, ready to run. */
-type PlannedOperation = BatchOperation & { object: ObjectMeta; values?: Map<string, unknown> };
-
-/** An operation of an all-or-nothing batch failed: the batch is replayed to name every failing one. */
-class OperationFailed extends Error {
-  constructor() {
-    super('a batch operation failed');
-  }
-}
-
-/** Thrown to roll back a replay while carrying out what it found. */
-class RolledBack extends Error {
-  constructor(readonly results: BatchOperationResult[]) {
-    super('rolled back');
-  }
-}
-
-/** Checks what can be checked before any SQL: the action is granted, the id is one, the values fit. */
-function planOperation(view: ObjectMeta | DomainError, operation: BatchOperation): PlannedOperation {
-  if (view instanceof DomainError) throw view;
-  if (operation.op === 'create') return { ...operation, object: view, values: encodeWrite(view, operation.record, 'insert') };
-  if (!isUuid(operation.id)) throw notFound(view.name, operation.id);
-  if (operation.op === 'update') return { ...operation, object: view, values: encodeWrite(view, operation.record, 'update') };
-  return { ...operation, object: view };
-}
-
-/** False for runAll's OperationFailed (an operation failed); any other error is rethrown. */
-function writeFailed(error: unknown): false {
-  if (error instanceof OperationFailed) return false;
-  throw error;
-}
-
-/** Bound parameters one insert of a batch may use (PostgreSQL takes at most 65,535 in a statement). */
-const BATCH_INSERT_PARAMS = 30_000;
-
-/**
- * Runs the operations in order, runs of creates as one insert each; the first failing operation
- * throws OperationFailed (the transaction is lost then anyway; the caller replays to find them all).
- */
-async function runAll(
-  session: DataSession,
-  planned: readonly PlannedOperation[],
-  keyId: string,
-): Promise<BatchOperationResult[]> {
-  const results: BatchOperationResult[] = [];
-  const isGroupable = (operation: PlannedOperation | undefined) => operation?.op === 'create' && operation.values!.size > 0;
-  try {
-    for (let at = 0; at < planned.length;) {
-      if (!isGroupable(planned[at])) {
-        results.push(await runOne(session, planned[at++], keyId));
-        continue;
-      }
-      const { object } = planned[at];
-      const perInsert = Math.max(1, Math.floor(BATCH_INSERT_PARAMS / object.fields.length));
-      let end = at;
-      while (end < planned.length && end - at < perInsert && isGroupable(planned[end])) end++;
-      const creates = planned.slice(at, end);
-      const rows = await scopedRows(
-        session,
-        object,
-        compileInsert(
-          object,
-          creates.map((c) => c.values!),
-          { op: 'create', keyId },
-        ),
-      );
-      rows.forEach((row, i) => results.push(doneResult(creates[i], row)));
-      at = end;
-    }
-  } catch (error) {
-    if (error instanceof DomainError) throw new OperationFailed();
-    throw error;
-  }
-  return results;
-}
-
-/** Runs each operation behind a savepoint of its own: a failing one is undone alone and reported. */
-async function runEach(
-  session: DataSession,
-  planned: readonly PlannedOperation[],
-  keyId: string,
-): Promise<BatchOperationResult[]> {
-  const results: BatchOperationResult[] = [];
-  for (const operation of planned) {
-    try {
-      const isDomainError = (error: unknown) => error instanceof DomainError;
-      results.push(await inSavepoint(session, 'batch_operation', (s) => runOne(s, operation, keyId), isDomainError));
-    } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
-      results.push(failedResult(operationError(operation.index, error), operation.op === 'create' ? null : operation.id));
-    }
-  }
-  return results;
-}
-
-async function runOne(session: DataSession, operation: PlannedOperation, keyId: string): Promise<BatchOperationResult> {
-  const { object } = operation;
-  if (operation.op === 'create') {
-    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], { op: 'create', keyId }));
-    return doneResult(operation, row);
-  }
-  const rows =
-    operation.op === 'update'
-      ? await scopedRows(
-          session,
-          object,
-          compileUpdate(object, operation.id, operation.values!, operation.versions, {
-            op: 'update',
-            keyId,
-            changedFields: [...operation.values!.keys()],
-          }),
-        )
-      : await write(object, session, compileDelete(object, operation.id, operation.versions, { op: 'delete', keyId }));
-  if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
-  return doneResult(operation, rows[0]);
-}
-
-/** A write's rows, refused with `forbidden` when one falls outside the caller's row filter (like scopedWrite). */
-async function scopedRows(
-  session: DataSession,
-  object: ObjectMeta,
-  query: CompiledQuery<Record<string, unknown>>,
-): Promise<Record<string, unknown>[]> {
-  const rows = await write(object, session, query);
-  if (!object.rowFilter) return rows;
-  if (rows.some((row) => row[IN_SCOPE_ALIAS] !== true)) throw outsideRowFilter(object);
-  for (const row of rows) delete row[IN_SCOPE_ALIAS];
-  return rows;
-}
-
-function outsideRowFilter(object: ObjectMeta): DomainError {
-  return new DomainError('forbidden', `This API key may not write "${object.name}" records with these values`, {
-    object: object.name,
-  });
-}
-
-/** A result needs the row's id and version only: decoding all fields of 1,000 rows cost more than the rest of it. */
-function doneResult(operation: PlannedOperation, row: Record<string, unknown>): BatchOperationResult {
-  if (operation.op === 'delete') return { index: operation.index, id: operation.id, status: 204 };
-  return {
-    index: operation.index,
-    id: String(row.id),
-    status: operation.op === 'create' ? 201 : 200,
-    etag: etagOf(String(row[VERSION_ALIAS])),
-  };
 }

@@ -2,13 +2,9 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nest
 import { ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators';
 import { Caller } from '../auth/caller';
-import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
-import type { ErrorCode } from '../common/error-codes';
+import { ApiRoute, BODY_ERRORS, WHERE_ERRORS } from '../common/api-route.decorator';
 import { CreatePolicyDto, PolicyListResponse, PolicyResponse, ReplacePolicyDto } from './access-policy.dto';
 import { AccessPolicyService } from './access-policy.service';
-
-/** What a row filter that does not compile answers with (the where language's errors). */
-const FILTER_ERRORS: ErrorCode[] = ['unknown_field', 'invalid_where', 'invalid_operator', 'invalid_value', 'too_many_values'];
 
 @ApiTags('policies')
 @Controller('api/v1/policies')
@@ -21,7 +17,7 @@ export class AccessPolicyController {
     summary: 'Create an access policy (object grants, row filters, hidden fields)',
     status: 201,
     type: PolicyResponse,
-    errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_exists'],
+    errors: [...BODY_ERRORS, 'invalid_policy', ...WHERE_ERRORS, 'policy_exists'],
   })
   create(@Caller() caller: Caller, @Body() dto: CreatePolicyDto): Promise<PolicyResponse> {
     return this.policies.create(dto, caller);
@@ -46,7 +42,7 @@ export class AccessPolicyController {
   @ApiRoute({
     summary: 'Replace an access policy; keys under it get the new grants at once',
     type: PolicyResponse,
-    errors: [...BODY_ERRORS, 'invalid_policy', ...FILTER_ERRORS, 'policy_not_found'],
+    errors: [...BODY_ERRORS, 'invalid_policy', ...WHERE_ERRORS, 'policy_not_found'],
   })
   replace(@Caller() caller: Caller, @Param('name') name: string, @Body() dto: ReplacePolicyDto): Promise<PolicyResponse> {
     return this.policies.replace(name, dto, caller);

@@ -3,11 +3,11 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { AgentService } from '../agents/agent.service';
 import type { Caller } from '../auth/caller';
-import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { AgentLoop } from '../runtime/agent-loop.service';
 import { AgentRuntime, PreparedTurn } from '../runtime/agent-runtime.service';
 import { toLlmMessages } from '../runtime/conversation';
+import { streamTurn } from '../runtime/streamed-turn';
 import { ChatCompletionStreamWriter } from './chat-completion-stream.writer';
 import { CompletionHead, STEP_SEPARATOR, stepText, toCompletion } from './chat-completion.mapper';
 import { CompletionRequest, FUNCTION_TOOL_LABELS, parseCompletionRequest } from './chat-completion.request';
@@ -72,12 +72,11 @@ export class OpenAiCompatService {
       return toCompletion(head, texts.join(STEP_SEPARATOR), result);
     }
     const writer = new ChatCompletionStreamWriter(open(), this.config.sseKeepAliveMs, head, completion.includeUsage);
-    try {
-      writer.finish(await this.loop.runTurn(prepared.turn, prepared.messages, writer.hooks(), request.signal));
-    } catch (error) {
-      if (!(error instanceof DomainError)) this.logger.error({ msg: 'streamed completion failed', err: error });
-      writer.fail(openAiErrorOf(error, request.id));
-    }
+    await streamTurn(this.loop, prepared, writer, request.signal, {
+      logger: this.logger,
+      msg: 'streamed completion failed',
+      failure: (error) => openAiErrorOf(error, request.id),
+    });
     return undefined;
   }
 

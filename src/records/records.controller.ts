@@ -3,7 +3,7 @@ import { ApiBody, ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Roles } from '../auth/auth.decorators';
 import { Caller } from '../auth/caller';
-import { ApiRoute, BODY_ERRORS, DATA_ERRORS } from '../common/api-route.decorator';
+import { ApiRoute, BODY_ERRORS, DATA_ERRORS, WHERE_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
 import { ClientSignal } from '../common/fastify-reply';
 import { schemaRef } from '../common/openapi.schemas';
@@ -56,9 +56,6 @@ const VALUE_ERRORS: ErrorCode[] = [
   'unique_violation',
   'metadata_changed',
 ];
-
-/** Errors of a where filter (query string or body). */
-const WHERE_ERRORS: ErrorCode[] = ['invalid_where', 'unknown_field', 'invalid_operator', 'too_many_values', 'invalid_value'];
 
 /** Answers with the record and its version as ETag. */
 function sendVersioned(reply: FastifyReply, { record, version }: VersionedRecord): Record<string, unknown> {

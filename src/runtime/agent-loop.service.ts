@@ -190,30 +190,24 @@ export class AgentLoop {
     turnSignal: AbortSignal,
     deadline: AbortSignal,
   ): Promise<TurnResult> {
-    const toolCalls: ExecutedToolCall[] = [];
-    // The turn's question: the last user message (a resumed turn continues after it).
-    const turnStart = lastUserIndex(messages);
-    let correcting = false;
-    let iterations = turn.iterationsUsed ?? 0;
-    let usage: LlmUsage = ZERO_USAGE;
-    const spent = () => (turn.tokensUsed ?? 0) + usage.totalTokens;
-
+    const state: TurnState = {
+      turn,
+      messages,
+      hooks,
+      turnSignal,
+      deadline,
+      // The turn's question: the last user message (a resumed turn continues after it).
+      turnStart: lastUserIndex(messages),
+      toolCalls: [],
+      correcting: false,
+      iterations: turn.iterationsUsed ?? 0,
+      usage: ZERO_USAGE,
+    };
     for (;;) {
-      const budgetLeft = turn.tokenBudget - spent();
-      if (budgetLeft <= 0) {
-        return {
-          status: 'completed',
-          content: lastAssistantText(messages),
-          model: turn.model,
-          finishReason: 'length',
-          toolCalls,
-          pendingToolCalls: [],
-          usage,
-          iterationsUsed: iterations,
-        };
-      }
+      const budgetLeft = turn.tokenBudget - spent(state);
+      if (budgetLeft <= 0) return outOfBudget(state);
       // The correcting step is one model call: offered no tools, it can only rewrite the answer.
-      const withTools = !correcting && iterations < turn.maxIterations && turn.tools.length > 0;
+      const withTools = !state.correcting && state.iterations < turn.maxIterations && turn.tools.length > 0;
       hooks.onStepStart?.();
       const response = await this.callModel(
         turn,
@@ -224,168 +218,168 @@ export class AgentLoop {
         turnSignal,
         deadline,
       );
-      usage = addUsage(usage, response.usage);
-
-      if (!withTools || response.toolCalls.length === 0) {
-        const assistant: LlmMessage = { role: 'assistant', content: response.content };
-        messages.push(assistant);
-        const finishReason: TurnFinishReason =
-          !withTools && !correcting && iterations >= turn.maxIterations && turn.tools.length > 0
-            ? 'max_iterations'
-            : response.finishReason === 'length'
-              ? 'length'
-              : 'stop';
-        const grounding =
-          turn.grounding === 'off' ? undefined : await this.groundTurn(turn, response.content, messages, turnStart);
-        // An answer step: final, or superseded by the one correcting step a "retry" agent gets.
-        const answerStep = (final: boolean): TurnStep => ({
-          assistant,
-          toolCalls: [],
-          toolMessages: [],
-          toolResults: [],
-          pendingClientCalls: [],
-          pendingApprovals: [],
-          usage: response.usage,
-          iterationsUsed: iterations,
-          final,
-          model: response.model,
-          finishReason,
-          grounding,
-          ...(final ? {} : { superseded: true }),
-        });
-        if (
-          turn.grounding === 'retry' &&
-          !correcting &&
-          grounding?.unsupported.length &&
-          turn.tokenBudget - spent() > 0 &&
-          Date.now() < turn.deadline
-        ) {
-          // Once per turn: the answer stays in the conversation, followed by what to fix in it.
-          correcting = true;
-          await hooks.onStep?.(answerStep(false));
-          messages.push({ role: 'user', content: correctionRequest(grounding) });
-          continue;
-        }
-        await hooks.onStep?.(answerStep(true));
-        return {
-          status: 'completed',
-          content: response.content,
-          model: response.model,
-          finishReason,
-          toolCalls,
-          pendingToolCalls: [],
-          usage,
-          iterationsUsed: iterations,
-          grounding,
-        };
-      }
-
-      iterations++;
-      // A model can ask for thousands of calls in one step. Past the cap they neither run nor stay in the
-      // conversation (a result for each would overflow the next call's context, blaming the caller for
-      // the model's output): one note in the assistant message tells the model how many were dropped.
-      const kept = response.toolCalls.slice(0, turn.maxToolCallsPerStep);
-      const dropped = response.toolCalls.length - kept.length;
-      if (dropped) {
-        this.logger.warn({
-          msg: 'tool calls past the step cap dropped',
-          agent: turn.toolContext.agent?.name,
-          cap: turn.maxToolCallsPerStep,
-          dropped,
-        });
-      }
-      const assistant = assistantWithToolCalls(response.content, kept, dropped);
-      messages.push(assistant);
-      // Parsed once per call, for hooks and the response; the registry parses (strictly) for execution.
-      const calls = kept.map((call) => ({
-        call,
-        shown: readableArguments(call.arguments),
-        client: turn.clientTools.has(call.name),
-      }));
-      const builtIn = calls.filter((c) => !c.client);
-      const client = calls.filter((c) => c.client).map((c) => c.call);
-      for (const { call, shown, client: isClient } of calls) {
-        hooks.onToolCall?.({ id: call.id, name: call.name, arguments: shown, client: isClient });
-      }
-      // A key revoked meanwhile runs no tool: read from the table, not a cache a revocation may not have reached yet.
-      const caller = turn.toolContext.caller;
-      if (builtIn.length && caller) await this.access.assertCurrent(caller, { fresh: true });
-      // calculate computes only with the values of the turn's earlier data results; visualize charts only their rows.
-      const evidence = builtIn.some(({ call }) => EVIDENCE_TOOLS.has(call.name))
-        ? operandEvidence(turnSources(messages, turnStart), (sources) => this.catalog.describe(sources))
-        : undefined;
-      // Results in call order.
-      const executed = await this.registry.executeAll(
-        builtIn.map(({ call }) => ({ id: call.id, name: call.name, arguments: call.arguments })),
-        { ...turn.toolContext, signal: turnSignal, ...(evidence ? { evidence } : {}) },
-      );
-      if (deadline.aborted) throw deadlineError();
-      // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
-      if (turnSignal.aborted) throw new DomainError('turn_aborted', 'The turn was cancelled');
-      // A write tool's successful result is a proposal: nothing was written, and its result is what a person
-      // decides. Refused proposals (no grant, bad arguments) are ordinary error results the model reads.
-      const proposals = executed.filter((result) => !result.isError && this.registry.get(result.name)?.needsApproval);
-      const results = executed.filter((result) => !proposals.includes(result));
-      if (proposals.length && client.length) {
-        // One pause at a time: client calls of a step that proposes a write are answered as not run.
-        for (const call of client.splice(0)) results.push(notRunResult(call));
-      }
-      const toolMessages: LlmMessage[] = results.map((result) => ({
-        role: 'tool',
-        tool_call_id: result.toolCallId,
-        content: toolMessageContent(result),
-      }));
-      messages.push(...toolMessages);
-      const shownArguments = new Map(calls.map(({ call, shown }) => [call.id, shown]));
-      for (const result of results) {
-        hooks.onToolResult?.(result);
-        toolCalls.push({
-          id: result.toolCallId,
-          name: result.name,
-          arguments: shownArguments.get(result.toolCallId),
-          result: result.content,
-          isError: result.isError,
-        });
-      }
-      await hooks.onStep?.({
-        assistant,
-        toolCalls: kept,
-        toolMessages,
-        toolResults: results,
-        pendingClientCalls: client,
-        pendingApprovals: proposals,
-        usage: response.usage,
-        iterationsUsed: iterations,
-        final: false,
-        model: response.model,
-        finishReason: 'tool_calls',
-      });
-      if (proposals.length) {
-        return {
-          status: 'requires_approval',
-          content: response.content,
-          model: response.model,
-          finishReason: 'stop',
-          toolCalls,
-          pendingToolCalls: [],
-          pendingApprovals: proposals,
-          usage,
-          iterationsUsed: iterations,
-        };
-      }
-      if (client.length) {
-        return {
-          status: 'requires_action',
-          content: response.content,
-          model: response.model,
-          finishReason: 'stop',
-          toolCalls,
-          pendingToolCalls: client,
-          usage,
-          iterationsUsed: iterations,
-        };
-      }
+      state.usage = addUsage(state.usage, response.usage);
+      const result =
+        !withTools || response.toolCalls.length === 0
+          ? await this.answerStep(state, response, withTools)
+          : await this.toolStep(state, response);
+      if (result) return result;
     }
+  }
+
+  /**
+   * A step without tool calls: the answer, grounded. It ends the turn, unless the agent's grounding is
+   * `retry` and the answer has unsupported numbers: then it goes back to the model once (undefined: go on).
+   */
+  private async answerStep(state: TurnState, response: LlmResponse, withTools: boolean): Promise<TurnResult | undefined> {
+    const { turn, messages, hooks } = state;
+    const assistant: LlmMessage = { role: 'assistant', content: response.content };
+    messages.push(assistant);
+    const finishReason: TurnFinishReason =
+      !withTools && !state.correcting && state.iterations >= turn.maxIterations && turn.tools.length > 0
+        ? 'max_iterations'
+        : response.finishReason === 'length'
+          ? 'length'
+          : 'stop';
+    const grounding =
+      turn.grounding === 'off' ? undefined : await this.groundTurn(turn, response.content, messages, state.turnStart);
+    // An answer step: final, or superseded by the one correcting step a "retry" agent gets.
+    const answerStep = (final: boolean): TurnStep => ({
+      assistant,
+      toolCalls: [],
+      toolMessages: [],
+      toolResults: [],
+      pendingClientCalls: [],
+      pendingApprovals: [],
+      usage: response.usage,
+      iterationsUsed: state.iterations,
+      final,
+      model: response.model,
+      finishReason,
+      grounding,
+      ...(final ? {} : { superseded: true }),
+    });
+    if (
+      turn.grounding === 'retry' &&
+      !state.correcting &&
+      grounding?.unsupported.length &&
+      turn.tokenBudget - spent(state) > 0 &&
+      Date.now() < turn.deadline
+    ) {
+      // Once per turn: the answer stays in the conversation, followed by what to fix in it.
+      state.correcting = true;
+      await hooks.onStep?.(answerStep(false));
+      messages.push({ role: 'user', content: correctionRequest(grounding) });
+      return undefined;
+    }
+    await hooks.onStep?.(answerStep(true));
+    return {
+      status: 'completed',
+      content: response.content,
+      model: response.model,
+      finishReason,
+      toolCalls: state.toolCalls,
+      pendingToolCalls: [],
+      usage: state.usage,
+      iterationsUsed: state.iterations,
+      grounding,
+    };
+  }
+
+  /**
+   * A step with tool calls: the built-in ones run, their results are appended and the step is handed to
+   * onStep. The turn pauses after it for write proposals or client calls (undefined: go on).
+   */
+  private async toolStep(state: TurnState, response: LlmResponse): Promise<TurnResult | undefined> {
+    const { turn, messages, hooks } = state;
+    state.iterations++;
+    const { kept, dropped } = this.capToolCalls(turn, response.toolCalls);
+    const assistant = assistantWithToolCalls(response.content, kept, dropped);
+    messages.push(assistant);
+    // Parsed once per call, for hooks and the response; the registry parses (strictly) for execution.
+    const calls = kept.map((call) => ({
+      call,
+      shown: readableArguments(call.arguments),
+      client: turn.clientTools.has(call.name),
+    }));
+    const client = calls.filter((c) => c.client).map((c) => c.call);
+    for (const { call, shown, client: isClient } of calls) {
+      hooks.onToolCall?.({ id: call.id, name: call.name, arguments: shown, client: isClient });
+    }
+    const executed = await this.runBuiltInCalls(
+      state,
+      calls.filter((c) => !c.client).map((c) => c.call),
+    );
+    const { proposals, results } = this.separateProposals(executed, client);
+    const toolMessages = appendResults(state, results, new Map(calls.map(({ call, shown }) => [call.id, shown])));
+    await hooks.onStep?.({
+      assistant,
+      toolCalls: kept,
+      toolMessages,
+      toolResults: results,
+      pendingClientCalls: client,
+      pendingApprovals: proposals,
+      usage: response.usage,
+      iterationsUsed: state.iterations,
+      final: false,
+      model: response.model,
+      finishReason: 'tool_calls',
+    });
+    return pause(state, response, proposals, client);
+  }
+
+  /**
+   * A model can ask for thousands of calls in one step. Past the cap they neither run nor stay in the
+   * conversation (a result for each would overflow the next call's context, blaming the caller for
+   * the model's output): one note in the assistant message tells the model how many were dropped.
+   */
+  private capToolCalls(turn: AgentTurn, toolCalls: LlmToolCall[]): { kept: LlmToolCall[]; dropped: number } {
+    const kept = toolCalls.slice(0, turn.maxToolCallsPerStep);
+    const dropped = toolCalls.length - kept.length;
+    if (dropped) {
+      this.logger.warn({
+        msg: 'tool calls past the step cap dropped',
+        agent: turn.toolContext.agent?.name,
+        cap: turn.maxToolCallsPerStep,
+        dropped,
+      });
+    }
+    return { kept, dropped };
+  }
+
+  /** Runs a step's built-in tool calls; results in call order. */
+  private async runBuiltInCalls(state: TurnState, builtIn: readonly LlmToolCall[]): Promise<ToolResult[]> {
+    const { turn, messages, turnSignal, deadline } = state;
+    // A key revoked meanwhile runs no tool: read from the table, not a cache a revocation may not have reached yet.
+    const caller = turn.toolContext.caller;
+    if (builtIn.length && caller) await this.access.assertCurrent(caller, { fresh: true });
+    // calculate computes only with the values of the turn's earlier data results; visualize charts only their rows.
+    const evidence = builtIn.some((call) => EVIDENCE_TOOLS.has(call.name))
+      ? operandEvidence(turnSources(messages, state.turnStart), (sources) => this.catalog.describe(sources))
+      : undefined;
+    const executed = await this.registry.executeAll(
+      builtIn.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
+      { ...turn.toolContext, signal: turnSignal, ...(evidence ? { evidence } : {}) },
+    );
+    if (deadline.aborted) throw deadlineError();
+    // Cancelled (interrupt, client gone, shutdown): tool results of an abandoned turn are not kept.
+    if (turnSignal.aborted) throw new DomainError('turn_aborted', 'The turn was cancelled');
+    return executed;
+  }
+
+  /**
+   * A write tool's successful result is a proposal: nothing was written, and its result is what a person
+   * decides. Refused proposals (no grant, bad arguments) are ordinary error results the model reads.
+   * Empties `client` into not-run results when the step proposes a write.
+   */
+  private separateProposals(executed: ToolResult[], client: LlmToolCall[]): { proposals: ToolResult[]; results: ToolResult[] } {
+    const proposals = executed.filter((result) => !result.isError && this.registry.get(result.name)?.needsApproval);
+    const results = executed.filter((result) => !proposals.includes(result));
+    if (proposals.length && client.length) {
+      // One pause at a time: client calls of a step that proposes a write are answered as not run.
+      for (const call of client.splice(0)) results.push(notRunResult(call));
+    }
+    return { proposals, results };
   }
 
   /**
@@ -477,6 +471,92 @@ export class AgentLoop {
     });
     return response;
   }
+}
+
+/** What a turn carries from step to step. */
+interface TurnState {
+  readonly turn: AgentTurn;
+  readonly messages: LlmMessage[];
+  readonly hooks: TurnHooks;
+  readonly turnSignal: AbortSignal;
+  readonly deadline: AbortSignal;
+  /** Index of the turn's question in `messages`. */
+  readonly turnStart: number;
+  readonly toolCalls: ExecutedToolCall[];
+  /** The answer went back to the model to be corrected (grounding `retry`, once per turn). */
+  correcting: boolean;
+  iterations: number;
+  usage: LlmUsage;
+}
+
+/** Tokens the turn has spent, earlier requests of it included. */
+function spent(state: TurnState): number {
+  return (state.turn.tokensUsed ?? 0) + state.usage.totalTokens;
+}
+
+/** The turn's end when its token budget is spent: the last answer text it has. */
+function outOfBudget(state: TurnState): TurnResult {
+  return {
+    status: 'completed',
+    content: lastAssistantText(state.messages),
+    model: state.turn.model,
+    finishReason: 'length',
+    toolCalls: state.toolCalls,
+    pendingToolCalls: [],
+    usage: state.usage,
+    iterationsUsed: state.iterations,
+  };
+}
+
+/** Appends one tool message per result to the conversation and records each call; the tool messages. */
+function appendResults(state: TurnState, results: readonly ToolResult[], shownArguments: Map<string, unknown>): LlmMessage[] {
+  const toolMessages: LlmMessage[] = results.map((result) => ({
+    role: 'tool',
+    tool_call_id: result.toolCallId,
+    content: toolMessageContent(result),
+  }));
+  state.messages.push(...toolMessages);
+  for (const result of results) {
+    state.hooks.onToolResult?.(result);
+    state.toolCalls.push({
+      id: result.toolCallId,
+      name: result.name,
+      arguments: shownArguments.get(result.toolCallId),
+      result: result.content,
+      isError: result.isError,
+    });
+  }
+  return toolMessages;
+}
+
+/** The turn's pause after a tool step: for write proposals first, else for client calls; undefined when neither. */
+function pause(state: TurnState, response: LlmResponse, proposals: ToolResult[], client: LlmToolCall[]): TurnResult | undefined {
+  if (proposals.length) {
+    return {
+      status: 'requires_approval',
+      content: response.content,
+      model: response.model,
+      finishReason: 'stop',
+      toolCalls: state.toolCalls,
+      pendingToolCalls: [],
+      pendingApprovals: proposals,
+      usage: state.usage,
+      iterationsUsed: state.iterations,
+    };
+  }
+  if (client.length) {
+    return {
+      status: 'requires_action',
+      content: response.content,
+      model: response.model,
+      finishReason: 'stop',
+      toolCalls: state.toolCalls,
+      pendingToolCalls: client,
+      usage: state.usage,
+      iterationsUsed: state.iterations,
+    };
+  }
+  return undefined;
 }
 
 /** The result of a client tool call that was not handed to the client: its step proposed a write. */

@@ -253,16 +253,7 @@ export function capContent(content: unknown, maxBytes: number): unknown {
           'Narrow the query: add filters, request fewer fields, use a smaller limit, or page with offset.';
         return shortened;
       };
-      if (size(build(0)) <= maxBytes) {
-        let low = 0;
-        let high = list.length;
-        while (low < high) {
-          const mid = Math.ceil((low + high) / 2);
-          if (size(build(mid)) <= maxBytes) low = mid;
-          else high = mid - 1;
-        }
-        return build(low);
-      }
+      if (size(build(0)) <= maxBytes) return build(largestFitting(list.length, build, maxBytes));
     }
   }
   return preview(content, maxBytes);
@@ -277,14 +268,22 @@ function preview(content: unknown, maxBytes: number): unknown {
       'Narrow the request to get complete data.',
     preview: json.slice(0, length),
   });
+  return build(largestFitting(json.length, build, maxBytes));
+}
+
+/**
+ * The largest n in [0, max] whose `build(n)` serialises within `maxBytes` (a binary search: the size
+ * grows with n). build(0) is taken to fit.
+ */
+function largestFitting(max: number, build: (n: number) => unknown, maxBytes: number): number {
   let low = 0;
-  let high = json.length;
+  let high = max;
   while (low < high) {
     const mid = Math.ceil((low + high) / 2);
     if (size(build(mid)) <= maxBytes) low = mid;
     else high = mid - 1;
   }
-  return build(low);
+  return low;
 }
 
 function largestArrayKey(content: Record<string, unknown>): string | undefined {

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify';
 import { Readable } from 'node:stream';
 import { AcceptsStreamToken, Roles } from '../auth/auth.decorators';
 import { Caller } from '../auth/caller';
-import { ApiRoute, DATA_ERRORS } from '../common/api-route.decorator';
+import { ApiRoute, DATA_ERRORS, WHERE_ERRORS } from '../common/api-route.decorator';
 import { abortWhenClientLeaves, hijack } from '../common/fastify-reply';
 import { ContentLength, CsvBody } from './csv-body.parser';
 import { ExportService } from './export.service';
@@ -82,11 +82,7 @@ export class TransferController {
     errors: [
       'validation_failed',
       'object_not_found',
-      'invalid_where',
-      'unknown_field',
-      'invalid_operator',
-      'too_many_values',
-      'invalid_value',
+      ...WHERE_ERRORS,
       'invalid_order_by',
       'invalid_fields',
       'too_many_exports',

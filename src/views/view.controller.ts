@@ -2,22 +2,13 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nest
 import { ApiTags } from '@nestjs/swagger';
 import { Roles } from '../auth/auth.decorators';
 import { Caller } from '../auth/caller';
-import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
+import { ApiRoute, BODY_ERRORS, WHERE_ERRORS } from '../common/api-route.decorator';
 import type { ErrorCode } from '../common/error-codes';
 import { CreateViewDto, ReplaceViewDto, ViewListResponse, ViewResponse } from './view.dto';
 import { ViewService } from './view.service';
 
 /** Errors of a view's parts, each checked by the compiler that runs it; the message and details.part name the part. */
-const VIEW_ERRORS: ErrorCode[] = [
-  'invalid_where',
-  'unknown_field',
-  'invalid_operator',
-  'too_many_values',
-  'invalid_value',
-  'invalid_order_by',
-  'invalid_fields',
-  'invalid_group_by',
-];
+const VIEW_ERRORS: ErrorCode[] = [...WHERE_ERRORS, 'invalid_order_by', 'invalid_fields', 'invalid_group_by'];
 
 @ApiTags('views')
 @Controller('api/v1/objects/:name/views')

@@ -9,7 +9,8 @@ import { LlmError } from '../../llm/llm-error';
 import { ChatEvents } from './chat-events.service';
 import { toLlmMessages } from '../../runtime/conversation';
 import { assistantParts, toolResultParts, toPendingCall, visibleTo } from './chat-message.mapper';
-import { ChatRepository, ChatWrite, NewMessage, StatusChange } from './chat.repository';
+import { ChatRepository, ChatWrite, NewMessage } from './chat.repository';
+import type { StatusChange } from './chat.rows';
 import { ChatEvent, ChatRow } from './chat.types';
 import type { WriteProposal } from '../../tools/tool.types';
 

@@ -5,8 +5,9 @@ import type { Caller } from '../../auth/caller';
 import { KeyStreams } from '../../auth/key-streams.service';
 import { DomainError } from '../../common/domain-error';
 import { AccessService } from '../../governance/access.service';
-import { ChatEvents, ChatEventOrResync } from './chat-events.service';
-import type { ChatStatus } from './chat.types';
+import { ChatEvents } from './chat-events.service';
+import { ChatFollower } from './chat-follower';
+import type { ChatEvent, ChatStatus } from './chat.types';
 import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 import { toChatResponse, toMessageResponse } from './chat.dto';
@@ -52,11 +53,7 @@ export class ChatStreamService {
     }
     await this.chats.get(caller, chatId);
     const writer = this.streams.open(caller, open);
-    let queue = Promise.resolve();
-    // Everything a client sees goes through this queue: messages, then statuses, in commit order.
-    const enqueue = (task: () => void | Promise<void>) => {
-      queue = queue.then(task).catch(() => writer.close());
-    };
+    const follower = new ChatFollower(this.events);
     // Read for each batch: access that changes while the stream is open applies to what it sends next.
     const fingerprint = () => this.access.fingerprint(caller);
     const sendMessages = async () => {
@@ -100,53 +97,51 @@ export class ChatStreamService {
         writer.close();
       }
     };
-    const unsubscribe = this.events.subscribeChat(chatId, (event: ChatEventOrResync) => {
-      if (event.type === 'resync')
-        return enqueue(async () => {
-          await sendMessages();
-          await sendStatus();
-        });
-      if (!('chatId' in event) || event.chatId !== chatId) return;
+    const handle = async (event: ChatEvent) => {
       switch (event.type) {
         // A chat's messages commit in id order and their events arrive in that order, so a new message that
         // came with its event is the next one: sent as it is. Otherwise one read sends it and any after it.
-        case 'message':
-          return enqueue(async () => {
-            if (event.messageId <= lastId) return;
-            if (!event.message) return sendMessages();
-            const { id, createdAt } = event.message;
-            // The same mapping as a message read back (GET /messages): one shape on both paths.
-            const row = { ...event.message, chatId, clientId: null, keyId: null, createdAt: new Date(createdAt) };
-            const [visible] = visibleTo([row], await fingerprint());
-            writer.send(toMessageResponse(visible), { event: 'message', id });
-            lastId = id;
-          });
+        case 'message': {
+          if (event.messageId <= lastId) return;
+          if (!event.message) return sendMessages();
+          const { id, createdAt } = event.message;
+          // The same mapping as a message read back (GET /messages): one shape on both paths.
+          const row = { ...event.message, chatId, clientId: null, keyId: null, createdAt: new Date(createdAt) };
+          const [visible] = visibleTo([row], await fingerprint());
+          writer.send(toMessageResponse(visible), { event: 'message', id });
+          lastId = id;
+          return;
+        }
         case 'message_part':
-          return enqueue(async () => {
-            if (event.access && event.access !== (await fingerprint())) return;
-            writer.send({ delta: event.delta }, { event: 'message_part' });
-          });
+          if (event.access && event.access !== (await fingerprint())) return;
+          writer.send({ delta: event.delta }, { event: 'message_part' });
+          return;
         // The event's own status, in commit order: a stream shows every transition, not just the latest. The
         // messages committed with it or before it were announced by their own events, which came first.
         case 'status':
-          return enqueue(() => sendStatus(event.status));
+          return sendStatus(event.status);
         case 'retry':
-          return enqueue(() =>
-            writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' }),
-          );
+          writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' });
+          return;
         case 'error':
-          return enqueue(() => writer.send({ code: event.code, message: event.message }, { event: 'error' }));
+          writer.send({ code: event.code, message: event.message }, { event: 'error' });
+          return;
         case 'deleted':
-          return enqueue(() => sendStatus());
+          return sendStatus();
         default:
           return;
       }
-    });
-    writer.onClose(unsubscribe);
+    };
+    writer.onClose(() => follower.stop());
+    // Everything a client sees goes through the follower's queue: messages, then statuses, in commit order.
     // Subscribed first, then caught up: nothing committed in between can be missed.
-    enqueue(async () => {
-      await sendMessages();
-      await sendStatus();
+    follower.follow(chatId, {
+      catchUp: async () => {
+        await sendMessages();
+        await sendStatus();
+      },
+      handle,
+      failed: () => writer.close(),
     });
   }
 

@@ -1,72 +1,13 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { Kysely, Selectable, sql } from 'kysely';
+import { Selectable, sql } from 'kysely';
 import { ADVISORY_LOCK } from '../../database/advisory-locks';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
 import { ChatEvents, loggedEvents } from './chat-events.service';
-import { ChatDatabase, ChatsTable } from './chat.tables';
-import {
-  CHAT_STATUSES,
-  ChatMessageRow,
-  ChatPart,
-  ChatRole,
-  ChatEvent,
-  ChatRow,
-  ChatStatus,
-  PendingToolCall,
-  StepMetadata,
-} from './chat.types';
-
-/** Every column of `chats`: what a statement returns for a ChatRow. */
-const CHAT_COLUMNS = [
-  'id',
-  'client_id',
-  'owner',
-  'owner_role',
-  'owner_key_id',
-  'turn_key_id',
-  'agent',
-  'title',
-  'status',
-  'context',
-  'dynamic_tools',
-  'pending_tool_calls',
-  'action_expires_at',
-  'worker_id',
-  'claim_token',
-  'heartbeat_at',
-  'available_at',
-  'attempts',
-  'turn_iterations',
-  'turn_tokens',
-  'last_error',
-  'created_at',
-  'updated_at',
-] as const satisfies ReadonlyArray<keyof ChatsTable>;
-
-/** A chat that leaves `running` loses its claim: no worker, no token, no heartbeat. */
-const NO_CLAIM = { worker_id: null, claim_token: null, heartbeat_at: null } as const;
-
-const WORKER_LOST = { code: 'worker_lost', message: 'The replica running this chat stopped responding too many times' };
-
-/**
- * A status change of one chat (`running` is reached only by claim). The claim always ends; pending
- * tool calls and their deadline exist only in `requires_action`; nothing else changes unless asked.
- */
-export type StatusChange = {
-  /** Sets last_error, or clears it with null; kept when absent. */
-  lastError?: ChatRow['lastError'];
-  /** A new turn: its iteration and token counters, and attempts unless given, back to 0. */
-  resetTurn?: boolean;
-  /** Attempts so far; kept when absent (0 with resetTurn). */
-  attempts?: number;
-  /** Workers may claim the chat only after this delay (retry backoff); none when absent. */
-  availableInMs?: number;
-} & (
-  | { status: 'requires_action' | 'requires_approval'; pendingToolCalls: PendingToolCall[]; actionExpiresInMs: number }
-  | { status: Exclude<ChatStatus, 'running' | 'requires_action' | 'requires_approval'> }
-);
+import { asDate, CHAT_COLUMNS, db, json, now, statusSet, toChat, type StatusChange } from './chat.rows';
+import { ChatDatabase } from './chat.tables';
+import { CHAT_STATUSES, ChatMessageRow, ChatPart, ChatRole, ChatEvent, ChatRow, ChatStatus, StepMetadata } from './chat.types';
 
 /** A message to append: what insertMessage takes. */
 export interface NewMessage {
@@ -443,94 +384,6 @@ export class ChatRepository {
   }
 
   /**
-   * Claims up to `limit` pending chats for a worker (each with a fresh claim token) in one
-   * statement, which also publishes their `running` status; concurrent workers skip each other's
-   * rows, and a worker skips chats it is still unwinding (`busy`).
-   *
-   * Fair across owners, so one owner's backlog never holds back another owner's chat by more than a
-   * free slot: a pending chat's turn is its rank among its owner's pending chats plus the owner's
-   * chats running on any replica; lower turns go first, and among equal turns the owner served least
-   * recently (latest claimed or finished chat), then the oldest chat.
-   */
-  async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ChatRow[]> {
-    const kysely = db(em);
-    // Owners with chats in flight: how many run, and when a chat of theirs last left pending (once per owner).
-    const inFlight = kysely
-      .selectFrom('chats')
-      .select((eb) => ['owner', eb.fn.countAll<string>().filterWhere('status', '=', 'running').as('running')])
-      .where('status', 'in', ['pending', 'running'])
-      .groupBy('owner');
-    const owners = kysely
-      .selectFrom(inFlight.as('f'))
-      .leftJoinLateral(
-        (eb) =>
-          eb
-            .selectFrom('chats as s')
-            .select('s.updated_at as served_at')
-            .whereRef('s.owner', '=', 'f.owner')
-            .where('s.status', '<>', 'pending')
-            .orderBy('s.updated_at', 'desc')
-            .limit(1)
-            .as('s'),
-        (join) => join.onTrue(),
-      )
-      .select(['f.owner', 'f.running', 's.served_at']);
-    const queued = kysely
-      .selectFrom('chats as p')
-      .innerJoin(owners.as('o'), 'o.owner', 'p.owner')
-      .select((eb) => [
-        'p.id',
-        'o.served_at',
-        sql<string>`${eb.ref('o.running')} + ${eb.fn
-          .agg<string>('row_number')
-          .over((ob) => ob.partitionBy('p.owner').orderBy('p.available_at').orderBy('p.id'))}`.as('turn'),
-      ])
-      .where('p.status', '=', 'pending')
-      .where('p.available_at', '<=', now())
-      .where((eb) => eb.not(eb('p.id', '=', eb.fn.any(uuids(busy)))));
-    // Window functions cannot be locked: they rank in a derived table, and only `chats` rows are locked.
-    const claimable = kysely
-      .selectFrom('chats')
-      .innerJoin(queued.as('q'), 'q.id', 'chats.id')
-      .select('chats.id')
-      // Checked again on the locked row version: another replica may have claimed it meanwhile.
-      .where('chats.status', '=', 'pending')
-      .orderBy('q.turn')
-      .orderBy('q.served_at', (ob) => ob.asc().nullsFirst())
-      .orderBy('chats.available_at')
-      .orderBy('chats.id')
-      .limit(limit)
-      .forUpdate('chats')
-      .skipLocked();
-    const claimed = kysely
-      .updateTable('chats')
-      .set({
-        status: 'running',
-        worker_id: workerId,
-        claim_token: sql<string>`gen_random_uuid()`,
-        heartbeat_at: now(),
-        updated_at: now(),
-      })
-      // array(...) evaluates the locking subquery once, before the update, so each locked row is claimed exactly once.
-      .where((eb) => eb('id', '=', eb.fn.any(sql<string[]>`array(${claimable})`)))
-      .returning(CHAT_COLUMNS);
-    // The `running` status event of each claimed chat is appended with the claim, in the same statement.
-    const { rows } = await sql<Selectable<ChatsTable> & { event_id: string; event_prev: string | null; event: ChatEvent }>`
-      with claimed as (${claimed}),
-      logged as (
-        insert into chat_events (chat_id, event, prev)
-        select id, jsonb_build_object('type', 'status', 'chatId', id, 'owner', owner, 'status', 'running'), chat_event_prev(id)
-          from claimed order by id
-        returning id, chat_id, event, prev
-      )
-      select claimed.*, l.id as event_id, l.prev as event_prev, l.event
-        from claimed join logged l on l.chat_id = claimed.id
-       order by l.id`.execute(kysely);
-    this.events.record(em, loggedEvents(rows.map((row) => ({ id: row.event_id, prev: row.event_prev, event: row.event }))));
-    return rows.map(toChat);
-  }
-
-  /**
    * How many chats each status holds (every status, zeros included), for the metrics: one GROUP BY
    * in a transaction of its own under a short statement_timeout, so a scrape never waits long.
    */
@@ -546,50 +399,6 @@ export class ChatRepository {
       for (const row of rows) counts[row.status] = Number(row.count);
       return counts;
     });
-  }
-
-  /** One statement per replica per interval for all of its running chats. */
-  async heartbeat(em: EntityManager, workerId: string, ids: string[]): Promise<void> {
-    if (!ids.length) return;
-    await db(em)
-      .updateTable('chats')
-      .set({ heartbeat_at: now() })
-      .where('worker_id', '=', workerId)
-      .where('status', '=', 'running')
-      .where((eb) => eb('id', '=', eb.fn.any(uuids(ids))))
-      .execute();
-  }
-
-  /** Running chats whose replica stopped heart-beating go back to pending; after `maxAttempts` such losses, to error. */
-  async recoverStale(
-    em: EntityManager,
-    staleAfterMs: number,
-    maxAttempts: number,
-  ): Promise<Array<{ id: string; owner: string; status: ChatStatus }>> {
-    return db(em)
-      .updateTable('chats')
-      .set((eb) => {
-        // Every expression of a SET list reads the row as it was, so this is the attempt count after the loss.
-        const exhausted = eb(eb('attempts', '+', 1), '>=', maxAttempts);
-        return {
-          ...NO_CLAIM,
-          updated_at: now(),
-          available_at: now(),
-          attempts: eb('attempts', '+', 1),
-          status: eb
-            .case()
-            .when(exhausted)
-            .then('error' as const)
-            .else('pending' as const)
-            .end(),
-          // Typed as the JSON text the column is written with; the current value passes through unchanged.
-          last_error: eb.case().when(exhausted).then(json(WORKER_LOST)).else(eb.ref('last_error').$castTo<string | null>()).end(),
-        };
-      })
-      .where('status', '=', 'running')
-      .where('heartbeat_at', '<', msFromNow(-staleAfterMs))
-      .returning(['id', 'owner', 'status'])
-      .execute();
   }
 
   /**
@@ -613,137 +422,11 @@ export class ChatRepository {
       .execute();
     return rows.map(toChat);
   }
-
-  /**
-   * Ends in `error` (`key_revoked`) every pending or running turn whose key is revoked or no longer acts
-   * for the chat's owner, in one statement that also appends, per chat, its error, its status and an
-   * interrupt (the worker running it, on any replica, cancels the run; its claim is gone already).
-   * Idempotent: every replica may run it on the same notification, the first one ends the turns.
-   */
-  async stopTurnsOfRevokedKeys(em: EntityManager, error: NonNullable<ChatRow['lastError']>): Promise<number> {
-    const kysely = db(em);
-    const stopped = kysely
-      .updateTable('chats')
-      .set(statusSet({ status: 'error', lastError: error }))
-      .where('status', 'in', ['pending', 'running'])
-      .where(
-        sql<boolean>`not exists (select 1 from api_keys k
-                                  where k.id = chats.turn_key_id and not k.revoked and k.subject = chats.owner)`,
-      )
-      .returning(['id', 'owner']);
-    const base = sql`'chatId', s.id, 'owner', s.owner`;
-    const { rows } = await sql<{ stopped: string; events: Array<{ id: string; prev: string | null; event: ChatEvent }> | null }>`
-      with stopped as (${stopped}),
-      logged as (
-        insert into chat_events (chat_id, event, prev)
-        select s.id, e.event, chat_event_prev(s.id)
-          from stopped s cross join lateral (values
-            (1, jsonb_build_object('type', 'error', ${base}, 'code', ${error.code}::text, 'message', ${error.message}::text)),
-            (2, jsonb_build_object('type', 'status', ${base}, 'status', 'error')),
-            (3, jsonb_build_object('type', 'interrupt', ${base}))
-          ) as e(n, event)
-         order by s.id, e.n
-        returning id, prev, event
-      )
-      select (select count(*) from stopped) as stopped,
-             (select jsonb_agg(jsonb_build_object('id', id, 'prev', prev, 'event', event) order by id) from logged) as events`.execute(
-      kysely,
-    );
-    this.events.record(em, loggedEvents(rows[0]?.events));
-    return Number(rows[0]?.stopped ?? 0);
-  }
-
-  /** On shutdown: this worker's chats go back to pending for another replica. */
-  async release(em: EntityManager, workerId: string): Promise<Array<{ id: string; owner: string }>> {
-    return db(em)
-      .updateTable('chats')
-      .set({ status: 'pending', ...NO_CLAIM, updated_at: now(), available_at: now() })
-      .where('worker_id', '=', workerId)
-      .where('status', '=', 'running')
-      .returning(['id', 'owner'])
-      .execute();
-  }
-}
-
-/** The SET list of a status change; an undefined value leaves its column out: only what changes is written. */
-function statusSet(change: StatusChange) {
-  const actionRequired = change.status === 'requires_action' || change.status === 'requires_approval';
-  return {
-    status: change.status,
-    updated_at: now(),
-    ...NO_CLAIM,
-    pending_tool_calls: actionRequired ? json(change.pendingToolCalls) : null,
-    action_expires_at: actionRequired ? msFromNow(change.actionExpiresInMs) : null,
-    last_error: change.lastError === undefined ? undefined : json(change.lastError),
-    turn_iterations: change.resetTurn ? 0 : undefined,
-    turn_tokens: change.resetTurn ? 0 : undefined,
-    attempts: change.attempts ?? (change.resetTurn ? 0 : undefined),
-    available_at: msFromNow(change.availableInMs ?? 0),
-  };
 }
 
 /** The admission check of a turn start (the function chat_owner_admits, made by a migration). */
 function admits(owner: string, limit: number) {
   return sql<boolean>`chat_owner_admits(${ADVISORY_LOCK.chatOwner}, ${owner}, ${limit})`;
-}
-
-/** Typed Kysely on `em`'s connection, inside its transaction when there is one. */
-function db(em: EntityManager): Kysely<ChatDatabase> {
-  return em.getKysely<ChatDatabase>();
-}
-
-function now() {
-  return sql<Date>`now()`;
-}
-
-/** `now()` moved by `ms` milliseconds (into the past when negative). */
-function msFromNow(ms: number) {
-  return sql<Date>`now() + (${ms}::integer * interval '1 millisecond')`;
-}
-
-/** One uuid[] parameter, for `= any(...)`. */
-function uuids(ids: string[]) {
-  return sql<string[]>`${ids}::uuid[]`;
-}
-
-/** JSON text for a jsonb column; null stays SQL NULL. */
-function json(value: object): string;
-function json(value: object | null): string | null;
-function json(value: object | null): string | null {
-  return value === null ? null : JSON.stringify(value);
-}
-
-function asDate(value: Date | string | null): Date | null {
-  if (value === null) return null;
-  return value instanceof Date ? value : new Date(value);
-}
-
-function toChat(row: Selectable<ChatsTable>): ChatRow {
-  return {
-    id: row.id,
-    clientId: row.client_id ?? null,
-    owner: row.owner,
-    ownerRole: row.owner_role,
-    ownerKeyId: row.owner_key_id ?? null,
-    turnKeyId: row.turn_key_id ?? null,
-    agent: row.agent,
-    title: row.title ?? null,
-    status: row.status,
-    context: row.context ?? null,
-    dynamicTools: row.dynamic_tools ?? [],
-    pendingToolCalls: row.pending_tool_calls ?? null,
-    actionExpiresAt: asDate(row.action_expires_at),
-    workerId: row.worker_id ?? null,
-    claimToken: row.claim_token ?? null,
-    heartbeatAt: asDate(row.heartbeat_at),
-    availableAt: asDate(row.available_at)!,
-    attempts: Number(row.attempts),
-    turnIterations: Number(row.turn_iterations),
-    turnTokens: Number(row.turn_tokens),
-    lastError: row.last_error ?? null,
-    createdAt: asDate(row.created_at)!,
-    updatedAt: asDate(row.updated_at)!,
-  };
 }
 
 function toMessageRow(row: Selectable<ChatDatabase['chat_messages']>): ChatMessageRow {

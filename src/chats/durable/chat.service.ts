@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../../auth/caller';
+import { StreamTokenService } from '../../auth/stream-token.service';
 import { DomainError } from '../../common/domain-error';
 import type { ErrorCode } from '../../common/error-codes';
 import { CAP_RETRY_AFTER_SECONDS, clampLimit } from '../../common/limits';
@@ -12,7 +13,8 @@ import { AccessService } from '../../governance/access.service';
 import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import { ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
-import { ChatRepository, ChatWrite, StatusChange } from './chat.repository';
+import { ChatRepository, ChatWrite } from './chat.repository';
+import type { StatusChange } from './chat.rows';
 import { ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 import {
   ChatListResponse,
@@ -50,7 +52,13 @@ export class ChatService {
     private readonly runtime: AgentRuntime,
     private readonly access: AccessService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    streamTokens: StreamTokenService,
+  ) {
+    streamTokens.useChats({
+      owns: async (em, chatId, owner) => (await repo.find(em, chatId, owner)) !== undefined,
+      ofClientId: async (em, owner, clientId) => (await repo.findByClientId(em, owner, clientId))?.id,
+    });
+  }
 
   /** Admitted (AgentRuntime.admit: key, agent, tools, LLM endpoint, quota) before anything is stored. */
   async create(caller: Caller, dto: CreateChatDto): Promise<ChatResponse> {

@@ -8,6 +8,7 @@ import { runInLogContext } from '../../observability/logger';
 import { PrometheusService } from '../../observability/prometheus.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatRunner } from './chat-runner.service';
+import { ChatClaimsRepository } from './chat-claims.repository';
 import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 
@@ -44,6 +45,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   constructor(
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
+    private readonly claims: ChatClaimsRepository,
     private readonly events: ChatEvents,
     private readonly runner: ChatRunner,
     private readonly chats: ChatService,
@@ -86,7 +88,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
       new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref()),
     ]);
     if (!hadRuns) return;
-    const released = await this.repo.release(this.em.fork(), this.workerId);
+    const released = await this.claims.release(this.em.fork(), this.workerId);
     for (const chat of released)
       await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: 'pending' });
     if (released.length) this.logger.log({ msg: 'handed chats back as pending', count: released.length });
@@ -109,7 +111,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
         this.claimAgain = false;
         const free = this.config.chatWorkerConcurrency - this.running.size;
         if (free <= 0) break;
-        const chats = await this.repo.claim(this.em.fork(), this.workerId, free, [...this.running.keys()]);
+        const chats = await this.claims.claim(this.em.fork(), this.workerId, free, [...this.running.keys()]);
         for (const chat of chats) this.start(chat);
         if (chats.length === free) this.claimAgain = true;
       } while (this.claimAgain && !this.stopping);
@@ -144,7 +146,7 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private stopRevokedTurns(): Promise<void> {
     return this.tracked(async () => {
       try {
-        const stopped = await this.repo.stopTurnsOfRevokedKeys(this.em.fork(), KEY_REVOKED);
+        const stopped = await this.claims.stopTurnsOfRevokedKeys(this.em.fork(), KEY_REVOKED);
         if (stopped) this.logger.log({ msg: 'stopped the turns of revoked keys', count: stopped });
       } catch (error) {
         this.logger.warn({ msg: 'stopping the turns of revoked keys failed', error: (error as Error).message });
@@ -160,9 +162,9 @@ export class ChatWorker implements OnApplicationBootstrap, BeforeApplicationShut
   private async maintainNow(): Promise<void> {
     if (this.stopping) return;
     try {
-      await this.repo.heartbeat(this.em.fork(), this.workerId, [...this.running.keys()]);
+      await this.claims.heartbeat(this.em.fork(), this.workerId, [...this.running.keys()]);
       if (this.stopping) return;
-      const recovered = await this.repo.recoverStale(this.em.fork(), this.config.chatStaleAfterMs, this.config.chatMaxAttempts);
+      const recovered = await this.claims.recoverStale(this.em.fork(), this.config.chatStaleAfterMs, this.config.chatMaxAttempts);
       for (const chat of recovered) {
         this.logger.warn({ msg: 'took back a chat with a stale heartbeat', chatId: chat.id, status: chat.status });
         await this.events.publish({ type: 'status', chatId: chat.id, owner: chat.owner, status: chat.status });

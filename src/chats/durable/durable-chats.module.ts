@@ -8,6 +8,7 @@ import { ChatEvents } from './chat-events.service';
 import { ChatStatusGauge } from './chat-status.gauge';
 import { ChatRunner } from './chat-runner.service';
 import { ChatStreamService } from './chat-stream.service';
+import { ChatClaimsRepository } from './chat-claims.repository';
 import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 import { ChatWorker } from './chat.worker';
@@ -19,6 +20,7 @@ import { UiChatService } from './ui-chat.service';
   controllers: [ChatController, UiChatController],
   providers: [
     ChatRepository,
+    ChatClaimsRepository,
     ChatEvents,
     ChatService,
     ChatRunner,

@@ -15,7 +15,8 @@ import {
   uiApproval,
   type UiCallPart,
 } from '../ui-messages';
-import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
+import type { ChatEvents } from './chat-events.service';
+import { ChatFollower } from './chat-follower';
 import { visibleTo } from './chat-message.mapper';
 import type { ChatRepository } from './chat.repository';
 import type { ChatEvent, ChatMessageRow, ChatStatus } from './chat.types';
@@ -62,11 +63,9 @@ interface LiveText {
  */
 export class UiTurnStream {
   private readonly logger = new Logger(UiTurnStream.name);
-  private unsubscribe: () => void;
-  private readonly buffered: ChatEventOrResync[] = [];
+  private readonly follower: ChatFollower;
   private origin?: TurnStreamOrigin;
   private sse?: SseWriter;
-  private queue: Promise<void> = Promise.resolve();
   private ended = false;
   /** The last message whose content the client has (starts at the origin's cursor). */
   private cursor = 0;
@@ -84,14 +83,11 @@ export class UiTurnStream {
   constructor(
     private readonly em: EntityManager,
     private readonly repo: ChatRepository,
-    private readonly events: ChatEvents,
+    events: ChatEvents,
     /** The access of the stream's caller: tool results produced under another are withheld (visibleTo). */
     private readonly fingerprint: string,
   ) {
-    this.unsubscribe = events.subscribe((event) => {
-      if (!this.origin) this.buffered.push(event);
-      else this.accept(event);
-    });
+    this.follower = new ChatFollower(events);
   }
 
   /** Starts writing to `sse`: `start`, what the client lacks of the turn, then the turn as it goes on. */
@@ -99,39 +95,25 @@ export class UiTurnStream {
     this.origin = origin;
     this.cursor = origin.cursor;
     for (const id of origin.awaiting ?? []) this.awaiting.add(id);
-    // From here on only this chat's events reach the stream (found by the chat's id, whatever else the replica streams).
-    this.unsubscribe();
-    this.unsubscribe = this.events.subscribeChat(origin.chatId, (event) => this.accept(event));
     this.sse = sse;
     sse.onClose(() => this.dispose());
     this.send({ type: 'start', messageId: replyMessageId(origin.turnStart) });
     // Caught up first, then what arrived meanwhile: all of it re-read or checked against the tables.
-    this.enqueue(() => this.catchUp());
-    for (const event of this.buffered.splice(0)) this.accept(event);
+    // Everything a client receives goes through the follower's queue, in the order events arrived.
+    this.follower.follow(origin.chatId, {
+      catchUp: () => this.catchUp(),
+      handle: (event) => this.handle(event),
+      failed: (error) => {
+        this.logger.error({ msg: 'UI message stream of a chat failed', chatId: this.origin?.chatId, err: error });
+        this.fail('The stream of this chat failed; reload the chat');
+      },
+    });
   }
 
   /** Stops listening; the stream (if started) is closed by its writer. */
   dispose(): void {
     this.ended = true;
-    this.unsubscribe();
-    this.buffered.length = 0;
-  }
-
-  private accept(event: ChatEventOrResync): void {
-    if (this.ended) return;
-    if (event.type === 'resync') return this.enqueue(() => this.catchUp());
-    if (event.chatId !== this.origin!.chatId) return;
-    this.enqueue(() => this.handle(event));
-  }
-
-  /** Everything a client receives goes through this queue, in the order events arrived. */
-  private enqueue(task: () => void | Promise<void>): void {
-    this.queue = this.queue
-      .then(() => (this.ended ? undefined : task()))
-      .catch((error: unknown) => {
-        this.logger.error({ msg: 'UI message stream of a chat failed', chatId: this.origin?.chatId, err: error });
-        this.fail('The stream of this chat failed; reload the chat');
-      });
+    this.follower.stop();
   }
 
   private async handle(event: ChatEvent): Promise<void> {

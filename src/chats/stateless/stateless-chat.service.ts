@@ -7,6 +7,7 @@ import { AgentLoop, TurnResult } from '../../runtime/agent-loop.service';
 import { AgentRuntime, PreparedTurn } from '../../runtime/agent-runtime.service';
 import { StatelessChatDto, StatelessChatResponse } from './stateless-chat.dto';
 import { toLlmMessages } from '../../runtime/conversation';
+import { streamTurn } from '../../runtime/streamed-turn';
 import { fromClientMessages } from '../ui-messages';
 import { UiMessageStreamWriter } from '../ui-message-stream.writer';
 
@@ -54,13 +55,11 @@ export class StatelessChatService {
 
   /** Streams the turn; failures after the first byte become an `error` part, never a silent stall. */
   private async stream(prepared: PreparedTurn, raw: ServerResponse, signal: AbortSignal): Promise<void> {
-    const writer = new UiMessageStreamWriter(raw, this.config.sseKeepAliveMs);
-    try {
-      writer.finish(await this.loop.runTurn(prepared.turn, prepared.messages, writer.hooks(), signal));
-    } catch (error) {
-      if (!(error instanceof DomainError)) this.logger.error({ msg: 'streamed chat failed', err: error });
-      writer.fail(error instanceof DomainError ? error.message : 'The agent failed unexpectedly');
-    }
+    await streamTurn(this.loop, prepared, new UiMessageStreamWriter(raw, this.config.sseKeepAliveMs), signal, {
+      logger: this.logger,
+      msg: 'streamed chat failed',
+      failure: (error) => (error instanceof DomainError ? error.message : 'The agent failed unexpectedly'),
+    });
   }
 }
 

@@ -1,0 +1,67 @@
+import type { ChatEventOrResync, ChatEvents } from './chat-events.service';
+import type { ChatEvent } from './chat.types';
+
+/** What a stream does with the chat it follows. */
+export interface ChatFollowing {
+  /** Sends what the tables hold beyond what the client has: at the start, and after a lost LISTEN connection. */
+  catchUp(): Promise<void>;
+  /** One event of the chat (a hint: what goes out is re-read or checked against the tables). */
+  handle(event: ChatEvent): void | Promise<void>;
+  /** A catch-up or an event threw: the stream cannot go on. */
+  failed(error: unknown): void;
+}
+
+/**
+ * Follows one chat for a stream, on whichever replica the client is connected to: its events and its
+ * catch-ups run one at a time through one queue, in the order events arrived, so what a client receives
+ * keeps commit order. It subscribes when created and holds back what arrives until `follow`: a route may
+ * create it before committing what starts a turn, so not even the turn's first event can be missed.
+ * Once stopped, nothing more runs.
+ */
+export class ChatFollower {
+  private unsubscribe: () => void;
+  private readonly buffered: ChatEventOrResync[] = [];
+  private chatId?: string;
+  private following?: ChatFollowing;
+  private queue: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(private readonly events: ChatEvents) {
+    this.unsubscribe = events.subscribe((event) => {
+      if (this.chatId === undefined) this.buffered.push(event);
+      else this.accept(event);
+    });
+  }
+
+  /** Caught up first, then what arrived meanwhile and what arrives from now on. */
+  follow(chatId: string, following: ChatFollowing): void {
+    if (this.stopped) return;
+    this.chatId = chatId;
+    this.following = following;
+    // From here on only this chat's events reach the stream (found by the chat's id, whatever else the replica streams).
+    this.unsubscribe();
+    this.unsubscribe = this.events.subscribeChat(chatId, (event) => this.accept(event));
+    this.enqueue(() => following.catchUp());
+    for (const event of this.buffered.splice(0)) this.accept(event);
+  }
+
+  /** Stops listening; what is queued no longer runs. */
+  stop(): void {
+    this.stopped = true;
+    this.unsubscribe();
+    this.buffered.length = 0;
+  }
+
+  private accept(event: ChatEventOrResync): void {
+    if (this.stopped) return;
+    if (event.type === 'resync') return this.enqueue(() => this.following!.catchUp());
+    if (event.chatId !== this.chatId) return;
+    this.enqueue(() => this.following!.handle(event));
+  }
+
+  private enqueue(task: () => void | Promise<void>): void {
+    this.queue = this.queue
+      .then(() => (this.stopped ? undefined : task()))
+      .catch((error: unknown) => this.following!.failed(error));
+  }
+}
