@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
 import { ChatService, type SettledProposal } from '../chats/durable/chat.service';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { ApprovalStatements } from './approval.repository';
@@ -15,7 +15,7 @@ import type { WriteProposal } from '../tools/tool.types';
  * An approval that arrives after the expiry is refused and settles the proposal the same way at once.
  */
 @Injectable()
-export class ApprovalExpiry implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ApprovalExpiry implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ApprovalExpiry.name);
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
@@ -35,7 +35,11 @@ export class ApprovalExpiry implements OnApplicationBootstrap, OnApplicationShut
     this.timer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /**
+   * Before the ORM closes its pool (as the chat worker does): a sweep still acquiring a connection while the pool
+   * ends would never release it, and the pool's end would wait for it for ever.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
   }

@@ -63,6 +63,8 @@ export class CommitAnnouncer implements OnModuleInit, BeforeApplicationShutdown,
   /** A replica shutting down announces what it has committed at once, and what it commits while it stops. */
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
+    // No poll wakes a reader (and its database read) while the pools close.
+    clearInterval(this.poll);
     clearTimeout(this.timer);
     await this.announce();
   }

@@ -1,5 +1,5 @@
 import { EntityManager, type TransactionEventArgs } from '@mikro-orm/postgresql';
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { sql } from 'kysely';
 import { CommitAnnouncer, COMMITTED_EVENT } from '../../database/commit-announcer.service';
 import { PgPubSub } from '../../database/pg-pubsub.service';
@@ -49,8 +49,11 @@ interface EventRow {
  * A listener of one chat is found by the chat's id, so each event costs the same however many streams
  * are open on the replica. Other pub/sub events (access changes, `resync`) reach listeners too.
  */
+/** How long a stopping replica waits for a read of events in flight. */
+const SHUTDOWN_READ_GRACE_MS = 5000;
+
 @Injectable()
-export class ChatEvents implements OnModuleInit, OnApplicationShutdown {
+export class ChatEvents implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger(ChatEvents.name);
   private readonly listeners = new Set<Listener>();
   private readonly byChat = new Map<string, Set<Listener>>();
@@ -118,10 +121,17 @@ export class ChatEvents implements OnModuleInit, OnApplicationShutdown {
     this.prune.unref();
   }
 
-  onApplicationShutdown(): void {
+  /**
+   * Stops reading before the ORM closes its pool, and lets a read in flight finish: a read still acquiring a
+   * connection while the pool ends would never release it, and the pool's end would wait for it for ever.
+   * Writing events goes on (the worker publishes the chats it hands back while it stops).
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearInterval(this.prune);
     for (const unsubscribe of this.unsubscribes) unsubscribe();
+    const deadline = Date.now() + SHUTDOWN_READ_GRACE_MS;
+    while (this.reading && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
   /**
