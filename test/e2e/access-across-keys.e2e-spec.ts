@@ -454,4 +454,32 @@ describe('a revoked key’s turns stop (key_revoked) on every replica', () => {
       await database.drop();
     }
   });
+  it('ends a turn waiting for its client (requires_action) when its key is revoked: nothing more is asked of the model', async () => {
+    const llm = await MockLlmServer.start();
+    const t = await startTestApp({ env: { ...FAST, OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', LLM_MAX_RETRIES: '0' } });
+    try {
+      const key = await createApiKey(t, { name: 'waiting', role: 'member', subject: 'waiting' });
+      const form = {
+        name: 'show_form',
+        description: 'Show a form to the user and return what they entered.',
+        inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+      };
+      llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }]));
+      const id = idOf(
+        await t.http
+          .post('/api/v1/chats')
+          .set(bearer(key.secret))
+          .send({ agent: 'data_chat', message: 'form please', dynamicTools: [form] })
+          .expect(201),
+      );
+      await eventually(async () => (await chatRow(t, id)).status === 'requires_action');
+      await t.http.delete(`/api/v1/api-keys/${key.id}`).set(bearer(t.adminKey)).expect(204);
+      await eventually(async () => (await chatRow(t, id)).status === 'error');
+      expect((await chatRow(t, id)).last_error).toMatchObject({ code: 'key_revoked' });
+      expect(llm.requests).toHaveLength(1);
+    } finally {
+      await t.close();
+      await llm.close();
+    }
+  });
 });

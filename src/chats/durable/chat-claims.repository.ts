@@ -33,7 +33,7 @@ export class ChatClaimsRepository {
     const inFlight = kysely
       .selectFrom('chats')
       .select((eb) => ['owner', eb.fn.countAll<string>().filterWhere('status', '=', 'running').as('running')])
-      .where('status', 'in', ['pending', 'running'])
+      .where('status', 'in', ['pending', 'running', 'requires_action', 'requires_approval'])
       .groupBy('owner');
     const owners = kysely
       .selectFrom(inFlight.as('f'))
@@ -150,7 +150,7 @@ export class ChatClaimsRepository {
   }
 
   /**
-   * Ends in `error` (`key_revoked`) every pending or running turn whose key is revoked or no longer acts
+   * Ends in `error` (`key_revoked`) every pending, running or waiting (requires_action, requires_approval) turn whose key is revoked or no longer acts
    * for the chat's owner, in one statement that also appends, per chat, its error, its status and an
    * interrupt (the worker running it, on any replica, cancels the run; its claim is gone already).
    * Idempotent: every replica may run it on the same notification, the first one ends the turns.
@@ -165,7 +165,7 @@ export class ChatClaimsRepository {
     const stopped = kysely
       .updateTable('chats')
       .set(statusSet({ status: 'error', lastError: error }))
-      .where('status', 'in', ['pending', 'running'])
+      .where('status', 'in', ['pending', 'running', 'requires_action', 'requires_approval'])
       .where(
         sql<boolean>`not exists (select 1 from api_keys k
                                   where k.id = chats.turn_key_id and not k.revoked and k.subject = chats.owner)`,
