@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
-import { hasStatus, waitForChat } from '../support/chat-helpers';
+import { eventually, hasStatus, waitForChat } from '../support/chat-helpers';
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, idOf, rawText, type RecordPage } from '../support/responses';
@@ -116,6 +116,9 @@ describe('logs', () => {
     const chatId = idOf(created);
     await waitForChat(t, chatId, hasStatus('waiting'));
 
+    // The run's last line is written once its final status has committed (which a client may see first).
+    const finished = (l: Record<string, unknown>) => l.context === 'ChatRunner' && l.msg === 'chat run finished';
+    await eventually(() => linesOf('chatId', chatId).some(finished));
     const chatLines = linesOf('chatId', chatId);
     expect(chatLines).toContainEqual(expect.objectContaining({ context: 'ToolAudit', msg: 'tool call', tool: 'list_objects' }));
     expect(chatLines).toContainEqual(
