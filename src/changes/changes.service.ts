@@ -111,11 +111,21 @@ export class ChangesService {
         running = false;
       }
     };
-    // Woken by commits of record changes (this replica's at once, the others' by their announcements), and by the poll.
+    // Woken by commits of record changes (this replica's at once, the others' by their announcements), and by the
+    // poll. Wake-ups within one announcement window make one read: each read numbers the object's new changes (a
+    // short write), and a busy object commits far more often than a grid needs to hear of it.
+    let wake: NodeJS.Timeout | undefined;
     const unsubscribe = this.announcer.subscribe((signal) => {
-      if (signal.changes || signal.source === 'poll' || signal.source === 'resync') void catchUp();
+      if (!(signal.changes || signal.source === 'poll' || signal.source === 'resync') || wake) return;
+      wake = setTimeout(() => {
+        wake = undefined;
+        void catchUp();
+      }, this.config.eventsAnnounceWindowMs);
     });
-    writer.onClose(unsubscribe);
+    writer.onClose(() => {
+      unsubscribe();
+      clearTimeout(wake);
+    });
     // Subscribed first, then caught up: nothing committed in between can be missed.
     void catchUp();
   }
