@@ -1,7 +1,8 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { Selectable, sql } from 'kysely';
-import { ChatEvents, loggedEvents } from './chat-events.service';
+import { loggedEvents } from './chat-events.repository';
+import { ChatEvents } from './chat-events.service';
 import { CHAT_COLUMNS, db, json, msFromNow, NO_CLAIM, now, statusSet, toChat, uuids } from './chat.rows';
 import { ChatsTable } from './chat.tables';
 import { ChatEvent, ChatRow, ChatStatus } from './chat.types';

@@ -1,39 +1,20 @@
 import { EntityManager, type TransactionEventArgs } from '@mikro-orm/postgresql';
 import { BeforeApplicationShutdown, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { sql } from 'kysely';
 import { CommitAnnouncer, COMMITTED_EVENT } from '../../database/commit-announcer.service';
 import { PgPubSub } from '../../database/pg-pubsub.service';
+import { appendEvents, type LoggedChatEvent, newestEventId, pruneEvents, READ_BATCH, readEvents } from './chat-events.repository';
 import type { ChatEvent } from './chat.types';
 
 export type ChatEventOrResync = ChatEvent | { type: 'resync' };
 
 type Listener = (event: ChatEventOrResync) => void;
 
-/** A row of `chat_events` as its writer got it back: its id (the cursor) and the chat's event before it. */
-export interface LoggedChatEvent {
-  id: number;
-  /** The chat's previous event, as committed when this one was written (null: none). */
-  prev: number | null;
-  event: ChatEvent;
-}
-
-/** Events read per statement. */
-const READ_BATCH = 1000;
 /**
  * An id missing below ones already read belongs to a transaction still running, or to one that rolled
  * back: it is looked for again on each read for this long, then given up.
  */
 const GAP_TIMEOUT_MS = 60_000;
-/** Events are read by replicas within seconds; after this they only take room. */
-const RETENTION = '1 hour';
 const PRUNE_INTERVAL_MS = 60_000;
-
-/** What the writing statements return of the events they appended. */
-interface EventRow {
-  id: string | number;
-  prev: string | number | null;
-  event: ChatEvent;
-}
 
 /**
  * Chat events, as rows of `chat_events` appended by the chat writes themselves (in their statement
@@ -86,8 +67,7 @@ export class ChatEvents implements OnModuleInit, BeforeApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     // Streams opened from now on catch up from the tables: reading starts at the newest event.
-    const { rows } = await sql<{ id: string }>`select coalesce(max(id), 0) as id from chat_events`.execute(this.kysely());
-    this.low = this.high = Number(rows[0].id);
+    this.low = this.high = await newestEventId(this.em.fork());
     this.ready = true;
     // Events written inside a transaction go out when it commits (a savepoint's end is not a commit).
     const topLevel = (args: TransactionEventArgs): object | undefined => {
@@ -269,13 +249,9 @@ export class ChatEvents implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private async pruneOld(): Promise<void> {
-    await sql`delete from chat_events where created_at < now() - ${RETENTION}::interval`
-      .execute(this.kysely())
-      .catch((error: unknown) => this.logger.warn({ msg: 'pruning chat events failed', error: (error as Error).message }));
-  }
-
-  private kysely() {
-    return this.em.fork().getKysely();
+    await pruneEvents(this.em.fork()).catch((error: unknown) =>
+      this.logger.warn({ msg: 'pruning chat events failed', error: (error as Error).message }),
+    );
   }
 
   private emit(event: ChatEventOrResync): void {
@@ -297,39 +273,4 @@ export class ChatEvents implements OnModuleInit, BeforeApplicationShutdown {
     const listeners = this.byChat.get(event.chatId);
     if (listeners) for (const listener of [...listeners]) listener(event);
   }
-}
-
-/** Converts what a statement returned of the events it appended (or read). */
-export function loggedEvents(rows: readonly EventRow[] | null | undefined): LoggedChatEvent[] {
-  return (rows ?? []).map((row) => ({ id: Number(row.id), prev: row.prev === null ? null : Number(row.prev), event: row.event }));
-}
-
-/** Appends events of any chats, in order, in one statement on `em`. */
-async function appendEvents(em: EntityManager, events: ChatEvent[]): Promise<LoggedChatEvent[]> {
-  const { rows } = await sql<EventRow>`
-    insert into chat_events (chat_id, event, message_id, prev)
-    select (e.value->>'chatId')::uuid, e.value, (e.value->>'messageId')::bigint, chat_event_prev((e.value->>'chatId')::uuid)
-      from jsonb_array_elements(${JSON.stringify(events)}::jsonb) with ordinality as e(value, n)
-     order by e.n
-    returning id, prev, event`.execute(em.getKysely());
-  return loggedEvents(rows);
-}
-
-/**
- * Events after `after`, and those of the ids in `missing`, in id order; a message event carries its
- * message (as the API shows it), read with it.
- */
-async function readEvents(em: EntityManager, after: number, missing: number[]): Promise<LoggedChatEvent[]> {
-  const { rows } = await sql<EventRow>`
-    select e.id, e.prev,
-           case when m.id is null then e.event
-                else e.event || jsonb_build_object('message', jsonb_build_object(
-                       'id', m.id, 'role', m.role, 'parts', m.parts, 'usage', m.usage, 'metadata', m.metadata,
-                       'access', m.access_fingerprint, 'createdAt', m.created_at)) end as event
-      from chat_events e
-      left join chat_messages m on m.id = e.message_id
-     where e.id > ${after} or e.id = any(${missing}::bigint[])
-     order by e.id
-     limit ${READ_BATCH}`.execute(em.getKysely());
-  return loggedEvents(rows);
 }
