@@ -1,23 +1,6 @@
 import { loadConfig } from '../config/app-config';
 import { CommitAnnouncer, COMMITTED_EVENT, type CommitSignal } from './commit-announcer.service';
-import type { PgPubSub } from './pg-pubsub.service';
-
-/** The pubsub as CommitAnnouncer uses it: what it published, and a way to deliver a NOTIFY to it. */
-function fakePubSub() {
-  const published: Array<Record<string, unknown>> = [];
-  let listener: (event: Record<string, unknown>) => void = () => undefined;
-  const pubsub = {
-    subscribe: (l: typeof listener) => {
-      listener = l;
-      return () => undefined;
-    },
-    publish: (event: Record<string, unknown>) => {
-      published.push(event);
-      return Promise.resolve();
-    },
-  };
-  return { pubsub: pubsub as unknown as PgPubSub, published, deliver: (event: Record<string, unknown>) => listener(event) };
-}
+import { fakePubSub } from '../../test/support/fake-pubsub';
 
 function announcer(windowMs: number) {
   const bus = fakePubSub();

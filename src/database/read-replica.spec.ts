@@ -1,27 +1,10 @@
 import { DomainError } from '../common/domain-error';
-import type { PgPubSub } from './pg-pubsub.service';
+import { fakePubSub } from '../../test/support/fake-pubsub';
 import { lagCheckIntervalMs, parseLsn, ReadReplica, ReplicaUnavailable } from './read-replica';
 import { StandaloneConnection } from './standalone-connection';
 
 const PRIMARY = 'postgres://app@primary/app';
 const REPLICA = 'postgres://app@replica/app';
-
-/** The pubsub as ReadReplica uses it: its listener, and what it published. */
-function fakePubSub() {
-  const published: Array<Record<string, unknown>> = [];
-  let listener: (event: Record<string, unknown>) => void = () => undefined;
-  const pubsub = {
-    subscribe: (l: typeof listener) => {
-      listener = l;
-      return () => undefined;
-    },
-    publish: (event: Record<string, unknown>) => {
-      published.push(event);
-      return Promise.resolve();
-    },
-  };
-  return { pubsub: pubsub as unknown as PgPubSub, published, emit: (event: Record<string, unknown>) => listener(event) };
-}
 
 function pgError(code: string): Error {
   return Object.assign(new Error(`pg ${code}`), { code });
@@ -128,13 +111,13 @@ describe('ReadReplica', () => {
   });
 
   it("takes another app replica's mark, and sends every read to the primary for a while after a lost LISTEN connection", async () => {
-    bus.emit({ type: 'key_wrote', keyId: 'key-b' });
+    bus.deliver({ type: 'key_wrote', keyId: 'key-b' });
     expect(watch.route('key-b')).toBe('primary');
     // It covers writes until that app replica's next event, half a window later.
     now += watch.stickyMs;
     await check();
     expect(watch.route('key-b')).toBe('primary');
-    bus.emit({ type: 'resync' });
+    bus.deliver({ type: 'resync' });
     expect(watch.route('key-c')).toBe('primary');
     now += watch.stickyMs * 1.5 + 1;
     await check();

@@ -2,13 +2,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'puppeteer-core';
-import type { CreatedApiKeyResponse } from '../../../src/auth/api-key.dto';
 import { PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX } from '../../../src/playground/playground.paths';
 import { sentMessages, startAppWithMockLlm } from '../../support/agent-fixtures';
 import { launchBrowser, type TestBrowser } from '../../support/browser';
 import { listen } from '../../support/chat-helpers';
 import { match } from '../../support/matchers';
 import { MockLlmServer, MockReply } from '../../support/mock-llm.server';
+import { asAdmin, createAgent, createApiKey, createObject, fieldSpec } from '../../support/fixtures';
 import { bodyOf } from '../../support/responses';
 import { bearer, TestApp } from '../../support/test-app';
 import { openWatchedPage } from './watched-page';
@@ -42,43 +42,25 @@ function useApp(env: Record<string, string> = {}): void {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { PLAYGROUND: 'true', CHAT_POLL_INTERVAL_MS: '200', ...env } }));
     baseUrl = await listen(t);
-    const admin = bearer(t.adminKey);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin)
-      .send({
-        name: 'item',
-        label: 'Item',
-        fields: [
-          { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true, searchable: true },
-          { name: 'qty', label: 'Quantity', type: 'integer' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'item', [
+      fieldSpec('sku', 'text', { label: 'SKU', required: true, unique: true, searchable: true }),
+      fieldSpec('qty', 'integer', { label: 'Quantity' }),
+    ]);
     for (const [sku, qty] of [
       ['a-1', 1],
       ['a-2', 2],
       ['a-3', 3],
     ] as const) {
-      await t.http.post('/api/v1/objects/item/records').set(admin).send({ sku, qty }).expect(201);
+      await t.http.post('/api/v1/objects/item/records').set(asAdmin(t)).send({ sku, qty }).expect(201);
     }
-    await t.http
-      .post('/api/v1/ai/agents')
-      .set(admin)
-      .send({
-        name: 'writer',
-        label: 'Writer',
-        instructions: 'You keep the items up to date.',
-        tools: ['query_records', 'update_record'],
-        writes: { item: ['update'] },
-      })
-      .expect(201);
-    const key = await t.http
-      .post('/api/v1/api-keys')
-      .set(admin)
-      .send({ name: 'clerk', role: 'member', subject: 'clerk' })
-      .expect(201);
-    memberKey = bodyOf<CreatedApiKeyResponse>(key).secret;
+    await createAgent(t, {
+      name: 'writer',
+      label: 'Writer',
+      instructions: 'You keep the items up to date.',
+      tools: ['query_records', 'update_record'],
+      writes: { item: ['update'] },
+    });
+    memberKey = (await createApiKey(t, { name: 'clerk', role: 'member', subject: 'clerk' })).secret;
     chromium = await launchBrowser();
   });
   afterAll(async () => {
