@@ -20,7 +20,7 @@ const LAYERS = [
   ['views', 'metrics', 'changes'],
   ['tools', 'transfer'],
   ['agents'],
-  ['runtime'],
+  ['runtime', 'writes'],
   ['chats', 'openai-compat', 'mcp', 'records', 'seed', 'playground'],
   ['charts', 'health', 'approvals'],
   ['app'],

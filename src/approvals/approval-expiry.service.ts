@@ -2,8 +2,9 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
 import { ChatService, type SettledProposal } from '../chats/durable/chat.service';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { ApprovalStatements } from './approval.repository';
-import { decisionEntry, expiredResult } from './approval.service';
+import { ApprovalStatements } from '../writes/approval.repository';
+import { decisionEntry, expiredOutcome } from '../writes/approved-writes.service';
+import { proposalRef, settled } from './approval.service';
 import type { PendingToolCall } from '../chats/durable/chat.types';
 import type { WriteProposal } from '../tools/tool.types';
 
@@ -57,14 +58,14 @@ export class ApprovalExpiry implements OnApplicationBootstrap, BeforeApplication
         const spent = await ApprovalStatements.outcomes(em, chat.id);
         const results: SettledProposal[] = expired.map((call) => {
           const outcome = spent.get(call.id);
-          return outcome ? { toolCallId: call.id, ...outcome, keyId: null } : expiredResult(call);
+          return settled(call, outcome ?? expiredOutcome(call.proposal), null);
         });
         await this.chats.settleProposals(em, chat, results);
         await ApprovalStatements.audit(
           em,
           expired
             .filter((call) => !spent.has(call.id))
-            .map((call) => decisionEntry(chat, call, undefined, 'approval.expire', 'ok')),
+            .map((call) => decisionEntry(proposalRef(chat, call), undefined, 'approval.expire', 'ok')),
         );
       }
     });

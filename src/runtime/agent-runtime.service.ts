@@ -50,10 +50,11 @@ export interface TurnRequest {
   /** Spent so far, when a turn resumes after client tool results. */
   progress?: { iterationsUsed: number; tokensUsed: number };
   /**
-   * The front door can pause the turn for a person's approval (durable chats): only then are the agent's
-   * write tools offered. Everywhere else they do not exist for the model.
+   * Where a person approves the turn's write proposals (a durable chat's id, or a front door's own scope): what
+   * their tokens bind. Only with one are the agent's write tools offered; everywhere else they do not exist
+   * for the model.
    */
-  approvals?: boolean;
+  approvalScope?: string;
 }
 
 /** What a front door asks to admit: who, which agent, and what the request brings that the agent limits. */
@@ -162,7 +163,7 @@ export class AgentRuntime {
     // need a door that can wait for an approval.
     const agentTools = this.registry
       .resolve(agent.tools)
-      .tools.filter((tool) => !tool.needsApproval || request.approvals === true);
+      .tools.filter((tool) => !tool.needsApproval || request.approvalScope !== undefined);
     const executedHere = agentTools.map((tool) => tool.name).filter((name) => !clientTools.names.includes(name));
     const context = visibleContext(agent, request.context);
     const preamble = [await this.systemMessage(request.caller, agent, context)];
@@ -191,6 +192,7 @@ export class AgentRuntime {
         caller: request.caller,
         agent: { name: agent.name, tools: executedHere, allowedObjects: agent.allowedObjects, writes: agent.writes },
         chatId: request.chatId,
+        approvalScope: request.approvalScope,
       },
     };
     return { agent, turn, messages: [...preamble, ...request.history], clientTools };

@@ -24,6 +24,11 @@ export interface ToolContext {
   agent?: ToolAgentScope;
   /** The durable chat the call is made in, for the audit trail. */
   chatId?: string;
+  /**
+   * Where a person can approve a write proposal made by this call (a durable chat's id, or a front door's own
+   * conversation scope); what its token binds. Absent: write tools refuse to propose.
+   */
+  approvalScope?: string;
   /** The id of the call being run (set by the registry for each call). */
   toolCallId?: string;
   /** Aborted on timeout, interrupt or client disconnect. */

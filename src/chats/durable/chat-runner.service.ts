@@ -85,7 +85,7 @@ export class ChatRunner {
         context: chat.context,
         dynamicTools: chat.dynamicTools,
         progress: { iterationsUsed: chat.turnIterations, tokensUsed: chat.turnTokens },
-        approvals: true,
+        approvalScope: chat.id,
       });
       // Its data tools take the pool's background share: thousands of chats never crowd out REST calls.
       const turn = { ...prepared, toolContext: { ...prepared.toolContext, background: true } };

@@ -20,6 +20,7 @@ import { MigrationViewOwnerKeys } from './migration-20261129-view-owner-keys';
 import { MigrationTurnCallers } from './migration-20261129-turn-callers';
 import { MigrationUniqueEmptyIndexes } from './migration-20261129-unique-empty-indexes';
 import { MigrationChatEvents } from './migration-20261129-chat-events';
+import { MigrationApprovalScopes } from './migration-20261129-approval-scopes';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -49,6 +50,7 @@ export const MIGRATIONS = [
   MigrationApprovals,
   MigrationChangeSequencer,
   MigrationChatEvents,
+  MigrationApprovalScopes,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

@@ -8,7 +8,7 @@ async function tokens(secret = 'x'.repeat(32)): Promise<ApprovalTokens> {
 }
 
 const BINDING: ApprovalBinding = {
-  chatId: '00000000-0000-4000-8000-000000000001',
+  scope: '00000000-0000-4000-8000-000000000001',
   toolCallId: 'call_1',
   arguments: { objectName: 'deal', recordId: 'r1', values: { stage: 'won', amount: 5 } },
   versions: ['"123"'],
@@ -25,7 +25,7 @@ describe('approval tokens', () => {
   });
 
   it.each<[string, Partial<ApprovalBinding>]>([
-    ['another chat', { chatId: '00000000-0000-4000-8000-000000000002' }],
+    ['another chat', { scope: '00000000-0000-4000-8000-000000000002' }],
     ['another call', { toolCallId: 'call_2' }],
     ['other arguments', { arguments: { ...(BINDING.arguments as object), values: { stage: 'lost', amount: 5 } } }],
     ['another record version', { versions: ['"124"'] }],

@@ -12,7 +12,8 @@ const VERSION = 'v1';
 
 /** What an approval token binds: a change is approved exactly as it was proposed, or not at all. */
 export interface ApprovalBinding {
-  chatId: string;
+  /** The conversation the proposal was made in: a durable chat's id, or a front door's own scope (`mcp:…`, `v1:…`). */
+  scope: string;
   toolCallId: string;
   /** The call's arguments as the model made them (hashed in canonical JSON). */
   arguments: unknown;
@@ -21,7 +22,7 @@ export interface ApprovalBinding {
 }
 
 /**
- * Approval tokens: `v1.<expiry ms>.<HMAC-SHA256>` over the chat id, the tool call id, the SHA-256 of the
+ * Approval tokens: `v1.<expiry ms>.<HMAC-SHA256>` over the conversation (a chat id or a front door's scope), the tool call id, the SHA-256 of the
  * call's canonical arguments, every record's version and the expiry. Stateless, so any replica with the
  * same key verifies them; that they are spent only once is the approval_tokens table's job.
  */
@@ -80,7 +81,7 @@ export class ApprovalTokens implements OnModuleInit {
   private mac(binding: ApprovalBinding, expiry: string): string {
     if (!this.key) throw new Error('ApprovalTokens used before its key was loaded');
     const argumentsHash = createHash('sha256').update(canonicalJson(binding.arguments)).digest('hex');
-    const message = JSON.stringify([VERSION, binding.chatId, binding.toolCallId, argumentsHash, binding.versions, expiry]);
+    const message = JSON.stringify([VERSION, binding.scope, binding.toolCallId, argumentsHash, binding.versions, expiry]);
     return createHmac('sha256', this.key).update(message).digest('base64url');
   }
 }

@@ -233,9 +233,9 @@ async function propose(
 ): Promise<WriteProposal> {
   return shapeErrors(ctx, async () => {
     const operation = WRITE_TOOL_OPERATION[tool];
-    const { agent, chatId, toolCallId } = ctx;
-    if (!agent || !chatId || !toolCallId) {
-      throw new DomainError('tool_not_allowed', `Tool "${tool}" proposes writes for approval in a durable chat only`);
+    const { agent, approvalScope, toolCallId } = ctx;
+    if (!agent || !approvalScope || !toolCallId) {
+      throw new DomainError('tool_not_allowed', `Tool "${tool}" proposes writes only where a person can approve them`);
     }
     if (!(agent.writes?.[args.objectName] ?? []).includes(operation)) {
       throw new DomainError(
@@ -248,7 +248,10 @@ async function propose(
     const object = await deps.access.view(callerOf(ctx), args.objectName, operation);
     const proposed = await changes(object);
     const expiresAt = new Date(Date.now() + deps.ttlSeconds * 1000);
-    const token = deps.tokens.sign({ chatId, toolCallId, arguments: args, versions: proposed.map((c) => c.etag) }, expiresAt);
+    const token = deps.tokens.sign(
+      { scope: approvalScope, toolCallId, arguments: args, versions: proposed.map((c) => c.etag) },
+      expiresAt,
+    );
     return { objectName: object.name, operation, changes: proposed, token, expiresAt: expiresAt.toISOString() };
   });
 }

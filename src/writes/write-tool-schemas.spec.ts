@@ -39,7 +39,13 @@ describe('write tool schemas', () => {
     const agent = { name: 'a', tools: ['update_record'], allowedObjects: ['*'], writes: { deal: ['create'] } };
     const refused = await registry.execute(
       { id: 'c2', name: 'update_record', arguments: args },
-      { caller, signal, agent, chatId: '00000000-0000-4000-8000-000000000000' },
+      {
+        caller,
+        signal,
+        agent,
+        chatId: '00000000-0000-4000-8000-000000000000',
+        approvalScope: '00000000-0000-4000-8000-000000000000',
+      },
     );
     expect(refused.content).toMatchObject({ error: { code: 'write_not_allowed' } });
   });

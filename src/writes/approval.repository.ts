@@ -23,14 +23,14 @@ export const ApprovalStatements = {
   /** Spends a token: a row back when this spender is the first, none when it was spent already. */
   async spend(
     runner: Runner,
-    spent: { token: string; chatId: string; toolCallId: string; decision: 'approve' | 'reject'; keyId: string },
+    spent: { token: string; scope: string; toolCallId: string; decision: 'approve' | 'reject'; keyId: string },
   ): Promise<boolean> {
     const rows = await run(
       runner,
       CompiledQuery.raw(
-        `insert into "approval_tokens" ("token_hash", "chat_id", "tool_call_id", "decision", "key_id")
-         values ($1, $2::uuid, $3, $4, $5::uuid) on conflict ("token_hash") do nothing returning "token_hash"`,
-        [ApprovalTokens.hash(spent.token), spent.chatId, spent.toolCallId, spent.decision, spent.keyId],
+        `insert into "approval_tokens" ("token_hash", "scope", "tool_call_id", "decision", "key_id")
+         values ($1, $2, $3, $4, $5::uuid) on conflict ("token_hash") do nothing returning "token_hash"`,
+        [ApprovalTokens.hash(spent.token), spent.scope, spent.toolCallId, spent.decision, spent.keyId],
       ),
     );
     return rows.length > 0;
@@ -47,16 +47,26 @@ export const ApprovalStatements = {
     );
   },
 
-  /** The recorded outcomes of the chat's spent tokens, by tool call id. */
-  async outcomes(runner: Runner, chatId: string): Promise<Map<string, SpentOutcome>> {
+  /** The recorded outcomes of the spent tokens of a scope (a chat), by tool call id. */
+  async outcomes(runner: Runner, scope: string): Promise<Map<string, SpentOutcome>> {
     const rows = await run<{ tool_call_id: string; outcome: SpentOutcome }>(
       runner,
-      CompiledQuery.raw(
-        `select "tool_call_id", "outcome" from "approval_tokens" where "chat_id" = $1::uuid and "outcome" is not null`,
-        [chatId],
-      ),
+      CompiledQuery.raw(`select "tool_call_id", "outcome" from "approval_tokens" where "scope" = $1 and "outcome" is not null`, [
+        scope,
+      ]),
     );
     return new Map(rows.map((row) => [row.tool_call_id, row.outcome]));
+  },
+
+  /** A spent token's row: who spent it, and what came of it (null while its write runs). */
+  async spent(runner: Runner, token: string): Promise<{ keyId: string | null; outcome: SpentOutcome | null } | undefined> {
+    const rows = await run<{ key_id: string | null; outcome: SpentOutcome | null }>(
+      runner,
+      CompiledQuery.raw(`select "key_id", "outcome" from "approval_tokens" where "token_hash" = $1`, [
+        ApprovalTokens.hash(token),
+      ]),
+    );
+    return rows[0] && { keyId: rows[0].key_id, outcome: rows[0].outcome };
   },
 
   /** Audit rows, in the runner's transaction. */

@@ -1,0 +1,289 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable } from '@nestjs/common';
+import type { ToolAuditEntry } from '../audit/audit-log.service';
+import type { Caller } from '../auth/caller';
+import { DomainError } from '../common/domain-error';
+import { DataService } from '../data/data.service';
+import { DataPool, type DataSession } from '../database/data-pool';
+import { AccessService } from '../governance/access.service';
+import { errorContent } from '../tools/tool.define';
+import type { WriteProposal } from '../tools/tool.types';
+import { ApprovalTokens, type ApprovalBinding } from './approval-tokens';
+import { ApprovalStatements } from './approval.repository';
+
+/** Record-level failures of an If-Match write: the record moved on (changed, deleted, or left the caller's rows). */
+const VERSION_MISSES = new Set(['precondition_failed', 'record_not_found']);
+
+/** A write proposal as its front door holds it: what the token was signed over, and what the audit rows name. */
+export interface ProposalRef {
+  /** The conversation the proposal was made in: a durable chat's id, or the front door's own scope. */
+  scope: string;
+  toolCallId: string;
+  /** The write tool the model called. */
+  tool: string;
+  /** The call's arguments as the model made them. */
+  arguments: unknown;
+  proposal: WriteProposal;
+  /** The agent whose turn proposed it (audit rows). */
+  agent: string | null;
+  /** The durable chat, when there is one (audit rows). */
+  chatId?: string;
+}
+
+/** What a decision came to: the tool result the model reads. */
+export interface WriteOutcome {
+  content: unknown;
+  isError: boolean;
+  /** When the result holds record values: the access fingerprint they were read under. */
+  access?: string | null;
+}
+
+export type Decision = 'approve' | 'reject';
+
+/**
+ * The one path from a person's decision to a write, for every front door (durable chats, MCP, the
+ * OpenAI-compatible API). A decision counts only with the proposal's token (signed for this proposal,
+ * unexpired, not spent) and from a key that may make the write itself; an approved write runs as that key,
+ * under If-Match on every record's proposed version, in one transaction with the token's spending and the
+ * audit rows of the decision and the write.
+ */
+@Injectable()
+export class ApprovedWrites {
+  constructor(
+    private readonly data: DataService,
+    private readonly pool: DataPool,
+    private readonly access: AccessService,
+    private readonly tokens: ApprovalTokens,
+  ) {}
+
+  /** Whether the token was issued for this proposal (refused with approval_invalid if not), and whether it expired. */
+  verify(ref: ProposalRef, token: unknown): { expired: boolean } {
+    const check = this.tokens.verify(token, bindingOf(ref));
+    if (!check.valid) throw approvalInvalid('the token was not issued for this proposal');
+    return { expired: check.expired };
+  }
+
+  /**
+   * The approver may make this write itself: the operation granted on the object, and each record it
+   * changes readable by it (inside its row filter). Otherwise nothing happens, and the token stays unspent.
+   */
+  async assertMayWrite(caller: Caller, proposal: WriteProposal): Promise<void> {
+    try {
+      await this.access.view(caller, proposal.objectName, proposal.operation);
+    } catch (error) {
+      if (error instanceof DomainError) {
+        throw approvalInvalid(`this key may not ${proposal.operation} "${proposal.objectName}" records`);
+      }
+      throw error;
+    }
+    for (const change of proposal.changes) {
+      if (change.id === null) continue;
+      const visible = await this.data.count(caller, proposal.objectName, { id: change.id }, { fresh: true });
+      if (!visible) throw approvalInvalid(`this key may not write the "${proposal.objectName}" record ${change.id}`);
+    }
+  }
+
+  /**
+   * A whole decision for a front door without a chat to lock (MCP, the OpenAI-compatible API): the token
+   * checked, an expired proposal settled as expired, the approver's right to write checked, then the
+   * rejection or the write. Refusals throw approval_invalid and write nothing.
+   */
+  async decide(caller: Caller, ref: ProposalRef, decision: Decision, token: string, reason?: string): Promise<WriteOutcome> {
+    await this.access.assertCurrent(caller, { fresh: true });
+    if (this.verify(ref, token).expired) {
+      await this.pool.transaction(
+        (session) => ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.expire', 'ok')]),
+        { key: caller.keyId },
+      );
+      return expiredOutcome(ref.proposal);
+    }
+    await this.assertMayWrite(caller, ref.proposal);
+    if (decision === 'approve') return this.approve(caller, ref, token);
+    return this.pool.transaction((session) => this.reject(session, caller, ref, token, reason), { key: caller.keyId });
+  }
+
+  /** A rejection: the token spent and the decision audited in the runner's transaction; the model reads why. */
+  async reject(
+    runner: EntityManager | DataSession,
+    caller: Caller,
+    ref: ProposalRef,
+    token: string,
+    reason?: string,
+  ): Promise<WriteOutcome> {
+    if (!(await ApprovalStatements.spend(runner, spentBy(ref, token, 'reject', caller)))) {
+      throw approvalInvalid('the token was already used');
+    }
+    const why = reason?.trim() || undefined;
+    await ApprovalStatements.audit(runner, [decisionEntry(ref, caller, 'approval.reject', 'ok', why)]);
+    const content = errorContent(
+      'approval_rejected',
+      `A person rejected this proposal; nothing was written.${why ? ` Their reason: ${why}` : ''}`,
+      why ? { reason: why } : undefined,
+    );
+    const outcome = { content, isError: true };
+    await ApprovalStatements.recordOutcome(runner, token, outcome);
+    return outcome;
+  }
+
+  /**
+   * The write, as the approver, in one data transaction with the token's spending and the audit rows of the
+   * decision and the write: a token is spent exactly once, and whatever the outcome it is recorded with it.
+   * A record changed since the proposal writes nothing; the model reads the records as they are now.
+   */
+  async approve(caller: Caller, ref: ProposalRef, token: string): Promise<WriteOutcome> {
+    const { proposal } = ref;
+    return this.pool.transaction(
+      async (session) => {
+        if (!(await ApprovalStatements.spend(session, spentBy(ref, token, 'approve', caller)))) {
+          throw approvalInvalid('the token was already used');
+        }
+        await ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.approve', 'ok')]);
+        let outcome: WriteOutcome;
+        let rowCount = 0;
+        try {
+          const written = await this.data.batch(caller, proposal.objectName, operationsOf(proposal), true, { session });
+          rowCount = written.length;
+          outcome = {
+            content: {
+              status: 'written',
+              operation: proposal.operation,
+              objectName: proposal.objectName,
+              records: written.map((r) => ({ id: r.id, ...(r.etag ? { etag: r.etag } : {}) })),
+              approvedBy: caller.subject,
+            },
+            isError: false,
+          };
+        } catch (error) {
+          if (!(error instanceof DomainError)) throw error;
+          outcome = VERSION_MISSES.has(error.code)
+            ? await this.versionChanged(caller, proposal, session)
+            : { content: errorContent(error.code, error.message, error.details), isError: true };
+        }
+        const result = outcome.isError ? errorCodeOf(outcome.content) : 'ok';
+        await ApprovalStatements.audit(session, [
+          { ...decisionEntry(ref, caller, 'record.write', result), target: targetOf(proposal), rowCount },
+        ]);
+        await ApprovalStatements.recordOutcome(session, token, { content: outcome.content, isError: outcome.isError });
+        return outcome;
+      },
+      { key: caller.keyId },
+    );
+  }
+
+  /**
+   * What came of a token already spent, for the key that spent it: a front door whose client sends the whole
+   * conversation again (the OpenAI-compatible API) shows the recorded outcome instead of deciding twice.
+   * Undefined when the token is unspent, or was spent by another key, or its write has not committed.
+   */
+  async spentOutcome(caller: Caller, token: string): Promise<WriteOutcome | undefined> {
+    const spent = await this.pool.transaction((session) => ApprovalStatements.spent(session, token), { key: caller.keyId });
+    if (!spent?.outcome || spent.keyId !== caller.keyId) return undefined;
+    return spent.outcome;
+  }
+
+  /** What the model reads when a record moved on: nothing written, and each record as it is now (read as the approver). */
+  private async versionChanged(caller: Caller, proposal: WriteProposal, session: DataSession): Promise<WriteOutcome> {
+    const records: unknown[] = [];
+    for (const change of proposal.changes) {
+      if (change.id === null) continue;
+      try {
+        const { record, version } = await this.data.findOneVersioned(caller, proposal.objectName, change.id, undefined, {
+          session,
+        });
+        const changed = `"${version}"` !== change.etag;
+        const fields = change.after ? Object.keys(change.after) : Object.keys(record);
+        records.push({
+          id: change.id,
+          changed,
+          etag: `"${version}"`,
+          current: Object.fromEntries(fields.map((name) => [name, record[name] ?? null])),
+        });
+      } catch (error) {
+        if (!(error instanceof DomainError) || error.code !== 'record_not_found') throw error;
+        records.push({ id: change.id, changed: true, deleted: true });
+      }
+    }
+    const content = errorContent(
+      'version_changed',
+      'Nothing was written: a record changed after you proposed this (someone else edited or deleted it). ' +
+        '"records" holds them as they are now; propose again from these values if the change still makes sense.',
+      { records },
+    );
+    // It holds record values as the approver reads them: shown to callers with the same access.
+    return { content, isError: true, access: await this.access.fingerprint(caller) };
+  }
+}
+
+/** The refusal of a decision: nothing was written. */
+export function approvalInvalid(why: string): DomainError {
+  return new DomainError('approval_invalid', `The approval was refused and nothing was written: ${why}`);
+}
+
+/** What the proposal's token was signed over. */
+export function bindingOf(ref: ProposalRef): ApprovalBinding {
+  return {
+    scope: ref.scope,
+    toolCallId: ref.toolCallId,
+    arguments: ref.arguments,
+    versions: ref.proposal.changes.map((change) => change.etag),
+  };
+}
+
+/** What the model reads of a proposal nobody decided on in time. */
+export function expiredOutcome(proposal: WriteProposal): WriteOutcome {
+  return {
+    content: errorContent(
+      'approval_expired',
+      'Nothing was written: nobody approved this proposal before it expired. Propose it again if it is still wanted.',
+      { expiresAt: proposal.expiresAt },
+    ),
+    isError: true,
+  };
+}
+
+/** An audit row of a proposal's life after the call: linked to it by the tool call id. */
+export function decisionEntry(
+  ref: ProposalRef,
+  caller: Caller | undefined,
+  action: string,
+  outcome: string,
+  reason?: string,
+): ToolAuditEntry {
+  return {
+    at: new Date(),
+    keyId: caller?.keyId,
+    agent: ref.agent ?? undefined,
+    chatId: ref.chatId,
+    toolCallId: ref.toolCallId,
+    tool: ref.tool,
+    action,
+    arguments: reason ? { reason } : null,
+    rowCount: null,
+    durationMs: 0,
+    outcome,
+  };
+}
+
+function spentBy(ref: ProposalRef, token: string, decision: Decision, caller: Caller) {
+  return { token, scope: ref.scope, toolCallId: ref.toolCallId, decision, keyId: caller.keyId };
+}
+
+/** The batch operations of a proposal: each record under If-Match on its proposed version. */
+function operationsOf(proposal: WriteProposal): unknown[] {
+  return proposal.changes.map((change) => {
+    if (proposal.operation === 'create') return { op: 'create', record: change.after };
+    if (proposal.operation === 'delete') return { op: 'delete', id: change.id, ifMatch: change.etag };
+    return { op: 'update', id: change.id, record: change.after, ifMatch: change.etag };
+  });
+}
+
+/** The records of a write, for its audit row: `deal/<id>`, several ids comma-separated (the row cuts it at 300 characters). */
+function targetOf(proposal: WriteProposal): string {
+  const ids = proposal.changes.map((change) => change.id ?? 'new');
+  return `${proposal.objectName}/${ids.join(',')}`;
+}
+
+function errorCodeOf(content: unknown): string {
+  const code = (content as { error?: { code?: unknown } } | null)?.error?.code;
+  return typeof code === 'string' ? code : 'error';
+}
