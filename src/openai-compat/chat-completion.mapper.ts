@@ -1,4 +1,5 @@
 import type { TurnResult, TurnStep } from '../runtime/agent-loop.service';
+import { approvalCallsOf } from './approval-calls';
 import type { ChatCompletionResponse, CompletionChoice, CompletionToolCall, CompletionUsage } from './openai-compat.dto';
 
 /** What every chunk and the whole completion of one request share. */
@@ -17,19 +18,20 @@ export function stepText(step: TurnStep): string {
   return typeof step.assistant.content === 'string' ? step.assistant.content : '';
 }
 
-/** A paused turn asks the client to run its tools; an agent's own limits end a turn like a stop. */
+/** A paused turn asks the client to run its tools or answer write proposals; an agent's own limits end a turn like a stop. */
 export function finishReasonOf(result: TurnResult): CompletionChoice['finish_reason'] {
-  if (result.status === 'requires_action') return 'tool_calls';
+  if (result.status === 'requires_action' || result.status === 'requires_approval') return 'tool_calls';
   return result.finishReason === 'length' ? 'length' : 'stop';
 }
 
-/** The client tool calls a paused turn waits for, as OpenAI returns tool calls. */
+/** The client tool calls or the write proposals (approve_write calls) a paused turn waits for, as OpenAI returns tool calls. */
 export function toolCallsOf(result: TurnResult): CompletionToolCall[] {
-  return result.pendingToolCalls.map((call) => ({
+  const clientCalls = result.pendingToolCalls.map((call): CompletionToolCall => ({
     id: call.id,
     type: 'function',
     function: { name: call.name, arguments: call.arguments },
   }));
+  return [...clientCalls, ...approvalCallsOf(result)];
 }
 
 /** Every model call of the turn: the built-in tool rounds show up here only. */

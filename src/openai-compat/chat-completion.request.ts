@@ -14,6 +14,7 @@ import {
   type ConversationPart,
 } from '../runtime/conversation';
 import { TOOL_NAME_PATTERN } from '../tools/tool.define';
+import { APPROVAL_FUNCTION } from './approval-calls';
 
 /** Most tool calls one assistant message of the history may carry. */
 const MAX_HISTORY_TOOL_CALLS = 128;
@@ -139,6 +140,12 @@ function parseTools(tools: unknown): unknown[] | undefined {
     if (tool.type !== 'function') throw unsupported(`${at}.type`, `${at}: only function tools are supported`);
     const fn = tool.function;
     if (!isPlainObject(fn)) throw invalid(`${at}.function`, `${at}.function must be an object`);
+    if (fn.name === APPROVAL_FUNCTION) {
+      throw invalid(
+        `${at}.function.name`,
+        `${at}: "${APPROVAL_FUNCTION}" is the server's (write proposals); name the tool otherwise`,
+      );
+    }
     return {
       name: fn.name,
       ...(given(fn.description) ? { description: fn.description } : {}),

@@ -13,6 +13,10 @@ import { CompletionHead, STEP_SEPARATOR, stepText, toCompletion } from './chat-c
 import { CompletionRequest, FUNCTION_TOOL_LABELS, parseCompletionRequest } from './chat-completion.request';
 import { ChatCompletionResponse, ModelListResponse, ModelResponse, toModelResponse } from './openai-compat.dto';
 import { openAiErrorOf } from './openai-errors';
+import { answeredApprovals, withOutcomes, type AnsweredApproval } from './approval-calls';
+import { DomainError } from '../common/domain-error';
+import type { ConversationMessage } from '../runtime/conversation';
+import { ApprovedWrites, type WriteOutcome } from '../writes/approved-writes.service';
 
 /**
  * Agents as OpenAI models: the Chat Completions wire format turned into one prepareTurn call and
@@ -26,6 +30,7 @@ export class OpenAiCompatService {
     private readonly agents: AgentService,
     private readonly runtime: AgentRuntime,
     private readonly loop: AgentLoop,
+    private readonly writes: ApprovedWrites,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -80,11 +85,13 @@ export class OpenAiCompatService {
     return undefined;
   }
 
-  private prepare(caller: Caller, completion: CompletionRequest): Promise<PreparedTurn> {
+  private async prepare(caller: Caller, completion: CompletionRequest): Promise<PreparedTurn> {
+    const conversation = await this.settleApprovals(caller, completion);
     return this.runtime.prepareTurn({
       caller,
       agentName: completion.model,
-      history: toLlmMessages(completion.conversation),
+      history: toLlmMessages(conversation),
+      approvalScope: approvalScopeOf(caller),
       instructions: completion.instructions,
       options: completion.options,
       optionNames: completion.optionNames,
@@ -92,4 +99,44 @@ export class OpenAiCompatService {
       toolChoice: completion.toolChoice,
     });
   }
+
+  /**
+   * The history's answered write proposals (approve_write calls), each settled once: a decision not yet taken
+   * is taken now (the write, as this key, under If-Match); one taken by this key before (its client sends the
+   * whole conversation with every request) shows what it came to, and writes nothing again. The model then
+   * reads its write calls and their outcomes.
+   */
+  private async settleApprovals(caller: Caller, completion: CompletionRequest): Promise<ConversationMessage[]> {
+    const approvals = answeredApprovals(completion.conversation, approvalScopeOf(caller), completion.model);
+    if (!approvals.length) return completion.conversation;
+    // The agent first: a request for an agent the key may not use decides nothing.
+    await this.agents.getUsable(completion.model, caller);
+    const settled = [];
+    for (const approval of approvals) settled.push({ approval, outcome: await this.settleOnce(caller, approval) });
+    return withOutcomes(completion.conversation, settled);
+  }
+
+  private async settleOnce(caller: Caller, { ref, answer }: AnsweredApproval): Promise<WriteOutcome> {
+    // A token is checked against the proposal before anything recorded under it is shown.
+    this.writes.verify(ref, answer.token);
+    const recorded = await this.writes.spentOutcome(caller, answer.token);
+    if (recorded) return recorded;
+    try {
+      return await this.writes.decide(caller, ref, answer.decision, answer.token, answer.reason);
+    } catch (error) {
+      // The same answer sent twice at once: the other request spent the token; show what it came to.
+      const raced = error instanceof DomainError && error.code === 'approval_invalid';
+      const outcome = raced ? await this.writes.spentOutcome(caller, answer.token) : undefined;
+      if (outcome) return outcome;
+      throw error;
+    }
+  }
+}
+
+/**
+ * What the approval tokens of this API bind: the key. It keeps no conversation, so a proposal is approved by
+ * the key that was shown it, which must itself be allowed to make the write.
+ */
+function approvalScopeOf(caller: Caller): string {
+  return `openai:${caller.keyId}`;
 }

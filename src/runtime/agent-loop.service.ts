@@ -120,6 +120,11 @@ export interface TurnHooks {
   onRetry?(retry: LlmRetry): Promise<void>;
 }
 
+/** A write proposal a turn paused for: the write tool's result (the proposal) and the call's arguments as the model made them. */
+export interface PendingApproval extends ToolResult {
+  arguments: unknown;
+}
+
 export type TurnFinishReason = 'stop' | 'length' | 'max_iterations';
 
 export interface TurnResult {
@@ -131,7 +136,7 @@ export interface TurnResult {
   /** Client tool calls waiting for results (status requires_action). */
   pendingToolCalls: LlmToolCall[];
   /** Write proposals waiting for a person's decision (status requires_approval). */
-  pendingApprovals?: ToolResult[];
+  pendingApprovals?: PendingApproval[];
   usage: LlmUsage;
   iterationsUsed: number;
   /** Of the final answer, unless the agent's grounding is off. */
@@ -311,7 +316,8 @@ export class AgentLoop {
       calls.filter((c) => !c.client).map((c) => c.call),
     );
     const { proposals, results } = this.separateProposals(executed, client);
-    const toolMessages = appendResults(state, results, new Map(calls.map(({ call, shown }) => [call.id, shown])));
+    const shownArguments = new Map(calls.map(({ call, shown }) => [call.id, shown]));
+    const toolMessages = appendResults(state, results, shownArguments);
     await hooks.onStep?.({
       assistant,
       toolCalls: kept,
@@ -325,7 +331,8 @@ export class AgentLoop {
       model: response.model,
       finishReason: 'tool_calls',
     });
-    return pause(state, response, proposals, client);
+    const pending = proposals.map((result) => ({ ...result, arguments: shownArguments.get(result.toolCallId) }));
+    return pause(state, response, pending, client);
   }
 
   /**
@@ -530,7 +537,12 @@ function appendResults(state: TurnState, results: readonly ToolResult[], shownAr
 }
 
 /** The turn's pause after a tool step: for write proposals first, else for client calls; undefined when neither. */
-function pause(state: TurnState, response: LlmResponse, proposals: ToolResult[], client: LlmToolCall[]): TurnResult | undefined {
+function pause(
+  state: TurnState,
+  response: LlmResponse,
+  proposals: PendingApproval[],
+  client: LlmToolCall[],
+): TurnResult | undefined {
   if (proposals.length) {
     return {
       status: 'requires_approval',

@@ -10,9 +10,19 @@ async function tokens(secret = 'x'.repeat(32)): Promise<ApprovalTokens> {
 const BINDING: ApprovalBinding = {
   scope: '00000000-0000-4000-8000-000000000001',
   toolCallId: 'call_1',
+  tool: 'update_record',
   arguments: { objectName: 'deal', recordId: 'r1', values: { stage: 'won', amount: 5 } },
-  versions: ['"123"'],
+  proposal: {
+    objectName: 'deal',
+    operation: 'update',
+    changes: [{ id: 'r1', etag: '"123"', before: { stage: 'open' }, after: { stage: 'won' } }],
+  },
 };
+
+/** BINDING with its one change altered. */
+const changed = (change: Partial<ApprovalBinding['proposal']['changes'][number]>): Partial<ApprovalBinding> => ({
+  proposal: { ...BINDING.proposal, changes: [{ ...BINDING.proposal.changes[0], ...change }] },
+});
 
 describe('approval tokens', () => {
   const later = new Date(Date.now() + 60_000);
@@ -28,8 +38,14 @@ describe('approval tokens', () => {
     ['another chat', { scope: '00000000-0000-4000-8000-000000000002' }],
     ['another call', { toolCallId: 'call_2' }],
     ['other arguments', { arguments: { ...(BINDING.arguments as object), values: { stage: 'lost', amount: 5 } } }],
-    ['another record version', { versions: ['"124"'] }],
-    ['more records', { versions: ['"123"', '"9"'] }],
+    ['another tool', { tool: 'delete_record' }],
+    ['another record version', changed({ etag: '"124"' })],
+    ['another record', changed({ id: 'r2' })],
+    ['other values written', changed({ after: { stage: 'lost' } })],
+    ['other values shown', changed({ before: { stage: 'lost' } })],
+    ['another operation', { proposal: { ...BINDING.proposal, operation: 'delete' } }],
+    ['another object', { proposal: { ...BINDING.proposal, objectName: 'account' } }],
+    ['more records', { proposal: { ...BINDING.proposal, changes: [...BINDING.proposal.changes, BINDING.proposal.changes[0]] } }],
   ])('do not verify for %s', async (_, change) => {
     const signer = await tokens();
     expect(signer.verify(signer.sign(BINDING, later), { ...BINDING, ...change }).valid).toBe(false);
@@ -41,7 +57,7 @@ describe('approval tokens', () => {
     const [version, expiry, mac] = token.split('.');
     expect(signer.verify(`${version}.${Number(expiry) + 1}.${mac}`, BINDING).valid).toBe(false);
     expect((await tokens('y'.repeat(32))).verify(token, BINDING).valid).toBe(false);
-    for (const bad of ['', 'v1', 'v1..', `v2.${expiry}.${mac}`, `${token}.x`, 42, null]) {
+    for (const bad of ['', 'v2', 'v2..', `v1.${expiry}.${mac}`, `${token}.x`, 42, null]) {
       expect(signer.verify(bad, BINDING).valid).toBe(false);
     }
   });
@@ -53,7 +69,7 @@ describe('approval tokens', () => {
   });
 
   it('hash to what the spent-tokens table stores, never the token', () => {
-    expect(ApprovalTokens.hash('v1.1.abc')).toMatch(/^[0-9a-f]{64}$/);
+    expect(ApprovalTokens.hash('v2.1.abc')).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('canonical JSON sorts keys at every depth and keeps array order', () => {

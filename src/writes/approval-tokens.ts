@@ -5,25 +5,33 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isPlainObject } from '../common/plain-object';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import type { WriteProposal } from '../tools/tool.types';
 
 /** Where the generated key lives when APPROVAL_SECRET is unset. */
 export const APPROVAL_SECRET_FILE = 'approval-secret';
-const VERSION = 'v1';
+const VERSION = 'v2';
 
 /** What an approval token binds: a change is approved exactly as it was proposed, or not at all. */
 export interface ApprovalBinding {
   /** The conversation the proposal was made in: a durable chat's id, or a front door's own scope (`mcp:…`, `v1:…`). */
   scope: string;
   toolCallId: string;
+  /** The write tool the model called. */
+  tool: string;
   /** The call's arguments as the model made them (hashed in canonical JSON). */
   arguments: unknown;
-  /** Every record's version (ETag) in the proposal, in order; null for a record to be created. */
-  versions: ReadonlyArray<string | null>;
+  /**
+   * What the person is shown and what is written: the object, the operation, and every record's id, version
+   * (ETag) and before/after values, in order (hashed in canonical JSON). A front door whose client hands the
+   * proposal back (the OpenAI-compatible API) can then trust nothing in it that the token did not sign.
+   */
+  proposal: Pick<WriteProposal, 'objectName' | 'operation' | 'changes'>;
 }
 
 /**
- * Approval tokens: `v1.<expiry ms>.<HMAC-SHA256>` over the conversation (a chat id or a front door's scope), the tool call id, the SHA-256 of the
- * call's canonical arguments, every record's version and the expiry. Stateless, so any replica with the
+ * Approval tokens: `v2.<expiry ms>.<HMAC-SHA256>` over the conversation (a chat id or a front door's scope),
+ * the tool call id, the tool, the SHA-256 of the call's canonical arguments, the SHA-256 of the proposed
+ * changes (every record's id, version, before and after) and the expiry. Stateless, so any replica with the
  * same key verifies them; that they are spent only once is the approval_tokens table's job.
  */
 @Injectable()
@@ -80,10 +88,22 @@ export class ApprovalTokens implements OnModuleInit {
 
   private mac(binding: ApprovalBinding, expiry: string): string {
     if (!this.key) throw new Error('ApprovalTokens used before its key was loaded');
-    const argumentsHash = createHash('sha256').update(canonicalJson(binding.arguments)).digest('hex');
-    const message = JSON.stringify([VERSION, binding.scope, binding.toolCallId, argumentsHash, binding.versions, expiry]);
+    const { objectName, operation, changes } = binding.proposal;
+    const message = JSON.stringify([
+      VERSION,
+      binding.scope,
+      binding.toolCallId,
+      binding.tool,
+      sha256(canonicalJson(binding.arguments)),
+      sha256(canonicalJson({ objectName, operation, changes })),
+      expiry,
+    ]);
     return createHmac('sha256', this.key).update(message).digest('base64url');
   }
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
 /** JSON with every object's keys sorted: the same arguments give the same text, however they were ordered. */

@@ -23,7 +23,7 @@ export const ApprovalStatements = {
   /** Spends a token: a row back when this spender is the first, none when it was spent already. */
   async spend(
     runner: Runner,
-    spent: { token: string; scope: string; toolCallId: string; decision: 'approve' | 'reject'; keyId: string },
+    spent: { token: string; scope: string; toolCallId: string; decision: 'approve' | 'reject' | 'expire'; keyId: string },
   ): Promise<boolean> {
     const rows = await run(
       runner,

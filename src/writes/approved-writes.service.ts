@@ -85,17 +85,23 @@ export class ApprovedWrites {
 
   /**
    * A whole decision for a front door without a chat to lock (MCP, the OpenAI-compatible API): the token
-   * checked, an expired proposal settled as expired, the approver's right to write checked, then the
-   * rejection or the write. Refusals throw approval_invalid and write nothing.
+   * checked, the approver's right to write checked, then the rejection or the write. A token past its expiry
+   * is spent as expired (once, audited) and the model reads `approval_expired`. Refusals throw approval_invalid
+   * and write nothing.
    */
   async decide(caller: Caller, ref: ProposalRef, decision: Decision, token: string, reason?: string): Promise<WriteOutcome> {
     await this.access.assertCurrent(caller, { fresh: true });
     if (this.verify(ref, token).expired) {
+      const outcome = expiredOutcome(ref.proposal);
       await this.pool.transaction(
-        (session) => ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.expire', 'ok')]),
+        async (session) => {
+          if (!(await ApprovalStatements.spend(session, spentBy(ref, token, 'expire', caller)))) return;
+          await ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.expire', 'ok')]);
+          await ApprovalStatements.recordOutcome(session, token, outcome);
+        },
         { key: caller.keyId },
       );
-      return expiredOutcome(ref.proposal);
+      return outcome;
     }
     await this.assertMayWrite(caller, ref.proposal);
     if (decision === 'approve') return this.approve(caller, ref, token);
@@ -224,8 +230,9 @@ export function bindingOf(ref: ProposalRef): ApprovalBinding {
   return {
     scope: ref.scope,
     toolCallId: ref.toolCallId,
+    tool: ref.tool,
     arguments: ref.arguments,
-    versions: ref.proposal.changes.map((change) => change.etag),
+    proposal: ref.proposal,
   };
 }
 
@@ -264,7 +271,7 @@ export function decisionEntry(
   };
 }
 
-function spentBy(ref: ProposalRef, token: string, decision: Decision, caller: Caller) {
+function spentBy(ref: ProposalRef, token: string, decision: Decision | 'expire', caller: Caller) {
   return { token, scope: ref.scope, toolCallId: ref.toolCallId, decision, keyId: caller.keyId };
 }
 

@@ -248,11 +248,9 @@ async function propose(
     const object = await deps.access.view(callerOf(ctx), args.objectName, operation);
     const proposed = await changes(object);
     const expiresAt = new Date(Date.now() + deps.ttlSeconds * 1000);
-    const token = deps.tokens.sign(
-      { scope: approvalScope, toolCallId, arguments: args, versions: proposed.map((c) => c.etag) },
-      expiresAt,
-    );
-    return { objectName: object.name, operation, changes: proposed, token, expiresAt: expiresAt.toISOString() };
+    const signed = { objectName: object.name, operation, changes: proposed };
+    const token = deps.tokens.sign({ scope: approvalScope, toolCallId, tool, arguments: args, proposal: signed }, expiresAt);
+    return { ...signed, token, expiresAt: expiresAt.toISOString() };
   });
 }
 
