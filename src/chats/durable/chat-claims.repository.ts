@@ -5,7 +5,8 @@ import { loggedEvents } from './chat-events.repository';
 import { ChatEvents } from './chat-events.service';
 import { CHAT_COLUMNS, db, json, msFromNow, NO_CLAIM, now, statusSet, toChat, uuids } from './chat.rows';
 import { ChatsTable } from './chat.tables';
-import { ChatEvent, ChatRow, ChatStatus } from './chat.types';
+import type { ApiKeyRole } from '../../auth/api-key.entity';
+import { ChatEvent, ChatRow, ChatStatus, ClaimedChat } from './chat.types';
 
 const WORKER_LOST = { code: 'worker_lost', message: 'The replica running this chat stopped responding too many times' };
 
@@ -27,8 +28,11 @@ export class ChatClaimsRepository {
    * free slot: a pending chat's turn is its rank among its owner's pending chats plus the owner's
    * chats running on any replica; lower turns go first, and among equal turns the owner served least
    * recently (latest claimed or finished chat), then the oldest chat.
+   *
+   * Like stopTurnsOfRevokedKeys it reads auth's `api_keys`: the key a claimed turn runs as, read in the
+   * claim itself rather than in a statement of its own per turn.
    */
-  async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ChatRow[]> {
+  async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ClaimedChat[]> {
     const kysely = db(em);
     // Owners with chats in flight: how many run, and when a chat of theirs last left pending (once per owner).
     const inFlight = kysely
@@ -90,8 +94,18 @@ export class ChatClaimsRepository {
       // array(...) evaluates the locking subquery once, before the update, so each locked row is claimed exactly once.
       .where((eb) => eb('id', '=', eb.fn.any(sql<string[]>`array(${claimable})`)))
       .returning(CHAT_COLUMNS);
-    // The `running` status event of each claimed chat is appended with the claim, in the same statement.
-    const { rows } = await sql<Selectable<ChatsTable> & { event_id: string; event_prev: string | null; event: ChatEvent }>`
+    // The `running` status event of each claimed chat is appended with the claim, in the same statement, which
+    // also reads what the turn's key runs as now (see ClaimedChat): a key revoked before the claim, even
+    // behind the server's back, is seen here; one revoked after it is stopped by stopTurnsOfRevokedKeys.
+    const { rows } = await sql<
+      Selectable<ChatsTable> & {
+        event_id: string;
+        event_prev: string | null;
+        event: ChatEvent;
+        key_role: ApiKeyRole | null;
+        key_subject: string | null;
+      }
+    >`
       with claimed as (${claimed}),
       logged as (
         insert into chat_events (chat_id, event, prev)
@@ -99,11 +113,15 @@ export class ChatClaimsRepository {
           from claimed order by id
         returning id, chat_id, event, prev
       )
-      select claimed.*, l.id as event_id, l.prev as event_prev, l.event
+      select claimed.*, l.id as event_id, l.prev as event_prev, l.event, k.role as key_role, k.subject as key_subject
         from claimed join logged l on l.chat_id = claimed.id
+        left join api_keys k on k.id = claimed.turn_key_id and not k.revoked
        order by l.id`.execute(kysely);
     this.events.record(em, loggedEvents(rows.map((row) => ({ id: row.event_id, prev: row.event_prev, event: row.event }))));
-    return rows.map(toChat);
+    return rows.map((row) => ({
+      ...toChat(row),
+      turnKey: row.key_role !== null && row.key_subject !== null ? { role: row.key_role, subject: row.key_subject } : null,
+    }));
   }
 
   /** One statement per replica per interval for all of its running chats. */
