@@ -35,6 +35,8 @@ export interface ChatWrite {
   claim?: { workerId: string; claimToken: string | null };
   /** Only while the chat (of `owner`) is in one of these statuses (checked under its row lock); otherwise nothing is written. */
   from?: readonly ChatStatus[];
+  /** Only while the chat still has this agent and these client tools (what its turn was admitted for); otherwise nothing is written. */
+  setup?: { agent: string; dynamicTools: DynamicTool[] };
   /**
    * Only while the owner has fewer than `limit` chats pending or running; otherwise nothing is written.
    * Counted in this statement after the chat's row lock, under the owner's admission lock (held until
@@ -273,6 +275,7 @@ export class ChatRepository {
          where id = ${change.chatId}
            ${claim ? sql`and status = 'running' and worker_id = ${claim.workerId} and claim_token = ${claim.claimToken}` : sql``}
            ${change.from ? sql`and owner = ${change.owner} and status = any(${[...change.from]}::text[])` : sql``}
+           ${change.setup ? sql`and agent = ${change.setup.agent} and dynamic_tools = ${json(change.setup.dynamicTools)}::jsonb` : sql``}
            for update`;
     // Admission reads `locked`, so the row lock comes first, then the owner's lock (the order every turn start takes them in).
     const target = change.admit
