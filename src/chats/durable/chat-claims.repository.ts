@@ -3,8 +3,20 @@ import { Injectable } from '@nestjs/common';
 import { Selectable, sql } from 'kysely';
 import { loggedEvents } from './chat-events.repository';
 import { ChatEvents } from './chat-events.service';
-import { CHAT_COLUMNS, db, json, msFromNow, NO_CLAIM, now, statusSet, toChat, uuids } from './chat.rows';
-import { ChatsTable } from './chat.tables';
+import {
+  CHAT_COLUMNS,
+  db,
+  json,
+  MESSAGE_COLUMNS,
+  msFromNow,
+  NO_CLAIM,
+  now,
+  statusSet,
+  toChat,
+  toMessageRow,
+  uuids,
+} from './chat.rows';
+import { ChatMessagesTable, ChatsTable } from './chat.tables';
 import type { ApiKeyRole } from '../../auth/api-key.entity';
 import { ChatEvent, ChatRow, ChatStatus, ClaimedChat } from './chat.types';
 
@@ -60,6 +72,7 @@ export class ChatClaimsRepository {
       .innerJoin(owners.as('o'), 'o.owner', 'p.owner')
       .select((eb) => [
         'p.id',
+        sql<string>`p.xmin`.as('version'),
         'o.served_at',
         sql<string>`${eb.ref('o.running')} + ${eb.fn
           .agg<string>('row_number')
@@ -73,8 +86,11 @@ export class ChatClaimsRepository {
       .selectFrom('chats')
       .innerJoin(queued.as('q'), 'q.id', 'chats.id')
       .select('chats.id')
-      // Checked again on the locked row version: another replica may have claimed it meanwhile.
+      // Checked again on the locked row version: another replica may have claimed it meanwhile. Only the
+      // version this statement's snapshot read is claimed (one written since waits for the next claim, which
+      // its `pending` event starts): the history read with the claim is then that version's.
       .where('chats.status', '=', 'pending')
+      .where(sql<boolean>`chats.xmin = q.version`)
       .orderBy('q.turn')
       .orderBy('q.served_at', (ob) => ob.asc().nullsFirst())
       .orderBy('chats.available_at')
@@ -97,6 +113,9 @@ export class ChatClaimsRepository {
     // The `running` status event of each claimed chat is appended with the claim, in the same statement, which
     // also reads what the turn's key runs as now (see ClaimedChat): a key revoked before the claim, even
     // behind the server's back, is seen here; one revoked after it is stopped by stopTurnsOfRevokedKeys.
+    // And the chat's history: every message is written with a change of the chat's row, so the messages this
+    // snapshot reads are those of the row version claimed.
+    const messageFields = sql.join(MESSAGE_COLUMNS.map((column) => sql`${sql.lit(column)}, m.${sql.ref(column)}`));
     const { rows } = await sql<
       Selectable<ChatsTable> & {
         event_id: string;
@@ -104,6 +123,7 @@ export class ChatClaimsRepository {
         event: ChatEvent;
         key_role: ApiKeyRole | null;
         key_subject: string | null;
+        history: Array<Selectable<ChatMessagesTable>>;
       }
     >`
       with claimed as (${claimed}),
@@ -113,7 +133,9 @@ export class ChatClaimsRepository {
           from claimed order by id
         returning id, chat_id, event, prev
       )
-      select claimed.*, l.id as event_id, l.prev as event_prev, l.event, k.role as key_role, k.subject as key_subject
+      select claimed.*, l.id as event_id, l.prev as event_prev, l.event, k.role as key_role, k.subject as key_subject,
+             (select coalesce(jsonb_agg(jsonb_build_object(${messageFields}) order by m.id), '[]')
+                from chat_messages m where m.chat_id = claimed.id) as history
         from claimed join logged l on l.chat_id = claimed.id
         left join api_keys k on k.id = claimed.turn_key_id and not k.revoked
        order by l.id`.execute(kysely);
@@ -121,6 +143,7 @@ export class ChatClaimsRepository {
     return rows.map((row) => ({
       ...toChat(row),
       turnKey: row.key_role !== null && row.key_subject !== null ? { role: row.key_role, subject: row.key_subject } : null,
+      history: row.history.map(toMessageRow),
     }));
   }
 

@@ -71,7 +71,7 @@ export class ChatRunner {
       const caller = this.access.callerOf(chat.turnKeyId, chat.turnKey, { subject: chat.owner });
       const fingerprint = await this.access.fingerprint(caller);
       access = fingerprint;
-      const history = visibleTo(await this.repo.messages(this.em.fork(), chat.id, 0, null), fingerprint);
+      const history = visibleTo(chat.history, fingerprint);
       let lastMessageId = history.at(-1)?.id ?? 0;
       const {
         turn: prepared,
