@@ -22,8 +22,8 @@ export class ApiKeyRepository {
   }
 
   /**
-   * The role and subject of an active key: one plain statement (read at every durable turn's claim and before each
-   * of its tool calls, so no entity is built for it).
+   * The role and subject of an active key: one plain statement (what turns check their key against, so no
+   * entity is built for it).
    */
   activeIdentity(em: EntityManager, keyId: string): Promise<{ role: 'admin' | 'member'; subject: string } | undefined> {
     return db(em)

@@ -34,6 +34,7 @@ import {
   compileUpdate,
   compileReadableReferences,
   engineLimit,
+  PAGE_COUNT,
   type ReferenceCheck,
   VERSION_ALIAS,
 } from './records.compiler';
@@ -98,7 +99,9 @@ export class DataService {
         after = decodeCursor(query.cursor, signature, terms.length);
       }
       const keys = query.withCursor === true;
-      const rows = await session.query(compileFind(object, query, { terms, after, keys }));
+      const countUpTo = after ? undefined : this.countedWithPage(query);
+      const rows = await session.query(compileFind(object, query, { terms, after, keys, countUpTo }));
+      const counted = countUpTo === undefined ? undefined : takePageCount(rows);
       const limit = engineLimit(query.limit);
       const more = keys && rows.length > limit;
       if (more) rows.pop();
@@ -108,7 +111,7 @@ export class DataService {
       if (!after) {
         // Without the extra row, a full page may be the last one.
         const mayHaveMore = keys ? more : rows.length === limit;
-        Object.assign(result, await this.total(object, query, rows.length, mayHaveMore, session));
+        Object.assign(result, await this.total(object, query, rows.length, mayHaveMore, session, counted));
       }
       if (keys) result.nextCursor = last ? encodeCursor(signature, last) : null;
       return result;
@@ -116,8 +119,20 @@ export class DataService {
   }
 
   /**
-   * The total of an offset page (see TotalMode), in statements of its own, never in the page's: a
-   * window count would read every match before the first row. A page that ends the matches tells it
+   * The cap to count an offset page's matches up to in the page's own statement (compileFind's
+   * countUpTo), when total() would count them with compileBoundedCount; undefined otherwise.
+   */
+  private countedWithPage(query: FindQuery): number | undefined {
+    if ((query.total ?? 'estimate') !== 'estimate') return undefined;
+    const cap = this.config.recordsCountCap;
+    // total() counts only when a full page leaves at most `cap` rows known to match.
+    return Math.max(0, Math.floor(query.offset)) + engineLimit(query.limit) + 1 <= cap ? cap : undefined;
+  }
+
+  /**
+   * The total of an offset page (see TotalMode): counted in the page's statement when it was asked
+   * (`counted`, see countedWithPage), else in statements of its own; never by a window count, which
+   * would read every match before the first row. A page that ends the matches tells it
    * without counting; a count stops at RECORDS_COUNT_CAP + 1 rows, beyond which the planner's estimate
    * (at least what the page already showed) stands for it: the table's own without any condition,
    * else the rows of the plan of the filter.
@@ -128,6 +143,7 @@ export class DataService {
     pageRows: number,
     mayHaveMore: boolean,
     session: DataSession,
+    counted?: PageCount,
   ): Promise<Pick<FindResult, 'total' | 'totalExact'>> {
     const mode = query.total ?? 'estimate';
     const offset = Math.max(0, Math.floor(query.offset));
@@ -143,7 +159,7 @@ export class DataService {
     const most = pageRows > 0 ? Infinity : offset;
     let estimate: number | null | undefined;
     if (least <= cap) {
-      const [row] = await session.query(compileBoundedCount(object, query.where, query.search, cap));
+      const [row] = counted ? [counted] : await session.query(compileBoundedCount(object, query.where, query.search, cap));
       if (Number(row.count) <= cap) return { total: Number(row.count), totalExact: true };
       estimate = row.estimate;
     }
@@ -525,6 +541,29 @@ export class DataService {
     if (action !== 'read') await this.pool.wrote(caller.keyId);
     return result;
   }
+}
+
+/** What a page counted with its rows (compileFind's countUpTo): as compileBoundedCount's row. */
+interface PageCount {
+  count: string;
+  estimate?: number | null;
+}
+
+/**
+ * Takes the count columns off a page's rows; undefined when the page came back empty or ended the
+ * matches (then nothing was counted, and total() needs no count).
+ */
+function takePageCount(rows: Record<string, unknown>[]): PageCount | undefined {
+  const first = rows[0];
+  const counted =
+    first && first[PAGE_COUNT.count] !== null
+      ? { count: String(first[PAGE_COUNT.count]), estimate: first[PAGE_COUNT.estimate] as number | null | undefined }
+      : undefined;
+  for (const row of rows) {
+    delete row[PAGE_COUNT.count];
+    delete row[PAGE_COUNT.estimate];
+  }
+  return counted;
 }
 
 /** Decodes each batch's rows in place, column by column. */

@@ -192,6 +192,29 @@ describe('the total of an offset page', () => {
     expect(compileBoundedCount(owned, undefined, undefined, 10_000).sql).not.toContain('estimate');
   });
 
+  it('counts in the page’s own statement when asked, only once the page came back full, and keeps the page’s order', () => {
+    const orderBy = [{ field: 'name', order: 'desc' }];
+    const query = compileFind(
+      owned,
+      { where: { stage: 'won' }, orderBy, fields: 'name', limit: 5, offset: 0 },
+      { terms: orderTerms(owned, orderBy), keys: true, countUpTo: 10_000 },
+    );
+    const where = '("owner" = $1::text AND "stage" = $2::text)';
+    expect(query.sql).toBe(
+      `with "__found" as materialized (select "id", "name" from "data"."deal" where ${where} order by "name" DESC NULLS LAST, "id" ASC limit $3) ` +
+        'select *, case when (select count(*) from "__found") >= $4 then (select count(*) from ' +
+        `(select 1 from "data"."deal" where ${where} limit $5) as "__matches") end as "__count" ` +
+        'from "__found" order by "name" DESC NULLS LAST, "id" ASC',
+    );
+    expect(query.parameters).toEqual(['ann', 'won', 6, 6, 10_001]);
+    // Without any condition, the table's estimate comes along, as with compileBoundedCount.
+    const all = compileFind(deal, { limit: 5, offset: 0 }, { terms: orderTerms(deal, undefined), countUpTo: 10_000 });
+    expect(all.sql).toContain(
+      'end as "__count", case when (select count(*) from "__found") >= $2 then (select case when c.reltuples',
+    );
+    expect(all.sql).toMatch(/end as "__estimate" from "__found" order by "id" ASC$/);
+  });
+
   it('beyond the cap, asks the planner for the plan of the same select (its rows are the estimate)', () => {
     const query = compileCountEstimate(owned, { stage: 'won' });
     expect(query.sql).toBe('explain (format json) select 1 from "data"."deal" where ("owner" = $1::text AND "stage" = $2::text)');

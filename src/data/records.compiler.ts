@@ -49,13 +49,23 @@ export interface PageCut {
   after?: (string | null)[];
   /** One row more than the limit, to tell whether a next page exists (and build its cursor from the last row). */
   keys?: boolean;
+  /**
+   * With an offset page: its total in the same statement, counted up to `countUpTo + 1` only when the page
+   * came back full (one that ends the matches tells its total itself). Each row then carries it as
+   * `__count`, with `__estimate` as compileBoundedCount's; see pageWithCount.
+   */
+  countUpTo?: number;
 }
+
+/** The columns a page with its count (PageCut.countUpTo) adds to each of its rows. */
+export const PAGE_COUNT = { count: '__count', estimate: '__estimate' } as const;
 
 /**
  * One page of records, in one statement an index can serve when the order has one: the disjoint parts
  * of what the page may hold (after a cursor, keysetParts; else leadingParts), each read in its index's
  * order up to the page's end, merged in the query's order. A sort key the caller did not select comes
- * as `__k<i>` (sortKeyColumns). No total: counting is a statement of its own (compileBoundedCount).
+ * as `__k<i>` (sortKeyColumns). The total comes with it when asked (PageCut.countUpTo), else in a
+ * statement of its own (compileBoundedCount).
  *
  * At an offset, every row before the page is read and sorted too: only their ids and sort keys are
  * (narrow rows, which an index on (field, id) gives alone), and the page's own records are then read
@@ -72,7 +82,11 @@ export function compileFind(
   const offset = cut.after ? 0 : Math.max(0, Math.floor(query.offset));
   const parts = cut.after ? keysetParts(cut.terms, cut.after, params) : leadingParts(cut.terms);
   const page = { object, where, terms: cut.terms, parts, limit, offset };
-  if (!offset) return params.query(pageRowsSql(page, projection, params));
+  const counted = (statement: string) =>
+    cut.countUpTo === undefined || cut.after
+      ? params.query(statement)
+      : params.query(pageWithCount(statement, { ...page, fields: projection.fields, cap: cut.countUpTo }, params));
+  if (!offset) return counted(pageRowsSql(page, projection, params));
   const idOnly = { sql: quoteIdent('id'), fields: [requireField(object, 'id')] };
   const keys = sortKeyColumns(cut.terms, idOnly.fields);
   const columns = [
@@ -80,9 +94,46 @@ export function compileFind(
     ...sortKeyColumns(cut.terms, projection.fields).aliases.map((alias) => `"__keys".${alias}`),
   ];
   const order = cut.terms.map((t, i) => `"__keys".${keys.refs[i]} ${sortDirection(t)}`).join(', ');
-  return params.query(
+  return counted(
     `select ${columns.join(', ')} from (${pageRowsSql(page, idOnly, params)}) as "__keys" ` +
       `join ${objectTable(object.name)} as "t" on "t"."id" = "__keys"."id" order by ${order}`,
+  );
+}
+
+/**
+ * A page and its total in one statement (one round trip instead of two): the page is read first, as a
+ * statement of its own would read it (a materialized CTE is planned apart), and only when it came back
+ * full are the matches counted, up to `cap + 1` as compileBoundedCount counts them (a subquery in a CASE
+ * branch runs only when the branch is taken). The rows come back in the page's order.
+ */
+function pageWithCount(
+  statement: string,
+  page: { object: ObjectMeta; where: string; terms: readonly OrderTerm[]; fields: FieldMeta[]; limit: number; cap: number },
+  params: SqlParams,
+): string {
+  const table = objectTable(page.object.name);
+  const full = `(select count(*) from "__found") >= ${params.add(page.limit)}`;
+  const columns = [
+    `case when ${full} then (select count(*) from ${boundedMatches(table, page.where, page.cap, params)}) end as "${PAGE_COUNT.count}"`,
+  ];
+  if (page.where === 'TRUE')
+    columns.push(`case when ${full} then ${tableEstimate(table, params)} end as "${PAGE_COUNT.estimate}"`);
+  const keys = sortKeyColumns(page.terms, page.fields);
+  const order = page.terms.map((t, i) => `${keys.refs[i]} ${sortDirection(t)}`).join(', ');
+  return `with "__found" as materialized (${statement}) select *, ${columns.join(', ')} from "__found" order by ${order}`;
+}
+
+/** Up to `cap + 1` of the rows matching `scoped`, as a derived table to count. */
+function boundedMatches(table: string, scoped: string, cap: number, params: SqlParams): string {
+  return `(select 1 from ${table} where ${scoped} limit ${params.add(cap + 1)}) as "__matches"`;
+}
+
+/** The table's rows as the planner would estimate them (its last counted rows per page times its pages now; null before its first analyze). */
+function tableEstimate(table: string, params: SqlParams): string {
+  return (
+    `(select case when c.reltuples >= 0 and c.relpages > 0 then c.reltuples / c.relpages * ` +
+    `(pg_relation_size(c.oid) / current_setting('block_size')::float8) end from pg_class c ` +
+    `where c.oid = ${params.add(table)}::regclass)`
   );
 }
 
@@ -180,16 +231,8 @@ export function compileBoundedCount(
   const params = new SqlParams();
   const table = objectTable(object.name);
   const scoped = compileScopedWhere(object, where, params, search);
-  const estimate =
-    scoped === 'TRUE'
-      ? `, (select case when c.reltuples >= 0 and c.relpages > 0 then c.reltuples / c.relpages * ` +
-        `(pg_relation_size(c.oid) / current_setting('block_size')::float8) end from pg_class c ` +
-        `where c.oid = ${params.add(table)}::regclass) as "estimate"`
-      : '';
-  return params.query(
-    `select count(*) as "count"${estimate} from (select 1 from ${table} where ${scoped} ` +
-      `limit ${params.add(cap + 1)}) as "__matches"`,
-  );
+  const estimate = scoped === 'TRUE' ? `, ${tableEstimate(table, params)} as "estimate"` : '';
+  return params.query(`select count(*) as "count"${estimate} from ${boundedMatches(table, scoped, cap, params)}`);
 }
 
 /** The plan PostgreSQL would run to read the records matching `where` (and `search`), as JSON: its top node's `Plan Rows` is its estimate of their number. */

@@ -50,6 +50,14 @@ export class PgPubSub implements OnModuleInit, OnApplicationShutdown {
     await Promise.race([client.end().catch(() => undefined), timeout]);
   }
 
+  /**
+   * Whether this replica hears every event now: false while its LISTEN connection is down (events sent
+   * meanwhile are lost; a `resync` follows the reconnect). Caches that must not miss a change read through then.
+   */
+  get listening(): boolean {
+    return this.client !== undefined;
+  }
+
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

@@ -9,6 +9,8 @@ import { PgPubSub } from './pg-pubsub.service';
  */
 export class ReplicatedCache<V> {
   private readonly entries = new Map<string, V>();
+  /** Loads under way, each shared by the reads of its key that miss meanwhile (in the same generation). */
+  private readonly loading = new Map<string, { generation: number; value: Promise<V> }>();
   private generation = 0;
 
   constructor(
@@ -21,15 +23,28 @@ export class ReplicatedCache<V> {
     });
   }
 
-  /** The cached value, or the one `load` reads (cached unless a change raced with it, or `keep` refuses it). */
+  /**
+   * The cached value, or the one `load` reads (cached unless a change raced with it, or `keep` refuses it).
+   * Reads that miss while a load of their key is under way, started since the last change, share it: a burst
+   * of requests for a key not cached yet makes one read, not one each.
+   */
   async get(key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
     if (this.entries.has(key)) return this.entries.get(key) as V;
     const generation = this.generation;
-    const value = await load();
-    if (generation === this.generation && keep(value)) {
-      if (this.entries.size >= this.maxEntries) this.entries.clear();
-      this.entries.set(key, value);
-    }
+    const shared = this.loading.get(key);
+    if (shared?.generation === generation) return shared.value;
+    const value = load()
+      .then((loaded) => {
+        if (generation === this.generation && keep(loaded)) {
+          if (this.entries.size >= this.maxEntries) this.entries.clear();
+          this.entries.set(key, loaded);
+        }
+        return loaded;
+      })
+      .finally(() => {
+        if (this.loading.get(key)?.value === value) this.loading.delete(key);
+      });
+    this.loading.set(key, { generation, value });
     return value;
   }
 

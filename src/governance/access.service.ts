@@ -34,7 +34,7 @@ export class AccessService {
 
   constructor(
     private readonly em: EntityManager,
-    pubsub: PgPubSub,
+    private readonly pubsub: PgPubSub,
     private readonly metadata: MetadataService,
     private readonly apiKeys: ApiKeyService,
   ) {
@@ -49,8 +49,10 @@ export class AccessService {
 
   /**
    * The caller a key runs as now (its role and subject), through this replica's cache or, `fresh`, read
-   * from the table (what a durable turn does where a revocation must not have slipped past, at claim and
-   * before tool calls). `key_revoked` when the key is revoked or unknown, or no longer runs as `expect`.
+   * from the table. The cache is cleared on every replica by the notification of a key's revocation or
+   * change, and is not used while this replica's LISTEN connection is down (it could miss one): what a
+   * durable turn checks before each tool call. `key_revoked` when the key is revoked or unknown, or no
+   * longer runs as `expect`.
    */
   async keyCaller(
     keyId: string | null | undefined,
@@ -59,13 +61,21 @@ export class AccessService {
     let caller: Caller | null = null;
     if (isUuid(keyId)) {
       const load = () => this.loadKey(keyId);
-      caller = options.fresh ? await load() : await this.keys.get(keyId, load);
+      caller = options.fresh || !this.pubsub.listening ? await load() : await this.keys.get(keyId, load);
     }
-    if (!caller) throw keyRevoked('was revoked');
-    const expected = options.expect;
-    const differs = (field: 'role' | 'subject') => expected?.[field] !== undefined && expected[field] !== caller[field];
-    if (differs('subject') || differs('role')) throw keyRevoked('now acts for another subject or role');
-    return caller;
+    return checkedCaller(caller, options.expect);
+  }
+
+  /**
+   * The caller of a key as a statement of the caller's own read it (a durable chat's claim reads its
+   * turn's key with the claim): `identity` null when the key is revoked or unknown. `key_revoked` as keyCaller.
+   */
+  callerOf(
+    keyId: string | null,
+    identity: Pick<Caller, 'role' | 'subject'> | null,
+    expect?: Partial<Pick<Caller, 'role' | 'subject'>>,
+  ): Caller {
+    return checkedCaller(keyId && identity ? { keyId, role: identity.role, subject: identity.subject } : null, expect);
   }
 
   /** `key_revoked` unless the caller's key still runs as this caller; the server itself always does. */
@@ -214,6 +224,14 @@ export class AccessService {
       key.attributes ?? {},
     );
   }
+}
+
+/** The caller, unless it is missing (revoked, unknown) or no longer runs as `expected`: then `key_revoked`. */
+function checkedCaller(caller: Caller | null, expected?: Partial<Pick<Caller, 'role' | 'subject'>>): Caller {
+  if (!caller) throw keyRevoked('was revoked');
+  const differs = (field: 'role' | 'subject') => expected?.[field] !== undefined && expected[field] !== caller[field];
+  if (differs('subject') || differs('role')) throw keyRevoked('now acts for another subject or role');
+  return caller;
 }
 
 function keyRevoked(what: string): DomainError {

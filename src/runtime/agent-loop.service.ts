@@ -357,9 +357,10 @@ export class AgentLoop {
   /** Runs a step's built-in tool calls; results in call order. */
   private async runBuiltInCalls(state: TurnState, builtIn: readonly LlmToolCall[]): Promise<ToolResult[]> {
     const { turn, messages, turnSignal, deadline } = state;
-    // A key revoked meanwhile runs no tool: read from the table, not a cache a revocation may not have reached yet.
+    // A key revoked (or changed) meanwhile runs no tool: its notification has cleared this replica's cache of
+    // keys, which is read through while the notifications may not arrive (see AccessService.keyCaller).
     const caller = turn.toolContext.caller;
-    if (builtIn.length && caller) await this.access.assertCurrent(caller, { fresh: true });
+    if (builtIn.length && caller) await this.access.assertCurrent(caller);
     // calculate computes only with the values of the turn's earlier data results; visualize charts only their rows.
     const evidence = builtIn.some((call) => EVIDENCE_TOOLS.has(call.name))
       ? operandEvidence(turnSources(messages, state.turnStart), (sources) => this.catalog.describe(sources))

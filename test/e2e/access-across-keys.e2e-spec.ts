@@ -454,6 +454,43 @@ describe('a revoked key’s turns stop (key_revoked) on every replica', () => {
       await database.drop();
     }
   });
+  it('runs no tool call of a turn whose key was revoked through another replica while the model was answering', async () => {
+    // A stateless turn: no chat row that a revocation could end, only the check before its tool calls.
+    const database = await createTestDatabase();
+    const llm = await MockLlmServer.start();
+    const env = { OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', LLM_MAX_RETRIES: '0' };
+    let a: TestApp | undefined = await startTestApp({ database, env });
+    const b = await startTestApp({ database, env: { ...env, CHAT_WORKER_ENABLED: 'false' } });
+    try {
+      const runner = a;
+      const key = await createApiKey(b, { name: 'revoked mid-turn', role: 'member', subject: 'revoked mid-turn' });
+      llm.enqueue(MockReply.toolCalls([{ id: 'c_after', name: 'list_objects', arguments: {} }], { delayMs: 4_000 }));
+      llm.enqueue(MockReply.text('never asked'));
+      const turn = runner.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(key.secret))
+        .send({ messages: [{ role: 'user', content: 'which objects are there?' }] })
+        .then((res) => res);
+      await llm.waitForRequests(1);
+      await b.http.delete(`/api/v1/api-keys/${key.id}`).set(bearer(b.adminKey)).expect(204);
+      // A has heard of it (its own authentication cache is cleared by the same notification) before the model answers.
+      await eventually(async () => (await runner.http.get('/api/v1/objects').set(bearer(key.secret))).status === 401);
+      const res = await turn;
+      expect(res.status).toBe(401);
+      expect(errorOf(res).code).toBe('key_revoked');
+      expect(llm.requests).toHaveLength(1);
+      // Tool calls are audited in batches, all written by the time the replica has shut down.
+      await runner.close();
+      a = undefined;
+      expect(await b.sql(`select tool from audit_log where kind = 'tool' and key_id = $1`, [key.id])).toEqual([]);
+    } finally {
+      await b.close();
+      await a?.close();
+      await llm.close();
+      await database.drop();
+    }
+  });
+
   it('ends a turn waiting for its client (requires_action) when its key is revoked: nothing more is asked of the model', async () => {
     const llm = await MockLlmServer.start();
     const t = await startTestApp({ env: { ...FAST, OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', LLM_MAX_RETRIES: '0' } });

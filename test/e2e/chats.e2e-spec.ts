@@ -299,6 +299,29 @@ describe('durable chats', () => {
   });
 
   describe('turns', () => {
+    it('takes the next message of a chat as it is now, not as this replica saw it: changed client tools, another owner, deleted', async () => {
+      llm.enqueue(MockReply.text('first answer'));
+      const body = { agent: 'data_chat', message: 'first', dynamicTools: [FORM_TOOL] };
+      const id = bodyOf<ChatResponse>(await create(body).expect(201)).id;
+      await waitForChat(t, id, hasStatus('waiting'));
+      // Changed by another door since this replica created it: the write refuses the tools it saw, and the turn
+      // is admitted and written for the chat as it is.
+      const renamed = { ...FORM_TOOL, name: 'show_other_form' };
+      await t.sql(`update chats set dynamic_tools = $2::jsonb where id = $1`, [id, JSON.stringify([renamed])]);
+      llm.enqueue(MockReply.text('second answer'));
+      const asked = llm.requests.length;
+      await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'second' }).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'));
+      expect(sentToolNames(llm, asked)).toContain('show_other_form');
+      expect(sentToolNames(llm, asked)).not.toContain('show_form');
+      const other = await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(otherKey)).send({ message: 'mine?' });
+      expect([other.status, errorOf(other).code]).toEqual([404, 'chat_not_found']);
+      await t.http.delete(`/api/v1/chats/${id}`).set(bearer(t.adminKey)).expect(204);
+      const gone = await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(t.adminKey)).send({ message: 'third' });
+      expect([gone.status, errorOf(gone).code]).toEqual([404, 'chat_not_found']);
+      expect(llm.requests).toHaveLength(asked + 1);
+    });
+
     it('answers 409 to a new message while the chat is pending, running or requires_action, and accepts it when waiting', async () => {
       llm.enqueue({ ...MockReply.text('slow answer'), delayMs: 400 });
       const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'first' }).expect(201)).id;

@@ -3,9 +3,22 @@ import { Injectable } from '@nestjs/common';
 import { Selectable, sql } from 'kysely';
 import { loggedEvents } from './chat-events.repository';
 import { ChatEvents } from './chat-events.service';
-import { CHAT_COLUMNS, db, json, msFromNow, NO_CLAIM, now, statusSet, toChat, uuids } from './chat.rows';
-import { ChatsTable } from './chat.tables';
-import { ChatEvent, ChatRow, ChatStatus } from './chat.types';
+import {
+  CHAT_COLUMNS,
+  db,
+  json,
+  MESSAGE_COLUMNS,
+  msFromNow,
+  NO_CLAIM,
+  now,
+  statusSet,
+  toChat,
+  toMessageRow,
+  uuids,
+} from './chat.rows';
+import { ChatMessagesTable, ChatsTable } from './chat.tables';
+import type { ApiKeyRole } from '../../auth/api-key.entity';
+import { ChatEvent, ChatRow, ChatStatus, ClaimedChat } from './chat.types';
 
 const WORKER_LOST = { code: 'worker_lost', message: 'The replica running this chat stopped responding too many times' };
 
@@ -27,8 +40,11 @@ export class ChatClaimsRepository {
    * free slot: a pending chat's turn is its rank among its owner's pending chats plus the owner's
    * chats running on any replica; lower turns go first, and among equal turns the owner served least
    * recently (latest claimed or finished chat), then the oldest chat.
+   *
+   * Like stopTurnsOfRevokedKeys it reads auth's `api_keys`: the key a claimed turn runs as, read in the
+   * claim itself rather than in a statement of its own per turn.
    */
-  async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ChatRow[]> {
+  async claim(em: EntityManager, workerId: string, limit: number, busy: string[] = []): Promise<ClaimedChat[]> {
     const kysely = db(em);
     // Owners with chats in flight: how many run, and when a chat of theirs last left pending (once per owner).
     const inFlight = kysely
@@ -56,6 +72,7 @@ export class ChatClaimsRepository {
       .innerJoin(owners.as('o'), 'o.owner', 'p.owner')
       .select((eb) => [
         'p.id',
+        sql<string>`p.xmin`.as('version'),
         'o.served_at',
         sql<string>`${eb.ref('o.running')} + ${eb.fn
           .agg<string>('row_number')
@@ -69,8 +86,11 @@ export class ChatClaimsRepository {
       .selectFrom('chats')
       .innerJoin(queued.as('q'), 'q.id', 'chats.id')
       .select('chats.id')
-      // Checked again on the locked row version: another replica may have claimed it meanwhile.
+      // Checked again on the locked row version: another replica may have claimed it meanwhile. Only the
+      // version this statement's snapshot read is claimed (one written since waits for the next claim, which
+      // its `pending` event starts): the history read with the claim is then that version's.
       .where('chats.status', '=', 'pending')
+      .where(sql<boolean>`chats.xmin = q.version`)
       .orderBy('q.turn')
       .orderBy('q.served_at', (ob) => ob.asc().nullsFirst())
       .orderBy('chats.available_at')
@@ -90,8 +110,22 @@ export class ChatClaimsRepository {
       // array(...) evaluates the locking subquery once, before the update, so each locked row is claimed exactly once.
       .where((eb) => eb('id', '=', eb.fn.any(sql<string[]>`array(${claimable})`)))
       .returning(CHAT_COLUMNS);
-    // The `running` status event of each claimed chat is appended with the claim, in the same statement.
-    const { rows } = await sql<Selectable<ChatsTable> & { event_id: string; event_prev: string | null; event: ChatEvent }>`
+    // The `running` status event of each claimed chat is appended with the claim, in the same statement, which
+    // also reads what the turn's key runs as now (see ClaimedChat): a key revoked before the claim, even
+    // behind the server's back, is seen here; one revoked after it is stopped by stopTurnsOfRevokedKeys.
+    // And the chat's history: every message is written with a change of the chat's row, so the messages this
+    // snapshot reads are those of the row version claimed.
+    const messageFields = sql.join(MESSAGE_COLUMNS.map((column) => sql`${sql.lit(column)}, m.${sql.ref(column)}`));
+    const { rows } = await sql<
+      Selectable<ChatsTable> & {
+        event_id: string;
+        event_prev: string | null;
+        event: ChatEvent;
+        key_role: ApiKeyRole | null;
+        key_subject: string | null;
+        history: Array<Selectable<ChatMessagesTable>>;
+      }
+    >`
       with claimed as (${claimed}),
       logged as (
         insert into chat_events (chat_id, event, prev)
@@ -99,11 +133,18 @@ export class ChatClaimsRepository {
           from claimed order by id
         returning id, chat_id, event, prev
       )
-      select claimed.*, l.id as event_id, l.prev as event_prev, l.event
+      select claimed.*, l.id as event_id, l.prev as event_prev, l.event, k.role as key_role, k.subject as key_subject,
+             (select coalesce(jsonb_agg(jsonb_build_object(${messageFields}) order by m.id), '[]')
+                from chat_messages m where m.chat_id = claimed.id) as history
         from claimed join logged l on l.chat_id = claimed.id
+        left join api_keys k on k.id = claimed.turn_key_id and not k.revoked
        order by l.id`.execute(kysely);
     this.events.record(em, loggedEvents(rows.map((row) => ({ id: row.event_id, prev: row.event_prev, event: row.event }))));
-    return rows.map(toChat);
+    return rows.map((row) => ({
+      ...toChat(row),
+      turnKey: row.key_role !== null && row.key_subject !== null ? { role: row.key_role, subject: row.key_subject } : null,
+      history: row.history.map(toMessageRow),
+    }));
   }
 
   /** One statement per replica per interval for all of its running chats. */

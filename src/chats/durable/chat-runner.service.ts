@@ -11,7 +11,7 @@ import { toLlmMessages } from '../../runtime/conversation';
 import { assistantParts, toolResultParts, toPendingCall, visibleTo } from './chat-message.mapper';
 import { ChatRepository, ChatWrite, NewMessage } from './chat.repository';
 import type { StatusChange } from './chat.rows';
-import { ChatEvent, ChatRow } from './chat.types';
+import { ChatEvent, ChatRow, ClaimedChat } from './chat.types';
 import type { WriteProposal } from '../../tools/tool.types';
 
 /** This worker no longer owns the chat (interrupted, deleted, or taken over after a stale heartbeat). */
@@ -44,13 +44,13 @@ export class ChatRunner {
   ) {}
 
   /** One line per run, with where it left the chat (the chat id comes from the worker's log context). */
-  async run(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<void> {
+  async run(chat: ClaimedChat, workerId: string, signal: AbortSignal): Promise<void> {
     const started = performance.now();
     const status = await this.runTurn(chat, workerId, signal);
     this.logger.log({ msg: 'chat run finished', status, durationMs: Math.round(performance.now() - started) });
   }
 
-  private async runTurn(chat: ChatRow, workerId: string, signal: AbortSignal): Promise<RunOutcome> {
+  private async runTurn(chat: ClaimedChat, workerId: string, signal: AbortSignal): Promise<RunOutcome> {
     // Each piece of text says where its step starts (after which message) and where in the step's
     // text it belongs, so that streams can tell a whole step from one they joined midway.
     const step = { after: 0, offset: 0 };
@@ -66,12 +66,12 @@ export class ChatRunner {
     );
     try {
       // The claim itself published the `running` status. The turn runs as the key that posted it, as that key
-      // is now (read from the table: a revocation that has not reached this replica yet still counts), and
-      // sees of the stored tool results only those produced under the access it has.
-      const caller = await this.access.keyCaller(chat.turnKeyId, { expect: { subject: chat.owner }, fresh: true });
+      // was at the claim (read by the claim from the table: a revocation that has not reached this replica yet
+      // still counts), and sees of the stored tool results only those produced under the access it has.
+      const caller = this.access.callerOf(chat.turnKeyId, chat.turnKey, { subject: chat.owner });
       const fingerprint = await this.access.fingerprint(caller);
       access = fingerprint;
-      const history = visibleTo(await this.repo.messages(this.em.fork(), chat.id, 0, null), fingerprint);
+      const history = visibleTo(chat.history, fingerprint);
       let lastMessageId = history.at(-1)?.id ?? 0;
       const {
         turn: prepared,

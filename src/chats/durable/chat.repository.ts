@@ -1,13 +1,12 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { Selectable, sql } from 'kysely';
+import { sql } from 'kysely';
 import { ADVISORY_LOCK } from '../../database/advisory-locks';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
 import { loggedEvents } from './chat-events.repository';
 import { ChatEvents } from './chat-events.service';
-import { asDate, CHAT_COLUMNS, db, json, now, statusSet, toChat, type StatusChange } from './chat.rows';
-import { ChatDatabase } from './chat.tables';
+import { CHAT_COLUMNS, db, json, MESSAGE_COLUMNS, now, statusSet, toChat, toMessageRow, type StatusChange } from './chat.rows';
 import { CHAT_STATUSES, ChatMessageRow, ChatPart, ChatRole, ChatEvent, ChatRow, ChatStatus, StepMetadata } from './chat.types';
 
 /** A message to append: what insertMessage takes. */
@@ -35,6 +34,8 @@ export interface ChatWrite {
   claim?: { workerId: string; claimToken: string | null };
   /** Only while the chat (of `owner`) is in one of these statuses (checked under its row lock); otherwise nothing is written. */
   from?: readonly ChatStatus[];
+  /** Only while the chat still has this agent and these client tools (what its turn was admitted for); otherwise nothing is written. */
+  setup?: { agent: string; dynamicTools: DynamicTool[] };
   /**
    * Only while the owner has fewer than `limit` chats pending or running; otherwise nothing is written.
    * Counted in this statement after the chat's row lock, under the owner's admission lock (held until
@@ -217,10 +218,7 @@ export class ChatRepository {
   }
 
   private selectMessages(em: EntityManager, chatId: string) {
-    return db(em)
-      .selectFrom('chat_messages')
-      .select(['id', 'chat_id', 'role', 'parts', 'usage', 'client_id', 'key_id', 'access_fingerprint', 'metadata', 'created_at'])
-      .where('chat_id', '=', chatId);
+    return db(em).selectFrom('chat_messages').select(MESSAGE_COLUMNS).where('chat_id', '=', chatId);
   }
 
   /** Moves a chat to another status (under the caller's row lock); see StatusChange. */
@@ -273,6 +271,7 @@ export class ChatRepository {
          where id = ${change.chatId}
            ${claim ? sql`and status = 'running' and worker_id = ${claim.workerId} and claim_token = ${claim.claimToken}` : sql``}
            ${change.from ? sql`and owner = ${change.owner} and status = any(${[...change.from]}::text[])` : sql``}
+           ${change.setup ? sql`and agent = ${change.setup.agent} and dynamic_tools = ${json(change.setup.dynamicTools)}::jsonb` : sql``}
            for update`;
     // Admission reads `locked`, so the row lock comes first, then the owner's lock (the order every turn start takes them in).
     const target = change.admit
@@ -428,19 +427,4 @@ export class ChatRepository {
 /** The admission check of a turn start (the function chat_owner_admits, made by a migration). */
 function admits(owner: string, limit: number) {
   return sql<boolean>`chat_owner_admits(${ADVISORY_LOCK.chatOwner}, ${owner}, ${limit})`;
-}
-
-function toMessageRow(row: Selectable<ChatDatabase['chat_messages']>): ChatMessageRow {
-  return {
-    id: Number(row.id),
-    chatId: row.chat_id,
-    role: row.role,
-    parts: row.parts,
-    usage: row.usage ?? null,
-    clientId: row.client_id ?? null,
-    keyId: row.key_id ?? null,
-    access: row.access_fingerprint ?? null,
-    metadata: row.metadata ?? null,
-    createdAt: asDate(row.created_at)!,
-  };
 }

@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Kysely, Selectable, sql } from 'kysely';
-import { ChatDatabase, ChatsTable } from './chat.tables';
-import { ChatRow, ChatStatus, PendingToolCall } from './chat.types';
+import { ChatDatabase, ChatMessagesTable, ChatsTable } from './chat.tables';
+import { ChatMessageRow, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 
 // What the chat repositories share: the columns of a ChatRow, the SET list of a status change, SQL fragments.
 
@@ -31,6 +31,20 @@ export const CHAT_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const satisfies ReadonlyArray<keyof ChatsTable>;
+
+/** Every column of `chat_messages`: what a statement returns for a ChatMessageRow. */
+export const MESSAGE_COLUMNS = [
+  'id',
+  'chat_id',
+  'role',
+  'parts',
+  'usage',
+  'client_id',
+  'key_id',
+  'access_fingerprint',
+  'metadata',
+  'created_at',
+] as const satisfies ReadonlyArray<keyof ChatMessagesTable>;
 
 /** A chat that leaves `running` loses its claim: no worker, no token, no heartbeat. */
 export const NO_CLAIM = { worker_id: null, claim_token: null, heartbeat_at: null } as const;
@@ -126,5 +140,21 @@ export function toChat(row: Selectable<ChatsTable>): ChatRow {
     lastError: row.last_error ?? null,
     createdAt: asDate(row.created_at)!,
     updatedAt: asDate(row.updated_at)!,
+  };
+}
+
+/** A message row as a statement returns it (its timestamp a Date or, from JSON, its text). */
+export function toMessageRow(row: Selectable<ChatMessagesTable>): ChatMessageRow {
+  return {
+    id: Number(row.id),
+    chatId: row.chat_id,
+    role: row.role,
+    parts: row.parts,
+    usage: row.usage ?? null,
+    clientId: row.client_id ?? null,
+    keyId: row.key_id ?? null,
+    access: row.access_fingerprint ?? null,
+    metadata: row.metadata ?? null,
+    createdAt: asDate(row.created_at)!,
   };
 }

@@ -35,6 +35,11 @@ const CHATS_DEFAULT_LIMIT = 50;
 const CHATS_MAX_LIMIT = 200;
 /** Where a new user turn may start from. */
 const TURN_STARTS: readonly ChatStatus[] = ['waiting', 'error'];
+/** Chats a replica keeps what their next turn is admitted for (see ChatService.postMessage). */
+const SEEN_CHATS_MAX = 10_000;
+
+/** What a next message is admitted for without reading its chat: checked again by the write. */
+type SeenChat = Pick<ChatRow, 'id' | 'owner' | 'agent' | 'dynamicTools'>;
 
 /**
  * The durable chat API: every state change happens in one transaction under the chat's row lock
@@ -44,6 +49,8 @@ const TURN_STARTS: readonly ChatStatus[] = ['waiting', 'error'];
 export class ChatService {
   /** The tail of each owner's queue of turn-starting transactions on this replica. */
   private readonly ownerQueues = new Map<string, Promise<unknown>>();
+  /** Chats this replica created or read for a next message, as their turns are admitted (see postMessage). */
+  private readonly seen = new Map<string, SeenChat>();
 
   constructor(
     private readonly em: EntityManager,
@@ -78,6 +85,7 @@ export class ChatService {
         }),
       ),
     );
+    this.see(chat);
     return toChatResponse(chat);
   }
 
@@ -158,10 +166,16 @@ export class ChatService {
   /**
    * A new user turn, run as the caller's key: from waiting or error only, admitted (AgentRuntime.admit)
    * before anything is stored. One statement writes it (status, owner and the cap on chats in flight
-   * checked in the write itself); only a refusal reads the chat again, to say why.
+   * checked in the write itself). A chat this replica has seen is not read first: its turn is admitted for
+   * the agent and client tools seen, and the write also checks that the chat still has them. A refusal (or
+   * an admission that fails) goes the long way: the chat read, checked and admitted, written, and, refused
+   * again, read once more to say why.
    */
   async postMessage(caller: Caller, id: string, message: string): Promise<void> {
+    const seen = this.seen.get(id);
+    if (seen?.owner === caller.subject && (await this.postToSeen(caller, seen, message))) return;
     const chat = await this.get(caller, id);
+    this.see(chat);
     checkTurnStart(chat);
     await this.admit(caller, chat);
     await this.oneTurnAtATime(caller.subject, async () => {
@@ -173,8 +187,28 @@ export class ChatService {
     });
   }
 
+  /** Whether the turn was admitted and written for the chat as this replica saw it (see postMessage). */
+  private async postToSeen(caller: Caller, chat: SeenChat, message: string): Promise<boolean> {
+    try {
+      await this.admit(caller, chat);
+    } catch {
+      return false;
+    }
+    return this.oneTurnAtATime(caller.subject, async () => {
+      const setup = { agent: chat.agent, dynamicTools: chat.dynamicTools };
+      const turn = { ...this.userTurn(chat.id, caller, message), from: TURN_STARTS, setup };
+      return (await this.repo.write(this.em.fork(), turn)) !== undefined;
+    });
+  }
+
+  /** Notes what a chat's next turn is admitted for; past SEEN_CHATS_MAX chats it starts over. */
+  private see(chat: SeenChat): void {
+    if (this.seen.size >= SEEN_CHATS_MAX) this.seen.clear();
+    this.seen.set(chat.id, { id: chat.id, owner: chat.owner, agent: chat.agent, dynamicTools: chat.dynamicTools });
+  }
+
   /** The admission of a turn of an existing chat: its agent, for the caller's key as it is now. */
-  async admit(caller: Caller, chat: ChatRow): Promise<void> {
+  async admit(caller: Caller, chat: Pick<ChatRow, 'id' | 'agent' | 'dynamicTools'>): Promise<void> {
     await this.runtime.admit({ caller, agentName: chat.agent, dynamicTools: chat.dynamicTools, chatId: chat.id });
   }
 

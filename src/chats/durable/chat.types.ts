@@ -89,6 +89,15 @@ export interface ChatRow {
   updatedAt: Date;
 }
 
+/**
+ * A chat as its claim returns it: with what the turn's key runs as at the claim (null when it is revoked or
+ * unknown), and its messages in order.
+ */
+export interface ClaimedChat extends ChatRow {
+  turnKey: { role: ApiKeyRole; subject: string } | null;
+  history: ChatMessageRow[];
+}
+
 /** What goes over NOTIFY: hints, and a new message when it is small; the rest is re-read from the tables. */
 export type ChatEvent =
   | { type: 'created'; chatId: string; owner: string; status: ChatStatus }
