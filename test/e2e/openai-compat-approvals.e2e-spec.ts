@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { AuditListResponse } from '../../src/audit/audit.dto';
 import { sentMessages, sentToolNames, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
-import { listen } from '../support/chat-helpers';
+import { eventually, listen } from '../support/chat-helpers';
 import { asAdmin, createAgent, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf } from '../support/responses';
@@ -170,6 +170,8 @@ describe('OpenAI-compatible API: writes with approval', () => {
       approvedBy: 'alice',
     });
     expect(JSON.stringify(llm.requests[1].body)).not.toContain(args.token);
+    // A tool call's own entry is written in a batch, a little later than the decision's and the write's.
+    await eventually(async () => (await auditOf(id)).length >= 3);
     const audit = await auditOf(id);
     expect(audit.map((e) => [e.action ?? null, e.outcome, e.keyId]).sort()).toEqual(
       [
@@ -255,52 +257,17 @@ describe('OpenAI-compatible API: writes with approval', () => {
         return copy;
       });
 
-    // What is written, what is shown, the arguments, the tool, the record: each signed.
-    await refusedWith(
-      403,
-      'approval_invalid',
-      send(
-        aliceAi,
-        altered((a) => (a.changes[0].after = { qty: 999 })),
-        approve,
-      ),
-    );
-    await refusedWith(
-      403,
-      'approval_invalid',
-      send(
-        aliceAi,
-        altered((a) => (a.changes[0].before = { qty: 300 })),
-        approve,
-      ),
-    );
-    await refusedWith(
-      403,
-      'approval_invalid',
-      send(
-        aliceAi,
-        altered((a) => (a.arguments.values = { qty: 999 })),
-        approve,
-      ),
-    );
-    await refusedWith(
-      403,
-      'approval_invalid',
-      send(
-        aliceAi,
-        altered((a) => (a.tool = 'delete_record')),
-        approve,
-      ),
-    );
-    await refusedWith(
-      403,
-      'approval_invalid',
-      send(
-        aliceAi,
-        altered((a) => (a.operation = 'delete')),
-        approve,
-      ),
-    );
+    // What is written, what is shown, the arguments, the tool, the operation: each signed.
+    const alterations: Array<(a: ProposalCall) => void> = [
+      (a) => (a.changes[0].after = { qty: 999 }),
+      (a) => (a.changes[0].before = { qty: 300 }),
+      (a) => (a.arguments.values = { qty: 999 }),
+      (a) => (a.tool = 'delete_record'),
+      (a) => (a.operation = 'delete'),
+    ];
+    for (const alteration of alterations) {
+      await refusedWith(403, 'approval_invalid', send(aliceAi, altered(alteration), approve));
+    }
     // A token of the right form with another signature, or another expiry.
     const [version, expiry, mac] = args.token.split('.');
     await refusedWith(
