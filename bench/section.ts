@@ -40,7 +40,8 @@ export interface SectionSpec<R> {
   seed: boolean;
   /** Sockets of the member's client; its default when absent. */
   memberSockets?: number;
-  markers: { start: string; end: string };
+  /** The section's markers in BENCHMARKS.md; without them the section is only printed (a probe, not a result). */
+  markers?: { start: string; end: string };
   /** Preload pg_stat_statements (one restart of PostgreSQL) and hand the scenario its reader. */
   statements?: boolean;
   /** Environment of the app beyond the bench's defaults. */
@@ -123,13 +124,15 @@ async function runSectionOnce<R>(spec: SectionSpec<R>): Promise<void> {
       `${platform()} ${arch()}, Node ${process.version}, PostgreSQL ${postgresVersion}; load average (1/5/15 min) ` +
       `${load(loadBefore)} at the start, ${load(loadavg())} at the end`;
     const section = spec.render(result, { command: spec.command, date: new Date().toISOString(), machine }).join('\n');
-    const file = join(projectRoot(), 'BENCHMARKS.md');
-    const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
-    await writeFile(file, spliceSection(current, section, spec.markers));
     process.stdout.write(section + '\n');
     for (const goal of spec.goals(result))
       log(`${goal.met ? 'met' : 'NOT met'}: ${goal.name}: ${goal.measured} (${goal.target})`);
-    log(`wrote the ${spec.title} section of ${file}`);
+    if (spec.markers) {
+      const file = join(projectRoot(), 'BENCHMARKS.md');
+      const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
+      await writeFile(file, spliceSection(current, section, spec.markers));
+      log(`wrote the ${spec.title} section of ${file}`);
+    }
   } finally {
     await cleanup();
   }
