@@ -2,7 +2,7 @@
  * `npm run bench:request-cpu`: the app's own CPU per records request, on the object of `npm run bench:pages`.
  * For each case: requests at 8 in flight from one member key, and the CPU time of the app process (all its
  * threads, /proc/<pid>/stat) and of its main thread (/proc/<pid>/task/<pid>/schedstat) across them, per
- * request; the median of a few rounds. CPU per request hardly moves with the machine's load, where latency
+ * request, less what it burns idle over the same time; the median of a few rounds. CPU per request hardly moves with the machine's load, where latency
  * does. Prints its table and writes nothing. REQUEST_CPU_CASES (names, separated by ';') picks cases,
  * REQUEST_CPU_SCALE multiplies the requests; BENCH_APP_EXEC_ARGV="--cpu-prof --cpu-prof-dir=..." profiles.
  */
@@ -14,7 +14,9 @@ import { createPagesObject, PAGES_OBJECT, STAGES } from './pages-object';
 import { runSection } from './section';
 
 const IN_FLIGHT = 8;
-const ROUNDS = 3;
+const ROUNDS = 5;
+/** How long the app's idle CPU is read before the cases. */
+const IDLE_MS = 5000;
 const LIMIT = 50;
 
 interface CpuCase {
@@ -111,6 +113,14 @@ runSection<CpuResult[]>({
       await sql<{ id: string }>(databaseUrl, `select id from "data"."${PAGES_OBJECT}" order by random() limit 1000`)
     ).map((r) => r.id);
     const picked = process.env.REQUEST_CPU_CASES?.split(';').map((s) => s.trim());
+    // What the app burns with no request (timers, workers' polls), per ms of wall time: taken off each round.
+    const idleFrom = cpuOf(pid);
+    const idleStarted = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const idleWall = performance.now() - idleStarted;
+    const idleTo = cpuOf(pid);
+    const idle = { process: (idleTo.process - idleFrom.process) / idleWall, main: (idleTo.main - idleFrom.main) / idleWall };
+    log(`idle: ${(idle.process * 1000).toFixed(1)} ms CPU per second (main thread ${(idle.main * 1000).toFixed(1)})`);
     const results: CpuResult[] = [];
     let next = 0;
     for (const c of cases(ids).filter((c) => !picked || picked.includes(c.name))) {
@@ -136,7 +146,11 @@ runSection<CpuResult[]>({
         const before = cpuOf(pid);
         const load = await run(c.requests);
         const after = cpuOf(pid);
-        rounds.push({ process: (after.process - before.process) / c.requests, main: (after.main - before.main) / c.requests });
+        const busy = (from: number, to: number, idlePerMs: number) => (to - from - idlePerMs * load.wallMs) / c.requests;
+        rounds.push({
+          process: busy(before.process, after.process, idle.process),
+          main: busy(before.main, after.main, idle.main),
+        });
         latencies.push(...load.latencies);
       }
       latencies.sort((a, b) => a - b);
