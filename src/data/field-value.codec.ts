@@ -385,6 +385,27 @@ export function decodeRow(object: ObjectMeta, row: Record<string, unknown>): Rec
 }
 
 /**
+ * decodeRow for the rows of one result, in place: the driver's rows are the caller's to change, and a page
+ * of them decoded into copies would allocate each row twice. Every row of a result has the same columns.
+ */
+export function decodeRowsInPlace(object: ObjectMeta, rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  if (!rows.length) return rows;
+  const decoders = decodersOf(object.fields);
+  const columns: Array<[string, (value: unknown) => unknown]> = [];
+  for (const key of Object.keys(rows[0])) {
+    const decode = decoders.get(key);
+    if (decode && decode !== passThrough) columns.push([key, decode]);
+  }
+  for (const row of rows) {
+    for (const [key, decode] of columns) {
+      const value = row[key];
+      if (value !== null && value !== undefined) row[key] = decode(value);
+    }
+  }
+  return rows;
+}
+
+/**
  * The decoder of each field by name, per list of fields: an object's cached definition (or a caller's
  * view of it) decodes every row of every request with one lookup per column, not a map per row.
  */
