@@ -4,12 +4,13 @@
  * threads, /proc/<pid>/stat) and of its main thread (/proc/<pid>/task/<pid>/schedstat) across them, per
  * request, less what it burns idle over the same time; the median of a few rounds. CPU per request hardly moves with the machine's load, where latency
  * does. Prints its table and writes nothing. REQUEST_CPU_CASES (names, separated by ';') picks cases,
- * REQUEST_CPU_SCALE multiplies the requests; BENCH_APP_EXEC_ARGV="--cpu-prof --cpu-prof-dir=..." profiles.
+ * REQUEST_CPU_SCALE multiplies the requests, REQUEST_CPU_COMPARE (another build's dist/bench/server.js) runs that
+ * build too, on the same database, in alternate rounds; BENCH_APP_EXEC_ARGV="--cpu-prof --cpu-prof-dir=..." profiles.
  */
 import { readFileSync } from 'node:fs';
 import { queryString } from './sample-requests';
 import { log, sql } from './harness';
-import { HttpRequest, HttpResponse, percentile, runLoad } from './load';
+import { HttpClient, HttpRequest, HttpResponse, percentile, runLoad } from './load';
 import { createPagesObject, PAGES_OBJECT, STAGES } from './pages-object';
 import { runSection } from './section';
 
@@ -29,6 +30,8 @@ interface CpuCase {
 
 interface CpuResult {
   name: string;
+  /** `this` build, or `other` (REQUEST_CPU_COMPARE). */
+  build: string;
   requests: number;
   /** Per request, ms: the median round's. */
   processMs: number;
@@ -100,86 +103,125 @@ function cases(ids: string[]): CpuCase[] {
   ];
 }
 
+interface Target {
+  build: string;
+  client: HttpClient;
+  pid: number;
+  /** CPU ms per wall ms it burns idle. */
+  idle: { process: number; main: number };
+}
+
+/** What an app burns with no request (timers, workers' polls), per ms of wall time: taken off each round. */
+async function idleCpu(pid: number): Promise<{ process: number; main: number }> {
+  const from = cpuOf(pid);
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+  const wall = performance.now() - started;
+  const to = cpuOf(pid);
+  return { process: (to.process - from.process) / wall, main: (to.main - from.main) / wall };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
 runSection<CpuResult[]>({
   command: 'npm run bench:request-cpu',
   title: 'request CPU',
   seed: false,
   env: { DATA_POOL_KEY_SHARE: '1', QUERY_TIMEOUT_MS: '60000' },
   memberSockets: IN_FLIGHT,
-  run: async ({ admin, member, app, databaseUrl }) => {
+  run: async ({ admin, member, secret, app, databaseUrl, startOther }) => {
     await createPagesObject(admin, databaseUrl);
-    const pid = app.pid!;
     const ids = (
       await sql<{ id: string }>(databaseUrl, `select id from "data"."${PAGES_OBJECT}" order by random() limit 1000`)
     ).map((r) => r.id);
     const picked = process.env.REQUEST_CPU_CASES?.split(';').map((s) => s.trim());
-    // What the app burns with no request (timers, workers' polls), per ms of wall time: taken off each round.
-    const idleFrom = cpuOf(pid);
-    const idleStarted = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
-    const idleWall = performance.now() - idleStarted;
-    const idleTo = cpuOf(pid);
-    const idle = { process: (idleTo.process - idleFrom.process) / idleWall, main: (idleTo.main - idleFrom.main) / idleWall };
-    log(`idle: ${(idle.process * 1000).toFixed(1)} ms CPU per second (main thread ${(idle.main * 1000).toFixed(1)})`);
+    const targets: Target[] = [{ build: 'this', client: member, pid: app.pid!, idle: { process: 0, main: 0 } }];
+    // REQUEST_CPU_COMPARE: another build's dist/bench/server.js, on the same database, its rounds alternating with these.
+    const compare = process.env.REQUEST_CPU_COMPARE;
+    if (compare) {
+      const other = await startOther(compare);
+      targets.push({
+        build: 'other',
+        client: new HttpClient(other.port, { authorization: `Bearer ${secret}` }, IN_FLIGHT),
+        pid: other.app.pid!,
+        idle: { process: 0, main: 0 },
+      });
+    }
+    for (const target of targets) {
+      target.idle = await idleCpu(target.pid);
+      log(
+        `idle (${target.build}): ${(target.idle.process * 1000).toFixed(1)} ms CPU per second (main thread ${(target.idle.main * 1000).toFixed(1)})`,
+      );
+    }
     const results: CpuResult[] = [];
     let next = 0;
     for (const c of cases(ids).filter((c) => !picked || picked.includes(c.name))) {
-      const run = async (requests: number) => {
+      const run = async (target: Target, requests: number) => {
         const from = next;
         next += requests;
         const load = await runLoad({
-          client: member,
+          client: target.client,
           requests,
           concurrency: IN_FLIGHT,
           make: (i) => c.request(from + i),
           expectStatus: c.status ?? 200,
           check: (res) => c.check(res),
         });
-        if (load.errors) throw new Error(`${c.name}: ${load.errors} errors, e.g. ${load.errorSamples[0]}`);
+        if (load.errors) throw new Error(`${c.name} (${target.build}): ${load.errors} errors, e.g. ${load.errorSamples[0]}`);
         return load;
       };
       // Warm-up: the JIT, the caches, the pool's connections.
-      await run(Math.max(IN_FLIGHT * 4, c.requests / 2));
-      const rounds: Array<{ process: number; main: number }> = [];
-      const latencies: number[] = [];
+      for (const target of targets) await run(target, Math.max(IN_FLIGHT * 4, c.requests / 2));
+      const rounds = targets.map(() => [] as Array<{ process: number; main: number }>);
+      const latencies = targets.map(() => [] as number[]);
       for (let round = 0; round < ROUNDS; round++) {
-        const before = cpuOf(pid);
-        const load = await run(c.requests);
-        const after = cpuOf(pid);
-        const busy = (from: number, to: number, idlePerMs: number) => (to - from - idlePerMs * load.wallMs) / c.requests;
-        rounds.push({
-          process: busy(before.process, after.process, idle.process),
-          main: busy(before.main, after.main, idle.main),
-        });
-        latencies.push(...load.latencies);
+        // Alternating which goes first, so that neither always follows the other.
+        const order = targets.map((_, i) => i);
+        if (round % 2) order.reverse();
+        for (const i of order) {
+          const target = targets[i];
+          const before = cpuOf(target.pid);
+          const load = await run(target, c.requests);
+          const after = cpuOf(target.pid);
+          const busy = (from: number, to: number, idlePerMs: number) => (to - from - idlePerMs * load.wallMs) / c.requests;
+          rounds[i].push({
+            process: busy(before.process, after.process, target.idle.process),
+            main: busy(before.main, after.main, target.idle.main),
+          });
+          latencies[i].push(...load.latencies);
+        }
       }
-      latencies.sort((a, b) => a - b);
-      const median = [...rounds].sort((a, b) => a.process - b.process)[Math.floor(ROUNDS / 2)];
-      const result = {
-        name: c.name,
-        requests: c.requests,
-        processMs: median.process,
-        mainThreadMs: [...rounds].sort((a, b) => a.main - b.main)[Math.floor(ROUNDS / 2)].main,
-        rounds: rounds.map((r) => r.process),
-        p50: percentile(latencies, 50),
-        p95: percentile(latencies, 95),
-      };
-      log(
-        `${c.name}: ${result.processMs.toFixed(2)} ms CPU per request (main thread ${result.mainThreadMs.toFixed(2)}; ` +
-          `rounds ${result.rounds.map((r) => r.toFixed(2)).join(', ')}), p50 ${result.p50.toFixed(1)} ms, p95 ${result.p95.toFixed(1)} ms`,
-      );
-      results.push(result);
+      targets.forEach((target, i) => {
+        const sorted = latencies[i].sort((a, b) => a - b);
+        const result: CpuResult = {
+          name: c.name,
+          build: target.build,
+          requests: c.requests,
+          processMs: median(rounds[i].map((r) => r.process)),
+          mainThreadMs: median(rounds[i].map((r) => r.main)),
+          rounds: rounds[i].map((r) => r.process),
+          p50: percentile(sorted, 50),
+          p95: percentile(sorted, 95),
+        };
+        log(
+          `${c.name} (${target.build}): ${result.processMs.toFixed(2)} ms CPU per request (main thread ` +
+            `${result.mainThreadMs.toFixed(2)}; rounds ${result.rounds.map((r) => r.toFixed(2)).join(', ')}), ` +
+            `p50 ${result.p50.toFixed(1)} ms, p95 ${result.p95.toFixed(1)} ms`,
+        );
+        results.push(result);
+      });
     }
+    for (const target of targets.slice(1)) target.client.close();
     return results;
   },
   render: (results, meta) => [
     `App CPU per request, ${IN_FLIGHT} in flight (${meta.command}, ${meta.date}; ${meta.machine})`,
     '',
-    '| case | requests x rounds | process CPU ms / request | main thread | rounds | p50 ms | p95 ms |',
-    '|---|---|---|---|---|---|---|',
+    '| case | build | requests x rounds | process CPU ms / request | main thread | rounds | p50 ms | p95 ms |',
+    '|---|---|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.name} | ${r.requests} x ${ROUNDS} | ${r.processMs.toFixed(2)} | ${r.mainThreadMs.toFixed(2)} | ` +
+        `| ${r.name} | ${r.build} | ${r.requests} x ${ROUNDS} | ${r.processMs.toFixed(2)} | ${r.mainThreadMs.toFixed(2)} | ` +
         `${r.rounds.map((x) => x.toFixed(2)).join(', ')} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} |`,
     ),
   ],
