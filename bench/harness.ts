@@ -42,10 +42,11 @@ export class AppProcess {
     });
   }
 
-  static start(env: Record<string, string>, logFile: string): AppProcess {
+  /** `serverJs`: another build's bench/server.js (to compare two builds on one database), else this one's. */
+  static start(env: Record<string, string>, logFile: string, serverJs = join(__dirname, 'server.js')): AppProcess {
     const fd = openSync(logFile, 'a');
     try {
-      const child = fork(join(__dirname, 'server.js'), [], {
+      const child = fork(serverJs, [], {
         // The flags of `npm start`, so the figures are those of the process users run; BENCH_APP_EXEC_ARGV adds
         // node flags for the app process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
         execArgv: [...startFlags(), '--expose-gc', ...(process.env.BENCH_APP_EXEC_ARGV ?? '').split(' ').filter(Boolean)],

@@ -20,6 +20,7 @@ import {
 import type { FindQuery } from '../src/data/data.types';
 import type { ObjectMeta } from '../src/metadata/object-metadata.types';
 import { log, sql } from './harness';
+import { createPagesObject, PAGES_OBJECT, PAGES_ROWS, STAGES } from './pages-object';
 import { HttpClient, HttpRequest, HttpResponse, percentile, runLoad } from './load';
 import { explain, objectMeta, type PlanSummary } from './plans';
 import type { Goal } from './results';
@@ -28,8 +29,8 @@ import { runSection } from './section';
 const PAGES_START = '<!-- pages:start -->';
 const PAGES_END = '<!-- pages:end -->';
 
-const OBJECT = 'bench_deal';
-const ROWS = 200_000;
+const OBJECT = PAGES_OBJECT;
+const ROWS = PAGES_ROWS;
 const IN_FLIGHT = 8;
 const LIMIT = 50;
 const DEEP_OFFSET = 150_000;
@@ -41,15 +42,6 @@ const ROUNDS = 5;
 const RATIO_GOAL = 1.5;
 /** The unfiltered first page sorted by an indexed field, p95 at 8 in flight. */
 const FIRST_PAGE_GOAL_MS = 20;
-
-const STAGES = ['won', 'lost', 'open', 'proposal', 'negotiation'];
-const FIELDS = [
-  { name: 'name', label: 'Name', type: 'text', required: true },
-  { name: 'stage', label: 'Stage', type: 'select', options: STAGES, indexed: true },
-  { name: 'amount', label: 'Amount', type: 'currency', indexed: true },
-  { name: 'weighted', label: 'Weighted', type: 'currency' },
-  { name: 'close_date', label: 'Close date', type: 'date', indexed: true },
-];
 
 type Statement = { sql: string; parameters: readonly unknown[] };
 
@@ -88,21 +80,7 @@ interface PagesResult {
 const query = queryString;
 
 async function pagesRun(admin: HttpClient, port: number, databaseUrl: string): Promise<PagesResult> {
-  await admin.json({ method: 'POST', path: '/api/v1/objects', body: { name: OBJECT, label: 'Bench deal', fields: FIELDS } }, 201);
-  const started = performance.now();
-  // 5% of amounts and weights empty; stages in turn (won: 40,000 rows, two thirds of them over 50,000).
-  await sql(
-    databaseUrl,
-    `insert into "data"."${OBJECT}" ("name", "stage", "amount", "weighted", "close_date")
-     select 'deal ' || g, (array['won', 'lost', 'open', 'proposal', 'negotiation'])[1 + g % 5],
-            case when g % 20 = 1 then null else ((g::bigint * 7919) % 15000000) / 100.0 end,
-            case when g % 20 = 1 then null else ((g::bigint * 104729) % 15000000) / 100.0 end,
-            date '2020-01-01' + (g * 37) % 2000
-     from generate_series(1, ${ROWS}) g`,
-  );
-  await sql(databaseUrl, `vacuum analyze "data"."${OBJECT}"`);
-  const fillMs = performance.now() - started;
-  log(`pages: filled ${OBJECT} with ${ROWS} rows in ${fillMs.toFixed(0)} ms`);
+  const fillMs = await createPagesObject(admin, databaseUrl);
 
   const object = await objectMeta(admin, OBJECT);
   const key = await admin.json<{ id: string; secret: string }>(

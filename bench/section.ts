@@ -29,6 +29,8 @@ export interface SectionContext {
   databaseUrl: string;
   /** pg_stat_statements of the app's database, when the spec asked for it. */
   db?: DbStats;
+  /** Starts another app on the same database and settings from another build's bench/server.js (stopped at the end). */
+  startOther: (serverJs: string) => Promise<{ app: AppProcess; port: number }>;
 }
 
 export interface SectionSpec<R> {
@@ -40,7 +42,8 @@ export interface SectionSpec<R> {
   seed: boolean;
   /** Sockets of the member's client; its default when absent. */
   memberSockets?: number;
-  markers: { start: string; end: string };
+  /** The section's markers in BENCHMARKS.md; without them the section is only printed (a probe, not a result). */
+  markers?: { start: string; end: string };
   /** Preload pg_stat_statements (one restart of PostgreSQL) and hand the scenario its reader. */
   statements?: boolean;
   /** Environment of the app beyond the bench's defaults. */
@@ -98,10 +101,9 @@ async function runSectionOnce<R>(spec: SectionSpec<R>): Promise<void> {
     const llm = await MockLlmServer.start(spec.llm);
     cleanups.push(() => llm.close());
     const adminKey = `bench-admin-${randomBytes(16).toString('hex')}`;
-    const app = AppProcess.start(
-      benchAppEnv({ databaseUrl, dataDir: join(root, 'app-data'), adminKey, llmUrl: llm.url, seed: spec.seed }, spec.env),
-      join(root, 'app.log'),
-    );
+    const appEnv = (dataDir: string) =>
+      benchAppEnv({ databaseUrl, dataDir: join(root, dataDir), adminKey, llmUrl: llm.url, seed: spec.seed }, spec.env);
+    const app = AppProcess.start(appEnv('app-data'), join(root, 'app.log'));
     cleanups.push(() => app.kill());
     const ready = await app.ready();
     log(`app listening on 127.0.0.1:${ready.port} (pid ${app.pid}), PostgreSQL ${postgresVersion}`);
@@ -114,7 +116,17 @@ async function runSectionOnce<R>(spec: SectionSpec<R>): Promise<void> {
     const member = new HttpClient(ready.port, { authorization: `Bearer ${secret}` }, spec.memberSockets);
     cleanups.push(() => member.close());
 
-    const result = await spec.run({ port: ready.port, app, secret, member, admin, llm, databaseUrl, db });
+    const startOther = async (serverJs: string) => {
+      const other = AppProcess.start(appEnv('other-app-data'), join(root, 'other-app.log'), serverJs);
+      cleanups.push(() => other.kill());
+      const { port } = await other.ready();
+      cleanups.push(async () => {
+        await other.stop();
+      });
+      log(`other app (${serverJs}) listening on 127.0.0.1:${port} (pid ${other.pid})`);
+      return { app: other, port };
+    };
+    const result = await spec.run({ port: ready.port, app, secret, member, admin, llm, databaseUrl, db, startOther });
     await app.stop();
 
     const load = (values: number[]) => values.map((l) => l.toFixed(2)).join(' / ');
@@ -123,13 +135,15 @@ async function runSectionOnce<R>(spec: SectionSpec<R>): Promise<void> {
       `${platform()} ${arch()}, Node ${process.version}, PostgreSQL ${postgresVersion}; load average (1/5/15 min) ` +
       `${load(loadBefore)} at the start, ${load(loadavg())} at the end`;
     const section = spec.render(result, { command: spec.command, date: new Date().toISOString(), machine }).join('\n');
-    const file = join(projectRoot(), 'BENCHMARKS.md');
-    const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
-    await writeFile(file, spliceSection(current, section, spec.markers));
     process.stdout.write(section + '\n');
     for (const goal of spec.goals(result))
       log(`${goal.met ? 'met' : 'NOT met'}: ${goal.name}: ${goal.measured} (${goal.target})`);
-    log(`wrote the ${spec.title} section of ${file}`);
+    if (spec.markers) {
+      const file = join(projectRoot(), 'BENCHMARKS.md');
+      const current = await readFile(file, 'utf8').catch(() => '# Benchmarks\n');
+      await writeFile(file, spliceSection(current, section, spec.markers));
+      log(`wrote the ${spec.title} section of ${file}`);
+    }
   } finally {
     await cleanup();
   }

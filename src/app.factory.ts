@@ -1,9 +1,9 @@
+import { MikroORM } from '@mikro-orm/postgresql';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { SwaggerModule } from '@nestjs/swagger';
 import { randomUUID } from 'node:crypto';
 import type { DestinationStream } from 'pino';
-import fastifyHelmet from '@fastify/helmet';
 import { AppModule } from './app.module';
 import { installRateLimits } from './auth/rate-limits';
 import type { AppConfig } from './config/app-config';
@@ -15,6 +15,7 @@ import { registerCsvBodyParser } from './transfer/csv-body.parser';
 import { createOpenApiDocument } from './common/openapi.document';
 import { closeUnusedConnectionsOnClose } from './common/unused-connections';
 import { createValidationPipe } from './common/validation.pipe';
+import { runInRequestContext } from './database/request-context';
 import { MCP_ERROR_SHAPE } from './mcp/mcp-errors';
 import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
@@ -84,24 +85,29 @@ export async function createApp(
   // response: preflights are answered before authentication, and errors and hijacked event streams
   // carry the CORS headers too. Unset CORS_ORIGINS: no hook, no access-control-* header anywhere.
   if (config.corsOrigins) app.enableCors(corsOptions(config.corsOrigins));
-  // Security headers on every answer. The playground page sets its own, stricter, policy; Swagger UI
-  // at /docs needs inline styles, which helmet's default policy allows. With CORS_ORIGINS set, other
-  // origins may read responses, so the resource policy must not be same-origin.
-  await app.register(fastifyHelmet, {
-    crossOriginResourcePolicy: { policy: config.corsOrigins ? 'cross-origin' : 'same-origin' },
-  });
+  // Security headers on every answer (helmet's defaults, resolved once, not per request). The playground
+  // page sets its own, stricter, policy; Swagger UI at /docs needs inline styles, which the default policy
+  // allows. With CORS_ORIGINS set, other origins may read responses, so the resource policy must not be
+  // same-origin.
+  app.useSecurityHeaders({ crossOriginResourcePolicy: { policy: config.corsOrigins ? 'cross-origin' : 'same-origin' } });
   registerJsonBodyParser(app);
   registerCsvBodyParser(app);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(filter);
   const fastify = app.getHttpAdapter().getInstance();
-  fastify.addHook('onRequest', async (request, reply) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     // On the raw response, so that hijacked replies (event streams) carry it too.
     reply.raw.setHeader('x-request-id', request.id);
+    done();
   });
   // After the hook above, so that its refusals carry the request id too.
   installFrameworkErrorHandlers(app, filter);
-  fastify.addHook('preHandler', requestLogContext);
+  // The rest of the request (guards, pipes, the handler, the error filter) runs with its request id on
+  // every log line, and with an ORM context of its own, forked only if the request uses the ORM.
+  const orm = app.get(MikroORM);
+  fastify.addHook('preHandler', (request, reply, done) =>
+    requestLogContext(request, reply, () => runInRequestContext(orm.em, done)),
+  );
   // After the hooks above: a refused request still carries its request id, and is refused while draining.
   await installRateLimits(app, config);
   closeUnusedConnectionsOnClose(fastify);

@@ -1,8 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
-/** Secrets are 32 random bytes: a fast hash suffices (no password stretching needed for high-entropy keys). */
+/**
+ * Secrets are 32 random bytes: a fast hash suffices (no password stretching needed for high-entropy keys).
+ * One-shot: every keyed request hashes its key, and a Hash object costs more than the digest.
+ */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function generateSecret(): string {

@@ -13,7 +13,7 @@ import { MetadataService } from '../metadata/metadata.service';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, compileAggregatePlan, decodeAggregateRows } from './aggregate.compiler';
 import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
-import { decodeRow, fieldDecoder } from './field-value.codec';
+import { decodeRow, decodeRowsInPlace, fieldDecoder } from './field-value.codec';
 import { actionOf, BatchOperation, BatchOperationResult, operationError, parseOperations } from './record-batch';
 import { type BatchTransaction, planOperation, type PlannedOperation, runBatch } from './record-batch.runner';
 import { encodeWrite, invalidReference, missedWrite, notFound, scopedRows, write } from './record-write';
@@ -107,7 +107,7 @@ export class DataService {
       if (more) rows.pop();
       const last = more ? rowKeys(rows[rows.length - 1], terms) : undefined;
       dropKeyColumns(rows, terms);
-      const result: FindResult = { records: rows.map((row) => decodeRow(object, row)) };
+      const result: FindResult = { records: decodeRowsInPlace(object, rows) };
       if (!after) {
         // Without the extra row, a full page may be the last one.
         const mayHaveMore = keys ? more : rows.length === limit;

@@ -7,6 +7,7 @@ import {
   MAX_TEXT_LENGTH,
   bindCast,
   decodeRow,
+  decodeRowsInPlace,
   encodeFieldValue,
   fieldDecoder,
   parseTextArray,
@@ -398,6 +399,23 @@ describe('decodeRow', () => {
     const row = decodeRow(deal, JSON.parse('{"__proto__": {"polluted": true}}') as Record<string, unknown>);
     expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('decodes a whole result in place, each row as decodeRow would, and sees a field list change', () => {
+    const rows = [
+      { amount: '10.50', close_date: '2024-02-29', name: 'a', total: '3' },
+      { amount: null, close_date: new Date(2024, 0, 5), name: 'b', total: '4' },
+    ];
+    const expected = rows.map((row) => decodeRow(deal, { ...row }));
+    const first = rows[0];
+    expect(decodeRowsInPlace(deal, rows)).toBe(rows);
+    expect(rows[0]).toBe(first);
+    expect(rows).toEqual(expected);
+    expect(rows[0]).toEqual({ amount: 10.5, close_date: '2024-02-29', name: 'a', total: '3' });
+    // Another list of fields (a view without amount): its own decoders, not the last list's.
+    const view = { ...deal, fields: deal.fields.filter((field) => field.name !== 'amount') };
+    expect(decodeRowsInPlace(view, [{ amount: '7' }])).toEqual([{ amount: '7' }]);
+    expect(decodeRowsInPlace(deal, [])).toEqual([]);
   });
 });
 

@@ -369,18 +369,55 @@ function assertNever(type: never): never {
  * fields of the object (aggregates, aliases) pass through untouched, as do null and undefined.
  */
 export function decodeRow(object: ObjectMeta, row: Record<string, unknown>): Record<string, unknown> {
-  const fields = new Map(object.fields.map((field) => [field.name, field]));
-  // fromEntries defines own properties, so even a column named __proto__ cannot touch the prototype.
-  return Object.fromEntries(
-    Object.entries(row).map(([key, value]) => {
-      const field = fields.get(key);
-      return [key, field && value !== null && value !== undefined ? decodeValue(field, value) : value];
-    }),
-  );
+  const decoders = decodersOf(object.fields);
+  const out: Record<string, unknown> = {};
+  for (const key in row) {
+    if (!Object.hasOwn(row, key)) continue;
+    const value = row[key];
+    const decode = decoders.get(key);
+    const decoded = decode && value !== null && value !== undefined ? decode(value) : value;
+    // Defined, not assigned, so that even a column named __proto__ cannot touch the prototype.
+    if (key === '__proto__')
+      Object.defineProperty(out, key, { value: decoded, enumerable: true, writable: true, configurable: true });
+    else out[key] = decoded;
+  }
+  return out;
 }
 
-function decodeValue(field: FieldMeta, value: unknown): unknown {
-  return decoderOf(field.type)(value);
+/**
+ * decodeRow for the rows of one result, in place: the driver's rows are the caller's to change, and a page
+ * of them decoded into copies would allocate each row twice. Every row of a result has the same columns.
+ */
+export function decodeRowsInPlace(object: ObjectMeta, rows: Record<string, unknown>[]): Record<string, unknown>[] {
+  if (!rows.length) return rows;
+  const decoders = decodersOf(object.fields);
+  const columns: Array<[string, (value: unknown) => unknown]> = [];
+  for (const key of Object.keys(rows[0])) {
+    const decode = decoders.get(key);
+    if (decode && decode !== passThrough) columns.push([key, decode]);
+  }
+  for (const row of rows) {
+    for (const [key, decode] of columns) {
+      const value = row[key];
+      if (value !== null && value !== undefined) row[key] = decode(value);
+    }
+  }
+  return rows;
+}
+
+/**
+ * The decoder of each field by name, per list of fields: an object's cached definition (or a caller's
+ * view of it) decodes every row of every request with one lookup per column, not a map per row.
+ */
+const decodersByFields = new WeakMap<readonly FieldMeta[], Map<string, (value: unknown) => unknown>>();
+
+function decodersOf(fields: readonly FieldMeta[]): Map<string, (value: unknown) => unknown> {
+  let decoders = decodersByFields.get(fields);
+  if (!decoders) {
+    decoders = new Map(fields.map((field) => [field.name, decoderOf(field.type)]));
+    decodersByFields.set(fields, decoders);
+  }
+  return decoders;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
@@ -34,10 +34,11 @@ interface CursorBody {
  */
 export function querySignature(objectName: string, where: unknown, terms: readonly OrderTerm[], search?: string): string {
   const order = terms.map((t) => `${t.field.name}:${t.descending ? 'd' : 'a'}`);
-  return createHash('sha256')
-    .update(JSON.stringify([objectName, where ?? null, order, ...(search === undefined ? [] : [search])]))
-    .digest('base64url')
-    .slice(0, 16);
+  return hash(
+    'sha256',
+    JSON.stringify([objectName, where ?? null, order, ...(search === undefined ? [] : [search])]),
+    'base64url',
+  ).slice(0, 16);
 }
 
 export function encodeCursor(signature: string, keys: (string | null)[]): string {

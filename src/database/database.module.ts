@@ -28,7 +28,8 @@ export class DatabaseModule {
           useFactory: (config: AppConfig) => ({
             ...ormOptions(databaseUrl, config.ormAcquireTimeoutMs),
             autoLoadEntities: true,
-            registerRequestContext: true,
+            // Not MikroORM's middleware, which forks for every request: app.factory.ts installs a lazy context.
+            registerRequestContext: false,
           }),
         }),
       ],

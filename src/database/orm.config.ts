@@ -1,6 +1,7 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { OrmLogger } from './orm.logger';
+import { contextEntityManager } from './request-context';
 import { MIGRATIONS } from './migrations';
 
 /** Connections of the ORM's pool (API keys, metadata, chats, jobs). */
@@ -26,5 +27,7 @@ export function ormOptions(clientUrl: string, acquireTimeoutMs: number) {
     // Through the application's logger, in its line shape; no colour codes in anything it writes.
     loggerFactory: (options) => new OrmLogger(options),
     colors: false,
+    // A request's EntityManager: forked when the request first uses it (request-context.ts).
+    context: contextEntityManager,
   });
 }

@@ -48,8 +48,9 @@ export class MetadataService {
   }
 
   /** The object with its fields (system fields first), from the cache; `object_not_found` when absent. */
-  async getObject(name: string, em: EntityManager = this.em.fork()): Promise<ObjectMeta> {
-    return this.cache.get(name, () => this.loadObject(name, em));
+  async getObject(name: string, em?: EntityManager): Promise<ObjectMeta> {
+    // Forked on a miss only: a hit (nearly every request) needs no EntityManager.
+    return this.cache.get(name, () => this.loadObject(name, em ?? this.em.fork()));
   }
 
   /**

@@ -99,6 +99,8 @@ describe('CORS', () => {
       const ok = await t.http.get('/api/v1/objects').set(bearer(t.adminKey)).set('Origin', APP_ORIGIN).expect(200);
       expect(ok.headers['access-control-allow-origin']).toBe(APP_ORIGIN);
       expect(listOf(ok.headers['access-control-expose-headers'])).toContain('x-request-id');
+      // Other origins may read it: the resource policy allows them.
+      expect(ok.headers['cross-origin-resource-policy']).toBe('cross-origin');
 
       const unauthorized = await t.http.get('/api/v1/objects').set('Origin', APP_ORIGIN).expect(401);
       expect(errorOf(unauthorized).code).toBe('unauthorized');
