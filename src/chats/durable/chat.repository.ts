@@ -7,7 +7,18 @@ import type { DynamicTool } from '../../runtime/client-tools';
 import { loggedEvents } from './chat-events.repository';
 import { ChatEvents } from './chat-events.service';
 import type { ChatsTable } from './chat.tables';
-import { CHAT_COLUMNS, db, json, MESSAGE_COLUMNS, now, statusSet, toChat, toMessageRow, type StatusChange } from './chat.rows';
+import {
+  CHAT_COLUMNS,
+  db,
+  json,
+  MESSAGE_COLUMNS,
+  messagesJson,
+  now,
+  statusSet,
+  toChat,
+  toMessageRow,
+  type StatusChange,
+} from './chat.rows';
 import { CHAT_STATUSES, ChatMessageRow, ChatPart, ChatRole, ChatEvent, ChatRow, ChatStatus, StepMetadata } from './chat.types';
 
 /** A message to append: what insertMessage takes. */
@@ -141,6 +152,28 @@ export class ChatRepository {
       .$if(options.lock === true, (qb) => qb.forUpdate())
       .executeTakeFirst();
     return row ? toChat(row) : undefined;
+  }
+
+  /**
+   * The owner's chat with its messages after `afterId` (the first `limit` of them), read by one snapshot:
+   * where a stream of the chat starts from. Undefined when the owner has no such chat.
+   */
+  async findWithMessages(
+    em: EntityManager,
+    id: string,
+    owner: string,
+    afterId: number,
+    limit: number,
+  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[] } | undefined> {
+    const page = sql`(select * from chat_messages where chat_id = ${id} and id > ${afterId} order by id limit ${limit}) m`;
+    const row = await db(em)
+      .selectFrom('chats')
+      .select(CHAT_COLUMNS)
+      .select(messagesJson(page).as('messages'))
+      .where('id', '=', id)
+      .where('owner', '=', owner)
+      .executeTakeFirst();
+    return row && { chat: toChat(row), messages: row.messages.map(toMessageRow) };
   }
 
   /** The owner's chat with this client id (an AI SDK chat id); `lock` as for find. */

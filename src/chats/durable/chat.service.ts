@@ -15,7 +15,7 @@ import { ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
 import { ChatRepository, ChatWrite } from './chat.repository';
 import type { StatusChange } from './chat.rows';
-import { ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
+import { ChatMessageRow, ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 import {
   ChatListResponse,
   ChatMessagesResponse,
@@ -135,8 +135,20 @@ export class ChatService {
   /** The caller's chat; another owner's chat is as unknown as a missing one. */
   async get(caller: Caller, id: string, em: EntityManager = this.em.fork(), lock = false): Promise<ChatRow> {
     const chat = isUuid(id) ? await this.repo.find(em, id, caller.subject, { lock }) : undefined;
-    if (!chat) throw new DomainError('chat_not_found', `Chat "${id}" not found`);
+    if (!chat) throw notFound(id);
     return chat;
+  }
+
+  /** The caller's chat (as `get`) with its messages after `afterId`, up to `limit`, read in one statement. */
+  async getWithMessages(
+    caller: Caller,
+    id: string,
+    afterId: number,
+    limit: number,
+  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[] }> {
+    const found = isUuid(id) ? await this.repo.findWithMessages(this.em.fork(), id, caller.subject, afterId, limit) : undefined;
+    if (!found) throw notFound(id);
+    return found;
   }
 
   async messages(caller: Caller, id: string, query: MessagesQueryDto): Promise<ChatMessagesResponse> {
@@ -450,6 +462,10 @@ export interface NewChat {
   title?: string;
   context?: ChatContext | null;
   dynamicTools: DynamicTool[];
+}
+
+function notFound(id: string): DomainError {
+  return new DomainError('chat_not_found', `Chat "${id}" not found`);
 }
 
 /** 409 unless a new user turn may start: the chat waits for the user, or its last turn failed. */
