@@ -384,6 +384,7 @@ function statementKind(query: string): string {
   if (q.startsWith('with created as')) return 'POST, new chat (admission, chat, message, events)';
   if (q.startsWith('with target as')) return 'chat write (messages + row + events)';
   if (q.startsWith('with locked as')) return 'POST: next message (admission, message, status, events)';
+  if (q.includes('from "chats"') && q.includes('from chat_messages')) return 'SSE stream: open (the chat, its first messages)';
   if (q.includes('from "chat_messages"') && q.includes('limit')) return 'SSE stream: read new messages';
   if (q.includes('from "chat_messages"')) return 'worker: read the history';
   if (q.includes('pg_advisory_xact_lock')) return 'POST: per-owner admission lock';
