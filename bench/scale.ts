@@ -381,10 +381,10 @@ function statementKind(query: string): string {
   const q = query.replace(/\s+/g, ' ').trim().toLowerCase();
   if (q === 'begin' || q === 'commit' || q === 'rollback' || q.startsWith('begin transaction')) return q.split(' ')[0];
   if (q.startsWith('with claimed as')) return 'claim (with its running events)';
+  if (q.startsWith('with created as')) return 'POST, new chat (admission, chat, message, events)';
   if (q.startsWith('with target as')) return 'chat write (messages + row + events)';
   if (q.startsWith('with locked as')) return 'POST: next message (admission, message, status, events)';
-  if (q.includes('chat_owner_admits')) return 'POST, new chat: admission';
-  if (q.startsWith('insert into "chats"')) return 'POST, new chat: the chat';
+  if (q.includes('from "chats"') && q.includes('from chat_messages')) return 'SSE stream: open (the chat, its first messages)';
   if (q.includes('from "chat_messages"') && q.includes('limit')) return 'SSE stream: read new messages';
   if (q.includes('from "chat_messages"')) return 'worker: read the history';
   if (q.includes('pg_advisory_xact_lock')) return 'POST: per-owner admission lock';

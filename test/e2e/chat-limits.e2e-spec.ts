@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { MockLlmServer, MockReply, RecordedRequest } from '../support/mock-llm.server';
+import type { ErrorBody } from '../../src/common/http-exception.filter';
 import { errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { createApiKey } from '../support/fixtures';
@@ -167,6 +168,88 @@ describe('the in-flight cap holds when one key starts turns on two replicas at o
       await a.close();
       await llm.close();
     }
+  });
+});
+
+describe('one key creates chats on two replicas at once', () => {
+  let a: TestApp;
+  let b: TestApp;
+  let llm: MockLlmServer;
+
+  beforeAll(async () => {
+    // No workers: admitted chats stay pending, so the count the cap guards stays put while a test reads it.
+    const env = { ...FAST, CHAT_WORKER_ENABLED: 'false', CHAT_MAX_IN_FLIGHT_PER_KEY: '3' };
+    ({ t: a, llm } = await startAppWithMockLlm({ env }));
+    b = await startTestApp({ database: a.database, env: { ...env, OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k' } });
+  });
+  afterAll(async () => {
+    await b.close();
+    await a.close();
+    await llm.close();
+  });
+
+  it('admits exactly the cap of new chats, each with its message and its events; a refused one writes nothing', async () => {
+    const key = await createApiKey(a, { name: 'creator', role: 'member' });
+    const responses = await Promise.all(
+      [0, 1, 2, 3, 4, 5, 6, 7].map((i) =>
+        [a, b][i % 2].http
+          .post('/api/v1/chats')
+          .set(bearer(key.secret))
+          .send({ agent: 'data_chat', message: `new ${i}` })
+          .then((res) => res),
+      ),
+    );
+    const created = responses.filter((res) => res.status === 201).map((res) => idOf(res));
+    expect(created).toHaveLength(3);
+    const refused = responses.filter((res) => res.status === 429);
+    expect(refused).toHaveLength(5);
+    for (const res of refused) expect(errorOf(res)).toMatchObject({ code: 'too_many_chats', details: { limit: 3 } });
+
+    const chats = await a.sql<{ id: string; status: string; messages: number; events: string[] }>(
+      `select c.id, c.status,
+              (select count(*)::int from chat_messages m where m.chat_id = c.id) as messages,
+              (select array_agg(e.event->>'type' order by e.id) from chat_events e where e.chat_id = c.id) as events
+         from chats c where c.owner = $1`,
+      [key.subject],
+    );
+    expect(chats.map((chat) => chat.id).sort()).toEqual([...created].sort());
+    for (const chat of chats) expect(chat).toMatchObject({ status: 'pending', messages: 1, events: ['created', 'message'] });
+    const [{ events }] = await a.sql<{ events: number }>(
+      `select count(*)::int as events from chat_events where event->>'owner' = $1`,
+      [key.subject],
+    );
+    expect(events).toBe(6);
+  });
+
+  it('creates one chat for a useChat id that both replicas get first at once; the other request is refused with 409', async () => {
+    const key = await createApiKey(a, { name: 'ui', role: 'member' });
+    const body = {
+      id: 'same-chat',
+      trigger: 'submit-message',
+      messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+    };
+    // The winner's answer is its turn's stream, which no worker runs here: its status is all it needs to give.
+    const aborts = [new AbortController(), new AbortController()];
+    const responses = await Promise.all(
+      [a, b].map(async (replica, i) => {
+        const res = await fetch(`${await listen(replica)}/api/v1/ai/agents/data_chat/chats`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: aborts[i].signal,
+        });
+        const error = res.status === 200 ? undefined : ((await res.json()) as ErrorBody);
+        aborts[i].abort();
+        return { status: res.status, code: error?.code };
+      }),
+    );
+    expect(responses.map((res) => res.status).sort()).toEqual([200, 409]);
+    expect(responses.find((res) => res.status === 409)!.code).toBe('chat_busy');
+    const chats = await a.sql<{ messages: number }>(
+      `select (select count(*)::int from chat_messages m where m.chat_id = c.id) as messages from chats c where c.owner = $1`,
+      [key.subject],
+    );
+    expect(chats).toEqual([{ messages: 1 }]);
   });
 });
 

@@ -176,6 +176,40 @@ describe('durable chats', () => {
     expect(rest).toHaveLength(2 + 1200 + 2 - 1000);
   });
 
+  it('catches a stream up on a chat of more than a page, each message once and in order, then its status', async () => {
+    llm.enqueue(MockReply.text('first'));
+    const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'start' }).expect(201)).id;
+    await waitForChat(t, id, hasStatus('waiting'));
+    await t.sql(
+      `insert into chat_messages (chat_id, role, parts)
+       select $1::uuid, 'assistant', jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'm' || i))
+         from generate_series(1, 1100) as i`,
+      [id],
+    );
+    const persisted = (await t.sql<{ id: string }>(`select id from chat_messages where chat_id = $1 order by id`, [id])).map(
+      (row) => Number(row.id),
+    );
+    for (const afterId of [0, persisted[600]]) {
+      const stream = await SseClient.open(baseUrl, `/api/v1/chats/${id}/stream?until=idle&afterId=${afterId}`, t.adminKey);
+      await stream.waitForEnd();
+      expect(stream.of('message').map((e) => e.data.id)).toEqual(persisted.filter((messageId) => messageId > afterId));
+      expect(stream.events.filter((e) => e.event !== 'message').map((e) => [e.event, e.data.status])).toEqual([
+        ['status', 'waiting'],
+        ['end', 'waiting'],
+      ]);
+    }
+
+    // Refused before the stream opens: another owner's chat, a chat that does not exist, an id that is no chat id.
+    for (const [path, key] of [
+      [id, otherKey],
+      ['00000000-0000-4000-8000-000000000000', t.adminKey],
+      ['not-a-chat', t.adminKey],
+    ]) {
+      const res = await t.http.get(`/api/v1/chats/${path}/stream`).set(bearer(key)).expect(404);
+      expect(errorOf(res).code).toBe('chat_not_found');
+    }
+  });
+
   it("hides another owner's chat behind a 404", async () => {
     llm.enqueue(MockReply.text('hi'));
     const id = bodyOf<ChatResponse>(await create({ agent: 'data_chat', message: 'mine' }).expect(201)).id;

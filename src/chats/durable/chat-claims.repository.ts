@@ -7,7 +7,7 @@ import {
   CHAT_COLUMNS,
   db,
   json,
-  MESSAGE_COLUMNS,
+  messagesJson,
   msFromNow,
   NO_CLAIM,
   now,
@@ -115,7 +115,6 @@ export class ChatClaimsRepository {
     // behind the server's back, is seen here; one revoked after it is stopped by stopTurnsOfRevokedKeys.
     // And the chat's history: every message is written with a change of the chat's row, so the messages this
     // snapshot reads are those of the row version claimed.
-    const messageFields = sql.join(MESSAGE_COLUMNS.map((column) => sql`${sql.lit(column)}, m.${sql.ref(column)}`));
     const { rows } = await sql<
       Selectable<ChatsTable> & {
         event_id: string;
@@ -134,8 +133,7 @@ export class ChatClaimsRepository {
         returning id, chat_id, event, prev
       )
       select claimed.*, l.id as event_id, l.prev as event_prev, l.event, k.role as key_role, k.subject as key_subject,
-             (select coalesce(jsonb_agg(jsonb_build_object(${messageFields}) order by m.id), '[]')
-                from chat_messages m where m.chat_id = claimed.id) as history
+             ${messagesJson(sql`chat_messages m where m.chat_id = claimed.id`)} as history
         from claimed join logged l on l.chat_id = claimed.id
         left join api_keys k on k.id = claimed.turn_key_id and not k.revoked
        order by l.id`.execute(kysely);

@@ -15,7 +15,9 @@ export interface ChatFollowing {
  * Follows one chat for a stream, on whichever replica the client is connected to: its events and its
  * catch-ups run one at a time through one queue, in the order events arrived, so what a client receives
  * keeps commit order. It subscribes when created and holds back what arrives until `follow`: a route may
- * create it before committing what starts a turn, so not even the turn's first event can be missed.
+ * create it before committing what starts a turn, or before reading where the stream starts, so not even
+ * the turn's first event can be missed. Created with the chat's id, it hears that chat's events only (a
+ * route that knows the chat already); without, every event until `follow` names the chat.
  * Once stopped, nothing more runs.
  */
 export class ChatFollower {
@@ -26,11 +28,15 @@ export class ChatFollower {
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
 
-  constructor(private readonly events: ChatEvents) {
-    this.unsubscribe = events.subscribe((event) => {
-      if (this.chatId === undefined) this.buffered.push(event);
+  constructor(
+    private readonly events: ChatEvents,
+    private readonly subscribedTo?: string,
+  ) {
+    const listener = (event: ChatEventOrResync) => {
+      if (this.following === undefined) this.buffered.push(event);
       else this.accept(event);
-    });
+    };
+    this.unsubscribe = subscribedTo === undefined ? events.subscribe(listener) : events.subscribeChat(subscribedTo, listener);
   }
 
   /** Caught up first, then what arrived meanwhile and what arrives from now on. */
@@ -38,9 +44,11 @@ export class ChatFollower {
     if (this.stopped) return;
     this.chatId = chatId;
     this.following = following;
-    // From here on only this chat's events reach the stream (found by the chat's id, whatever else the replica streams).
-    this.unsubscribe();
-    this.unsubscribe = this.events.subscribeChat(chatId, (event) => this.accept(event));
+    if (this.subscribedTo !== chatId) {
+      // From here on only this chat's events reach the stream (found by the chat's id, whatever else the replica streams).
+      this.unsubscribe();
+      this.unsubscribe = this.events.subscribeChat(chatId, (event) => this.accept(event));
+    }
     this.enqueue(() => following.catchUp());
     for (const event of this.buffered.splice(0)) this.accept(event);
   }

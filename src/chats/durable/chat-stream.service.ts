@@ -3,11 +3,12 @@ import { Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import type { Caller } from '../../auth/caller';
 import { KeyStreams } from '../../auth/key-streams.service';
+import type { SseWriter } from '../../common/sse.writer';
 import { DomainError } from '../../common/domain-error';
 import { AccessService } from '../../governance/access.service';
 import { ChatEvents } from './chat-events.service';
 import { ChatFollower } from './chat-follower';
-import type { ChatEvent, ChatStatus } from './chat.types';
+import type { ChatEvent, ChatMessageRow, ChatRow, ChatStatus } from './chat.types';
 import { ChatRepository } from './chat.repository';
 import { ChatService } from './chat.service';
 import { toChatResponse, toMessageResponse } from './chat.dto';
@@ -15,6 +16,8 @@ import { visibleTo } from './chat-message.mapper';
 
 /** Statuses in which a chat waits for its client's next message: where `?until=idle` ends a stream. */
 const IDLE_STATUSES: readonly ChatStatus[] = ['waiting', 'error'];
+/** Messages per read of a stream's catch-up. */
+const MESSAGES_PAGE = 500;
 
 /**
  * SSE streams of chats. Events over NOTIFY are hints; what a client receives is re-read from the
@@ -51,33 +54,43 @@ export class ChatStreamService {
         throw new DomainError('validation_failed', 'Last-Event-ID must be a message id');
       lastId = Number(resume.lastEventId);
     }
-    await this.chats.get(caller, chatId);
-    const writer = this.streams.open(caller, open);
-    const follower = new ChatFollower(this.events);
+    // Subscribed first, then one read checks the chat and gives where the stream starts: nothing committed after
+    // that read can be missed, and a chat the caller may not follow is refused before the response opens.
+    const follower = new ChatFollower(this.events, chatId);
+    let start: { chat: ChatRow; messages: ChatMessageRow[] } | undefined;
+    let writer: SseWriter;
+    try {
+      start = await this.chats.getWithMessages(caller, chatId, lastId, MESSAGES_PAGE);
+      writer = this.streams.open(caller, open);
+    } catch (error) {
+      follower.stop();
+      throw error;
+    }
     // Read for each batch: access that changes while the stream is open applies to what it sends next.
     const fingerprint = () => this.access.fingerprint(caller);
-    const sendMessages = async () => {
-      for (;;) {
-        const rows = await this.repo.messages(this.em.fork(), chatId, lastId, 500);
-        for (const row of visibleTo(rows, await fingerprint())) {
-          writer.send(toMessageResponse(row), { event: 'message', id: row.id });
-          lastId = row.id;
-        }
-        if (rows.length < 500) return;
+    /** Sends the visible ones of a page of messages; whether it was a whole page (more may follow). */
+    const sendPage = async (rows: ChatMessageRow[]) => {
+      for (const row of visibleTo(rows, await fingerprint())) {
+        writer.send(toMessageResponse(row), { event: 'message', id: row.id });
+        lastId = row.id;
       }
+      return rows.length === MESSAGES_PAGE;
+    };
+    const sendMessages = async () => {
+      while (await sendPage(await this.repo.messages(this.em.fork(), chatId, lastId, MESSAGES_PAGE)));
     };
     /**
      * A status event. Statuses from NOTIFY are sent as they came, in commit order, so every transition
      * shows; requires_action and error (and a catch-up without a known status) re-read the chat for
      * the details only the table has.
      */
-    const sendStatus = async (status?: ChatStatus) => {
+    const sendStatus = async (status?: ChatStatus, read?: ChatRow) => {
       let sent: ChatStatus;
       if (status && status !== 'requires_action' && status !== 'requires_approval' && status !== 'error') {
         writer.send({ status, lastError: null }, { event: 'status' });
         sent = status;
       } else {
-        const chat = await this.repo.find(this.em.fork(), chatId, caller.subject);
+        const chat = read ?? (await this.repo.find(this.em.fork(), chatId, caller.subject));
         if (!chat) {
           writer.send({ status: 'deleted' }, { event: 'status' });
           writer.close();
@@ -134,9 +147,13 @@ export class ChatStreamService {
     };
     writer.onClose(() => follower.stop());
     // Everything a client sees goes through the follower's queue: messages, then statuses, in commit order.
-    // Subscribed first, then caught up: nothing committed in between can be missed.
     follower.follow(chatId, {
+      // The first catch-up sends what the opening read found (the chat's status as of that read, unless more
+      // messages than one page came after it); later ones (after a lost LISTEN connection) read again.
       catchUp: async () => {
+        const read = start;
+        start = undefined;
+        if (read && !(await sendPage(read.messages))) return sendStatus(undefined, read.chat);
         await sendMessages();
         await sendStatus();
       },

@@ -1,12 +1,24 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
-import { sql } from 'kysely';
+import { type RawBuilder, type Selectable, sql } from 'kysely';
 import { ADVISORY_LOCK } from '../../database/advisory-locks';
 import type { LlmUsage } from '../../llm/llm.types';
 import type { DynamicTool } from '../../runtime/client-tools';
 import { loggedEvents } from './chat-events.repository';
 import { ChatEvents } from './chat-events.service';
-import { CHAT_COLUMNS, db, json, MESSAGE_COLUMNS, now, statusSet, toChat, toMessageRow, type StatusChange } from './chat.rows';
+import type { ChatsTable } from './chat.tables';
+import {
+  CHAT_COLUMNS,
+  db,
+  json,
+  MESSAGE_COLUMNS,
+  messagesJson,
+  now,
+  statusSet,
+  toChat,
+  toMessageRow,
+  type StatusChange,
+} from './chat.rows';
 import { CHAT_STATUSES, ChatMessageRow, ChatPart, ChatRole, ChatEvent, ChatRow, ChatStatus, StepMetadata } from './chat.types';
 
 /** A message to append: what insertMessage takes. */
@@ -20,6 +32,19 @@ export interface NewMessage {
   keyId?: string | null;
   /** Of tool results the server produced: the fingerprint of the access they were produced under. */
   access?: string | null;
+}
+
+/** A new chat's row (pending, its turn run as the key that created it): what insertChat inserts. */
+export interface NewChatRow {
+  id: string;
+  clientId?: string | null;
+  owner: string;
+  ownerRole: ChatRow['ownerRole'];
+  ownerKeyId: string;
+  agent: string;
+  title: string | null;
+  context: Record<string, string> | null;
+  dynamicTools: DynamicTool[];
 }
 
 /**
@@ -38,8 +63,9 @@ export interface ChatWrite {
   setup?: { agent: string; dynamicTools: DynamicTool[] };
   /**
    * Only while the owner has fewer than `limit` chats pending or running; otherwise nothing is written.
-   * Counted in this statement after the chat's row lock, under the owner's admission lock (held until
-   * commit: see admitOwner).
+   * Counted in this statement after the chat's row lock, under the owner's admission lock, held until
+   * commit: concurrent turn starts of one owner are counted one at a time, each seeing the chats the
+   * previous ones committed (see admits).
    */
   admit?: { limit: number };
   messages?: NewMessage[];
@@ -61,39 +87,59 @@ export interface ChatWrite {
 export class ChatRepository {
   constructor(private readonly events: ChatEvents) {}
 
-  /** A new chat, pending for a worker. */
+  /**
+   * A new chat, pending for a worker, written with `change` (its first messages and events) in one
+   * statement, as `write` writes an existing chat's: nothing is written unless the owner is admitted
+   * (`change.admit`, counted under the owner's admission lock). Returns the chat and its messages' ids, or
+   * undefined when the owner was not admitted. A client id the owner already uses fails the statement
+   * (unique violation).
+   */
   async insertChat(
     em: EntityManager,
-    chat: {
-      id: string;
-      clientId?: string | null;
-      owner: string;
-      ownerRole: ChatRow['ownerRole'];
-      ownerKeyId: string;
-      agent: string;
-      title: string | null;
-      context: Record<string, string> | null;
-      dynamicTools: DynamicTool[];
-    },
-  ): Promise<ChatRow> {
-    const row = await db(em)
+    chat: NewChatRow,
+    change: Pick<ChatWrite, 'admit' | 'messages' | 'before' | 'after'>,
+  ): Promise<{ chat: ChatRow; messageIds: number[] } | undefined> {
+    const kysely = db(em);
+    // The values as a SELECT, so the admission can decide whether the row goes in (a WHERE, which VALUES has not).
+    const values = kysely
+      .selectNoFrom([
+        sql<string>`${chat.id}::uuid`.as('id'),
+        sql<string | null>`${chat.clientId ?? null}::text`.as('client_id'),
+        sql<string>`${chat.owner}::text`.as('owner'),
+        sql<ChatRow['ownerRole']>`${chat.ownerRole}::text`.as('owner_role'),
+        sql<string>`${chat.ownerKeyId}::uuid`.as('owner_key_id'),
+        sql<string>`${chat.ownerKeyId}::uuid`.as('turn_key_id'),
+        sql<string>`${chat.agent}::text`.as('agent'),
+        sql<string | null>`${chat.title}::text`.as('title'),
+        sql<ChatStatus>`'pending'`.as('status'),
+        sql<string | null>`${json(chat.context)}::jsonb`.as('context'),
+        sql<string>`${json(chat.dynamicTools)}::jsonb`.as('dynamic_tools'),
+      ])
+      .$if(change.admit !== undefined, (qb) => qb.where(admits(chat.owner, change.admit!.limit)));
+    const insert = kysely
       .insertInto('chats')
-      .values({
-        id: chat.id,
-        client_id: chat.clientId ?? null,
-        owner: chat.owner,
-        owner_role: chat.ownerRole,
-        owner_key_id: chat.ownerKeyId,
-        turn_key_id: chat.ownerKeyId,
-        agent: chat.agent,
-        title: chat.title,
-        status: 'pending',
-        context: json(chat.context),
-        dynamic_tools: json(chat.dynamicTools),
-      })
-      .returning(CHAT_COLUMNS)
-      .executeTakeFirstOrThrow();
-    return toChat(row);
+      .columns([
+        'id',
+        'client_id',
+        'owner',
+        'owner_role',
+        'owner_key_id',
+        'turn_key_id',
+        'agent',
+        'title',
+        'status',
+        'context',
+        'dynamic_tools',
+      ])
+      .expression(values)
+      .returning(CHAT_COLUMNS);
+    const written = await this.writeStatement(
+      em,
+      { ...change, chatId: chat.id, owner: chat.owner },
+      sql`created as (${insert}), target as (select id from created)`,
+      sql`(select to_jsonb(c) from created c)`,
+    );
+    return written && { chat: toChat(written.row as Selectable<ChatsTable>), messageIds: written.messageIds };
   }
 
   /** The chat (only if `owner` owns it, when given); `lock` takes its row lock for the caller's transaction. */
@@ -106,6 +152,28 @@ export class ChatRepository {
       .$if(options.lock === true, (qb) => qb.forUpdate())
       .executeTakeFirst();
     return row ? toChat(row) : undefined;
+  }
+
+  /**
+   * The owner's chat with its messages after `afterId` (the first `limit` of them), read by one snapshot:
+   * where a stream of the chat starts from. Undefined when the owner has no such chat.
+   */
+  async findWithMessages(
+    em: EntityManager,
+    id: string,
+    owner: string,
+    afterId: number,
+    limit: number,
+  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[] } | undefined> {
+    const page = sql`(select * from chat_messages where chat_id = ${id} and id > ${afterId} order by id limit ${limit}) m`;
+    const row = await db(em)
+      .selectFrom('chats')
+      .select(CHAT_COLUMNS)
+      .select(messagesJson(page).as('messages'))
+      .where('id', '=', id)
+      .where('owner', '=', owner)
+      .executeTakeFirst();
+    return row && { chat: toChat(row), messages: row.messages.map(toMessageRow) };
   }
 
   /** The owner's chat with this client id (an AI SDK chat id); `lock` as for find. */
@@ -234,8 +302,33 @@ export class ChatRepository {
    * (or the owner was not admitted).
    */
   async write(em: EntityManager, change: ChatWrite): Promise<number[] | undefined> {
-    const kysely = db(em);
     const claim = change.claim;
+    const locked = sql`
+        select id from chats
+         where id = ${change.chatId}
+           ${claim ? sql`and status = 'running' and worker_id = ${claim.workerId} and claim_token = ${claim.claimToken}` : sql``}
+           ${change.from ? sql`and owner = ${change.owner} and status = any(${[...change.from]}::text[])` : sql``}
+           ${change.setup ? sql`and agent = ${change.setup.agent} and dynamic_tools = ${json(change.setup.dynamicTools)}::jsonb` : sql``}
+           for update`;
+    // Admission reads `locked`, so the row lock comes first, then the owner's lock (the order every turn start takes them in).
+    const target = change.admit
+      ? sql`locked as (${locked}), target as (select id from locked where ${admits(change.owner, change.admit.limit)})`
+      : sql`target as (${locked})`;
+    return (await this.writeStatement(em, change, target))?.messageIds;
+  }
+
+  /**
+   * The statement of a ChatWrite, after `target`: CTEs ending in `target`, the chat's id when it is to be
+   * written (no row: nothing is). `returning`, when given, is a value of the statement's result, returned
+   * as `row`. Undefined when nothing was written.
+   */
+  private async writeStatement(
+    em: EntityManager,
+    change: ChatWrite,
+    target: RawBuilder<unknown>,
+    returning?: RawBuilder<unknown>,
+  ): Promise<{ messageIds: number[]; row: unknown } | undefined> {
+    const kysely = db(em);
     const messages = (change.messages ?? []).map((m) => ({
       role: m.role,
       parts: m.parts,
@@ -266,20 +359,10 @@ export class ChatRepository {
           .set(set)
           .where('id', '=', sql<string>`(select id from target)`)})`
       : sql``;
-    const locked = sql`
-        select id from chats
-         where id = ${change.chatId}
-           ${claim ? sql`and status = 'running' and worker_id = ${claim.workerId} and claim_token = ${claim.claimToken}` : sql``}
-           ${change.from ? sql`and owner = ${change.owner} and status = any(${[...change.from]}::text[])` : sql``}
-           ${change.setup ? sql`and agent = ${change.setup.agent} and dynamic_tools = ${json(change.setup.dynamicTools)}::jsonb` : sql``}
-           for update`;
-    // Admission reads `locked`, so the row lock comes first, then the owner's lock (the order every turn start takes them in).
-    const target = change.admit
-      ? sql`locked as (${locked}), target as (select id from locked where ${admits(change.owner, change.admit.limit)})`
-      : sql`target as (${locked})`;
     const { rows } = await sql<{
       messages: Array<{ id: string; created_at: string }>;
       events: Array<{ id: string; prev: string | null; event: ChatEvent; message_id: string | null }>;
+      row: unknown;
     }>`
       with ${target},
       inserted as (
@@ -313,7 +396,8 @@ export class ChatRepository {
       select (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'created_at', created_at) order by id), '[]') from inserted) as messages,
              (select jsonb_agg(jsonb_build_object('id', id, 'prev', prev, 'message_id', message_id,
                                                   'event', case when message_id is null then event end) order by id)
-                from logged) as events
+                from logged) as events,
+             ${returning ?? sql`null`} as row
         from target`.execute(kysely);
     if (!rows[0]) return undefined;
     const written = rows[0].messages;
@@ -350,7 +434,7 @@ export class ChatRepository {
         }),
       ),
     );
-    return written.map((row) => Number(row.id));
+    return { messageIds: written.map((row) => Number(row.id)), row: rows[0].row };
   }
 
   /** Progress of the turn, written with each persisted step. */
@@ -360,16 +444,6 @@ export class ChatRepository {
       .set({ turn_iterations: iterations, turn_tokens: tokens, heartbeat_at: now(), updated_at: now() })
       .where('id', '=', id)
       .execute();
-  }
-
-  /**
-   * Whether the owner has fewer than `limit` chats pending or running, decided under the owner's
-   * admission lock, which the caller's transaction then holds until it ends: concurrent turn starts of
-   * one owner are counted one at a time, each seeing the chats the previous ones committed.
-   */
-  async admitOwner(em: EntityManager, owner: string, limit: number): Promise<boolean> {
-    const { rows } = await sql<{ admitted: boolean }>`select ${admits(owner, limit)} as admitted`.execute(db(em));
-    return rows[0].admitted;
   }
 
   /** The owner's chats that hold or wait for a worker: pending or running. */

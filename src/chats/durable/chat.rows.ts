@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Kysely, Selectable, sql } from 'kysely';
+import { Kysely, type RawBuilder, Selectable, sql } from 'kysely';
 import { ChatDatabase, ChatMessagesTable, ChatsTable } from './chat.tables';
 import { ChatMessageRow, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 
@@ -45,6 +45,18 @@ export const MESSAGE_COLUMNS = [
   'metadata',
   'created_at',
 ] as const satisfies ReadonlyArray<keyof ChatMessagesTable>;
+
+/**
+ * The messages of a subquery (`from` is aliased `m`), in id order, as one jsonb array of objects with
+ * every MESSAGE_COLUMNS column: what toMessageRow reads back, for a statement that returns messages with a
+ * chat's row.
+ */
+export function messagesJson(from: RawBuilder<unknown>) {
+  const fields = sql.join(MESSAGE_COLUMNS.map((column) => sql`${sql.lit(column)}, m.${sql.ref(column)}`));
+  return sql<
+    Array<Selectable<ChatMessagesTable>>
+  >`(select coalesce(jsonb_agg(jsonb_build_object(${fields}) order by m.id), '[]') from ${from})`;
+}
 
 /** A chat that leaves `running` loses its claim: no worker, no token, no heartbeat. */
 export const NO_CLAIM = { worker_id: null, claim_token: null, heartbeat_at: null } as const;

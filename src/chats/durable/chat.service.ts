@@ -15,7 +15,7 @@ import { ChatEvents } from './chat-events.service';
 import { visibleTo } from './chat-message.mapper';
 import { ChatRepository, ChatWrite } from './chat.repository';
 import type { StatusChange } from './chat.rows';
-import { ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
+import { ChatMessageRow, ChatPart, ChatRow, ChatStatus, PendingToolCall } from './chat.types';
 import {
   ChatListResponse,
   ChatMessagesResponse,
@@ -74,48 +74,52 @@ export class ChatService {
       agentName: dto.agent,
       declaredTools: { tools: dto.dynamicTools },
     });
+    // One statement, a transaction of its own: admission, the chat, its message and their events.
     const { chat } = await this.oneTurnAtATime(caller.subject, () =>
-      this.em.fork().transactional((em) =>
-        this.insertChat(em, caller, {
-          agent: agent.name,
-          message: dto.message,
-          title: dto.title,
-          context: dto.context,
-          dynamicTools: [...dynamicTools],
-        }),
-      ),
+      this.insertChat(this.em.fork(), caller, {
+        agent: agent.name,
+        message: dto.message,
+        title: dto.title,
+        context: dto.context,
+        dynamicTools: [...dynamicTools],
+      }),
     );
     this.see(chat);
     return toChatResponse(chat);
   }
 
   /**
-   * A new chat with its first user message, pending for a worker, in the caller's transaction (the
-   * turn admitted by the caller: AgentRuntime.admit). Its turn runs as the caller's key. Returns the
-   * chat and the message's id.
+   * A new chat with its first user message, pending for a worker, in one statement on `em` (in its
+   * transaction, if any): the owner's admission (429 at the cap) decides in the same statement. The turn
+   * was admitted by the caller (AgentRuntime.admit) and runs as the caller's key. Returns the chat and
+   * the message's id.
    */
   async insertChat(em: EntityManager, caller: Caller, input: NewChat): Promise<{ chat: ChatRow; messageId: number }> {
-    await this.admitTurn(em, caller.subject);
-    const chat = await this.repo.insertChat(em, {
-      id: input.id ?? randomUUID(),
-      clientId: input.clientId,
-      owner: caller.subject,
-      ownerRole: caller.role,
-      ownerKeyId: caller.keyId,
-      agent: input.agent,
-      title: input.title ?? input.message.slice(0, 80),
-      context: contextOf(input.context),
-      dynamicTools: input.dynamicTools,
-    });
-    const [messageId] = (await this.repo.write(em, {
-      chatId: chat.id,
-      owner: chat.owner,
-      messages: [
-        { role: 'user', parts: [{ type: 'text', text: input.message }], clientId: input.messageClientId, keyId: caller.keyId },
-      ],
-      before: [{ type: 'created', chatId: chat.id, owner: chat.owner, status: chat.status }],
-    }))!;
-    return { chat, messageId };
+    const id = input.id ?? randomUUID();
+    const owner = caller.subject;
+    const created = await this.repo.insertChat(
+      em,
+      {
+        id,
+        clientId: input.clientId,
+        owner,
+        ownerRole: caller.role,
+        ownerKeyId: caller.keyId,
+        agent: input.agent,
+        title: input.title ?? input.message.slice(0, 80),
+        context: contextOf(input.context),
+        dynamicTools: input.dynamicTools,
+      },
+      {
+        admit: { limit: this.config.chatMaxInFlightPerKey },
+        messages: [
+          { role: 'user', parts: [{ type: 'text', text: input.message }], clientId: input.messageClientId, keyId: caller.keyId },
+        ],
+        before: [{ type: 'created', chatId: id, owner, status: 'pending' }],
+      },
+    );
+    if (!created) throw await this.tooManyChats(em, owner);
+    return { chat: created.chat, messageId: created.messageIds[0] };
   }
 
   async list(caller: Caller, query: PaginationQueryDto): Promise<ChatListResponse> {
@@ -131,8 +135,20 @@ export class ChatService {
   /** The caller's chat; another owner's chat is as unknown as a missing one. */
   async get(caller: Caller, id: string, em: EntityManager = this.em.fork(), lock = false): Promise<ChatRow> {
     const chat = isUuid(id) ? await this.repo.find(em, id, caller.subject, { lock }) : undefined;
-    if (!chat) throw new DomainError('chat_not_found', `Chat "${id}" not found`);
+    if (!chat) throw notFound(id);
     return chat;
+  }
+
+  /** The caller's chat (as `get`) with its messages after `afterId`, up to `limit`, read in one statement. */
+  async getWithMessages(
+    caller: Caller,
+    id: string,
+    afterId: number,
+    limit: number,
+  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[] }> {
+    const found = isUuid(id) ? await this.repo.findWithMessages(this.em.fork(), id, caller.subject, afterId, limit) : undefined;
+    if (!found) throw notFound(id);
+    return found;
   }
 
   async messages(caller: Caller, id: string, query: MessagesQueryDto): Promise<ChatMessagesResponse> {
@@ -390,15 +406,10 @@ export class ChatService {
   }
 
   /**
-   * 429 when the owner already has `chatMaxInFlightPerKey` chats pending or running: one key cannot
-   * queue up unbounded work for the shared workers. Counted under a per-owner lock held until commit,
-   * so concurrent requests of one owner cannot both slip under the cap.
+   * The 429 of an owner at the cap: one key cannot queue up unbounded work for the shared workers. Every
+   * turn start (a new chat's too) counts the owner's chats pending or running in its own write, under the
+   * owner's admission lock held until commit, so concurrent requests of one owner cannot both slip under it.
    */
-  private async admitTurn(em: EntityManager, owner: string): Promise<void> {
-    if (!(await this.repo.admitOwner(em, owner, this.config.chatMaxInFlightPerKey))) throw await this.tooManyChats(em, owner);
-  }
-
-  /** The 429 of an owner at the cap (a turn of an existing chat is counted within its write, under the same lock). */
   private async tooManyChats(em: EntityManager, owner: string): Promise<DomainError> {
     const inFlight = await this.repo.countInFlight(em, owner);
     const limit = this.config.chatMaxInFlightPerKey;
@@ -451,6 +462,10 @@ export interface NewChat {
   title?: string;
   context?: ChatContext | null;
   dynamicTools: DynamicTool[];
+}
+
+function notFound(id: string): DomainError {
+  return new DomainError('chat_not_found', `Chat "${id}" not found`);
 }
 
 /** 409 unless a new user turn may start: the chat waits for the user, or its last turn failed. */
