@@ -238,8 +238,13 @@ describe('loadConfig', () => {
   });
 
   describe('durable chats at scale', () => {
-    it('runs 2000 chats at once, 256 model calls at once, and chats use at most half the data pool', () => {
-      expect(loadConfig({})).toMatchObject({ chatWorkerConcurrency: 2000, llmMaxConcurrency: 256, chatToolConcurrency: 5 });
+    it('runs 512 chats at once, 256 model calls at once, and chats use at most half the data pool', () => {
+      expect(loadConfig({})).toMatchObject({ chatWorkerConcurrency: 512, llmMaxConcurrency: 256, chatToolConcurrency: 5 });
+    });
+
+    it('runs twice as many chats at once as LLM_MAX_CONCURRENCY allows model calls, unless CHAT_WORKER_CONCURRENCY says', () => {
+      expect(loadConfig({ LLM_MAX_CONCURRENCY: '32' }).chatWorkerConcurrency).toBe(64);
+      expect(loadConfig({ LLM_MAX_CONCURRENCY: '32', CHAT_WORKER_CONCURRENCY: '10' }).chatWorkerConcurrency).toBe(10);
     });
 
     it('reads CHAT_WORKER_CONCURRENCY, LLM_MAX_CONCURRENCY and CHAT_TOOL_CONCURRENCY up to the data pool size', () => {

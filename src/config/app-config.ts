@@ -49,7 +49,7 @@ export interface AppConfig {
   llmContextTokens: number;
   /** Durable chats: whether this replica runs the chat worker. */
   chatWorkerEnabled: boolean;
-  /** Chats one replica runs at the same time (a chat waiting on the model holds memory only). */
+  /** Chats one replica runs at the same time (a chat waiting on the model holds memory only); default 2 × llmMaxConcurrency. */
   chatWorkerConcurrency: number;
   /** Data tool calls of durable chats that may hold data pool connections at once (below the pool's size). */
   chatToolConcurrency: number;
@@ -262,6 +262,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   // Any value becomes an admin key with exactly that secret (a short one is warned about at start).
   const adminApiKey = str(env, 'ADMIN_API_KEY');
   const dataPoolSize = int(env, 'DATA_POOL_SIZE', 10, 1, 1_000);
+  const llmMaxConcurrency = int(env, 'LLM_MAX_CONCURRENCY', 256, 1, 100_000);
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const databaseReadUrl = url(env, 'DATABASE_READ_URL', ['postgres:', 'postgresql:']);
   if (databaseReadUrl !== undefined && databaseUrl === undefined) {
@@ -286,11 +287,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
     llmFirstChunkTimeoutMs: int(env, 'LLM_FIRST_CHUNK_TIMEOUT_MS', 60_000, 100, 3_600_000),
     llmStallTimeoutMs: int(env, 'LLM_STALL_TIMEOUT_MS', 60_000, 100, 3_600_000),
     llmRetryAfterMaxMs: int(env, 'LLM_RETRY_AFTER_MAX_MS', 30_000, 0, 600_000),
-    llmMaxConcurrency: int(env, 'LLM_MAX_CONCURRENCY', 256, 1, 100_000),
+    llmMaxConcurrency,
     // The 128k-token window of LLM_MODEL's default (gpt-4o-mini, gpt-4o) less 8k for the answer and the estimate's slack.
     llmContextTokens: int(env, 'LLM_CONTEXT_TOKENS', 120_000, CONTEXT_TOKENS_MIN, CONTEXT_TOKENS_MAX),
     chatWorkerEnabled: bool(env, 'CHAT_WORKER_ENABLED', true),
-    chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 2_000, 1, 100_000),
+    // Twice the model slots by default: a chat in flight beyond what they serve only waits, holding its memory
+    // (with the conversation, its model request and results), where a pending one waits in the table for free.
+    chatWorkerConcurrency: int(env, 'CHAT_WORKER_CONCURRENCY', 2 * llmMaxConcurrency, 1, 100_000),
     // Half the data pool by default: REST and MCP data calls always keep the other half.
     chatToolConcurrency: int(env, 'CHAT_TOOL_CONCURRENCY', Math.max(1, Math.floor(dataPoolSize / 2)), 1, dataPoolSize),
     chatPollIntervalMs: int(env, 'CHAT_POLL_INTERVAL_MS', 5_000, 50, 600_000),
