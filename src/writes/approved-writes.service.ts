@@ -90,16 +90,22 @@ export class ApprovedWrites {
    */
   async decide(caller: Caller, ref: ProposalRef, decision: Decision, token: string, reason?: string): Promise<WriteOutcome> {
     await this.access.assertCurrent(caller, { fresh: true });
-    if (this.verify(ref, token).expired) {
-      await this.pool.transaction(
-        (session) => ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.expire', 'ok')]),
-        { key: caller.keyId },
-      );
-      return expiredOutcome(ref.proposal);
-    }
+    if (this.verify(ref, token).expired) return this.expire(caller, ref);
     await this.assertMayWrite(caller, ref.proposal);
     if (decision === 'approve') return this.approve(caller, ref, token);
     return this.pool.transaction((session) => this.reject(session, caller, ref, token, reason), { key: caller.keyId });
+  }
+
+  /**
+   * A proposal nobody decided on (its expiry passed, or the person's client left first): nothing written, its
+   * token left unspent (it can only expire), the non-decision audited; the model reads approval_expired.
+   */
+  async expire(caller: Caller, ref: ProposalRef): Promise<WriteOutcome> {
+    await this.pool.transaction(
+      (session) => ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.expire', 'ok')]),
+      { key: caller.keyId },
+    );
+    return expiredOutcome(ref.proposal);
   }
 
   /** A rejection: the token spent and the decision audited in the runner's transaction; the model reads why. */
