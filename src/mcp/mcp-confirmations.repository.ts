@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { ADVISORY_LOCK, lockNameForTransaction } from '../database/advisory-locks';
 import { runSql } from '../database/sql';
 
 /** A waiting elicitation, as its row names it. */
@@ -22,7 +23,7 @@ export const ConfirmationStatements = {
    */
   async open(em: EntityManager, row: ConfirmationRow, max: number): Promise<boolean> {
     return em.transactional(async (tx) => {
-      await runSql(tx, `select pg_advisory_xact_lock(hashtext('mcp_confirmations:' || $1))`, [row.keyId]);
+      await lockNameForTransaction(tx, ADVISORY_LOCK.mcpConfirmations, row.keyId);
       await runSql(tx, `delete from "mcp_confirmations" where "expires_at" < now()`);
       const [{ n }] = await runSql<{ n: number }>(
         tx,

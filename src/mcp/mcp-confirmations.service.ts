@@ -55,7 +55,8 @@ export class McpConfirmations implements OnModuleInit, OnApplicationShutdown {
       }),
       // The poll and a lost LISTEN connection: an answer whose NOTIFY never arrived is read all the same.
       this.announcer.subscribe((signal) => {
-        if ((signal.source === 'poll' || signal.source === 'resync') && this.waiting.size) void this.read([...this.waiting.keys()]);
+        if ((signal.source === 'poll' || signal.source === 'resync') && this.waiting.size)
+          void this.read([...this.waiting.keys()]);
       }),
     );
   }

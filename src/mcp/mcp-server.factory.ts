@@ -68,7 +68,13 @@ export class McpServerFactory {
     });
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.toolsOf(scope).map(toMcpTool) }));
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      this.callTool(scope, request.params.name, request.params.arguments ?? {}, extra.signal, send && { requestId: extra.requestId, send }),
+      this.callTool(
+        scope,
+        request.params.name,
+        request.params.arguments ?? {},
+        extra.signal,
+        send && { requestId: extra.requestId, send },
+      ),
     );
     server.setRequestHandler(ListResourcesRequestSchema, async () => ({
       resources: (await this.objectsOf(scope)).map(toObjectResource),

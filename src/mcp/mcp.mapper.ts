@@ -183,7 +183,13 @@ export function toConfirmationRequest(tool: string, agent: string, proposal: Wri
     lines.push(block);
     length += block.length;
   }
-  const { token: _token, ...shown } = proposal;
+  // Everything but the token: the client answers with a decision, never with the means to make one.
+  const shown = {
+    objectName: proposal.objectName,
+    operation: proposal.operation,
+    changes: proposal.changes,
+    expiresAt: proposal.expiresAt,
+  };
   return {
     mode: 'form',
     message: lines.join('\n'),
@@ -201,7 +207,10 @@ function changeLines(operation: WriteProposal['operation'], change: ProposedChan
     return ['New record:', ...Object.entries(change.after ?? {}).map(([name, v]) => `  ${name}: ${value(v)}`)];
   }
   if (operation === 'delete') {
-    return [`Record ${change.id} (deleted):`, ...Object.entries(change.before ?? {}).map(([name, v]) => `  ${name}: ${value(v)}`)];
+    return [
+      `Record ${change.id} (deleted):`,
+      ...Object.entries(change.before ?? {}).map(([name, v]) => `  ${name}: ${value(v)}`),
+    ];
   }
   return [
     `Record ${change.id}:`,

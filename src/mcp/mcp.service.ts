@@ -108,7 +108,10 @@ function initializeOf(body: unknown): Record<string, unknown> | undefined {
 /** The JSON-RPC responses of a body (messages with an id and no method), and the rest (undefined when none is left). */
 function splitResponses(body: unknown): { responses: Record<string, unknown>[]; rest: unknown } {
   const isResponse = (message: unknown): message is Record<string, unknown> =>
-    isPlainObject(message) && message.jsonrpc === '2.0' && !('method' in message) && 'id' in message &&
+    isPlainObject(message) &&
+    message.jsonrpc === '2.0' &&
+    !('method' in message) &&
+    'id' in message &&
     ('result' in message || 'error' in message);
   if (!Array.isArray(body)) return isResponse(body) ? { responses: [body], rest: undefined } : { responses: [], rest: body };
   const responses = body.filter(isResponse);

@@ -18,7 +18,11 @@ export type McpSend = (message: JSONRPCRequest, relatedRequestId: RequestId) => 
 export const MCP_SERVER_INFO = { name: 'data-copilot', title: 'Data copilot', version: '1' } as const;
 
 /** The Streamable HTTP answer to a session id this server did not issue to this key on this path (404). */
-export const SESSION_NOT_FOUND: JsonRpcErrorBody = { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null };
+export const SESSION_NOT_FOUND: JsonRpcErrorBody = {
+  jsonrpc: '2.0',
+  error: { code: -32001, message: 'Session not found' },
+  id: null,
+};
 
 /** JSON-RPC code for an unknown resource (the MCP specification's, not one of the SDK's named codes). */
 export const RESOURCE_NOT_FOUND = -32002;

@@ -50,7 +50,10 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
     fetchFn?: (url: string | URL, init?: RequestInit) => Promise<Response>,
   ): Promise<{ client: Client; transport: StreamableHTTPClientTransport; asked: ElicitRequestFormParams[] }> {
     const asked: ElicitRequestFormParams[] = [];
-    const client = new Client({ name: 'mcp-writes-e2e', version: '1.0.0' }, answer ? { capabilities: { elicitation: { form: {} } } } : {});
+    const client = new Client(
+      { name: 'mcp-writes-e2e', version: '1.0.0' },
+      answer ? { capabilities: { elicitation: { form: {} } } } : {},
+    );
     if (answer) {
       client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
         const params = request.params as ElicitRequestFormParams;
@@ -68,7 +71,10 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
   }
 
   const update = (client: Client, id: string, qty: number) =>
-    client.callTool({ name: 'update_record', arguments: { objectName: 'item', recordId: id, values: { qty } } }) as Promise<CallToolResult>;
+    client.callTool({
+      name: 'update_record',
+      arguments: { objectName: 'item', recordId: id, values: { qty } },
+    }) as Promise<CallToolResult>;
 
   /** A raw JSON-RPC POST, as a client other than the SDK's could send it. */
   const post = (path: string, key: string, body: unknown, sessionId?: string) =>
@@ -115,7 +121,7 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
         ],
       })
       .expect(201);
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 9; i++) {
       await t.http
         .post('/api/v1/objects/item/records')
         .set(admin())
@@ -151,7 +157,11 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
     );
     expect(client.getInstructions()).toMatch(/changed through create_record, update_record, delete_record, update_records/);
     const { client: updater } = await connect('/mcp/agents/updater', alice.secret, approve);
-    expect((await updater.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['get_record', 'update_record', 'update_records']);
+    expect((await updater.listTools()).tools.map((tool) => tool.name).sort()).toEqual([
+      'get_record',
+      'update_record',
+      'update_records',
+    ]);
     const { client: all } = await connect('/mcp', alice.secret, approve);
     const names = (await all.listTools()).tools.map((tool) => tool.name);
     expect(names).toContain('query_records');
@@ -167,8 +177,14 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
     expect(request.message).toContain(`Record ${target.id}:\n  qty: 1 → 1001`);
     expect(request.message).toContain('"item"');
     expect(request.requestedSchema.required).toEqual(['decision']);
-    const proposal = (request._meta as Record<string, { expiresAt: string; changes: unknown[]; token?: string }>)[PROPOSAL_META_KEY];
-    expect(proposal).toMatchObject({ objectName: 'item', operation: 'update', changes: [{ id: target.id, before: { qty: 1 }, after: { qty: 1001 } }] });
+    const proposal = (request._meta as Record<string, { expiresAt: string; changes: unknown[]; token?: string }>)[
+      PROPOSAL_META_KEY
+    ];
+    expect(proposal).toMatchObject({
+      objectName: 'item',
+      operation: 'update',
+      changes: [{ id: target.id, before: { qty: 1 }, after: { qty: 1001 } }],
+    });
     expect(proposal.token).toBeUndefined();
     expect(request.message).toContain(proposal.expiresAt);
 
@@ -185,9 +201,9 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
       ['update_record', 'approval.approve', 'ok', alice.id],
       ['update_record', 'record.write', 'ok', alice.id],
     ]);
-    expect(await t.sql(`select scope like 'mcp:%' as mcp, decision from approval_tokens where tool_call_id = $1`, [toolCallId])).toEqual([
-      { mcp: true, decision: 'approve' },
-    ]);
+    expect(
+      await t.sql(`select scope like 'mcp:%' as mcp, decision from approval_tokens where tool_call_id = $1`, [toolCallId]),
+    ).toEqual([{ mcp: true, decision: 'approve' }]);
   });
 
   it('writes nothing when the person declines, or rejects with a reason; the result says so', async () => {
@@ -202,7 +218,9 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
       content: { decision: 'reject', reason: 'not before the audit' },
     }));
     const rejected = await update(rejecting, target.id, 2003);
-    expect(rejected.structuredContent).toMatchObject({ error: { code: 'approval_rejected', details: { reason: 'not before the audit' } } });
+    expect(rejected.structuredContent).toMatchObject({
+      error: { code: 'approval_rejected', details: { reason: 'not before the audit' } },
+    });
     expect((await item('m-2')).qty).toBe(2);
     expect(await changesOf(target.id)).toBe(1);
   });
@@ -303,7 +321,11 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
     const res = await post(
       '/mcp/agents/writer',
       alice.secret,
-      { jsonrpc: '2.0', id: 'confirm_00000000-0000-0000-0000-000000000000', result: { action: 'accept', content: { decision: 'approve' } } },
+      {
+        jsonrpc: '2.0',
+        id: 'confirm_00000000-0000-0000-0000-000000000000',
+        result: { action: 'accept', content: { decision: 'approve' } },
+      },
       transport.sessionId,
     );
     expect(res.status).toBe(202);
@@ -322,7 +344,8 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
     const refused = await update(client, target.id, 7999);
     expect(refused.structuredContent).toMatchObject({ error: { code: 'too_many_confirmations' } });
     for (const answer of release) answer();
-    for (const result of await Promise.all(waiting)) expect(result.structuredContent).toMatchObject({ error: { code: 'approval_rejected' } });
+    for (const result of await Promise.all(waiting))
+      expect(result.structuredContent).toMatchObject({ error: { code: 'approval_rejected' } });
     expect((await item('m-7')).qty).toBe(7);
   });
 
@@ -337,7 +360,9 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
       let id = '';
       await eventually(async () => {
         const res = await t.http.get(`/api/v1/audit?kind=tool&limit=200`).set(admin()).expect(200);
-        id = bodyOf<AuditListResponse>(res).entries.find((e) => e.action === 'approval.expire' && e.toolCallId?.startsWith('mcp_'))?.toolCallId ?? '';
+        id =
+          bodyOf<AuditListResponse>(res).entries.find((e) => e.action === 'approval.expire' && e.toolCallId?.startsWith('mcp_'))
+            ?.toolCallId ?? '';
         return id !== '';
       });
       return id;
@@ -379,7 +404,9 @@ describe('MCP writes confirmed by elicitation: expiry', () => {
     const client = new Client({ name: 'mcp-writes-e2e', version: '1.0.0' }, { capabilities: { elicitation: {} } });
     client.setRequestHandler(ElicitRequestSchema, () => new Promise<ElicitResult>(() => undefined));
     await client.connect(
-      new StreamableHTTPClientTransport(new URL('/mcp/agents/writer', await listen(t)), { requestInit: { headers: bearer(alice) } }),
+      new StreamableHTTPClientTransport(new URL('/mcp/agents/writer', await listen(t)), {
+        requestInit: { headers: bearer(alice) },
+      }),
     );
     try {
       const result = (await client.callTool({
