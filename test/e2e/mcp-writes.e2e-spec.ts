@@ -367,6 +367,8 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
       });
       return id;
     })();
+    // The proposal's own entry goes through the audit log's buffer; the decision's is written at once.
+    await eventually(async () => (await auditOf(toolCallId)).length >= 2);
     expect((await auditOf(toolCallId)).map((e) => e.action ?? null)).toEqual([null, 'approval.expire']);
     await eventually(async () => (await t.sql<{ n: number }>(`select count(*)::int as n from mcp_confirmations`))[0].n === 0);
     expect((await item('m-0')).qty).toBe(0);
