@@ -424,3 +424,48 @@ describe('MCP writes confirmed by elicitation: expiry', () => {
     expect(await t.sql(`select count(*)::int as n from approval_tokens`)).toEqual([{ n: 0 }]);
   });
 });
+
+describe('MCP writes confirmed by elicitation: shutdown', () => {
+  it('ends a waiting confirmation when the server stops: the call reads approval_expired and the app closes', async () => {
+    const t = await startTestApp({});
+    let closing: Promise<void> | undefined;
+    try {
+      await t.http
+        .post('/api/v1/objects')
+        .set(bearer(t.adminKey))
+        .send({ name: 'item', label: 'Item', fields: [{ name: 'qty', label: 'Quantity', type: 'integer' }] })
+        .expect(201);
+      await t.http.post('/api/v1/objects/item/records').set(bearer(t.adminKey)).send({ qty: 1 }).expect(201);
+      await createAgent(t, {
+        name: 'writer',
+        label: 'Writer',
+        instructions: 'You keep the items up to date.',
+        tools: ['update_record'],
+        writes: { item: ['update'] },
+      });
+      const [target] = await t.sql<{ id: string }>(`select id::text from data.item`);
+      const client = new Client({ name: 'mcp-writes-e2e', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+      let asked = 0;
+      client.setRequestHandler(ElicitRequestSchema, () => {
+        asked += 1;
+        return new Promise<ElicitResult>(() => undefined);
+      });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL('/mcp/agents/writer', await listen(t)), {
+          requestInit: { headers: bearer(t.adminKey) },
+        }),
+      );
+      const call = client.callTool({
+        name: 'update_record',
+        arguments: { objectName: 'item', recordId: target.id, values: { qty: 2 } },
+      }) as Promise<CallToolResult>;
+      await eventually(() => asked === 1);
+      closing = t.close();
+      expect((await call).structuredContent).toMatchObject({ error: { code: 'approval_expired' } });
+      await client.close();
+      await closing;
+    } finally {
+      if (!closing) await t.close();
+    }
+  });
+});
