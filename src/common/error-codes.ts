@@ -41,6 +41,8 @@ export const ERRORS = {
   too_many_exports: HttpStatus.TOO_MANY_REQUESTS,
   // Per-key cap on unexpired stream tokens; sent with Retry-After (when the oldest one expires).
   too_many_stream_tokens: HttpStatus.TOO_MANY_REQUESTS,
+  // Per-key cap on MCP write confirmations waiting for their answer (a tool result, nothing proposed).
+  too_many_confirmations: HttpStatus.TOO_MANY_REQUESTS,
   conflict: HttpStatus.CONFLICT,
   // If-Match that is not "*" or a list of entity tags.
   invalid_if_match: HttpStatus.BAD_REQUEST,

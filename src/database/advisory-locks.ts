@@ -14,6 +14,8 @@ export const ADVISORY_LOCK = {
   chatOwner: 727_020,
   /** Per object (the two-integer form): one reader at a time numbers the object's committed changes (record_changes_sequence). */
   changeFeed: 727_030,
+  /** Per API key (the two-integer form): MCP write confirmations waiting are counted against the key's bound one at a time. */
+  mcpConfirmations: 727_040,
 } as const;
 
 export type AdvisoryLockKey = (typeof ADVISORY_LOCK)[keyof typeof ADVISORY_LOCK];

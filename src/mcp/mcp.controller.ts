@@ -51,7 +51,11 @@ export class McpController {
     return this.mcp.handle(caller, agentName, body, request.raw, () => hijack(reply));
   }
 
-  /** Stateless: no server-initiated event stream to open (GET), no session to end (DELETE). */
+  /**
+   * The server sends nothing unasked (a write's confirmation goes out on its call's own stream), so there is no
+   * event stream to open (GET); and a session lives in its signed id, not on the server, so there is none to end
+   * (DELETE: 405, which the transport lets a server answer).
+   */
   @Get(PATHS)
   @Roles('admin', 'member')
   @HttpCode(405)

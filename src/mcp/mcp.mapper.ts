@@ -1,5 +1,6 @@
 import type {
   CallToolResult,
+  ElicitRequestFormParams,
   GetPromptResult,
   Prompt,
   ReadResourceResult,
@@ -13,7 +14,8 @@ import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import type { ObjectSummary } from '../metadata/metadata.repository';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import { describeObjectMeta } from '../tools/data-tools/describe-object.tool';
-import type { ToolDefinition } from '../tools/tool.types';
+import type { ProposedChange, ToolDefinition, WriteProposal } from '../tools/tool.types';
+import { WRITE_TOOL_NAMES } from '../writes/write-tools';
 
 /** Longest server `instructions`: hosts put them into every conversation's context. */
 export const MAX_INSTRUCTIONS_CHARS = 4000;
@@ -102,7 +104,7 @@ export function serverInstructions(objects: readonly ObjectSummary[], tools: rea
       ? `Agent "${agent.label}" (${agent.name})${agent.description ? `: ${clip(agent.description).replace(/\.+$/, '')}` : ''}. ` +
         `Its instructions are the prompt "${agent.name}".`
       : undefined,
-    `Business data kept as objects (tables of typed fields), read-only through the tools ${tools.join(', ') || '(none)'}. ` +
+    `Business data kept as objects (tables of typed fields), ${access(tools)}. ` +
       `Each object's fields are the resource object://<name>${has('describe_object') ? ' and what describe_object returns' : ''}: ` +
       'use the exact field names and option values from there.',
     has('aggregate_data') ? 'For counts, sums and averages call aggregate_data instead of adding up records.' : undefined,
@@ -124,6 +126,96 @@ export function serverInstructions(objects: readonly ObjectSummary[], tools: rea
     length += 1 + line.length;
   }
   return lines.join('\n');
+}
+
+/** How the tools reach the data: read only, or changed too, each change confirmed by the user first. */
+function access(tools: readonly string[]): string {
+  const writes = tools.filter((tool) => (WRITE_TOOL_NAMES as readonly string[]).includes(tool));
+  const reads = tools.filter((tool) => !writes.includes(tool));
+  if (!writes.length) return `read-only through the tools ${reads.join(', ') || '(none)'}`;
+  return (
+    `read through the tools ${reads.join(', ') || '(none)'} and changed through ${writes.join(', ')}, ` +
+    'each change written only once the user confirms it when asked'
+  );
+}
+
+/** Longest value shown in a confirmation; the whole change is in `_meta`. */
+const MAX_VALUE_CHARS = 200;
+/** Longest confirmation message: records beyond it are counted, not listed. */
+const MAX_CONFIRMATION_CHARS = 8000;
+/** Where a confirmation's `_meta` holds the proposal (without its token) for hosts that show it themselves. */
+export const PROPOSAL_META_KEY = 'io.data-copilot/proposal';
+
+/** The form of a write confirmation: approve or reject, with an optional reason. */
+export const CONFIRMATION_SCHEMA: ElicitRequestFormParams['requestedSchema'] = {
+  type: 'object',
+  properties: {
+    decision: {
+      type: 'string',
+      title: 'Decision',
+      oneOf: [
+        { const: 'approve', title: 'Approve: write this change' },
+        { const: 'reject', title: 'Reject: write nothing' },
+      ],
+    },
+    reason: { type: 'string', title: 'Reason', description: 'Why, if you reject it (optional)', maxLength: 500 },
+  },
+  required: ['decision'],
+};
+
+/**
+ * The elicitation asking the user to confirm a write proposal: what changes (object, operation, and per record
+ * each changed field before → after), until when the proposal holds, and a form to approve or reject it.
+ */
+export function toConfirmationRequest(tool: string, agent: string, proposal: WriteProposal): ElicitRequestFormParams {
+  const count = proposal.changes.length;
+  const head =
+    `Agent "${agent}" asks to ${proposal.operation} ${count === 1 ? 'a' : count} "${proposal.objectName}" record${count === 1 ? '' : 's'} ` +
+    `(${tool}). Nothing is written unless you approve. This request expires at ${proposal.expiresAt}.`;
+  const lines = [head];
+  let length = head.length;
+  for (const [index, change] of proposal.changes.entries()) {
+    const block = ['', ...changeLines(proposal.operation, change)].join('\n');
+    if (length + block.length + CLOSING_LINE_ROOM > MAX_CONFIRMATION_CHARS) {
+      lines.push('', `... and ${count - index} more records.`);
+      break;
+    }
+    lines.push(block);
+    length += block.length;
+  }
+  // Everything but the token: the client answers with a decision, never with the means to make one.
+  const shown = {
+    objectName: proposal.objectName,
+    operation: proposal.operation,
+    changes: proposal.changes,
+    expiresAt: proposal.expiresAt,
+  };
+  return {
+    mode: 'form',
+    message: lines.join('\n'),
+    requestedSchema: CONFIRMATION_SCHEMA,
+    _meta: { [PROPOSAL_META_KEY]: { tool, agent, ...shown } },
+  };
+}
+
+function changeLines(operation: WriteProposal['operation'], change: ProposedChange): string[] {
+  const value = (v: unknown) => {
+    const text = JSON.stringify(v ?? null);
+    return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 3)}...` : text;
+  };
+  if (operation === 'create') {
+    return ['New record:', ...Object.entries(change.after ?? {}).map(([name, v]) => `  ${name}: ${value(v)}`)];
+  }
+  if (operation === 'delete') {
+    return [
+      `Record ${change.id} (deleted):`,
+      ...Object.entries(change.before ?? {}).map(([name, v]) => `  ${name}: ${value(v)}`),
+    ];
+  }
+  return [
+    `Record ${change.id}:`,
+    ...Object.entries(change.after ?? {}).map(([name, v]) => `  ${name}: ${value(change.before?.[name])} → ${value(v)}`),
+  ];
 }
 
 function clip(text: string): string {

@@ -6,18 +6,24 @@ import type { AgentSpec } from '../agents/agent.types';
 import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
+import { McpConfirmations } from './mcp-confirmations.service';
 import { McpServerFactory } from './mcp-server.factory';
-import type { McpScope } from './mcp.types';
+import { declaresFormElicitation, McpSessions, type McpSession } from './mcp-sessions';
+import { SESSION_NOT_FOUND, type McpScope } from './mcp.types';
 
 /**
- * The MCP endpoint, stateless: each POST gets a server and a Streamable HTTP transport of its own
- * (the SDK's pattern for servers without sessions), so any replica can answer any request.
+ * The MCP endpoint. Each POST gets a server and a Streamable HTTP transport of its own (the SDK's pattern
+ * for servers without sessions), so any replica can answer any request. Sessions are kept by the client:
+ * `initialize` hands out a signed session id (McpSessions) that says what the session may do, and a
+ * request that carries one is served only when it verifies for the caller and the path.
  */
 @Injectable()
 export class McpService {
   constructor(
     private readonly servers: McpServerFactory,
     private readonly agents: AgentService,
+    private readonly sessions: McpSessions,
+    private readonly confirmations: McpConfirmations,
   ) {}
 
   /**
@@ -31,12 +37,41 @@ export class McpService {
     request: IncomingMessage,
     open: () => ServerResponse,
   ): Promise<void> {
-    const scope: McpScope = agentName === undefined ? { caller } : { caller, agent: await this.agentFor(caller, agentName) };
+    const agent = agentName === undefined ? undefined : await this.agentFor(caller, agentName);
+    const initialize = initializeOf(body);
+    let issued: string | undefined;
+    let session: McpSession | undefined;
+    if (initialize) {
+      issued = this.sessions.issue(caller, agent?.name ?? null, declaresFormElicitation(initialize.capabilities));
+      session = this.sessions.verify(issued, caller, agent?.name ?? null);
+    } else {
+      const id = request.headers['mcp-session-id'];
+      if (typeof id === 'string') {
+        session = this.sessions.verify(id, caller, agent?.name ?? null);
+        // Forged, another key's, or another path's: unknown here, and nothing in the body is done.
+        if (!session) return void open().writeHead(404, JSON_HEADERS).end(JSON.stringify(SESSION_NOT_FOUND));
+      }
+    }
+    const scope: McpScope = { caller, agent, session };
+    if (session) {
+      // Answers to this server's elicitations go to the call that waits for them, on whichever replica.
+      const { responses, rest } = splitResponses(body);
+      if (responses.length) {
+        await this.confirmations.deliver(caller, session, responses);
+        if (rest === undefined) return void open().writeHead(202).end();
+        body = rest;
+      }
+    }
     // The object list goes into `initialize` only, not into every tool call.
-    const instructions = initializes(body) ? await this.servers.instructions(scope) : undefined;
-    const server = this.servers.create(scope, instructions);
-    // JSON responses rather than an event stream per request: every answer here is a single message.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const instructions = initialize ? await this.servers.instructions(scope) : undefined;
+    // JSON responses rather than an event stream, except for a write call: its confirmation goes out on that stream.
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: issued === undefined ? undefined : () => issued,
+      enableJsonResponse: !this.servers.confirms(scope, body),
+    });
+    const server = this.servers.create(scope, instructions, (message, relatedRequestId) =>
+      transport.send(message, { relatedRequestId }),
+    );
     await server.connect(transport);
     const response = open();
     // A client that leaves before its answer: closing the server aborts the running tool call's signal.
@@ -60,8 +95,26 @@ export class McpService {
   }
 }
 
-/** Whether the body holds an `initialize` request; by its method only, as the transport validates it anyway. */
-function initializes(body: unknown): boolean {
-  const isInitialize = (message: unknown) => isPlainObject(message) && message.method === 'initialize';
-  return Array.isArray(body) ? body.some(isInitialize) : isInitialize(body);
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/** The params of the body's `initialize` request, if it holds one (by its method only: the transport validates it). */
+function initializeOf(body: unknown): Record<string, unknown> | undefined {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  const request = messages.find((message) => isPlainObject(message) && message.method === 'initialize');
+  if (!isPlainObject(request)) return undefined;
+  return isPlainObject(request.params) ? request.params : {};
+}
+
+/** The JSON-RPC responses of a body (messages with an id and no method), and the rest (undefined when none is left). */
+function splitResponses(body: unknown): { responses: Record<string, unknown>[]; rest: unknown } {
+  const isResponse = (message: unknown): message is Record<string, unknown> =>
+    isPlainObject(message) &&
+    message.jsonrpc === '2.0' &&
+    !('method' in message) &&
+    'id' in message &&
+    ('result' in message || 'error' in message);
+  if (!Array.isArray(body)) return isResponse(body) ? { responses: [body], rest: undefined } : { responses: [], rest: body };
+  const responses = body.filter(isResponse);
+  const rest = body.filter((message) => !isResponse(message));
+  return { responses, rest: rest.length ? (responses.length ? rest : body) : undefined };
 }

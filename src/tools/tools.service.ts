@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { ToolRegistry } from './tool.registry';
-import type { ToolAgentScope } from './tool.types';
+import type { ToolAgentScope, ToolCall, ToolResult } from './tool.types';
 import { ExecuteToolDto, ExecuteToolResponse, toToolInfo, ToolListResponse } from './tools.dto';
 
 /**
@@ -35,5 +35,23 @@ export class ToolsService {
       { caller, signal, ...(agent ? { agent } : {}) },
     );
     return { result: result.content, isError: result.isError, durationMs: result.durationMs };
+  }
+
+  /**
+   * A write tool's call at a door where a person confirms it before anything is written (MCP with
+   * elicitation): through the registry and its middleware like any call, bound to `approvalScope`; its
+   * result is the proposal. Any other tool is not found here.
+   */
+  async propose(
+    caller: Caller,
+    call: ToolCall,
+    signal: AbortSignal,
+    agent: ToolAgentScope,
+    approvalScope: string,
+  ): Promise<ToolResult> {
+    if (!this.registry.get(call.name)?.needsApproval) {
+      throw new DomainError('tool_not_found', `Tool "${call.name.slice(0, 100)}" not found`);
+    }
+    return this.registry.execute(call, { caller, signal, agent, approvalScope });
   }
 }

@@ -81,23 +81,43 @@ export class ApprovalTokens implements OnModuleInit {
     return { valid, expired: valid && Number(expiry) <= now };
   }
 
+  /**
+   * A MAC of `text` under the same key, for another stateless credential of a front door (an MCP session id):
+   * `purpose` separates it from approval tokens and from other uses, so one can never pass for another.
+   */
+  signText(purpose: string, text: string): string {
+    return this.hmac(JSON.stringify([purpose, text]));
+  }
+
+  /** Whether `mac` is signText(purpose, text), compared in constant time. */
+  verifyText(purpose: string, text: string, mac: string): boolean {
+    const expected = Buffer.from(this.signText(purpose, text), 'utf8');
+    const given = Buffer.from(mac, 'utf8');
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+
   /** What the spent-tokens table stores: never the token itself. */
   static hash(token: string): string {
     return createHash('sha256').update(token).digest('hex');
   }
 
   private mac(binding: ApprovalBinding, expiry: string): string {
-    if (!this.key) throw new Error('ApprovalTokens used before its key was loaded');
     const { objectName, operation, changes } = binding.proposal;
-    const message = JSON.stringify([
-      VERSION,
-      binding.scope,
-      binding.toolCallId,
-      binding.tool,
-      sha256(canonicalJson(binding.arguments)),
-      sha256(canonicalJson({ objectName, operation, changes })),
-      expiry,
-    ]);
+    return this.hmac(
+      JSON.stringify([
+        VERSION,
+        binding.scope,
+        binding.toolCallId,
+        binding.tool,
+        sha256(canonicalJson(binding.arguments)),
+        sha256(canonicalJson({ objectName, operation, changes })),
+        expiry,
+      ]),
+    );
+  }
+
+  private hmac(message: string): string {
+    if (!this.key) throw new Error('ApprovalTokens used before its key was loaded');
     return createHmac('sha256', this.key).update(message).digest('base64url');
   }
 }

@@ -91,21 +91,29 @@ export class ApprovedWrites {
    */
   async decide(caller: Caller, ref: ProposalRef, decision: Decision, token: string, reason?: string): Promise<WriteOutcome> {
     await this.access.assertCurrent(caller, { fresh: true });
-    if (this.verify(ref, token).expired) {
-      const outcome = expiredOutcome(ref.proposal);
-      await this.pool.transaction(
-        async (session) => {
-          if (!(await ApprovalStatements.spend(session, spentBy(ref, token, 'expire', caller)))) return;
-          await ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.expire', 'ok')]);
-          await ApprovalStatements.recordOutcome(session, token, outcome);
-        },
-        { key: caller.keyId },
-      );
-      return outcome;
-    }
+    if (this.verify(ref, token).expired) return this.expire(caller, ref, token);
     await this.assertMayWrite(caller, ref.proposal);
     if (decision === 'approve') return this.approve(caller, ref, token);
     return this.pool.transaction((session) => this.reject(session, caller, ref, token, reason), { key: caller.keyId });
+  }
+
+  /**
+   * A proposal nobody decided on in time (its expiry passed, or the person's client left first): nothing
+   * written, the non-decision audited; the model reads approval_expired. With the token presented after its
+   * expiry (a client that sends its answer again with every request), the token is spent as expired, so that
+   * it is audited once however often it comes back.
+   */
+  async expire(caller: Caller, ref: ProposalRef, token?: string): Promise<WriteOutcome> {
+    const outcome = expiredOutcome(ref.proposal);
+    await this.pool.transaction(
+      async (session) => {
+        if (token && !(await ApprovalStatements.spend(session, spentBy(ref, token, 'expire', caller)))) return;
+        await ApprovalStatements.audit(session, [decisionEntry(ref, caller, 'approval.expire', 'ok')]);
+        if (token) await ApprovalStatements.recordOutcome(session, token, outcome);
+      },
+      { key: caller.keyId },
+    );
+    return outcome;
   }
 
   /** A rejection: the token spent and the decision audited in the runner's transaction; the model reads why. */

@@ -263,15 +263,11 @@ describe('writes with approval', () => {
     expect(await records()).toEqual(before);
   });
 
-  it('lists no write tool over MCP, even to a client that can elicit a confirmation; a call to one writes nothing', async () => {
+  it('lists no write tool over MCP to a client that cannot confirm one; a call to one writes nothing', async () => {
     const before = await records();
     const target = await item('a-3');
-    const client = new Client({ name: 'approvals-e2e', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
-    let elicited = 0;
-    client.setRequestHandler(ElicitRequestSchema, () => {
-      elicited += 1;
-      return { action: 'accept', content: {} };
-    });
+    // No elicitation declared: nothing could ask the person, so there is nothing to approve with.
+    const client = new Client({ name: 'approvals-e2e', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(new URL('/mcp/agents/writer', await baseUrl()), {
         requestInit: { headers: bearer(alice.secret) },
@@ -279,14 +275,38 @@ describe('writes with approval', () => {
     );
     try {
       expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['get_record', 'query_records']);
-      const result = await client.callTool({
+      for (const name of WRITE_TOOLS) {
+        const result = await client.callTool({
+          name,
+          arguments: { objectName: 'item', recordId: target.id, ids: [target.id], values: { qty: 1003 } },
+        });
+        expect(result.isError).toBe(true);
+        expect(result.structuredContent).toMatchObject({ error: { code: 'tool_not_found' } });
+      }
+    } finally {
+      await client.close();
+    }
+    // Nor on /mcp, which has no agent (and so no writes), even for a client that can confirm.
+    const eliciting = new Client({ name: 'approvals-e2e', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    let elicited = 0;
+    eliciting.setRequestHandler(ElicitRequestSchema, () => {
+      elicited += 1;
+      return { action: 'accept', content: { decision: 'approve' } };
+    });
+    await eliciting.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', await baseUrl()), { requestInit: { headers: bearer(alice.secret) } }),
+    );
+    try {
+      expect((await eliciting.listTools()).tools.map((tool) => tool.name).filter((name) => WRITE_TOOLS.includes(name))).toEqual(
+        [],
+      );
+      const result = await eliciting.callTool({
         name: 'update_record',
         arguments: { objectName: 'item', recordId: target.id, values: { qty: 1003 } },
       });
-      expect(result.isError).toBe(true);
-      expect(result.structuredContent).toMatchObject({ error: { code: match.stringMatching(/^tool_not/) } });
+      expect(result.structuredContent).toMatchObject({ error: { code: 'tool_not_found' } });
     } finally {
-      await client.close();
+      await eliciting.close();
     }
     expect(elicited).toBe(0);
     expect(await records()).toEqual(before);

@@ -21,6 +21,7 @@ import { MigrationTurnCallers } from './migration-20261129-turn-callers';
 import { MigrationUniqueEmptyIndexes } from './migration-20261129-unique-empty-indexes';
 import { MigrationChatEvents } from './migration-20261129-chat-events';
 import { MigrationApprovalScopes } from './migration-20261129-approval-scopes';
+import { MigrationMcpConfirmations } from './migration-20261129-mcp-confirmations';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -51,6 +52,7 @@ export const MIGRATIONS = [
   MigrationChangeSequencer,
   MigrationChatEvents,
   MigrationApprovalScopes,
+  MigrationMcpConfirmations,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
