@@ -12,7 +12,7 @@ import { MAX_WAITING_CONFIRMATIONS_PER_KEY } from '../../src/mcp/mcp-confirmatio
 import { PROPOSAL_META_KEY } from '../../src/mcp/mcp.mapper';
 import type { ToolErrorContent } from '../../src/tools/tool.types';
 import { eventually, listen } from '../support/chat-helpers';
-import { createAgent, createApiKey } from '../support/fixtures';
+import { createAgent, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { bodyOf } from '../support/responses';
 import { bearer, startTestApp, type TestApp } from '../support/test-app';
 
@@ -109,18 +109,7 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
   beforeAll(async () => {
     t = await startTestApp({ env: { APPROVAL_SECRET: SECRET } });
     baseUrl = await listen(t);
-    await t.http
-      .post('/api/v1/objects')
-      .set(admin())
-      .send({
-        name: 'item',
-        label: 'Item',
-        fields: [
-          { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true },
-          { name: 'qty', label: 'Quantity', type: 'integer' },
-        ],
-      })
-      .expect(201);
+    await createObject(t, 'item', [fieldSpec('sku', 'text', { required: true, unique: true }), fieldSpec('qty', 'integer')]);
     for (let i = 0; i < 9; i++) {
       await t.http
         .post('/api/v1/objects/item/records')
