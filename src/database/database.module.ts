@@ -4,6 +4,7 @@ import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { CommitAnnouncer } from './commit-announcer.service';
 import { DataPool } from './data-pool';
+import { OrmPoolCloser } from './orm-pool-closer';
 import { DATABASE_URL } from './database.constants';
 import { MigrationRunner } from './migration.runner';
 import { ormOptions } from './orm.config';
@@ -33,7 +34,7 @@ export class DatabaseModule {
           }),
         }),
       ],
-      providers: [urlProvider, MigrationRunner, PgPubSub, CommitAnnouncer, DataPool],
+      providers: [urlProvider, MigrationRunner, PgPubSub, CommitAnnouncer, DataPool, OrmPoolCloser],
       exports: [urlProvider, PgPubSub, CommitAnnouncer, DataPool],
     };
   }
