@@ -365,26 +365,27 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
   });
 });
 
+/** One item (qty 1) and an agent `writer` that may propose updates of items, made as the test admin. */
+async function withItemAndWriter(t: TestApp): Promise<void> {
+  await createObject(t, 'item', [fieldSpec('qty', 'integer', { label: 'Quantity' })]);
+  await t.http.post('/api/v1/objects/item/records').set(bearer(t.adminKey)).send({ qty: 1 }).expect(201);
+  await createAgent(t, {
+    name: 'writer',
+    label: 'Writer',
+    instructions: 'You keep the items up to date.',
+    tools: ['update_record'],
+    writes: { item: ['update'] },
+  });
+}
+
 describe('MCP writes confirmed by elicitation: expiry', () => {
   let t: TestApp;
   let alice: string;
 
   beforeAll(async () => {
     t = await startTestApp({ env: { APPROVAL_TTL_S: '1' } });
-    await t.http
-      .post('/api/v1/objects')
-      .set(bearer(t.adminKey))
-      .send({ name: 'item', label: 'Item', fields: [{ name: 'qty', label: 'Quantity', type: 'integer' }] })
-      .expect(201);
-    await t.http.post('/api/v1/objects/item/records').set(bearer(t.adminKey)).send({ qty: 1 }).expect(201);
+    await withItemAndWriter(t);
     alice = (await createApiKey(t, { name: 'alice', role: 'member' })).secret;
-    await createAgent(t, {
-      name: 'writer',
-      label: 'Writer',
-      instructions: 'You keep the items up to date.',
-      tools: ['update_record'],
-      writes: { item: ['update'] },
-    });
   });
   afterAll(async () => {
     await t?.close();
@@ -419,19 +420,7 @@ describe('MCP writes confirmed by elicitation: shutdown', () => {
     const t = await startTestApp({});
     let closing: Promise<void> | undefined;
     try {
-      await t.http
-        .post('/api/v1/objects')
-        .set(bearer(t.adminKey))
-        .send({ name: 'item', label: 'Item', fields: [{ name: 'qty', label: 'Quantity', type: 'integer' }] })
-        .expect(201);
-      await t.http.post('/api/v1/objects/item/records').set(bearer(t.adminKey)).send({ qty: 1 }).expect(201);
-      await createAgent(t, {
-        name: 'writer',
-        label: 'Writer',
-        instructions: 'You keep the items up to date.',
-        tools: ['update_record'],
-        writes: { item: ['update'] },
-      });
+      await withItemAndWriter(t);
       const [target] = await t.sql<{ id: string }>(`select id::text from data.item`);
       const client = new Client({ name: 'mcp-writes-e2e', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
       let asked = 0;

@@ -9,6 +9,7 @@ import { ChatEvents } from './chat-events.service';
 import type { ChatsTable } from './chat.tables';
 import {
   CHAT_COLUMNS,
+  CHAT_CREATED_COLUMNS,
   db,
   json,
   MESSAGE_COLUMNS,
@@ -116,23 +117,7 @@ export class ChatRepository {
         sql<string>`${json(chat.dynamicTools)}::jsonb`.as('dynamic_tools'),
       ])
       .$if(change.admit !== undefined, (qb) => qb.where(admits(chat.owner, change.admit!.limit)));
-    const insert = kysely
-      .insertInto('chats')
-      .columns([
-        'id',
-        'client_id',
-        'owner',
-        'owner_role',
-        'owner_key_id',
-        'turn_key_id',
-        'agent',
-        'title',
-        'status',
-        'context',
-        'dynamic_tools',
-      ])
-      .expression(values)
-      .returning(CHAT_COLUMNS);
+    const insert = kysely.insertInto('chats').columns(CHAT_CREATED_COLUMNS).expression(values).returning(CHAT_COLUMNS);
     const written = await this.writeStatement(
       em,
       { ...change, chatId: chat.id, owner: chat.owner },

@@ -5,8 +5,8 @@ import { ChatMessageRow, ChatRow, ChatStatus, PendingToolCall } from './chat.typ
 
 // What the chat repositories share: the columns of a ChatRow, the SET list of a status change, SQL fragments.
 
-/** Every column of `chats`: what a statement returns for a ChatRow. */
-export const CHAT_COLUMNS = [
+/** The columns of `chats` a new chat's insert sets; the others take their defaults. */
+export const CHAT_CREATED_COLUMNS = [
   'id',
   'client_id',
   'owner',
@@ -18,6 +18,11 @@ export const CHAT_COLUMNS = [
   'status',
   'context',
   'dynamic_tools',
+] as const satisfies ReadonlyArray<keyof ChatsTable>;
+
+/** Every column of `chats`: what a statement returns for a ChatRow. */
+export const CHAT_COLUMNS = [
+  ...CHAT_CREATED_COLUMNS,
   'pending_tool_calls',
   'action_expires_at',
   'worker_id',
