@@ -3,7 +3,7 @@
  * process (bench/server.ts) driven over IPC, with its memory read after a forced GC.
  */
 import { ChildProcess, fork } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
@@ -50,7 +50,7 @@ export class AppProcess {
         // The flags of `npm start`, so the figures are those of the process users run; BENCH_APP_EXEC_ARGV adds
         // node flags for the app process only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
         execArgv: [...startFlags(), '--expose-gc', ...(process.env.BENCH_APP_EXEC_ARGV ?? '').split(' ').filter(Boolean)],
-        env: { PATH: process.env.PATH ?? '', ...env },
+        env: { PATH: process.env.PATH ?? '', ...passedThrough(), ...env },
         stdio: ['ignore', fd, fd, 'ipc'],
       });
       return new AppProcess(child, logFile);
@@ -169,6 +169,19 @@ export function spliceSection(markdown: string, section: string, markers: { star
   return `${markdown.trimEnd()}\n\n${section}\n`;
 }
 
+/**
+ * Settings from the bench's environment that reach the app process when set: BENCH_HEAP_SAMPLING_DIR (see
+ * bench/server.ts) and MALLOC_ARENA_MAX (glibc's cap on malloc arenas, to try its effect on the resident set).
+ */
+function passedThrough(): Record<string, string> {
+  const passed: Record<string, string> = {};
+  for (const name of ['BENCH_HEAP_SAMPLING_DIR', 'MALLOC_ARENA_MAX']) {
+    const value = process.env[name];
+    if (value) passed[name] = value;
+  }
+  return passed;
+}
+
 /** The node flags of package.json's `start` script (`--enable-source-maps`, the young-generation size, ...). */
 function startFlags(): string[] {
   const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
@@ -211,4 +224,26 @@ export class DbStats {
   close(): Promise<void> {
     return this.client.end();
   }
+}
+
+/** CPU time (user + system, every thread) a process has used so far, in ms, from /proc/<pid>/stat (Linux). */
+export function processCpuMs(pid: number, task?: string): number {
+  const stat = readFileSync(task ? `/proc/${pid}/task/${task}/stat` : `/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces, so cut at its last closing parenthesis): utime, stime 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticksPerSecond = 100; // USER_HZ, 100 on Linux x86 and arm
+  return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1000;
+}
+
+/** CPU time V8's helper threads (named V8Worker: concurrent marking, parallel scavenges) have used so far, in ms. */
+export function helperThreadsCpuMs(pid: number): number {
+  let ms = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim() === 'V8Worker') ms += processCpuMs(pid, task);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ms;
 }

@@ -5,17 +5,12 @@
  * JSON in between. Both sides run in alternating rounds, so that whatever else the machine does weighs
  * on both alike. Replaces that section of BENCHMARKS.md.
  */
-import { queryString } from './sample-requests';
 import { Client } from 'pg';
-import { compileAggregate } from '../src/data/aggregate.compiler';
-import { encodeFieldValue } from '../src/data/field-value.codec';
-import { orderTerms } from '../src/data/order-by.compiler';
-import { compileCountEstimate, compileFind, compileFindOne, compileInsert } from '../src/data/records.compiler';
-import type { FindQuery } from '../src/data/data.types';
-import type { ObjectMeta } from '../src/metadata/object-metadata.types';
-import { log, sql } from './harness';
-import { createPagesObject, PAGES_OBJECT, PAGES_ROWS, STAGES } from './pages-object';
-import { HttpClient, HttpRequest, HttpResponse, percentile, runLoad } from './load';
+import { log, processCpuMs, sql } from './harness';
+import { COUNT_CAP, LIMIT, pageCases, type PageCase, type Statement } from './pages-cases';
+import { startHttpFloor, type HttpFloor } from './pages-http-floor';
+import { createPagesObject, PAGES_OBJECT, PAGES_ROWS } from './pages-object';
+import { HttpClient, percentile, runLoad } from './load';
 import { explain, objectMeta, type PlanSummary } from './plans';
 import type { Goal } from './results';
 import { runSection } from './section';
@@ -23,44 +18,16 @@ import { runSection } from './section';
 const PAGES_START = '<!-- pages:start -->';
 const PAGES_END = '<!-- pages:end -->';
 
-const OBJECT = PAGES_OBJECT;
-const ROWS = PAGES_ROWS;
-const IN_FLIGHT = 8;
-const LIMIT = 50;
-const DEEP_OFFSET = 150_000;
-/** The app's default RECORDS_COUNT_CAP: the totals below are counted up to it. */
-const COUNT_CAP = 10_000;
-/** Rounds of each case: HTTP then floor, alternately. */
-const ROUNDS = 5;
-/** Most a case's p95 may be over the p95 of its own SQL. */
-const RATIO_GOAL = 1.5;
-/** The unfiltered first page sorted by an indexed field, p95 at 8 in flight. */
-const FIRST_PAGE_GOAL_MS = 20;
-
-type Statement = { sql: string; parameters: readonly unknown[] };
-
-interface PageCase {
-  name: string;
-  description: string;
-  /** Requests per round, each side. */
-  perRound: number;
-  request(i: number): HttpRequest;
-  /** The success status (default 200). */
-  status?: number;
-  check(res: HttpResponse): boolean;
-  /** The statements the app runs for the i-th request, in order. */
-  statements(i: number): Statement[];
-  /** The statement whose plan the section shows. */
-  plan?: Statement;
-}
-
 interface CaseResult {
   name: string;
   description: string;
   statements: number;
-  /** Sorted, ms. */
+  /** Sorted, ms: the app over HTTP, its SQL through `pg` alone, the same SQL behind a bare HTTP server. */
   http: number[];
   floor: number[];
+  httpFloor: number[];
+  /** CPU time per request of the app's process and of the bare HTTP floor's, ms (from /proc, over the timed rounds). */
+  cpuPerRequest: { app: number; bare: number };
   httpErrors: number;
   plan?: PlanSummary;
 }
@@ -71,9 +38,17 @@ interface PagesResult {
   cases: CaseResult[];
 }
 
-const query = queryString;
+const OBJECT = PAGES_OBJECT;
+const ROWS = PAGES_ROWS;
+const IN_FLIGHT = 8;
+/** Rounds of each case: the app over HTTP, its SQL alone, the bare HTTP floor, in turn. */
+const ROUNDS = 5;
+/** Most a case's p95 may be over the p95 of its own SQL. */
+const RATIO_GOAL = 1.5;
+/** The unfiltered first page sorted by an indexed field, p95 at 8 in flight. */
+const FIRST_PAGE_GOAL_MS = 20;
 
-async function pagesRun(admin: HttpClient, port: number, databaseUrl: string): Promise<PagesResult> {
+async function pagesRun(admin: HttpClient, port: number, appPid: number, databaseUrl: string): Promise<PagesResult> {
   const fillMs = await createPagesObject(admin, databaseUrl);
 
   const object = await objectMeta(admin, OBJECT);
@@ -93,118 +68,33 @@ async function pagesRun(admin: HttpClient, port: number, databaseUrl: string): P
     const ids = (await sql<{ id: string }>(databaseUrl, `select id from "data"."${OBJECT}" order by random() limit 1000`)).map(
       (r) => r.id,
     );
-    const results: CaseResult[] = [];
-    for (const pageCase of cases(object, ids, key.id)) {
-      results.push(await measure(pageCase, member, clients, databaseUrl));
+    const floorServer = await startHttpFloor({ databaseUrl, object, ids, keyId: key.id, connections: IN_FLIGHT });
+    try {
+      const results: CaseResult[] = [];
+      for (const [index, pageCase] of pageCases(object, ids, key.id).entries()) {
+        results.push(await measure(pageCase, index, { member, pid: appPid }, clients, floorServer, databaseUrl));
+      }
+      return { rows: ROWS, fillMs, cases: results };
+    } finally {
+      await floorServer.close();
     }
-    return { rows: ROWS, fillMs, cases: results };
   } finally {
     member.close();
     await Promise.all(clients.map((c) => c.end()));
   }
 }
 
-/** The cases, with the statements the app runs for each (see DataService.find and its total). */
-function cases(object: ObjectMeta, ids: string[], keyId: string): PageCase[] {
-  /** A page and its total (see DataService.find): every page here matches more than COUNT_CAP records. */
-  const page = (find: FindQuery): Pick<PageCase, 'statements' | 'plan'> => {
-    // Counted up to the cap in the page's own statement unless the page itself shows more; the table's
-    // estimate comes with the count, a filter's from the planner in a statement of its own.
-    const counted = find.offset + LIMIT + 1 <= COUNT_CAP;
-    const terms = orderTerms(object, find.orderBy);
-    const statement = compileFind(object, find, { terms, keys: true, ...(counted ? { countUpTo: COUNT_CAP } : {}) });
-    const statements = [statement];
-    if (find.where !== undefined || !counted) statements.push(compileCountEstimate(object, find.where));
-    return { statements: () => statements, plan: statement };
-  };
-  const records = (params: Record<string, unknown>): HttpRequest => ({
-    method: 'GET',
-    path: `/api/v1/objects/${OBJECT}/records?${query(params)}`,
-  });
-  /** A full page whose total is an estimate above the cap (every case here matches more than COUNT_CAP records). */
-  const estimatedPage = (res: HttpResponse) => {
-    const body = JSON.parse(res.body) as { records: unknown[]; total: number; totalExact: boolean };
-    return body.records.length === LIMIT && body.totalExact === false && body.total > COUNT_CAP;
-  };
-  const byAmount = [{ field: 'amount', order: 'desc' }];
-  const byWeight = [{ field: 'weighted', order: 'desc' }];
-  const won = { stage: 'won', amount: { $gt: 50_000 } };
-  const byClose = [{ field: 'close_date', order: 'desc' }];
-  const aggregate = {
-    groupBy: ['stage'],
-    aggregations: [
-      { function: 'count', alias: 'deals' },
-      { function: 'sum', field: 'amount', alias: 'total' },
-    ],
-  };
-  const newDeal = (i: number) => ({ name: `new deal ${i}`, stage: STAGES[i % 5], amount: 1000 + i, close_date: '2026-12-01' });
-  const fieldOf = (name: string) => object.fields.find((f) => f.name === name)!;
-  return [
-    {
-      name: 'first page, indexed order',
-      description: `GET records: orderBy amount desc (indexed, 5% empty), limit ${LIMIT}, no filter`,
-      perRound: 120,
-      request: () => records({ orderBy: byAmount, limit: LIMIT }),
-      check: estimatedPage,
-      ...page({ orderBy: byAmount, limit: LIMIT, offset: 0 }),
-    },
-    {
-      name: 'first page, unindexed order',
-      description: `GET records: orderBy weighted desc (no index, 5% empty), limit ${LIMIT}, no filter`,
-      perRound: 40,
-      request: () => records({ orderBy: byWeight, limit: LIMIT }),
-      check: estimatedPage,
-      ...page({ orderBy: byWeight, limit: LIMIT, offset: 0 }),
-    },
-    {
-      name: 'filtered page',
-      description: `GET records: stage = won and amount > 50,000 (26,667 records), orderBy close_date desc, limit ${LIMIT}`,
-      perRound: 60,
-      request: () => records({ where: won, orderBy: byClose, limit: LIMIT }),
-      check: estimatedPage,
-      ...page({ where: won, orderBy: byClose, limit: LIMIT, offset: 0 }),
-    },
-    {
-      name: 'deep page',
-      description: `GET records: orderBy amount desc, limit ${LIMIT}, offset ${DEEP_OFFSET.toLocaleString('en-US')}`,
-      perRound: 16,
-      request: () => records({ orderBy: byAmount, limit: LIMIT, offset: DEEP_OFFSET }),
-      check: estimatedPage,
-      ...page({ orderBy: byAmount, limit: LIMIT, offset: DEEP_OFFSET }),
-    },
-    {
-      name: 'get by id',
-      description: 'GET records/:id (1,000 ids in turn)',
-      perRound: 200,
-      request: (i) => ({ method: 'GET', path: `/api/v1/objects/${OBJECT}/records/${ids[i % ids.length]}` }),
-      check: (res) => (JSON.parse(res.body) as { id: string }).id.length === 36,
-      statements: (i) => [compileFindOne(object, ids[i % ids.length], undefined)],
-    },
-    {
-      name: 'aggregate',
-      description: 'POST aggregate: groupBy stage, count + sum(amount)',
-      perRound: 24,
-      request: () => ({ method: 'POST', path: `/api/v1/objects/${OBJECT}/aggregate`, body: aggregate }),
-      check: (res) => (JSON.parse(res.body) as { rows: unknown[] }).rows.length === STAGES.length,
-      statements: () => [compileAggregate(object, { ...aggregate, limit: 50 }).query],
-    },
-    {
-      name: 'single create',
-      description: 'POST records: one deal of 4 fields (its change event in the same statement)',
-      perRound: 120,
-      request: (i) => ({ method: 'POST', path: `/api/v1/objects/${OBJECT}/records`, body: newDeal(i) }),
-      status: 201,
-      check: (res) => (JSON.parse(res.body) as { id: string }).id.length === 36,
-      statements: (i) => {
-        const values = new Map(Object.entries(newDeal(ROWS + i)).map(([name, v]) => [name, encodeFieldValue(fieldOf(name), v)]));
-        return [compileInsert(object, [values], { op: 'create', keyId })];
-      },
-    },
-  ];
-}
-
-async function measure(pageCase: PageCase, member: HttpClient, clients: Client[], databaseUrl: string): Promise<CaseResult> {
+async function measure(
+  pageCase: PageCase,
+  index: number,
+  app: { member: HttpClient; pid: number },
+  clients: Client[],
+  floorServer: HttpFloor,
+  databaseUrl: string,
+): Promise<CaseResult> {
+  const { member } = app;
   const expectStatus = pageCase.status ?? 200;
+  const cpu = { app: 0, bare: 0 };
   // Checked before timing: the answer, and that the app runs as many statements on the table as the floor.
   const first = await member.send(pageCase.request(0));
   if (first.status !== expectStatus || !pageCase.check(first))
@@ -217,7 +107,16 @@ async function measure(pageCase: PageCase, member: HttpClient, clients: Client[]
   let next = 2;
   const http: number[] = [];
   const floor: number[] = [];
+  const httpFloor: number[] = [];
   let httpErrors = 0;
+  const floorLoad = (from: number, requests: number) =>
+    runLoad({
+      client: floorServer.client,
+      requests,
+      concurrency: IN_FLIGHT,
+      make: (i) => floorServer.request(index, from + i, pageCase.request(from + i)),
+      expectStatus,
+    });
   // Warm-up, not counted.
   await runLoad({
     client: member,
@@ -227,9 +126,11 @@ async function measure(pageCase: PageCase, member: HttpClient, clients: Client[]
     expectStatus,
   });
   await floorRun(clients, IN_FLIGHT * 2, (i) => pageCase.statements(next + i));
+  await floorLoad(next, IN_FLIGHT * 2);
   next += IN_FLIGHT * 2;
   for (let round = 0; round < ROUNDS; round++) {
     const from = next;
+    const appCpuBefore = processCpuMs(app.pid);
     const load = await runLoad({
       client: member,
       requests: pageCase.perRound,
@@ -238,6 +139,7 @@ async function measure(pageCase: PageCase, member: HttpClient, clients: Client[]
       expectStatus,
       check: (res) => pageCase.check(res),
     });
+    cpu.app += processCpuMs(app.pid) - appCpuBefore;
     if (load.errors) log(`pages: ${pageCase.name}: ${load.errors} errors, e.g. ${load.errorSamples[0]}`);
     httpErrors += load.errors;
     http.push(...load.latencies);
@@ -245,13 +147,20 @@ async function measure(pageCase: PageCase, member: HttpClient, clients: Client[]
     const base = next;
     floor.push(...(await floorRun(clients, pageCase.perRound, (i) => pageCase.statements(base + i))));
     next += pageCase.perRound;
+    const bareCpuBefore = processCpuMs(floorServer.pid);
+    const bare = await floorLoad(next, pageCase.perRound);
+    cpu.bare += processCpuMs(floorServer.pid) - bareCpuBefore;
+    if (bare.errors) throw new Error(`pages: ${pageCase.name}: the bare HTTP floor failed: ${bare.errorSamples[0]}`);
+    httpFloor.push(...bare.latencies);
+    next += pageCase.perRound;
   }
   http.sort((a, b) => a - b);
   floor.sort((a, b) => a - b);
+  httpFloor.sort((a, b) => a - b);
   const plan = pageCase.plan ? await explain(databaseUrl, pageCase.plan) : undefined;
   log(
     `pages: ${pageCase.name}: p95 ${percentile(http, 95).toFixed(1)} ms over HTTP, ${percentile(floor, 95).toFixed(1)} ms ` +
-      `its SQL (${floorCount} statement${floorCount > 1 ? 's' : ''})`,
+      `its SQL (${floorCount} statement${floorCount > 1 ? 's' : ''}), ${percentile(httpFloor, 95).toFixed(1)} ms behind bare HTTP`,
   );
   return {
     name: pageCase.name,
@@ -259,6 +168,8 @@ async function measure(pageCase: PageCase, member: HttpClient, clients: Client[]
     statements: floorCount,
     http,
     floor,
+    httpFloor,
+    cpuPerRequest: { app: cpu.app / http.length, bare: cpu.bare / httpFloor.length },
     httpErrors,
     plan,
   };
@@ -341,8 +252,10 @@ function renderPages(r: PagesResult, run: { command: string; date: string; machi
       `so that they get ${IN_FLIGHT} connections as the floor does), and its floor: the statements the app runs for ` +
       `that request, compiled by its own compilers with the same values, sent through \`pg\` by ${IN_FLIGHT} ` +
       'clients (a request = its statements in turn on one client). Before timing, the answer is checked and ' +
-      'pg_stat_statements confirms the app runs that many statements on the table. The two run in ' +
-      `${ROUNDS} alternating rounds after a warm-up. A page counts its total in its own statement (only when it came back ` +
+      'pg_stat_statements confirms the app runs that many statements on the table. Beside them, the bare HTTP floor: ' +
+      'the same statements behind a plain `node:http` server in a process of its own (a `pg` pool of ' +
+      `${IN_FLIGHT}, the rows sent back as JSON; no framework, auth, validation or row decoding), called as the app is. ` +
+      `The three run in ${ROUNDS} alternating rounds after a warm-up. A page counts its total in its own statement (only when it came back ` +
       `full), up to \`RECORDS_COUNT_CAP\` (${COUNT_CAP.toLocaleString('en-US')}), then asks the planner (a filtered page ` +
       'in a second statement); the deep page, which shows more than the cap by itself, only asks the planner.',
     '',
@@ -350,14 +263,17 @@ function renderPages(r: PagesResult, run: { command: string; date: string; machi
     '|---|---|---|---|',
     ...pagesGoals(r).map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met ? 'met' : '**NOT met**'} |`),
     '',
-    '| case | request | statements | requests | HTTP p50 ms | p95 ms | p99 ms | SQL floor p50 ms | p95 ms | p99 ms | p95 over floor |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| case | request | statements | requests | HTTP p50 ms | p95 ms | p99 ms | SQL floor p50 ms | p95 ms | p99 ms | p95 over floor | bare HTTP floor p50 ms | p95 ms | bare HTTP p95 over SQL floor | app p95 over bare HTTP | CPU per request: app ms | bare HTTP ms |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...r.cases.map(
       (c) =>
         `| ${c.name} | ${c.description} | ${c.statements} | ${c.http.length} | ${ms(percentile(c.http, 50))} | ` +
         `${ms(percentile(c.http, 95))} | ${ms(percentile(c.http, 99))} | ${ms(percentile(c.floor, 50))} | ` +
         `${ms(percentile(c.floor, 95))} | ${ms(percentile(c.floor, 99))} | ` +
-        `+${ms(percentile(c.http, 95) - percentile(c.floor, 95))} ms |`,
+        `+${ms(percentile(c.http, 95) - percentile(c.floor, 95))} ms | ${ms(percentile(c.httpFloor, 50))} | ` +
+        `${ms(percentile(c.httpFloor, 95))} | ${(percentile(c.httpFloor, 95) / percentile(c.floor, 95)).toFixed(2)}x | ` +
+        `${(percentile(c.http, 95) / percentile(c.httpFloor, 95)).toFixed(2)}x | ${c.cpuPerRequest.app.toFixed(2)} | ` +
+        `${c.cpuPerRequest.bare.toFixed(2)} |`,
     ),
     '',
     'Plans of the page statements (`EXPLAIN (ANALYZE, BUFFERS)` after the runs, nodes depth first):',
@@ -376,7 +292,7 @@ runSection({
   statements: true,
   // One key's 8 requests get 8 connections, as the floor's 8 clients; a deep page is not cut off at 5 s.
   env: { DATA_POOL_KEY_SHARE: '1', QUERY_TIMEOUT_MS: '60000' },
-  run: ({ admin, port, databaseUrl }) => pagesRun(admin, port, databaseUrl),
+  run: ({ admin, port, app, databaseUrl }) => pagesRun(admin, port, app.pid!, databaseUrl),
   render: renderPages,
   goals: pagesGoals,
 });

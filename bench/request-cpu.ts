@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { queryString } from './sample-requests';
-import { log, sql } from './harness';
+import { log, processCpuMs, sql } from './harness';
 import { HttpClient, HttpRequest, HttpResponse, percentile, runLoad } from './load';
 import { createPagesObject, PAGES_OBJECT, STAGES } from './pages-object';
 import { runSection } from './section';
@@ -43,13 +43,9 @@ interface CpuResult {
 
 /** CPU ms of the whole process (user + system, every thread) and of its main thread. */
 function cpuOf(pid: number): { process: number; main: number } {
-  // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
   // schedstat: nanoseconds on the CPU.
   const main = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-  return { process: ticks * 10, main };
+  return { process: processCpuMs(pid), main };
 }
 
 function cases(ids: string[]): CpuCase[] {

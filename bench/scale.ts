@@ -4,7 +4,9 @@
  * - latency-bound: 1,000 chats × 2 turns, the model answering each call after 500 ms;
  * - CPU-bound: 5,000 chats × 10 turns, the model answering at once;
  * - the floor of the CPU-bound run: a bare loop with `pg` doing the same model calls and the same
- *   inserts at the same concurrency, in this process, against the same PostgreSQL and model server.
+ *   inserts at the same concurrency, in this process, against the same PostgreSQL and model server;
+ * - the model client alone: the CPU time of one streamed call through the `openai` SDK, replaying request
+ *   bodies the app sent in the CPU-bound run, in a process of its own (bench/sdk-floor.ts).
  *
  * Each turn is one tool round and an answer (model → query_records → model). Every chat is created
  * and followed by a client of its own that holds the chat's SSE stream open for all its turns and
@@ -15,12 +17,17 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { Pool } from 'pg';
 import { MockReply, type DynamicStep } from '../test/support/mock-llm.server';
-import { DbStats, log, SCALE_END, SCALE_START } from './harness';
+import { DbStats, helperThreadsCpuMs, log, processCpuMs, SCALE_END, SCALE_START } from './harness';
 import { HttpClient, percentile } from './load';
 import type { Goal } from './results';
+import { measureSdkFloor, type SdkFloor } from './sdk-floor';
 import { runSection, type SectionContext } from './section';
 
 const CHATS_PER_KEY = 20;
+/** Streamed calls the SDK floor makes (after its warm-up). */
+const SDK_FLOOR_CALLS = 5_000;
+/** The goal of the CPU-bound run: the app's CPU time per turn. */
+const CPU_PER_TURN_GOAL_MS = 2.5;
 /** A turn's messages: the user's, the assistant's tool call, the tool's result, the answer. */
 const MESSAGES_PER_TURN = 4;
 const TURN_TIMEOUT_MS = 300_000;
@@ -66,6 +73,10 @@ interface RunResult extends Scenario {
   heapPerChat?: { bytes: number; chats: number };
   /** CPU time (user + system) of the app's process and of this benchmark's (its clients and the mock model) over the run. */
   cpuMs: { app: number; bench: number };
+  /** Of the app's CPU time, what V8's helper threads used (concurrent and parallel garbage collection). */
+  gcThreadsCpuMs: number;
+  /** A sample of the model request bodies the app sent. */
+  bodies: Array<Record<string, unknown>>;
 }
 
 interface FloorResult {
@@ -80,18 +91,29 @@ export interface ScaleResult {
   latency: RunResult;
   cpu: RunResult;
   floor: FloorResult;
+  /** One streamed model call through the `openai` SDK alone, with the CPU-bound run's request bodies. */
+  sdk: SdkFloor;
 }
 
-/** The model: calls query_records once per turn, then answers; each call after `delayMs`. */
-function oneToolRound(delayMs: number): DynamicStep {
-  return (req) =>
-    ((req.body?.messages ?? []) as Array<{ role?: string }>).at(-1)?.role === 'tool'
+/** Request bodies of a run kept for the SDK floor: evenly spread over the run's model calls, short and long histories alike. */
+const MAX_SAMPLES = 400;
+
+/**
+ * The model: calls query_records once per turn, then answers; each call after `delayMs`. Keeps one request
+ * body in `sampleEvery` in `samples` (at most MAX_SAMPLES).
+ */
+function oneToolRound(delayMs: number, samples: Array<Record<string, unknown>> = [], sampleEvery = 1): DynamicStep {
+  let seen = 0;
+  return (req) => {
+    if (seen++ % sampleEvery === 0 && samples.length < MAX_SAMPLES && req.body) samples.push(req.body);
+    return ((req.body?.messages ?? []) as Array<{ role?: string }>).at(-1)?.role === 'tool'
       ? MockReply.text('The largest won deals are listed above.', { delayMs })
       : MockReply.toolCall(
           'query_records',
           { objectName: 'deal', where: { stage: 'won' }, fields: ['name', 'amount'], limit: 5 },
           { delayMs },
         );
+  };
 }
 
 /** Member keys, one per `CHATS_PER_KEY` chats. */
@@ -210,7 +232,9 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
   const { admin, app, port, llm, db } = context;
   const keys = await makeKeys(admin, Math.ceil(scenario.chats / CHATS_PER_KEY), scenario.name);
   llm.reset();
-  llm.always(oneToolRound(scenario.modelDelayMs));
+  const bodies: Array<Record<string, unknown>> = [];
+  const modelCalls = scenario.chats * scenario.turns * 2;
+  llm.always(oneToolRound(scenario.modelDelayMs, bodies, Math.max(1, Math.floor(modelCalls / MAX_SAMPLES))));
   const pid = app.pid!;
   // Linux: writing 5 resets the process's peak resident set (VmHWM), so the peak is this run's.
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -243,6 +267,7 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
   log(`${scenario.name}: ${scenario.chats} chats × ${scenario.turns} turns, model ${scenario.modelDelayMs} ms per call`);
   const started = performance.now();
   const appCpuBefore = processCpuMs(pid);
+  const gcCpuBefore = helperThreadsCpuMs(pid);
   const benchCpuBefore = process.cpuUsage();
   await Promise.all(
     Array.from({ length: scenario.chats }, (_, i) =>
@@ -258,6 +283,7 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
   const wallMs = performance.now() - started;
   const benchCpu = process.cpuUsage(benchCpuBefore);
   const cpuMs = { app: processCpuMs(pid) - appCpuBefore, bench: (benchCpu.user + benchCpu.system) / 1000 };
+  const gcThreadsCpuMs = helperThreadsCpuMs(pid) - gcCpuBefore;
   sampling = false;
   await sampler;
   const after = await scrape(metricsClient);
@@ -280,6 +306,8 @@ async function runScenario(context: SectionContext, scenario: Scenario, measureH
     statements,
     heapPerChat,
     cpuMs,
+    gcThreadsCpuMs,
+    bodies,
   };
 }
 
@@ -368,14 +396,6 @@ async function runFloor(databaseUrl: string, llmUrl: string, chats: number, turn
   return { chats, turns, wallMs, turnMs: turnMs.sort((a, b) => a - b), statements };
 }
 
-/** CPU time (user + system) a process has used so far, from /proc (Linux). */
-function processCpuMs(pid: number): number {
-  // Fields after the command name (which may hold spaces, so cut at its closing parenthesis): utime and stime are the 12th and 13th.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const ticksPerSecond = 100; // USER_HZ, 100 on Linux x86 and arm
-  return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1000;
-}
-
 /** What a statement is for, from its text (pg_stat_statements normalises the parameters away). */
 function statementKind(query: string): string {
   const q = query.replace(/\s+/g, ' ').trim().toLowerCase();
@@ -428,6 +448,7 @@ export function scaleGoals(r: ScaleResult): Goal[] {
   const appRate = turnsPerSecond(cpu.chats * cpu.turns, cpu.wallMs);
   const floorRate = turnsPerSecond(floor.chats * floor.turns, floor.wallMs);
   const perTurn = statementsPerTurn(cpu);
+  const cpuPerTurn = cpu.cpuMs.app / (cpu.chats * cpu.turns);
   return [
     {
       name: `latency-bound: all ${latency.chats} chats × ${latency.turns} turns answered`,
@@ -470,6 +491,12 @@ export function scaleGoals(r: ScaleResult): Goal[] {
       target: '≤ 8',
       measured: `${perTurn.withoutStreams.toFixed(1)} (${perTurn.all.toFixed(1)} with the streams' reads)`,
       met: perTurn.withoutStreams <= 8,
+    },
+    {
+      name: 'CPU-bound: app CPU time per turn',
+      target: `≤ ${CPU_PER_TURN_GOAL_MS} ms`,
+      measured: `${cpuPerTurn.toFixed(1)} ms (the model client alone: ${(2 * r.sdk.cpuMsPerCall).toFixed(1)} ms)`,
+      met: cpuPerTurn <= CPU_PER_TURN_GOAL_MS,
     },
     {
       name: 'CPU-bound: app turns/s against the floor',
@@ -525,6 +552,14 @@ export function renderScale(r: ScaleResult, run: { command: string; date: string
         `(${((run.cpuMs.app / run.wallMs) * 100).toFixed(0)}% of one core over the run); this benchmark's process ` +
         `(its ${run.chats} clients and the mock model) ${(run.cpuMs.bench / (run.chats * run.turns)).toFixed(1)} ms.`,
     ),
+    `- Of it, V8's helper threads (garbage collection beside the main thread): ${(r.cpu.gcThreadsCpuMs / cpuTurns).toFixed(1)} ms ` +
+      `per turn in the CPU-bound run, ${(r.latency.gcThreadsCpuMs / (r.latency.chats * r.latency.turns)).toFixed(1)} ms in the ` +
+      'latency-bound one.',
+    `- The model client alone: one streamed chat completion through the \`openai\` SDK, sent as the app sends it, with ` +
+      `${r.cpu.bodies.length} request bodies the app sent in the CPU-bound run (mean ${(r.sdk.meanBodyBytes / 1024).toFixed(1)} KiB), ` +
+      `${r.sdk.calls} calls at 64 at once in a process doing nothing else: ${r.sdk.cpuMsPerCall.toFixed(2)} ms of CPU per call. ` +
+      `A turn makes 2 calls: ${(2 * r.sdk.cpuMsPerCall).toFixed(1)} ms, ${((200 * r.sdk.cpuMsPerCall) / CPU_PER_TURN_GOAL_MS).toFixed(0)}% of ` +
+      `the ${CPU_PER_TURN_GOAL_MS} ms goal for the whole turn.`,
     `- Statements per turn in the CPU-bound run (pg_stat_statements, ${cpuTurns} turns; the floor made ` +
       `${(r.floor.statements / (r.floor.chats * r.floor.turns)).toFixed(1)} per turn):`,
     '',
@@ -549,7 +584,11 @@ runSection<ScaleResult>({
     const latency = await runScenario(context, LATENCY, true);
     const cpu = await runScenario(context, CPU, false);
     const floor = await runFloor(context.databaseUrl, context.llm.url, CPU.chats, CPU.turns, context.db);
-    return { latency, cpu, floor };
+    context.llm.reset();
+    context.llm.always(oneToolRound(0));
+    const sdk = await measureSdkFloor({ url: context.llm.url, bodies: cpu.bodies, calls: SDK_FLOOR_CALLS, concurrency: 64 });
+    log(`model client alone: ${sdk.cpuMsPerCall.toFixed(2)} ms of CPU per streamed call`);
+    return { latency, cpu, floor, sdk };
   },
   render: renderScale,
   goals: scaleGoals,

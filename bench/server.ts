@@ -5,7 +5,10 @@
  * the parent created. Reports start-up timings and memory over IPC.
  */
 import 'reflect-metadata';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createApp, LISTEN_BACKLOG } from '../src/app.factory';
 import { loadConfig } from '../src/config/app-config';
@@ -68,6 +71,7 @@ async function main(): Promise<void> {
   timings.initToListenMs = listening - started;
   timings.processToListenMs = listening;
   const port = (app.getHttpServer().address() as AddressInfo).port;
+  const allocations = await startAllocationSampling(process.env.BENCH_HEAP_SAMPLING_DIR);
 
   let stopping = false;
   process.on('message', (message: ParentMessage) => {
@@ -81,17 +85,19 @@ async function main(): Promise<void> {
     if (message.type === 'stop' && !stopping) {
       stopping = true;
       const closing = performance.now();
-      void app.close().then(
-        () => {
-          send({ type: 'stopped', closeMs: performance.now() - closing });
-          process.disconnect?.();
-          process.exit(0);
-        },
-        (error: unknown) => {
-          send({ type: 'failed', error: String(error) });
-          process.exit(1);
-        },
-      );
+      void allocations()
+        .then(() => app.close())
+        .then(
+          () => {
+            send({ type: 'stopped', closeMs: performance.now() - closing });
+            process.disconnect?.();
+            process.exit(0);
+          },
+          (error: unknown) => {
+            send({ type: 'failed', error: String(error) });
+            process.exit(1);
+          },
+        );
     }
   });
   // The parent went away (crash, Ctrl-C): never outlive it.
@@ -99,6 +105,27 @@ async function main(): Promise<void> {
     if (!stopping) process.exit(1);
   });
   send({ type: 'ready', port, timings: timings as StartupTimings, memory: process.memoryUsage() });
+}
+
+/**
+ * BENCH_HEAP_SAMPLING_DIR: samples every allocation the app makes once listening, collected or not (what
+ * `--heap-prof` cannot show: it keeps only what is still alive), and writes a `.heapprofile` there at stop.
+ * The returned function stops the sampling and writes the file.
+ */
+async function startAllocationSampling(dir: string | undefined): Promise<() => Promise<void>> {
+  if (!dir) return () => Promise.resolve();
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 64 * 1024,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  return async () => {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    writeFileSync(join(dir, `allocations-${process.pid}.heapprofile`), JSON.stringify(profile));
+    session.disconnect();
+  };
 }
 
 main().catch((error: unknown) => {
