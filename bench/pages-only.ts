@@ -2,8 +2,9 @@
  * `npm run bench:pages`: a grid's requests on an object of 200,000 rows, 8 in flight, each next to
  * the floor of its own SQL: the statements the app runs for that request (compiled by its own
  * compilers, the same text and values) sent through `pg` by 8 clients, with no HTTP, no Nest and no
- * JSON in between. Both sides run in alternating rounds, so that whatever else the machine does weighs
- * on both alike. Replaces that section of BENCHMARKS.md.
+ * JSON in between, and the bare HTTP floor: the same statements behind a plain `node:http` server
+ * (bench/pages-http-floor.ts). The three run in alternating rounds, so that whatever else the machine
+ * does weighs on all alike. Replaces that section of BENCHMARKS.md.
  */
 import { Client } from 'pg';
 import { log, processCpuMs, sql } from './harness';
