@@ -8,8 +8,13 @@ export interface ConfirmationRow {
   keyId: string;
   /** The session's nonce: an answer counts only from the session that was asked. */
   session: string;
+  /** The JSON-RPC id (as JSON) of the tool call that waits: the client's cancellation of that call ends the wait. */
+  callId: string;
   expiresAt: Date;
 }
+
+/** What a cancelled confirmation holds in place of an answer. */
+export const CANCELLED = { cancelled: true } as const;
 
 /**
  * The statements of `mcp_confirmations`: one row per elicitation a write call waits for on some replica, where
@@ -33,8 +38,9 @@ export const ConfirmationStatements = {
       if (n >= max) return false;
       await runSql(
         tx,
-        `insert into "mcp_confirmations" ("request_id", "key_id", "session", "expires_at") values ($1, $2::uuid, $3, $4)`,
-        [row.requestId, row.keyId, row.session, row.expiresAt],
+        `insert into "mcp_confirmations" ("request_id", "key_id", "session", "call_id", "expires_at")
+         values ($1, $2::uuid, $3, $4, $5)`,
+        [row.requestId, row.keyId, row.session, row.callId, row.expiresAt],
       );
       return true;
     });
@@ -44,7 +50,11 @@ export const ConfirmationStatements = {
    * Stores the answer to a waiting elicitation of this key's session, once; false when there is none (unknown,
    * answered already, finished, expired, or another key's or session's).
    */
-  async answer(em: EntityManager, row: Omit<ConfirmationRow, 'expiresAt'>, answer: unknown): Promise<boolean> {
+  async answer(
+    em: EntityManager,
+    row: Pick<ConfirmationRow, 'requestId' | 'keyId' | 'session'>,
+    answer: unknown,
+  ): Promise<boolean> {
     const rows = await runSql(
       em,
       `update "mcp_confirmations" set "answer" = $4::jsonb
@@ -53,6 +63,25 @@ export const ConfirmationStatements = {
       [row.requestId, row.keyId, row.session, JSON.stringify(answer)],
     );
     return rows.length > 0;
+  },
+
+  /**
+   * Marks the waiting elicitations of these tool calls of this key's session as cancelled (CANCELLED in place of
+   * an answer), once; returns their request ids.
+   */
+  async cancel(
+    em: EntityManager,
+    row: Pick<ConfirmationRow, 'keyId' | 'session'>,
+    callIds: readonly string[],
+  ): Promise<string[]> {
+    const rows = await runSql<{ request_id: string }>(
+      em,
+      `update "mcp_confirmations" set "answer" = $4::jsonb
+        where "key_id" = $1::uuid and "session" = $2 and "call_id" = any($3::text[]) and "answer" is null and "expires_at" > now()
+        returning "request_id"`,
+      [row.keyId, row.session, callIds, JSON.stringify(CANCELLED)],
+    );
+    return rows.map((r) => r.request_id);
   },
 
   /** The answers stored for these elicitations, by request id. */

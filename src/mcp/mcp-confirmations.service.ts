@@ -1,12 +1,13 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { CommitAnnouncer } from '../database/commit-announcer.service';
 import { PgPubSub } from '../database/pg-pubsub.service';
-import { ConfirmationStatements } from './mcp-confirmations.repository';
+import { CANCELLED, ConfirmationStatements } from './mcp-confirmations.repository';
 import type { McpSession } from './mcp-sessions';
 
 /**
@@ -66,19 +67,21 @@ export class McpConfirmations implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Sends an elicitation through `send` (given its request id) and waits for the session's answer until
-   * `expiresAt` or `signal`: undefined when none came (expired, client gone, server stopping). Throws
-   * too_many_confirmations, sending nothing, when the key already has its most waiting.
+   * Sends an elicitation through `send` (given its request id) for the tool call `callId` (its JSON-RPC id)
+   * and waits for the session's answer until `expiresAt` or `signal`: undefined when none came (expired,
+   * client gone, call cancelled, server stopping). Throws too_many_confirmations, sending nothing, when the key
+   * already has its most waiting.
    */
   async ask(
     caller: Caller,
     session: McpSession,
+    callId: RequestId,
     expiresAt: Date,
     signal: AbortSignal,
     send: (requestId: string) => Promise<void>,
   ): Promise<ElicitationAnswer | undefined> {
     const requestId = `${REQUEST_ID_PREFIX}${randomUUID()}`;
-    const row = { requestId, keyId: caller.keyId, session: session.nonce, expiresAt };
+    const row = { requestId, keyId: caller.keyId, session: session.nonce, callId: JSON.stringify(callId), expiresAt };
     if (!(await ConfirmationStatements.open(this.em.fork(), row, MAX_WAITING_CONFIRMATIONS_PER_KEY))) {
       throw new DomainError(
         'too_many_confirmations',
@@ -130,6 +133,25 @@ export class McpConfirmations implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /**
+   * The client cancelled these tool calls of `session` (their JSON-RPC ids, from `notifications/cancelled`): a
+   * confirmation one of them waits for ends unanswered, on whichever replica it waits. Any other id is ignored.
+   */
+  async cancel(caller: Caller, session: McpSession, callIds: readonly RequestId[]): Promise<void> {
+    if (!callIds.length) return;
+    const row = { keyId: caller.keyId, session: session.nonce };
+    const cancelled = await ConfirmationStatements.cancel(
+      this.em.fork(),
+      row,
+      callIds.map((id) => JSON.stringify(id)),
+    );
+    for (const requestId of cancelled) {
+      const local = this.waiting.get(requestId);
+      if (local) local(undefined);
+      else await this.pubsub.publish({ type: ANSWER_EVENT, id: requestId });
+    }
+  }
+
   /** Ends every wait now (answered as none): the calls finish and their responses end before the server closes. */
   releaseAll(): void {
     this.closing = true;
@@ -141,7 +163,8 @@ export class McpConfirmations implements OnModuleInit, OnApplicationShutdown {
     try {
       const answers = await ConfirmationStatements.answers(this.em.fork(), requestIds);
       for (const [requestId, answer] of answers) {
-        if (isPlainObject(answer)) this.waiting.get(requestId)?.(answer as ElicitationAnswer);
+        if (!isPlainObject(answer)) continue;
+        this.waiting.get(requestId)?.(answer.cancelled === CANCELLED.cancelled ? undefined : (answer as ElicitationAnswer));
       }
     } catch (error) {
       if (!this.closing) this.logger.warn({ msg: 'could not read confirmation answers', error: (error as Error).message });

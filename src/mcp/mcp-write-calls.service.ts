@@ -69,7 +69,7 @@ export class McpWriteCalls implements BeforeApplicationShutdown {
     const ref: ProposalRef = { scope, toolCallId, tool: name, arguments: args, proposal, agent: agent.name };
     try {
       const request = toConfirmationRequest(name, agent.name, proposal);
-      const answer = await this.confirmations.ask(caller, session, new Date(proposal.expiresAt), signal, (id) =>
+      const answer = await this.confirmations.ask(caller, session, call.requestId, new Date(proposal.expiresAt), signal, (id) =>
         call.send({ jsonrpc: '2.0', id, method: 'elicitation/create', params: request }, call.requestId),
       );
       if (!answer) return await this.approvals.expire(caller, ref);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AgentService } from '../agents/agent.service';
 import type { AgentSpec } from '../agents/agent.types';
@@ -54,6 +55,8 @@ export class McpService {
     }
     const scope: McpScope = { caller, agent, session };
     if (session) {
+      // A cancelled call ends the confirmation it waits for, on whichever replica; the SDK then answers the notification.
+      await this.confirmations.cancel(caller, session, cancelledCalls(body));
       // Answers to this server's elicitations go to the call that waits for them, on whichever replica.
       const { responses, rest } = splitResponses(body);
       if (responses.length) {
@@ -103,6 +106,18 @@ function initializeOf(body: unknown): Record<string, unknown> | undefined {
   const request = messages.find((message) => isPlainObject(message) && message.method === 'initialize');
   if (!isPlainObject(request)) return undefined;
   return isPlainObject(request.params) ? request.params : {};
+}
+
+/** The request ids of the body's `notifications/cancelled` (of its first 100 messages; malformed ones are left to the transport). */
+function cancelledCalls(body: unknown): RequestId[] {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  const ids: RequestId[] = [];
+  for (const message of messages.slice(0, 100)) {
+    if (!isPlainObject(message) || message.method !== 'notifications/cancelled' || !isPlainObject(message.params)) continue;
+    const id = message.params.requestId;
+    if (typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id))) ids.push(id);
+  }
+  return ids;
 }
 
 /** The JSON-RPC responses of a body (messages with an id and no method), and the rest (undefined when none is left). */

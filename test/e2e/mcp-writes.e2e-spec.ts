@@ -338,6 +338,62 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
     expect((await item('m-7')).qty).toBe(7);
   });
 
+  it('ends the wait when the client cancels the call, on this replica or another: nothing written, the place freed', async () => {
+    const replica = await startTestApp({ database: t.database, env: { APPROVAL_SECRET: SECRET } });
+    try {
+      const replicaUrl = await listen(replica);
+      const target = await item('m-8');
+      // Cancellations to the second replica when `elsewhere`, every other POST to the first.
+      let elsewhere = false;
+      const cancelledOn: string[] = [];
+      const split = (url: string | URL, init?: RequestInit) => {
+        const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : undefined;
+        if (body?.method === 'notifications/cancelled') {
+          const there = elsewhere ? new URL(new URL(url).pathname, replicaUrl) : new URL(url);
+          cancelledOn.push(there.origin);
+          return fetch(there, init);
+        }
+        return fetch(url, init);
+      };
+      const { client, asked } = await connect(
+        '/mcp/agents/writer',
+        alice.secret,
+        () => new Promise<ElicitResult>(() => undefined),
+        split,
+      );
+      const waitingRows = async () => (await t.sql<{ n: number }>(`select count(*)::int as n from mcp_confirmations`))[0].n;
+      const expired = async () => {
+        const res = await t.http.get(`/api/v1/audit?kind=tool&limit=200`).set(admin()).expect(200);
+        return bodyOf<AuditListResponse>(res).entries.filter(
+          (e) => e.action === 'approval.expire' && e.toolCallId?.startsWith('mcp_'),
+        ).length;
+      };
+      const expiredBefore = await expired();
+      for (const [round, there] of [false, true].entries()) {
+        elsewhere = there;
+        const controller = new AbortController();
+        const call = client.callTool(
+          { name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 8080 + round } } },
+          undefined,
+          { signal: controller.signal },
+        );
+        await eventually(() => asked.length === round + 1);
+        expect(await waitingRows()).toBe(1);
+        controller.abort('the user pressed stop');
+        await expect(call).rejects.toThrow();
+        // The client stays connected: only the cancellation can end the wait before the proposal's 15 minutes.
+        await eventually(async () => (await waitingRows()) === 0, 10_000);
+        // Recorded as a proposal nobody decided.
+        await eventually(async () => (await expired()) === expiredBefore + round + 1);
+      }
+      expect(cancelledOn).toEqual([new URL(baseUrl).origin, new URL(replicaUrl).origin]);
+      expect((await item('m-8')).qty).toBe(8);
+      expect(await changesOf(target.id)).toBe(1);
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('writes nothing when the client leaves while asked: the wait ends, recorded as expired', async () => {
     const target = await item('m-0');
     const { client, asked } = await connect('/mcp/agents/writer', alice.secret, () => new Promise<ElicitResult>(() => undefined));

@@ -22,6 +22,7 @@ import { MigrationUniqueEmptyIndexes } from './migration-20261129-unique-empty-i
 import { MigrationChatEvents } from './migration-20261129-chat-events';
 import { MigrationApprovalScopes } from './migration-20261129-approval-scopes';
 import { MigrationMcpConfirmations } from './migration-20261129-mcp-confirmations';
+import { MigrationMcpConfirmationCalls } from './migration-20261129-mcp-confirmation-calls';
 import { MigrationViewsSearch } from './migration-20261127-views-search';
 import { MigrationUsageAudit } from './migration-20261126-usage-audit';
 
@@ -53,6 +54,7 @@ export const MIGRATIONS = [
   MigrationChatEvents,
   MigrationApprovalScopes,
   MigrationMcpConfirmations,
+  MigrationMcpConfirmationCalls,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
