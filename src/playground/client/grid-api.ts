@@ -5,6 +5,8 @@ export interface FieldSummary {
   name: string;
   label: string;
   type: string;
+  /** The allowed values of a select field. */
+  options?: string[];
 }
 
 export interface ObjectDescription {

@@ -78,7 +78,7 @@ export class GridEditing {
     // Focus went elsewhere (a click on another cell, the search box): saved, and the focus stays where it went.
     input.addEventListener('blur', () => void this.commit(edit, false));
     cell.classList.add('editing');
-    cell.replaceChildren(input);
+    cell.replaceChildren(input, ...optionList(input, column.options));
     input.focus();
     if (initialText === undefined) input.select();
   }
@@ -212,4 +212,17 @@ function button(text: string, className: string): HTMLButtonElement {
   node.className = className;
   node.textContent = text;
   return node;
+}
+
+/** Numbers the editors' option lists, whose ids must be unique in the page. */
+let optionLists = 0;
+
+/** A select field's options as the editor's suggestions (typed text still goes through the server's check). */
+function optionList(input: HTMLInputElement, options: string[] | undefined): HTMLDataListElement[] {
+  if (!options?.length) return [];
+  const list = document.createElement('datalist');
+  list.id = `cell-options-${++optionLists}`;
+  for (const option of options) list.append(new Option(option, option));
+  input.setAttribute('list', list.id);
+  return [list];
 }

@@ -14,6 +14,8 @@ export interface Column {
   /** The field's type; undefined for the record's own columns (id). */
   type?: string;
   editable: boolean;
+  /** What a select field's editor offers. */
+  options?: string[];
 }
 
 /** The grid's columns: `id`, then the fields the key may see (those of the view, in its order, when it names some). */
@@ -24,7 +26,8 @@ export function gridColumns(fields: FieldSummary[], viewFields: string[] | undef
     { name: 'id', label: 'id', editable: false },
     ...names.map((name) => {
       const field = byName.get(name);
-      return { name, label: field?.label || name, type: field?.type, editable: !!field && !READ_ONLY.has(name) };
+      const options = field?.type === 'select' && field.options?.length ? { options: field.options } : {};
+      return { name, label: field?.label || name, type: field?.type, editable: !!field && !READ_ONLY.has(name), ...options };
     }),
   ];
 }

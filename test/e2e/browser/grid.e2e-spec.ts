@@ -194,6 +194,22 @@ describe('the grid of the playground', () => {
     expect(consoleErrors).toEqual([]);
   });
 
+  it("offers a select field's options in its cell editor, and stores the one chosen", async () => {
+    await openGrid();
+    const [id] = await rowIds();
+    const offered = () =>
+      page.$eval('input.cell-editor', (input) => [...(input.list?.options ?? [])].map((option) => option.value));
+    await openEditor(id, 'title');
+    expect(await offered()).toEqual([]);
+    await page.keyboard.press('Escape');
+    await openEditor(id, 'priority');
+    expect(await offered()).toEqual(['low', 'normal', 'high']);
+    await typeAndEnter('high');
+    await cellShows(id, 'priority', 'high');
+    expect((await stored(id)).priority).toBe('high');
+    expect(consoleErrors).toEqual([]);
+  });
+
   it('shows a conflicting edit of another key as a choice: keep mine, or take theirs', async () => {
     await openGrid();
     const [, first, second] = await rowIds();
