@@ -394,6 +394,39 @@ describe('MCP writes confirmed by elicitation (official SDK client over Streamab
     }
   });
 
+  it('ignores a cancellation of the call sent by another key, or from another session of the same key', async () => {
+    const target = await item('m-8');
+    const callIds: unknown[] = [];
+    // Records the JSON-RPC id of alice's tool call, as a host would know it.
+    const record = (url: string | URL, init?: RequestInit) => {
+      const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as Record<string, unknown>) : undefined;
+      if (body?.method === 'tools/call') callIds.push(body.id);
+      return fetch(url, init);
+    };
+    const asking = await connect('/mcp/agents/writer', alice.secret, () => new Promise<ElicitResult>(() => undefined), record);
+    const { transport: bobs } = await connect('/mcp/agents/writer', bob.secret, approve);
+    const { transport: alicesOther } = await connect('/mcp/agents/writer', alice.secret, approve);
+    const controller = new AbortController();
+    const call = asking.client.callTool(
+      { name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 8888 } } },
+      undefined,
+      { signal: controller.signal },
+    );
+    call.catch(() => undefined);
+    await eventually(() => asking.asked.length === 1);
+    const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: callIds[0], reason: 'not yours' } };
+    const unanswered = async () =>
+      (await t.sql<{ n: number }>(`select count(*)::int as n from mcp_confirmations where answer is null`))[0].n;
+    expect((await post('/mcp/agents/writer', bob.secret, cancel, bobs.sessionId)).status).toBe(202);
+    expect((await post('/mcp/agents/writer', alice.secret, cancel, alicesOther.sessionId)).status).toBe(202);
+    expect((await post('/mcp/agents/writer', bob.secret, cancel, asking.transport.sessionId)).status).toBe(404);
+    expect(await unanswered()).toBe(1);
+    // Alice's own session cancels it.
+    controller.abort('stop');
+    await eventually(async () => (await t.sql<{ n: number }>(`select count(*)::int as n from mcp_confirmations`))[0].n === 0);
+    expect((await item('m-8')).qty).toBe(8);
+  });
+
   it('writes nothing when the client leaves while asked: the wait ends, recorded as expired', async () => {
     const target = await item('m-0');
     const { client, asked } = await connect('/mcp/agents/writer', alice.secret, () => new Promise<ElicitResult>(() => undefined));
