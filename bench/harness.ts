@@ -247,3 +247,25 @@ export function helperThreadsCpuMs(pid: number): number {
   }
   return ms;
 }
+
+/**
+ * Forks `file` (a bench module that serves when started with `flag`), sends it `init` and waits for its first
+ * message; one with an `error` rejects, as does the child's exit before it answers. The child keeps running.
+ */
+export function forkForAnswer<T extends object>(
+  file: string,
+  flag: string,
+  init: unknown,
+): Promise<{ child: ChildProcess; answer: T }> {
+  const child = fork(file, [flag], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', (answer: T | { error: string }) => {
+      if ('error' in answer) {
+        child.kill();
+        reject(new Error(`${file}: ${answer.error}`));
+      } else resolve({ child, answer });
+    });
+    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+    child.send(init as object);
+  });
+}

@@ -5,11 +5,11 @@
  * decoding: what any Node.js HTTP server pays on this machine for an HTTP round trip in front of the
  * same SQL. Forked by bench/pages-only.ts.
  */
-import { fork } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'pg';
 import type { ObjectMeta } from '../src/metadata/object-metadata.types';
+import { forkForAnswer } from './harness';
 import { HttpClient, type HttpRequest } from './load';
 import { pageCases, type PageCase } from './pages-cases';
 
@@ -33,14 +33,11 @@ export interface HttpFloor {
 
 /** Starts the floor server in a child process; it serves until close(). */
 export async function startHttpFloor(init: Omit<Init, 'type'>): Promise<HttpFloor> {
-  const child = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (message: { port?: number; error?: string }) =>
-      message.port ? resolve(message.port) : reject(new Error(`http floor: ${message.error}`)),
-    );
-    child.once('exit', (code) => reject(new Error(`http floor exited with ${code}`)));
-    child.send({ type: 'init', ...init } satisfies Init);
-  });
+  const { child, answer } = await forkForAnswer<{ port: number }>(__filename, '--serve', {
+    type: 'init',
+    ...init,
+  } satisfies Init);
+  const port = answer.port;
   const client = new HttpClient(port, {}, init.connections);
   return {
     client,

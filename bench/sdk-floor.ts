@@ -5,8 +5,8 @@
  * bodies the app really sent in the run, against the same mock model. Forked by bench/scale.ts, so
  * that neither the app nor the load generator is in the figure.
  */
-import { fork } from 'node:child_process';
 import OpenAI from 'openai';
+import { forkForAnswer } from './harness';
 
 interface FloorRequest {
   url: string;
@@ -24,17 +24,10 @@ export interface SdkFloor {
 }
 
 /** Runs the calls in a child process and returns its CPU time per call. */
-export function measureSdkFloor(request: FloorRequest): Promise<SdkFloor> {
-  const child = fork(__filename, ['--run'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  return new Promise((resolve, reject) => {
-    child.once('message', (message: SdkFloor | { error: string }) => {
-      child.kill();
-      if ('error' in message) reject(new Error(`sdk floor: ${message.error}`));
-      else resolve(message);
-    });
-    child.once('exit', (code) => reject(new Error(`sdk floor exited with ${code}`)));
-    child.send(request);
-  });
+export async function measureSdkFloor(request: FloorRequest): Promise<SdkFloor> {
+  const { child, answer } = await forkForAnswer<SdkFloor>(__filename, '--run', request);
+  child.kill();
+  return answer;
 }
 
 async function run({ url, bodies, calls, concurrency }: FloorRequest): Promise<SdkFloor> {

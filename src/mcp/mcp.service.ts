@@ -100,19 +100,22 @@ export class McpService {
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
+/** The JSON-RPC messages of a body: a batch's, or the one message. */
+function messagesOf(body: unknown): unknown[] {
+  return Array.isArray(body) ? body : [body];
+}
+
 /** The params of the body's `initialize` request, if it holds one (by its method only: the transport validates it). */
 function initializeOf(body: unknown): Record<string, unknown> | undefined {
-  const messages: unknown[] = Array.isArray(body) ? body : [body];
-  const request = messages.find((message) => isPlainObject(message) && message.method === 'initialize');
+  const request = messagesOf(body).find((message) => isPlainObject(message) && message.method === 'initialize');
   if (!isPlainObject(request)) return undefined;
   return isPlainObject(request.params) ? request.params : {};
 }
 
 /** The request ids of the body's `notifications/cancelled` (of its first 100 messages; malformed ones are left to the transport). */
 function cancelledCalls(body: unknown): RequestId[] {
-  const messages: unknown[] = Array.isArray(body) ? body : [body];
   const ids: RequestId[] = [];
-  for (const message of messages.slice(0, 100)) {
+  for (const message of messagesOf(body).slice(0, 100)) {
     if (!isPlainObject(message) || message.method !== 'notifications/cancelled' || !isPlainObject(message.params)) continue;
     const id = message.params.requestId;
     if (typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id))) ids.push(id);
