@@ -63,6 +63,8 @@ export const ERRORS = {
   agent_not_found: HttpStatus.NOT_FOUND,
   tool_not_found: HttpStatus.NOT_FOUND,
   chat_not_found: HttpStatus.NOT_FOUND,
+  // A tool call of a chat that is not there, holds no data, or whose result was produced under other access.
+  receipt_not_found: HttpStatus.NOT_FOUND,
   policy_not_found: HttpStatus.NOT_FOUND,
   metric_not_found: HttpStatus.NOT_FOUND,
   job_not_found: HttpStatus.NOT_FOUND,

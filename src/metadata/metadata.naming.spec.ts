@@ -30,6 +30,7 @@ describe('assertValidName', () => {
       ['field', 'xmin'],
       ['object', 'pg_stats'],
       ['field', 'id'],
+      ['field', 'ref'],
       ['field', 'created_at'],
     ] as const) {
       expect(domainError(() => assertValidName(kind, name)).code).toBe('reserved_name');

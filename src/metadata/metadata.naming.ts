@@ -5,6 +5,9 @@ import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 /** Column names every object table has; a field may not take them. */
 export const SYSTEM_COLUMN_NAMES = ['id', 'created_at', 'updated_at'];
 
+/** Keys the server adds to every row a data tool returns (the row's figure reference): no field may take them. */
+const ROW_KEYS = ['ref'];
+
 /**
  * Postgres reserved words (and a few that confuse readers of generated SQL). Identifiers are always
  * quoted, so this is about clarity for people and models, not about injection.
@@ -34,7 +37,11 @@ export function assertValidName(kind: 'object' | 'field' | 'view', name: unknown
     );
   }
   if (kind === 'view') return;
-  if (RESERVED_WORDS.has(name) || name.startsWith('pg_') || (kind === 'field' && SYSTEM_COLUMN_NAMES.includes(name))) {
+  if (
+    RESERVED_WORDS.has(name) ||
+    name.startsWith('pg_') ||
+    (kind === 'field' && (SYSTEM_COLUMN_NAMES.includes(name) || ROW_KEYS.includes(name)))
+  ) {
     throw new DomainError('reserved_name', `The ${kind} name "${name}" is reserved`);
   }
 }

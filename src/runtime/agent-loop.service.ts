@@ -17,13 +17,15 @@ import {
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
 import { VISUALIZE_TOOL } from '../tools/chart-tools/visualize.tool';
 import { readableArguments } from '../tools/tool.arguments';
+import { isReferenced, withRefs } from '../tools/result-refs';
 import { errorOutcome } from '../tools/tool.define';
 import { ToolRegistry } from '../tools/tool.registry';
-import type { ToolContext, ToolResult } from '../tools/tool.types';
+import type { ToolContext, ToolResult, ToolResultKind } from '../tools/tool.types';
 import { fitToContext } from './context-window';
 import type { GroundingMode } from '../agents/agent.types';
 import { correctionRequest, Grounding, groundAnswer, GroundingSource, operandEvidence } from './grounding';
 import { GroundingCatalog } from './grounding-catalog.service';
+import { FigureReferences, nextResultNumber, numberedResults, type RenderedText } from './figure-references';
 
 /** Everything one turn needs, resolved from the agent spec, the caller's options and the chat. */
 export interface AgentTurn {
@@ -238,7 +240,9 @@ export class AgentLoop {
    */
   private async answerStep(state: TurnState, response: LlmResponse, withTools: boolean): Promise<TurnResult | undefined> {
     const { turn, messages, hooks } = state;
-    const assistant: LlmMessage = { role: 'assistant', content: response.content };
+    // The answer as shown: its figure references filled in from the conversation's results.
+    const shown = await this.references(turn, messages).render(response.content);
+    const assistant: LlmMessage = { role: 'assistant', content: shown.text };
     messages.push(assistant);
     const finishReason: TurnFinishReason =
       !withTools && !state.correcting && state.iterations >= turn.maxIterations && turn.tools.length > 0
@@ -246,8 +250,7 @@ export class AgentLoop {
         : response.finishReason === 'length'
           ? 'length'
           : 'stop';
-    const grounding =
-      turn.grounding === 'off' ? undefined : await this.groundTurn(turn, response.content, messages, state.turnStart);
+    const grounding = turn.grounding === 'off' ? undefined : await this.groundTurn(turn, shown, messages, state.turnStart);
     // An answer step: final, or superseded by the one correcting step a "retry" agent gets.
     const answerStep = (final: boolean): TurnStep => ({
       assistant,
@@ -280,7 +283,7 @@ export class AgentLoop {
     await hooks.onStep?.(answerStep(true));
     return {
       status: 'completed',
-      content: response.content,
+      content: shown.text,
       model: response.model,
       finishReason,
       toolCalls: state.toolCalls,
@@ -299,7 +302,8 @@ export class AgentLoop {
     const { turn, messages, hooks } = state;
     state.iterations++;
     const { kept, dropped } = this.capToolCalls(turn, response.toolCalls);
-    const assistant = assistantWithToolCalls(response.content, kept, dropped);
+    const text = response.content && (await this.references(turn, messages).render(response.content)).text;
+    const assistant = assistantWithToolCalls(text, kept, dropped);
     messages.push(assistant);
     // Parsed once per call, for hooks and the response; the registry parses (strictly) for execution.
     const calls = kept.map((call) => ({
@@ -315,7 +319,7 @@ export class AgentLoop {
       state,
       calls.filter((c) => !c.client).map((c) => c.call),
     );
-    const { proposals, results } = this.separateProposals(executed, client);
+    const { proposals, results } = this.separateProposals(this.withResultRefs(executed, messages), client);
     const shownArguments = new Map(calls.map(({ call, shown }) => [call.id, shown]));
     const toolMessages = appendResults(state, results, shownArguments);
     await hooks.onStep?.({
@@ -363,7 +367,7 @@ export class AgentLoop {
     if (builtIn.length && caller) await this.access.assertCurrent(caller);
     // calculate computes only with the values of the turn's earlier data results; visualize charts only their rows.
     const evidence = builtIn.some((call) => EVIDENCE_TOOLS.has(call.name))
-      ? operandEvidence(turnSources(messages, state.turnStart), (sources) => this.catalog.describe(sources))
+      ? operandEvidence(turnSources(messages, state.turnStart, this.kindOf), (sources) => this.catalog.describe(sources))
       : undefined;
     const executed = await this.registry.executeAll(
       builtIn.map((call) => ({ id: call.id, name: call.name, arguments: call.arguments })),
@@ -396,13 +400,45 @@ export class AgentLoop {
    */
   private async groundTurn(
     turn: AgentTurn,
-    answer: string,
+    answer: RenderedText,
     messages: readonly LlmMessage[],
     turnStart: number,
   ): Promise<Grounding> {
     const question = messages[turnStart]?.role === 'user' ? messages[turnStart].content : '';
-    const sources = await this.catalog.describe(turnSources(messages, turnStart));
-    return groundAnswer(answer, sources, { question: typeof question === 'string' ? question : '', locale: turn.locale });
+    const sources = await this.catalog.describe(turnSources(messages, turnStart, this.kindOf));
+    const grounding = groundAnswer(answer.text, sources, {
+      question: typeof question === 'string' ? question : '',
+      locale: turn.locale,
+      references: answer.references,
+    });
+    const caveats = await this.catalog.caveats(turn.toolContext.caller, usedSources(grounding, sources, answer), question);
+    return caveats.length ? { ...grounding, caveats } : grounding;
+  }
+
+  /** What a tool declares its results hold. */
+  private readonly kindOf = (toolName: string): ToolResultKind | undefined => this.registry.get(toolName)?.holds;
+
+  /** The figure references of this conversation's answers, resolved against its data results. */
+  private references(turn: AgentTurn, messages: readonly LlmMessage[]): FigureReferences {
+    return new FigureReferences(
+      () => numberedResults(messages, this.kindOf),
+      (sources) => this.catalog.describe(sources),
+      turn.locale,
+    );
+  }
+
+  /**
+   * Data results get their references: `resultRef` numbers them in the conversation (after every earlier one, across
+   * turns) and each row gets its `ref`, which the answer cites. Errors and descriptions get none.
+   */
+  private withResultRefs(results: ToolResult[], messages: readonly LlmMessage[]): ToolResult[] {
+    let next: number | undefined;
+    return results.map((result) => {
+      const kind = this.kindOf(result.name);
+      if (result.isError || !isReferenced(kind)) return result;
+      next ??= nextResultNumber(messages);
+      return { ...result, content: withRefs(result.content, kind, next++) };
+    });
   }
 
   private async callModel(
@@ -441,6 +477,8 @@ export class AgentLoop {
     if (turn.toolContext.caller) await this.access.assertCurrent(turn.toolContext.caller);
     await this.usage.assertWithinQuota(scope);
     const started = performance.now();
+    // Text goes out with its figure references filled in, never half a reference.
+    const stream = hooks.onTextDelta && this.references(turn, messages).stream((text) => hooks.onTextDelta?.(text));
     let response: LlmResponse;
     try {
       response = await this.llm.complete(
@@ -455,10 +493,16 @@ export class AgentLoop {
           user: turn.user,
           signal,
           agent: turn.toolContext.agent?.name,
-          onRetry: hooks.onRetry && ((retry) => hooks.onRetry?.(retry)),
+          onRetry:
+            hooks.onRetry &&
+            (async (retry) => {
+              await stream?.reset();
+              await hooks.onRetry?.(retry);
+            }),
         },
-        hooks.onTextDelta ? { onTextDelta: (delta) => hooks.onTextDelta?.(delta) } : undefined,
+        stream ? { onTextDelta: (delta) => stream.push(delta) } : undefined,
       );
+      await stream?.end();
     } catch (error) {
       const failure = deadline.aborted ? deadlineError() : error;
       this.usage.record({
@@ -644,7 +688,11 @@ function lastUserIndex(messages: readonly LlmMessage[]): number {
  * The results of the turn's tool calls after its question (successful ones: an error message states
  * no data), with the name and arguments of each call.
  */
-function turnSources(messages: readonly LlmMessage[], turnStart: number): GroundingSource[] {
+function turnSources(
+  messages: readonly LlmMessage[],
+  turnStart: number,
+  kindOf: (toolName: string) => ToolResultKind | undefined,
+): GroundingSource[] {
   const calls = new Map<string, { name: string; arguments: unknown }>();
   const sources: GroundingSource[] = [];
   for (const message of messages.slice(turnStart + 1)) {
@@ -660,14 +708,27 @@ function turnSources(messages: readonly LlmMessage[], turnStart: number): Ground
     if (message.content.startsWith(FAILED_PREFIX)) continue;
     const call = calls.get(message.tool_call_id);
     // A call the turn does not show (a client tool answered in another request) is read as a description, never as data.
+    const name = call?.name ?? 'unknown';
+    const holds = kindOf(name);
     sources.push({
       toolCallId: message.tool_call_id,
-      name: call?.name ?? 'unknown',
+      name,
+      ...(holds ? { holds } : {}),
       arguments: call?.arguments,
       content: parsedResult(message.content),
     });
   }
   return sources;
+}
+
+/** The results an answer's figures came from: those its references cite and those its typed figures matched. */
+function usedSources(grounding: Grounding, sources: readonly GroundingSource[], answer: RenderedText): GroundingSource[] {
+  const used = new Map<string, GroundingSource>();
+  for (const reference of answer.references)
+    if (reference.cell) used.set(reference.cell.source.toolCallId, reference.cell.source);
+  const supporting = new Set(grounding.supported.map((figure) => figure.toolCallId));
+  for (const source of sources) if (supporting.has(source.toolCallId)) used.set(source.toolCallId, source);
+  return [...used.values()];
 }
 
 function parsedResult(content: string): unknown {

@@ -1,5 +1,6 @@
 import type { LlmMessage } from '../llm/llm.types';
 import { toolMessageContent } from './agent-loop.service';
+import { withheldWithRef } from './figure-references';
 
 /**
  * One part of a conversation message, as durable chats store it and as the AI SDK's UI messages
@@ -18,6 +19,8 @@ export type ConversationPart =
       /** Only as a caller sees a stored result produced under other access than its own: the output is left out. */
       withheld?: true;
       reason?: typeof WITHHELD_REASON;
+      /** Of a withheld data result: its number in the chat (`r3`), which later results' numbers follow. */
+      resultRef?: string;
     };
 
 /** Why a stored tool result is withheld from a caller: it was produced under other access than the caller's. */
@@ -43,6 +46,7 @@ export function withheldPart(part: ConversationPart): ConversationPart {
 
 /** A tool result as a caller with other access than the one it was produced under gets it: without its output. */
 function withheldResult(part: ToolResultPart): ToolResultPart {
+  const resultRef = resultRefOf(part.output) ?? part.resultRef;
   return {
     type: 'tool-result',
     toolCallId: part.toolCallId,
@@ -51,7 +55,13 @@ function withheldResult(part: ToolResultPart): ToolResultPart {
     isError: false,
     withheld: true,
     reason: WITHHELD_REASON,
+    ...(resultRef ? { resultRef } : {}),
   };
+}
+
+function resultRefOf(output: unknown): string | undefined {
+  const ref = typeof output === 'object' && output !== null ? (output as { resultRef?: unknown }).resultRef : undefined;
+  return typeof ref === 'string' ? ref : undefined;
 }
 
 /** Most messages of a conversation a client sends in one request. */
@@ -123,7 +133,9 @@ export function toLlmMessages(rows: readonly ConversationMessage[]): LlmMessage[
         messages.push({
           role: 'tool',
           tool_call_id: part.toolCallId,
-          content: part.withheld ? WITHHELD_CONTENT : toolMessageContent({ content: part.output, isError: part.isError }),
+          content: part.withheld
+            ? withheldWithRef(WITHHELD_CONTENT, part.resultRef)
+            : toolMessageContent({ content: part.output, isError: part.isError }),
         });
       }
     }

@@ -8,10 +8,11 @@ import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
 import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
 import { VISUALIZE_TOOL } from '../tools/chart-tools/visualize.tool';
+import type { ToolResultKind } from '../tools/tool.types';
 import { currencyCodeIn, readText } from './grounding-figures';
 
-/** The tools whose results are data; every other result (definitions, lists, client tools) only describes. */
-export const DATA_TOOLS: ReadonlySet<string> = new Set([
+/** The built-in data tools, for sources that do not say what they hold (stored before tools declared it). */
+const DATA_TOOLS: ReadonlySet<string> = new Set([
   'query_records',
   'get_record',
   'aggregate_data',
@@ -24,6 +25,8 @@ export interface GroundingSource {
   toolCallId: string;
   /** The tool; absent = a data result. */
   name?: string;
+  /** What the tool declares its result holds (ToolDefinition.holds): rows and values are data, the rest describes. */
+  holds?: ToolResultKind;
   /** The arguments the model passed (a filter names the rows' values; a grain, their periods). */
   arguments?: unknown;
   /** The parsed JSON (or raw text) the model read. */
@@ -106,6 +109,16 @@ export interface DateCell {
   row: EvidenceRow;
   column: string;
 }
+
+/** Whether a source's numbers are evidence: a data result (rows or a computed value), never a description. */
+export function isDataSource(source: Pick<GroundingSource, 'name' | 'holds'>): boolean {
+  if (source.name === undefined) return true;
+  if (source.holds !== undefined) return source.holds === 'rows' || source.holds === 'value';
+  return DATA_TOOLS.has(source.name);
+}
+
+/** Keys the server adds to rows (figure references): they name no value of the data. */
+const REFERENCE_KEYS: ReadonlySet<string> = new Set(['ref', 'resultRef']);
 
 /** Most cells read from one turn: results are capped by the tools, this only bounds the work. */
 const MAX_CELLS = 200_000;
@@ -398,8 +411,8 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
   const identifiers = new Set<string>();
   for (const source of sources) {
     // A chart restates its source's rows (already evidence); its own numbers (sizes, formats) describe nothing.
-    if (source.name === VISUALIZE_TOOL) continue;
-    if (source.name !== undefined && !DATA_TOOLS.has(source.name)) {
+    if (source.holds === 'chart' || source.name === VISUALIZE_TOOL) continue;
+    if (!isDataSource(source)) {
       collectDescriptive(source.content, evidence.descriptive);
       continue;
     }
@@ -416,6 +429,7 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
       for (const [dimension, values] of Object.entries(context)) row.labels.set(dimension, new Set(values));
       for (const [column, value] of Object.entries(cells)) {
         if (evidence.cells.length >= MAX_CELLS) break;
+        if (REFERENCE_KEYS.has(column)) continue;
         if (typeof value === 'number') {
           if (Number.isFinite(value))
             pushCell(evidence, row, source, column, value, index !== undefined || source.name === 'get_record', signed);

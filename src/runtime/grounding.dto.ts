@@ -18,6 +18,10 @@ export class SupportedNumberResponse {
       'false when the clause names none, so only the value was checked',
   })
   entityChecked: boolean;
+  @ApiPropertyOptional({
+    description: 'Of a figure the server filled in from a reference: the reference, e.g. `r3.2.won_revenue`',
+  })
+  ref?: string;
 }
 
 export class UnsupportedNumberResponse {
@@ -27,9 +31,42 @@ export class UnsupportedNumberResponse {
     description:
       'no_such_value: no cell holds it; other_row: a cell holds it, but in a row other than the one the sentence names; ' +
       'wrong_sign, wrong_unit (count, amount, percentage or currency), wrong_scale (k/M/bn or ×100): a cell holds it ' +
-      'otherwise; from_question: only the question has it; not_data: only a description or definition has it',
+      'otherwise; from_question: only the question has it; not_data: only a description or definition has it; ' +
+      'bad_reference: a reference to no cell of a result the caller may see (shown as [figure unavailable])',
   })
   reason: UnsupportedReason;
+  @ApiPropertyOptional({ description: 'Of a reference: as the model wrote it, e.g. `{{r9.1.amount}}`' }) ref?: string;
+}
+
+export class FigureReceiptResponse {
+  @ApiProperty({ description: 'The reference: result, row and column, e.g. `r3.2.won_revenue` (`r4` for a calculate result)' })
+  ref: string;
+  @ApiProperty({ description: 'The figure as shown in the answer, e.g. `$27.5M`' }) text: string;
+  @ApiProperty({ description: 'The tool call whose result holds the cell' }) toolCallId: string;
+  @ApiProperty({ description: 'The tool of that call' }) tool: string;
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'The row of the result, from 1 (absent for a value result)' })
+  row?: number;
+  @ApiProperty({ description: 'The column of the cell' }) column: string;
+  @ApiProperty({ description: 'The value of the cell as the result holds it', nullable: true }) value: unknown;
+}
+
+export class GroundingSummaryResponse {
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Figures written as references and filled in by the server' })
+  referenced: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Figures typed by hand, checked against the results' }) typed: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) supported: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) unsupported: number;
+}
+
+export class GroundingCaveatResponse {
+  @ApiProperty({ description: 'The object of a result the answer used' }) object: string;
+  @ApiProperty({
+    enum: ['row_filter', 'hidden_fields'],
+    description: "The result was produced under the caller's row filter, or with fields hidden from the caller",
+  })
+  kind: 'row_filter' | 'hidden_fields';
+  @ApiPropertyOptional({ type: [String], description: 'Hidden fields the caller itself named (never the others)' })
+  fields?: string[];
 }
 
 /**
@@ -45,4 +82,16 @@ export class GroundingResponse implements Grounding {
     description: 'Figures no cell supports, with the reason: made up, of another row, or computed by the model itself',
   })
   unsupported: UnsupportedNumberResponse[];
+  @ApiPropertyOptional({
+    type: [FigureReceiptResponse],
+    description: 'Where each figure the server filled in from a reference came from: the call, the row, the column and the value',
+  })
+  receipts?: FigureReceiptResponse[];
+  @ApiPropertyOptional({ type: GroundingSummaryResponse }) summary?: GroundingSummaryResponse;
+  @ApiPropertyOptional({
+    type: [GroundingCaveatResponse],
+    description:
+      'What access shaped the results the answer used (a row filter, hidden fields); never a count of what was left out',
+  })
+  caveats?: GroundingCaveatResponse[];
 }

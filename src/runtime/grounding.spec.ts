@@ -106,6 +106,8 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
         { text: '$23.5M', toolCallId: 'call_1', row: 0, column: 'total', entityChecked: true },
       ],
       unsupported: [],
+      receipts: [],
+      summary: { referenced: 0, typed: 2, supported: 2, unsupported: 0 },
     });
     expect(groundAnswer('There are 451 of them.', [BY_STAGE]).supported).toEqual([
       { text: '451', toolCallId: 'call_1', row: 0, column: 'n', entityChecked: false },
@@ -202,7 +204,13 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
   });
 
   it('has no claims in an answer without figures, and everything unsupported without results', () => {
-    expect(groundAnswer('The data does not say.', [BY_STAGE])).toEqual({ numbers: 0, supported: [], unsupported: [] });
+    expect(groundAnswer('The data does not say.', [BY_STAGE])).toEqual({
+      numbers: 0,
+      supported: [],
+      unsupported: [],
+      receipts: [],
+      summary: { referenced: 0, typed: 0, supported: 0, unsupported: 0 },
+    });
     expect(groundAnswer('About 12 deals.', []).unsupported).toEqual([{ text: '12', reason: 'no_such_value' }]);
   });
 });

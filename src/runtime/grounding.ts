@@ -7,9 +7,10 @@
  * description, or no such value at all.
  */
 import { AnswerScopes, findMentions, type FigureScope } from './grounding-clauses';
-import { collectEvidence, DATA_TOOLS, dimensionOf, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
+import { collectEvidence, dimensionOf, isDataSource, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
 import type { TurnEvidence } from '../tools/tool.types';
+import type { RenderedReference } from './figure-references';
 
 export type { GroundingSource } from './grounding-evidence';
 
@@ -22,6 +23,7 @@ export const UNSUPPORTED_REASONS = [
   'wrong_scale',
   'from_question',
   'not_data',
+  'bad_reference',
 ] as const;
 export type UnsupportedReason = (typeof UNSUPPORTED_REASONS)[number];
 
@@ -34,11 +36,45 @@ export interface SupportedFigure {
   column?: string;
   /** The figure's clause named values of the results, and the cell's row has them. */
   entityChecked: boolean;
+  /** A figure the server filled in from a reference: the reference (`r3.2.won_revenue`). */
+  ref?: string;
 }
 
 export interface UnsupportedFigure {
   text: string;
   reason: UnsupportedReason;
+  /** A reference as the model wrote it (`{{r9.1.amount}}`), when the figure was one. */
+  ref?: string;
+}
+
+/** Where a figure filled in from a reference came from: enough to find the cell again and replay the call. */
+export interface FigureReceipt {
+  ref: string;
+  /** As shown in the answer. */
+  text: string;
+  toolCallId: string;
+  tool: string;
+  /** The row of the result, from 1 (absent for a value result such as calculate's). */
+  row?: number;
+  column: string;
+  value: unknown;
+}
+
+export interface GroundingSummary {
+  /** Figures written as references. */
+  referenced: number;
+  /** Figures typed by hand (checked against the results as written). */
+  typed: number;
+  supported: number;
+  unsupported: number;
+}
+
+/** The access a result the answer used was produced under, when it left rows or fields out. */
+export interface GroundingCaveat {
+  object: string;
+  kind: 'row_filter' | 'hidden_fields';
+  /** Hidden fields the caller already named (in the question or its calls); never the others. */
+  fields?: string[];
 }
 
 export interface Grounding {
@@ -46,6 +82,10 @@ export interface Grounding {
   numbers: number;
   supported: SupportedFigure[];
   unsupported: UnsupportedFigure[];
+  /** Of the figures filled in from references. */
+  receipts?: FigureReceipt[];
+  summary?: GroundingSummary;
+  caveats?: GroundingCaveat[];
 }
 
 export interface GroundingOptions {
@@ -53,12 +93,18 @@ export interface GroundingOptions {
   question?: string;
   /** How the answer writes numbers (BCP 47; default `en`): 1,234.5 or 1.234,5 or 1 234,5. */
   locale?: string;
+  /** The references the server filled in (their spans are the shown answer's): checked as cells, not read as text. */
+  references?: readonly RenderedReference[];
 }
 
 /** Which figures of `answer` the data results of the turn support, and why the others are not. */
 export function groundAnswer(answer: string, sources: readonly GroundingSource[], options: GroundingOptions = {}): Grounding {
   const evidence = collectEvidence(sources);
-  const read = readText(answer, { locale: options.locale, masked: identifierSpans(answer, evidence.identifiers) });
+  const references = options.references ?? [];
+  const read = readText(answer, {
+    locale: options.locale,
+    masked: [...identifierSpans(answer, evidence.identifiers), ...references.map((r) => [r.start, r.end] as [number, number])],
+  });
   const asked = readText(options.question ?? '', { locale: options.locale });
   const askedYears = new Set<number>([
     ...asked.periods.filter((p) => !p.yearless).map((p) => Number(p.from.slice(0, 4))),
@@ -100,11 +146,65 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       entries.push({ index: period.index, unsupported: { text: period.text, reason: 'no_such_value' } });
     }
   }
+  const typed = entries.length;
+  entries.push(...referenceEntries(answer, references, periods));
   entries.sort((a, b) => a.index - b.index);
+  const supported = entries.flatMap((e) => (e.supported ? [e.supported] : []));
+  const unsupported = entries.flatMap((e) => (e.unsupported ? [e.unsupported] : []));
   return {
     numbers: entries.length,
-    supported: entries.flatMap((e) => (e.supported ? [e.supported] : [])),
-    unsupported: entries.flatMap((e) => (e.unsupported ? [e.unsupported] : [])),
+    supported,
+    unsupported,
+    receipts: references.flatMap((r) => (r.cell ? [receiptOf(r, r.cell)] : [])),
+    summary: { referenced: references.length, typed, supported: supported.length, unsupported: unsupported.length },
+  };
+}
+
+/**
+ * The verdicts on the figures filled in from references: one that did not resolve is a `bad_reference`; one whose row
+ * disagrees with what its clause names (an owner, a stage, a period) is `other_row`, as for a typed figure.
+ */
+function referenceEntries(
+  answer: string,
+  references: readonly RenderedReference[],
+  periods: readonly PeriodMention[],
+): Array<{ index: number; supported?: SupportedFigure; unsupported?: UnsupportedFigure }> {
+  if (!references.length) return [];
+  const sources = [...new Set(references.flatMap((r) => (r.cell ? [r.cell.source] : [])))];
+  const evidence = collectEvidence(sources);
+  const scopes = new AnswerScopes(answer, findMentions(answer, evidence.vocabulary), [...periods]);
+  return references.map((reference) => {
+    const { cell } = reference;
+    if (!cell)
+      return { index: reference.start, unsupported: { text: reference.text, reason: 'bad_reference', ref: reference.raw } };
+    const found = evidence.cells.filter((c) => c.row.source === cell.source && c.column === cell.column);
+    const numeric = found.find((c) => c.row.index === cell.rowIndex) ?? found.find((c) => c.row.index === undefined);
+    const status = numeric ? rowStatus(numeric, scopes.scopeOf(reference.start, reference.end), evidence) : 'neutral';
+    if (status === 'conflict')
+      return { index: reference.start, unsupported: { text: reference.text, reason: 'other_row', ref: reference.raw } };
+    return {
+      index: reference.start,
+      supported: {
+        text: reference.text,
+        toolCallId: cell.source.toolCallId,
+        ...(cell.rowIndex !== undefined ? { row: cell.rowIndex } : {}),
+        column: cell.column,
+        entityChecked: status === 'confirmed',
+        ref: reference.ref,
+      },
+    };
+  });
+}
+
+function receiptOf(reference: RenderedReference, cell: NonNullable<RenderedReference['cell']>): FigureReceipt {
+  return {
+    ref: reference.ref,
+    text: reference.text,
+    toolCallId: cell.source.toolCallId,
+    tool: cell.source.name ?? 'unknown',
+    ...(cell.rowIndex !== undefined ? { row: cell.rowIndex + 1 } : {}),
+    column: cell.column,
+    value: cell.value,
   };
 }
 
@@ -121,9 +221,7 @@ export function operandEvidence(
   return {
     async dataResult(toolCallId: string) {
       // The latest result of that id (a model may reuse one).
-      const source = [...sources]
-        .reverse()
-        .find((s) => s.toolCallId === toolCallId && s.name !== undefined && DATA_TOOLS.has(s.name));
+      const source = [...sources].reverse().find((s) => s.toolCallId === toolCallId && s.name !== undefined && isDataSource(s));
       if (!source) return undefined;
       const [described] = await describe([source]);
       return { ...described, name: source.name! };
@@ -163,11 +261,12 @@ export function extractNumbers(text: string, locale?: string): NumberClaim[] {
 
 /** The message that asks the model, once, to fix what it could not support. */
 export function correctionRequest(grounding: Grounding): string {
-  const lines = grounding.unsupported.map((figure) => `- "${figure.text}": ${REASON_TEXT[figure.reason]}`);
+  const lines = grounding.unsupported.map((figure) => `- "${figure.ref ?? figure.text}": ${REASON_TEXT[figure.reason]}`);
   return [
     'These figures in your answer are not supported by the data your tools returned in this turn:',
     ...lines,
-    'Rewrite your answer. State each figure exactly as a tool returned it (you may round it), in the row it belongs to, ' +
+    'Rewrite your answer. Cite each figure as a reference to its cell ({{r<N>.<row>.<column>}}, or {{r<N>}} for a ' +
+      'calculate result), or state it exactly as a tool returned it (you may round it), in the row it belongs to, ' +
       'with its sign, unit and currency. For a difference, total, share or growth rate, call the calculate tool ' +
       'over the returned values and state its result; you cannot call tools now, so if you have no such result, ' +
       'leave the derived figure out. Correct or remove every figure listed; if the data does not give one, say so.',
@@ -182,6 +281,9 @@ const REASON_TEXT: Record<UnsupportedReason, string> = {
   wrong_scale: 'wrong scale: the value is a thousand, a million or a hundred times larger or smaller',
   from_question: 'taken from the question, not from the results',
   not_data: 'found only in a description or definition, not in the data',
+  bad_reference:
+    'this reference points at no cell of a result you received (no such result, row or column, or a result withheld ' +
+    'from this user): cite a ref and a column exactly as a result shows them',
 };
 
 // ---------------------------------------------------------------------------------------------

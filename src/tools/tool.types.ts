@@ -63,6 +63,9 @@ export interface TurnDataResult {
   labels?: Record<string, string>;
 }
 
+/** What a tool's successful result holds (see ToolDefinition.holds). */
+export type ToolResultKind = 'rows' | 'value' | 'chart' | 'proposal';
+
 /** A tool: product text for the model plus a function. `execute` may throw; the registry turns that into a result. */
 export interface ToolDefinition<Args = Record<string, unknown>> {
   name: string;
@@ -80,6 +83,13 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
    * is offered only where a turn can pause for one (durable chats), never listed or run directly.
    */
   needsApproval?: true;
+  /**
+   * What a successful result holds, for everything that reads results after the call (grounding, figure
+   * references, charts, the audit): `rows` of data (each row gets a `ref` the answer may cite, and its cells are
+   * evidence), one computed `value` (evidence, cited as a whole), a `chart` of an earlier result, or a write
+   * `proposal`. Absent: it only describes (definitions, lists), and its numbers are never evidence.
+   */
+  holds?: ToolResultKind;
   execute(args: Args, ctx: ToolContext): Promise<unknown>;
 }
 

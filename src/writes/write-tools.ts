@@ -84,6 +84,7 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
       },
       scope: 'platform',
       needsApproval: true,
+      holds: 'proposal',
       execute: (args, ctx) =>
         propose(deps, ctx, 'create_record', args, (object) => {
           checkValues(object, args.values);
@@ -103,6 +104,7 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
       },
       scope: 'platform',
       needsApproval: true,
+      holds: 'proposal',
       execute: (args, ctx) =>
         propose(deps, ctx, 'update_record', args, async (object) => {
           checkValues(object, args.values);
@@ -126,6 +128,7 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
       },
       scope: 'platform',
       needsApproval: true,
+      holds: 'proposal',
       execute: (args, ctx) =>
         propose(deps, ctx, 'delete_record', args, async (object) => {
           const { record, version } = await deps.data.findOneVersioned(callerOf(ctx), object.name, args.recordId, undefined, {
@@ -161,6 +164,7 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
       },
       scope: 'platform',
       needsApproval: true,
+      holds: 'proposal',
       execute: (args, ctx) =>
         propose(deps, ctx, 'update_records', args, async (object) => {
           if ((args.where === undefined) === (args.ids === undefined)) {

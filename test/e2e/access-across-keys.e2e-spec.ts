@@ -14,7 +14,8 @@ import { textOf, uiChat } from '../support/ui-chat';
 
 const UI_API = '/api/v1/ai/agents/data_chat/chats';
 const WITHHELD = { withheld: true, reason: 'access_changed' };
-const WITHHELD_CONTENT = 'result withheld: produced under other access';
+/** What the model reads for a withheld data result: it keeps its number in the chat, so later results' numbers stay. */
+const WITHHELD_CONTENT = 'result withheld: produced under other access (r1)';
 const ALL_DEALS = { objectName: 'deal', limit: 50 };
 /** The deals' amounts (hidden from the narrower key): none of them may appear in what it gets. */
 const AMOUNTS = [0, 1, 2, 3, 4, 5].map((i) => 777_000.25 + i);
@@ -112,6 +113,7 @@ describe('a chat turn runs as the key that posted it (access across keys of one 
       toolName: 'query_records',
       isError: false,
       ...WITHHELD,
+      resultRef: 'r1',
     });
     expect(showsAmount(asNarrow)).toBe(false);
     // The key that produced them still gets them whole.

@@ -1,4 +1,5 @@
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage } from 'ai';
+import { typedOnly } from '../support/grounding';
 import type { AgentListResponse } from '../../src/agents/agent.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
 import type { AggregateDataResult } from '../../src/tools/data-tools/aggregate-data.tool';
@@ -47,7 +48,7 @@ describe('POST /api/v1/ai/agents/:agentName/chat', () => {
       finishReason: 'stop',
       toolCalls: [],
       usage: { promptTokens: 11, completionTokens: 3, totalTokens: 14 },
-      grounding: { numbers: 0, supported: [], unsupported: [] },
+      grounding: typedOnly({ numbers: 0, supported: [], unsupported: [] }),
     });
     expect(llm.requests).toHaveLength(1);
     const messages = sentMessages(llm, 0);

@@ -43,12 +43,19 @@ const errorMessage = (content: string) =>
 
 const markOf = (spec: ChartResult['spec']) => (spec.hconcat ? 'table' : spec.mark?.type);
 
+/** A row as a chart holds it: as the tool returned it, without the figure references the server added. */
+function withoutRefs(row: unknown): unknown {
+  return Object.fromEntries(
+    Object.entries(row as Record<string, unknown>).filter(([key]) => key !== 'ref' && key !== 'resultRef'),
+  );
+}
+
 /** The rows a data result holds, as the tool returned them. */
 function rowsOf(name: string, result: unknown): unknown[] {
   const content = result as { records?: unknown[]; rows?: unknown[]; value?: number };
-  if (name === 'get_record') return [result];
+  if (name === 'get_record') return [withoutRefs(result)];
   if (name === 'calculate') return [{ value: content.value }];
-  return content.records ?? content.rows ?? [];
+  return (content.records ?? content.rows ?? []).map(withoutRefs);
 }
 
 describe('Charts (visualize)', () => {
@@ -292,7 +299,7 @@ describe('Charts (visualize)', () => {
     const read = sentMessages(llm, 2).filter((m) => m.role === 'tool');
     const [rows, chart] = read.map((m) => parsedContent<ChartResult & { rows: unknown }>(m));
     expect(chart).toMatchObject({ source: 'call_src', rows: stageCounts.size, spec: { mark: { type: 'bar' } } });
-    expect(chart.spec.data.values).toEqual((rows as unknown as { rows: unknown[] }).rows);
+    expect(chart.spec.data.values).toEqual((rows as unknown as { rows: unknown[] }).rows.map(withoutRefs));
   });
 
   it('sends a data-chart part after the chart’s output in the stateless UI message stream (read by the AI SDK’s Chat)', async () => {
@@ -317,7 +324,7 @@ describe('Charts (visualize)', () => {
     ]);
     const output = (answer.parts[3] as { output: ChartResult }).output;
     expect(answer.parts[4]).toEqual({ type: 'data-chart', id: 'call_bar', data: { toolCallId: 'call_bar', spec: output.spec } });
-    expect(output.spec.data.values).toEqual((answer.parts[1] as { output: { rows: unknown[] } }).output.rows);
+    expect(output.spec.data.values).toEqual((answer.parts[1] as { output: { rows: unknown[] } }).output.rows.map(withoutRefs));
   });
 
   it('stores the chart on a durable chat: the data-chart part in its useChat stream, its history and a resumed stream after a reload', async () => {

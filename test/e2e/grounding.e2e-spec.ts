@@ -1,4 +1,5 @@
 import type { UIMessage } from 'ai';
+import { typedOnly } from '../support/grounding';
 import OpenAI from 'openai';
 import type { ChatMessagesResponse, ChatResponse } from '../../src/chats/durable/chat.dto';
 import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-chat.dto';
@@ -123,20 +124,22 @@ describe('Grounded answers', () => {
     });
     const answer = await ask('Of the deals over 50000, how much did we win?');
 
-    expect(answer.grounding).toEqual({
-      numbers: 7,
-      supported: [
-        wonCell(String(won.n), call.id, 'n'),
-        wonCell(`$${money(won.total, 2)}`, call.id, 'total'),
-        wonCell(`$${(won.total / 1e6).toFixed(1)}M`, call.id, 'total'),
-        wonCell(`${Math.round(won.total / 1e3)}k`, call.id, 'total'),
-        // After a semicolon: the sentence's "won" no longer reaches it, so only the value is checked.
-        wonCell(money(won.average, 1), call.id, 'average', false),
-        { text: match.stringMatching(/^\d+\.\d%$/), toolCallId: 'call_p', row: 0, column: 'p', entityChecked: false },
-      ],
-      // The amounts are USD (the field's description says so): euros are another unit.
-      unsupported: [{ text: `€${money(won.total, 0)}`, reason: 'wrong_unit' }],
-    });
+    expect(answer.grounding).toEqual(
+      typedOnly({
+        numbers: 7,
+        supported: [
+          wonCell(String(won.n), call.id, 'n'),
+          wonCell(`$${money(won.total, 2)}`, call.id, 'total'),
+          wonCell(`$${(won.total / 1e6).toFixed(1)}M`, call.id, 'total'),
+          wonCell(`${Math.round(won.total / 1e3)}k`, call.id, 'total'),
+          // After a semicolon: the sentence's "won" no longer reaches it, so only the value is checked.
+          wonCell(money(won.average, 1), call.id, 'average', false),
+          { text: match.stringMatching(/^\d+\.\d%$/) as string, toolCallId: 'call_p', row: 0, column: 'p', entityChecked: false },
+        ],
+        // The amounts are USD (the field's description says so): euros are another unit.
+        unsupported: [{ text: `€${money(won.total, 0)}`, reason: 'wrong_unit' }],
+      }),
+    );
   });
 
   it('reports an invented number and a sum the model computed itself as unsupported', async () => {
@@ -144,18 +147,20 @@ describe('Grounded answers', () => {
     llm.enqueue(call.step, answerWon(` Twice ${won.n} makes ${won.n * 2}; there were also ${INVENTED} other deals.`));
     const answer = await ask('How much did we win?');
 
-    expect(answer.grounding).toEqual({
-      numbers: 5,
-      supported: [
-        wonCell(String(won.n), call.id, 'n'),
-        wonCell(`$${money(won.total, 2)}`, call.id, 'total'),
-        wonCell(String(won.n), call.id, 'n', false),
-      ],
-      unsupported: [
-        { text: String(won.n * 2), reason: 'no_such_value' },
-        { text: INVENTED, reason: 'no_such_value' },
-      ],
-    });
+    expect(answer.grounding).toEqual(
+      typedOnly({
+        numbers: 5,
+        supported: [
+          wonCell(String(won.n), call.id, 'n'),
+          wonCell(`$${money(won.total, 2)}`, call.id, 'total'),
+          wonCell(String(won.n), call.id, 'n', false),
+        ],
+        unsupported: [
+          { text: String(won.n * 2), reason: 'no_such_value' },
+          { text: INVENTED, reason: 'no_such_value' },
+        ],
+      }),
+    );
   });
 
   it('sends the grounding as a data-grounding part of the UI message stream, read with the AI SDK', async () => {
@@ -166,11 +171,11 @@ describe('Grounded answers', () => {
 
     expect(chat.error).toBeUndefined();
     const answer = chat.messages.at(-1)!;
-    const expected: Grounding = {
+    const expected: Grounding = typedOnly({
       numbers: 3,
       supported: [wonCell(String(won.n), call.id, 'n'), wonCell(`$${money(won.total, 2)}`, call.id, 'total')],
       unsupported: [{ text: INVENTED, reason: 'no_such_value' }],
-    };
+    });
     expect(answer.parts.filter((p) => p.type === 'data-grounding')).toEqual([{ type: 'data-grounding', data: expected }]);
     expect(answer.parts.at(-1)).toEqual({ type: 'data-grounding', data: expected });
     expect((answer.metadata as { grounding: Grounding }).grounding).toEqual(expected);
@@ -196,11 +201,11 @@ describe('Grounded answers', () => {
     expect(assistants.at(-1)!.metadata).toEqual({
       model: 'mock-model',
       finishReason: 'stop',
-      grounding: {
+      grounding: typedOnly({
         numbers: 3,
         supported: [wonCell(String(won.n), call.id, 'n'), wonCell(`$${money(won.total, 2)}`, call.id, 'total')],
         unsupported: [{ text: INVENTED, reason: 'no_such_value' }],
-      },
+      }),
     });
   });
 
@@ -271,11 +276,13 @@ describe('Grounded answers', () => {
     // One model call that can only rewrite the answer: no tools offered.
     expect(sentToolNames(llm, 2)).toEqual([]);
     expect(answer.content).toBe(`We won ${won.n} deals worth $${money(won.total, 2)}.`);
-    expect(answer.grounding).toEqual({
-      numbers: 2,
-      supported: [wonCell(String(won.n), call.id, 'n'), wonCell(`$${money(won.total, 2)}`, call.id, 'total')],
-      unsupported: [],
-    });
+    expect(answer.grounding).toEqual(
+      typedOnly({
+        numbers: 2,
+        supported: [wonCell(String(won.n), call.id, 'n'), wonCell(`$${money(won.total, 2)}`, call.id, 'total')],
+        unsupported: [],
+      }),
+    );
   });
 
   it('with grounding "retry", corrects once per turn: a corrected answer still unsupported is reported, not retried', async () => {
@@ -283,7 +290,9 @@ describe('Grounded answers', () => {
     const answer = await ask('How much did we win?', 'strict_chat');
 
     expect(llm.requests).toHaveLength(3);
-    expect(answer.grounding).toEqual({ numbers: 1, supported: [], unsupported: [{ text: '4,242', reason: 'no_such_value' }] });
+    expect(answer.grounding).toEqual(
+      typedOnly({ numbers: 1, supported: [], unsupported: [{ text: '4,242', reason: 'no_such_value' }] }),
+    );
   });
 
   it('with grounding "retry", an answer whose numbers are all supported goes out as it is', async () => {
@@ -348,6 +357,9 @@ describe('Grounded answers', () => {
       const results = sentMessages(llm, 2);
       const average = Math.round((won.total / won.n) * 100) / 100;
       expect(parsedContent(results.find((m) => m.tool_call_id === 'call_avg')!)).toEqual({
+        // The turn's second data result, cited whole as {{r2}}.
+        resultRef: 'r2',
+        ref: 'r2',
         value: average,
         operands: [
           { text: String(won.total), toolCallId: call.id },
@@ -364,11 +376,13 @@ describe('Grounded answers', () => {
         },
       });
       // Supported by the calculation, whose operands came from the won row.
-      expect(answer.grounding).toEqual({
-        numbers: 1,
-        supported: [{ text: `$${money(average, 2)}`, toolCallId: 'call_avg', column: 'value', entityChecked: true }],
-        unsupported: [],
-      });
+      expect(answer.grounding).toEqual(
+        typedOnly({
+          numbers: 1,
+          supported: [{ text: `$${money(average, 2)}`, toolCallId: 'call_avg', column: 'value', entityChecked: true }],
+          unsupported: [],
+        }),
+      );
     });
 
     it('a figure the model computed itself stays unsupported, even next to a calculate result', async () => {
@@ -396,11 +410,13 @@ describe('Grounded answers', () => {
       const { messages } = bodyOf<ChatMessagesResponse>(
         await t.http.get(`/api/v1/chats/${created.id}/messages`).set(bearer(t.adminKey)).expect(200),
       );
-      expect(messages.at(-1)!.metadata?.grounding).toEqual({
-        numbers: 2,
-        supported: [{ text: '451', toolCallId: callByStage.id, row: wonIndex, column: 'n', entityChecked: true }],
-        unsupported: [{ text: '451', reason: 'other_row' }],
-      });
+      expect(messages.at(-1)!.metadata?.grounding).toEqual(
+        typedOnly({
+          numbers: 2,
+          supported: [{ text: '451', toolCallId: callByStage.id, row: wonIndex, column: 'n', entityChecked: true }],
+          unsupported: [{ text: '451', reason: 'other_row' }],
+        }),
+      );
     });
 
     it('on /v1, the same answer carries the same grounding', async () => {
@@ -411,11 +427,13 @@ describe('Grounded answers', () => {
         messages: [{ role: 'user', content: 'How many deals did we win and lose?' }],
       });
       expect(completion.choices[0].message.content).toBe('We won 451 deals. We lost 451 deals.');
-      expect((completion as unknown as { grounding: Grounding }).grounding).toEqual({
-        numbers: 2,
-        supported: [{ text: '451', toolCallId: callByStage.id, row: wonIndex, column: 'n', entityChecked: true }],
-        unsupported: [{ text: '451', reason: 'other_row' }],
-      });
+      expect((completion as unknown as { grounding: Grounding }).grounding).toEqual(
+        typedOnly({
+          numbers: 2,
+          supported: [{ text: '451', toolCallId: callByStage.id, row: wonIndex, column: 'n', entityChecked: true }],
+          unsupported: [{ text: '451', reason: 'other_row' }],
+        }),
+      );
     });
 
     it('with grounding "retry", the correction names each unsupported figure with its reason and suggests calculate', async () => {
@@ -432,11 +450,13 @@ describe('Grounded answers', () => {
       expect(request.content).toContain('- "451": this value belongs to another row than the one your sentence names');
       expect(request.content).toContain('- "902": no such value in the results');
       expect(request.content).toContain('call the calculate tool');
-      expect(answer.grounding).toEqual({
-        numbers: 1,
-        supported: [{ text: '451', toolCallId: callByStage.id, row: wonIndex, column: 'n', entityChecked: true }],
-        unsupported: [],
-      });
+      expect(answer.grounding).toEqual(
+        typedOnly({
+          numbers: 1,
+          supported: [{ text: '451', toolCallId: callByStage.id, row: wonIndex, column: 'n', entityChecked: true }],
+          unsupported: [],
+        }),
+      );
     });
   });
 
@@ -454,11 +474,13 @@ describe('Grounded answers', () => {
       return MockReply.text(`Wir haben ${n} Deals gewonnen, im Wert von ${german(total)} $.`);
     });
     const answer = await ask('Wie viel haben wir gewonnen?', 'german_chat');
-    expect(answer.grounding).toEqual({
-      numbers: 2,
-      supported: [wonCell(String(won.n), call.id, 'n', false), wonCell(`${german(won.total)} $`, call.id, 'total', false)],
-      unsupported: [],
-    });
+    expect(answer.grounding).toEqual(
+      typedOnly({
+        numbers: 2,
+        supported: [wonCell(String(won.n), call.id, 'n', false), wonCell(`${german(won.total)} $`, call.id, 'total', false)],
+        unsupported: [],
+      }),
+    );
   });
 
   it('rejects an unknown grounding mode with 400 and shows the mode in the agent', async () => {

@@ -1,4 +1,5 @@
 import type { Chat } from '@ai-sdk/react';
+import { typedOnly } from '../support/grounding';
 import { lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
 import { EventSource } from 'eventsource';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,7 +97,7 @@ describe('durable chats through the AI SDK (useChat)', () => {
     ]);
     expect(answer.parts[1]).toMatchObject({ state: 'output-available', input: COUNT_DEALS, output: { rows: [{ n: 2000 }] } });
     // "2000" comes from the tool's result: the answer is grounded.
-    const grounding = {
+    const grounding = typedOnly({
       numbers: 1,
       supported: [
         {
@@ -108,7 +109,7 @@ describe('durable chats through the AI SDK (useChat)', () => {
         },
       ],
       unsupported: [],
-    };
+    });
     expect(answer.parts[4]).toEqual({ type: 'data-grounding', data: grounding });
     expect(answer.metadata).toEqual({
       model: 'mock-model',

@@ -1,4 +1,5 @@
 import type { UIMessage } from 'ai';
+import { typedOnly } from '../support/grounding';
 import { listen } from '../support/chat-helpers';
 import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { MockLlmServer, MockReply, type RecordedRequest } from '../support/mock-llm.server';
@@ -68,14 +69,14 @@ describe('Stateless chat through the AI SDK (useChat)', () => {
       finishReason: 'stop',
       usage: { promptTokens: 30, completionTokens: 7, totalTokens: 37 },
       // Both figures come from the tool's result.
-      grounding: {
+      grounding: typedOnly({
         numbers: 2,
         supported: [
           { text: String(won.n), toolCallId: tool.toolCallId, row: 0, column: 'n', entityChecked: true },
           { text: String(won.total), toolCallId: tool.toolCallId, row: 0, column: 'total', entityChecked: true },
         ],
         unsupported: [],
-      },
+      }),
     });
     // The transport's own request: UI messages with a trigger and no `stream` field.
     expect(llm.requests).toHaveLength(2);

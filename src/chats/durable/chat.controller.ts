@@ -5,7 +5,7 @@ import { AcceptsStreamToken, Roles } from '../../auth/auth.decorators';
 import { Caller } from '../../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
 import { ADMISSION_ERRORS } from '../../runtime/agent-runtime.service';
-import { hijack } from '../../common/fastify-reply';
+import { ClientSignal, hijack } from '../../common/fastify-reply';
 import { PaginationQueryDto } from '../../common/pagination.dto';
 import {
   CHAT_PART_MODELS,
@@ -16,8 +16,11 @@ import {
   CreateChatDto,
   MessagesQueryDto,
   PostMessageDto,
+  ReceiptReplayResponse,
+  ReplayReceiptDto,
   ToolResultsDto,
 } from './chat.dto';
+import { ChatReceiptsService } from './chat-receipts.service';
 import { ChatService } from './chat.service';
 import { ChatStreamService } from './chat-stream.service';
 
@@ -44,6 +47,7 @@ export class ChatController {
   constructor(
     private readonly chats: ChatService,
     private readonly streams: ChatStreamService,
+    private readonly receipts: ChatReceiptsService,
   ) {}
 
   @Post()
@@ -87,6 +91,27 @@ export class ChatController {
   @ApiRoute({ summary: 'Delete a chat and its messages', status: 204, errors: ['chat_not_found'] })
   async delete(@Caller() caller: Caller, @Param('id') id: string): Promise<void> {
     await this.chats.delete(caller, id);
+  }
+
+  @Post(':id/receipts/replay')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiRoute({
+    summary: 'Run a stored data call again under your access as it is now, and see which referenced figures changed',
+    description:
+      "Compares each figure an answer of the chat filled in from that call's rows (its receipts) with the same cell " +
+      'now. A call whose result was produced under other access than yours (another key, or this key before its ' +
+      'policies changed), that failed, or that returned no rows is 404 `receipt_not_found`.',
+    type: ReceiptReplayResponse,
+    errors: [...BODY_ERRORS, 'chat_not_found', 'receipt_not_found'],
+  })
+  replayReceipt(
+    @Caller() caller: Caller,
+    @Param('id') id: string,
+    @Body() dto: ReplayReceiptDto,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<ReceiptReplayResponse> {
+    return this.receipts.replay(caller, id, dto.toolCallId, signal);
   }
 
   @Get(':id/messages')

@@ -291,6 +291,28 @@ export class ChatMessagesResponse {
   @ApiProperty({ type: [ChatMessageResponse] }) messages: ChatMessageResponse[];
 }
 
+export class ReplayReceiptDto {
+  @ApiProperty({ description: "The stored data call to run again (a receipt's `toolCallId`)", maxLength: 200 })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  toolCallId: string;
+}
+
+export class ReceiptChangeResponse {
+  @ApiProperty({ description: 'The reference of a figure an answer took from the call, e.g. `r3.2.won_revenue`' }) ref: string;
+  @ApiProperty({ ...JSON_VALUE, description: 'The value the answer showed' }) then: unknown;
+  @ApiProperty({ ...JSON_VALUE, description: 'The same cell now (null when the row is gone)' }) now: unknown;
+}
+
+export class ReceiptReplayResponse {
+  @ApiProperty() toolCallId: string;
+  @ApiProperty({ format: 'date-time', description: 'When the call ran again' }) ranAt: string;
+  @ApiProperty({ type: [ReceiptChangeResponse], description: 'Referenced figures whose cell has another value now' })
+  changed: ReceiptChangeResponse[];
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Referenced figures whose cell is the same' }) unchanged: number;
+}
+
 export function toChatResponse(chat: ChatRow): ChatResponse {
   const response: ChatResponse = {
     id: chat.id,

@@ -270,6 +270,24 @@ export class ChatRepository {
     return rows.map(toMessageRow);
   }
 
+  /**
+   * The messages of a chat that hold a tool call, its result or a receipt of a figure taken from it (in an answer's
+   * grounding), oldest first.
+   */
+  async messagesAboutCall(em: EntityManager, chatId: string, toolCallId: string): Promise<ChatMessageRow[]> {
+    const rows = await this.selectMessages(em, chatId)
+      .where((eb) =>
+        eb.or([
+          sql<boolean>`parts @> ${JSON.stringify([{ type: 'tool-result', toolCallId }])}::jsonb`,
+          sql<boolean>`parts @> ${JSON.stringify([{ type: 'tool-call', toolCallId }])}::jsonb`,
+          sql<boolean>`metadata @> ${JSON.stringify({ grounding: { receipts: [{ toolCallId }] } })}::jsonb`,
+        ]),
+      )
+      .orderBy('id')
+      .execute();
+    return rows.map(toMessageRow);
+  }
+
   private selectMessages(em: EntityManager, chatId: string) {
     return db(em).selectFrom('chat_messages').select(MESSAGE_COLUMNS).where('chat_id', '=', chatId);
   }

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../../auth/auth.module';
 import { GovernanceModule } from '../../governance/governance.module';
 import { RuntimeModule } from '../../runtime/runtime.module';
+import { ToolsModule } from '../../tools/tools.module';
 import { ApprovalGateway } from './approval-gateway';
 import { ChatController } from './chat.controller';
 import { ChatEvents } from './chat-events.service';
@@ -10,19 +11,21 @@ import { ChatRunner } from './chat-runner.service';
 import { ChatStreamService } from './chat-stream.service';
 import { ChatClaimsRepository } from './chat-claims.repository';
 import { ChatRepository } from './chat.repository';
+import { ChatReceiptsService } from './chat-receipts.service';
 import { ChatService } from './chat.service';
 import { ChatWorker } from './chat.worker';
 import { UiChatController } from './ui-chat.controller';
 import { UiChatService } from './ui-chat.service';
 
 @Module({
-  imports: [AuthModule, GovernanceModule, RuntimeModule],
+  imports: [AuthModule, GovernanceModule, RuntimeModule, ToolsModule],
   controllers: [ChatController, UiChatController],
   providers: [
     ChatRepository,
     ChatClaimsRepository,
     ChatEvents,
     ChatService,
+    ChatReceiptsService,
     ChatRunner,
     ChatWorker,
     ChatStreamService,

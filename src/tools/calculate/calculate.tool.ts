@@ -49,6 +49,7 @@ export function createCalculateTool(): ToolDefinition<CalculateArgs> {
       additionalProperties: false,
     },
     scope: 'platform',
+    holds: 'value',
     execute(args, ctx): Promise<CalculateResult> {
       let evaluation;
       try {

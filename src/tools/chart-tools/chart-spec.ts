@@ -1,4 +1,5 @@
 import { DomainError } from '../../common/domain-error';
+import { resultRows, withoutRefKeys } from '../result-refs';
 import type { TurnDataResult } from '../tool.types';
 
 export const CHART_TYPES = ['bar', 'line', 'area', 'pie', 'scatter', 'table'] as const;
@@ -48,14 +49,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The rows of a data result, exactly as the tool returned them. */
+/** The rows of a data result as the tool returned them, without the references the server added to each. */
 export function rowsOf(result: Pick<TurnDataResult, 'name' | 'content'>): Record<string, unknown>[] {
   const content = result.content;
   if (result.name === 'calculate') return isRecord(content) ? [{ value: content.value }] : [];
-  if (result.name === 'get_record') return isRecord(content) ? [content] : [];
-  if (!isRecord(content)) return [];
-  const list = Array.isArray(content.records) ? content.records : Array.isArray(content.rows) ? content.rows : [];
-  return list.filter(isRecord);
+  return resultRows(content).map(withoutRefKeys);
 }
 
 /** Whether the result holds every row of its question (no limit reached, nothing cut by the output cap). */

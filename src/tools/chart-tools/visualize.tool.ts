@@ -78,6 +78,7 @@ export function createVisualizeTool(): ToolDefinition<VisualizeArgs> {
       additionalProperties: false,
     },
     scope: 'platform',
+    holds: 'chart',
     async execute(args, ctx): Promise<VisualizeResult> {
       const result = ctx.evidence ? await ctx.evidence.dataResult(args.source) : undefined;
       if (!result) {

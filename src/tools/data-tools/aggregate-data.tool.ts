@@ -102,6 +102,7 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
       additionalProperties: false,
     },
     scope: 'agent',
+    holds: 'rows',
     async execute(args, ctx): Promise<AggregateDataResult> {
       const limit = clampLimit(args.limit, AGGREGATE_DEFAULT_GROUPS, AGGREGATE_MAX_GROUPS);
       const { where } = await withView(deps, ctx, args.objectName, args.view, { where: args.where });

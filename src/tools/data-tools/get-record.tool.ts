@@ -26,6 +26,7 @@ export function createGetRecordTool(deps: DataToolDeps): ToolDefinition<GetRecor
       additionalProperties: false,
     },
     scope: 'agent',
+    holds: 'rows',
     async execute(args, ctx): Promise<Record<string, unknown>> {
       return readData(deps, ctx, (session) =>
         deps.data.findOne(callerOf(ctx), args.objectName, args.recordId, args.fields, { session }),

@@ -76,6 +76,7 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
       additionalProperties: false,
     },
     scope: 'agent',
+    holds: 'rows',
     async execute(args, ctx): Promise<QueryRecordsResult> {
       const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
       const offset = clampOffset(args.offset);

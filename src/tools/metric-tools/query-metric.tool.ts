@@ -88,6 +88,7 @@ export function createQueryMetricTool(deps: MetricToolDeps): ToolDefinition<Quer
       additionalProperties: false,
     },
     scope: 'agent',
+    holds: 'rows',
     async execute(args, ctx): Promise<QueryMetricResult> {
       const limit = clampLimit(args.limit, METRIC_DEFAULT_ROWS, METRIC_MAX_ROWS);
       const { rows, truncated } = await readData(deps, ctx, (session) =>
