@@ -10,21 +10,19 @@ import { DomainError } from '../common/domain-error';
 import { projectRoot } from '../common/project-root';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { deepFreeze, ReplicatedCache } from '../database/replicated-cache';
-import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { MetadataService } from '../metadata/metadata.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
+import { storedDefinition, type StoredDefinition } from './agent-definition';
 import { Agent, AgentEntity } from './agent.entity';
 import { toAgentResponse, toAgentSummary, toSpec } from './agent.mapper';
 import {
-  AGENT_DEFAULTS,
   AGENT_MAX_ITERATIONS,
   AGENT_NAME_PATTERN,
   AgentSpec,
   WRITE_OPERATIONS,
   type AgentWrites,
-  type StoredModelSettings,
   type WriteOperation,
 } from './agent.types';
 
@@ -93,8 +91,7 @@ export class AgentService {
       const now = new Date();
       const agent = em.create(AgentEntity, {
         id: randomUUID(),
-        ...this.normalise(dto),
-        writes: await this.checkWrites(dto.writes),
+        ...(await this.definition(dto)),
         version: 1,
         createdAt: now,
         updatedAt: now,
@@ -113,8 +110,7 @@ export class AgentService {
       const agent = await findByName(em, name);
       if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
       em.assign(agent, {
-        ...this.normalise(dto),
-        writes: await this.checkWrites(dto.writes),
+        ...(await this.definition(dto)),
         version: agent.version + 1,
         updatedAt: new Date(),
       });
@@ -192,42 +188,16 @@ export class AgentService {
     return writes;
   }
 
-  /** The spec as stored: the locale goes into the model settings' JSON. */
-  private normalise(
-    dto: AgentSpecDto,
-  ): Omit<AgentSpec, 'version' | 'locale' | 'model' | 'writes'> & { model: StoredModelSettings } {
-    const tools = [...new Set(dto.tools ?? [])];
-    const { unknown } = this.tools.resolve(tools);
+  /** The definition a spec stores; unknown tools and objects of `writes` are a 400. */
+  private async definition(dto: AgentSpecDto): Promise<StoredDefinition> {
+    const { unknown } = this.tools.resolve(dto.tools ?? []);
     if (unknown.length) {
-      throw new DomainError('unknown_tool', `Unknown tool${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`, {
+      const names = [...new Set(unknown)];
+      throw new DomainError('unknown_tool', `Unknown tool${names.length > 1 ? 's' : ''}: ${names.join(', ')}`, {
         availableTools: this.tools.list().map((t) => t.name),
       });
     }
-    const allowedObjects = [...new Set(dto.allowedObjects ?? ['*'])];
-    const badObject = allowedObjects.find((o) => o !== '*' && !IDENTIFIER_PATTERN.test(o));
-    if (badObject !== undefined)
-      throw new DomainError('validation_failed', `allowedObjects: "${badObject}" is not an object name or "*"`);
-    return {
-      name: dto.name,
-      label: dto.label,
-      role: dto.role ?? 'assistant',
-      description: dto.description ?? null,
-      instructions: dto.instructions,
-      model: { ...dto.model, ...(dto.locale !== undefined ? { locale: canonicalLocale(dto.locale) } : {}) },
-      tools,
-      allowedObjects,
-      planning: {
-        maxIterations: dto.planning?.maxIterations ?? AGENT_DEFAULTS.maxIterations,
-        maxToolCallsPerStep: dto.planning?.maxToolCallsPerStep ?? AGENT_DEFAULTS.maxToolCallsPerStep,
-      },
-      guardrails: {
-        maxExecutionTimeSec: dto.guardrails?.maxExecutionTimeSec ?? AGENT_DEFAULTS.maxExecutionTimeSec,
-        maxTokensPerInvocation: dto.guardrails?.maxTokensPerInvocation ?? AGENT_DEFAULTS.maxTokensPerInvocation,
-      },
-      access: { ...dto.access },
-      grounding: dto.grounding ?? 'annotate',
-      active: dto.active ?? true,
-    };
+    return storedDefinition(dto, await this.checkWrites(dto.writes));
   }
 
   /** A stored agent can go stale (a tool removed in an upgrade): such an agent is not run. */
@@ -253,17 +223,6 @@ export class AgentService {
       this.logger.log({ msg: 'created built-in agent', agent: dto.name });
     }
   }
-}
-
-/** A BCP 47 locale in its canonical form ("en-us" → "en-US"); anything else is a 400. */
-function canonicalLocale(locale: string): string {
-  try {
-    const [canonical] = Intl.getCanonicalLocales(locale);
-    if (canonical && Intl.NumberFormat.supportedLocalesOf(canonical).length) return canonical;
-  } catch {
-    // Falls through to the error below.
-  }
-  throw new DomainError('validation_failed', `locale: "${locale.slice(0, 40)}" is not a BCP 47 locale this server knows`);
 }
 
 /**
