@@ -38,6 +38,8 @@ export const SHIPPED_BUILTINS: Readonly<Record<string, readonly ShippedDefinitio
     { version: 1, fingerprint: 'a74a26a20d9ebbb79f127d487dd2c19bd8ba2ca827dc1afa4901da608ceeb752' },
     // with visualize.
     { version: 1, fingerprint: '9359d77b7891f73061e84108b3740c7d55bf9646fe378845aee2070cecdca88e' },
+    // Figures written as references to result rows ({{r2.3.won_revenue}}), formatted by the server.
+    { version: 2, fingerprint: '16407bb5543fc665b8a9dface916cc2141148d894920186e46ae2c57f0f75079' },
   ],
 };
 
