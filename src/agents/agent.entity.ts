@@ -22,6 +22,10 @@ export const AgentEntity = defineEntity({
     grounding: p.string().default('annotate'),
     active: p.boolean(),
     version: p.integer(),
+    /** Of a built-in (seeds/agents): the builtinVersion of its seed the server last wrote; null otherwise. */
+    builtinVersion: p.integer().nullable(),
+    /** Of a built-in: the fingerprint of the definition the server last wrote (definitionFingerprint). */
+    builtinFingerprint: p.string().length(64).nullable(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },

@@ -19,6 +19,8 @@ function stored(overrides: Partial<Agent> = {}): Agent {
     grounding: 'retry',
     active: true,
     version: 3,
+    builtinVersion: null,
+    builtinFingerprint: null,
     createdAt: new Date('2026-01-02T03:04:05.000Z'),
     updatedAt: new Date('2026-02-03T04:05:06.000Z'),
     ...overrides,

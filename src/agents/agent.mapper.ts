@@ -7,8 +7,27 @@ const AGENT_PLANNING_DEFAULTS: AgentPlanning = {
   maxToolCallsPerStep: AGENT_DEFAULTS.maxToolCallsPerStep,
 };
 
+/** What an agent row says of the agent itself: its definition, without id, version or timestamps. */
+export type AgentDefinitionFields = Pick<
+  Agent,
+  | 'name'
+  | 'label'
+  | 'role'
+  | 'description'
+  | 'instructions'
+  | 'model'
+  | 'tools'
+  | 'allowedObjects'
+  | 'writes'
+  | 'planning'
+  | 'guardrails'
+  | 'access'
+  | 'grounding'
+  | 'active'
+>;
+
 /** The stored agent as the runtime sees it. */
-export function toSpec(agent: Agent): AgentSpec {
+export function toSpec(agent: AgentDefinitionFields & Pick<Agent, 'version'>): AgentSpec {
   const { locale, ...model } = agent.model;
   return {
     name: agent.name,

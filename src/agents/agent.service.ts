@@ -1,30 +1,25 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, Logger } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
+import { LockMode } from '@mikro-orm/core';
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Caller } from '../auth/caller';
 import { DomainError } from '../common/domain-error';
-import { projectRoot } from '../common/project-root';
 import { PgPubSub } from '../database/pg-pubsub.service';
 import { deepFreeze, ReplicatedCache } from '../database/replicated-cache';
-import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { MetadataService } from '../metadata/metadata.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import { AgentListResponse, AgentResponse, AgentSpecDto } from './agent.dto';
+import { definitionFingerprint, storedDefinition, type StoredDefinition } from './agent-definition';
 import { Agent, AgentEntity } from './agent.entity';
 import { toAgentResponse, toAgentSummary, toSpec } from './agent.mapper';
+import { planBuiltin, readBuiltinSeeds, type BuiltinPlan, type BuiltinSeed } from './builtin-agents';
 import {
-  AGENT_DEFAULTS,
   AGENT_MAX_ITERATIONS,
   AGENT_NAME_PATTERN,
   AgentSpec,
   WRITE_OPERATIONS,
   type AgentWrites,
-  type StoredModelSettings,
   type WriteOperation,
 } from './agent.types';
 
@@ -93,8 +88,7 @@ export class AgentService {
       const now = new Date();
       const agent = em.create(AgentEntity, {
         id: randomUUID(),
-        ...this.normalise(dto),
-        writes: await this.checkWrites(dto.writes),
+        ...(await this.definition(dto)),
         version: 1,
         createdAt: now,
         updatedAt: now,
@@ -110,11 +104,11 @@ export class AgentService {
     if (dto.name !== name)
       throw new DomainError('validation_failed', `The body names agent "${dto.name}" but the path names "${name}"`);
     return this.changing(async (em) => {
-      const agent = await findByName(em, name);
+      // Locked: a replica upgrading a built-in at the same time sees this edit, or this one sees its upgrade.
+      const agent = await findByName(em, name, LockMode.PESSIMISTIC_WRITE);
       if (!agent) throw new DomainError('agent_not_found', `Agent "${name}" not found`);
       em.assign(agent, {
-        ...this.normalise(dto),
-        writes: await this.checkWrites(dto.writes),
+        ...(await this.definition(dto)),
         version: agent.version + 1,
         updatedAt: new Date(),
       });
@@ -192,42 +186,16 @@ export class AgentService {
     return writes;
   }
 
-  /** The spec as stored: the locale goes into the model settings' JSON. */
-  private normalise(
-    dto: AgentSpecDto,
-  ): Omit<AgentSpec, 'version' | 'locale' | 'model' | 'writes'> & { model: StoredModelSettings } {
-    const tools = [...new Set(dto.tools ?? [])];
-    const { unknown } = this.tools.resolve(tools);
+  /** The definition a spec stores; unknown tools and objects of `writes` are a 400. */
+  private async definition(dto: AgentSpecDto): Promise<StoredDefinition> {
+    const { unknown } = this.tools.resolve(dto.tools ?? []);
     if (unknown.length) {
-      throw new DomainError('unknown_tool', `Unknown tool${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`, {
+      const names = [...new Set(unknown)];
+      throw new DomainError('unknown_tool', `Unknown tool${names.length > 1 ? 's' : ''}: ${names.join(', ')}`, {
         availableTools: this.tools.list().map((t) => t.name),
       });
     }
-    const allowedObjects = [...new Set(dto.allowedObjects ?? ['*'])];
-    const badObject = allowedObjects.find((o) => o !== '*' && !IDENTIFIER_PATTERN.test(o));
-    if (badObject !== undefined)
-      throw new DomainError('validation_failed', `allowedObjects: "${badObject}" is not an object name or "*"`);
-    return {
-      name: dto.name,
-      label: dto.label,
-      role: dto.role ?? 'assistant',
-      description: dto.description ?? null,
-      instructions: dto.instructions,
-      model: { ...dto.model, ...(dto.locale !== undefined ? { locale: canonicalLocale(dto.locale) } : {}) },
-      tools,
-      allowedObjects,
-      planning: {
-        maxIterations: dto.planning?.maxIterations ?? AGENT_DEFAULTS.maxIterations,
-        maxToolCallsPerStep: dto.planning?.maxToolCallsPerStep ?? AGENT_DEFAULTS.maxToolCallsPerStep,
-      },
-      guardrails: {
-        maxExecutionTimeSec: dto.guardrails?.maxExecutionTimeSec ?? AGENT_DEFAULTS.maxExecutionTimeSec,
-        maxTokensPerInvocation: dto.guardrails?.maxTokensPerInvocation ?? AGENT_DEFAULTS.maxTokensPerInvocation,
-      },
-      access: { ...dto.access },
-      grounding: dto.grounding ?? 'annotate',
-      active: dto.active ?? true,
-    };
+    return storedDefinition(dto, await this.checkWrites(dto.writes));
   }
 
   /** A stored agent can go stale (a tool removed in an upgrade): such an agent is not run. */
@@ -241,37 +209,83 @@ export class AgentService {
     return undefined;
   }
 
-  /** Built-in agents from seeds/agents/*.json: created when absent, never overwritten. */
+  /**
+   * Built-in agents from seeds/agents/*.json: created when absent, upgraded to a newer builtinVersion of
+   * their seed when nobody edited them, left alone when an admin did (planBuiltin). Runs at start, under
+   * the start-up lock; each agent's row is locked while it is decided, so an admin's PUT on another
+   * replica is either seen or waits.
+   */
   async ensureBuiltIns(): Promise<void> {
-    const dir = join(projectRoot(), 'seeds', 'agents');
-    for (const file of (await readdir(dir)).filter((f) => f.endsWith('.json')).sort()) {
-      const dto = plainToInstance(AgentSpecDto, JSON.parse(await readFile(join(dir, file), 'utf8')));
-      const errors = await validate(dto, { whitelist: true, forbidNonWhitelisted: true });
-      if (errors.length) throw new Error(`seeds/agents/${file} is invalid: ${errors.map((e) => e.toString()).join('; ')}`);
-      if (await this.em.fork().findOne(AgentEntity, { name: dto.name })) continue;
-      await this.create(dto);
-      this.logger.log({ msg: 'created built-in agent', agent: dto.name });
+    for (const seed of await readBuiltinSeeds()) {
+      const outcome = await this.ensureBuiltIn(seed);
+      const agent = seed.spec.name;
+      if (outcome.action === 'create') this.logger.log({ msg: 'created built-in agent', agent, builtinVersion: seed.version });
+      if (outcome.action === 'upgrade') {
+        this.logger.log({
+          msg: 'upgraded built-in agent',
+          agent,
+          fromBuiltinVersion: outcome.from,
+          builtinVersion: seed.version,
+          version: outcome.version,
+        });
+      }
+      if (outcome.action === 'edited') {
+        this.logger.log({
+          msg: 'built-in agent has a newer definition, not applied: it was edited through the API',
+          agent,
+          builtinVersion: seed.version,
+        });
+      }
     }
   }
-}
 
-/** A BCP 47 locale in its canonical form ("en-us" → "en-US"); anything else is a 400. */
-function canonicalLocale(locale: string): string {
-  try {
-    const [canonical] = Intl.getCanonicalLocales(locale);
-    if (canonical && Intl.NumberFormat.supportedLocalesOf(canonical).length) return canonical;
-  } catch {
-    // Falls through to the error below.
+  private async ensureBuiltIn(seed: BuiltinSeed): Promise<BuiltinPlan & { version?: number }> {
+    let changed = false;
+    const definition = await this.definition(seed.spec);
+    const builtin = { builtinVersion: seed.version, builtinFingerprint: definitionFingerprint(definition) };
+    const outcome = await this.em.fork().transactional(async (em) => {
+      const stored = await findByName(em, seed.spec.name, LockMode.PESSIMISTIC_WRITE);
+      const plan = planBuiltin(stored, { version: seed.version, fingerprint: builtin.builtinFingerprint });
+      if (plan.action === 'edited' || plan.action === 'none') return plan;
+      if (plan.action === 'record' && stored) {
+        // What the agent does stays as it is, and so does its version.
+        em.assign(stored, builtin);
+        await em.flush();
+        return plan;
+      }
+      const now = new Date();
+      let agent: Agent;
+      if (stored) {
+        agent = em.assign(stored, { ...definition, ...builtin, version: stored.version + 1, updatedAt: now });
+      } else {
+        agent = em.create(AgentEntity, {
+          id: randomUUID(),
+          ...definition,
+          ...builtin,
+          version: 1,
+          createdAt: now,
+          updatedAt: now,
+        });
+      }
+      await em.flush();
+      await this.audit.admin(em, undefined, stored ? 'agent.upgrade' : 'agent.create', agent.name);
+      await this.runnable.publishChange(em);
+      changed = true;
+      return { ...plan, version: agent.version };
+    });
+    if (changed) this.runnable.invalidate();
+    return outcome;
   }
-  throw new DomainError('validation_failed', `locale: "${locale.slice(0, 40)}" is not a BCP 47 locale this server knows`);
 }
 
 /**
  * The stored agent of this name. A name that no agent can have (every one was created through the
  * name pattern) is not looked up: with a NUL in it, PostgreSQL cannot even receive it as a parameter.
  */
-function findByName(em: EntityManager, name: unknown): Promise<Agent | null> {
-  return typeof name === 'string' && AGENT_NAME_PATTERN.test(name) ? em.findOne(AgentEntity, { name }) : Promise.resolve(null);
+function findByName(em: EntityManager, name: unknown, lockMode?: LockMode): Promise<Agent | null> {
+  return typeof name === 'string' && AGENT_NAME_PATTERN.test(name)
+    ? em.findOne(AgentEntity, { name }, lockMode ? { lockMode } : {})
+    : Promise.resolve(null);
 }
 
 function mayUse(agent: Pick<Agent, 'access'>, caller: Caller): boolean {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
+import { canonicalJson } from '../common/canonical-json';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import type { ApiKeyRole, KeyAttributes } from '../auth/api-key.entity';
 import { ALL_OBJECTS, type AccessAction, type AccessPolicy, type PolicyObjectGrant } from './access-policy.types';
@@ -197,18 +198,6 @@ function resolvePlaceholders(value: unknown, subject: string, attributes: KeyAtt
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolvePlaceholders(v, subject, attributes)]));
   }
   return value;
-}
-
-/** JSON with every object's keys sorted: equal values give equal text. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
 }
 
 /** The policy's own entry for `name` (never one inherited from Object.prototype). */

@@ -1,4 +1,5 @@
 import { MigrationAccessPolicies } from './migration-20261125-access-policies';
+import { MigrationAgentBuiltins } from './migration-20261130-agent-builtins';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
 import { MigrationAgents } from './migration-20261122-agents';
@@ -55,6 +56,7 @@ export const MIGRATIONS = [
   MigrationApprovalScopes,
   MigrationMcpConfirmations,
   MigrationMcpConfirmationCalls,
+  MigrationAgentBuiltins,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

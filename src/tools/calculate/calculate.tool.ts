@@ -33,7 +33,7 @@ export function createCalculateTool(): ToolDefinition<CalculateArgs> {
       '(you may drop decimals): no thousands separators, currency symbols or %. Every number must be a value of an earlier ' +
       "result, or the call fails with unsupported_operand naming it; only round's digits and a factor of 100 are exempt. " +
       'A share a / b is a ratio: state it as a percentage (0.25 is 25%). ' +
-      'Returns { value, operands: [{ text, toolCallId }] }. ' +
+      'Returns { value, operands: [{ text, toolCallId }] } and a "ref" such as "r4": cite the value in your answer as {{r4}}. ' +
       'Example (growth from Q1 revenue 1204500.5 to Q2 revenue 1388200): {"expression": "pct_change(1204500.5, 1388200)"}.',
     parameters: {
       type: 'object',
