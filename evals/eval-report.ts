@@ -25,14 +25,14 @@ export function renderMarkdown(report: EvalReport): string {
     '|---|---|',
     ...Object.entries(s.byKind).map(([kind, accuracy]) => `| ${kind} | ${percent(accuracy)} |`),
     '',
-    '| case | expects | passed | runs passed | tool calls | unsupported numbers | why it failed |',
-    '|---|---|---|---|---|---|---|',
+    '| case | expects | passed | runs passed | tool calls | figures referenced / typed | unsupported numbers | why it failed |',
+    '|---|---|---|---|---|---|---|---|',
   ];
   for (const c of report.cases) {
     const failed = c.runs.find((r) => !r.passed);
     const unsupported = [...new Set(c.runs.flatMap((r) => (r.grounding?.unsupported ?? []).map((n) => n.text)))];
     lines.push(
-      `| ${c.id} | ${c.expects} | ${c.passed ? 'yes' : 'no'} | ${c.passes}/${c.runs.length} | ${c.runs.map((r) => r.toolCalls).join(', ')} | ${cell(unsupported.join(', '))} | ${cell(failed ? failed.reasons.join('; ') : '')} |`,
+      `| ${c.id} | ${c.expects} | ${c.passed ? 'yes' : 'no'} | ${c.passes}/${c.runs.length} | ${c.runs.map((r) => r.toolCalls).join(', ')} | ${c.runs.map((r) => `${r.figures.referenced} / ${r.figures.typed}`).join(', ')} | ${cell(unsupported.join(', '))} | ${cell(failed ? failed.reasons.join('; ') : '')} |`,
     );
   }
   lines.push('', '## Answers', '');

@@ -40,6 +40,8 @@ export interface CaseRun {
   /** The graded answer: the chat's last. */
   answer: string;
   grounding: Grounding | null;
+  /** Figures of the answer the server filled in from references to cells, and figures the model typed itself. */
+  figures: { referenced: number; typed: number };
   toolCalls: number;
   /** As the model API reported them, summed over the chat's model steps. */
   promptTokens: number;
@@ -231,6 +233,7 @@ async function runCase(
     reasons: [],
     answer: '',
     grounding: null,
+    figures: { referenced: 0, typed: 0 },
     toolCalls: 0,
     promptTokens: 0,
     completionTokens: 0,
@@ -255,6 +258,7 @@ async function runCase(
     const answer = assistants.filter((m) => !m.metadata?.superseded).at(-1);
     run.answer = textOf(answer);
     run.grounding = answer?.metadata?.grounding ?? null;
+    run.figures = figuresOf(run.grounding);
     run.toolCalls = assistants.reduce((n, m) => n + m.parts.filter((p) => p.type === 'tool-call').length, 0);
     for (const m of assistants) {
       run.promptTokens += m.usage?.promptTokens ?? 0;
@@ -359,4 +363,12 @@ export function percentile(sorted: readonly number[], p: number): number {
 function round(value: number, digits = 4): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
+}
+
+/** How many figures of an answer were references and how many typed (a grounding without a summary: all typed). */
+export function figuresOf(grounding: Grounding | null): { referenced: number; typed: number } {
+  if (!grounding) return { referenced: 0, typed: 0 };
+  return grounding.summary
+    ? { referenced: grounding.summary.referenced, typed: grounding.summary.typed }
+    : { referenced: 0, typed: grounding.numbers };
 }

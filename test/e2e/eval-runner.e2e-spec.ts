@@ -320,6 +320,9 @@ describe('The eval runner', () => {
     expect(Object.values(report.summary.byKind)).toEqual(KINDS.map(() => 1));
     for (const c of report.cases.filter((c) => c.expects === 'figure')) {
       expect(c.runs.every((r) => r.grounding!.unsupported.length === 0 && r.grounding!.supported.length > 0)).toBe(true);
+      // This model types every figure: none is a reference, each one typed figure the grounding counted.
+      expect(c.runs.map((r) => r.figures)).toEqual(c.runs.map((r) => ({ referenced: 0, typed: r.grounding!.numbers })));
+      expect(c.runs.every((r) => r.figures.typed > 0)).toBe(true);
     }
     // A follow-up is a second message in the same chat, after the first answer.
     const followUp = cases.find((c) => c.followUps)!;
@@ -334,7 +337,10 @@ describe('The eval runner', () => {
     await t.http.get(`/api/v1/chats/${memberRun.chatId}`).set(bearer(t.adminKey)).expect(404);
 
     const markdown = renderMarkdown(report);
-    expect(markdown).toContain(`| ${cases[0].id} | ${cases[0].expects} | yes | 1/1 |`);
+    const first = report.cases[0].runs[0];
+    expect(markdown).toContain(
+      `| ${cases[0].id} | ${cases[0].expects} | yes | 1/1 | ${first.toolCalls} | 0 / ${first.figures.typed} |`,
+    );
     expect(markdown).toContain(`<summary>✅ ${cases[0].id} (figure)</summary>`);
     expect(markdown).toContain(`> ${report.cases[0].runs[0].answer.split('\n')[0]}`);
   });
