@@ -7,7 +7,8 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
 
-const BUDGET = 2000;
+/** Room for the tool schemas, a question and its whole result, but not for several turns of them. */
+const BUDGET = 2200;
 const MARKER = /^\[result elided to fit the context window: \d+ characters\]$/;
 /** Five deals with every field: some 1,100 tokens of JSON, so that a few turns outgrow the budget. */
 const FIVE_DEALS = { objectName: 'deal', limit: 5, orderBy: [{ field: 'name', order: 'asc' }] };

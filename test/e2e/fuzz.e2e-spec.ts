@@ -58,6 +58,7 @@ const TARGETS = [
   'POST /api/v1/chats/{id}/tool-results',
   'POST /api/v1/chats/{id}/approvals',
   'POST /api/v1/chats/{id}/interrupt',
+  'POST /api/v1/chats/{id}/receipts/replay',
   'POST /api/v1/ai/agents/{agentName}/chats',
   'POST /api/v1/stream-tokens',
   'POST /api/v1/api-keys',
@@ -77,9 +78,13 @@ type Target = (typeof TARGETS)[number];
 
 /**
  * Routes no generated request may get through: a decision on a write proposal needs the single-use token of a
- * proposal waiting in the chat, which nothing generated can forge (approvals.e2e-spec covers its success path).
+ * proposal waiting in the chat, which nothing generated can forge (approvals.e2e-spec covers its success path); a
+ * replay needs a data result stored in the chat, which these chats have none of (figure-references.e2e-spec).
  */
-const NEVER_ACCEPTED: ReadonlySet<Target> = new Set(['POST /api/v1/chats/{id}/approvals']);
+const NEVER_ACCEPTED: ReadonlySet<Target> = new Set([
+  'POST /api/v1/chats/{id}/approvals',
+  'POST /api/v1/chats/{id}/receipts/replay',
+]);
 
 /** An even share of the total for each target; the first ones take the remainder. */
 const runsOf = (index: number) => Math.floor(TOTAL_RUNS / TARGETS.length) + (index < TOTAL_RUNS % TARGETS.length ? 1 : 0);
@@ -750,6 +755,18 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         .map((id) => url('/api/v1/chats/', id, '/interrupt')),
       // The route takes no body: none, or anything.
       body: oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
+    })),
+    'POST /api/v1/chats/{id}/receipts/replay': requestAs('POST', (role) => ({
+      // These chats hold no data result: every well-formed call id is not found, and nothing may fail worse.
+      path: fc
+        .oneof(
+          { weight: 9, arbitrary: pick([world.chats[role].talk, world.chats[role].action]) },
+          { weight: 1, arbitrary: strangePathValue },
+        )
+        .map((id) => url('/api/v1/chats/', id, '/receipts/replay')),
+      body: bodyFor(schemaOf('POST /api/v1/chats/{id}/receipts/replay'), {
+        toolCallId: fc.oneof({ weight: 2, arbitrary: fc.constant(PENDING_CALL) }, { weight: 3, arbitrary: nastyString }),
+      }),
     })),
     'POST /api/v1/ai/agents/{agentName}/chats': request(
       'POST',

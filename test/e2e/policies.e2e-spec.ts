@@ -408,7 +408,7 @@ describe('access policies: object grants, row filters and hidden fields on every
       const page = parsedContent<QueryRecordsResult>(records);
       expect(page.records.map((r) => r.id as string).sort()).toEqual(expected);
       expect(page.records.every((r) => !('amount' in r))).toBe(true);
-      expect(parsedContent<AggregateDataResult>(count).rows).toEqual([{ n: expected.length }]);
+      expect(parsedContent<AggregateDataResult>(count).rows).toEqual([{ ref: 'r2.1', n: expected.length }]);
       // A failed call reaches the model as "Tool call failed: <error JSON>".
       const failure = JSON.parse((activity.content as string).replace(/^Tool call failed: /, '')) as ToolErrorContent;
       expect(failure.error.code).toBe('object_not_found');
@@ -447,7 +447,7 @@ describe('access policies: object grants, row filters and hidden fields on every
       const page = parsedContent<QueryRecordsResult>(records);
       expect(page.records.map((r) => r.id as string).sort()).toEqual(expected);
       expect(page.records.every((r) => !('amount' in r))).toBe(true);
-      expect(parsedContent<AggregateDataResult>(count).rows).toEqual([{ n: expected.length }]);
+      expect(parsedContent<AggregateDataResult>(count).rows).toEqual([{ ref: 'r2.1', n: expected.length }]);
       expect(activity.content as string).toMatch(/^Tool call failed: .*object_not_found/);
     });
   });

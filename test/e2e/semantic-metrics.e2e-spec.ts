@@ -835,10 +835,11 @@ describe('metrics: definitions in metadata and the metric tools', () => {
       expect(sentToolNames(llm, 0)).toEqual(expect.arrayContaining(['list_metrics', 'query_metric', 'aggregate_data']));
       expect(sentMessages(llm, 0)[0].content).toContain('Prefer a metric when one fits');
       const toolMessage = sentMessages(llm, 1).find((m) => m.role === 'tool')!;
+      // Each row carries its figure reference (the chat's first data result, rows from 1).
       expect(parsedContent<QueryMetricResult>(toolMessage).rows).toEqual([
-        { channel: 'phone', paid_revenue: 155.09 },
-        { channel: 'shop', paid_revenue: 0 },
-        { channel: 'web', paid_revenue: 210.5 },
+        { ref: 'r1.1', channel: 'phone', paid_revenue: 155.09 },
+        { ref: 'r1.2', channel: 'shop', paid_revenue: 0 },
+        { ref: 'r1.3', channel: 'web', paid_revenue: 210.5 },
       ]);
     });
   });

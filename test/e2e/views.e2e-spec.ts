@@ -339,7 +339,8 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
       const result = parsedContent<{ total: number; records: Array<Record<string, unknown>> }>(tool!);
       expect(result.total).toBe(expectedOpenBig().length);
       expect(result.records.map(({ name, amount }) => ({ name, amount }))).toEqual(expectedOpenBig());
-      expect(Object.keys(result.records[0]).sort()).toEqual(['amount', 'id', 'name']);
+      // The view's fields, and the row's figure reference.
+      expect(Object.keys(result.records[0]).sort()).toEqual(['amount', 'id', 'name', 'ref']);
     });
 
     it('applies a view in aggregate_data, and reports an unknown view to the model as a tool error', async () => {
@@ -375,7 +376,8 @@ describe('saved views: /api/v1/objects/:name/views and GET /records?view=', () =
         .expect(200);
       const sent = JSON.stringify(sentMessages(llm, 0));
       expect(sent).not.toContain('Open big deals');
-      expect(sent).not.toContain('5000');
+      // The view's filter ({"amount":{"$gt":5000}}) in any form the model could read it.
+      expect(sent).not.toMatch(/\$gt\\*"?:\s*5000|amount\W+(?:>|over|above)\W*5000/i);
     });
   });
 
