@@ -321,11 +321,33 @@ describe('Figures by reference', () => {
     expect(deltas.some((d) => /[{}]/.test(d))).toBe(false);
   });
 
-  it("fills references in for the AI SDK's Chat on a durable useChat chat", async () => {
+  it("fills references in for the AI SDK's Chat on a durable useChat chat, whose receipts replay by the client's chat id", async () => {
     llm.enqueue(byOwner('call_ui'), MockReply.text(chunks(ANSWER, 2)));
-    const chat = uiChat(baseUrl, '/api/v1/ai/agents/data_chat/chats', t.adminKey, { id: `refs-${Date.now().toString(36)}` });
+    const clientId = `refs-${Date.now().toString(36)}`;
+    const chat = uiChat(baseUrl, '/api/v1/ai/agents/data_chat/chats', t.adminKey, { id: clientId });
     await chat.sendMessage({ text: 'Who?' });
     expect(chat.error).toBeUndefined();
     expect(textOf(chat.messages.at(-1))).toBe(SHOWN);
+
+    const replay = (agent: string, id: string, toolCallId = 'call_ui') =>
+      t.http.post(`/api/v1/ai/agents/${agent}/chats/${id}/receipts/replay`).set(bearer(t.adminKey)).send({ toolCallId });
+    expect(bodyOf<ReceiptReplayResponse>(await replay('data_chat', clientId).expect(200))).toMatchObject({
+      toolCallId: 'call_ui',
+      changed: [],
+      unchanged: 4,
+    });
+    // Another agent's door, another owner's key, an unknown call: nothing to replay.
+    expect(errorOf(await replay('strict_chat', clientId).expect(404)).code).toBe('chat_not_found');
+    expect(
+      errorOf(
+        await t.http
+          .post(`/api/v1/ai/agents/data_chat/chats/${clientId}/receipts/replay`)
+          .set(bearer(member.secret))
+          .send({ toolCallId: 'call_ui' })
+          .expect(404),
+      ).code,
+    ).toBe('chat_not_found');
+    expect(errorOf(await replay('data_chat', clientId, 'nope').expect(404)).code).toBe('receipt_not_found');
+    expect(errorOf(await replay('data_chat', 'a.b').expect(400)).code).toBe('validation_failed');
   });
 });

@@ -12,6 +12,7 @@ import { visibleTo } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import type { ReceiptReplayResponse } from './chat.dto';
 import { ChatService } from './chat.service';
+import type { ChatRow } from './chat.types';
 
 /**
  * Receipts a person can replay: a stored data call run again under the caller's access as it is now, and each figure
@@ -34,8 +35,19 @@ export class ChatReceiptsService {
    */
   async replay(caller: Caller, chatId: string, toolCallId: string, signal: AbortSignal): Promise<ReceiptReplayResponse> {
     const em = this.em.fork();
-    await this.chats.get(caller, chatId, em);
-    const rows = visibleTo(await this.repo.messagesAboutCall(em, chatId, toolCallId), await this.access.fingerprint(caller));
+    const chat = await this.chats.get(caller, chatId, em);
+    return this.replayIn(em, caller, chat, toolCallId, signal);
+  }
+
+  /** As `replay`, in a chat already found for the caller (by its id, or by a client's id on the useChat door). */
+  async replayIn(
+    em: EntityManager,
+    caller: Caller,
+    chat: ChatRow,
+    toolCallId: string,
+    signal: AbortSignal,
+  ): Promise<ReceiptReplayResponse> {
+    const rows = visibleTo(await this.repo.messagesAboutCall(em, chat.id, toolCallId), await this.access.fingerprint(caller));
     let call: { name: string; input: unknown } | undefined;
     let stored = false;
     const receipts: FigureReceipt[] = [];

@@ -5,7 +5,8 @@ import { AcceptsStreamToken, Roles } from '../../auth/auth.decorators';
 import { Caller } from '../../auth/caller';
 import { ApiRoute, BODY_ERRORS } from '../../common/api-route.decorator';
 import { ADMISSION_ERRORS } from '../../runtime/agent-runtime.service';
-import { hijack } from '../../common/fastify-reply';
+import { ClientSignal, hijack } from '../../common/fastify-reply';
+import { ReceiptReplayResponse, ReplayReceiptDto } from './chat.dto';
 import { UI_PART_MODELS, UiChatMessagesResponse, UiChatRequestDto } from './ui-chat.dto';
 import { UiChatService } from './ui-chat.service';
 
@@ -99,6 +100,30 @@ export class UiChatController {
   ): Promise<void> {
     const streaming = await this.chats.resume(caller, agentName, id, () => hijack(reply));
     if (!streaming) void reply.status(204).send();
+  }
+
+  @Post(':agentName/chats/:id/receipts/replay')
+  @Roles('admin', 'member')
+  @HttpCode(200)
+  @ApiParam(CLIENT_CHAT_ID)
+  @ApiRoute({
+    summary: 'Run a stored data call of a durable chat (useChat) again and see which referenced figures changed',
+    description:
+      "POST /api/v1/chats/{id}/receipts/replay for the chat named by the client's id: each figure an answer filled in " +
+      "from that call's rows (its receipts) compared with the same cell now, under the caller's access as it is now. A " +
+      'call whose result was produced under other access, that failed, or that returned no rows is 404 ' +
+      '`receipt_not_found`.',
+    type: ReceiptReplayResponse,
+    errors: [...BODY_ERRORS, 'chat_not_found', 'receipt_not_found'],
+  })
+  replayReceipt(
+    @Caller() caller: Caller,
+    @Param('agentName') agentName: string,
+    @Param('id') id: string,
+    @Body() dto: ReplayReceiptDto,
+    @ClientSignal() signal: AbortSignal,
+  ): Promise<ReceiptReplayResponse> {
+    return this.chats.replayReceipt(caller, agentName, id, dto.toolCallId, signal);
   }
 
   @Get(':agentName/chats/:id/messages')

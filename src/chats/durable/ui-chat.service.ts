@@ -15,7 +15,8 @@ import { visibleTo } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import { ChatService, contextOf } from './chat.service';
 import { ApprovalGateway, type ApprovalDecision } from './approval-gateway';
-import type { ToolResultDto } from './chat.dto';
+import { ChatReceiptsService } from './chat-receipts.service';
+import type { ReceiptReplayResponse, ToolResultDto } from './chat.dto';
 import type { ChatRow } from './chat.types';
 import { checkClientChatId, CLIENT_CHAT_ID_PATTERN, UiChatMessagesResponse, UiChatRequestDto } from './ui-chat.dto';
 import { UI_MESSAGE_STREAM_HEADERS } from '../ui-message-stream.writer';
@@ -45,6 +46,7 @@ export class UiChatService {
     private readonly access: AccessService,
     private readonly streams: KeyStreams,
     private readonly approvals: ApprovalGateway,
+    private readonly receipts: ChatReceiptsService,
   ) {}
 
   /**
@@ -183,6 +185,20 @@ export class UiChatService {
         : [],
     );
     return { messages: toUiMessages(visibleTo(rows, await this.access.fingerprint(caller)), proposals) };
+  }
+
+  /** A receipt of the chat replayed (ChatReceiptsService.replay), the chat named by the client's id. */
+  async replayReceipt(
+    caller: Caller,
+    agentName: string,
+    id: string,
+    toolCallId: string,
+    signal: AbortSignal,
+  ): Promise<ReceiptReplayResponse> {
+    checkClientChatId(id);
+    const em = this.em.fork();
+    const chat = await this.find(em, caller, agentName, id);
+    return this.receipts.replayIn(em, caller, chat, toolCallId, signal);
   }
 
   /** The caller's chat with this client id and agent; another owner's, or another agent's, is not found. */

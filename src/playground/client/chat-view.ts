@@ -1,8 +1,9 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
 import { createApprovalCard, proposalOf, updateApprovalCard, type ApprovalDecision, type Proposal } from './approval-card';
 import { drawChart } from './chart';
-import { groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
+import { caveatSentences, groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
 import { renderMarkdown } from './markdown';
+import { createReceiptPanel, hideReceipt, showReceipt, type ReceiptCall, type ReceiptReplayer } from './receipt-view';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
 
@@ -105,19 +106,43 @@ export class ChatView {
    * the call and its outcome but no longer the approval request, and its card still shows the diff decided on.
    */
   private readonly proposals = new Map<string, Proposal>();
+  /** The conversation last rendered: where a receipt finds its call and the other receipts. */
+  private messages: UIMessage[] = [];
+  /** Numbers the receipt panels' ids. */
+  private panels = 0;
 
   constructor(
     private readonly log: HTMLElement,
     /** A person approved or rejected a write proposal on its card. */
     private readonly onDecision: (decision: ApprovalDecision) => void = () => undefined,
-  ) {}
+    /** How a receipt's Re-run runs its call again, for the chat open now (none: the chat keeps no calls). */
+    private readonly replayer: () => ReceiptReplayer = () => undefined,
+  ) {
+    // A referenced figure opens its receipt on a click, or on Enter or Space when it has the focus.
+    log.addEventListener('click', (event) => {
+      const mark = (event.target as Element | null)?.closest?.('mark.referenced');
+      if (mark instanceof HTMLElement) this.toggleReceipt(mark);
+    });
+    log.addEventListener('keydown', (event) => {
+      const target = event.target as Element | null;
+      if (target instanceof HTMLElement && target.matches('mark.referenced') && (event.key === 'Enter' || event.key === ' ')) {
+        event.preventDefault();
+        this.toggleReceipt(target);
+      } else if (event.key === 'Escape') {
+        const panel = target?.closest?.('.receipt');
+        if (panel instanceof HTMLElement) this.closeReceipt(panel);
+      }
+    });
+  }
 
   clear(placeholder: string): void {
+    this.messages = [];
     this.messageNodes.clear();
     this.log.replaceChildren(element('p', 'empty', placeholder));
   }
 
   render(messages: UIMessage[]): void {
+    this.messages = messages;
     const wanted = new Set(messages.map((message) => message.id));
     for (const [id, node] of this.messageNodes) {
       if (!wanted.has(id)) {
@@ -147,7 +172,69 @@ export class ChatView {
     node.dataset.messageId = message.id;
     node.append(element('h3', 'speaker', message.role === 'user' ? 'You' : 'Agent'));
     node.append(element('div', 'parts'));
+    if (message.role === 'assistant') {
+      // Under the answer: the access that shaped its results, and the receipt of the figure opened.
+      const caveats = element('ul', 'caveats');
+      caveats.hidden = true;
+      caveats.setAttribute('aria-label', 'What your access left out');
+      node.append(caveats, createReceiptPanel(`receipt-${++this.panels}`));
+    }
     return node;
+  }
+
+  /** The caveats of the answer's grounding, one line per object; hidden when there are none. */
+  private updateCaveats(node: HTMLElement, grounded: Grounded | undefined): void {
+    const list = node.querySelector<HTMLElement>(':scope > .caveats');
+    if (!list) return;
+    const lines = caveatSentences(grounded?.grounding.caveats ?? []);
+    if (lines.join('\n') === [...list.children].map((item) => item.textContent).join('\n')) return;
+    list.replaceChildren(...lines.map((line) => element('li', undefined, line)));
+    list.hidden = lines.length === 0;
+  }
+
+  /** Opens the receipt of a referenced figure under its answer, or closes it when it is the one open. */
+  private toggleReceipt(mark: HTMLElement): void {
+    const node = mark.closest<HTMLElement>('article.message');
+    const panel = node?.querySelector<HTMLElement>(':scope > .receipt');
+    const message = this.messages.find((candidate) => candidate.id === node?.dataset.messageId);
+    const grounded = message && groundedOf(message);
+    const receipt = grounded?.grounding.receipts?.[Number(mark.dataset.receipt)];
+    if (!node || !panel || !message || !receipt) return;
+    if (mark.getAttribute('aria-expanded') === 'true') {
+      this.closeReceipt(panel);
+      return;
+    }
+    for (const other of node.querySelectorAll('mark.referenced[aria-expanded="true"]'))
+      other.setAttribute('aria-expanded', 'false');
+    mark.setAttribute('aria-expanded', 'true');
+    mark.setAttribute('aria-controls', panel.id);
+    showReceipt(
+      panel,
+      {
+        receipt,
+        call: this.callOf(receipt.toolCallId, message),
+        receipts: this.messages.flatMap((candidate) => groundedOf(candidate)?.grounding.receipts ?? []),
+        replayer: this.replayer(),
+      },
+      () => this.closeReceipt(panel),
+    );
+  }
+
+  /** Closes a receipt panel; the focus goes back to the figure that opened it. */
+  private closeReceipt(panel: HTMLElement): void {
+    const opener = panel.parentElement?.querySelector<HTMLElement>('mark.referenced[aria-expanded="true"]');
+    opener?.setAttribute('aria-expanded', 'false');
+    hideReceipt(panel);
+    opener?.focus();
+  }
+
+  /** The call of a receipt from its tool part: in the answer itself first, else in an earlier message. */
+  private callOf(toolCallId: string, message: UIMessage): ReceiptCall | undefined {
+    for (const candidate of [message, ...this.messages]) {
+      const part = candidate.parts.find((p): p is ToolPart => isToolUIPart(p) && p.toolCallId === toolCallId);
+      if (part) return { input: part.input, output: part.state === 'output-available' ? part.output : undefined };
+    }
+    return undefined;
   }
 
   private updateParts(node: HTMLElement, message: UIMessage): void {
@@ -191,6 +278,7 @@ export class ChatView {
       index += 1;
     }
     while (container.children.length > index) container.lastElementChild!.remove();
+    if (message.role === 'assistant') this.updateCaveats(node, grounded);
   }
 
   private proposalOf(part: ToolPart): Proposal | undefined {

@@ -1,10 +1,11 @@
 import './no-eval';
 import type { UIMessage } from 'ai';
-import { ApiError, apiErrorFromText, apiGet, apiPath, type AgentSummary, type ObjectSummary } from './api';
-import { createChat, type PlaygroundChat } from './chat';
+import { ApiError, apiErrorFromText, apiGet, apiPath, apiSend, type AgentSummary, type ObjectSummary } from './api';
+import { createChat, type ChatTarget, type PlaygroundChat } from './chat';
 import { ChatView } from './chat-view';
 import { byId, randomId, showError } from './dom';
 import { GridView } from './grid-view';
+import type { ReceiptReplay, ReceiptReplayer } from './receipt-view';
 import { session } from './session';
 
 const EMPTY_CHAT = 'Ask a question about your data; the tools the agent calls appear as cards you can open.';
@@ -26,11 +27,23 @@ const el = {
   stop: byId('stop', HTMLButtonElement),
 };
 
-const view = new ChatView(el.messages, ({ approvalId, approved, reason }) => {
-  Promise.resolve(chat?.addToolApprovalResponse({ id: approvalId, approved, reason })).catch((error: unknown) =>
-    showError(el.chatError, error),
-  );
-});
+/** Re-run of a receipt: the stored call run again on the server, in the durable chat open now (a stateless one has none). */
+function receiptReplayer(): ReceiptReplayer {
+  const opened = target;
+  if (!opened?.durable) return undefined;
+  const path = apiPath('ai', 'agents', opened.agent, 'chats', opened.id, 'receipts', 'replay');
+  return async (toolCallId) => (await apiSend<ReceiptReplay>(opened.key, path, { method: 'POST', body: { toolCallId } })).body;
+}
+
+const view = new ChatView(
+  el.messages,
+  ({ approvalId, approved, reason }) => {
+    Promise.resolve(chat?.addToolApprovalResponse({ id: approvalId, approved, reason })).catch((error: unknown) =>
+      showError(el.chatError, error),
+    );
+  },
+  receiptReplayer,
+);
 const records = new GridView(
   {
     form: byId('records-form', HTMLFormElement),
@@ -52,6 +65,8 @@ const records = new GridView(
 );
 
 let chat: PlaygroundChat | undefined;
+/** Where the open chat lives: its key, agent, mode and id. */
+let target: ChatTarget | undefined;
 /** Why the server refused the last approval or rejection, shown while the chat reloaded after it is open. */
 let refusedDecision: Error | undefined;
 let renderScheduled = false;
@@ -107,6 +122,7 @@ async function openChat(restore: boolean, refusal?: Error): Promise<void> {
   refusedDecision = refusal;
   const previous = chat;
   chat = undefined;
+  target = undefined;
   await previous?.stop();
   const key = session.apiKey();
   const agent = el.agent.value;
@@ -131,7 +147,8 @@ async function openChat(restore: boolean, refusal?: Error): Promise<void> {
     if (opening !== openings) return;
   }
   session.setChatId(durable ? id : undefined);
-  const opened = createChat({ key, agent, durable, id }, messages, {
+  target = { key, agent, durable, id };
+  const opened = createChat(target, messages, {
     onChange: scheduleRender,
     onError: (error) => {
       scheduleRender();
@@ -194,6 +211,7 @@ function forget(): void {
   session.setChatId(undefined);
   void chat?.stop();
   chat = undefined;
+  target = undefined;
   el.agent.replaceChildren();
   el.agent.disabled = true;
   el.keyStatus.textContent = 'No key in use.';
