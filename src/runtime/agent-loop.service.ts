@@ -14,8 +14,6 @@ import {
   LlmUsage,
   ZERO_USAGE,
 } from '../llm/llm.types';
-import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
-import { VISUALIZE_TOOL } from '../tools/chart-tools/visualize.tool';
 import { readableArguments } from '../tools/tool.arguments';
 import { isReferenced, withRefs } from '../tools/result-refs';
 import { errorOutcome } from '../tools/tool.define';
@@ -366,7 +364,7 @@ export class AgentLoop {
     const caller = turn.toolContext.caller;
     if (builtIn.length && caller) await this.access.assertCurrent(caller);
     // calculate computes only with the values of the turn's earlier data results; visualize charts only their rows.
-    const evidence = builtIn.some((call) => EVIDENCE_TOOLS.has(call.name))
+    const evidence = builtIn.some((call) => this.registry.get(call.name)?.readsTurnResults)
       ? operandEvidence(turnSources(messages, state.turnStart, this.kindOf), (sources) => this.catalog.describe(sources))
       : undefined;
     const executed = await this.registry.executeAll(
@@ -628,9 +626,6 @@ function notRunResult(call: LlmToolCall): ToolResult {
     durationMs: 0,
   };
 }
-
-/** The tools that read the turn's earlier data results (ToolContext.evidence). */
-const EVIDENCE_TOOLS: ReadonlySet<string> = new Set([CALCULATE_TOOL, VISUALIZE_TOOL]);
 
 function codeOf(error: unknown): string {
   if (error instanceof DomainError) return error.code;

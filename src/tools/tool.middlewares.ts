@@ -2,9 +2,10 @@ import { Logger, type LoggerService } from '@nestjs/common';
 import { isPlainObject } from '../common/plain-object';
 import type { PrometheusService } from '../observability/prometheus.service';
 import { errorOutcome, outcomeErrorCode } from './tool.define';
+import { resultRows } from './result-refs';
 import type { Caller } from '../auth/caller';
 import type { ToolAuditEntry } from '../audit/audit-log.service';
-import type { ToolMiddleware, ToolOutcome } from './tool.types';
+import type { ToolDefinition, ToolMiddleware, ToolOutcome } from './tool.types';
 
 /** 16 KB of JSON: enough for a page of records, small enough to leave the model room to think. */
 export const DEFAULT_OUTPUT_CAP_BYTES = 16 * 1024;
@@ -124,7 +125,7 @@ export function auditTrailMiddleware(
         tool: invocation.tool.name,
         // Could not tell which fields are hidden: keep no argument rather than risk a hidden value.
         arguments: hidden === null ? null : withoutKeys(invocation.args, new Set(hidden)),
-        rowCount: outcome && !outcome.isError ? rowCountOf(invocation.tool.name, outcome.content) : null,
+        rowCount: outcome && !outcome.isError ? rowCountOf(invocation.tool, outcome.content) : null,
         durationMs,
         outcome: outcome ? (outcome.isError ? (outcomeErrorCode(outcome) ?? 'error') : 'ok') : 'middleware_failed',
       });
@@ -144,12 +145,10 @@ export function withoutKeys(value: unknown, keys: ReadonlySet<string>): unknown 
   );
 }
 
-/** Records or rows a tool answered with; null when its result has none. */
-function rowCountOf(tool: string, content: unknown): number | null {
-  if (!isPlainObject(content)) return null;
-  if (Array.isArray(content.records)) return content.records.length;
-  if (Array.isArray(content.rows)) return content.rows.length;
-  return tool === 'get_record' ? 1 : null;
+/** Records or rows a tool that declares rows answered with; null when its result has none. */
+function rowCountOf(tool: ToolDefinition, content: unknown): number | null {
+  if (tool.holds !== 'rows' || !isPlainObject(content)) return null;
+  return resultRows(content).length;
 }
 
 /**

@@ -90,6 +90,11 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
    * `proposal`. Absent: it only describes (definitions, lists), and its numbers are never evidence.
    */
   holds?: ToolResultKind;
+  /**
+   * It works on the turn's earlier data results (ToolContext.evidence): `calculate` computes only with their values,
+   * `visualize` charts their rows. The loop reads them for a step that calls such a tool.
+   */
+  readsTurnResults?: true;
   execute(args: Args, ctx: ToolContext): Promise<unknown>;
 }
 

@@ -50,6 +50,7 @@ export function createCalculateTool(): ToolDefinition<CalculateArgs> {
     },
     scope: 'platform',
     holds: 'value',
+    readsTurnResults: true,
     execute(args, ctx): Promise<CalculateResult> {
       let evaluation;
       try {

@@ -79,6 +79,7 @@ export function createVisualizeTool(): ToolDefinition<VisualizeArgs> {
     },
     scope: 'platform',
     holds: 'chart',
+    readsTurnResults: true,
     async execute(args, ctx): Promise<VisualizeResult> {
       const result = ctx.evidence ? await ctx.evidence.dataResult(args.source) : undefined;
       if (!result) {
