@@ -298,6 +298,24 @@ describe('Figures by reference', () => {
       .send({ objects: { deal: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['margin', 'amount'] } } })
       .expect(200);
     expect(errorOf(await replay().expect(404)).code).toBe('receipt_not_found');
+
+    // The next turn runs under the narrower access: the earlier result is withheld but keeps its number, so the
+    // new one is r2, and a reference to the withheld one shows nothing of it.
+    const COUNT = { objectName: 'deal', aggregations: [{ function: 'count', alias: 'n' }] };
+    llm.enqueue(
+      MockReply.toolCalls([{ id: 'call_member_2', name: 'aggregate_data', arguments: COUNT }]),
+      MockReply.text('Earlier you won {{r1.1.total}}; you have {{r2.1.n}} deals.'),
+    );
+    await t.http.post(`/api/v1/chats/${id}/messages`).set(bearer(member.secret)).send({ message: 'And now?' }).expect(202);
+    await waitForChat(t, id, hasStatus('waiting', 'error'), member.secret);
+    const sent = sentMessages(llm, 3);
+    expect(sent.find((m) => m.tool_call_id === 'call_member')!.content).toBe('result withheld: produced under other access (r1)');
+    expect(parsedContent<{ resultRef: string }>(sent.find((m) => m.tool_call_id === 'call_member_2')!).resultRef).toBe('r2');
+    const next = lastAnswer(await messagesOf(id, member.secret));
+    expect(textPart(next)).toBe('Earlier you won [figure unavailable]; you have 3 deals.');
+    const nextGrounding = (next.metadata as { grounding: Grounding }).grounding;
+    expect(nextGrounding.unsupported).toEqual([{ text: '[figure unavailable]', reason: 'bad_reference', ref: '{{r1.1.total}}' }]);
+    expect(JSON.stringify(nextGrounding)).not.toContain('2500000');
   });
 
   it('fills references in on /v1, whole and streamed, through the openai SDK', async () => {
