@@ -5,29 +5,13 @@ import type { StatelessChatResponse } from '../../src/chats/stateless/stateless-
 import type { Grounding } from '../../src/runtime/grounding';
 import { parsedContent, sentMessages, startAppWithMockLlm, type SentMessage } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
-import { asAdmin, createAgent, createApiKey, createObject, fieldSpec } from '../support/fixtures';
+import { asAdmin, createAgent, createApiKey } from '../support/fixtures';
+import { BY_OWNER, createOwnerDeals } from '../support/owner-deals';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, idOf, rawText } from '../support/responses';
 import { bearer, TestApp } from '../support/test-app';
 import { textOf, uiChat } from '../support/ui-chat';
 
-/** Won amount and deals per owner, largest first: row 1 is pat's, row 2 sam's. */
-const BY_OWNER = {
-  objectName: 'deal',
-  groupBy: ['owner'],
-  aggregations: [
-    { function: 'sum', field: 'amount', alias: 'total' },
-    { function: 'count', alias: 'n' },
-  ],
-  orderBy: [{ field: 'total', order: 'desc' }],
-};
-const DEALS: Array<{ owner: string; amount: number; closed_on: string }> = [
-  { owner: 'pat', amount: 1_200_000.5, closed_on: '2024-03-05' },
-  { owner: 'pat', amount: 800_000, closed_on: '2024-04-10' },
-  { owner: 'pat', amount: 500_000, closed_on: '2024-05-20' },
-  { owner: 'sam', amount: 900_000, closed_on: '2024-02-01' },
-  { owner: 'sam', amount: 350_000, closed_on: '2024-06-30' },
-];
 const ANSWER = 'pat leads with {{r1.1.total}} ({{r1.1.n}} deals, {{r1.1.total|compact}}); sam follows with {{r1.2.total}}.';
 const SHOWN = 'pat leads with $2,500,000.50 (3 deals, $2.5M); sam follows with $1,250,000.';
 
@@ -72,28 +56,12 @@ describe('Figures by reference', () => {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { CHAT_POLL_INTERVAL_MS: '200' } }));
     baseUrl = await listen(t);
-    await createObject(t, 'deal', [
-      fieldSpec('owner', 'text'),
-      fieldSpec('amount', 'currency', { description: 'Amount in USD' }),
-      fieldSpec('closed_on', 'date'),
-      fieldSpec('margin', 'number'),
-    ]);
-    for (const deal of DEALS)
-      await t.http
-        .post('/api/v1/objects/deal/records')
-        .set(asAdmin(t))
-        .send({ ...deal, margin: 0.2 })
-        .expect(201);
+    await createOwnerDeals(t);
     const dataChat = bodyOf<Record<string, unknown>>(await t.http.get('/api/v1/ai/agents/data_chat').set(asAdmin(t)).expect(200));
     const spec = { ...dataChat };
     for (const key of ['createdAt', 'updatedAt', 'version']) delete spec[key];
     await createAgent(t, { ...spec, name: 'strict_chat', grounding: 'retry' });
     await createAgent(t, { ...spec, name: 'german_chat', locale: 'de-DE' });
-    await t.http
-      .post('/api/v1/policies')
-      .set(asAdmin(t))
-      .send({ name: 'own-deals', objects: { deal: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['margin'] } } })
-      .expect(201);
     member = await createApiKey(t, { name: 'pat', role: 'member', subject: 'pat', policies: ['own-deals'] });
   });
   afterAll(async () => {

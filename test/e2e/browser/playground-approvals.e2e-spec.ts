@@ -11,7 +11,7 @@ import { MockLlmServer, MockReply } from '../../support/mock-llm.server';
 import { asAdmin, createAgent, createApiKey, createObject, fieldSpec } from '../../support/fixtures';
 import { bodyOf } from '../../support/responses';
 import { bearer, TestApp } from '../../support/test-app';
-import { openWatchedPage } from './watched-page';
+import { watchEachTest } from './watched-page';
 
 if (!existsSync(join(PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX))) {
   throw new Error('The playground is not built: run npm run build first (npm test does)');
@@ -30,7 +30,6 @@ let memberKey: string;
 let chromium: TestBrowser;
 let page: Page;
 let consoleErrors: string[];
-let policyViolations: string[];
 
 const item = async (sku: string): Promise<Item> => {
   const res = await t.http.get('/api/v1/objects/item/records').set(bearer(memberKey)).expect(200);
@@ -69,16 +68,12 @@ function useApp(env: Record<string, string> = {}): void {
     await llm?.close();
   });
 
-  beforeEach(async () => {
-    llm.reset();
-    ({ page, consoleErrors, policyViolations } = await openWatchedPage(chromium.browser));
-  });
-  afterEach(async () => {
-    await page.close();
-    expect(policyViolations).toEqual([]);
-    expect(consoleErrors).toEqual([]);
-    expect(llm.pendingSteps).toBe(0);
-  });
+  beforeEach(() => llm.reset());
+  watchEachTest(
+    () => chromium.browser,
+    () => llm.pendingSteps,
+    (watched) => ({ page, consoleErrors } = watched),
+  );
 }
 
 /** Opens the page with the key, the writer agent, in a durable chat, and asks. */

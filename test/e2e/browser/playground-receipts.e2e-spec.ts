@@ -6,10 +6,11 @@ import { startAppWithMockLlm } from '../../support/agent-fixtures';
 import { launchBrowser, type TestBrowser } from '../../support/browser';
 import { listen } from '../../support/chat-helpers';
 import { match } from '../../support/matchers';
-import { asAdmin, createApiKey, createObject, fieldSpec } from '../../support/fixtures';
+import { asAdmin, createApiKey } from '../../support/fixtures';
+import { BY_OWNER, createOwnerDeals, OWN_DEALS } from '../../support/owner-deals';
 import { MockLlmServer, MockReply } from '../../support/mock-llm.server';
 import { TestApp } from '../../support/test-app';
-import { openWatchedPage, screenshot } from './watched-page';
+import { screenshot, watchEachTest } from './watched-page';
 
 /** Where to save a picture of an open receipt after a re-run (e.g. RECEIPT_SCREENSHOT=/tmp/receipt.png). */
 const SCREENSHOT = process.env.RECEIPT_SCREENSHOT;
@@ -18,23 +19,6 @@ if (!existsSync(join(PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX))) {
   throw new Error('The playground is not built: run npm run build first (npm test does)');
 }
 
-/** Won amount and deals per owner, largest first. */
-const BY_OWNER = {
-  objectName: 'deal',
-  groupBy: ['owner'],
-  aggregations: [
-    { function: 'sum', field: 'amount', alias: 'total' },
-    { function: 'count', alias: 'n' },
-  ],
-  orderBy: [{ field: 'total', order: 'desc' }],
-};
-const DEALS = [
-  { owner: 'pat', amount: 1_200_000.5 },
-  { owner: 'pat', amount: 800_000 },
-  { owner: 'pat', amount: 500_000 },
-  { owner: 'sam', amount: 900_000 },
-  { owner: 'sam', amount: 350_000 },
-];
 /** What a key under the row filter sees of pat's deals, once the server filled the references in. */
 const PATS_ANSWER = 'You won $2,500,000.50 over 3 deals; your margin is hidden.';
 
@@ -46,9 +30,6 @@ let patKey: string;
 let chromium: TestBrowser;
 let page: Page;
 let consoleErrors: string[];
-let policyViolations: string[];
-
-const OWN_DEALS = { deal: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['margin'] } };
 
 /** The receipt under the answer as a person reads it. */
 const receipt = () =>
@@ -109,18 +90,7 @@ describe('playground: receipts of referenced figures', () => {
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({ env: { PLAYGROUND: 'true', CHAT_POLL_INTERVAL_MS: '200' } }));
     baseUrl = await listen(t);
-    await createObject(t, 'deal', [
-      fieldSpec('owner', 'text'),
-      fieldSpec('amount', 'currency', { description: 'Amount in USD' }),
-      fieldSpec('margin', 'number'),
-    ]);
-    for (const deal of DEALS)
-      await t.http
-        .post('/api/v1/objects/deal/records')
-        .set(asAdmin(t))
-        .send({ ...deal, margin: 0.2 })
-        .expect(201);
-    await t.http.post('/api/v1/policies').set(asAdmin(t)).send({ name: 'own-deals', objects: OWN_DEALS }).expect(201);
+    await createOwnerDeals(t);
     patKey = (await createApiKey(t, { name: 'pat', role: 'member', subject: 'pat', policies: ['own-deals'] })).secret;
     chromium = await launchBrowser();
   });
@@ -129,16 +99,12 @@ describe('playground: receipts of referenced figures', () => {
     await t?.close();
     await llm?.close();
   });
-  beforeEach(async () => {
-    llm.reset();
-    ({ page, consoleErrors, policyViolations } = await openWatchedPage(chromium.browser));
-  });
-  afterEach(async () => {
-    await page.close();
-    expect(policyViolations).toEqual([]);
-    expect(consoleErrors).toEqual([]);
-    expect(llm.pendingSteps).toBe(0);
-  });
+  beforeEach(() => llm.reset());
+  watchEachTest(
+    () => chromium.browser,
+    () => llm.pendingSteps,
+    (watched) => ({ page, consoleErrors } = watched),
+  );
 
   it('marks referenced figures, opens a receipt with the call and its row, re-runs it after a record changes, and names the access that shaped the answer', async () => {
     llm.enqueue(

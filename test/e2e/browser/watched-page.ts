@@ -37,3 +37,21 @@ export async function screenshot(
   await mkdir(dirname(file), { recursive: true });
   await target.screenshot({ path: file });
 }
+
+/**
+ * For each test: a watched page of `browser()` handed to `use` before, and after it no CSP refusal, no console error
+ * and no scripted model step left over (`pendingSteps()`), then the page closed.
+ */
+export function watchEachTest(browser: () => Browser, pendingSteps: () => number, use: (watched: WatchedPage) => void): void {
+  let watched: WatchedPage;
+  beforeEach(async () => {
+    watched = await openWatchedPage(browser());
+    use(watched);
+  });
+  afterEach(async () => {
+    await watched.page.close();
+    expect(watched.policyViolations).toEqual([]);
+    expect(watched.consoleErrors).toEqual([]);
+    expect(pendingSteps()).toBe(0);
+  });
+}
