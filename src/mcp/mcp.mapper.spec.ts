@@ -1,6 +1,16 @@
 import type { AgentSpec } from '../agents/agent.types';
 import type { ObjectSummary } from '../metadata/metadata.repository';
-import { MAX_INSTRUCTIONS_CHARS, objectNameOf, serverInstructions, toCallToolResult } from './mcp.mapper';
+import { toOpenAiTool } from '../tools/tool.define';
+import type { ToolDefinition } from '../tools/tool.types';
+import {
+  MAX_INSTRUCTIONS_CHARS,
+  MCP_FIGURES_NOTE,
+  objectNameOf,
+  serverInstructions,
+  toCallToolResult,
+  toMcpTool,
+  toPromptResult,
+} from './mcp.mapper';
 
 const DATA_TOOLS = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'];
 
@@ -75,5 +85,29 @@ describe('toCallToolResult', () => {
   it('keeps an error result a result, flagged isError', () => {
     const error = { error: { code: 'unknown_field', message: 'Unknown field "x"' } };
     expect(toCallToolResult(error, true)).toMatchObject({ isError: true, structuredContent: error });
+  });
+});
+
+describe('figure references over MCP', () => {
+  const citing = {
+    name: 'query_records',
+    description: 'Find records.',
+    citation: 'Each record has a "ref": cite it as {{ref.column}}.',
+    parameters: { type: 'object' },
+    scope: 'agent',
+    holds: 'rows',
+    execute: () => Promise.resolve(null),
+  } satisfies ToolDefinition;
+
+  it('offers a tool without its citation: no MCP result carries a ref, while an agent turn offers it', () => {
+    expect(toMcpTool(citing).description).toBe('Find records.');
+    expect(toOpenAiTool(citing).function.description).toBe('Find records. Each record has a "ref": cite it as {{ref.column}}.');
+  });
+
+  it('tells a host that nothing fills references in when an agent prompt asks for them, and only then', () => {
+    const agent = (instructions: string) => ({ name: 'a', label: 'A', instructions }) as AgentSpec;
+    const text = (spec: AgentSpec) => (toPromptResult(spec).messages[0].content as { text: string }).text;
+    expect(text(agent('Write figures as {{r1.1.amount}}.'))).toBe(`Write figures as {{r1.1.amount}}.\n\n${MCP_FIGURES_NOTE}`);
+    expect(text(agent('Be brief.'))).toBe('Be brief.');
   });
 });

@@ -87,11 +87,18 @@ export function toPrompt(agent: AgentSpec): Prompt {
 
 /** An agent's instructions, as the one message of its prompt (MCP prompts have no system role). */
 export function toPromptResult(agent: AgentSpec): GetPromptResult {
+  // Figure references are filled in by this server's own turns only: a host's model must write figures itself.
+  const text = agent.instructions.includes('{{') ? `${agent.instructions}\n\n${MCP_FIGURES_NOTE}` : agent.instructions;
   return {
     description: agent.description ?? agent.label,
-    messages: [{ role: 'user', content: { type: 'text', text: agent.instructions } }],
+    messages: [{ role: 'user', content: { type: 'text', text } }],
   };
 }
+
+/** Added to an agent's prompt that asks for figure references: over MCP no result carries a ref and nothing fills one in. */
+export const MCP_FIGURES_NOTE =
+  'Over this connection the results carry no "ref" and nothing fills {{…}} references in: write each figure as the ' +
+  'tool returned it (you may round it), next to the row it belongs to.';
 
 /**
  * What a host is told about the server in `initialize`: whose data, which tools, then one line per

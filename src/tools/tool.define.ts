@@ -11,13 +11,18 @@ export function defineTool<Args>(definition: ToolDefinition<Args>): ToolDefiniti
   return definition;
 }
 
-/** A registered tool as the model is offered it. */
+/** What an agent's model reads about a tool: its description, and how to cite its results in the answer. */
+export function offeredDescription(definition: Pick<ToolDefinition<never>, 'description' | 'citation'>): string {
+  return definition.citation ? `${definition.description} ${definition.citation}` : definition.description;
+}
+
+/** A registered tool as an agent's model is offered it. */
 export function toOpenAiTool(
-  definition: Pick<ToolDefinition<never>, 'name' | 'description' | 'parameters'>,
+  definition: Pick<ToolDefinition<never>, 'name' | 'description' | 'citation' | 'parameters'>,
 ): OpenAI.Chat.Completions.ChatCompletionFunctionTool {
   return {
     type: 'function',
-    function: { name: definition.name, description: definition.description, parameters: definition.parameters },
+    function: { name: definition.name, description: offeredDescription(definition), parameters: definition.parameters },
   };
 }
 

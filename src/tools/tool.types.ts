@@ -91,6 +91,11 @@ export interface ToolDefinition<Args = Record<string, unknown>> {
    */
   holds?: ToolResultKind;
   /**
+   * How an answer cites this tool's results ({{r1.2.amount}}): told the model with the description only where the
+   * server fills references in (agent turns), never over MCP or in the tool listing, where nothing would.
+   */
+  citation?: string;
+  /**
    * It works on the turn's earlier data results (ToolContext.evidence): `calculate` computes only with their values,
    * `visualize` charts their rows. The loop reads them for a step that calls such a tool.
    */

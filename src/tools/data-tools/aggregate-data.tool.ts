@@ -45,7 +45,6 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
       'count without a field counts records, count_distinct counts different values of a field. Group by up to 3 fields; each row holds the group-by values and one value per alias. ' +
       'Over no matching records (or no values) counts are 0 and sum, avg, min and max are null: no such value, not 0. ' +
       `Returns at most ${AGGREGATE_MAX_GROUPS} groups (default ${AGGREGATE_DEFAULT_GROUPS}). ` +
-      'Each row has a "ref" such as "r2.1": cite a value in your answer as {{ref.column}}, e.g. {{r2.1.revenue}}. ' +
       'For a top N, order by an alias and set limit. ' +
       "With view, only the saved view's records count (its filter, ANDed with your where). " +
       'Example (top 5 owners by won revenue): {"objectName": "deal", "where": {"stage": "won"}, "groupBy": ["owner"], ' +
@@ -104,6 +103,7 @@ export function createAggregateDataTool(deps: DataToolDeps): ToolDefinition<Aggr
     },
     scope: 'agent',
     holds: 'rows',
+    citation: 'Each row has a "ref" such as "r2.1": cite a value in your answer as {{ref.column}}, e.g. {{r2.1.revenue}}.',
     async execute(args, ctx): Promise<AggregateDataResult> {
       const limit = clampLimit(args.limit, AGGREGATE_DEFAULT_GROUPS, AGGREGATE_MAX_GROUPS);
       const { where } = await withView(deps, ctx, args.objectName, args.view, { where: args.where });

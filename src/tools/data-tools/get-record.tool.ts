@@ -14,8 +14,7 @@ export function createGetRecordTool(deps: DataToolDeps): ToolDefinition<GetRecor
     description:
       'Get one record by its id, with all fields or the ones you name. Use it to follow a lookup field ' +
       '(its value is the id of a record of the referenced object, see describe_object) or to show a record in full. ' +
-      'Returns the record, or a not-found error when no record has that id. ' +
-      'The record has a "ref" such as "r3.1": cite a value in your answer as {{ref.column}}, e.g. {{r3.1.amount}}.',
+      'Returns the record, or a not-found error when no record has that id.',
     parameters: {
       type: 'object',
       properties: {
@@ -28,6 +27,7 @@ export function createGetRecordTool(deps: DataToolDeps): ToolDefinition<GetRecor
     },
     scope: 'agent',
     holds: 'rows',
+    citation: 'The record has a "ref" such as "r3.1": cite a value in your answer as {{ref.column}}, e.g. {{r3.1.amount}}.',
     async execute(args, ctx): Promise<Record<string, unknown>> {
       return readData(deps, ctx, (session) =>
         deps.data.findOne(callerOf(ctx), args.objectName, args.recordId, args.fields, { session }),

@@ -46,7 +46,6 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
       'Call describe_object first to learn the field names and select options. ' +
       `Returns { count, total, totalExact, hasMore, records }: total is the number of matching records, at most ${QUERY_MAX_LIMIT} records per call ` +
       `(default ${QUERY_DEFAULT_LIMIT}); page with offset while hasMore is true. ` +
-      'Each record has a "ref" such as "r1.2": cite a value in your answer as {{ref.column}}, e.g. {{r1.2.amount}}. ' +
       'When totalExact is false, total is only the database\'s estimate of a large number: say "about", or count with aggregate_data. ' +
       'To count, sum or average, use aggregate_data instead of fetching records. ' +
       "With view, the saved view's filter, sort and fields apply (your where is ANDed; your orderBy and fields win). " +
@@ -78,6 +77,7 @@ export function createQueryRecordsTool(deps: DataToolDeps): ToolDefinition<Query
     },
     scope: 'agent',
     holds: 'rows',
+    citation: 'Each record has a "ref" such as "r1.2": cite a value in your answer as {{ref.column}}, e.g. {{r1.2.amount}}.',
     async execute(args, ctx): Promise<QueryRecordsResult> {
       const limit = clampLimit(args.limit, QUERY_DEFAULT_LIMIT, QUERY_MAX_LIMIT);
       const offset = clampOffset(args.offset);

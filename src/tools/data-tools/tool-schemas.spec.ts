@@ -6,6 +6,7 @@ import { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';
 import type { ViewService } from '../../views/view.service';
 import { createAskUserTool } from '../ask-user.tool';
+import { offeredDescription } from '../tool.define';
 import { ToolRegistry } from '../tool.registry';
 import { createDataTools, DATA_TOOL_NAMES } from './index';
 
@@ -119,7 +120,8 @@ describe('data tool schemas', () => {
 
   it.each(DATA_TOOL_NAMES.map((name) => [name]))('%s: name, description and parameters', (name) => {
     const tool = tools.find((t) => t.name === name)!;
-    expect({ name: tool.name, description: tool.description, parameters: tool.parameters }).toMatchSnapshot();
+    // As an agent's model reads it: the description, then how to cite the tool's results.
+    expect({ name: tool.name, description: offeredDescription(tool), parameters: tool.parameters }).toMatchSnapshot();
   });
 
   it('ask_user: name, description and parameters (hidden from listings, paused on in durable chats)', () => {

@@ -3,6 +3,7 @@ import type { DataPool } from '../../database/data-pool';
 import type { AccessService } from '../../governance/access.service';
 import type { MetadataService } from '../../metadata/metadata.service';
 import type { MetricService } from '../../metrics/metric.service';
+import { offeredDescription } from '../tool.define';
 import { ToolRegistry } from '../tool.registry';
 import { createMetricTools, METRIC_TOOL_NAMES } from './index';
 import type { ViewService } from '../../views/view.service';
@@ -26,7 +27,8 @@ describe('metric tool schemas', () => {
 
   it.each(METRIC_TOOL_NAMES.map((name) => [name]))('%s: name, description and parameters', (name) => {
     const tool = tools.find((t) => t.name === name)!;
-    expect({ name: tool.name, description: tool.description, parameters: tool.parameters }).toMatchSnapshot();
+    // As an agent's model reads it: the description, then how to cite the tool's results.
+    expect({ name: tool.name, description: offeredDescription(tool), parameters: tool.parameters }).toMatchSnapshot();
   });
 
   it('refuses query_metric arguments outside its schema before running anything', async () => {

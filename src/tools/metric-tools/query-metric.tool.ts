@@ -36,7 +36,6 @@ export function createQueryMetricTool(deps: MetricToolDeps): ToolDefinition<Quer
       'Minimums and maximums of a date or datetime field are dates ("YYYY-MM-DD") or ISO timestamps. ' +
       `Metrics of one object per call; at most ${MAX_QUERY_METRICS}. ` +
       `Returns at most ${METRIC_MAX_ROWS} rows (default ${METRIC_DEFAULT_ROWS}). ` +
-      'Each row has a "ref" such as "r2.1": cite a value in your answer as {{ref.column}}, e.g. {{r2.1.won_revenue}}. ' +
       'Example (won revenue and win rate per quarter of 2024 by industry): {"metrics": ["won_revenue", "win_rate"], ' +
       '"groupBy": ["account.industry"], "timeGrain": "quarter", "from": "2024-01-01", "to": "2024-12-31"}.',
     parameters: {
@@ -90,6 +89,7 @@ export function createQueryMetricTool(deps: MetricToolDeps): ToolDefinition<Quer
     },
     scope: 'agent',
     holds: 'rows',
+    citation: 'Each row has a "ref" such as "r2.1": cite a value in your answer as {{ref.column}}, e.g. {{r2.1.won_revenue}}.',
     async execute(args, ctx): Promise<QueryMetricResult> {
       const limit = clampLimit(args.limit, METRIC_DEFAULT_ROWS, METRIC_MAX_ROWS);
       const { rows, truncated } = await readData(deps, ctx, (session) =>
