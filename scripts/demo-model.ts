@@ -2,7 +2,8 @@
  * A stand-in for an OpenAI-compatible model, for trying the chat endpoints by hand without an API
  * key: `npm run demo-model`, then start the server with OPENAI_BASE_URL=http://127.0.0.1:4010/v1.
  * It plays a tiny analyst: asked anything, it calls aggregate_data (deals by stage), then answers
- * with a table built from the tool result it received. Not a model; nothing is generated.
+ * with a table built from the tool result it received, each figure a reference to its cell. Not a model; nothing
+ * is generated.
  */
 import { MockLlmServer, RecordedRequest } from '../test/support/mock-llm.server';
 
@@ -32,13 +33,18 @@ function answer(request: RecordedRequest) {
       ],
     };
   }
-  let rows: Array<{ stage: string | null; deals: number; total_amount: number | null }>;
+  let rows: Array<{ ref?: string; stage: string | null; deals: number; total_amount: number | null }>;
   try {
     rows = (JSON.parse(toolMessage.content ?? '{}') as { rows?: typeof rows }).rows ?? [];
   } catch {
     return { kind: 'text' as const, content: `The tool failed: ${toolMessage.content}` };
   }
-  const lines = rows.map((r) => `| ${r.stage} | ${r.deals} | ${Number(r.total_amount ?? 0).toLocaleString('en-US')} |`);
+  // As data_chat asks: each figure a reference to its cell ({{r1.2.deals}}), which the server fills in.
+  const lines = rows.map((r) =>
+    r.ref
+      ? `| ${r.stage} | {{${r.ref}.deals}} | {{${r.ref}.total_amount}} |`
+      : `| ${r.stage} | ${r.deals} | ${Number(r.total_amount ?? 0).toLocaleString('en-US')} |`,
+  );
   return {
     kind: 'text' as const,
     content: ['Deals by stage:', '', '| stage | deals | total amount |', '|---|---|---|', ...lines].join('\n'),
