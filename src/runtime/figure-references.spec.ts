@@ -5,6 +5,7 @@ import { groundAnswer } from './grounding';
 import type { ColumnMeaning } from './grounding-evidence';
 import {
   FigureReferences,
+  MAX_REFERENCES,
   nextResultNumber,
   numberedResults,
   parseReference,
@@ -152,6 +153,23 @@ describe('FigureReferences.render', () => {
   it('leaves text that is no reference as it is', async () => {
     const text = 'Use {{ braces }}, {r1.1.deals} or {{{r1.1.deals}} and a lone {';
     expect((await references().render(text)).text).toBe('Use {{ braces }}, {r1.1.deals} or {49 and a lone {');
+  });
+});
+
+describe('FigureReferences on hostile text', () => {
+  it('reads 200 KB of braces that are no reference in one pass and shows them as written', async () => {
+    const text = '{{'.repeat(50_000) + '{{r1 '.repeat(20_000);
+    const shown = await references().render(text);
+    expect(shown.text).toBe(text);
+    expect(shown.references).toEqual([]);
+  });
+
+  it(`fills in at most ${MAX_REFERENCES} references of one answer`, async () => {
+    const shown = await references().render('{{r1.1.deals}} '.repeat(MAX_REFERENCES + 5));
+    expect(shown.references.filter((r) => r.cell)).toHaveLength(MAX_REFERENCES);
+    expect(shown.references.slice(MAX_REFERENCES).map((r) => [r.text, r.unresolved])).toEqual(
+      Array(5).fill([UNAVAILABLE_FIGURE, 'too_many']),
+    );
   });
 });
 

@@ -14,6 +14,8 @@ export const UNAVAILABLE_FIGURE = '[figure unavailable]';
 
 /** Longest text from `{{` to `}}` that can be a reference: a stream holds back at most this much. */
 const MAX_REFERENCE_LENGTH = 120;
+/** References of one answer filled in at most; later ones show [figure unavailable] (no answer needs more). */
+export const MAX_REFERENCES = 1_000;
 
 const REFERENCE =
   /^\{\{\s*r([1-9]\d{0,5})(?:\.([1-9]\d{0,5}))?(?:\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+){0,3}))?\s*(?:\|\s*([a-z]+)\s*)?\}\}$/;
@@ -50,7 +52,7 @@ export interface RenderedReference {
   end: number;
   cell?: ReferencedCell;
   /** Why it did not resolve: no such result, row or column, or a result withheld from the caller. */
-  unresolved?: 'unknown_result' | 'unknown_row' | 'unknown_column' | 'withheld' | 'bad_format';
+  unresolved?: 'unknown_result' | 'unknown_row' | 'unknown_column' | 'withheld' | 'bad_format' | 'too_many';
 }
 
 export interface RenderedText {
@@ -129,9 +131,11 @@ export function nextResultNumber(messages: readonly LlmMessage[]): number {
   let highest = 0;
   for (const message of messages) {
     if (message.role !== 'tool' || typeof message.content !== 'string') continue;
+    // Read off the text, not parsed: this runs at every tool step over the whole conversation. A data value keyed
+    // "resultRef" (escaped inside strings, so only a JSON field's own key) could only leave a gap in the numbering.
     const withheld = WITHHELD_REF.exec(message.content);
-    const n = withheld ? Number(withheld[1]) : refNumber(referencedResult(message.content)?.resultRef);
-    if (n !== undefined) highest = Math.max(highest, n);
+    if (withheld) highest = Math.max(highest, Number(withheld[1]));
+    else for (const match of message.content.matchAll(RESULT_REF_KEY)) highest = Math.max(highest, Number(match[1]));
   }
   return highest + 1;
 }
@@ -141,6 +145,7 @@ export function withheldWithRef(text: string, resultRef: string | undefined): st
   return refNumber(resultRef) === undefined ? text : `${text} (${resultRef})`;
 }
 const WITHHELD_REF = /^result withheld: [^(]*\(r(\d{1,6})\)$/;
+const RESULT_REF_KEY = /"resultRef":"r(\d{1,6})"/g;
 
 /**
  * Resolves and formats the references of answers of one conversation. `describe` reads what the columns of the cited
@@ -150,6 +155,8 @@ export class FigureReferences {
   private readonly described = new Map<number, GroundingSource>();
   private readonly numberFormat: string;
   private numbered?: ReadonlyMap<number, NumberedResult>;
+  private resolvedCount = 0;
+  private readonly formats = new Map<string, Intl.NumberFormat | Intl.DateTimeFormat>();
 
   /** `results` is read on the first reference only: most text cites nothing. */
   constructor(
@@ -189,6 +196,7 @@ export class FigureReferences {
     const parsed = parseReference(raw)!;
     const ref = refName(parsed);
     const unavailable = (unresolved: RenderedReference['unresolved']) => ({ ref, raw, text: UNAVAILABLE_FIGURE, unresolved });
+    if (++this.resolvedCount > MAX_REFERENCES) return unavailable('too_many');
     this.numbered ??= this.results();
     const result = this.numbered.get(parsed.result);
     if (!result) return unavailable('unknown_result');
@@ -290,7 +298,7 @@ export class FigureReferences {
     if (format === 'percent' || (format === undefined && (kind === 'percent' || kind === 'ratio'))) {
       // A percent column holds 45.2 for 45.2%; anything else formatted as a percentage is a ratio.
       const ratio = kind === 'percent' ? value / 100 : value;
-      return new Intl.NumberFormat(this.numberFormat, { style: 'percent', maximumFractionDigits: 1 }).format(ratio);
+      return this.numbers({ style: 'percent', maximumFractionDigits: 1 }).format(ratio);
     }
     if (kind === 'money' && meaning?.currency) {
       options.style = 'currency';
@@ -309,17 +317,31 @@ export class FigureReferences {
     } else {
       options.maximumFractionDigits = 2;
     }
-    return new Intl.NumberFormat(this.numberFormat, options).format(value);
+    return this.numbers(options).format(value);
+  }
+
+  /** One formatter per set of options: an answer formats many figures alike. */
+  private numbers(options: Intl.NumberFormatOptions): Intl.NumberFormat {
+    const key = `n${JSON.stringify(options)}`;
+    let format = this.formats.get(key) as Intl.NumberFormat | undefined;
+    if (!format) this.formats.set(key, (format = new Intl.NumberFormat(this.numberFormat, options)));
+    return format;
   }
 
   private formatDate(value: string, withTime: boolean): string {
     const date = new Date(withTime ? value : `${value.slice(0, 10)}T00:00:00Z`);
     if (Number.isNaN(date.getTime())) return value;
-    return new Intl.DateTimeFormat(this.numberFormat, {
-      dateStyle: 'medium',
-      ...(withTime ? { timeStyle: 'short' } : {}),
-      timeZone: 'UTC',
-    }).format(date);
+    const key = `d${withTime}`;
+    let format = this.formats.get(key) as Intl.DateTimeFormat | undefined;
+    if (!format) {
+      format = new Intl.DateTimeFormat(this.numberFormat, {
+        dateStyle: 'medium',
+        ...(withTime ? { timeStyle: 'short' } : {}),
+        timeZone: 'UTC',
+      });
+      this.formats.set(key, format);
+    }
+    return format.format(date);
   }
 }
 
@@ -375,33 +397,37 @@ class ReferenceScanner {
   constructor(private readonly resolve: (raw: string) => Promise<Resolved>) {}
 
   async push(delta: string): Promise<Array<string | Resolved>> {
-    let text = this.held + delta;
+    const text = this.held + delta;
     this.held = '';
     const out: Array<string | Resolved> = [];
+    // Indexes, not slices: hostile text full of `{{` costs one pass, and a `}}` is looked for only as far as a
+    // reference can reach.
+    let from = 0;
+    let at = 0;
     for (;;) {
-      const open = text.indexOf('{{');
+      const open = text.indexOf('{{', at);
       if (open < 0) {
         // A last `{` may open a reference with the next delta.
-        const keep = text.endsWith('{') ? 1 : 0;
-        if (text.length > keep) out.push(text.slice(0, text.length - keep));
-        this.held = text.slice(text.length - keep);
+        const end = text.length > at && text.endsWith('{') ? text.length - 1 : text.length;
+        if (end > from) out.push(text.slice(from, end));
+        this.held = text.slice(end);
         return out;
       }
-      if (open > 0) out.push(text.slice(0, open));
-      text = text.slice(open);
-      const close = text.indexOf('}}');
-      if (close < 0 && text.length < MAX_REFERENCE_LENGTH) {
-        this.held = text;
+      const reach = text.slice(open, open + MAX_REFERENCE_LENGTH + 2);
+      const close = reach.indexOf('}}');
+      if (close < 0 && text.length - open < MAX_REFERENCE_LENGTH) {
+        if (open > from) out.push(text.slice(from, open));
+        this.held = text.slice(open);
         return out;
       }
-      const raw = close >= 0 ? text.slice(0, close + 2) : '';
+      const raw = close >= 0 ? reach.slice(0, close + 2) : '';
       if (raw && parseReference(raw)) {
+        if (open > from) out.push(text.slice(from, open));
         out.push(await this.resolve(raw));
-        text = text.slice(close + 2);
+        from = at = open + close + 2;
       } else {
         // Not a reference: its first brace is text, and a reference may still start at the next one.
-        out.push('{');
-        text = text.slice(1);
+        at = open + 1;
       }
     }
   }
