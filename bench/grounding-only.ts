@@ -9,7 +9,8 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { projectRoot } from '../src/common/project-root';
-import { scoreCorpus, type CorpusResult } from '../src/seed/grounding.corpus';
+import { scoreCorpus, type CorpusResult } from '../test/fixtures/grounding/corpus-score';
+import { groundingCorpus } from '../test/fixtures/grounding/grounding.corpus';
 import { log, spliceSection } from './harness';
 
 const START = '<!-- grounding:start -->';
@@ -33,7 +34,7 @@ function byKind(planted: readonly CorpusResult[]): string[] {
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const score = scoreCorpus();
+  const score = scoreCorpus(groundingCorpus());
   const ms = performance.now() - started;
   const { planted, correct, missed, falseAlarms, detection, falseAlarmRate } = score;
   const date = new Date().toISOString();
