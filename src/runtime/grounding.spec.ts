@@ -1,5 +1,6 @@
 import { correctionRequest, extractNumbers, groundAnswer, operandEvidence, type GroundingSource } from './grounding';
 import { readText } from './grounding-figures';
+import { detectLanguage } from './grounding-language';
 
 const texts = (text: string, locale?: string) => extractNumbers(text, locale).map((claim) => claim.text);
 
@@ -230,5 +231,213 @@ describe('correctionRequest', () => {
     expect(text).toContain('"$1.2M": this value belongs to another row');
     expect(text).toContain('"17": no such value');
     expect(text).toContain('calculate');
+  });
+});
+
+describe('detectLanguage', () => {
+  it.each([
+    ['en', 'We won 451 deals in 2024, and the average deal was worth $763K.'],
+    ['de', 'Wir haben 451 Deals gewonnen, mit einem Gesamtvolumen von 344,3 Mio. $.'],
+    ['fr', 'Nous avons gagné 451 affaires, pour un total de 344,26 millions de dollars.'],
+    ['es', 'Se ganaron 451 operaciones por un total de 344,26 millones de dólares.'],
+    ['it', 'Abbiamo vinto 451 trattative per un totale di 344,3 milioni di dollari.'],
+    ['pt', 'Ganhamos 451 negócios, somando US$ 344,26 milhões, e a média foi de US$ 763 mil.'],
+    ['nl', 'We hebben 451 deals gewonnen, samen goed voor $ 344,3 miljoen.'],
+  ])('tells %s from its short words', (language, text) => {
+    expect(detectLanguage(text)).toBe(language);
+  });
+
+  it('says nothing of a text with too few words', () => {
+    expect(detectLanguage('451 deals')).toBeUndefined();
+  });
+});
+
+describe('readText: figures typed by hand in other languages', () => {
+  const values = (text: string, locale?: string) => extractNumbers(text, locale).map((c) => [c.text, c.mantissa * c.scale]);
+
+  it("reads the number style of the answer's language, whatever the locale", () => {
+    expect(values('Wir haben 451 Deals gewonnen, Volumen 55,3 Mio. $.', 'en-US')).toEqual([
+      ['451', 451],
+      ['55,3 Mio. $', 55_300_000],
+    ]);
+    expect(values('We won 1,234 deals worth $1.5M.', 'de-DE')).toEqual([
+      ['1,234', 1234],
+      ['$1.5M', 1_500_000],
+    ]);
+  });
+
+  it('reads dot, space, apostrophe and narrow no-break space grouping, and comma decimals', () => {
+    expect(values('Die Deals summieren sich auf 185.227.917 USD und 1.234,50 USD.')).toEqual([
+      ['185.227.917 USD', 185227917],
+      ['1.234,50 USD', 1234.5],
+    ]);
+    expect(values('Les affaires représentent 135\u202f879\u202f460,50\u00a0$ et 1 234 €.')).toEqual([
+      ['135\u202f879\u202f460,50\u00a0$', 135879460.5],
+      ['1 234 €', 1234],
+    ]);
+    expect(values("Deals im Angebot: 185'227'917.50 USD", 'de-CH')).toEqual([["185'227'917.50 USD", 185227917.5]]);
+    expect(values('Las 54 cuentas suman 35.416 millones de dólares.')).toEqual([
+      ['54', 54],
+      ['35.416 millones de dólares', 35_416_000_000],
+    ]);
+  });
+
+  it.each([
+    ['55,3 Mio. $', 55.3e6],
+    ['344,3 Millionen Dollar', 344.3e6],
+    ['2,1 Mrd. €', 2.1e9],
+    ['450 Tsd. €', 450e3],
+    ['35,4 milliards de dollars', 35.4e9],
+    ['344,26 millions de dollars', 344.26e6],
+    ['44,2 millones de dólares', 44.2e6],
+    ['22,07 mil millones de dólares', 22.07e9],
+    ['20,78 miliardi di dollari', 20.78e9],
+    ['27,5 milioni di dollari', 27.5e6],
+    ['US$ 35,42 bilhões', 35.42e9],
+    ['US$ 19,7 milhões', 19.7e6],
+    ['$ 11,28 miljard', 11.28e9],
+    ['$ 27,5 miljoen', 27.5e6],
+  ])('reads the scale of %s', (figure, value) => {
+    const [claim] = extractNumbers(`Le total est de ${figure} pour les affaires.`);
+    expect([claim.text, claim.mantissa * claim.scale]).toEqual([figure, value]);
+  });
+
+  it('reads percentage points apart from percentages, in each language', () => {
+    const points = (text: string) => readText(text).figures.map((f) => [f.text, f.percent, f.points ?? false]);
+    expect(points('Ihre Quote (59,7 %) liegt 11,7 Prozentpunkte über 48,0 %.')).toEqual([
+      ['59,7 %', true, false],
+      ['11,7 Prozentpunkte', true, true],
+      ['48,0 %', true, false],
+    ]);
+    expect(points('Son taux (63,5 %) dépasse de 25,5 points celui d’Elena (38,0 %).')[1]).toEqual(['25,5 points', true, true]);
+    expect(points('Lucas scored 25 points.')).toEqual([['25', false, false]]);
+  });
+
+  it('reads the direction of a change and hedges in other languages', () => {
+    const read = (text: string) => readText(text).figures.map((f) => [f.sign, f.approximation]);
+    expect(read('Der Umsatz ist um 12 % gesunken, bei etwa 40 Deals.')).toEqual([
+      ['negative', undefined],
+      ['none', 'about'],
+    ]);
+    expect(read('Le chiffre est en hausse de 5 %, sur plus de 300 affaires.')).toEqual([
+      ['positive', undefined],
+      ['none', 'over'],
+    ]);
+  });
+
+  it('reads months, quarters and halves in the languages read, with ordinals', () => {
+    const periods = (text: string) => readText(text).periods.map((p) => [p.text, p.from, p.to]);
+    expect(periods('Im 3. Quartal 2024 und im März 2024')).toEqual([
+      ['3. Quartal 2024', '2024-07-01', '2024-09-30'],
+      ['März 2024', '2024-03-01', '2024-03-31'],
+    ]);
+    expect(periods('Au 1er trimestre 2024 et en juillet 2024')).toEqual([
+      ['1er trimestre 2024', '2024-01-01', '2024-03-31'],
+      ['juillet 2024', '2024-07-01', '2024-07-31'],
+    ]);
+    expect(periods('En el segundo trimestre de 2024 y en mayo de 2024')).toEqual([
+      ['segundo trimestre de 2024', '2024-04-01', '2024-06-30'],
+      ['mayo de 2024', '2024-05-01', '2024-05-31'],
+    ]);
+    expect(periods('Nel terzo trimestre 2024')).toEqual([['terzo trimestre 2024', '2024-07-01', '2024-09-30']]);
+    expect(periods('No 2º trimestre de 2024 e no primeiro semestre de 2023')).toEqual([
+      ['2º trimestre de 2024', '2024-04-01', '2024-06-30'],
+      ['primeiro semestre de 2023', '2023-01-01', '2023-06-30'],
+    ]);
+    expect(periods('In het derde kwartaal van 2024, T3 2024 en 3T24')).toEqual([
+      ['derde kwartaal van 2024', '2024-07-01', '2024-09-30'],
+      ['T3 2024', '2024-07-01', '2024-09-30'],
+      ['3T24', '2024-07-01', '2024-09-30'],
+    ]);
+  });
+
+  it('reads dates in the languages read, with and without a year', () => {
+    const dates = (text: string, locale?: string) => readText(text, { locale }).dates.map((d) => [d.text, d.date]);
+    expect(dates('Signée le 4 janvier 2023, fechada em 4 de janeiro de 2023, am 4. Januar 2023.')).toEqual([
+      ['4 janvier 2023', '2023-01-04'],
+      ['4 de janeiro de 2023', '2023-01-04'],
+      ['4. Januar 2023', '2023-01-04'],
+    ]);
+    expect(dates('Der Deal wurde am 04.01. abgeschlossen.')).toEqual([['04.01.', '--01-04']]);
+    expect(dates('La operación se cerró el 4/1/23.')).toEqual([['4/1/23', '2023-01-04']]);
+    expect(dates('It closed on 1/4.', 'en-US')).toEqual([['1/4', '--01-04']]);
+  });
+
+  it.each([
+    ['ISO weeks', 'Stand KW 14, week 14, W14, semaine 14, semana 14, settimana 14: keine Änderung.'],
+    ['footnote markers and notes', 'Won deals[1] and lost deals[^2].\n\n[1] aggregate_data\n[^2] the same call'],
+    ['inline list markers', 'Next steps: (1) call Lucas, (2) email Priya.'],
+    ['cohorts', 'She is in the top 10% of reps; die 5 größten Deals; los 5 mejores comerciales; i 5 migliori.'],
+    ['ordinals', 'Lucas ist auf dem 1. Platz, Marcus 2º, Priya 3ª.'],
+    ['short years', "Since Q3 '24 and März '24."],
+    ['spans of time in other languages', 'In den letzten 30 Tagen, les 30 derniers jours, los últimos 12 meses.'],
+  ])('does not read %s as figures', (_kind, text) => {
+    expect(texts(text)).toEqual([]);
+  });
+
+  it('reads "1 in 2", "4 von 10", "1 affaire sur 2" as shares within what their denominator says', () => {
+    const shares = (text: string) => readText(text).figures.map((f) => [f.text, f.mantissa, f.tolerance]);
+    expect(shares('Roughly 1 in 2 deals, etwa 4 von 10 Deals, 1 affaire sur 2, 2 de cada 5, 4 su 10, 6 op de 10.')).toEqual([
+      ['1 in 2', 50, 6],
+      ['4 von 10', 40, 5],
+      ['1 affaire sur 2', 50, 6],
+      ['2 de cada 5', 40, 6],
+      ['4 su 10', 40, 5],
+      ['6 op de 10', 60, 5],
+    ]);
+    expect(texts('We closed 5 deals in 12 days and 49 in 2024.')).toEqual(['5', '49']);
+  });
+});
+
+describe('groundAnswer: figures typed by hand', () => {
+  const WIN: GroundingSource = {
+    toolCallId: 'call_win',
+    name: 'query_metric',
+    arguments: { metrics: ['win_rate'], groupBy: ['owner'] },
+    content: {
+      rows: [
+        { owner: 'Sofia Rossi', win_rate: 0.635 },
+        { owner: 'Elena Petrova', win_rate: 0.38 },
+      ],
+    },
+    columns: { win_rate: { kind: 'ratio' } },
+  };
+  const ACCOUNT: GroundingSource = {
+    toolCallId: 'call_account',
+    name: 'get_record',
+    arguments: { objectName: 'account' },
+    content: { name: 'Brightline Retail Inc.', phone: '+1 319 555 7612', employees: 504 },
+  };
+
+  it('supports a share within its denominator and flags one that is not', () => {
+    expect(groundAnswer('Elena Petrova wins about 2 in 5 of her deals.', [WIN]).unsupported).toEqual([]);
+    expect(groundAnswer('Elena Petrova wins about 1 in 2 of her deals.', [WIN]).unsupported).toEqual([
+      { text: '1 in 2', reason: 'no_such_value' },
+    ]);
+    // No share in the results: a manner of speaking.
+    expect(groundAnswer('About 1 in 2 deals closed; we won 451.', [BY_STAGE]).unsupported).toEqual([]);
+  });
+
+  it('reads a phone number of the results written with other separators as no figure', () => {
+    for (const phone of ['(319) 555-7612', '+1-319-555-7612', '+1 (319) 555 76 12', '+1 319 5557612'])
+      expect([phone, groundAnswer(`Call Brightline Retail Inc. at ${phone}.`, [ACCOUNT]).unsupported]).toEqual([phone, []]);
+    expect(groundAnswer('Call Brightline Retail Inc. at (319) 555-7621.', [ACCOUNT]).unsupported.length).toBeGreaterThan(0);
+  });
+
+  it("does not count the question's number denied in a correction", () => {
+    const grounding = groundAnswer('No, we won 451 deals, not 500.', [BY_STAGE], { question: 'Did we win 500 deals?' });
+    expect(grounding.unsupported).toEqual([]);
+    expect(groundAnswer('Yes, we won 500 deals.', [BY_STAGE], { question: 'Did we win 500 deals?' }).unsupported).toHaveLength(1);
+  });
+
+  it('matches a date without a year against the day and month of a date of the results', () => {
+    const records: GroundingSource = {
+      toolCallId: 'call_r',
+      name: 'query_records',
+      arguments: { objectName: 'deal' },
+      content: { records: [{ name: 'Acme – Renewal 2025', close_date: '2025-03-14', amount: 1200 }] },
+    };
+    expect(groundAnswer('Acme – Renewal 2025 closed on March 14.', [records]).unsupported).toEqual([]);
+    expect(groundAnswer('Acme – Renewal 2025 closed on March 15.', [records]).unsupported).toHaveLength(1);
   });
 });

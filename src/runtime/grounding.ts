@@ -73,6 +73,11 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       continue;
     }
     const echo = asked.figures.some((q) => sameNumber(q, figure));
+    // "32, not 40": the question's number denied, not stated.
+    if (echo && NEGATION_BEFORE.test(answer.slice(Math.max(0, figure.index - 20), figure.index))) continue;
+    // "4 in 10" is a share: a claim where the results hold shares, else a manner of speaking.
+    if (figure.fraction && !evidence.cells.some((c) => SHARE_KINDS.has(c.meaning.kind) || c.row.source.name === 'calculate'))
+      continue;
     if (
       (echo || evidence.filters.has(valueOf(figure))) &&
       restatesCondition(answer, figure, options.question ?? '', asked.figures)
@@ -225,6 +230,13 @@ function sameNumber(a: Figure, b: Figure): boolean {
   return (a.percent || a.basisPoints) === (b.percent || b.basisPoints) && Math.abs(x - y) <= 1e-9 * Math.max(1, x);
 }
 
+/** Words that deny the number after them ("not 40", "nicht 40", "pas 40", "no 40", "non 50", "não 40", "niet 30"). */
+const NEGATION_BEFORE =
+  /(?:\bnot|\bnicht|\bkeine?|\bpas|\bno|\bnon|\bnão|\bniet|\bgeen|\binstead of|\brather than|\bstatt|\banstatt|\bau lieu de|\ben lugar de|\binvece di|\bem vez de|\bin plaats van)\s+(?:the\s+|die\s+|les\s+|los\s+|las\s+|i\s+|os\s+|de\s+)?$/i;
+
+/** Kinds of cells a share ("4 in 10") can be: any other holds no share. */
+const SHARE_KINDS: ReadonlySet<string> = new Set(['ratio', 'percent', 'any', 'number']);
+
 const CONDITION_BEFORE =
   /(?:\b(?:over|above|under|below|more than|less than|fewer than|greater than|at least|at most|exceeding|between|from|and|to|than|threshold of|minimum of|maximum of|min|max|up to)|[<>≤≥=])\s*(?:[$€£]|[A-Z]{3}\s)?\s*$/i;
 
@@ -261,6 +273,46 @@ function identifierSpans(answer: string, identifiers: readonly string[]): Array<
       if (/[\p{L}\p{N}]/u.test(answer[at - 1] ?? '') || /[\p{L}\p{N}]/u.test(answer[end] ?? '')) continue;
       spans.push([at, end]);
     }
+  }
+  return [...spans, ...regroupedIdentifierSpans(answer, identifiers)];
+}
+
+/** Digit runs of a text that may be a phone number or a code written with other separators: "+1 (319) 555-7612". */
+const DIGIT_RUN = /\+?\(?\d[\d \t\u00a0\u202f\-–()./]*\d\)?/g;
+const MAX_GROUPS = 12;
+
+/**
+ * Where the answer writes an identifier of the results (seven digits or more: a phone number, a code) with
+ * other separators or without its country code: "(319) 555-7612" for "+1 319 555 7612".
+ */
+function regroupedIdentifierSpans(answer: string, identifiers: readonly string[]): Array<[number, number]> {
+  const known = new Set<string>();
+  for (const identifier of identifiers) {
+    const digits = identifier.replace(/\D/g, '');
+    if (digits.length < 7 || digits.length > 20 || /[^\d\s+\-–()./]/.test(identifier)) continue;
+    for (let from = 0; digits.length - from >= 7; from++) known.add(digits.slice(from));
+  }
+  if (!known.size) return [];
+  const spans: Array<[number, number]> = [];
+  for (const run of answer.matchAll(DIGIT_RUN)) {
+    const groups = [...run[0].matchAll(/\d+/g)].slice(0, MAX_GROUPS);
+    // The longest stretch of whole groups whose digits are an identifier's (or its end).
+    let best: [number, number] | undefined;
+    for (let i = 0; i < groups.length && !best; i++) {
+      for (let j = groups.length - 1; j >= i; j--) {
+        const digits = groups
+          .slice(i, j + 1)
+          .map((g) => g[0])
+          .join('');
+        if (digits.length < 7 || !known.has(digits)) continue;
+        const start = run.index + groups[i].index - (/[+(]$/.test(run[0].slice(0, groups[i].index)) ? 1 : 0);
+        const end =
+          run.index + groups[j].index + groups[j][0].length + (run[0][groups[j].index + groups[j][0].length] === ')' ? 1 : 0);
+        best = [start, end];
+        break;
+      }
+    }
+    if (best) spans.push(best);
   }
   return spans;
 }
@@ -375,6 +427,7 @@ function shownValues(figure: Figure, cell: Cell): { values: number[]; unitFits: 
  * is not 254).
  */
 function precisionOf(figure: Figure): { half: number; step: number } {
+  if (figure.tolerance !== undefined) return { half: figure.tolerance, step: 2 * figure.tolerance };
   const half = 0.5 * 10 ** -figure.decimals;
   let step = 10 ** -figure.decimals;
   if (figure.decimals === 0) {
@@ -545,7 +598,7 @@ function bindDate(mention: DateMention, evidence: Evidence): Verdict {
   let cell = mention.date ? evidence.dates.get(mention.date) : undefined;
   if (mention.date?.startsWith('--')) {
     const monthDay = mention.date.slice(2);
-    const day = [...evidence.dates.keys()].find((d) => d.slice(4) === monthDay);
+    const day = [...evidence.dates.keys()].find((d) => d.slice(5) === monthDay);
     cell = day ? evidence.dates.get(day) : undefined;
   }
   if (mention.time && (cell || !mention.date)) cell = evidence.times.get(mention.time);
