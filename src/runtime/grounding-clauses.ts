@@ -28,9 +28,16 @@ export interface FigureScope {
   after: string;
   /** The clause (or its label, or its table column's header) speaks of an average or of a total. */
   measure?: 'average' | 'total';
+  /** The figure is said of rows with no owner (no assignee ...): "deals with no owner", "sans responsable". */
+  unassigned?: boolean;
+  /** What the words nearest the figure say it is: won, lost, or open (the pipeline). */
+  concept?: Concept;
 }
 
-interface Span {
+/** Kinds of deals every sales result tells apart, named in each language read. */
+export type Concept = 'won' | 'lost' | 'open';
+
+export interface Span {
   start: number;
   end: number;
 }
@@ -72,9 +79,30 @@ const WHOLE =
 const AVERAGE = /\b(?:average|averages|averaging|averaged|avg|mean|typical|typically)\b/i;
 const TOTAL = /\b(?:total|totals|totalling|totaling|totaled|totalled|sum|summed|combined|altogether|in all|all told)\b/i;
 
+/** Rows with an empty owner (assignee, rep): "no owner", "unassigned", "ohne Owner", "sans responsable", "sin propietario". */
+const UNASSIGNED =
+  /(?<![\p{L}])(?:no|without(?: an?)?|missing|empty|ohne|keinen?|sans|sin|senza|sem|zonder|geen)\s+(?:(?:assigned|zugewiesenen?|assigné|asignado|assegnato|atribuído|toegewezen)\s+)?(?:owners?|reps?|sales ?reps?|assignees?|salespersons?|Owner|Verantwortliche[nr]?|Zuständige[nr]?|Besitzer|Eigentümer|Vertriebler|responsables?|propriétaires?|commercial|titulaire|propietarios?|dueños?|responsabile|proprietari[oa]|venditore|responsáveis?|responsável|donos?|proprietários?|vendedor|eigenaars?|verantwoordelijke|verkoper|accountmanager)(?![\p{L}])|(?<![\p{L}])(?:unassigned|not assigned|ownerless|nicht zugewiesen|nicht zugeordnet|non attribuée?s?|non assignée?s?|sin asignar|no asignad[oa]s?|non assegnat[eoia]|não atribuíd[oa]s?|sem atribuição|niet toegewezen)(?![\p{L}])/iu;
+
+/** Words of won, lost and open deals; the nearest to a figure says which it is. */
+const CONCEPT_WORDS: ReadonlyArray<[Concept, RegExp]> = [
+  [
+    'open',
+    /(?<![\p{L}])(?:open(?:\s+deals|\s+pipeline)?|pipeline|offene[nr]?|affaires? (?:ouvertes?|en cours)|ouverts?|operaciones abiertas|abiert[oa]s?|aperte|aperto|apert[ae]|abert[oa]s?|em aberto|openstaande?)(?![\p{L}])/giu,
+  ],
+  [
+    'won',
+    /(?<![\p{L}])(?:won|closed[- ]won|gewonnen\w*|gagnée?s?|remportée?s?|ganad[oa]s?|ganaron|ganó|ganamos|vint[eoia]|vinto|ganh[oa]s?|ganhamos|ganharam)(?![\p{L}])/giu,
+  ],
+  ['lost', /(?<![\p{L}])(?:lost|verloren\w*|perdue?s?|perdid[oa]s?|perdieron|pers[eoia]|perdeu|perderam)(?![\p{L}])/giu],
+];
+
 /** The mentions of the vocabulary's values in the answer, longest first where they overlap. */
-export function findMentions(text: string, vocabulary: ReadonlyMap<string, ReadonlySet<string>>): Mention[] {
-  const normalised = normaliseKeepingIndexes(text);
+export function findMentions(
+  text: string,
+  vocabulary: ReadonlyMap<string, ReadonlySet<string>>,
+  options: { cognates?: boolean } = {},
+): Mention[] {
+  const { normalised, origin } = normaliseKeepingIndexes(text);
   const candidates: Array<{ form: string; value: string; dimensions: ReadonlySet<string> }> = [];
   const firstTokens = new Map<string, string[]>();
   for (const [value, dimensions] of vocabulary) {
@@ -112,8 +140,12 @@ export function findMentions(text: string, vocabulary: ReadonlyMap<string, Reado
     if (distinct.length === 1) candidates.push({ form: token, value: distinct[0], dimensions: vocabulary.get(distinct[0])! });
   }
   candidates.sort((a, b) => b.form.length - a.form.length);
-  const taken: boolean[] = new Array<boolean>(text.length).fill(false);
+  const taken: boolean[] = new Array<boolean>(normalised.length).fill(false);
   const mentions: Mention[] = [];
+  const take = (value: string, dimensions: ReadonlySet<string>, at: number, end: number) => {
+    taken.fill(true, at, end);
+    mentions.push({ value, dimensions, index: origin[at], end: origin[end - 1] + 1 });
+  };
   for (const candidate of candidates) {
     let from = 0;
     for (;;) {
@@ -123,28 +155,73 @@ export function findMentions(text: string, vocabulary: ReadonlyMap<string, Reado
       const end = at + candidate.form.length;
       if (/[\p{L}\p{N}]/u.test(normalised[at - 1] ?? '') || /[\p{L}\p{N}]/u.test(normalised[end] ?? '')) continue;
       // "won't" is no "won".
-      if (/^'t\b/.test(text.slice(end, end + 3))) continue;
+      if (/^'t\b/.test(normalised.slice(end, end + 3))) continue;
       if (taken.slice(at, end).some(Boolean)) continue;
-      taken.fill(true, at, end);
-      mentions.push({ value: candidate.value, dimensions: candidate.dimensions, index: at, end });
+      take(candidate.value, candidate.dimensions, at, end);
+    }
+  }
+  // The words of won and lost deals in the languages read name those values of the results ("gewonnene", "perdidas").
+  for (const [concept, pattern] of CONCEPT_WORDS) {
+    const dimensions = concept !== 'open' ? vocabulary.get(concept) : undefined;
+    if (!dimensions) continue;
+    for (const word of normalised.matchAll(pattern)) {
+      const end = word.index + word[0].length;
+      if (!taken.slice(word.index, end).some(Boolean)) take(concept, dimensions, word.index, end);
+    }
+  }
+  if (options.cognates) {
+    // Another language's word for a one-word value: its first seven letters (or all of a shorter value's) but one
+    // the same ("proposition", "negociación" for "negotiation", "Francia" for "France").
+    const stems = [...vocabulary.keys()]
+      .filter((value) => /^\p{L}{6,}$/u.test(value) && !VAGUE.has(value))
+      .map((value) => ({ value, stem: plain(value).slice(0, 7) }));
+    for (const word of normalised.matchAll(/\p{L}{6,}/gu)) {
+      if (vocabulary.has(word[0])) continue;
+      const head = plain(word[0]);
+      const values = stems
+        .filter(({ stem }) => head.length >= stem.length && head[0] === stem[0] && nearlySame(stem, head.slice(0, stem.length)))
+        .map(({ value }) => value);
+      const end = word.index + word[0].length;
+      if (values.length === 1 && !taken.slice(word.index, end).some(Boolean))
+        take(values[0], vocabulary.get(values[0])!, word.index, end);
     }
   }
   return mentions.sort((a, b) => a.index - b.index);
 }
 
-/** `normalise` that keeps every character's index (one character in, one out). */
-function normaliseKeepingIndexes(text: string): string {
-  let out = '';
-  for (const char of text) {
+/** Two words of equal length that differ in at most one letter. */
+function nearlySame(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let differences = 0;
+  for (let i = 0; i < a.length && differences <= 1; i++) if (a[i] !== b[i]) differences++;
+  return differences <= 1;
+}
+
+/** Without accents: "négociation" → "negociation". */
+function plain(word: string): string {
+  return word.normalize('NFD').replace(/\p{M}/gu, '');
+}
+
+/**
+ * `normalise` with the index in `text` of each character it keeps: lower case, `_` and dashes as spaces, one
+ * space for a run of them.
+ */
+function normaliseKeepingIndexes(text: string): { normalised: string; origin: number[] } {
+  let normalised = '';
+  const origin: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
     const lower = char.toLowerCase();
-    const one = lower.length === char.length ? lower : char;
-    out += /[_\-–—\s]/.test(one) ? ' ' : one;
+    const one = /[_\-–—\s]/.test(char) ? ' ' : lower.length === char.length ? lower : char;
+    if (one === ' ' && normalised.endsWith(' ')) continue;
+    normalised += one;
+    origin.push(i);
   }
-  return out;
+  return { normalised, origin };
 }
 
 /** Cuts an answer into clauses. */
-function clausesOf(text: string): Clause[] {
+function clausesOf(text: string, mentions: readonly Mention[] = []): Clause[] {
   const clauses: Clause[] = [];
   const lines: Array<Span & { indent: number; bullet: boolean; heading: number; table: boolean }> = [];
   let offset = 0;
@@ -190,7 +267,7 @@ function clausesOf(text: string): Clause[] {
       }
     }
     if (heading) parents.push(heading);
-    sentenceClauses(text, line, parents, clauses);
+    sentenceClauses(text, line, parents, clauses, mentions);
   }
   return clauses;
 }
@@ -237,22 +314,28 @@ function tableClauses(
 }
 
 const ABBREVIATIONS =
-  /\b(?:vs|inc|ltd|co|corp|no|approx|mr|mrs|ms|dr|st|e\.g|i\.e|etc|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$/i;
+  /\b(?:vs|inc|ltd|co|corp|no|approx|mr|mrs|ms|dr|st|e\.g|i\.e|etc|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|mio|mrd|tsd|md|mds|mln|mld|nr|ca|bzw|usw|inkl|ggf|evtl|dez|tél|env|aprox|núm|ecc|bijv|resp|b\.v|n\.v|k\.k|s\.a|ag)\.$/i;
+
+/** Whether a full stop (or ! or ?) just before `at` ends a sentence: not an abbreviation's, not a German ordinal's ("2. Quartal"). */
+export function endsSentence(text: string, at: number): boolean {
+  const before = text.slice(Math.max(0, at - 6), at);
+  return !ABBREVIATIONS.test(before) && !/(?:^|\s)\d{1,2}\.$/.test(before);
+}
 
 /**
  * Where a sentence is cut: group 1 = a strong cut (a new subject: nothing said before it carries over),
  * else a weak one (a comma, a colon, a dash, "and", brackets: what was said before still applies).
  */
 const CUT =
-  /(;|,?\s+(?:while|whereas|but|although|though|compared (?:with|to)|versus|vs\.?|against|ahead of|followed by|then|and then)\s)|,\s(?:and\s)?|:\s|\s[–—-]\s|\s+and\s+(?=[\p{Lu}$€£])|\s\(|\)/giu;
+  /(;|,?\s+(?:while|whereas|but|although|though|compared (?:with|to)|versus|vs\.?|against|ahead of|followed by|then|and then|während|aber|jedoch|wohingegen|gegenüber|alors que|tandis que|par rapport à|devant|mientras(?: que)?|pero|frente a|mentre|ma|rispetto a|davanti a|enquanto|mas|em comparação com|à frente de|terwijl|maar|vergeleken met)\s)|,\s(?:and\s|und\s|et\s|y\s|e\s)?|:\s|\s[–—-]\s|\s+and\s+(?=[\p{Lu}$€£])|\s+(?:und|et|y|e)\s+(?=[\p{L}$€£\d])|\s\(|\)/giu;
 
 /** A line cut into sentences, each into comma-parts; strong separators (; : while, but) end a sentence's reach. */
-function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[]): void {
+function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[], mentions: readonly Mention[] = []): void {
   const content = text.slice(line.start, line.end);
   const boundaries: number[] = [0];
   for (const match of content.matchAll(/[.!?](?=\s+[\p{Lu}(*"'“\d$€£])|[.!?]$/gu)) {
     const at = match.index + 1;
-    if (ABBREVIATIONS.test(content.slice(Math.max(0, at - 6), at))) continue;
+    if (!endsSentence(content, at)) continue;
     boundaries.push(at);
   }
   boundaries.push(content.length);
@@ -265,6 +348,9 @@ function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[
     const parts: Array<Span & { strong: boolean; labelled: boolean }> = [];
     let labelled = false;
     for (const match of sentence.matchAll(CUT)) {
+      // Not inside a name of the results ("Northwind Dynamics B.V. – Expansion 2023").
+      const at = line.start + from + match.index;
+      if (mentions.some((m) => m.index < at && at + match[0].length < m.end)) continue;
       parts.push({ start: partStart, end: match.index, strong: match[1] !== undefined, labelled });
       labelled = /^(?::\s|\s[–—-]\s)$/.test(match[0]);
       partStart = match.index + match[0].length;
@@ -290,7 +376,19 @@ export class AnswerScopes {
     private readonly mentions: readonly Mention[],
     private readonly periods: readonly PeriodMention[],
   ) {
-    this.clauses = clausesOf(text);
+    this.clauses = clausesOf(text, mentions);
+  }
+
+  /** The clause of [index, end) and the earlier comma-parts of its sentence (nearest first), as spans of the text. */
+  clauseAt(index: number, end: number): { clause: Span; nearby: Span[]; parents: Span[]; table: boolean } {
+    const clause = this.clauses.find((c) => c.start <= index && end <= c.end + 1);
+    if (!clause) return { clause: { start: index, end }, nearby: [], parents: [], table: false };
+    return {
+      clause: { start: clause.start, end: clause.end },
+      nearby: clause.table ? [] : clause.previous,
+      parents: clause.parents,
+      table: clause.table === true,
+    };
   }
 
   /** What the clause of the figure at [index, end) names. */
@@ -312,9 +410,10 @@ export class AnswerScopes {
     if (table)
       for (const [dimension, values] of byDimension(clause.previous.flatMap(within)))
         if (!own.has(dimension)) own.set(dimension, values);
-    if (!whole) {
-      // What the sentence said before this clause (all of it: "Hannah and Maya have rates: 57% and 60%"), then the parent line.
-      for (const spans of [nearby, clause.parents]) {
+    {
+      // What the sentence said before this clause (all of it: "Hannah and Maya have rates: 57% and 60%"), then the
+      // parent line (not for a whole: "in total" may sum what its parent line lists).
+      for (const spans of whole ? [nearby] : [nearby, clause.parents]) {
         const found = byDimension(spans.flatMap(within));
         for (const [dimension, values] of found)
           if (!own.has(dimension) && !inherited.has(dimension)) inherited.set(dimension, values);
@@ -338,6 +437,10 @@ export class AnswerScopes {
     const average = AVERAGE.test(measureText);
     const total = TOTAL.test(measureText);
     const measure = average && !total ? ('average' as const) : total && !average ? ('total' as const) : undefined;
+    const unassigned = [clause, ...nearby, ...clause.parents].some((span) =>
+      UNASSIGNED.test(this.text.slice(span.start, span.end)),
+    );
+    const concept = this.conceptOf(clause, index, end);
     return {
       own,
       inherited,
@@ -345,8 +448,102 @@ export class AnswerScopes {
       whole,
       after: this.text.slice(end, end + 40).toLowerCase(),
       ...(measure ? { measure } : {}),
+      ...(unassigned ? { unassigned } : {}),
+      ...(concept ? { concept } : {}),
     };
   }
+
+  /** The concept word nearest the figure in its clause: the first after it (before another number), else the last before it. */
+  private conceptOf(clause: Span, index: number, end: number): Concept | undefined {
+    const tail = this.text.slice(end, Math.min(clause.end, end + 40));
+    const afterText = tail.slice(0, /\d/.exec(tail)?.index ?? tail.length);
+    const head = this.text.slice(clause.start, index);
+    const beforeText = head.slice(head.search(/\d[^\d]*$/) + 1);
+    let found: { concept: Concept; at: number } | undefined;
+    for (const [concept, pattern] of CONCEPT_WORDS) {
+      for (const match of afterText.matchAll(pattern))
+        if (!found || found.at < 0 || match.index < found.at) found = { concept, at: match.index };
+    }
+    if (found) return found.concept;
+    for (const [concept, pattern] of CONCEPT_WORDS) {
+      for (const match of beforeText.matchAll(pattern))
+        if (!found || -match.index < found.at) found = { concept, at: -match.index };
+    }
+    return found?.concept;
+  }
+
+  /**
+   * A parallel enumeration: names of one dimension (or periods) joined by "and", then as many figures joined by
+   * "and" ("Lucas and Priya closed 49 and 48 deals", "Q2 and Q3 brought $44.2M and $54.2M", "20 bzw. 49"): the
+   * i-th figure is about the i-th name. Figures in another order than their names are then of another row.
+   */
+  pairs(figures: ReadonlyArray<{ index: number; end: number }>): Map<number, { mention?: Mention; period?: PeriodMention }> {
+    const paired = new Map<number, { mention?: Mention; period?: PeriodMention }>();
+    for (const sentence of sentencesOf(this.text)) {
+      const inside = <T extends { index: number; end: number }>(list: readonly T[]) =>
+        list.filter((item) => item.index >= sentence.start && item.end <= sentence.end);
+      const numbers = runs(this.text, inside(figures), FIGURE_JOIN);
+      const names: Array<Array<{ index: number; end: number; mention?: Mention; period?: PeriodMention }>> = [
+        ...runs(this.text, inside(this.mentions), NAME_JOIN, (a, b) => [...a.dimensions].some((d) => b.dimensions.has(d))).map(
+          (run) => run.map((mention) => ({ index: mention.index, end: mention.end, mention })),
+        ),
+        ...runs(this.text, inside(this.periods), NAME_JOIN).map((run) =>
+          run.map((period) => ({ index: period.index, end: period.end, period })),
+        ),
+      ];
+      const respectively = RESPECTIVELY.test(this.text.slice(sentence.start, sentence.end));
+      for (const run of numbers) {
+        if (run.length < 2) continue;
+        const match = names.find(
+          (candidate) =>
+            candidate.length === run.length &&
+            new Set(candidate.map((c) => c.mention?.value ?? c.period?.text)).size === run.length &&
+            (candidate.at(-1)!.end <= run[0].index || (respectively && run.at(-1)!.end <= candidate[0].index)),
+        );
+        if (!match) continue;
+        run.forEach((figure, i) => paired.set(figure.index, { mention: match[i].mention, period: match[i].period }));
+      }
+    }
+    return paired;
+  }
+}
+
+/** What may stand between the names of an enumeration, and between its figures. */
+const NAME_JOIN = /^(?:'s)?\s*(?:,|and|und|et|y|e|en|&|as well as|sowie|ainsi que|oder|or|ou|o)\s*$/i;
+const FIGURE_JOIN =
+  /^\s*(?:,\s*(?:and|und|et|y|e|en)?|and|und|et|y|e|en|&|bzw\.?|beziehungsweise|resp\.?|respectively|respectivement|respectivamente|rispettivamente|respectievelijk|\/)\s*$/i;
+const RESPECTIVELY = /\b(?:respectively|beziehungsweise|bzw\.|respectivement|respectivamente|rispettivamente|respectievelijk)/i;
+
+/** Consecutive items joined only by `join` (and of one kind, when `same` says so). */
+function runs<T extends { index: number; end: number }>(
+  text: string,
+  items: readonly T[],
+  join: RegExp,
+  same: (a: T, b: T) => boolean = () => true,
+): T[][] {
+  const out: T[][] = [];
+  const sorted = [...items].sort((a, b) => a.index - b.index);
+  for (const item of sorted) {
+    const last = out.at(-1)?.at(-1);
+    if (last && item.index >= last.end && join.test(text.slice(last.end, item.index)) && same(last, item)) out.at(-1)!.push(item);
+    else out.push([item]);
+  }
+  return out;
+}
+
+/** The sentences of a text (lines cut at a full stop, question or exclamation mark before a space). */
+function sentencesOf(text: string): Span[] {
+  const spans: Span[] = [];
+  let start = 0;
+  // Not after a German ordinal ("im 2. Quartal"): a number of one or two digits before the point.
+  for (const match of text.matchAll(/(?<!(?:^|\s)\d{1,2})[.!?](?=\s+[\p{Lu}(*"'“\d$€£])|\n/gu)) {
+    const end = match.index + 1;
+    if (match[0] !== '\n' && !endsSentence(text, end)) continue;
+    spans.push({ start, end });
+    start = end;
+  }
+  spans.push({ start, end: text.length });
+  return spans;
 }
 
 function byDimension(mentions: readonly Mention[]): Map<string, Set<string>> {

@@ -692,7 +692,7 @@ const ORDINAL_BEFORE =
   /(?:\b(?:top|bottom|flop|first|last|rank(?:ed)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.|platz|rang|nr\.|nummer|numéro|número|numero|puesto|posto|posição|posición|posizione|position|plaats|lugar)\s*-?\s*|#\s*|\bn[°º]\s*|\bn\.º\s*)$/i;
 /** After a bare number: an ordinal ("2º", "2ª", "2°"), or a German ordinal before the noun it counts ("2. Platz"). */
 const ORDINAL_AFTER =
-  /^(?:st|nd|rd|th)\b|^[º°ª](?![CF]\b)|^\.\s+(?:Platz|Rang|Stelle|Position|Quartal|Halbjahr|Mal|Woche|Runde|Stufe)\b/i;
+  /^(?:st|nd|rd|th)\b|^[º°ª](?![CF]\b)|^\.\s+(?:(?:zum|bis zum|bis|und|oder|bzw\.)\s+\d{1,2}\.\s+)?(?:Platz|Rang|Stelle|Position|Quartal|Halbjahr|Mal|Woche|Runde|Stufe)\b/i;
 /** Before or after a number or percentage: the size of a group, not a figure ("top 10%", "die 5 größten", "los 5 mejores"). */
 const COHORT_BEFORE = /\b(?:top|bottom|flop|die besten|les meilleurs|los mejores|i migliori|os melhores|de beste)\s*-?\s*$/i;
 const COHORT_AFTER =
@@ -806,7 +806,7 @@ function readFigures(input: string, text: string, style: NumberStyle): Figure[] 
     )
       continue;
     // Ordinal suffixes and numbers glued to words: 3rd, 2nd, 2º, 10x; German ordinals: "2. Platz".
-    if (ORDINAL_AFTER.test(masked.slice(index + shown.length))) continue;
+    if (ORDINAL_AFTER.test(text.slice(index + shown.length, index + shown.length + 40))) continue;
     // The size of a group: "top 10%", "the 5 largest deals", "los 5 mejores".
     if ((bare || (percent && !points)) && (COHORT_BEFORE.test(before) || COHORT_AFTER.test(after))) continue;
     const value = digits.value;

@@ -441,3 +441,171 @@ describe('groundAnswer: figures typed by hand', () => {
     expect(groundAnswer('Acme – Renewal 2025 closed on March 15.', [records]).unsupported).toHaveLength(1);
   });
 });
+
+describe('groundAnswer: claims in words', () => {
+  const OWNERS: GroundingSource = {
+    toolCallId: 'call_owners',
+    name: 'aggregate_data',
+    arguments: {
+      objectName: 'deal',
+      where: { stage: 'won' },
+      groupBy: ['owner'],
+      aggregations: [
+        { function: 'sum', field: 'amount', alias: 'revenue' },
+        { function: 'count', alias: 'won_deals' },
+      ],
+    },
+    content: {
+      rows: [
+        { owner: 'Lucas Moreau', revenue: 55_331_292, won_deals: 49 },
+        { owner: 'Marcus Silva', revenue: 38_790_967.5, won_deals: 20 },
+        { owner: 'Priya Nair', revenue: 38_696_539.5, won_deals: 48 },
+        { owner: 'Tom Fischer', revenue: 38_156_301, won_deals: 34 },
+        { owner: null, revenue: 16_583_787, won_deals: 22 },
+        { owner: 'Sofia Rossi', revenue: 14_812_482, won_deals: 47 },
+      ],
+    },
+    columns: { revenue: { kind: 'money', aggregate: 'sum' }, won_deals: { kind: 'count', counts: 'deal', aggregate: 'count' } },
+  };
+  const QUARTERS: GroundingSource = {
+    toolCallId: 'call_quarters',
+    name: 'query_metric',
+    arguments: { metrics: ['won_revenue'], timeGrain: 'quarter', from: '2024-01-01', to: '2024-12-31' },
+    content: {
+      rows: [
+        { period: '2024-01-01', won_revenue: 20_678_896.5 },
+        { period: '2024-04-01', won_revenue: 44_153_023.5 },
+        { period: '2024-07-01', won_revenue: 54_231_762 },
+        { period: '2024-10-01', won_revenue: 20_320_572 },
+      ],
+    },
+    columns: { won_revenue: { kind: 'money', context: { stage: ['won'] } } },
+  };
+  const flagged = (answer: string, sources: GroundingSource[], question?: string) =>
+    groundAnswer(answer, sources, { question }).unsupported.map((u) => u.text);
+
+  it.each([
+    ['Marcus Silva is #2 on won revenue with $38.8M.', []],
+    ['Priya Nair is #2 on won revenue with $38.7M.', ['Priya Nair is #2']],
+    ['Priya Nair belegt mit 38,7 Mio. $ den dritten Platz.', []],
+    ['Priya Nair belegt mit 38,7 Mio. $ den zweiten Platz.', ['Priya Nair belegt mit 38,7 Mio. $ den zweiten Platz']],
+    ['Tom Fischer se classe deuxième, avec 38,2 M$.', ['Tom Fischer se classe deuxième']],
+    ['Priya Nair ocupa el segundo lugar en operaciones ganadas (48).', []],
+    ['Sofia Rossi is in second place by won deals with 47.', ['Sofia Rossi is in second place']],
+  ])('checks the rank in %j against the order of the results', (answer, unsupported) => {
+    expect(flagged(answer, [OWNERS])).toEqual(unsupported);
+  });
+
+  it('checks a superlative against the rows it ranks, the period it names within its year', () => {
+    expect(flagged('The best quarter of 2024 was Q3, with $54.2M.', [QUARTERS])).toEqual([]);
+    expect(flagged('The best quarter of 2024 was Q2. It brought in $44.2M.', [QUARTERS])).toEqual([
+      'The best quarter of 2024 was Q2',
+    ]);
+    expect(flagged('Sofia Rossi has the lowest won revenue, $14.8M.', [OWNERS])).toEqual([]);
+  });
+
+  it('checks the order of a numbered list against a number of its rows', () => {
+    expect(flagged('1. Lucas Moreau – $55.3M\n2. Marcus Silva – $38.8M\n3. Priya Nair – $38.7M', [OWNERS])).toEqual([]);
+    expect(flagged('1. Lucas Moreau – 49 deals\n2. Priya Nair – 48 deals\n3. Sofia Rossi – 47 deals', [OWNERS])).toEqual([]);
+    expect(flagged('1. Lucas Moreau – $55.3M\n2. Priya Nair – $38.7M\n3. Marcus Silva – $38.8M', [OWNERS])).toEqual([
+      '2. Priya Nair',
+      '3. Marcus Silva',
+    ]);
+  });
+
+  it('checks a multiple against the two figures it compares, or the two rows its sentence names', () => {
+    expect(flagged('Won revenue more than doubled from Q1 2024 ($20.7M) to Q2 2024 ($44.2M).', [QUARTERS])).toEqual([]);
+    expect(flagged('Won revenue doubled from Q2 2024 ($44.2M) to Q3 2024 ($54.2M).', [QUARTERS])).toEqual(['doubled']);
+    expect(flagged('Der gewonnene Umsatz hat sich vom 2. zum 4. Quartal 2024 mehr als halbiert.', [QUARTERS])).toEqual([]);
+    expect(flagged('Il fatturato si è dimezzato dal primo trimestre al quarto trimestre 2024.', [QUARTERS])).toEqual([
+      'dimezzato',
+    ]);
+    expect(flagged("Lucas Moreau's won revenue is triple Tom Fischer's.", [OWNERS])).toEqual(['triple']);
+  });
+
+  it('flags a percentage said of a difference of percentages, and percentage points said of a change', () => {
+    const win: GroundingSource = {
+      toolCallId: 'call_win',
+      name: 'query_metric',
+      arguments: { metrics: ['win_rate'], groupBy: ['owner'] },
+      content: {
+        rows: [
+          { owner: 'Sofia Rossi', win_rate: 0.635 },
+          { owner: 'Elena Petrova', win_rate: 0.38 },
+        ],
+      },
+      columns: { win_rate: { kind: 'ratio' } },
+    };
+    const gap: GroundingSource = {
+      toolCallId: 'call_gap',
+      name: 'calculate',
+      arguments: { expression: '0.635 - 0.38' },
+      content: {
+        value: 0.255,
+        operands: [
+          { text: '0.635', toolCallId: 'call_win' },
+          { text: '0.38', toolCallId: 'call_win' },
+        ],
+      },
+    };
+    expect(flagged("Sofia's win rate is 25.5 percentage points above Elena Petrova's.", [win, gap])).toEqual([]);
+    expect(flagged("Sofia's win rate is 25.5% higher than Elena Petrova's.", [win, gap])).toEqual(['25.5%']);
+    const growth: GroundingSource = {
+      toolCallId: 'call_growth',
+      name: 'calculate',
+      arguments: { expression: 'pct_change(20678896.5, 44153023.5)' },
+      content: { value: 113.5, operands: [] },
+    };
+    expect(flagged('Won revenue grew 113.5% from Q1 to Q2 2024.', [QUARTERS, growth])).toEqual([]);
+    expect(flagged('Won revenue grew 113.5 percentage points from Q1 to Q2 2024.', [QUARTERS, growth])).toEqual([
+      '113.5 percentage points',
+    ]);
+  });
+
+  it('reads parallel enumerations figure by figure', () => {
+    expect(flagged('Lucas Moreau and Priya Nair closed 49 and 48 won deals respectively.', [OWNERS])).toEqual([]);
+    expect(flagged('Lucas Moreau und Marcus Silva haben 20 bzw. 49 Deals gewonnen.', [OWNERS])).toEqual(['20', '49']);
+    expect(flagged('Q2 and Q3 2024 brought in $54.2M and $44.2M.', [QUARTERS])).toEqual(['$54.2M', '$44.2M']);
+  });
+
+  it('binds "no owner" to the row whose owner is empty', () => {
+    expect(flagged('Deals with no owner account for $16.6M of won revenue.', [OWNERS])).toEqual([]);
+    expect(flagged('Unassigned deals account for $14.8M of won revenue.', [OWNERS])).toEqual(['$14.8M']);
+    expect(flagged('Les affaires sans responsable représentent 16,6 M$.', [OWNERS])).toEqual([]);
+  });
+
+  it('tells won revenue from open pipeline, in the words of each language', () => {
+    const metrics: GroundingSource = {
+      toolCallId: 'call_metrics',
+      name: 'query_metric',
+      arguments: { metrics: ['won_revenue', 'pipeline_value'], groupBy: ['owner'] },
+      content: { rows: [{ owner: 'Priya Nair', won_revenue: 38_696_539.5, pipeline_value: 90_097_735.5 }] },
+      columns: { won_revenue: { kind: 'money', context: { stage: ['won'] } }, pipeline_value: { kind: 'money' } },
+    };
+    expect(flagged('Priya Nair has $90.1M in open pipeline and $38.7M in won revenue.', [metrics])).toEqual([]);
+    expect(flagged('Priya Nair has $38.7M in open pipeline.', [metrics])).toEqual(['$38.7M']);
+    expect(flagged('Priya Nair hat 90,1 Mio. $ offene Pipeline und 38,7 Mio. $ gewonnenen Umsatz.', [metrics])).toEqual([]);
+    expect(flagged('Priya Nair tiene 38,7 millones de dólares en pipeline abierto.', [metrics])).toEqual([
+      '38,7 millones de dólares',
+    ]);
+    expect(flagged('Nous avons gagné 419 affaires.', [BY_STAGE])).toEqual(['419']);
+  });
+
+  it("checks a date against the row its clause names, and a value's name in another language", () => {
+    const records: GroundingSource = {
+      toolCallId: 'call_r',
+      name: 'query_records',
+      arguments: { objectName: 'deal' },
+      content: {
+        records: [
+          { name: 'Ironclad Bank – Expansion 2023', close_date: '2023-01-04' },
+          { name: 'Northwind Dynamics – Expansion 2023', close_date: '2023-10-22' },
+        ],
+      },
+    };
+    expect(flagged('Ironclad Bank – Expansion 2023 closed on January 4, 2023.', [records])).toEqual([]);
+    expect(flagged('Ironclad Bank – Expansion 2023 closed on October 22, 2023.', [records])).toEqual(['October 22, 2023']);
+    expect(flagged('Les affaires en négociation sont 97.', [BY_STAGE])).toEqual([]);
+    expect(flagged('Les affaires en négociation sont 380.', [BY_STAGE])).toEqual(['380']);
+  });
+});

@@ -6,9 +6,11 @@
  * a value of another row, a wrong sign, unit or scale, a number of the question, a number of a
  * description, or no such value at all.
  */
-import { AnswerScopes, findMentions, type FigureScope } from './grounding-clauses';
+import { checkClaims } from './grounding-claims';
+import { AnswerScopes, findMentions, type Concept, type FigureScope } from './grounding-clauses';
 import { collectEvidence, DATA_TOOLS, dimensionOf, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
+import { detectLanguage } from './grounding-language';
 import type { TurnEvidence } from '../tools/tool.types';
 
 export type { GroundingSource } from './grounding-evidence';
@@ -58,8 +60,12 @@ export interface GroundingOptions {
 /** Which figures of `answer` the data results of the turn support, and why the others are not. */
 export function groundAnswer(answer: string, sources: readonly GroundingSource[], options: GroundingOptions = {}): Grounding {
   const evidence = collectEvidence(sources);
-  const read = readText(answer, { locale: options.locale, masked: identifierSpans(answer, evidence.identifiers) });
-  const asked = readText(options.question ?? '', { locale: options.locale });
+  const language = detectLanguage(answer);
+  const read = readText(answer, { locale: options.locale, language, masked: identifierSpans(answer, evidence.identifiers) });
+  const asked = readText(options.question ?? '', {
+    locale: options.locale,
+    language: detectLanguage(options.question ?? '') ?? language,
+  });
   const askedYears = new Set<number>([
     ...asked.periods.filter((p) => !p.yearless).map((p) => Number(p.from.slice(0, 4))),
     ...asked.figures.filter((f) => isYear(f)).map((f) => f.mantissa),
@@ -85,16 +91,45 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       continue;
     claims.push({ figure, echo });
   }
-  const scopes = new AnswerScopes(answer, findMentions(answer, evidence.vocabulary), periods);
+  const mentions = findMentions(answer, evidence.vocabulary, { cognates: language !== undefined && language !== 'en' });
+  const scopes = new AnswerScopes(answer, mentions, periods);
+  // "Lucas and Priya closed 49 and 48 deals": each figure is about its own name.
+  const pairs = scopes.pairs(claims.map(({ figure }) => figure));
 
   type Entry = { index: number; supported?: SupportedFigure; unsupported?: UnsupportedFigure };
   const entries: Entry[] = [];
+  const bound: Array<{ index: number; end: number; cell?: Cell }> = [];
   for (const { figure, echo } of claims) {
-    const verdict = bind(figure, scopes.scopeOf(figure.index, figure.end), evidence, echo);
+    const scope = scopes.scopeOf(figure.index, figure.end);
+    const pair = pairs.get(figure.index);
+    if (pair?.mention) for (const dimension of pair.mention.dimensions) scope.own.set(dimension, new Set([pair.mention.value]));
+    if (pair?.period) scope.periods = [pair.period];
+    const { cell, ...verdict } = bind(figure, scope, evidence, echo);
     entries.push({ index: figure.index, ...verdict });
+    bound.push({ index: figure.index, end: figure.end, ...(verdict.supported ? { cell } : {}) });
+  }
+  // Ranks, the order of numbered lists, multiples ("doubled"): claims in words.
+  for (const claim of checkClaims(answer, scopes, mentions, periods, bound, evidence)) {
+    const { cell } = claim;
+    entries.push(
+      claim.supported && cell
+        ? {
+            index: claim.index,
+            supported: {
+              text: claim.text,
+              toolCallId: cell.row.source.toolCallId,
+              ...(cell.row.index !== undefined ? { row: cell.row.index } : {}),
+              column: cell.column,
+              entityChecked: true,
+            },
+          }
+        : claim.supported
+          ? { index: claim.index }
+          : { index: claim.index, unsupported: { text: claim.text, reason: 'other_row' } },
+    );
   }
   for (const mention of dateClaims(answer, read.dates, asked.dates, evidence)) {
-    entries.push({ index: mention.index, ...bindDate(mention, evidence) });
+    entries.push({ index: mention.index, ...bindDate(mention, evidence, scopes.scopeOf(mention.index, mention.index + 1)) });
   }
   // A year no date of the results (nor the question, nor a filter) has is a claim no cell supports.
   if (evidence.dates.size) {
@@ -107,7 +142,7 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
   }
   entries.sort((a, b) => a.index - b.index);
   return {
-    numbers: entries.length,
+    numbers: entries.filter((e) => e.supported || e.unsupported).length,
     supported: entries.flatMap((e) => (e.supported ? [e.supported] : [])),
     unsupported: entries.flatMap((e) => (e.unsupported ? [e.unsupported] : [])),
   };
@@ -191,7 +226,7 @@ const REASON_TEXT: Record<UnsupportedReason, string> = {
 
 // ---------------------------------------------------------------------------------------------
 
-type Verdict = { supported?: SupportedFigure; unsupported?: UnsupportedFigure };
+type Verdict = { supported?: SupportedFigure; unsupported?: UnsupportedFigure; cell?: Cell };
 type ValueMatch = 'exact' | 'sign' | 'unit' | 'scale';
 type RowStatus = 'confirmed' | 'neutral' | 'unverifiable' | 'conflict';
 const STATUS_RANK: Record<RowStatus, number> = { confirmed: 0, neutral: 1, unverifiable: 2, conflict: 3 };
@@ -335,6 +370,7 @@ function bind(figure: Figure, scope: FigureScope, evidence: Evidence, echo: bool
   if (best && (best.status === 'confirmed' || best.status === 'neutral')) {
     const { cell } = best;
     return {
+      cell,
       supported: {
         text: figure.text,
         toolCallId: cell.row.source.toolCallId,
@@ -412,7 +448,9 @@ function shownValues(figure: Figure, cell: Cell): { values: number[]; unitFits: 
   if (figure.percent || figure.basisPoints) {
     const percents = kind === 'percent' ? [v] : kind === 'ratio' ? [v * 100] : [v, v * 100];
     const values = figure.basisPoints ? percents.map((p) => p * 100) : percents;
-    return { values, unitFits: kind !== 'money' && kind !== 'count' };
+    // Percentage points are a difference of two percentages, a percentage change is relative: "11.7%" is no "11.7 pp".
+    const change = figure.points ? cell.change !== 'relative' && cell.change !== 'ratio' : cell.change !== 'points';
+    return { values, unitFits: kind !== 'money' && kind !== 'count' && (change || figure.fraction !== undefined) };
   }
   if (figure.currency) {
     const unitFits = kind !== 'count' && kind !== 'percent' && kind !== 'ratio' && (!currency || currency === figure.currency);
@@ -541,6 +579,13 @@ function rowStatus(cell: Cell, scope: FigureScope, evidence: Evidence): RowStatu
     if (!overlaps) return 'conflict';
     confirmed++;
   }
+  // "Open pipeline" is no won revenue, "won" no pipeline.
+  if (scope.concept && conceptConflict(scope.concept, cell, evidence, labelsOf)) return 'conflict';
+  // "Deals with no owner": a row whose owner (or another label of the results) is empty.
+  if (scope.unassigned) {
+    if (![...(cell.row.empty ?? [])].some((dimension) => labelDimensions(evidence).has(dimension))) return 'conflict';
+    confirmed++;
+  }
   // "The average deal" is no sum, "the total" no average.
   const aggregate = cell.meaning.aggregate;
   if (scope.measure === 'average' && (aggregate === 'sum' || aggregate === 'count')) return 'conflict';
@@ -555,6 +600,55 @@ function rowStatus(cell: Cell, scope: FigureScope, evidence: Evidence): RowStatu
   if (unverifiable > 0 && !scope.whole) return 'unverifiable';
   if (confirmed > 0) return 'confirmed';
   return 'neutral';
+}
+
+/** What a column's name says its numbers are: won, lost or open deals. */
+function columnConcept(column: string): Concept | undefined {
+  if (/pipeline|(?:^|[_.])open(?:$|[_.])/i.test(column)) return 'open';
+  if (/(?:^|[_.])won(?:$|[_.])/i.test(column)) return 'won';
+  if (/(?:^|[_.])lost(?:$|[_.])/i.test(column)) return 'lost';
+  return undefined;
+}
+
+/**
+ * Whether a cell is of another kind of deal than the clause says: open pipeline from a row or column of won
+ * (or lost) deals, won from a row of another stage or a pipeline column.
+ */
+function conceptConflict(
+  concept: Concept,
+  cell: Cell,
+  evidence: Evidence,
+  labelsOf: (dimension: string) => Set<string> | undefined,
+): boolean {
+  const byColumn = columnConcept(cell.column);
+  if (byColumn && byColumn !== concept) return true;
+  // The dimensions whose values include won and lost (a stage).
+  const dimensions = new Set([...(evidence.vocabulary.get('won') ?? []), ...(evidence.vocabulary.get('lost') ?? [])]);
+  for (const dimension of Object.keys(cell.meaning.context ?? {})) dimensions.add(dimension);
+  for (const dimension of dimensions) {
+    const labels = labelsOf(dimension);
+    if (!labels?.size) continue;
+    if (concept === 'open' && (labels.has('won') || labels.has('lost'))) return true;
+    if (
+      concept !== 'open' &&
+      !labels.has(concept) &&
+      (labels.has('won') || labels.has('lost') || evidence.vocabulary.has(concept))
+    )
+      return true;
+  }
+  return false;
+}
+
+const labelDimensionCache = new WeakMap<Evidence, Set<string>>();
+
+/** The dimensions some row of the results is named by (owner, stage, ...). */
+function labelDimensions(evidence: Evidence): Set<string> {
+  let dimensions = labelDimensionCache.get(evidence);
+  if (!dimensions) {
+    dimensions = new Set([...evidence.vocabulary.values()].flatMap((set) => [...set]));
+    labelDimensionCache.set(evidence, dimensions);
+  }
+  return dimensions;
 }
 
 function periodsOverlap(mention: PeriodMention, period: { from: string; to: string }): boolean {
@@ -594,7 +688,7 @@ function dateClaims(
   });
 }
 
-function bindDate(mention: DateMention, evidence: Evidence): Verdict {
+function bindDate(mention: DateMention, evidence: Evidence, scope: FigureScope): Verdict {
   let cell = mention.date ? evidence.dates.get(mention.date) : undefined;
   if (mention.date?.startsWith('--')) {
     const monthDay = mention.date.slice(2);
@@ -603,6 +697,20 @@ function bindDate(mention: DateMention, evidence: Evidence): Verdict {
   }
   if (mention.time && (cell || !mention.date)) cell = evidence.times.get(mention.time);
   if (!cell) return { unsupported: { text: mention.text, reason: 'no_such_value' } };
+  // The rows whose own date it is: one of them must be the row the clause names.
+  if (mention.date && !mention.time) {
+    const days = (day: string) =>
+      mention.date!.startsWith('--') ? day.slice(5) === mention.date!.slice(2) : day === mention.date;
+    const rows = evidence.rows.filter((row) => row.periods.some((p) => p.grain === 'day' && days(p.from)));
+    const column = cell.column;
+    const statuses = rows.map((row) => ({
+      row,
+      status: rowStatus({ row, column, value: 0, meaning: { kind: 'any' }, signed: false }, scope, evidence),
+    }));
+    const fitting = statuses.find((s) => s.status === 'confirmed') ?? statuses.find((s) => s.status === 'neutral');
+    if (rows.length && !fitting) return { unsupported: { text: mention.text, reason: 'other_row' } };
+    if (fitting) cell = { row: fitting.row, column };
+  }
   return {
     supported: {
       text: mention.text,
