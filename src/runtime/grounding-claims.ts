@@ -190,7 +190,8 @@ function targetOf(context: Context, index: number, end: number): { target: Targe
         within: periods.filter((p) => p !== period && !p.yearless && p.grain !== period.grain),
       });
     const rankable = candidates.flatMap((target) => {
-      const ranked = ranksOf(context, target, new Set());
+      // A value ranked among the rows of the periods the clause names.
+      const ranked = ranksOf(context, target, new Set(), target.kind === 'value' ? periods.filter((p) => !p.yearless) : []);
       return ranked.length ? [{ target, ranked }] : [];
     });
     if (rankable.length === 1) return rankable[0];
@@ -232,9 +233,20 @@ interface Ranked {
   asc: number;
 }
 
-/** The target's rank by each number of its row, among the rows of the same result; columns may be narrowed. */
-function ranksOf(context: Context, target: Target, columns: ReadonlySet<string>): Ranked[] {
-  const { is, among } = matcher(target);
+/**
+ * The target's rank by each number of its row, among the rows of the same result (of the periods `within`, for
+ * a value: "the largest deal of 2024"); columns may be narrowed.
+ */
+function ranksOf(
+  context: Context,
+  target: Target,
+  columns: ReadonlySet<string>,
+  within: readonly PeriodMention[] = [],
+): Ranked[] {
+  const matched = matcher(target);
+  const inPeriods = (row: EvidenceRow) => !row.periods.length || within.every((p) => row.periods.some((rp) => overlaps(rp, p)));
+  const is = (row: EvidenceRow) => matched.is(row) && inPeriods(row);
+  const among = (row: EvidenceRow) => matched.among(row) && inPeriods(row);
   const bySource = new Map<string, EvidenceRow[]>();
   for (const row of context.evidence.rows) {
     if (row.index === undefined || row.source.name === 'calculate') continue;
@@ -346,14 +358,14 @@ function listClaims(context: Context): ClaimCheck[] {
     }
     const rows = [...rowsOf.values()].find((list) => items.every((_, i) => list[i]));
     if (!rows) continue;
-    // In the results' order, or A to Z: an order of its own.
-    if (rows.every((row, i) => i === 0 || row.index! > rows[i - 1].index!)) continue;
-    if (values.every((v, i) => i === 0 || values[i - 1].localeCompare(v) <= 0)) continue;
     const bound = new Set(
       context.figures
         .filter((f) => f.cell && rows.includes(f.cell.row) && items.some((i) => f.index >= i.start && f.end <= i.end))
         .map((f) => f.cell!.column),
     );
+    // Without figures of its own, a list in the results' order, or A to Z, has an order of its own.
+    if (!bound.size && rows.every((row, i) => i === 0 || row.index! > rows[i - 1].index!)) continue;
+    if (!bound.size && values.every((v, i) => i === 0 || values[i - 1].localeCompare(v) <= 0)) continue;
     const columns = [...new Set(rows[0].cells.map((c) => c.column))].filter((c) => !bound.size || bound.has(c));
     let best: number[] | undefined;
     for (const column of columns) {

@@ -327,7 +327,7 @@ export function endsSentence(text: string, at: number): boolean {
  * else a weak one (a comma, a colon, a dash, "and", brackets: what was said before still applies).
  */
 const CUT =
-  /(;|,?\s+(?:while|whereas|but|although|though|compared (?:with|to)|versus|vs\.?|against|ahead of|followed by|then|and then|während|aber|jedoch|wohingegen|gegenüber|alors que|tandis que|par rapport à|devant|mientras(?: que)?|pero|frente a|mentre|ma|rispetto a|davanti a|enquanto|mas|em comparação com|à frente de|terwijl|maar|vergeleken met)\s)|,\s(?:and\s|und\s|et\s|y\s|e\s)?|:\s|\s[–—-]\s|\s+and\s+(?=[\p{Lu}$€£])|\s+(?:und|et|y|e)\s+(?=[\p{L}$€£\d])|\s\(|\)/giu;
+  /(;|,?\s+(?:while|whereas|but|although|though|compared (?:with|to)|versus|vs\.?|against|ahead of|followed by|then|and then|während|aber|jedoch|wohingegen|gegenüber|alors que|tandis que|par rapport à|devant|mientras(?: que)?|pero|frente a|mentre|ma|rispetto a|davanti a|enquanto|mas|em comparação com|à frente de|terwijl|maar|vergeleken met)\s)|,\s(?:and\s|und\s|et\s|y\s|e\s)?|:\s|\s[–—-]\s|\s+and\s+(?=[\p{Lu}$€£])|\s+(?:und|et|y|e)\s+(?=[\p{L}$€£])|\s+en\s+(?=\d)(?!\d{4}(?!\d))|\s\(|\)/giu;
 
 /** A line cut into sentences, each into comma-parts; strong separators (; : while, but) end a sentence's reach. */
 function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[], mentions: readonly Mention[] = []): void {
@@ -375,6 +375,8 @@ export class AnswerScopes {
     private readonly text: string,
     private readonly mentions: readonly Mention[],
     private readonly periods: readonly PeriodMention[],
+    /** The answer is in another language than the results' values: a clause may name its row in words of its own. */
+    private readonly translated = false,
   ) {
     this.clauses = clausesOf(text, mentions);
   }
@@ -410,7 +412,10 @@ export class AnswerScopes {
     if (table)
       for (const [dimension, values] of byDimension(clause.previous.flatMap(within)))
         if (!own.has(dimension)) own.set(dimension, values);
-    {
+    // "ein Meeting 63 Minuten, ein Anruf 30 Minuten": a clause with a subject of its own (in words the results do
+    // not have) is not about what the sentence named before it.
+    const ownSubject = this.translated && !own.size && namesItsOwnSubject(clauseText);
+    if (!ownSubject) {
       // What the sentence said before this clause (all of it: "Hannah and Maya have rates: 57% and 60%"), then the
       // parent line (not for a whole: "in total" may sum what its parent line lists).
       for (const spans of whole ? [nearby] : [nearby, clause.parents]) {
@@ -425,6 +430,11 @@ export class AnswerScopes {
       periods = this.periods.filter((p) => p.index >= span.start && p.end <= span.end);
       if (periods.length) break;
     }
+    // "2,6 % gegenüber 2023 auf 139,4 Mio. $": a period compared with is no scope of its own; any period of the
+    // sentence may be the figure's.
+    const sentence = sentencesOf(this.text).find((s) => s.start <= index && end <= s.end);
+    const inSentence = sentence ? this.periods.filter((p) => p.index >= sentence.start && p.end <= sentence.end) : [];
+    if (inSentence.some((p) => REFERENCE_BEFORE.test(this.text.slice(Math.max(0, p.index - 30), p.index)))) periods = inSentence;
     // "In Q4 of 2024": the quarter says which rows, the year only where it is.
     periods = periods.filter(
       (p) =>
@@ -457,8 +467,17 @@ export class AnswerScopes {
   private conceptOf(clause: Span, index: number, end: number): Concept | undefined {
     const tail = this.text.slice(end, Math.min(clause.end, end + 40));
     const afterText = tail.slice(0, /\d/.exec(tail)?.index ?? tail.length);
-    const head = this.text.slice(clause.start, index);
-    const beforeText = head.slice(head.search(/\d[^\d]*$/) + 1);
+    // Before the figure, back to the previous figure, or across figures joined to it ("zwischen 254 und 419").
+    let head = this.text.slice(clause.start, index);
+    for (;;) {
+      const at = head.search(/\d[^\d]*$/);
+      if (at < 0 || !/^[^\d]*?\s+(?:and|und|et|y|e|en|bis|to|à|a|tot|or|oder|ou|o|-|–)\s+$/i.test(head.slice(at + 1))) {
+        head = head.slice(at + 1);
+        break;
+      }
+      head = head.slice(0, head.search(/[\d.,\s]*\d[^\d]*$/));
+    }
+    const beforeText = head;
     let found: { concept: Concept; at: number } | undefined;
     for (const [concept, pattern] of CONCEPT_WORDS) {
       for (const match of afterText.matchAll(pattern))
@@ -479,6 +498,19 @@ export class AnswerScopes {
    */
   pairs(figures: ReadonlyArray<{ index: number; end: number }>): Map<number, { mention?: Mention; period?: PeriodMention }> {
     const paired = new Map<number, { mention?: Mention; period?: PeriodMention }>();
+    // "87 contas bronze, 45 silver, 31 platinum e 37 gold", "bronze 87, silver 45": a figure right beside one of
+    // several names of its clause is about that name.
+    for (const figure of figures) {
+      const { clause } = this.clauseAt(figure.index, figure.end);
+      const named = this.mentions.filter((m) => m.index >= clause.start && m.end <= clause.end);
+      if (new Set(named.map((m) => m.value)).size < 2) continue;
+      const beside = (m: Mention) =>
+        m.index >= figure.end
+          ? /^\s*(?:\p{L}+\s+)?$/u.test(this.text.slice(figure.end, m.index)) && !/\d/.test(this.text.slice(figure.end, m.index))
+          : m.end <= figure.index && /^\s*:?\s*$/.test(this.text.slice(m.end, figure.index));
+      const near = named.filter(beside);
+      if (near.length === 1) paired.set(figure.index, { mention: near[0] });
+    }
     for (const sentence of sentencesOf(this.text)) {
       const inside = <T extends { index: number; end: number }>(list: readonly T[]) =>
         list.filter((item) => item.index >= sentence.start && item.end <= sentence.end);
@@ -506,6 +538,45 @@ export class AnswerScopes {
     }
     return paired;
   }
+}
+
+/** Words before a period that make it one compared with ("compared with 2023", "gegenüber 2023", "par rapport à 2023"). */
+const REFERENCE_BEFORE =
+  /(?:compared (?:with|to)|\bvs\.?|\bversus|\bagainst|gegenüber|im Vergleich zu|verglichen mit|par rapport à|comparé à|\bcontre|respecto a|frente a|en comparación con|rispetto a(?:l|llo|lla|i)?|respecto al|em relação ao?|\bface ao?|comparado com|ten opzichte van|vergeleken met|t\.o\.v\.)\s*(?:the|dem|l'|le|la|el|al|il|o|a|het|à)?\s*$/i;
+
+/** Nouns a clause may have after an article without naming a row: measures, not subjects. */
+const MEASURE_WORDS = new Set(
+  (
+    'umsatz volumen gesamtvolumen gesamtumsatz durchschnitt schnitt summe gesamtsumme anteil wert gesamtwert betrag zahl anzahl höhe vergleich ' +
+    'chiffre montant total moyenne part valeur somme nombre comparaison hausse baisse ' +
+    'ingresos importe media promedio valor suma cifra número comparación total ' +
+    'fatturato valore totale somma numero quota media confronto ' +
+    'receita média soma comparação ' +
+    'omzet waarde gemiddelde totaal som aantal bedrag deel vergelijking ' +
+    'pipeline deals deal abschlüsse geschäfte affaires affaire operaciones operación trattative trattativa negócios negócio ' +
+    'oportunidades opportunités opportunità kansen comptes compte cuentas cuenta clienti cliente contas conta konten kunden klanten ' +
+    'mio mrd tsd millionen milliarden million millions milliard milliards millones millón mil milioni milione miliardi miliardo ' +
+    'milhões milhão bilhões bilhão miljoen miljard mln mld dollar dollars dólares dollari euro euros prozent pour por per procent ' +
+    'prozentpunkte points puntos punti pontos procentpunt ' +
+    // Months and units of time: "22 octobre", "30 Minuten".
+    'januar februar märz april mai juni juli august september oktober november dezember janvier février mars avril juin ' +
+    'juillet août septembre octobre novembre décembre enero febrero marzo abril mayo junio julio agosto septiembre octubre ' +
+    'noviembre diciembre gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre janeiro fevereiro março ' +
+    'maio junho julho setembro outubro dezembro januari februari maart mei augustus ' +
+    'minuten minutes minutos minuti stunden heures horas ore uren tage tagen jours días giorni dias dagen wochen semaines ' +
+    'semanas settimane weken monate monaten mois meses mesi maanden jahre jahren ans años anni anos jaar jaren'
+  ).split(' '),
+);
+/** A word right after a whole number: what it counts, which may be the clause's own subject ("448 taken"). */
+const COUNTED = /(?<![\d.,])\d+\s+(\p{L}{3,})/gu;
+const DETERMINED =
+  /(?<![\p{L}])(?:ein|eine|einen|einem|einer|der|die|das|den|dem|des|le|la|les|un|une|l'|el|los|las|una|uno|il|lo|gli|o|os|as|um|uma|het|een)\s+(\p{L}{3,})/giu;
+
+/** Whether a clause has a subject of its own: an article and a noun that is no measure ("ein Anruf", "la telefonata"). */
+function namesItsOwnSubject(clause: string): boolean {
+  for (const pattern of [DETERMINED, COUNTED])
+    for (const match of clause.matchAll(pattern)) if (!MEASURE_WORDS.has(match[1].toLowerCase())) return true;
+  return false;
 }
 
 /** What may stand between the names of an enumeration, and between its figures. */

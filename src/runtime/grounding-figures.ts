@@ -675,9 +675,14 @@ const UNDER =
 
 /** Words of a change that give its direction, just before the figure ("fell by", "up"), in the languages read. */
 const FALLING_BEFORE =
-  /\b(?:minus|negative|down(?:\s+by)?|decrease[sd]?(?:\s+by|\s+of)?|decline[sd]?(?:\s+by|\s+of)?|drop(?:ped|s)?(?:\s+by|\s+of)?|fell(?:\s+by)?|falls?(?:\s+by|\s+of)?|shr[aiu]nk(?:s)?(?:\s+by)?|lower(?:ed)?\s+by|reduced\s+by|a\s+reduction\s+of|contracted\s+by|slipped(?:\s+by)?|a\s+loss\s+of|plunged(?:\s+by)?|slid(?:\s+by)?|gesunken(?:\s+um)?|gefallen(?:\s+um)?|zurückgegangen(?:\s+um)?|Rückgang(?:\s+um|\s+von)?|verringert(?:\s+um)?|sank(?:\s+um)?|fiel(?:\s+um)?|Einbruch(?:\s+um|\s+von)?|baisse(?:\s+de)?|recul(?:é)?(?:\s+de)?|diminu(?:é|tion)(?:\s+de)?|chut(?:e|é)(?:\s+de)?|repli(?:\s+de)?|ca[ií]da(?:\s+del?)?|cayó|disminu(?:yó|ción)(?:\s+del?)?|baj(?:ó|ada)(?:\s+del?)?|descen(?:dió|so)(?:\s+del?)?|retroce(?:dió|so)(?:\s+del?)?|calo(?:\s+del?)?|diminu(?:ito|ita|zione)(?:\s+del?)?|sces[oa](?:\s+del?)?|flessione(?:\s+del?)?|ribasso(?:\s+del?)?|queda(?:\s+de)?|caiu|recuou|diminuiu|redução(?:\s+de)?|daling(?:\s+van)?|gedaald(?:\s+met)?|afname(?:\s+van)?|gezakt(?:\s+met)?|teruggelopen(?:\s+met)?)\s+(?:(?:an?|some|about|around|roughly|nearly|almost|over|approximately|just|un|una|ein|einen|etwa|rund|environ|circa|ongeveer)\s+)*$/i;
+  /\b(?:minus|negative|down(?:\s+by)?|decrease[sd]?(?:\s+by|\s+of)?|decline[sd]?(?:\s+by|\s+of)?|drop(?:ped|s)?(?:\s+by|\s+of)?|fell(?:\s+by)?|falls?(?:\s+by|\s+of)?|shr[aiu]nk(?:s)?(?:\s+by)?|lower(?:ed)?\s+by|reduced\s+by|a\s+reduction\s+of|contracted\s+by|slipped(?:\s+by)?|a\s+loss\s+of|plunged(?:\s+by)?|slid(?:\s+by)?|gesunken(?:\s+um)?|gefallen(?:\s+um)?|zurückgegangen(?:\s+um)?|Rückgang(?:\s+um|\s+von)?|verringert(?:\s+um)?|sank(?:\s+um)?|fiel(?:\s+um)?|Einbruch(?:\s+um|\s+von)?|baisse(?:\s+de)?|recul(?:é)?(?:\s+de)?|diminu(?:é|tion)(?:\s+de)?|chut(?:e|é)(?:\s+de)?|repli(?:\s+de)?|ca[ií]da(?:\s+del?)?|cayó|cayeron|bajaron|disminuyeron|descendieron|retrocedieron|disminu(?:yó|ción)(?:\s+del?)?|baj(?:ó|ada)(?:\s+del?)?|descen(?:dió|so)(?:\s+del?)?|retroce(?:dió|so)(?:\s+del?)?|calo(?:\s+del?)?|diminu(?:ito|ita|zione)(?:\s+del?)?|sces[oa](?:\s+del?)?|flessione(?:\s+del?)?|ribasso(?:\s+del?)?|queda(?:\s+de)?|caiu|recuou|diminuiu|redução(?:\s+de)?|daling(?:\s+van)?|gedaald(?:\s+met)?|daalde(?:\s+met)?|daalden(?:\s+met)?|kromp(?:\s+met)?|afname(?:\s+van)?|gezakt(?:\s+met)?|teruggelopen(?:\s+met)?)\s+(?:(?:an?|some|about|around|roughly|nearly|almost|over|approximately|just|un|una|ein|einen|etwa|rund|environ|circa|ongeveer)\s+)*$/i;
 const RISING_BEFORE =
-  /\b(?:plus|up(?:\s+by)?|increase[sd]?(?:\s+by|\s+of)?|gr[eo]w(?:s|n)?(?:\s+by)?|rose(?:\s+by)?|rises?(?:\s+by)?|climbed(?:\s+by)?|jumped(?:\s+by)?|gained|a\s+gain\s+of|growth\s+of|grew\s+to|rising\s+by|higher\s+by|improved\s+by|expanded\s+by|surged(?:\s+by)?|gestiegen(?:\s+um)?|gewachsen(?:\s+um)?|Anstieg(?:\s+um|\s+von)?|Zuwachs(?:\s+um|\s+von)?|Wachstum(?:\s+um|\s+von)?|erhöht(?:\s+um)?|stieg(?:\s+um)?|wuchs(?:\s+um)?|zugelegt(?:\s+um)?|hausse(?:\s+de)?|augment(?:é|ation)(?:\s+de)?|progress(?:é|ion)(?:\s+de)?|croissance(?:\s+de)?|aument(?:ó|o)(?:\s+del?)?|crec(?:ió|imiento)(?:\s+del?)?|sub(?:ió|ida)(?:\s+del?)?|alza(?:\s+del?)?|aumentat[oa](?:\s+del?)?|cresciut[oa](?:\s+del?)?|crescita(?:\s+del?)?|salit[oa](?:\s+del?)?|rialzo(?:\s+del?)?|aumentou|cresceu|crescimento(?:\s+de)?|subiu|stijging(?:\s+van)?|gestegen(?:\s+met)?|groei(?:\s+van)?|gegroeid(?:\s+met)?|toename(?:\s+van)?|toegenomen(?:\s+met)?)\s+(?:(?:an?|some|about|around|roughly|nearly|almost|over|approximately|just|un|una|ein|einen|etwa|rund|environ|circa|ongeveer)\s+)*$/i;
+  /\b(?:plus|up(?:\s+by)?|increase[sd]?(?:\s+by|\s+of)?|gr[eo]w(?:s|n)?(?:\s+by)?|rose(?:\s+by)?|rises?(?:\s+by)?|climbed(?:\s+by)?|jumped(?:\s+by)?|gained|a\s+gain\s+of|growth\s+of|grew\s+to|rising\s+by|higher\s+by|improved\s+by|expanded\s+by|surged(?:\s+by)?|gestiegen(?:\s+um)?|gewachsen(?:\s+um)?|Anstieg(?:\s+um|\s+von)?|Zuwachs(?:\s+um|\s+von)?|Wachstum(?:\s+um|\s+von)?|erhöht(?:\s+um)?|stieg(?:\s+um)?|wuchs(?:\s+um)?|zugelegt(?:\s+um)?|hausse(?:\s+de)?|augment(?:é|ation)(?:\s+de)?|progress(?:é|ion)(?:\s+de)?|croissance(?:\s+de)?|aument(?:ó|o)(?:\s+del?)?|aumentaron|crecieron|subieron|crec(?:ió|imiento)(?:\s+del?)?|sub(?:ió|ida)(?:\s+del?)?|alza(?:\s+del?)?|aumentat[oa](?:\s+del?)?|cresciut[oa](?:\s+del?)?|crescita(?:\s+del?)?|salit[oa](?:\s+del?)?|rialzo(?:\s+del?)?|aumentou|cresceu|crescimento(?:\s+de)?|subiu|stijging(?:\s+van)?|gestegen(?:\s+met)?|steeg(?:\s+met)?|stegen(?:\s+met)?|groeide(?:\s+met)?|groei(?:\s+van)?|gegroeid(?:\s+met)?|toename(?:\s+van)?|toegenomen(?:\s+met)?)\s+(?:(?:an?|some|about|around|roughly|nearly|almost|over|approximately|just|un|una|ein|einen|etwa|rund|environ|circa|ongeveer)\s+)*$/i;
+/** A verb of change a few words before its figure ("steeg de omzet met 62,5%", "stieg im Jahr 2024 um 2,6 %"). */
+const FALLING_FAR =
+  /(?<![\p{L}])(?:fell|dropped|declined|decreased|sank|fiel|daalde|daalden|baissé|reculé|diminué|chuté|cayó|cayeron|bajó|bajaron|disminuyó|calato|sceso|diminuito|caiu|recuou|diminuiu)(?:\s+[\p{L}'’]+){1,4}\s+(?:by|um|de|del|di|met|en|em)\s+$/iu;
+const RISING_FAR =
+  /(?<![\p{L}])(?:rose|grew|increased|climbed|stieg|wuchs|steeg|stegen|groeide|augmenté|progressé|subió|subieron|creció|crecieron|aumentó|salito|cresciuto|aumentato|subiu|cresceu|aumentou)(?:\s+[\p{L}'’]+){1,4}\s+(?:by|um|de|del|di|met|en|em)\s+$/iu;
 /** Words after a figure that give a change's direction ("5% lower", "a 3% decline"). */
 const FALLING_AFTER =
   /^\s*(?:(?:year|quarter|month|week)[- ]over[- ](?:year|quarter|month|week)\s+)?(?:decrease|decline|drop|fall|reduction|contraction|lower|down|loss|Rückgang|niedriger|gesunken|gefallen|zurückgegangen|geschrumpft|eingebrochen|de baisse|en baisse|en moins|de caída|de descenso|in calo|in meno|de queda|a menos|lager|daling|gedaald|gezakt|afgenomen|teruggelopen)\b/i;
@@ -854,10 +859,10 @@ function finishFigure(masked: string, figure: Figure): Figure {
   else if (OVER.test(before)) figure.approximation = 'over';
   else if (UNDER.test(before)) figure.approximation = 'under';
   if (figure.sign === 'none') {
-    if (FALLING_BEFORE.test(before) || FALLING_AFTER.test(after)) {
+    if (FALLING_BEFORE.test(before) || FALLING_AFTER.test(after) || FALLING_FAR.test(before)) {
       figure.sign = 'negative';
       figure.mantissa = -Math.abs(figure.mantissa);
-    } else if (RISING_BEFORE.test(before) || RISING_AFTER.test(after)) figure.sign = 'positive';
+    } else if (RISING_BEFORE.test(before) || RISING_AFTER.test(after) || RISING_FAR.test(before)) figure.sign = 'positive';
     else if (COMPARATIVE_AFTER.test(after)) figure.comparative = true;
   }
   return figure;
@@ -869,8 +874,20 @@ function markRanges(masked: string, figures: Figure[]): void {
     const [low, high] = [figures[i], figures[i + 1]];
     const gap = masked.slice(low.end, high.index);
     const before = masked.slice(Math.max(0, low.index - 12), low.index);
-    const between = /^\s*(?:and|to|-|–|—)\s*$/i.test(gap) && /\b(?:between|rang(?:e|es|ed|ing)(?:\s+from)?)\s*$/i.test(before);
-    // "from 451 to 480" is a change, not a range.
+    const between =
+      /^\s*(?:and|to|und|et|y|e|en|-|–|—)\s*$/i.test(gap) &&
+      /(?:\bbetween|\brang(?:e|es|ed|ing)(?:\s+from)?|\bzwischen|\bentre|\btra|\bfra|\btussen)\s*$/i.test(before);
+    // "from 451 to 480" is a change, not a range; what is written once after its second figure is said of both:
+    // "da 135,9 a 139,4 milioni", "von 20,7 auf 44,2 Mio. $".
+    const change =
+      /^\s*(?:to|bis|auf|à|a|hasta|para|tot|naar)\s*$/i.test(gap) &&
+      /(?:\bfrom|\bvon|\bde|\bdesde|\bda|\bdo|\bvan)\s*$/i.test(before);
+    if (change && !low.words && !high.words) {
+      if (high.scale !== 1 && low.scale === 1 && !low.percent && !low.currency) low.scale = high.scale;
+      if (high.percent && !low.percent && low.scale === 1) low.percent = true;
+      low.currency ??= high.currency;
+      if (low.currency || low.scale !== 1 || low.percent) low.bare = false;
+    }
     const dashed = /^\s*(?:-|–|—|to)\s*$/.test(gap) && !low.words && !high.words && !/\bfrom\s*$/i.test(before);
     if (!between && !dashed) continue;
     // "10-12%": the unit, scale and currency written once apply to both ends.

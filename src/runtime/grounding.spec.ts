@@ -609,3 +609,95 @@ describe('groundAnswer: claims in words', () => {
     expect(flagged('Les affaires en négociation sont 380.', [BY_STAGE])).toEqual(['380']);
   });
 });
+
+describe('groundAnswer: sentences as they are written in other languages', () => {
+  const YEARS: GroundingSource = {
+    toolCallId: 'call_years',
+    name: 'query_metric',
+    arguments: { metrics: ['won_revenue'], timeGrain: 'year' },
+    content: {
+      rows: [
+        { period: '2023-01-01', won_revenue: 135_883_476 },
+        { period: '2024-01-01', won_revenue: 139_384_254 },
+      ],
+    },
+    columns: { won_revenue: { kind: 'money', context: { stage: ['won'] } } },
+  };
+  const ACTIVITIES: GroundingSource = {
+    toolCallId: 'call_activities',
+    name: 'aggregate_data',
+    arguments: { objectName: 'activity', groupBy: ['type'] },
+    content: {
+      rows: [
+        { type: 'call', activities: 907, avg_minutes: 30.06 },
+        { type: 'meeting', activities: 598, avg_minutes: 63.04 },
+        { type: 'task', activities: 448, avg_minutes: null },
+      ],
+    },
+  };
+  const TIERS: GroundingSource = {
+    toolCallId: 'call_tiers',
+    name: 'aggregate_data',
+    arguments: { objectName: 'account', groupBy: ['tier'] },
+    content: {
+      rows: [
+        { tier: 'gold', accounts: 31 },
+        { tier: 'platinum', accounts: 37 },
+        { tier: 'silver', accounts: 45 },
+      ],
+    },
+  };
+  const flagged = (answer: string, sources: GroundingSource[], question?: string) =>
+    groundAnswer(answer, sources, { question }).unsupported.map((u) => u.text);
+
+  it('lets any period of a sentence that compares two scope its figures', () => {
+    expect(flagged('Der gewonnene Umsatz stieg 2024 gegenüber 2023 leicht auf 139,4 Mio. $.', [YEARS], 'Umsatz 2024?')).toEqual(
+      [],
+    );
+    expect(
+      flagged('Rispetto al 2023, nel 2024 il fatturato vinto è passato da 135,9 a 139,4 milioni di dollari.', [YEARS]),
+    ).toEqual([]);
+  });
+
+  it('says what is written once after "from X to Y" of both figures', () => {
+    expect(texts('passando da 135,9 a 139,4 milioni di dollari')).toEqual(['135,9', '139,4 milioni di dollari']);
+    expect(extractNumbers('von 20,7 auf 44,2 Mio. $').map((c) => c.scale)).toEqual([1e6, 1e6]);
+  });
+
+  it('does not carry a name of the sentence into a clause with a subject of its own, in another language', () => {
+    expect(flagged('Ein Meeting dauert im Schnitt 63 Minuten, ein Anruf rund 30 Minuten.', [ACTIVITIES])).toEqual([]);
+    expect(flagged('Er zijn 907 calls, 598 meetings en 448 taken gelogd.', [ACTIVITIES])).toEqual([]);
+  });
+
+  it("reads a figure beside one of several names of its clause as that name's", () => {
+    expect(flagged('Há 45 contas silver, 37 platinum e 31 gold.', [TIERS])).toEqual([]);
+    expect(flagged('Há 45 contas silver, 31 platinum e 37 gold.', [TIERS])).toEqual(['31', '37']);
+  });
+
+  it('counts the names an answer lists as no claim', () => {
+    expect(flagged('Two tiers have fewer than 40 accounts: gold (31) and platinum (37).', [TIERS])).toEqual([]);
+    expect(flagged('Three tiers have fewer than 40 accounts: gold (31) and platinum (37).', [TIERS])).toEqual(['Three']);
+  });
+
+  it('reads the ends of a range of exact figures as the smallest and the largest', () => {
+    expect(flagged('Tiers hold between 31 and 45 accounts.', [TIERS])).toEqual([]);
+    expect(flagged('Tiers hold between 31 and 44 accounts.', [TIERS])).toEqual(['44']);
+    expect(flagged('Tiers hold between 30 and 50 accounts.', [TIERS])).toEqual([]);
+  });
+
+  it('reads the direction of a verb a few words before its figure, and the date of the answer itself', () => {
+    const growth: GroundingSource = {
+      toolCallId: 'call_growth',
+      name: 'calculate',
+      arguments: { expression: 'pct_change(135883476, 139384254)' },
+      content: { value: 2.58, operands: [] },
+    };
+    expect(flagged('In 2024 steeg de gewonnen omzet met 2,6%.', [YEARS, growth])).toEqual([]);
+    expect(flagged('In 2024 daalde de gewonnen omzet met 2,6%.', [YEARS, growth])).toEqual(['2,6%']);
+    const dated: GroundingSource = {
+      ...YEARS,
+      content: { rows: [{ period: '2024-01-01', won_revenue: 139_384_254, day: '2024-03-14' }] },
+    };
+    expect(flagged('Stand: 28.11.2026 – der gewonnene Umsatz 2024 beträgt 139,4 Mio. $.', [dated])).toEqual([]);
+  });
+});

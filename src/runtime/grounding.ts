@@ -7,7 +7,7 @@
  * description, or no such value at all.
  */
 import { checkClaims } from './grounding-claims';
-import { AnswerScopes, findMentions, type Concept, type FigureScope } from './grounding-clauses';
+import { AnswerScopes, findMentions, type Concept, type FigureScope, type Mention } from './grounding-clauses';
 import { collectEvidence, DATA_TOOLS, dimensionOf, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
 import { detectLanguage } from './grounding-language';
@@ -91,8 +91,9 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       continue;
     claims.push({ figure, echo });
   }
-  const mentions = findMentions(answer, evidence.vocabulary, { cognates: language !== undefined && language !== 'en' });
-  const scopes = new AnswerScopes(answer, mentions, periods);
+  const translated = language !== undefined && language !== 'en';
+  const mentions = findMentions(answer, evidence.vocabulary, { cognates: translated });
+  const scopes = new AnswerScopes(answer, mentions, periods, translated);
   // "Lucas and Priya closed 49 and 48 deals": each figure is about its own name.
   const pairs = scopes.pairs(claims.map(({ figure }) => figure));
 
@@ -105,6 +106,8 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     if (pair?.mention) for (const dimension of pair.mention.dimensions) scope.own.set(dimension, new Set([pair.mention.value]));
     if (pair?.period) scope.periods = [pair.period];
     const { cell, ...verdict } = bind(figure, scope, evidence, echo);
+    // "Three reps won more than 40 deals: A, B and C": a count of what the answer itself lists.
+    if (verdict.unsupported && countsListed(answer, figure, mentions)) continue;
     entries.push({ index: figure.index, ...verdict });
     bound.push({ index: figure.index, end: figure.end, ...(verdict.supported ? { cell } : {}) });
   }
@@ -239,7 +242,8 @@ function isYear(figure: Figure): boolean {
   return (
     figure.bare &&
     !figure.words &&
-    figure.sign === 'none' &&
+    // A sign read from words ("stieg 2024") is the verb's, not the year's.
+    (figure.sign === 'none' || !/[-−–+]/.test(figure.text)) &&
     /^\d{4}$/.test(figure.text) &&
     figure.mantissa >= 1900 &&
     figure.mantissa <= 2100
@@ -297,6 +301,32 @@ const STATES_A_RESULT = new Set(
 
 function lastWord(text: string): string | undefined {
   return /([\p{L}]+)[^\p{L}]*$/u.exec(text)?.[1]?.toLowerCase();
+}
+
+/**
+ * Whether a small whole number counts the values its sentence (and the list it opens) names: "Three reps won more
+ * than 40 deals: Lucas Moreau (49), Priya Nair (48) and Sofia Rossi (47)".
+ */
+function countsListed(answer: string, figure: Figure, mentions: readonly Mention[]): boolean {
+  const value = Math.abs(figure.mantissa * figure.scale);
+  if (!figure.bare || figure.decimals || value < 2 || value > 12 || !Number.isInteger(value)) return false;
+  const lineStart = answer.lastIndexOf('\n', figure.index - 1) + 1;
+  const head = answer.slice(lineStart, figure.index);
+  const start = lineStart + Math.max(0, ...[...head.matchAll(/[.!?]\s/g)].map((m) => m.index + 2));
+  let end = answer.indexOf('\n', figure.end);
+  if (end < 0) end = answer.length;
+  // A sentence that ends with a colon names the list after it.
+  if (/:\s*$/.test(answer.slice(figure.end, end))) {
+    const next = /\n\s*\n|\n(?![ \t]*(?:[-*+•]|\d+[.)])\s)/.exec(answer.slice(end + 1));
+    end = next ? end + 1 + next.index : answer.length;
+  }
+  const byDimension = new Map<string, Set<string>>();
+  for (const mention of mentions) {
+    if (mention.index < start || mention.end > end) continue;
+    for (const dimension of mention.dimensions)
+      byDimension.set(dimension, (byDimension.get(dimension) ?? new Set()).add(mention.value));
+  }
+  return [...byDimension.values()].some((values) => values.size === value);
 }
 
 /** Where the answer repeats an identifier of the results (an id, a phone number, a code, a name with digits). */
@@ -509,7 +539,12 @@ function compare(figure: Figure, value: number, signed: boolean): ValueMatch | u
   if (figure.range) {
     const other = Math.abs(figure.range.other / figure.scale);
     const [low, high] = [Math.min(target, other), Math.max(target, other)];
-    fits = Math.abs(shown - target) <= Math.max(half, step / 2) + eps || (shown >= low - half && shown <= high + half);
+    // Anything between its ends only for a range of round numbers ("between 250 and 320"); "between 254 and 315"
+    // names the smallest and the largest.
+    const round = (n: number) => n < 20 || [0, 5].includes(Math.round(n * 10 ** figure.decimals) % 10);
+    fits =
+      Math.abs(shown - target) <= Math.max(half, step / 2) + eps ||
+      (round(low) && round(high) && shown >= low - half && shown <= high + half);
   } else if (figure.approximation === 'about') {
     fits = Math.abs(shown - target) <= Math.max(half, step / 2) + eps;
   } else if (figure.approximation === 'over') {
@@ -671,6 +706,10 @@ function periodsOverlap(mention: PeriodMention, period: { from: string; to: stri
   return mention.from <= period.to && period.from <= mention.to;
 }
 
+/** Words that date the answer itself: "as of", "Stand:", "à la date du", "a fecha de", "aggiornato al", "peildatum". */
+const AS_OF =
+  /(?:\bas (?:of|at)|\bStand(?:\s+vom)?:?|\bDatenstand:?|\bà la date du|\ben date du|\bmis à jour le|\ba fecha de|\ba día de|\bactualizado (?:el|a)|\baggiornat[oi] al|\bin data|\batualizado em|\bposição em|\bpeildatum:?|\bstand per|\bbijgewerkt op)\s*$/i;
+
 /** Dates are claims when the results hold dates, except those of the question and of the calls' filters. */
 function dateClaims(
   answer: string,
@@ -680,7 +719,7 @@ function dateClaims(
 ): DateMention[] {
   return dates.filter((mention) => {
     // "as of 2025-07-01" dates the answer, not a record.
-    if (/\bas (?:of|at)\s*$/i.test(answer.slice(Math.max(0, mention.index - 10), mention.index))) return false;
+    if (AS_OF.test(answer.slice(Math.max(0, mention.index - 24), mention.index))) return false;
     if (mention.date && !evidence.dates.size) return false;
     if (!mention.date && (!mention.time || !evidence.times.size)) return false;
     if (mention.date && (evidence.filterDates.has(mention.date) || asked.some((q) => q.date === mention.date))) return false;
