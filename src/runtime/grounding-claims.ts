@@ -4,7 +4,7 @@
  * a numbered list, and a multiple ("doubled", "halbiert", "el doble", "more than twice"). Each is checked
  * only where the results let it be: a row the clause names, among rows of one result to rank it against.
  */
-import { endsSentence, type AnswerScopes, type Mention, type Span } from './grounding-clauses';
+import { between, type AnswerScopes, type Mention, type Span } from './grounding-clauses';
 import type { Cell, Evidence, EvidenceRow } from './grounding-evidence';
 import type { PeriodMention } from './grounding-figures';
 
@@ -167,8 +167,8 @@ function rankWords(answer: string): RankWords[] {
 /** What a claim is about: a value of the results (an owner, a stage, a deal) or a period. */
 type Target = { kind: 'value'; mention: Mention } | { kind: 'period'; period: PeriodMention; within: PeriodMention[] };
 
-function inside<T extends { index: number; end: number }>(list: readonly T[], span: Span): T[] {
-  return list.filter((item) => item.index >= span.start && item.end <= span.end);
+function inside<T extends { index: number; end: number }>(sorted: readonly T[], span: Span): T[] {
+  return between(sorted, span.start, span.end);
 }
 
 /**
@@ -470,22 +470,9 @@ function multipleClaims(context: Context): ClaimCheck[] {
   return checks;
 }
 
-/** The sentence around [index, end): the clause and the parts before it, and the parts after it on the line. */
+/** The sentence around [index, end). */
 function sentenceAround(context: Context, index: number, end: number): Span {
-  const { answer } = context;
-  const lineStart = answer.lastIndexOf('\n', index - 1) + 1;
-  const lineEnd = answer.indexOf('\n', end);
-  const line = { start: lineStart, end: lineEnd < 0 ? answer.length : lineEnd };
-  const text = answer.slice(line.start, line.end);
-  let start = line.start;
-  let stop = line.end;
-  for (const m of text.matchAll(/[.!?](?=\s+[\p{Lu}\d])/gu)) {
-    const at = line.start + m.index + 1;
-    if (!endsSentence(answer, at)) continue;
-    if (at <= index) start = at;
-    else if (at >= end && at < stop) stop = at;
-  }
-  return { start, end: stop };
+  return context.scopes.sentenceAt(index) ?? { start: index, end };
 }
 
 /**

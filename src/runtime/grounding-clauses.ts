@@ -197,6 +197,8 @@ function nearlySame(a: string, b: string): boolean {
   return differences <= 1;
 }
 
+const SEPARATOR = /[_\-–—\s]/;
+
 /** Without accents: "négociation" → "negociation". */
 function plain(word: string): string {
   return word.normalize('NFD').replace(/\p{M}/gu, '');
@@ -207,17 +209,19 @@ function plain(word: string): string {
  * space for a run of them.
  */
 function normaliseKeepingIndexes(text: string): { normalised: string; origin: number[] } {
-  let normalised = '';
+  const lowered = text.toLowerCase();
+  const same = lowered.length === text.length;
+  const chars: string[] = [];
   const origin: number[] = [];
   for (let i = 0; i < text.length; i++) {
     const char = text[i];
-    const lower = char.toLowerCase();
-    const one = /[_\-–—\s]/.test(char) ? ' ' : lower.length === char.length ? lower : char;
-    if (one === ' ' && normalised.endsWith(' ')) continue;
-    normalised += one;
+    const lower = same ? lowered[i] : char.toLowerCase();
+    const one = SEPARATOR.test(char) ? ' ' : lower.length === char.length ? lower : char;
+    if (one === ' ' && chars[chars.length - 1] === ' ') continue;
+    chars.push(one);
     origin.push(i);
   }
-  return { normalised, origin };
+  return { normalised: chars.join(''), origin };
 }
 
 /** Cuts an answer into clauses. */
@@ -363,6 +367,8 @@ function sentenceClauses(text: string, line: Span, parents: Span[], out: Clause[
       if (end > start) out.push({ start, end, previous: [...previous].reverse(), parents, ...(label ? { label } : {}) });
       if (part.strong) previous.length = 0;
       else if (end > start) previous.push({ start, end });
+      // The nearest parts say what a clause is about; a sentence of thousands of commas keeps the work linear.
+      if (previous.length > MAX_PREVIOUS) previous.shift();
     }
   }
 }
@@ -379,11 +385,46 @@ export class AnswerScopes {
     private readonly translated = false,
   ) {
     this.clauses = clausesOf(text, mentions);
+    this.sentences = sentencesOf(text);
+  }
+
+  private readonly sentences: Span[];
+
+  /** The clause holding [index, end): found by halving (clauses come in the order of the text). */
+  private clauseOf(index: number, end: number): Clause | undefined {
+    let [low, high] = [0, this.clauses.length];
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (this.clauses[middle].start <= index) low = middle + 1;
+      else high = middle;
+    }
+    for (let i = low - 1; i >= 0 && i >= low - 8; i--) {
+      const c = this.clauses[i];
+      if (c.start <= index && end <= c.end + 1) return c;
+    }
+    return undefined;
+  }
+
+  /** The sentence holding an index. */
+  sentenceAt(index: number): Span | undefined {
+    let [low, high] = [0, this.sentences.length];
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (this.sentences[middle].start <= index) low = middle + 1;
+      else high = middle;
+    }
+    const sentence = this.sentences[low - 1];
+    return sentence && index <= sentence.end ? sentence : undefined;
+  }
+
+  /** The values of the results the answer names within [start, end). */
+  mentionsIn(start: number, end: number): Mention[] {
+    return between(this.mentions, start, end);
   }
 
   /** The clause of [index, end) and the earlier comma-parts of its sentence (nearest first), as spans of the text. */
   clauseAt(index: number, end: number): { clause: Span; nearby: Span[]; parents: Span[]; table: boolean } {
-    const clause = this.clauses.find((c) => c.start <= index && end <= c.end + 1);
+    const clause = this.clauseOf(index, end);
     if (!clause) return { clause: { start: index, end }, nearby: [], parents: [], table: false };
     return {
       clause: { start: clause.start, end: clause.end },
@@ -395,16 +436,18 @@ export class AnswerScopes {
 
   /** What the clause of the figure at [index, end) names. */
   scopeOf(index: number, end: number): FigureScope {
-    const clause = this.clauses.find((c) => c.start <= index && end <= c.end + 1) ?? {
+    const clause = this.clauseOf(index, end) ?? {
       start: index,
       end,
       previous: [],
       parents: [],
     };
-    const within = (span: Span) => this.mentions.filter((m) => m.index >= span.start && m.end <= span.end);
+    const within = (span: Span) => between(this.mentions, span.start, span.end);
     const own = byDimension(within(clause));
     const clauseText = this.text.slice(clause.start, clause.end);
-    const whole = WHOLE.test(clauseText);
+    // Words of a very long clause count near the figure only: the check stays linear on any text.
+    const nearText = this.text.slice(Math.max(clause.start, index - NEAR), Math.min(clause.end, end + NEAR));
+    const whole = WHOLE.test(clauseText.length > 4 * NEAR ? nearText : clauseText);
     const inherited = new Map<string, Set<string>>();
     // A table cell's row is its own clause: the cells beside it name the row.
     const table = clause.table === true;
@@ -414,7 +457,7 @@ export class AnswerScopes {
         if (!own.has(dimension)) own.set(dimension, values);
     // "ein Meeting 63 Minuten, ein Anruf 30 Minuten": a clause with a subject of its own (in words the results do
     // not have) is not about what the sentence named before it.
-    const ownSubject = this.translated && !own.size && namesItsOwnSubject(clauseText);
+    const ownSubject = this.translated && !own.size && namesItsOwnSubject(nearText);
     if (!ownSubject) {
       // What the sentence said before this clause (all of it: "Hannah and Maya have rates: 57% and 60%"), then the
       // parent line (not for a whole: "in total" may sum what its parent line lists).
@@ -427,13 +470,13 @@ export class AnswerScopes {
     const periodSpans = [clause, ...(table ? clause.previous : []), ...nearby, ...clause.parents];
     let periods: PeriodMention[] = [];
     for (const span of periodSpans) {
-      periods = this.periods.filter((p) => p.index >= span.start && p.end <= span.end);
+      periods = between(this.periods, span.start, span.end);
       if (periods.length) break;
     }
     // "2,6 % gegenüber 2023 auf 139,4 Mio. $": a period compared with is no scope of its own; any period of the
     // sentence may be the figure's.
-    const sentence = sentencesOf(this.text).find((s) => s.start <= index && end <= s.end);
-    const inSentence = sentence ? this.periods.filter((p) => p.index >= sentence.start && p.end <= sentence.end) : [];
+    const sentence = this.sentenceAt(index);
+    const inSentence = sentence ? between(this.periods, sentence.start, sentence.end) : [];
     if (inSentence.some((p) => REFERENCE_BEFORE.test(this.text.slice(Math.max(0, p.index - 30), p.index)))) periods = inSentence;
     // "In Q4 of 2024": the quarter says which rows, the year only where it is.
     periods = periods.filter(
@@ -448,7 +491,7 @@ export class AnswerScopes {
     const total = TOTAL.test(measureText);
     const measure = average && !total ? ('average' as const) : total && !average ? ('total' as const) : undefined;
     const unassigned = [clause, ...nearby, ...clause.parents].some((span) =>
-      UNASSIGNED.test(this.text.slice(span.start, span.end)),
+      UNASSIGNED.test(this.text.slice(Math.max(span.start, index - NEAR), Math.min(span.end, end + NEAR))),
     );
     const concept = this.conceptOf(clause, index, end);
     return {
@@ -468,7 +511,7 @@ export class AnswerScopes {
     const tail = this.text.slice(end, Math.min(clause.end, end + 40));
     const afterText = tail.slice(0, /\d/.exec(tail)?.index ?? tail.length);
     // Before the figure, back to the previous figure, or across figures joined to it ("zwischen 254 und 419").
-    let head = this.text.slice(clause.start, index);
+    let head = this.text.slice(Math.max(clause.start, index - NEAR), index);
     for (;;) {
       const at = head.search(/\d[^\d]*$/);
       if (at < 0 || !/^[^\d]*?\s+(?:and|und|et|y|e|en|bis|to|à|a|tot|or|oder|ou|o|-|–)\s+$/i.test(head.slice(at + 1))) {
@@ -502,7 +545,7 @@ export class AnswerScopes {
     // several names of its clause is about that name.
     for (const figure of figures) {
       const { clause } = this.clauseAt(figure.index, figure.end);
-      const named = this.mentions.filter((m) => m.index >= clause.start && m.end <= clause.end);
+      const named = between(this.mentions, Math.max(clause.start, figure.index - NEAR), Math.min(clause.end, figure.end + NEAR));
       if (new Set(named.map((m) => m.value)).size < 2) continue;
       const beside = (m: Mention) =>
         m.index >= figure.end
@@ -511,7 +554,7 @@ export class AnswerScopes {
       const near = named.filter(beside);
       if (near.length === 1) paired.set(figure.index, { mention: near[0] });
     }
-    for (const sentence of sentencesOf(this.text)) {
+    for (const sentence of this.sentences) {
       const inside = <T extends { index: number; end: number }>(list: readonly T[]) =>
         list.filter((item) => item.index >= sentence.start && item.end <= sentence.end);
       const numbers = runs(this.text, inside(figures), FIGURE_JOIN);
@@ -577,6 +620,25 @@ function namesItsOwnSubject(clause: string): boolean {
   for (const pattern of [DETERMINED, COUNTED])
     for (const match of clause.matchAll(pattern)) if (!MEASURE_WORDS.has(match[1].toLowerCase())) return true;
   return false;
+}
+
+/** How many earlier parts of its sentence a clause keeps. */
+const MAX_PREVIOUS = 16;
+
+/** How far from a figure the words of its clause are read, at most (characters). */
+const NEAR = 240;
+
+/** The items of a list sorted by `index` that lie within [start, end], found by halving. */
+export function between<T extends { index: number; end: number }>(sorted: readonly T[], start: number, end: number): T[] {
+  let [low, high] = [0, sorted.length];
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (sorted[middle].index < start) low = middle + 1;
+    else high = middle;
+  }
+  const found: T[] = [];
+  for (let i = low; i < sorted.length && sorted[i].index <= end; i++) if (sorted[i].end <= end) found.push(sorted[i]);
+  return found;
 }
 
 /** What may stand between the names of an enumeration, and between its figures. */

@@ -907,6 +907,7 @@ function markRanges(masked: string, figures: Figure[]): void {
 /** `1.` or `2)` opening a line (after any indentation or a heading's #): a numbered list's marker. */
 function isListMarker(text: string, index: number): boolean {
   const lineStart = text.lastIndexOf('\n', index - 1) + 1;
+  if (index - lineStart > 24) return false;
   if (!/^\s*(?:#+\s*|[-*+]\s+|>\s*)?(?:\*\*|__)?$/.test(text.slice(lineStart, index))) return false;
   return /^\d+[.)](?:\s|$|\*\*)/.test(text.slice(index));
 }

@@ -701,3 +701,21 @@ describe('groundAnswer: sentences as they are written in other languages', () =>
     expect(flagged('Stand: 28.11.2026 – der gewonnene Umsatz 2024 beträgt 139,4 Mio. $.', [dated])).toEqual([]);
   });
 });
+
+describe('groundAnswer on hostile text', () => {
+  it('returns on a 100 KB answer made to be slow (one long line of digits, separators, names and claim words)', () => {
+    const pieces = [
+      '1 2 3 4 5 6 7 8 9 '.repeat(600),
+      '1,2,3,4,5,6,7,8,9,0.'.repeat(500),
+      '+1 (319) 555-7612 '.repeat(500),
+      '((((((((((1'.repeat(800),
+      'We won 451 deals worth $23.5M, doubled from Q1 2024, #2 place, zweiter Platz, verdoppelt, 4 von 10; '.repeat(300),
+      '1. won – $23.5M\n2. lost – $19.9M\n'.repeat(300),
+      '1.'.repeat(3000),
+    ];
+    let answer = '';
+    for (let i = 0; answer.length < 100_000; i++) answer += pieces[i % pieces.length];
+    const grounding = groundAnswer(answer.slice(0, 100_000), [BY_STAGE], { question: 'How many deals, 1 2 3?' });
+    expect(grounding.numbers).toBeGreaterThan(0);
+  });
+});

@@ -7,7 +7,7 @@
  * description, or no such value at all.
  */
 import { checkClaims } from './grounding-claims';
-import { AnswerScopes, findMentions, type Concept, type FigureScope, type Mention } from './grounding-clauses';
+import { AnswerScopes, findMentions, type Concept, type FigureScope } from './grounding-clauses';
 import { collectEvidence, DATA_TOOLS, dimensionOf, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
 import { detectLanguage } from './grounding-language';
@@ -93,6 +93,7 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
   }
   const translated = language !== undefined && language !== 'en';
   const mentions = findMentions(answer, evidence.vocabulary, { cognates: translated });
+  periods.sort((a, b) => a.index - b.index);
   const scopes = new AnswerScopes(answer, mentions, periods, translated);
   // "Lucas and Priya closed 49 and 48 deals": each figure is about its own name.
   const pairs = scopes.pairs(claims.map(({ figure }) => figure));
@@ -107,7 +108,7 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     if (pair?.period) scope.periods = [pair.period];
     const { cell, ...verdict } = bind(figure, scope, evidence, echo);
     // "Three reps won more than 40 deals: A, B and C": a count of what the answer itself lists.
-    if (verdict.unsupported && countsListed(answer, figure, mentions)) continue;
+    if (verdict.unsupported && countsListed(answer, figure, scopes)) continue;
     entries.push({ index: figure.index, ...verdict });
     bound.push({ index: figure.index, end: figure.end, ...(verdict.supported ? { cell } : {}) });
   }
@@ -307,22 +308,20 @@ function lastWord(text: string): string | undefined {
  * Whether a small whole number counts the values its sentence (and the list it opens) names: "Three reps won more
  * than 40 deals: Lucas Moreau (49), Priya Nair (48) and Sofia Rossi (47)".
  */
-function countsListed(answer: string, figure: Figure, mentions: readonly Mention[]): boolean {
+function countsListed(answer: string, figure: Figure, scopes: AnswerScopes): boolean {
   const value = Math.abs(figure.mantissa * figure.scale);
   if (!figure.bare || figure.decimals || value < 2 || value > 12 || !Number.isInteger(value)) return false;
-  const lineStart = answer.lastIndexOf('\n', figure.index - 1) + 1;
-  const head = answer.slice(lineStart, figure.index);
-  const start = lineStart + Math.max(0, ...[...head.matchAll(/[.!?]\s/g)].map((m) => m.index + 2));
-  let end = answer.indexOf('\n', figure.end);
-  if (end < 0) end = answer.length;
-  // A sentence that ends with a colon names the list after it.
-  if (/:\s*$/.test(answer.slice(figure.end, end))) {
-    const next = /\n\s*\n|\n(?![ \t]*(?:[-*+•]|\d+[.)])\s)/.exec(answer.slice(end + 1));
-    end = next ? end + 1 + next.index : answer.length;
+  const sentence = scopes.sentenceAt(figure.index);
+  if (!sentence) return false;
+  const { start } = sentence;
+  let { end } = sentence;
+  // A sentence that ends with a colon names the list after it (its items, up to a blank line or other text).
+  if (end - figure.end < 400 && /:\s*$/.test(answer.slice(figure.end, end))) {
+    const next = /\n\s*\n|\n(?![ \t]*(?:[-*+•]|\d+[.)])\s)/.exec(answer.slice(end + 1, end + 4000));
+    end = next ? end + 1 + next.index : Math.min(answer.length, end + 4000);
   }
   const byDimension = new Map<string, Set<string>>();
-  for (const mention of mentions) {
-    if (mention.index < start || mention.end > end) continue;
+  for (const mention of scopes.mentionsIn(start, end)) {
     for (const dimension of mention.dimensions)
       byDimension.set(dimension, (byDimension.get(dimension) ?? new Set()).add(mention.value));
   }
@@ -343,7 +342,7 @@ function identifierSpans(answer: string, identifiers: readonly string[]): Array<
 }
 
 /** Digit runs of a text that may be a phone number or a code written with other separators: "+1 (319) 555-7612". */
-const DIGIT_RUN = /\+?\(?\d[\d \t\u00a0\u202f\-–()./]*\d\)?/g;
+const DIGIT_RUN = /\+?\(?\d[\d \t\u00a0\u202f\-–()./]{0,24}\d\)?/g;
 const MAX_GROUPS = 12;
 
 /**
