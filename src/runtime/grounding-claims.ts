@@ -119,6 +119,12 @@ const RANK_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: (m: RegExpMatchArray
     rank: (m) => ordinalOf(m[1]),
     direction: 'asc',
   },
+  // Dutch: "op één na grootste" (second largest), "op twee na grootste" (third).
+  {
+    pattern: /(?<![\p{L}])op (één|een|twee|drie) na (?:grootste|hoogste|beste|sterkste)(?![\p{L}])/giu,
+    rank: (m) => (['één', 'een', 'twee', 'drie'].indexOf(m[1].toLowerCase()) < 2 ? 2 : m[1].toLowerCase() === 'twee' ? 3 : 4),
+    direction: 'desc',
+  },
   {
     pattern: /(?<![\p{L}])(zweit|dritt|viert|fünft)(größte|grösste|beste|höchste|stärkste)\w*/giu,
     rank: (m) => ['zweit', 'dritt', 'viert', 'fünft'].indexOf(m[1].toLowerCase()) + 2,

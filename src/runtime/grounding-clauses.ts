@@ -618,7 +618,14 @@ const DETERMINED =
 /** Whether a clause has a subject of its own: an article and a noun that is no measure ("ein Anruf", "la telefonata"). */
 function namesItsOwnSubject(clause: string): boolean {
   for (const pattern of [DETERMINED, COUNTED])
-    for (const match of clause.matchAll(pattern)) if (!MEASURE_WORDS.has(match[1].toLowerCase())) return true;
+    for (const match of clause.matchAll(pattern)) if (!isMeasureWord(match[1].toLowerCase())) return true;
+  return false;
+}
+
+/** A measure word, or a compound that ends with one ("Jahresumsatz", "Gesamtvolumen"). */
+function isMeasureWord(word: string): boolean {
+  if (MEASURE_WORDS.has(word)) return true;
+  for (let i = 1; i <= word.length - 4; i++) if (MEASURE_WORDS.has(word.slice(i))) return true;
   return false;
 }
 

@@ -30,6 +30,11 @@ export interface Figure {
   fraction?: { numerator: number; denominator: number };
   /** How far from `mantissa` the figure still holds when its digits do not say (a fraction's): in its own unit. */
   tolerance?: number;
+  /**
+   * The other reading of digits the text's language leaves open ("25.077": a count in German, a decimal in English)
+   * when that language could not be told.
+   */
+  alternative?: { mantissa: number; decimals: number };
   /** ISO 4217 code of the currency written with it (`$` is USD). */
   currency?: string;
   /**
@@ -209,6 +214,9 @@ const SCALE_WORDS: Record<string, number> = {
   miljoenen: 1e6,
   miljard: 1e9,
   miljarden: 1e9,
+  // Brazilian business shorthand: "US$ 55,3 mi", "US$ 3,2 bi".
+  mi: 1e6,
+  bi: 1e9,
 };
 
 /** Month names in English (and its abbreviations), German, French, Spanish, Italian, Portuguese and Dutch. */
@@ -345,7 +353,10 @@ function blankAll(text: string, pattern: RegExp): string {
  * halves, inline code, and the `masked` stretches.
  */
 export function readText(text: string, options: ReadOptions = {}): ReadText {
-  const style = numberStyle(textLocale(options.locale, options.language ?? detectLanguage(text)));
+  const language = options.language ?? detectLanguage(text);
+  const style = numberStyle(textLocale(options.locale, language));
+  // Neither the words nor a locale say how the digits are written: "1.234" may be either.
+  const uncertain = language === undefined && !options.locale;
   const spans = new Blanked(text);
   for (const [start, end] of options.masked ?? []) spans.blank(start, end);
   let masked = spans.text;
@@ -364,7 +375,8 @@ export function readText(text: string, options: ReadOptions = {}): ReadText {
   masked = readDates(masked, text, style, dates);
   masked = readPeriods(masked, text, periods);
   periods.sort((a, b) => a.index - b.index);
-  const figures = readFigures(masked, text, style);
+  dates.sort((a, b) => a.index - b.index);
+  const figures = readFigures(masked, text, style, uncertain);
   return { figures, dates, periods };
 }
 
@@ -446,8 +458,8 @@ function readDates(input: string, text: string, style: NumberStyle, out: DateMen
   )) {
     take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[2]), Number(match[1])));
   }
-  // Numeric dates: 03/15/2024 (month first where the locale writes it so), 15.03.2024, 15/03/24.
-  for (const match of blanked.text.matchAll(/\b(\d{1,4})([/.])(\d{1,2})\2(\d{2,4})\b/g)) {
+  // Numeric dates: 03/15/2024 (month first where the locale writes it so), 15.03.2024, 15/03/24, 30-06-2025.
+  for (const match of blanked.text.matchAll(/\b(\d{1,4})([/.]|-(?=\d{1,2}-\d{4}\b))(\d{1,2})\2(\d{2,4})\b/g)) {
     const [a, , b, c] = [Number(match[1]), match[2], Number(match[3]), match[4]];
     let date: string | undefined;
     if (match[1].length === 4) date = isoDay(a, b, Number(c));
@@ -471,6 +483,10 @@ function readDates(input: string, text: string, style: NumberStyle, out: DateMen
   // Times of day: 10:30, 10:30:15, 2:30 pm.
   for (const match of blanked.text.matchAll(new RegExp(`\\b${TIME}`, 'gi'))) {
     take(match, undefined, timeOf(match[1], match[2], match[4]));
+  }
+  // French and Portuguese hours: 9 h 00, 9h30, 9h.
+  for (const match of blanked.text.matchAll(/\b(\d{1,2})\s?h\s?(\d{2})?(?![\p{L}\d])/gu)) {
+    take(match, undefined, timeOf(match[1], match[2] ?? '00'));
   }
   return blanked.text;
 }
@@ -582,7 +598,7 @@ function readDigits(
   token: string,
   separator: string | undefined,
   style: NumberStyle,
-): { value: number; decimals: number; grouped: boolean } | undefined {
+): { value: number; decimals: number; grouped: boolean; other?: { value: number; decimals: number } } | undefined {
   let integer = token;
   let fraction: string | undefined;
   const decimalAt = Math.max(token.lastIndexOf('.'), token.lastIndexOf(','));
@@ -592,6 +608,17 @@ function readDigits(
     // One separator before three digits: a decimal where it is the style's decimal separator, or after a zero.
     const [head, tail] = token.split(separator);
     if (separator === style.decimal || /^0+$/.test(head)) [integer, fraction] = [head, tail];
+    if (!/^0+$/.test(head)) {
+      const other =
+        fraction === undefined ? { value: Number(`${head}.${tail}`), decimals: 3 } : { value: Number(head + tail), decimals: 0 };
+      const grouped = /\D/.test(integer);
+      return {
+        value: Number(`${integer.replace(/\D/g, '')}${fraction ? `.${fraction}` : ''}`),
+        decimals: fraction?.length ?? 0,
+        grouped,
+        other,
+      };
+    }
   }
   if (separator && integer.includes(separator) && fraction !== undefined && token[decimalAt] === separator) return undefined;
   const grouped = /\D/.test(integer);
@@ -744,7 +771,7 @@ function readFractions(masked: string, text: string): { figures: Figure[]; rest:
   return { figures, rest: rest.text };
 }
 
-function readFigures(input: string, text: string, style: NumberStyle): Figure[] {
+function readFigures(input: string, text: string, style: NumberStyle, uncertain = false): Figure[] {
   const { figures, rest: masked } = readFractions(input, text);
   for (const match of masked.matchAll(numberRegex(style))) {
     const [whole, signBefore, currencyBefore, signAfter, token, groupSeparator, written, scaleWord, currencyAfter] = match;
@@ -828,6 +855,9 @@ function readFigures(input: string, text: string, style: NumberStyle): Figure[] 
         percent,
         basisPoints,
         ...(points ? { points } : {}),
+        ...(uncertain && digits.other && !scaleWord && !unit
+          ? { alternative: { mantissa: negative ? -digits.other.value : digits.other.value, decimals: digits.other.decimals } }
+          : {}),
         currency,
         sign: negative ? 'negative' : positive ? 'positive' : 'none',
         comparative: false,

@@ -21,12 +21,12 @@ const DEFAULT_LOCALE: Record<GroundingLanguage, string> = {
 /** Short words frequent in one language (a word shared by several counts for each, less). */
 const STOP_WORDS: Record<GroundingLanguage, string> = {
   en: 'the and of to is are was were with for on that this by from has have it at than its which our we you your their there been be not but or in a an won lost million billion',
-  de: 'der die das und ist sind mit von den dem des ein eine einen im auf für nicht wir hat haben zu bei über wurde wurden sich auch als vom zum zur noch nach aus oder sie es ihr ihre in mio mrd tsd millionen milliarden gewonnen minuten stunden tage monate jahr im zum deals',
-  fr: 'le la les des et est sont du un une pour avec sur dans au aux qui que par pas ont été ce cette ces nous vous leur il elle sa son ses ou mais entre plus de en à avons soit millions milliards affaires heures jours mois année comptes',
-  es: 'el la los las y es son del un una para con por en que se al fue ha han más sin su sus entre este esta estos nos como pero o muy hay tiene de lo millones dólares operaciones minutos horas días meses año cuentas',
-  it: 'il lo la gli le e è sono del della dei delle di un una per con che non ha hanno nel nella al alla stato stata questo questa tra ma o più anche sue suo in milioni miliardi dollari mln minuti ore giorni mesi anno dura circa trattative',
-  pt: 'o a os as e é são do da dos das um uma para com por em no na nos nas que foi tem não mais seu sua entre este esta ou mas também ao aos de milhões bilhões dólares negócios minutos horas dias meses ano contas',
-  nl: 'de het een en is zijn van met voor op in dat die niet heeft hebben werd werden naar bij ook als er maar wel deze dit aan om uit of hun miljoen miljard mln we minuten uren dagen maanden jaar',
+  de: 'der die das und ist sind mit von den dem des ein eine einen im auf für nicht wir hat haben zu bei über wurde wurden sich auch als vom zum zur noch nach aus oder sie es ihr ihre in mio mrd tsd millionen milliarden gewonnen minuten stunden tage monate jahr im zum deals umsatz kunden konten mitarbeiter mitarbeitende vertrieb',
+  fr: 'le la les des et est sont du un une pour avec sur dans au aux qui que par pas ont été ce cette ces nous vous leur il elle sa son ses ou mais entre plus de en à avons soit millions milliards affaires heures jours mois année comptes chiffre clients salariés employés ventes',
+  es: 'el la los las y es son del un una para con por en que se al fue ha han más sin su sus entre este esta estos nos como pero o muy hay tiene de lo millones dólares operaciones minutos horas días meses año cuentas ingresos clientes empleados ventas',
+  it: 'il lo la gli le e è sono del della dei delle di un una per con che non ha hanno nel nella al alla stato stata questo questa tra ma o più anche sue suo in milioni miliardi dollari mln minuti ore giorni mesi anno dura circa trattative fatturato clienti dipendenti vendite conta',
+  pt: 'o a os as e é são do da dos das um uma para com por em no na nos nas que foi tem não mais seu sua entre este esta ou mas também ao aos de milhões bilhões dólares negócios minutos horas dias meses ano contas receita clientes funcionários vendas',
+  nl: 'de het een en is zijn van met voor op in dat die niet heeft hebben werd werden naar bij ook als er maar wel deze dit aan om uit of hun miljoen miljard mln we minuten uren dagen maanden jaar omzet klanten medewerkers werknemers verkoop heeft',
 };
 
 const WEIGHTS = (() => {

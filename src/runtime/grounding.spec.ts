@@ -702,6 +702,42 @@ describe('groundAnswer: sentences as they are written in other languages', () =>
   });
 });
 
+describe('readText and groundAnswer: more of how figures are typed', () => {
+  it('reads French and Portuguese hours, Dutch dates with dashes and Brazilian "mi"', () => {
+    expect(readText('à 9 h 00, às 9h30, om 11:00').dates.map((d) => d.time)).toEqual(['09:00', '09:30', '11:00']);
+    expect(readText('op 30-06-2025').dates.map((d) => d.date)).toEqual(['2025-06-30']);
+    expect(extractNumbers('Lucas soma US$ 55,3 mi em receita.').map((c) => c.mantissa * c.scale)).toEqual([55_300_000]);
+  });
+
+  it('tries the other reading of "25.077" when neither the words nor a locale tell the style', () => {
+    const account: GroundingSource = {
+      toolCallId: 'call_a',
+      name: 'get_record',
+      arguments: { objectName: 'account' },
+      content: { name: 'Granite Group LLC', employees: 25077 },
+    };
+    expect(groundAnswer('Granite Group LLC conta 25.077 dipendenti.', [account]).unsupported).toEqual([]);
+    expect(groundAnswer('Granite Group LLC has 25.077 employees.', [account], { locale: 'en-US' }).unsupported).toHaveLength(1);
+  });
+
+  it('reads "op één na grootste" as second', () => {
+    const tiers: GroundingSource = {
+      toolCallId: 'call_tiers',
+      name: 'aggregate_data',
+      arguments: { objectName: 'account', groupBy: ['tier'] },
+      content: {
+        rows: [
+          { tier: 'bronze', accounts: 87 },
+          { tier: 'silver', accounts: 45 },
+          { tier: 'gold', accounts: 31 },
+        ],
+      },
+    };
+    expect(groundAnswer('Met 45 accounts is silver het op één na grootste segment.', [tiers]).unsupported).toEqual([]);
+    expect(groundAnswer('Met 31 accounts is gold het op één na grootste segment.', [tiers]).unsupported).toHaveLength(1);
+  });
+});
+
 describe('groundAnswer on hostile text', () => {
   it('returns on a 100 KB answer made to be slow (one long line of digits, separators, names and claim words)', () => {
     const pieces = [

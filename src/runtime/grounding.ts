@@ -106,7 +106,12 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     const pair = pairs.get(figure.index);
     if (pair?.mention) for (const dimension of pair.mention.dimensions) scope.own.set(dimension, new Set([pair.mention.value]));
     if (pair?.period) scope.periods = [pair.period];
-    const { cell, ...verdict } = bind(figure, scope, evidence, echo);
+    let { cell, ...verdict } = bind(figure, scope, evidence, echo);
+    // "25.077" in an answer whose language is not told: the other reading of its digits may be the one meant.
+    if (verdict.unsupported && figure.alternative) {
+      const other = bind({ ...figure, ...figure.alternative, bare: false }, scope, evidence, echo);
+      if (other.supported) ({ cell, ...verdict } = other);
+    }
     // "Three reps won more than 40 deals: A, B and C": a count of what the answer itself lists.
     if (verdict.unsupported && countsListed(answer, figure, scopes)) continue;
     entries.push({ index: figure.index, ...verdict });
