@@ -277,6 +277,20 @@ const QUARTER_WORDS = new RegExp(
   'gi',
 );
 
+/** An ordinal, a few words ("zum", "au", "to the"), and another ordinal before a word of quarters or halves. */
+const ELIDED_QUARTER = new RegExp(
+  String.raw`\b(?:([1-4])(?:\.|st|nd|rd|th|er|re|e|è|ème|eme|º|°|ª|o)?|(${Object.keys(ORDINAL_WORDS).join('|')}))` +
+    String.raw`(\s+(?:zum|bis zum|bis|und|oder|au|et|à|al|y|a|e|para o|ao|naar het|tot het|en|to the|and the|to|and)\s+)` +
+    String.raw`((?:[1-4](?:\.|st|nd|rd|th|er|re|e|è|ème|eme|º|°|ª|o)?|${Object.keys(ORDINAL_WORDS).join('|')})[\s-]+(?:quarter|quartal|trimestre|kwartaal|half|halbjahr|hälfte|semestre|halfjaar|helft)\b)`,
+  'gi',
+);
+
+/** An article and an ordinal word that stands alone ("el segundo", "the third", "au deuxième"). */
+const LONE_ORDINAL = new RegExp(
+  String.raw`(?<![\p{L}])(?:el|la|le|il|lo|o|a|der|die|das|den|dem|het|de|the|al|au|ao|do|no|nel|im|del|dal)\s+(${Object.keys(ORDINAL_WORDS).join('|')})(?![\p{L}])`,
+  'giu',
+);
+
 /** The Monday to Sunday of an ISO week. */
 function isoWeek(year: number, week: number): { from: string; to: string } {
   const jan4 = new Date(Date.UTC(year, 0, 4));
@@ -534,12 +548,37 @@ function readPeriods(input: string, text: string, out: PeriodMention[]): string 
   // Quarters and halves in words, in the languages read: "the first quarter of 2024", "3. Quartal 2024",
   // "1er trimestre 2024", "segundo trimestre de 2024", "terzo trimestre", "2º semestre", "derde kwartaal van 2024"
   // (before the years, which would take their year).
+  // The first of two ordinals that share their word: "vom 3. zum 4. Quartal 2024", "du 3e au 4e trimestre",
+  // "dal terzo al quarto trimestre", "from the third to the fourth quarter of 2024".
+  for (const match of blanked.text.matchAll(ELIDED_QUARTER)) {
+    const n = match[1] ? Number(match[1]) : ordinalWord(match[2]);
+    const rest = QUARTER_WORDS.exec(blanked.text.slice(match.index + match[0].length - match[4].length));
+    QUARTER_WORDS.lastIndex = 0;
+    const year = rest?.[4] ? Number(rest[4]) : 0;
+    const isHalf = /^(?:half|halbjahr|semestre|halfjaar|helft|hälfte)$/i.test(rest?.[3] ?? '');
+    if (!rest || (isHalf ? n < 1 || n > 2 : n < 1 || n > 4)) continue;
+    const first = Object.assign([match[0].slice(0, match[0].length - match[3].length - match[4].length).trimEnd()], {
+      index: match.index,
+    }) as unknown as RegExpMatchArray;
+    take(first, isHalf ? half(year, n) : quarter(year, n));
+  }
   for (const match of blanked.text.matchAll(QUARTER_WORDS)) {
     const n = match[1] ? Number(match[1]) : ordinalWord(match[2]);
     const year = match[4] ? Number(match[4]) : 0;
     const isHalf = /^(?:half|halbjahr|semestre|halfjaar|helft|hälfte)$/i.test(match[3]);
     if (isHalf ? n < 1 || n > 2 : n < 1 || n > 4) continue;
     take(match, isHalf ? half(year, n) : quarter(year, n));
+  }
+  // An ordinal alone after a quarter or a half of the same sentence: "en el primer trimestre y 44,2 en el segundo".
+  for (const match of blanked.text.matchAll(LONE_ORDINAL)) {
+    const before = out.filter((p) => (p.grain === 'quarter' || p.grain === 'half') && p.end <= match.index).at(-1);
+    if (!before || match.index - before.end > 120 || /[.!?\n]/.test(text.slice(before.end, match.index))) continue;
+    const n = ordinalWord(match[1]);
+    const year = before.yearless ? 0 : Number(before.from.slice(0, 4));
+    const index = match.index + match[0].length - match[1].length;
+    const word = Object.assign([match[1]], { index }) as unknown as RegExpMatchArray;
+    if (before.grain === 'half' ? n >= 1 && n <= 2 : n >= 1 && n <= 4)
+      take(word, before.grain === 'half' ? half(year, n) : quarter(year, n));
   }
   // Quarters as French and Spanish write them: T3 2024, 3T 2024, 3T24.
   for (const match of blanked.text.matchAll(/\b(?:T([1-4])|([1-4])T)(?:\s*((?:19|20)\d{2})|\s*'?(\d{2}))?\b/g)) {

@@ -738,6 +738,50 @@ describe('readText and groundAnswer: more of how figures are typed', () => {
   });
 });
 
+describe('readText and groundAnswer: ellipses', () => {
+  const QUARTERS: GroundingSource = {
+    toolCallId: 'call_quarters',
+    name: 'query_metric',
+    arguments: { metrics: ['won_revenue'], timeGrain: 'quarter', from: '2024-01-01', to: '2024-12-31' },
+    content: {
+      rows: [
+        { period: '2024-01-01', won_revenue: 20_678_896.5 },
+        { period: '2024-04-01', won_revenue: 44_153_023.5 },
+        { period: '2024-07-01', won_revenue: 54_231_762 },
+      ],
+    },
+    columns: { won_revenue: { kind: 'money' } },
+  };
+
+  it('reads the first of two ordinals sharing a word of quarters, and an ordinal alone after one', () => {
+    const periods = (text: string) => readText(text).periods.map((p) => [p.text, p.from]);
+    expect(periods('vom 3. zum 4. Quartal 2024')).toEqual([
+      ['3.', '2024-07-01'],
+      ['4. Quartal 2024', '2024-10-01'],
+    ]);
+    expect(periods('del primer trimestre de 2024 y el segundo')).toEqual([
+      ['primer trimestre de 2024', '2024-01-01'],
+      ['segundo', '2024-04-01'],
+    ]);
+  });
+
+  it('reads a scale written once for the bare decimals after it', () => {
+    expect(
+      groundAnswer('En el primer semestre de 2024: 64,8 millones de dólares, 20,7 en el primer trimestre y 44,2 en el segundo.', [
+        QUARTERS,
+        { toolCallId: 'c', name: 'calculate', arguments: { expression: '1 + 1' }, content: { value: 64_831_920 } },
+      ]).unsupported,
+    ).toEqual([]);
+  });
+
+  it("does not count the question's threshold restated in other words and languages", () => {
+    const grounding = groundAnswer('Sí: superan las 45 operaciones Lucas Moreau (49) y Priya Nair (48).', [BY_STAGE], {
+      question: '¿Quién ganó más de 45 operaciones?',
+    });
+    expect(grounding.unsupported.map((u) => u.text)).not.toContain('45');
+  });
+});
+
 describe('groundAnswer on hostile text', () => {
   it('returns on a 100 KB answer made to be slow (one long line of digits, separators, names and claim words)', () => {
     const pieces = [

@@ -112,6 +112,12 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       const other = bind({ ...figure, ...figure.alternative, bare: false }, scope, evidence, echo);
       if (other.supported) ({ cell, ...verdict } = other);
     }
+    // "64,8 millones de dólares: 20,7 en el primer trimestre y 44,2 en el segundo": a scale written once before.
+    const scaled = verdict.unsupported ? scaleBefore(answer, figure, read.figures) : undefined;
+    if (scaled) {
+      const other = bind({ ...figure, scale: scaled.scale, currency: scaled.currency, bare: false }, scope, evidence, echo);
+      if (other.supported) ({ cell, ...verdict } = other);
+    }
     // "Three reps won more than 40 deals: A, B and C": a count of what the answer itself lists.
     if (verdict.unsupported && countsListed(answer, figure, scopes)) continue;
     entries.push({ index: figure.index, ...verdict });
@@ -283,7 +289,7 @@ const NEGATION_BEFORE =
 const SHARE_KINDS: ReadonlySet<string> = new Set(['ratio', 'percent', 'any', 'number']);
 
 const CONDITION_BEFORE =
-  /(?:\b(?:over|above|under|below|more than|less than|fewer than|greater than|at least|at most|exceeding|between|from|and|to|than|threshold of|minimum of|maximum of|min|max|up to)|[<>≤≥=])\s*(?:[$€£]|[A-Z]{3}\s)?\s*$/i;
+  /(?:\b(?:over|above|under|below|more than|less than|fewer than|greater than|at least|at most|exceeding|between|from|and|to|than|threshold of|minimum of|maximum of|min|max|up to|über|unter|mehr als|weniger als|mindestens|höchstens|plus de|moins de|au-dessus de|en dessous de|dépassen?t?|au moins|más de|menos de|por encima de|por debajo de|superan?(?: las| los)?|al menos|più di|meno di|oltre|sopra|sotto|superano|almeno|mais de|menos de|acima de|abaixo de|passam de|ultrapassam|pelo menos|meer dan|minder dan|boven(?: de)?|onder(?: de)?|minstens)|[<>≤≥=])\s*(?:[$€£]|[A-Z]{3}\s)?\s*$/i;
 
 /**
  * Whether the answer restates a condition (the question's own number, or the filter a call applied)
@@ -331,6 +337,22 @@ function countsListed(answer: string, figure: Figure, scopes: AnswerScopes): boo
       byDimension.set(dimension, (byDimension.get(dimension) ?? new Set()).add(mention.value));
   }
   return [...byDimension.values()].some((values) => values.size === value);
+}
+
+/** The scale and currency of the figure before a bare decimal in its sentence, said once for both ("44,2 M$ … 20,7"). */
+function scaleBefore(
+  answer: string,
+  figure: Figure,
+  figures: readonly Figure[],
+): { scale: number; currency?: string } | undefined {
+  if (!figure.decimals || figure.scale !== 1 || figure.currency || figure.percent || figure.words) return undefined;
+  const at = figures.indexOf(figure);
+  for (let i = at - 1; i >= 0 && i >= at - 4; i--) {
+    const previous = figures[i];
+    if (/[.!?\n]/.test(answer.slice(previous.end, figure.index).replace(/\d[.,]\d/g, ''))) return undefined;
+    if (previous.scale !== 1) return { scale: previous.scale, currency: previous.currency };
+  }
+  return undefined;
 }
 
 /** Where the answer repeats an identifier of the results (an id, a phone number, a code, a name with digits). */
