@@ -133,7 +133,7 @@ const RANK_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: (m: RegExpMatchArray
   // Rank one: the largest, the best quarter, le meilleur, el mayor, leads, lidera, führt, en tête, bovenaan.
   {
     pattern: new RegExp(
-      String.raw`(?<![\p{L}])(?:(?:the|der|die|das|den|dem|le|la|les|el|los|las|il|lo|i|gli|o|os|as|het|de)\s+)(?:${DESC_WORDS})(?![\p{L}])|(?<![\p{L}])(?:größte\w*|höchste\w*|stärkste\w*|grootste|hoogste|leads|led|leading|tops|top (?:performer|rep|seller|earner|spot)|führt|an der Spitze|en tête|lidera|encabeza|in testa|guida la classifica|bovenaan)(?![\p{L}])`,
+      String.raw`(?<![\p{L}])(?:(?:the|der|die|das|den|dem|le|la|les|el|los|las|il|lo|i|gli|o|os|as|het|de)\s+)(?:${DESC_WORDS})(?![\p{L}])|(?<![\p{L}])(?:größte\w*|höchste\w*|stärkste\w*|grootste|hoogste|leads (?:the|with|on|in|all|everyone)|led (?:the|with)|is (?:in the )?lead|takes the lead|tops the|top (?:performer|rep|seller|earner|spot)|führt (?:die|das|den|mit)|an der Spitze|en tête|lidera|encabeza|in testa|guida la classifica|bovenaan)(?![\p{L}])`,
       'giu',
     ),
     rank: () => 1,
