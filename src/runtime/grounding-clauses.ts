@@ -76,8 +76,10 @@ const COMMON_WORDS = new Set(['the', 'and', 'for', 'new', 'open', 'closed', 'dea
 const WHOLE =
   /\b(?:in total|total(?:s|ed|ing)?|overall|in all|altogether|across (?:all|the|every)|company[- ]wide|all (?:deals|accounts|contacts|owners|reps|stages|industries)|out of|of all|whole|entire|grand|all told)\b/i;
 
-const AVERAGE = /\b(?:average|averages|averaging|averaged|avg|mean|typical|typically)\b/i;
-const TOTAL = /\b(?:total|totals|totalling|totaling|totaled|totalled|sum|summed|combined|altogether|in all|all told)\b/i;
+const AVERAGE =
+  /(?<![\p{L}])(?:average|averages|averaging|averaged|avg|mean|typical|typically|durchschnitt\w*|im schnitt|moyen(?:ne)?s?|en moyenne|promedio|medio|medi[oa] (?:di|del)|média|médio|em média|gemiddeld\w*)(?![\p{L}])/iu;
+const TOTAL =
+  /(?<![\p{L}])(?:total|totals|totalling|totaling|totaled|totalled|sum|summed|combined|altogether|in all|all told|insgesamt|gesamt\w*|summe|zusammen|au total|en tout|cumulé\w*|en total|suman?|in totale|complessiv\w*|totale|no total|ao todo|somam?|somando|totaal|in totaal|samen)(?![\p{L}])/iu;
 
 /** Rows with an empty owner (assignee, rep): "no owner", "unassigned", "ohne Owner", "sans responsable", "sin propietario". */
 const UNASSIGNED =
@@ -478,15 +480,25 @@ export class AnswerScopes {
     const sentence = this.sentenceAt(index);
     const inSentence = sentence ? between(this.periods, sentence.start, sentence.end) : [];
     if (inSentence.some((p) => REFERENCE_BEFORE.test(this.text.slice(Math.max(0, p.index - 30), p.index)))) periods = inSentence;
+    // "Let's look at Q3 2024. Won revenue reached $54.2M.": a sentence naming no period speaks of the one the sentence
+    // before it on the same line named.
+    if (!periods.length && !table && sentence) periods = this.periodsBefore(sentence);
     // "In Q4 of 2024": the quarter says which rows, the year only where it is.
     periods = periods.filter(
       (p) =>
         !periods.some((q) => q !== p && !q.yearless && p.from <= q.from && q.to <= p.to && (p.from !== q.from || p.to !== q.to)),
     );
     // The words right around the figure, and its label: "Retail has 23 accounts with 3,220 employees on average" averages employees only.
+    // Back to the clause's start or the figure before, and a short opening part ("On average, ...", "En moyenne, ...").
+    const head = this.text.slice(Math.max(clause.start, index - 80), index);
+    const opening = nearby.at(-1);
     const measureText =
-      this.text.slice(Math.max(clause.start, index - 30), Math.min(clause.end, end + 25)) +
-      (clause.label ? ` ${this.text.slice(clause.label.start, clause.label.end)}` : '');
+      head.slice(head.search(/\d[^\d]*$/) + 1) +
+      this.text.slice(end, Math.min(clause.end, end + 25)) +
+      (clause.label ? ` ${this.text.slice(clause.label.start, clause.label.end)}` : '') +
+      (opening && nearby.length === 1 && opening.end - opening.start <= 24
+        ? ` ${this.text.slice(opening.start, opening.end)}`
+        : '');
     const average = AVERAGE.test(measureText);
     const total = TOTAL.test(measureText);
     const measure = average && !total ? ('average' as const) : total && !average ? ('total' as const) : undefined;
@@ -504,6 +516,19 @@ export class AnswerScopes {
       ...(unassigned ? { unassigned } : {}),
       ...(concept ? { concept } : {}),
     };
+  }
+
+  /** The periods of the sentence before `sentence` on its line, when it names one period (and maybe its year). */
+  private periodsBefore(sentence: Span): PeriodMention[] {
+    const previous = this.sentenceAt(sentence.start - 1);
+    if (!previous || previous === sentence || /\n/.test(this.text.slice(previous.start, sentence.start).trimEnd())) return [];
+    const periods = between(this.periods, previous.start, previous.end).filter(
+      (p) => !REFERENCE_BEFORE.test(this.text.slice(Math.max(0, p.index - 30), p.index)),
+    );
+    const finest = periods.filter(
+      (p) => !periods.some((q) => q !== p && q.from >= p.from && q.to <= p.to && (q.from !== p.from || q.to !== p.to)),
+    );
+    return new Set(finest.map((p) => `${p.from}/${p.to}`)).size === 1 ? periods : [];
   }
 
   /** The concept word nearest the figure in its clause: the first after it (before another number), else the last before it. */

@@ -782,6 +782,44 @@ describe('readText and groundAnswer: ellipses', () => {
   });
 });
 
+describe('groundAnswer: codes, periods of the sentence before, averages in other languages', () => {
+  it('reads a code of the results written with other separators as no figure', () => {
+    const codes: GroundingSource = {
+      toolCallId: 'call_codes',
+      name: 'query_records',
+      arguments: { objectName: 'account' },
+      content: { records: [{ name: 'Brightline Retail Inc.', external_id: 'SF-0012345', vat_id: 'CA123456789' }] },
+    };
+    expect(groundAnswer('Brightline Retail Inc.: ID SF 0012345, VAT CA-123-456-789.', [codes]).unsupported).toEqual([]);
+    expect(groundAnswer('Brightline Retail Inc.: ID SF 0012354.', [codes]).unsupported).toHaveLength(1);
+  });
+
+  it('takes the period of the sentence before when a sentence names none', () => {
+    const quarters: GroundingSource = {
+      toolCallId: 'call_quarters',
+      name: 'query_metric',
+      arguments: { metrics: ['won_revenue'], timeGrain: 'quarter', from: '2024-01-01', to: '2024-12-31' },
+      content: {
+        rows: [
+          { period: '2024-04-01', won_revenue: 44_153_023.5 },
+          { period: '2024-07-01', won_revenue: 54_231_762 },
+        ],
+      },
+    };
+    expect(groundAnswer("Let's look at Q3 2024. Won revenue reached $54.2M.", [quarters]).unsupported).toEqual([]);
+    expect(groundAnswer("Let's look at Q3 2024. Won revenue reached $44.2M.", [quarters]).unsupported).toEqual([
+      { text: '$44.2M', reason: 'other_row' },
+    ]);
+  });
+
+  it('tells an average from a total in other languages', () => {
+    const summed: GroundingSource = { ...BY_STAGE, columns: { ...BY_STAGE.columns, total: { kind: 'money', aggregate: 'sum' } } };
+    expect(groundAnswer('En moyenne, une affaire gagnée vaut 23 456 789 $.', [summed]).unsupported).toHaveLength(1);
+    expect(groundAnswer('El importe promedio de una operación ganada es de 23.456.789 $.', [summed]).unsupported).toHaveLength(1);
+    expect(groundAnswer('Die gewonnenen Deals bringen insgesamt 23.456.789 $.', [summed]).unsupported).toEqual([]);
+  });
+});
+
 describe('groundAnswer on hostile text', () => {
   it('returns on a 100 KB answer made to be slow (one long line of digits, separators, names and claim words)', () => {
     const pieces = [

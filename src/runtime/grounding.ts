@@ -368,34 +368,43 @@ function identifierSpans(answer: string, identifiers: readonly string[]): Array<
   return [...spans, ...regroupedIdentifierSpans(answer, identifiers)];
 }
 
-/** Digit runs of a text that may be a phone number or a code written with other separators: "+1 (319) 555-7612". */
-const DIGIT_RUN = /\+?\(?\d[\d \t\u00a0\u202f\-–()./]{0,24}\d\)?/g;
+/** Runs of a text that may be a phone number or a code written with other separators: "+1 (319) 555-7612", "SF 0012345". */
+const DIGIT_RUN = /(?<![\p{L}\p{N}])(?:[A-Za-z]{1,4}[-\s/.]?)?\+?\(?\d[\d \t\u00a0\u202f\-–()./]{0,28}\d\)?/gu;
 const MAX_GROUPS = 12;
 
 /**
- * Where the answer writes an identifier of the results (seven digits or more: a phone number, a code) with
- * other separators or without its country code: "(319) 555-7612" for "+1 319 555 7612".
+ * Where the answer writes an identifier of the results (a phone number, a code with four digits or more) with
+ * other separators, or a phone number without its country code: "(319) 555-7612" for "+1 319 555 7612",
+ * "SF 0012345" for "SF-0012345".
  */
 function regroupedIdentifierSpans(answer: string, identifiers: readonly string[]): Array<[number, number]> {
   const known = new Set<string>();
   for (const identifier of identifiers) {
     const digits = identifier.replace(/\D/g, '');
-    if (digits.length < 7 || digits.length > 20 || /[^\d\s+\-–()./]/.test(identifier)) continue;
-    for (let from = 0; digits.length - from >= 7; from++) known.add(digits.slice(from));
+    if (digits.length < 4 || identifier.length > 40) continue;
+    if (/^[\d\s+\-–()./]+$/.test(identifier)) {
+      // A phone number: its digits, or their end (a country code left out).
+      for (let from = 0; digits.length - from >= 7; from++) known.add(digits.slice(from));
+    } else if (/^[A-Za-z]{0,4}[\d\s\-–()./A-Za-z]*$/.test(identifier)) {
+      const code = identifier.replace(/[^A-Za-z\d]/g, '').toLowerCase();
+      if (code.length >= 5) known.add(code);
+      if (digits.length >= 7 && /^[A-Za-z]*\d+$/.test(code)) known.add(digits);
+    }
   }
   if (!known.size) return [];
   const spans: Array<[number, number]> = [];
   for (const run of answer.matchAll(DIGIT_RUN)) {
-    const groups = [...run[0].matchAll(/\d+/g)].slice(0, MAX_GROUPS);
-    // The longest stretch of whole groups whose digits are an identifier's (or its end).
+    const groups = [...run[0].matchAll(/[A-Za-z]+|\d+/g)].slice(0, MAX_GROUPS);
+    // The longest stretch of whole groups that is an identifier (or a phone number's end).
     let best: [number, number] | undefined;
     for (let i = 0; i < groups.length && !best; i++) {
       for (let j = groups.length - 1; j >= i; j--) {
-        const digits = groups
+        const key = groups
           .slice(i, j + 1)
           .map((g) => g[0])
-          .join('');
-        if (digits.length < 7 || !known.has(digits)) continue;
+          .join('')
+          .toLowerCase();
+        if (key.length < 5 || !known.has(key)) continue;
         const start = run.index + groups[i].index - (/[+(]$/.test(run[0].slice(0, groups[i].index)) ? 1 : 0);
         const end =
           run.index + groups[j].index + groups[j][0].length + (run[0][groups[j].index + groups[j][0].length] === ')' ? 1 : 0);
