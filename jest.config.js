@@ -1,7 +1,8 @@
 /**
- * Two tiers. `unit`: the specs next to the code (src, evals, test/support), pure, no database, run in seconds by
- * `npm run test:unit`. `e2e`: test/e2e over the real app and a real Postgres, which the globalSetup starts only when
- * a spec of this project is selected. `npm test` runs both.
+ * Two tiers. `unit`: the specs next to the code (src, evals, test/support) and beside the fixtures they check
+ * (test/fixtures), pure, no database, run in seconds by `npm run test:unit`. `e2e`: test/e2e over the real app
+ * and a real Postgres, which the globalSetup starts only when a spec of this project is selected. `npm test` runs
+ * both.
  */
 const shared = {
   testEnvironment: 'node',
@@ -13,7 +14,7 @@ const projects = [
   {
     ...shared,
     displayName: 'unit',
-    roots: ['<rootDir>/src', '<rootDir>/evals', '<rootDir>/test/support'],
+    roots: ['<rootDir>/src', '<rootDir>/evals', '<rootDir>/test/support', '<rootDir>/test/fixtures'],
     testRegex: '.*\\.spec\\.ts$',
   },
   {

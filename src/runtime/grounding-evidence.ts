@@ -71,6 +71,8 @@ export interface EvidenceRow {
   /** The date range the call filtered on (from/to, a where on a date): the row's period when it has none of its own. */
   rangePeriods: RowPeriod[];
   cells: Cell[];
+  /** Columns of the row that are empty (null): "deals with no owner" are about a row whose owner is empty. */
+  empty?: Set<string>;
 }
 
 /** A number of a row. */
@@ -81,6 +83,11 @@ export interface Cell {
   meaning: ColumnMeaning;
   /** Whether its sign is part of the value (a percent change), or only of how it was subtracted. */
   signed: boolean;
+  /**
+   * A calculation's change: `relative` (pct_change, a percentage of the old value), `points` (one percentage or
+   * ratio minus another: percentage points), `ratio` (one value divided by another: "2.2 times").
+   */
+  change?: 'relative' | 'points' | 'ratio';
 }
 
 export interface Evidence {
@@ -435,6 +442,7 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
             pushCell(evidence, row, source, column, value, index !== undefined || source.name === 'get_record', signed);
           continue;
         }
+        if (value === null) (row.empty ??= new Set()).add(dimensionOf(column));
         if (typeof value !== 'string') continue;
         const text = value.trim();
         if (NUMERIC.test(text)) {
@@ -582,13 +590,17 @@ function linkCalculations(evidence: Evidence): void {
   for (const row of evidence.rows) {
     if (row.source.name !== CALCULATE_TOOL) continue;
     const content = row.source.content as { operands?: Array<{ text?: unknown; toolCallId?: unknown }> } | null;
+    const operandKinds: string[] = [];
     for (const operand of content?.operands ?? []) {
       const value = Number(operand.text);
       if (!Number.isFinite(value)) continue;
       const decimals = String(operand.text).split('.')[1]?.length ?? 0;
+      let kind: string | undefined;
       for (const other of evidence.rows) {
         if (other.source.toolCallId !== operand.toolCallId || other === row) continue;
-        if (!other.cells.some((cell) => Math.abs(cell.value - value) <= 0.5 * 10 ** -decimals + 1e-9)) continue;
+        const cell = other.cells.find((c) => Math.abs(c.value - value) <= 0.5 * 10 ** -decimals + 1e-9);
+        if (!cell) continue;
+        kind ??= cell.meaning.kind;
         for (const [dimension, values] of other.labels) {
           if (!row.labels.has(dimension)) row.labels.set(dimension, new Set());
           for (const value of values) row.labels.get(dimension)!.add(value);
@@ -596,6 +608,20 @@ function linkCalculations(evidence: Evidence): void {
         row.periods.push(...other.periods);
         row.rangePeriods.push(...other.rangePeriods);
       }
+      operandKinds.push(kind ?? 'any');
     }
+    const change = calculationChange(row.source.arguments, operandKinds);
+    if (change) for (const cell of row.cells) cell.change = change;
   }
+}
+
+/** What a calculation computed from its expression and the kinds of its operands' cells. */
+function calculationChange(args: unknown, operandKinds: readonly string[]): Cell['change'] {
+  const expression = isRecord(args) && typeof args.expression === 'string' ? args.expression.trim() : '';
+  if (/^pct_change\s*\(/i.test(expression)) return 'relative';
+  const operand = String.raw`\(?\s*-?\d+(?:\.\d+)?(?:e[+-]?\d+)?\s*\)?`;
+  if (new RegExp(`^${operand}\\s*/\\s*${operand}$`, 'i').test(expression)) return 'ratio';
+  const shares = operandKinds.length === 2 && operandKinds.every((kind) => kind === 'ratio' || kind === 'percent');
+  if (shares && new RegExp(`^${operand}\\s*-\\s*${operand}$`, 'i').test(expression)) return 'points';
+  return undefined;
 }

@@ -6,9 +6,11 @@
  * a value of another row, a wrong sign, unit or scale, a number of the question, a number of a
  * description, or no such value at all.
  */
-import { AnswerScopes, findMentions, type FigureScope } from './grounding-clauses';
+import { checkClaims } from './grounding-claims';
+import { AnswerScopes, findMentions, type Concept, type FigureScope } from './grounding-clauses';
 import { collectEvidence, dimensionOf, isDataSource, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
+import { detectLanguage } from './grounding-language';
 import type { TurnEvidence } from '../tools/tool.types';
 import type { RenderedReference } from './figure-references';
 
@@ -101,11 +103,16 @@ export interface GroundingOptions {
 export function groundAnswer(answer: string, sources: readonly GroundingSource[], options: GroundingOptions = {}): Grounding {
   const evidence = collectEvidence(sources);
   const references = options.references ?? [];
+  const language = detectLanguage(answer);
   const read = readText(answer, {
     locale: options.locale,
+    language,
     masked: [...identifierSpans(answer, evidence.identifiers), ...references.map((r) => [r.start, r.end] as [number, number])],
   });
-  const asked = readText(options.question ?? '', { locale: options.locale });
+  const asked = readText(options.question ?? '', {
+    locale: options.locale,
+    language: detectLanguage(options.question ?? '') ?? language,
+  });
   const askedYears = new Set<number>([
     ...asked.periods.filter((p) => !p.yearless).map((p) => Number(p.from.slice(0, 4))),
     ...asked.figures.filter((f) => isYear(f)).map((f) => f.mantissa),
@@ -119,6 +126,11 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       continue;
     }
     const echo = asked.figures.some((q) => sameNumber(q, figure));
+    // "32, not 40": the question's number denied, not stated.
+    if (echo && NEGATION_BEFORE.test(answer.slice(Math.max(0, figure.index - 20), figure.index))) continue;
+    // "4 in 10" is a share: a claim where the results hold shares, else a manner of speaking.
+    if (figure.fraction && !evidence.cells.some((c) => SHARE_KINDS.has(c.meaning.kind) || c.row.source.name === 'calculate'))
+      continue;
     if (
       (echo || evidence.filters.has(valueOf(figure))) &&
       restatesCondition(answer, figure, options.question ?? '', asked.figures)
@@ -126,16 +138,60 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       continue;
     claims.push({ figure, echo });
   }
-  const scopes = new AnswerScopes(answer, findMentions(answer, evidence.vocabulary), periods);
+  const translated = language !== undefined && language !== 'en';
+  const mentions = findMentions(answer, evidence.vocabulary, { cognates: translated });
+  periods.sort((a, b) => a.index - b.index);
+  const scopes = new AnswerScopes(answer, mentions, periods, translated);
+  // "Lucas and Priya closed 49 and 48 deals": each figure is about its own name.
+  const pairs = scopes.pairs(claims.map(({ figure }) => figure));
 
   type Entry = { index: number; supported?: SupportedFigure; unsupported?: UnsupportedFigure };
   const entries: Entry[] = [];
+  const bound: Array<{ index: number; end: number; cell?: Cell }> = [];
   for (const { figure, echo } of claims) {
-    const verdict = bind(figure, scopes.scopeOf(figure.index, figure.end), evidence, echo);
+    const scope = scopes.scopeOf(figure.index, figure.end);
+    const pair = pairs.get(figure.index);
+    if (pair?.mention) for (const dimension of pair.mention.dimensions) scope.own.set(dimension, new Set([pair.mention.value]));
+    if (pair?.period) scope.periods = [pair.period];
+    let { cell, ...verdict } = bind(figure, scope, evidence, echo);
+    // "25.077" in an answer whose language is not told: the other reading of its digits may be the one meant.
+    if (verdict.unsupported && figure.alternative) {
+      const other = bind({ ...figure, ...figure.alternative, bare: false }, scope, evidence, echo);
+      if (other.supported) ({ cell, ...verdict } = other);
+    }
+    // "64,8 millones de dólares: 20,7 en el primer trimestre y 44,2 en el segundo": a scale written once before.
+    const scaled = verdict.unsupported ? scaleBefore(answer, figure, read.figures) : undefined;
+    if (scaled) {
+      const other = bind({ ...figure, scale: scaled.scale, currency: scaled.currency, bare: false }, scope, evidence, echo);
+      if (other.supported) ({ cell, ...verdict } = other);
+    }
+    // "Three reps won more than 40 deals: A, B and C": a count of what the answer itself lists.
+    if (verdict.unsupported && countsListed(answer, figure, scopes)) continue;
     entries.push({ index: figure.index, ...verdict });
+    bound.push({ index: figure.index, end: figure.end, ...(verdict.supported ? { cell } : {}) });
+  }
+  // Ranks, the order of numbered lists, multiples ("doubled"): claims in words.
+  for (const claim of checkClaims(answer, scopes, mentions, periods, bound, evidence)) {
+    const { cell } = claim;
+    entries.push(
+      claim.supported && cell
+        ? {
+            index: claim.index,
+            supported: {
+              text: claim.text,
+              toolCallId: cell.row.source.toolCallId,
+              ...(cell.row.index !== undefined ? { row: cell.row.index } : {}),
+              column: cell.column,
+              entityChecked: true,
+            },
+          }
+        : claim.supported
+          ? { index: claim.index }
+          : { index: claim.index, unsupported: { text: claim.text, reason: 'other_row' } },
+    );
   }
   for (const mention of dateClaims(answer, read.dates, asked.dates, evidence)) {
-    entries.push({ index: mention.index, ...bindDate(mention, evidence) });
+    entries.push({ index: mention.index, ...bindDate(mention, evidence, scopes.scopeOf(mention.index, mention.index + 1)) });
   }
   // A year no date of the results (nor the question, nor a filter) has is a claim no cell supports.
   if (evidence.dates.size) {
@@ -146,13 +202,14 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       entries.push({ index: period.index, unsupported: { text: period.text, reason: 'no_such_value' } });
     }
   }
-  const typed = entries.length;
+  // Entries of claims in words that hold without a cell (an order that matches) are no figures.
+  const typed = entries.filter((e) => e.supported || e.unsupported).length;
   entries.push(...referenceEntries(answer, references, periods));
   entries.sort((a, b) => a.index - b.index);
   const supported = entries.flatMap((e) => (e.supported ? [e.supported] : []));
   const unsupported = entries.flatMap((e) => (e.unsupported ? [e.unsupported] : []));
   return {
-    numbers: entries.length,
+    numbers: entries.filter((e) => e.supported || e.unsupported).length,
     supported,
     unsupported,
     receipts: references.flatMap((r) => (r.cell ? [receiptOf(r, r.cell)] : [])),
@@ -288,7 +345,7 @@ const REASON_TEXT: Record<UnsupportedReason, string> = {
 
 // ---------------------------------------------------------------------------------------------
 
-type Verdict = { supported?: SupportedFigure; unsupported?: UnsupportedFigure };
+type Verdict = { supported?: SupportedFigure; unsupported?: UnsupportedFigure; cell?: Cell };
 type ValueMatch = 'exact' | 'sign' | 'unit' | 'scale';
 type RowStatus = 'confirmed' | 'neutral' | 'unverifiable' | 'conflict';
 const STATUS_RANK: Record<RowStatus, number> = { confirmed: 0, neutral: 1, unverifiable: 2, conflict: 3 };
@@ -301,7 +358,8 @@ function isYear(figure: Figure): boolean {
   return (
     figure.bare &&
     !figure.words &&
-    figure.sign === 'none' &&
+    // A sign read from words ("stieg 2024") is the verb's, not the year's.
+    (figure.sign === 'none' || !/[-−–+]/.test(figure.text)) &&
     /^\d{4}$/.test(figure.text) &&
     figure.mantissa >= 1900 &&
     figure.mantissa <= 2100
@@ -327,8 +385,15 @@ function sameNumber(a: Figure, b: Figure): boolean {
   return (a.percent || a.basisPoints) === (b.percent || b.basisPoints) && Math.abs(x - y) <= 1e-9 * Math.max(1, x);
 }
 
+/** Words that deny the number after them ("not 40", "nicht 40", "pas 40", "no 40", "non 50", "não 40", "niet 30"). */
+const NEGATION_BEFORE =
+  /(?:\bnot|\bnicht|\bkeine?|\bpas|\bno|\bnon|\bnão|\bniet|\bgeen|\binstead of|\brather than|\bstatt|\banstatt|\bau lieu de|\ben lugar de|\binvece di|\bem vez de|\bin plaats van)\s+(?:the\s+|die\s+|les\s+|los\s+|las\s+|i\s+|os\s+|de\s+)?$/i;
+
+/** Kinds of cells a share ("4 in 10") can be: any other holds no share. */
+const SHARE_KINDS: ReadonlySet<string> = new Set(['ratio', 'percent', 'any', 'number']);
+
 const CONDITION_BEFORE =
-  /(?:\b(?:over|above|under|below|more than|less than|fewer than|greater than|at least|at most|exceeding|between|from|and|to|than|threshold of|minimum of|maximum of|min|max|up to)|[<>≤≥=])\s*(?:[$€£]|[A-Z]{3}\s)?\s*$/i;
+  /(?:\b(?:over|above|under|below|more than|less than|fewer than|greater than|at least|at most|exceeding|between|from|and|to|than|threshold of|minimum of|maximum of|min|max|up to|über|unter|mehr als|weniger als|mindestens|höchstens|plus de|moins de|au-dessus de|en dessous de|dépassen?t?|au moins|más de|menos de|por encima de|por debajo de|superan?(?: las| los)?|al menos|più di|meno di|oltre|sopra|sotto|superano|almeno|mais de|menos de|acima de|abaixo de|passam de|ultrapassam|pelo menos|meer dan|minder dan|boven(?: de)?|onder(?: de)?|minstens)|[<>≤≥=])\s*(?:[$€£]|[A-Z]{3}\s)?\s*$/i;
 
 /**
  * Whether the answer restates a condition (the question's own number, or the filter a call applied)
@@ -354,6 +419,46 @@ function lastWord(text: string): string | undefined {
   return /([\p{L}]+)[^\p{L}]*$/u.exec(text)?.[1]?.toLowerCase();
 }
 
+/**
+ * Whether a small whole number counts the values its sentence (and the list it opens) names: "Three reps won more
+ * than 40 deals: Lucas Moreau (49), Priya Nair (48) and Sofia Rossi (47)".
+ */
+function countsListed(answer: string, figure: Figure, scopes: AnswerScopes): boolean {
+  const value = Math.abs(figure.mantissa * figure.scale);
+  if (!figure.bare || figure.decimals || value < 2 || value > 12 || !Number.isInteger(value)) return false;
+  const sentence = scopes.sentenceAt(figure.index);
+  if (!sentence) return false;
+  const { start } = sentence;
+  let { end } = sentence;
+  // A sentence that ends with a colon names the list after it (its items, up to a blank line or other text).
+  if (end - figure.end < 400 && /:\s*$/.test(answer.slice(figure.end, end))) {
+    const next = /\n\s*\n|\n(?![ \t]*(?:[-*+•]|\d+[.)])\s)/.exec(answer.slice(end + 1, end + 4000));
+    end = next ? end + 1 + next.index : Math.min(answer.length, end + 4000);
+  }
+  const byDimension = new Map<string, Set<string>>();
+  for (const mention of scopes.mentionsIn(start, end)) {
+    for (const dimension of mention.dimensions)
+      byDimension.set(dimension, (byDimension.get(dimension) ?? new Set()).add(mention.value));
+  }
+  return [...byDimension.values()].some((values) => values.size === value);
+}
+
+/** The scale and currency of the figure before a bare decimal in its sentence, said once for both ("44,2 M$ … 20,7"). */
+function scaleBefore(
+  answer: string,
+  figure: Figure,
+  figures: readonly Figure[],
+): { scale: number; currency?: string } | undefined {
+  if (!figure.decimals || figure.scale !== 1 || figure.currency || figure.percent || figure.words) return undefined;
+  const at = figures.indexOf(figure);
+  for (let i = at - 1; i >= 0 && i >= at - 4; i--) {
+    const previous = figures[i];
+    if (/[.!?\n]/.test(answer.slice(previous.end, figure.index).replace(/\d[.,]\d/g, ''))) return undefined;
+    if (previous.scale !== 1) return { scale: previous.scale, currency: previous.currency };
+  }
+  return undefined;
+}
+
 /** Where the answer repeats an identifier of the results (an id, a phone number, a code, a name with digits). */
 function identifierSpans(answer: string, identifiers: readonly string[]): Array<[number, number]> {
   const spans: Array<[number, number]> = [];
@@ -363,6 +468,55 @@ function identifierSpans(answer: string, identifiers: readonly string[]): Array<
       if (/[\p{L}\p{N}]/u.test(answer[at - 1] ?? '') || /[\p{L}\p{N}]/u.test(answer[end] ?? '')) continue;
       spans.push([at, end]);
     }
+  }
+  return [...spans, ...regroupedIdentifierSpans(answer, identifiers)];
+}
+
+/** Runs of a text that may be a phone number or a code written with other separators: "+1 (319) 555-7612", "SF 0012345". */
+const DIGIT_RUN = /(?<![\p{L}\p{N}])(?:[A-Za-z]{1,4}[-\s/.]?)?\+?\(?\d[\d \t\u00a0\u202f\-–()./]{0,28}\d\)?/gu;
+const MAX_GROUPS = 12;
+
+/**
+ * Where the answer writes an identifier of the results (a phone number, a code with four digits or more) with
+ * other separators, or a phone number without its country code: "(319) 555-7612" for "+1 319 555 7612",
+ * "SF 0012345" for "SF-0012345".
+ */
+function regroupedIdentifierSpans(answer: string, identifiers: readonly string[]): Array<[number, number]> {
+  const known = new Set<string>();
+  for (const identifier of identifiers) {
+    const digits = identifier.replace(/\D/g, '');
+    if (digits.length < 4 || identifier.length > 40) continue;
+    if (/^[\d\s+\-–()./]+$/.test(identifier)) {
+      // A phone number: its digits, or their end (a country code left out).
+      for (let from = 0; digits.length - from >= 7; from++) known.add(digits.slice(from));
+    } else if (/^[A-Za-z]{0,4}[\d\s\-–()./A-Za-z]*$/.test(identifier)) {
+      const code = identifier.replace(/[^A-Za-z\d]/g, '').toLowerCase();
+      if (code.length >= 5) known.add(code);
+      if (digits.length >= 7 && /^[A-Za-z]*\d+$/.test(code)) known.add(digits);
+    }
+  }
+  if (!known.size) return [];
+  const spans: Array<[number, number]> = [];
+  for (const run of answer.matchAll(DIGIT_RUN)) {
+    const groups = [...run[0].matchAll(/[A-Za-z]+|\d+/g)].slice(0, MAX_GROUPS);
+    // The longest stretch of whole groups that is an identifier (or a phone number's end).
+    let best: [number, number] | undefined;
+    for (let i = 0; i < groups.length && !best; i++) {
+      for (let j = groups.length - 1; j >= i; j--) {
+        const key = groups
+          .slice(i, j + 1)
+          .map((g) => g[0])
+          .join('')
+          .toLowerCase();
+        if (key.length < 5 || !known.has(key)) continue;
+        const start = run.index + groups[i].index - (/[+(]$/.test(run[0].slice(0, groups[i].index)) ? 1 : 0);
+        const end =
+          run.index + groups[j].index + groups[j][0].length + (run[0][groups[j].index + groups[j][0].length] === ')' ? 1 : 0);
+        best = [start, end];
+        break;
+      }
+    }
+    if (best) spans.push(best);
   }
   return spans;
 }
@@ -385,6 +539,7 @@ function bind(figure: Figure, scope: FigureScope, evidence: Evidence, echo: bool
   if (best && (best.status === 'confirmed' || best.status === 'neutral')) {
     const { cell } = best;
     return {
+      cell,
       supported: {
         text: figure.text,
         toolCallId: cell.row.source.toolCallId,
@@ -462,7 +617,9 @@ function shownValues(figure: Figure, cell: Cell): { values: number[]; unitFits: 
   if (figure.percent || figure.basisPoints) {
     const percents = kind === 'percent' ? [v] : kind === 'ratio' ? [v * 100] : [v, v * 100];
     const values = figure.basisPoints ? percents.map((p) => p * 100) : percents;
-    return { values, unitFits: kind !== 'money' && kind !== 'count' };
+    // Percentage points are a difference of two percentages, a percentage change is relative: "11.7%" is no "11.7 pp".
+    const change = figure.points ? cell.change !== 'relative' && cell.change !== 'ratio' : cell.change !== 'points';
+    return { values, unitFits: kind !== 'money' && kind !== 'count' && (change || figure.fraction !== undefined) };
   }
   if (figure.currency) {
     const unitFits = kind !== 'count' && kind !== 'percent' && kind !== 'ratio' && (!currency || currency === figure.currency);
@@ -477,6 +634,7 @@ function shownValues(figure: Figure, cell: Cell): { values: number[]; unitFits: 
  * is not 254).
  */
 function precisionOf(figure: Figure): { half: number; step: number } {
+  if (figure.tolerance !== undefined) return { half: figure.tolerance, step: 2 * figure.tolerance };
   const half = 0.5 * 10 ** -figure.decimals;
   let step = 10 ** -figure.decimals;
   if (figure.decimals === 0) {
@@ -520,7 +678,12 @@ function compare(figure: Figure, value: number, signed: boolean): ValueMatch | u
   if (figure.range) {
     const other = Math.abs(figure.range.other / figure.scale);
     const [low, high] = [Math.min(target, other), Math.max(target, other)];
-    fits = Math.abs(shown - target) <= Math.max(half, step / 2) + eps || (shown >= low - half && shown <= high + half);
+    // Anything between its ends only for a range of round numbers ("between 250 and 320"); "between 254 and 315"
+    // names the smallest and the largest.
+    const round = (n: number) => n < 20 || [0, 5].includes(Math.round(n * 10 ** figure.decimals) % 10);
+    fits =
+      Math.abs(shown - target) <= Math.max(half, step / 2) + eps ||
+      (round(low) && round(high) && shown >= low - half && shown <= high + half);
   } else if (figure.approximation === 'about') {
     fits = Math.abs(shown - target) <= Math.max(half, step / 2) + eps;
   } else if (figure.approximation === 'over') {
@@ -590,6 +753,13 @@ function rowStatus(cell: Cell, scope: FigureScope, evidence: Evidence): RowStatu
     if (!overlaps) return 'conflict';
     confirmed++;
   }
+  // "Open pipeline" is no won revenue, "won" no pipeline.
+  if (scope.concept && conceptConflict(scope.concept, cell, evidence, labelsOf)) return 'conflict';
+  // "Deals with no owner": a row whose owner (or another label of the results) is empty.
+  if (scope.unassigned) {
+    if (![...(cell.row.empty ?? [])].some((dimension) => labelDimensions(evidence).has(dimension))) return 'conflict';
+    confirmed++;
+  }
   // "The average deal" is no sum, "the total" no average.
   const aggregate = cell.meaning.aggregate;
   if (scope.measure === 'average' && (aggregate === 'sum' || aggregate === 'count')) return 'conflict';
@@ -604,6 +774,55 @@ function rowStatus(cell: Cell, scope: FigureScope, evidence: Evidence): RowStatu
   if (unverifiable > 0 && !scope.whole) return 'unverifiable';
   if (confirmed > 0) return 'confirmed';
   return 'neutral';
+}
+
+/** What a column's name says its numbers are: won, lost or open deals. */
+function columnConcept(column: string): Concept | undefined {
+  if (/pipeline|(?:^|[_.])open(?:$|[_.])/i.test(column)) return 'open';
+  if (/(?:^|[_.])won(?:$|[_.])/i.test(column)) return 'won';
+  if (/(?:^|[_.])lost(?:$|[_.])/i.test(column)) return 'lost';
+  return undefined;
+}
+
+/**
+ * Whether a cell is of another kind of deal than the clause says: open pipeline from a row or column of won
+ * (or lost) deals, won from a row of another stage or a pipeline column.
+ */
+function conceptConflict(
+  concept: Concept,
+  cell: Cell,
+  evidence: Evidence,
+  labelsOf: (dimension: string) => Set<string> | undefined,
+): boolean {
+  const byColumn = columnConcept(cell.column);
+  if (byColumn && byColumn !== concept) return true;
+  // The dimensions whose values include won and lost (a stage).
+  const dimensions = new Set([...(evidence.vocabulary.get('won') ?? []), ...(evidence.vocabulary.get('lost') ?? [])]);
+  for (const dimension of Object.keys(cell.meaning.context ?? {})) dimensions.add(dimension);
+  for (const dimension of dimensions) {
+    const labels = labelsOf(dimension);
+    if (!labels?.size) continue;
+    if (concept === 'open' && (labels.has('won') || labels.has('lost'))) return true;
+    if (
+      concept !== 'open' &&
+      !labels.has(concept) &&
+      (labels.has('won') || labels.has('lost') || evidence.vocabulary.has(concept))
+    )
+      return true;
+  }
+  return false;
+}
+
+const labelDimensionCache = new WeakMap<Evidence, Set<string>>();
+
+/** The dimensions some row of the results is named by (owner, stage, ...). */
+function labelDimensions(evidence: Evidence): Set<string> {
+  let dimensions = labelDimensionCache.get(evidence);
+  if (!dimensions) {
+    dimensions = new Set([...evidence.vocabulary.values()].flatMap((set) => [...set]));
+    labelDimensionCache.set(evidence, dimensions);
+  }
+  return dimensions;
 }
 
 function periodsOverlap(mention: PeriodMention, period: { from: string; to: string }): boolean {
@@ -626,6 +845,10 @@ function periodsOverlap(mention: PeriodMention, period: { from: string; to: stri
   return mention.from <= period.to && period.from <= mention.to;
 }
 
+/** Words that date the answer itself: "as of", "Stand:", "à la date du", "a fecha de", "aggiornato al", "peildatum". */
+const AS_OF =
+  /(?:\bas (?:of|at)|\bStand(?:\s+vom)?:?|\bDatenstand:?|\bà la date du|\ben date du|\bmis à jour le|\ba fecha de|\ba día de|\bactualizado (?:el|a)|\baggiornat[oi] al|\bin data|\batualizado em|\bposição em|\bpeildatum:?|\bstand per|\bbijgewerkt op)\s*$/i;
+
 /** Dates are claims when the results hold dates, except those of the question and of the calls' filters. */
 function dateClaims(
   answer: string,
@@ -635,7 +858,7 @@ function dateClaims(
 ): DateMention[] {
   return dates.filter((mention) => {
     // "as of 2025-07-01" dates the answer, not a record.
-    if (/\bas (?:of|at)\s*$/i.test(answer.slice(Math.max(0, mention.index - 10), mention.index))) return false;
+    if (AS_OF.test(answer.slice(Math.max(0, mention.index - 24), mention.index))) return false;
     if (mention.date && !evidence.dates.size) return false;
     if (!mention.date && (!mention.time || !evidence.times.size)) return false;
     if (mention.date && (evidence.filterDates.has(mention.date) || asked.some((q) => q.date === mention.date))) return false;
@@ -643,15 +866,29 @@ function dateClaims(
   });
 }
 
-function bindDate(mention: DateMention, evidence: Evidence): Verdict {
+function bindDate(mention: DateMention, evidence: Evidence, scope: FigureScope): Verdict {
   let cell = mention.date ? evidence.dates.get(mention.date) : undefined;
   if (mention.date?.startsWith('--')) {
     const monthDay = mention.date.slice(2);
-    const day = [...evidence.dates.keys()].find((d) => d.slice(4) === monthDay);
+    const day = [...evidence.dates.keys()].find((d) => d.slice(5) === monthDay);
     cell = day ? evidence.dates.get(day) : undefined;
   }
   if (mention.time && (cell || !mention.date)) cell = evidence.times.get(mention.time);
   if (!cell) return { unsupported: { text: mention.text, reason: 'no_such_value' } };
+  // The rows whose own date it is: one of them must be the row the clause names.
+  if (mention.date && !mention.time) {
+    const days = (day: string) =>
+      mention.date!.startsWith('--') ? day.slice(5) === mention.date!.slice(2) : day === mention.date;
+    const rows = evidence.rows.filter((row) => row.periods.some((p) => p.grain === 'day' && days(p.from)));
+    const column = cell.column;
+    const statuses = rows.map((row) => ({
+      row,
+      status: rowStatus({ row, column, value: 0, meaning: { kind: 'any' }, signed: false }, scope, evidence),
+    }));
+    const fitting = statuses.find((s) => s.status === 'confirmed') ?? statuses.find((s) => s.status === 'neutral');
+    if (rows.length && !fitting) return { unsupported: { text: mention.text, reason: 'other_row' } };
+    if (fitting) cell = { row: fitting.row, column };
+  }
   return {
     supported: {
       text: mention.text,

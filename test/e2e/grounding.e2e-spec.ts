@@ -474,10 +474,11 @@ describe('Grounded answers', () => {
       return MockReply.text(`Wir haben ${n} Deals gewonnen, im Wert von ${german(total)} $.`);
     });
     const answer = await ask('Wie viel haben wir gewonnen?', 'german_chat');
+    // "gewonnen" names the won row as "won" does.
     expect(answer.grounding).toEqual(
       typedOnly({
         numbers: 2,
-        supported: [wonCell(String(won.n), call.id, 'n', false), wonCell(`${german(won.total)} $`, call.id, 'total', false)],
+        supported: [wonCell(String(won.n), call.id, 'n'), wonCell(`${german(won.total)} $`, call.id, 'total')],
         unsupported: [],
       }),
     );
