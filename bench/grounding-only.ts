@@ -23,6 +23,7 @@ import {
 } from '../test/fixtures/grounding/corpus-score';
 import { groundingCorpus } from '../test/fixtures/grounding/grounding.corpus';
 import { HELD_OUT_DIR, loadJsonCases, TUNING_DIR } from '../test/fixtures/grounding/json-cases';
+import { loadReferenceCases, scoreReferenceCases, type ReferenceScore } from '../test/fixtures/grounding/reference-cases';
 import { log, spliceSection } from './harness';
 
 const START = '<!-- grounding:start -->';
@@ -125,6 +126,60 @@ function report(corpus: Corpus, score: CorpusScore | undefined): { lines: string
   };
 }
 
+/** Answers written with figure references (refs.json of a folder): the goal there is every error caught, no false alarm. */
+async function referenceReport(title: string, dir: string): Promise<{ lines: string[]; summary: string }> {
+  const cases = loadReferenceCases(dir);
+  const head = [`### ${title}`, '', `- Cases: \`${relative(projectRoot(), dir)}/refs.json\``];
+  if (!cases) return { lines: [...head, '', 'Not scored: not present.', ''], summary: `${title}: not present` };
+  const score: ReferenceScore = await scoreReferenceCases(cases);
+  const { planted, correct, caught, rightReason, falseAlarms } = score;
+  const group = (key: (c: ReferenceScore['results'][number]) => string) => {
+    const groups = new Map<string, { planted: number; caught: number; correct: number; flagged: number }>();
+    for (const r of score.results) {
+      const g = groups.get(key(r)) ?? { planted: 0, caught: 0, correct: 0, flagged: 0 };
+      if (r.c.planted) {
+        g.planted++;
+        if (r.flagged) g.caught++;
+      } else {
+        g.correct++;
+        if (r.flagged) g.flagged++;
+      }
+      groups.set(key(r), g);
+    }
+    return [...groups].sort(([a], [b]) => a.localeCompare(b));
+  };
+  const lines = [
+    ...head,
+    '- Each answer is run as a chat turn runs it: its data results numbered and given refs in the order of its sources, ' +
+      'its references filled in for the column and locale, then grounded (references as cells, typed figures as text).',
+    '',
+    `${score.results.length} answers: ${planted.length} with a planted error, ${correct.length} correct.`,
+    '',
+    '| goal | target | measured | status |',
+    '|---|---|---|---|',
+    `| planted errors caught | 100% | ${pct(caught, planted.length)} | ${met(caught === planted.length)} |`,
+    `| correct answers flagged | 0% | ${pct(falseAlarms.length, correct.length)} | ${met(falseAlarms.length === 0)} |`,
+    `| caught for the right reason | | ${pct(rightReason, planted.length)} | |`,
+    '',
+    '| planted error | caught |',
+    '|---|---|',
+    ...group((r) => r.c.planted?.kind ?? '')
+      .filter(([kind]) => kind)
+      .map(([kind, g]) => `| ${kind} | ${pct(g.caught, g.planted)} |`),
+    '',
+    '| language | planted caught | correct flagged |',
+    '|---|---|---|',
+    ...group((r) => r.c.language).map(
+      ([language, g]) => `| ${language} | ${pct(g.caught, g.planted)} | ${pct(g.flagged, g.correct)} |`,
+    ),
+    '',
+  ];
+  return {
+    lines,
+    summary: `${title}: caught ${pct(caught, planted.length)}, false alarms ${pct(falseAlarms.length, correct.length)}`,
+  };
+}
+
 async function main(): Promise<void> {
   const corpora: Corpus[] = [
     {
@@ -144,7 +199,10 @@ async function main(): Promise<void> {
   const scores = corpora.map((c) => (c.cases ? scoreCorpus(c.cases) : undefined));
   const ms = performance.now() - started;
   const answers = scores.reduce((n, s) => n + (s?.results.length ?? 0), 0);
-  const reports = corpora.map((c, i) => report(c, scores[i]));
+  const reports = [
+    ...corpora.map((c, i) => report(c, scores[i])),
+    await referenceReport('Held-out answers written with figure references', HELD_OUT_DIR),
+  ];
   const section = [
     START,
     '',

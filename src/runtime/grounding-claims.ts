@@ -5,7 +5,7 @@
  * only where the results let it be: a row the clause names, among rows of one result to rank it against.
  */
 import { between, type AnswerScopes, type Mention, type Span } from './grounding-clauses';
-import type { Cell, Evidence, EvidenceRow } from './grounding-evidence';
+import { isValueSource, type Cell, type Evidence, type EvidenceRow } from './grounding-evidence';
 import type { PeriodMention } from './grounding-figures';
 
 /** A figure of the answer, with the cell that supports it when one does. */
@@ -255,7 +255,7 @@ function ranksOf(
   const among = (row: EvidenceRow) => matched.among(row) && inPeriods(row);
   const bySource = new Map<string, EvidenceRow[]>();
   for (const row of context.evidence.rows) {
-    if (row.index === undefined || row.source.name === 'calculate') continue;
+    if (row.index === undefined || isValueSource(row.source)) continue;
     const key = row.source.toolCallId;
     bySource.set(key, [...(bySource.get(key) ?? []), row]);
   }
@@ -354,7 +354,7 @@ function listClaims(context: Context): ClaimCheck[] {
     if (!dimensions.length) continue;
     const rowsOf = new Map<string, EvidenceRow[]>();
     for (const row of context.evidence.rows) {
-      if (row.index === undefined || row.source.name === 'calculate') continue;
+      if (row.index === undefined || isValueSource(row.source)) continue;
       const match = items.findIndex((i) => dimensions.some((d) => row.labels.get(d)?.has(i.mention.value)));
       if (match < 0) continue;
       const list = rowsOf.get(row.source.toolCallId) ?? new Array<EvidenceRow>(items.length);

@@ -6,19 +6,8 @@
  */
 import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
-import { CALCULATE_TOOL } from '../tools/calculate/calculate.tool';
-import { VISUALIZE_TOOL } from '../tools/chart-tools/visualize.tool';
 import type { ToolResultKind } from '../tools/tool.types';
 import { currencyCodeIn, readText } from './grounding-figures';
-
-/** The built-in data tools, for sources that do not say what they hold (stored before tools declared it). */
-const DATA_TOOLS: ReadonlySet<string> = new Set([
-  'query_records',
-  'get_record',
-  'aggregate_data',
-  'query_metric',
-  CALCULATE_TOOL,
-]);
 
 /** A tool call's result as grounding reads it. */
 export interface GroundingSource {
@@ -119,9 +108,12 @@ export interface DateCell {
 
 /** Whether a source's numbers are evidence: a data result (rows or a computed value), never a description. */
 export function isDataSource(source: Pick<GroundingSource, 'name' | 'holds'>): boolean {
-  if (source.name === undefined) return true;
-  if (source.holds !== undefined) return source.holds === 'rows' || source.holds === 'value';
-  return DATA_TOOLS.has(source.name);
+  return source.name === undefined || source.holds === 'rows' || source.holds === 'value';
+}
+
+/** Whether a source is one computed value (calculate's): its sign is the expression's, its row its operands'. */
+export function isValueSource(source: Pick<GroundingSource, 'holds'>): boolean {
+  return source.holds === 'value';
 }
 
 /** Keys the server adds to rows (figure references): they name no value of the data. */
@@ -418,7 +410,7 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
   const identifiers = new Set<string>();
   for (const source of sources) {
     // A chart restates its source's rows (already evidence); its own numbers (sizes, formats) describe nothing.
-    if (source.holds === 'chart' || source.name === VISUALIZE_TOOL) continue;
+    if (source.holds === 'chart') continue;
     if (!isDataSource(source)) {
       collectDescriptive(source.content, evidence.descriptive);
       continue;
@@ -430,7 +422,7 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
     const contextPeriods = filterPeriods(args);
     const grain = typeof args.timeGrain === 'string' ? args.timeGrain : 'day';
     const signed =
-      source.name !== CALCULATE_TOOL || (typeof args.expression === 'string' && /^\s*pct_change\s*\(/i.test(args.expression));
+      !isValueSource(source) || (typeof args.expression === 'string' && /^\s*pct_change\s*\(/i.test(args.expression));
     const addRow = (cells: Record<string, unknown>, index: number | undefined) => {
       const row: EvidenceRow = { source, index, labels: new Map(), periods: [], rangePeriods: contextPeriods, cells: [] };
       for (const [dimension, values] of Object.entries(context)) row.labels.set(dimension, new Set(values));
@@ -487,7 +479,7 @@ export function collectEvidence(sources: readonly GroundingSource[]): Evidence {
       }
       evidence.rows.push(row);
     };
-    if (source.name === CALCULATE_TOOL) {
+    if (isValueSource(source)) {
       const value = isRecord(source.content) ? source.content.value : undefined;
       if (typeof value === 'number') addRow({ value }, undefined);
     } else readRows(source.content, addRow);
@@ -588,7 +580,7 @@ function collectDescriptive(content: unknown, into: number[]): void {
  */
 function linkCalculations(evidence: Evidence): void {
   for (const row of evidence.rows) {
-    if (row.source.name !== CALCULATE_TOOL) continue;
+    if (!isValueSource(row.source)) continue;
     const content = row.source.content as { operands?: Array<{ text?: unknown; toolCallId?: unknown }> } | null;
     const operandKinds: string[] = [];
     for (const operand of content?.operands ?? []) {

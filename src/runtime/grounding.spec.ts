@@ -8,6 +8,7 @@ const texts = (text: string, locale?: string) => extractNumbers(text, locale).ma
 const rowsOf = (rows: Array<Record<string, unknown>>, extra: Partial<GroundingSource> = {}): GroundingSource => ({
   toolCallId: 'call_1',
   name: 'aggregate_data',
+  holds: 'rows',
   content: { count: rows.length, rows },
   ...extra,
 });
@@ -131,6 +132,7 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
     const change: GroundingSource = {
       toolCallId: 'c',
       name: 'calculate',
+      holds: 'value',
       arguments: { expression: 'pct_change(1, 2)' },
       content: { value: 12.5, operands: [] },
     };
@@ -171,6 +173,7 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
     const records: GroundingSource = {
       toolCallId: 'call_r',
       name: 'query_records',
+      holds: 'rows',
       arguments: { objectName: 'deal' },
       content: {
         count: 1,
@@ -188,6 +191,7 @@ describe('groundAnswer: a figure is supported by a cell of a row the sentence ag
     const records: GroundingSource = {
       toolCallId: 'call_r',
       name: 'query_records',
+      holds: 'rows',
       arguments: { objectName: 'summary' },
       content: {
         count: 2,
@@ -401,6 +405,7 @@ describe('groundAnswer: figures typed by hand', () => {
   const WIN: GroundingSource = {
     toolCallId: 'call_win',
     name: 'query_metric',
+    holds: 'rows',
     arguments: { metrics: ['win_rate'], groupBy: ['owner'] },
     content: {
       rows: [
@@ -413,6 +418,7 @@ describe('groundAnswer: figures typed by hand', () => {
   const ACCOUNT: GroundingSource = {
     toolCallId: 'call_account',
     name: 'get_record',
+    holds: 'rows',
     arguments: { objectName: 'account' },
     content: { name: 'Brightline Retail Inc.', phone: '+1 319 555 7612', employees: 504 },
   };
@@ -442,6 +448,7 @@ describe('groundAnswer: figures typed by hand', () => {
     const records: GroundingSource = {
       toolCallId: 'call_r',
       name: 'query_records',
+      holds: 'rows',
       arguments: { objectName: 'deal' },
       content: { records: [{ name: 'Acme – Renewal 2025', close_date: '2025-03-14', amount: 1200 }] },
     };
@@ -454,6 +461,7 @@ describe('groundAnswer: claims in words', () => {
   const OWNERS: GroundingSource = {
     toolCallId: 'call_owners',
     name: 'aggregate_data',
+    holds: 'rows',
     arguments: {
       objectName: 'deal',
       where: { stage: 'won' },
@@ -478,6 +486,7 @@ describe('groundAnswer: claims in words', () => {
   const QUARTERS: GroundingSource = {
     toolCallId: 'call_quarters',
     name: 'query_metric',
+    holds: 'rows',
     arguments: { metrics: ['won_revenue'], timeGrain: 'quarter', from: '2024-01-01', to: '2024-12-31' },
     content: {
       rows: [
@@ -535,6 +544,7 @@ describe('groundAnswer: claims in words', () => {
     const win: GroundingSource = {
       toolCallId: 'call_win',
       name: 'query_metric',
+      holds: 'rows',
       arguments: { metrics: ['win_rate'], groupBy: ['owner'] },
       content: {
         rows: [
@@ -547,6 +557,7 @@ describe('groundAnswer: claims in words', () => {
     const gap: GroundingSource = {
       toolCallId: 'call_gap',
       name: 'calculate',
+      holds: 'value',
       arguments: { expression: '0.635 - 0.38' },
       content: {
         value: 0.255,
@@ -561,6 +572,7 @@ describe('groundAnswer: claims in words', () => {
     const growth: GroundingSource = {
       toolCallId: 'call_growth',
       name: 'calculate',
+      holds: 'value',
       arguments: { expression: 'pct_change(20678896.5, 44153023.5)' },
       content: { value: 113.5, operands: [] },
     };
@@ -586,6 +598,7 @@ describe('groundAnswer: claims in words', () => {
     const metrics: GroundingSource = {
       toolCallId: 'call_metrics',
       name: 'query_metric',
+      holds: 'rows',
       arguments: { metrics: ['won_revenue', 'pipeline_value'], groupBy: ['owner'] },
       content: { rows: [{ owner: 'Priya Nair', won_revenue: 38_696_539.5, pipeline_value: 90_097_735.5 }] },
       columns: { won_revenue: { kind: 'money', context: { stage: ['won'] } }, pipeline_value: { kind: 'money' } },
@@ -603,6 +616,7 @@ describe('groundAnswer: claims in words', () => {
     const records: GroundingSource = {
       toolCallId: 'call_r',
       name: 'query_records',
+      holds: 'rows',
       arguments: { objectName: 'deal' },
       content: {
         records: [
@@ -622,6 +636,7 @@ describe('groundAnswer: sentences as they are written in other languages', () =>
   const YEARS: GroundingSource = {
     toolCallId: 'call_years',
     name: 'query_metric',
+    holds: 'rows',
     arguments: { metrics: ['won_revenue'], timeGrain: 'year' },
     content: {
       rows: [
@@ -634,6 +649,7 @@ describe('groundAnswer: sentences as they are written in other languages', () =>
   const ACTIVITIES: GroundingSource = {
     toolCallId: 'call_activities',
     name: 'aggregate_data',
+    holds: 'rows',
     arguments: { objectName: 'activity', groupBy: ['type'] },
     content: {
       rows: [
@@ -646,6 +662,7 @@ describe('groundAnswer: sentences as they are written in other languages', () =>
   const TIERS: GroundingSource = {
     toolCallId: 'call_tiers',
     name: 'aggregate_data',
+    holds: 'rows',
     arguments: { objectName: 'account', groupBy: ['tier'] },
     content: {
       rows: [
@@ -697,6 +714,7 @@ describe('groundAnswer: sentences as they are written in other languages', () =>
     const growth: GroundingSource = {
       toolCallId: 'call_growth',
       name: 'calculate',
+      holds: 'value',
       arguments: { expression: 'pct_change(135883476, 139384254)' },
       content: { value: 2.58, operands: [] },
     };
@@ -721,6 +739,7 @@ describe('readText and groundAnswer: more of how figures are typed', () => {
     const account: GroundingSource = {
       toolCallId: 'call_a',
       name: 'get_record',
+      holds: 'rows',
       arguments: { objectName: 'account' },
       content: { name: 'Granite Group LLC', employees: 25077 },
     };
@@ -732,6 +751,7 @@ describe('readText and groundAnswer: more of how figures are typed', () => {
     const tiers: GroundingSource = {
       toolCallId: 'call_tiers',
       name: 'aggregate_data',
+      holds: 'rows',
       arguments: { objectName: 'account', groupBy: ['tier'] },
       content: {
         rows: [
@@ -750,6 +770,7 @@ describe('readText and groundAnswer: ellipses', () => {
   const QUARTERS: GroundingSource = {
     toolCallId: 'call_quarters',
     name: 'query_metric',
+    holds: 'rows',
     arguments: { metrics: ['won_revenue'], timeGrain: 'quarter', from: '2024-01-01', to: '2024-12-31' },
     content: {
       rows: [
@@ -777,7 +798,13 @@ describe('readText and groundAnswer: ellipses', () => {
     expect(
       groundAnswer('En el primer semestre de 2024: 64,8 millones de dólares, 20,7 en el primer trimestre y 44,2 en el segundo.', [
         QUARTERS,
-        { toolCallId: 'c', name: 'calculate', arguments: { expression: '1 + 1' }, content: { value: 64_831_920 } },
+        {
+          toolCallId: 'c',
+          name: 'calculate',
+          holds: 'value',
+          arguments: { expression: '1 + 1' },
+          content: { value: 64_831_920 },
+        },
       ]).unsupported,
     ).toEqual([]);
   });
@@ -795,6 +822,7 @@ describe('groundAnswer: codes, periods of the sentence before, averages in other
     const codes: GroundingSource = {
       toolCallId: 'call_codes',
       name: 'query_records',
+      holds: 'rows',
       arguments: { objectName: 'account' },
       content: { records: [{ name: 'Brightline Retail Inc.', external_id: 'SF-0012345', vat_id: 'CA123456789' }] },
     };
@@ -806,6 +834,7 @@ describe('groundAnswer: codes, periods of the sentence before, averages in other
     const quarters: GroundingSource = {
       toolCallId: 'call_quarters',
       name: 'query_metric',
+      holds: 'rows',
       arguments: { metrics: ['won_revenue'], timeGrain: 'quarter', from: '2024-01-01', to: '2024-12-31' },
       content: {
         rows: [

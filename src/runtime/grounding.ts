@@ -8,7 +8,15 @@
  */
 import { checkClaims } from './grounding-claims';
 import { AnswerScopes, findMentions, type Concept, type FigureScope } from './grounding-clauses';
-import { collectEvidence, dimensionOf, isDataSource, type Cell, type Evidence, type GroundingSource } from './grounding-evidence';
+import {
+  collectEvidence,
+  dimensionOf,
+  isDataSource,
+  isValueSource,
+  type Cell,
+  type Evidence,
+  type GroundingSource,
+} from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
 import { detectLanguage } from './grounding-language';
 import type { TurnEvidence } from '../tools/tool.types';
@@ -129,8 +137,7 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     // "32, not 40": the question's number denied, not stated.
     if (echo && NEGATION_BEFORE.test(answer.slice(Math.max(0, figure.index - 20), figure.index))) continue;
     // "4 in 10" is a share: a claim where the results hold shares, else a manner of speaking.
-    if (figure.fraction && !evidence.cells.some((c) => SHARE_KINDS.has(c.meaning.kind) || c.row.source.name === 'calculate'))
-      continue;
+    if (figure.fraction && !evidence.cells.some((c) => SHARE_KINDS.has(c.meaning.kind) || isValueSource(c.row.source))) continue;
     if (
       (echo || evidence.filters.has(valueOf(figure))) &&
       restatesCondition(answer, figure, options.question ?? '', asked.figures)
