@@ -25,6 +25,7 @@ const OWNERS = {
   rows: [
     { owner: 'Lucas Moreau', won_revenue: 55_331_292, win_rate: 0.4521, deals: 49 },
     { owner: 'Marcus Silva', won_revenue: 38_790_967.5, win_rate: 0.3875, deals: 20 },
+    { owner: null, won_revenue: 1_204_000, win_rate: 0.5, deals: 2 },
   ],
 };
 const DEAL = {
@@ -92,7 +93,7 @@ describe('withRefs and the numbering', () => {
   it('puts the result ref first and a ref on every row, a value result cited whole', () => {
     const rows = withRefs(OWNERS, 'rows', 5) as { resultRef: string; rows: Array<{ ref: string }> };
     expect(JSON.stringify(rows).startsWith('{"resultRef":"r5"')).toBe(true);
-    expect(rows.rows.map((r) => r.ref)).toEqual(['r5.1', 'r5.2']);
+    expect(rows.rows.map((r) => r.ref)).toEqual(['r5.1', 'r5.2', 'r5.3']);
     expect(withRefs(DEAL, 'rows', 2)).toMatchObject({ resultRef: 'r2', ref: 'r2.1', amount: 9_180_000 });
     expect(withRefs(CALC, 'value', 3)).toMatchObject({ resultRef: 'r3', ref: 'r3', value: 16_540_324.5 });
   });
@@ -138,7 +139,7 @@ describe('FigureReferences.render', () => {
 
   it('shows [figure unavailable] for a result, row or column that does not exist, and says which', async () => {
     const shown = await references().render(
-      '{{r9.1.won_revenue}} {{r1.3.won_revenue}} {{r1.1.pipeline}} {{r1.1.ref}} {{r3.1.value}}',
+      '{{r9.1.won_revenue}} {{r1.4.won_revenue}} {{r1.1.pipeline}} {{r1.1.ref}} {{r3.1.value}}',
     );
     expect(shown.text).toBe(Array(5).fill(UNAVAILABLE_FIGURE).join(' '));
     expect(shown.references.map((r) => r.unresolved)).toEqual([
@@ -147,6 +148,22 @@ describe('FigureReferences.render', () => {
       'unknown_column',
       'unknown_column',
       'unknown_row',
+    ]);
+  });
+
+  it('shows a malformed reference as unavailable, never as raw braces', async () => {
+    const shown = await references().render('{{r1.0.won_revenue}}, {{ r1.1.won revenue }}, {{r1.1}} and {{r1.1.deals|wide}}');
+    expect(shown.text).toBe(
+      Array(4)
+        .fill(UNAVAILABLE_FIGURE)
+        .join(', ')
+        .replace(/, (?=[^,]*$)/, ' and '),
+    );
+    expect(shown.references.map((r) => [r.ref, r.unresolved])).toEqual([
+      ['r1.0.won_revenue', 'malformed'],
+      ['r1.1.won revenue', 'malformed'],
+      ['r1.1', 'unknown_column'],
+      ['r1.1.deals', 'bad_format'],
     ]);
   });
 
@@ -226,6 +243,12 @@ describe('groundAnswer with references', () => {
   it('flags a reference to a row its clause does not name as other_row', async () => {
     const grounding = await ground('Marcus Silva leads with {{r1.1.won_revenue}}.');
     expect(grounding.unsupported).toEqual([{ text: '$55,331,292', reason: 'other_row', ref: '{{r1.1.won_revenue}}' }]);
+  });
+
+  it('flags a reference to a row whose owner is empty, said of a person, as other_row', async () => {
+    const grounding = await ground('Marcus Silva wins {{r1.3.win_rate}} of his deals.');
+    expect(grounding.unsupported).toEqual([{ text: '50%', reason: 'other_row', ref: '{{r1.3.win_rate}}' }]);
+    expect((await ground('Deals without an owner won {{r1.3.win_rate}}.')).unsupported).toEqual([]);
   });
 
   it('flags a reference that does not resolve as bad_reference', async () => {

@@ -52,7 +52,7 @@ export interface RenderedReference {
   end: number;
   cell?: ReferencedCell;
   /** Why it did not resolve: no such result, row or column, or a result withheld from the caller. */
-  unresolved?: 'unknown_result' | 'unknown_row' | 'unknown_column' | 'withheld' | 'bad_format' | 'too_many';
+  unresolved?: 'malformed' | 'unknown_result' | 'unknown_row' | 'unknown_column' | 'withheld' | 'bad_format' | 'too_many';
 }
 
 export interface RenderedText {
@@ -83,6 +83,15 @@ export function parseReference(raw: string): ParsedReference | undefined {
     ...(format ? { format: format as ReferenceFormat } : {}),
   };
 }
+
+/**
+ * Whether text from `{{` to `}}` is meant as a reference: `r` and a digit first. One that does not parse (`{{r1.0.x}}`,
+ * `{{r2.1.total amount}}`) is still one, shown as unavailable, never as the raw braces.
+ */
+function isReferenceAttempt(raw: string): boolean {
+  return raw.length <= MAX_REFERENCE_LENGTH && REFERENCE_ATTEMPT.test(raw);
+}
+const REFERENCE_ATTEMPT = /^\{\{\s*r\d[^{}\n]*\}\}$/;
 
 /** The ref of a parsed reference, as receipts name it. */
 function refName(parsed: ParsedReference): string {
@@ -193,9 +202,10 @@ export class FigureReferences {
 
   /** One reference: what to show and where it points. */
   private async resolve(raw: string): Promise<Omit<RenderedReference, 'start' | 'end'>> {
-    const parsed = parseReference(raw)!;
-    const ref = refName(parsed);
+    const parsed = parseReference(raw);
+    const ref = parsed ? refName(parsed) : raw.slice(2, -2).trim();
     const unavailable = (unresolved: RenderedReference['unresolved']) => ({ ref, raw, text: UNAVAILABLE_FIGURE, unresolved });
+    if (!parsed) return unavailable('malformed');
     if (++this.resolvedCount > MAX_REFERENCES) return unavailable('too_many');
     this.numbered ??= this.results();
     const result = this.numbered.get(parsed.result);
@@ -421,7 +431,7 @@ class ReferenceScanner {
         return out;
       }
       const raw = close >= 0 ? reach.slice(0, close + 2) : '';
-      if (raw && parseReference(raw)) {
+      if (raw && isReferenceAttempt(raw)) {
         if (open > from) out.push(text.slice(from, open));
         out.push(await this.resolve(raw));
         from = at = open + close + 2;

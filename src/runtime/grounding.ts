@@ -244,7 +244,8 @@ function referenceEntries(
     const found = evidence.cells.filter((c) => c.row.source === cell.source && c.column === cell.column);
     const numeric = found.find((c) => c.row.index === cell.rowIndex) ?? found.find((c) => c.row.index === undefined);
     const status = numeric ? rowStatus(numeric, scopes.scopeOf(reference.start, reference.end), evidence) : 'neutral';
-    if (status === 'conflict')
+    // As for a typed figure: a row that has no value for what the clause names (an empty owner) is not that row.
+    if (status === 'conflict' || status === 'unverifiable')
       return { index: reference.start, unsupported: { text: reference.text, reason: 'other_row', ref: reference.raw } };
     return {
       index: reference.start,
