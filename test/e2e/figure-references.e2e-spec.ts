@@ -116,7 +116,8 @@ describe('Figures by reference', () => {
         value: 1_250_000,
       },
     ]);
-    expect(answer.grounding!.summary).toEqual({ referenced: 4, typed: 0, supported: 4, unsupported: 0 });
+    // "pat leads" is a claim in words too (a rank), which the result's order supports.
+    expect(answer.grounding!.summary).toEqual({ referenced: 4, typed: 1, supported: 5, unsupported: 0 });
     expect(answer.grounding!.unsupported).toEqual([]);
   });
 
@@ -165,10 +166,12 @@ describe('Figures by reference', () => {
     const answer = await ask('Who won the most?');
     expect(answer.content).toBe('sam leads with $2,500,000.50, and [figure unavailable] is a typo.');
     expect(answer.grounding!.unsupported).toEqual([
+      // Twice wrong: sam does not lead (the rank in words), and the figure is pat's.
+      { text: 'sam leads with', reason: 'other_row' },
       { text: '$2,500,000.50', reason: 'other_row', ref: '{{r1.1.total}}' },
       { text: '[figure unavailable]', reason: 'bad_reference', ref: '{{r9}}' },
     ]);
-    expect(answer.grounding!.summary).toEqual({ referenced: 2, typed: 0, supported: 0, unsupported: 2 });
+    expect(answer.grounding!.summary).toEqual({ referenced: 2, typed: 1, supported: 0, unsupported: 3 });
   });
 
   it('numbers results across the turns of a durable chat, resolves a reference to an earlier turn, and stores what was shown with its receipts', async () => {
