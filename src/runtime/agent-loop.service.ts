@@ -21,7 +21,8 @@ import { ToolRegistry } from '../tools/tool.registry';
 import type { ToolContext, ToolResult, ToolResultKind } from '../tools/tool.types';
 import { fitToContext } from './context-window';
 import type { GroundingMode } from '../agents/agent.types';
-import { correctionRequest, Grounding, groundAnswer, GroundingSource, operandEvidence } from './grounding';
+import { correctionRequest, Grounding, GroundingSource, operandEvidence } from './grounding';
+import { groundBounded } from './grounding-bounds';
 import { GroundingCatalog } from './grounding-catalog.service';
 import { FigureReferences, nextResultNumber, numberedResults, type RenderedText } from './figure-references';
 
@@ -404,7 +405,7 @@ export class AgentLoop {
   ): Promise<Grounding> {
     const question = messages[turnStart]?.role === 'user' ? messages[turnStart].content : '';
     const sources = await this.catalog.describe(turnSources(messages, turnStart, this.kindOf));
-    const grounding = groundAnswer(answer.text, sources, {
+    const grounding = groundBounded(answer.text, sources, {
       question: typeof question === 'string' ? question : '',
       locale: turn.locale,
       references: answer.references,

@@ -94,4 +94,10 @@ export class GroundingResponse implements Grounding {
       'What access shaped the results the answer used (a row filter, hidden fields); never a count of what was left out',
   })
   caveats?: GroundingCaveatResponse[];
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    description: 'An answer longer than 20,000 characters is checked up to this character only; what follows is not checked',
+  })
+  uncheckedFrom?: number;
 }

@@ -96,6 +96,8 @@ export interface Grounding {
   receipts?: FigureReceipt[];
   summary?: GroundingSummary;
   caveats?: GroundingCaveat[];
+  /** A very long answer is checked up to this character only (see groundBounded); what follows is not checked. */
+  uncheckedFrom?: number;
 }
 
 export interface GroundingOptions {
@@ -261,7 +263,7 @@ function referenceEntries(
   });
 }
 
-function receiptOf(reference: RenderedReference, cell: NonNullable<RenderedReference['cell']>): FigureReceipt {
+export function receiptOf(reference: RenderedReference, cell: NonNullable<RenderedReference['cell']>): FigureReceipt {
   return {
     ref: reference.ref,
     text: reference.text,
