@@ -463,10 +463,12 @@ function readDates(input: string, text: string, style: NumberStyle, out: DateMen
   )) {
     take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[1]), Number(match[2])));
   }
-  // Day before month: 5 March 2024, 5th of March, 5. März 2024, 5 de marzo de 2024, 1er mars.
+  // Day before month: 5 March 2024, 5th of March, 5. März 2024, 5 de marzo de 2024, 1er mars. A day with a dot is
+  // written so only where a comma is the decimal separator: in English "24. February" ends a sentence at 24.
+  const dayDot = style.decimal === ',' ? '|\\.' : '';
   for (const match of blanked.text.matchAll(
     new RegExp(
-      `\\b(\\d{1,2})(?:st|nd|rd|th|er|\\.|º|°)?\\s+(?:of\\s+|de\\s+)?(${MONTHS})\\b\\.?(?:,?\\s+(?:de\\s+)?(\\d{4})\\b)?`,
+      `\\b(\\d{1,2})(?:st|nd|rd|th|er${dayDot}|º|°)?\\s+(?:of\\s+|de\\s+)?(${MONTHS})\\b\\.?(?:,?\\s+(?:de\\s+)?(\\d{4})\\b)?`,
       'gi',
     ),
   )) {

@@ -874,3 +874,12 @@ describe('groundAnswer on hostile text', () => {
     expect(grounding.numbers).toBeGreaterThan(0);
   });
 });
+
+describe('readText: a day with a dot', () => {
+  it('is a date in German, and the end of a sentence in English', () => {
+    expect(texts('January 2025 comes to 24. February 2025 comes to 23.')).toEqual(['24', '23']);
+    expect(readText('Am 24. Februar 2025 haben wir 3 Deals gewonnen.', { language: 'de' }).dates.map((d) => d.text)).toEqual([
+      '24. Februar 2025',
+    ]);
+  });
+});
