@@ -60,6 +60,7 @@ const TARGETS = [
   'POST /api/v1/chats/{id}/interrupt',
   'POST /api/v1/chats/{id}/receipts/replay',
   'POST /api/v1/ai/agents/{agentName}/chats',
+  'POST /api/v1/ai/agents/{agentName}/chats/{id}/receipts/replay',
   'POST /api/v1/stream-tokens',
   'POST /api/v1/api-keys',
   'POST /api/v1/ai/agents',
@@ -84,6 +85,7 @@ type Target = (typeof TARGETS)[number];
 const NEVER_ACCEPTED: ReadonlySet<Target> = new Set([
   'POST /api/v1/chats/{id}/approvals',
   'POST /api/v1/chats/{id}/receipts/replay',
+  'POST /api/v1/ai/agents/{agentName}/chats/{id}/receipts/replay',
 ]);
 
 /** An even share of the total for each target; the first ones take the remainder. */
@@ -783,6 +785,16 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
           ...contextHints,
         }),
       ),
+    ),
+    'POST /api/v1/ai/agents/{agentName}/chats/{id}/receipts/replay': request(
+      'POST',
+      fc
+        .tuple(
+          fc.oneof({ weight: 9, arbitrary: pick(world.agents) }, { weight: 1, arbitrary: strangePathValue }),
+          fc.oneof({ weight: 3, arbitrary: clientChatId }, { weight: 1, arbitrary: strangePathValue }),
+        )
+        .map(([agent, id]) => url('/api/v1/ai/agents/', agent, '/chats/', id, '/receipts/replay')),
+      bodyFor(schemaOf('POST /api/v1/ai/agents/{agentName}/chats/{id}/receipts/replay'), { toolCallId: nastyString }),
     ),
     'POST /api/v1/stream-tokens': requestAs('POST', (role) => {
       const own = pick([world.chats[role].talk, world.chats[role].action]);
