@@ -251,6 +251,20 @@ describe('groundAnswer with references', () => {
     expect((await ground('Deals without an owner won {{r1.3.win_rate}}.')).unsupported).toEqual([]);
   });
 
+  it.each([
+    ['a table row', '| owner | won |\n|---|---|\n| Marcus Silva | {{r1.1.won_revenue}} |', true],
+    ['a table row, right', '| owner | won |\n|---|---|\n| Lucas Moreau | {{r1.1.won_revenue}} |', false],
+    ['a numbered list', '1. Marcus Silva — {{r1.1.won_revenue|compact}}', true],
+    ['a bullet with a colon', '- Marcus Silva: {{r1.1.won_revenue|compact}} ({{r1.1.deals}} deals)', true],
+    ['German', 'Marcus Silva führt mit {{r1.1.won_revenue|compact}}.', true],
+    ['Spanish, after a comma', 'El mejor vendedor es Marcus Silva, con {{r1.1.won_revenue|compact}}.', true],
+    ['bold, in parentheses', 'Top seller: **Marcus Silva** ({{r1.1.won_revenue|compact}})', true],
+    ['two names, the second wrong', 'Lucas Moreau won {{r1.1.won_revenue}}, Marcus Silva {{r1.3.won_revenue}}.', true],
+    ['two names, both right', 'Lucas Moreau won {{r1.1.won_revenue}}; Marcus Silva {{r1.2.won_revenue}}.', false],
+  ])('checks the row of a reference in %s', async (_layout, answer, wrong) => {
+    expect((await ground(answer)).unsupported.some((u) => u.reason === 'other_row')).toBe(wrong);
+  });
+
   it('flags a reference that does not resolve as bad_reference', async () => {
     const grounding = await ground('Lucas Moreau leads with {{r1.9.won_revenue}}.');
     expect(grounding.unsupported).toEqual([{ text: UNAVAILABLE_FIGURE, reason: 'bad_reference', ref: '{{r1.9.won_revenue}}' }]);
