@@ -201,6 +201,7 @@ async function main(): Promise<void> {
   const answers = scores.reduce((n, s) => n + (s?.results.length ?? 0), 0);
   const reports = [
     ...corpora.map((c, i) => report(c, scores[i])),
+    await referenceReport('Tuning answers written with figure references', TUNING_DIR),
     await referenceReport('Held-out answers written with figure references', HELD_OUT_DIR),
   ];
   const section = [
