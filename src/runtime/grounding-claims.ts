@@ -65,7 +65,7 @@ const ORDINAL_PATTERNS = ORDINAL_STEMS.map(([n, stem]) => [n, new RegExp(`^(?:${
 const ORDINAL_WORD = ORDINAL_STEMS.map(([, stem]) => stem).join('|');
 const DIGIT_ORDINAL = String.raw`\d{1,2}(?:st|nd|rd|th|\.|er|re|e|ème|eme|º|°|ª|o|a)`;
 const PLACE = String.raw`place|position|spot|rank|platz|rang|stelle|plaats|positie|lugar|puesto|posición|posto|posizione|posição|colocado|classificato`;
-const COPULA = String.raw`is|was|ranks|ranked|comes|came|finished|sits|stands|ist|liegt|steht|landet|est|arrive|se classe|se place|es|está|queda|quedó|ocupa|è|si classifica|si piazza|é|fica|ficou|vem|staat|eindigt|komt`;
+const COPULA = String.raw`makes it|making it|is|was|ranks|ranked|comes|came|finished|sits|stands|ist|liegt|steht|landet|est|arrive|se classe|se place|es|está|queda|quedó|ocupa|è|si classifica|si piazza|é|fica|ficou|vem|staat|eindigt|komt`;
 const ARTICLE = String.raw`the|der|die|das|den|dem|le|la|el|il|lo|o|a|de|het|auf|in|en|em|al|au|op|at|on`;
 /** Words after an ordinal that make it no rank ("second quarter", "the first time"). */
 const NOT_A_PLACE = String.raw`quarter|quartal|trimestre|kwartaal|half|halbjahr|hälfte|semestre|halfjaar|helft|time|mal|fois|vez|volta|keer|week|woche|semaine|semana|settimana|month|monat|mois|mes|mese|mês|maand|year|jahr|année|año|anno|ano|jaar|deal|deals|line|row|item`;
@@ -103,7 +103,7 @@ const RANK_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: (m: RegExpMatchArray
   // is second, è secondo, es el quinto, se classe deuxième, is tweede, vem em segundo
   {
     pattern: new RegExp(
-      String.raw`(?<![\p{L}])(?:${COPULA})\s+(?:(?:${ARTICLE})\s+){0,2}(${ORDINAL_WORD})(?![\p{L}])(?!\s*-?\s*(?:${NOT_A_PLACE}|${DESC_WORDS}|${ASC_WORDS}|plus|más|più|mais)(?![\p{L}]))`,
+      String.raw`(?<![\p{L}])(?:${COPULA})\s+(?:(?:${ARTICLE})\s+){0,2}(${ORDINAL_WORD}|${DIGIT_ORDINAL})(?![\p{L}\p{N}])(?!\s*-?\s*(?:${NOT_A_PLACE}|${DESC_WORDS}|${ASC_WORDS}|plus|más|più|mais)(?![\p{L}]))`,
       'giu',
     ),
     rank: (m) => ordinalOf(m[1]),

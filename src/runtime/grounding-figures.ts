@@ -47,6 +47,8 @@ export interface Figure {
   approximation?: Approximation;
   /** One end of a range ("between 10 and 12", "10–12"): `low` or `high`, with the other end's value. */
   range?: { end: 'low' | 'high'; other: number };
+  /** One end of a change written "from X to Y" ("von 20,7 auf 44,2", "de 46 à 42"): `from` or `to`. */
+  change?: 'from' | 'to';
   /** Written in words ("twelve"). */
   words: boolean;
   /** No currency, no unit, no scale, no decimals, no grouping: a bare integer such as `12`. */
@@ -460,7 +462,7 @@ function readDates(input: string, text: string, style: NumberStyle, out: DateMen
   }
   // Month name and day, maybe a year: March 5, March 5th, 2024, Mar. 5 2024.
   for (const match of blanked.text.matchAll(
-    new RegExp(`\\b(${MONTHS})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?(?!\\s*[%$€£]|[.,]\\d)`, 'gi'),
+    new RegExp(`\\b(${MONTHS})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?(?!\\s*[%$€£]|[.,/]\\d)`, 'gi'),
   )) {
     take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[1]), Number(match[2])));
   }
@@ -969,6 +971,14 @@ function markRanges(masked: string, figures: Figure[]): void {
       /^\s*(?:to|bis|auf|à|a|hasta|para|tot|naar)\s*$/i.test(gap) &&
       /(?:\bfrom|\bvon|\bde|\bdesde|\bda|\bdo|\bvan)\s*$/i.test(before);
     if (change && !low.words && !high.words) {
+      low.change = 'from';
+      high.change = 'to';
+      // "n'a baissé que de 46 à 42": the ends of a change are levels; the falling verb is said of the change.
+      for (const end of [low, high])
+        if (end.sign === 'negative' && !/^[-−–]/.test(end.text.replace(/^[^\d\-−–]*/, ''))) {
+          end.sign = 'none';
+          end.mantissa = Math.abs(end.mantissa);
+        }
       if (high.scale !== 1 && low.scale === 1 && !low.percent && !low.currency) low.scale = high.scale;
       if (high.percent && !low.percent && low.scale === 1) low.percent = true;
       low.currency ??= high.currency;

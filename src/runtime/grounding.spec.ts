@@ -931,6 +931,38 @@ describe('groundAnswer: what is no figure, and what a parenthesis names', () => 
   });
 });
 
+describe('groundAnswer: changes, counts of rows and ranks with digits', () => {
+  const years = rowsOf([
+    { period: '2023-01-01', owner: 'Sofia Rossi', won_revenue: 11_604_882, won_deals: 46 },
+    { period: '2024-01-01', owner: 'Sofia Rossi', won_revenue: 5_930_115, won_deals: 42 },
+    { period: '2024-01-01', owner: 'Maya Chen', won_revenue: 12_904_118, won_deals: 17 },
+  ]);
+
+  it('reads the first end of "from X to Y" as of the period before the one named, and both ends as levels', () => {
+    expect(
+      groundAnswer('In 2024 the won revenue of Sofia Rossi fell from 11.6 to 5.9 million dollars.', [years]).unsupported,
+    ).toEqual([]);
+    expect(groundAnswer("Sofia Rossi n'a baissé que de 46 à 42 affaires gagnées en 2024.", [years]).unsupported).toEqual([]);
+    expect(
+      groundAnswer('In 2024 the won revenue of Sofia Rossi fell from 12.9 to 5.9 million dollars.', [years]).unsupported,
+    ).toEqual([{ text: '12.9', reason: 'other_row' }]);
+  });
+
+  it('reads the number of rows a result lists as a count of them', () => {
+    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 3 listed.', [years]).unsupported).toEqual([]);
+    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 4 listed.', [years]).unsupported).toHaveLength(1);
+    expect(groundAnswer('Maya Chen won 17 deals; 3 rows hold more than 10.', [years]).unsupported).toContainEqual({
+      text: '3',
+      reason: 'no_such_value',
+    });
+  });
+
+  it('checks a rank written in digits after a verb', () => {
+    expect(groundAnswer('Maya Chen has $12.9M in 2024, which makes it 1st.', [years]).unsupported).toEqual([]);
+    expect(groundAnswer('Maya Chen has $12.9M in 2024, which makes it 2nd.', [years]).unsupported).toHaveLength(1);
+  });
+});
+
 describe('groundAnswer on hostile text', () => {
   it('returns on a 100 KB answer made to be slow (one long line of digits, separators, names and claim words)', () => {
     const pieces = [

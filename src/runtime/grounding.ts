@@ -173,6 +173,19 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
       const other = bind({ ...figure, ...figure.alternative, bare: false }, scope, evidence, echo);
       if (other.supported) ({ cell, ...verdict } = other);
     }
+    // "fiel von 53,2 % auf 49,6 % (2024)": the first end of a change is of the period before the one named.
+    if (verdict.unsupported?.reason === 'other_row' && figure.change === 'from' && scope.periods.length) {
+      const other = bind(figure, { ...scope, periods: [] }, evidence, echo);
+      if (other.supported) ({ cell, ...verdict } = other);
+    }
+    // "Japan is 6th of 11 countries", "Con 12 comerciales": the number of rows a result lists.
+    if (
+      verdict.unsupported?.reason === 'no_such_value' &&
+      figure.bare &&
+      rowCounts(evidence).has(figure.mantissa) &&
+      OUT_OF_BEFORE.test(answer.slice(Math.max(0, figure.index - 24), figure.index))
+    )
+      continue;
     // "64,8 millones de dólares: 20,7 en el primer trimestre y 44,2 en el segundo": a scale written once before.
     const scaled = verdict.unsupported ? scaleBefore(answer, figure, read.figures) : undefined;
     if (scaled) {
@@ -544,6 +557,24 @@ function regroupedIdentifierSpans(answer: string, identifiers: readonly string[]
     if (best) spans.push(best);
   }
   return spans;
+}
+
+/** Before the size of a whole: "6th of 11", "sur 11 pays", "Con 12 comerciales", "among the 11 countries". */
+const OUT_OF_BEFORE =
+  /(?<![\p{L}])(?:of|out of|among|with|sur|parmi|avec|de|entre|con|von|unter|mit|van|onder|met|su|tra|fra|com|dos|das|dei|degli|delle)\s+(?:(?:the|all|les|los|las|die|den|der|de|le|la|i|gli|le|os|as|het|todos|todas|tutti|alle)\s+)?$/iu;
+
+const rowCountCache = new WeakMap<Evidence, Set<number>>();
+
+/** How many rows each result of the turn lists (two or more). */
+function rowCounts(evidence: Evidence): Set<number> {
+  let counts = rowCountCache.get(evidence);
+  if (!counts) {
+    const bySource = new Map<unknown, number>();
+    for (const row of evidence.rows) bySource.set(row.source, (bySource.get(row.source) ?? 0) + 1);
+    counts = new Set([...bySource.values()].filter((n) => n >= 2));
+    rowCountCache.set(evidence, counts);
+  }
+  return counts;
 }
 
 /** Binds a figure to the best cell: equal in value, unit, scale and sign, in a row its clause agrees with. */
