@@ -949,9 +949,10 @@ describe('groundAnswer: changes, counts of rows and ranks with digits', () => {
   });
 
   it('reads the number of rows a result lists as a count of them', () => {
-    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 3 listed.', [years]).unsupported).toEqual([]);
-    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 4 listed.', [years]).unsupported).toHaveLength(1);
-    expect(groundAnswer('Maya Chen won 17 deals; 3 rows hold more than 10.', [years]).unsupported).toContainEqual({
+    const listed: GroundingSource = { ...years, content: { rows: (years.content as { rows: unknown[] }).rows } };
+    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 3 listed.', [listed]).unsupported).toEqual([]);
+    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 4 listed.', [listed]).unsupported).toHaveLength(1);
+    expect(groundAnswer('Maya Chen won 17 deals; 3 rows hold more than 10.', [listed]).unsupported).toContainEqual({
       text: '3',
       reason: 'no_such_value',
     });
