@@ -964,6 +964,25 @@ describe('groundAnswer: changes, counts of rows and ranks with digits', () => {
   });
 });
 
+describe('groundAnswer: ranks among what the answer names, and against a contrasted figure', () => {
+  const owners = rowsOf([
+    { owner: 'Lucas Moreau', revenue: 55_331_292, won_deals: 49 },
+    { owner: 'Marcus Silva', revenue: 38_790_967.5, won_deals: 20 },
+    { owner: 'Priya Nair', revenue: 38_696_539.5, won_deals: 48 },
+    { owner: 'Tom Fischer', revenue: 38_156_301, won_deals: 34 },
+  ]);
+
+  it('lets a rank hold among the rows the answer names', () => {
+    expect(groundAnswer('Of Priya Nair and Tom Fischer, Priya Nair is the largest.', [owners]).unsupported).toEqual([]);
+    expect(groundAnswer('Of Priya Nair and Tom Fischer, Tom Fischer is the largest.', [owners]).unsupported).toHaveLength(1);
+  });
+
+  it('lets a rank hold by another number of its row where the sentence sets its figure against it', () => {
+    expect(groundAnswer('Marcus Silva erreicht Platz 2 mit nur 20 gewonnenen Deals.', [owners]).unsupported).toEqual([]);
+    expect(groundAnswer('Marcus Silva erreicht Platz 3 mit nur 20 gewonnenen Deals.', [owners]).unsupported).toHaveLength(1);
+  });
+});
+
 describe('groundAnswer on hostile text', () => {
   it('returns on a 100 KB answer made to be slow (one long line of digits, separators, names and claim words)', () => {
     const pieces = [
