@@ -780,6 +780,11 @@ const ORDINAL_BEFORE =
 /** After a bare number: an ordinal ("2º", "2ª", "2°"), or a German ordinal before the noun it counts ("2. Platz"). */
 const ORDINAL_AFTER =
   /^(?:st|nd|rd|th)\b|^[º°ª](?![CF]\b)|^\.(?:er|º|ª|°|o|a)(?![\p{L}\p{N}])|^(?:er|re|e|ème|eme|ᵉ)(?![\p{L}\p{N}])|^\.\s+(?:(?:zum|bis zum|bis|und|oder|bzw\.)\s+\d{1,2}\.\s+)?(?:Platz|Rang|Stelle|Position|Quartal|Halbjahr|Mal|Woche|Runde|Stufe)\b/iu;
+/** An article before a number standing for a noun named earlier: "en la 13", "in der 14", "dans la 12". */
+const ELLIPTIC_ARTICLE = /(?<![\p{L}])(?:la|el|le|il|die|der|das|het|de|the|a|o)\s+$/iu;
+/** A week or a place named by its number: what a number after an article may stand for. */
+const LABELLED_NUMBER =
+  /(?<![\p{L}])(?:week|woche|kw|semaine|semana|settimana|platz|place|puesto|posto|lugar|plaats)\s*\d{1,2}(?![\p{N}])/iu;
 /** "das 4. das schwächste", "der 3. in Folge": a number and a point that the sentence goes on after in lower case. */
 const ORDINAL_LOWER_AFTER = /^\.\s+[a-zäöüßàâçéèêëîïôûùáíóúñ]/u;
 /** Before or after a number or percentage: the size of a group, not a figure ("top 10%", "die 5 größten", "los 5 mejores"). */
@@ -883,6 +888,9 @@ function readFigures(input: string, text: string, style: NumberStyle, uncertain 
     const bare = !currency && !digits.decimals && !unit && !scaleWord && !digits.grouped;
     if (bare && isListMarker(masked, match.index)) continue;
     if (bare && ORDINAL_BEFORE.test(before)) continue;
+    // "La semana 12 fue ...; en la 13 ...": a number after an article, where its line named a week or place by number.
+    if (bare && token.length <= 2 && ELLIPTIC_ARTICLE.test(before) && LABELLED_NUMBER.test(lineAround(text, match.index)))
+      continue;
     const end = index + shown.trimEnd().length;
     const after = masked.slice(end, end + 40);
     if (

@@ -884,7 +884,7 @@ describe('groundAnswer: what is no figure, and what a parenthesis names', () => 
       'El 1.er trimestre y el 2.º trimestre; la 3.ª del equipo.',
       'La France est 4e avec le Japon.',
       'Places 2 to 4 are extremely close.',
-      'La semana 12 fue la de más actividad.',
+      'La semana 12 fue la de más actividad; en la 13 se crearon menos.',
       'Das 3. Quartal war das stärkste, das 4. das schwächste.',
     ])
       expect(texts(text)).toEqual([]);
