@@ -65,7 +65,7 @@ const ORDINAL_PATTERNS = ORDINAL_STEMS.map(([n, stem]) => [n, new RegExp(`^(?:${
 const ORDINAL_WORD = ORDINAL_STEMS.map(([, stem]) => stem).join('|');
 const DIGIT_ORDINAL = String.raw`\d{1,2}(?:st|nd|rd|th|\.|er|re|e|ème|eme|º|°|ª|o|a)`;
 const PLACE = String.raw`place|position|spot|rank|platz|rang|stelle|plaats|positie|lugar|puesto|posición|posto|posizione|posição|colocado|classificato`;
-const COPULA = String.raw`is|was|ranks|ranked|comes|came|finished|sits|stands|ist|liegt|steht|landet|est|arrive|se classe|se place|es|está|queda|quedó|ocupa|è|si classifica|si piazza|é|fica|ficou|vem|staat|eindigt|komt`;
+const COPULA = String.raw`makes it|making it|is|was|ranks|ranked|comes|came|finished|sits|stands|ist|liegt|steht|landet|est|arrive|se classe|se place|es|está|queda|quedó|ocupa|è|si classifica|si piazza|é|fica|ficou|vem|staat|eindigt|komt`;
 const ARTICLE = String.raw`the|der|die|das|den|dem|le|la|el|il|lo|o|a|de|het|auf|in|en|em|al|au|op|at|on`;
 /** Words after an ordinal that make it no rank ("second quarter", "the first time"). */
 const NOT_A_PLACE = String.raw`quarter|quartal|trimestre|kwartaal|half|halbjahr|hälfte|semestre|halfjaar|helft|time|mal|fois|vez|volta|keer|week|woche|semaine|semana|settimana|month|monat|mois|mes|mese|mês|maand|year|jahr|année|año|anno|ano|jaar|deal|deals|line|row|item`;
@@ -103,7 +103,7 @@ const RANK_PATTERNS: ReadonlyArray<{ pattern: RegExp; rank: (m: RegExpMatchArray
   // is second, è secondo, es el quinto, se classe deuxième, is tweede, vem em segundo
   {
     pattern: new RegExp(
-      String.raw`(?<![\p{L}])(?:${COPULA})\s+(?:(?:${ARTICLE})\s+){0,2}(${ORDINAL_WORD})(?![\p{L}])(?!\s*-?\s*(?:${NOT_A_PLACE}|${DESC_WORDS}|${ASC_WORDS}|plus|más|più|mais)(?![\p{L}]))`,
+      String.raw`(?<![\p{L}])(?:${COPULA})\s+(?:(?:${ARTICLE})\s+){0,2}(${ORDINAL_WORD}|${DIGIT_ORDINAL})(?![\p{L}\p{N}])(?!\s*-?\s*(?:${NOT_A_PLACE}|${DESC_WORDS}|${ASC_WORDS}|plus|más|più|mais)(?![\p{L}]))`,
       'giu',
     ),
     rank: (m) => ordinalOf(m[1]),
@@ -282,6 +282,33 @@ function ranksOf(
   return ranked;
 }
 
+/** A figure said against a rank ("Platz 2 mit nur 20 Deals", "despite only 20 deals"): not what the rank is by. */
+const CONTRAST =
+  /(?<![\p{L}])(?:only|just|despite|nur|lediglich|trotz|seulement|malgré|solo|sólo|pese a|apenas|somente|soltanto|nonostante|slechts|ondanks|maar)(?![\p{L}])/iu;
+
+function sentenceText(context: Context, words: RankWords): string {
+  const span = sentenceAround(context, words.index, words.end);
+  return context.answer.slice(span.start, span.end);
+}
+
+function rankOf(ranked: Ranked, words: RankWords): number {
+  return words.direction === 'asc' ? ranked.asc : ranked.desc;
+}
+
+/** Whether the rank holds among the rows of the target's result that the answer names (two or more). */
+function holdsAmongNamed(context: Context, ranked: Ranked, words: RankWords): boolean {
+  const named = new Set(context.mentions.map((m) => m.value));
+  const rows = context.evidence.rows.filter(
+    (row) => row.source === ranked.row.source && [...row.labels.values()].some((values) => [...values].some((v) => named.has(v))),
+  );
+  if (rows.length < 2 || !rows.includes(ranked.row)) return false;
+  const values = rows.flatMap((r) => r.cells.filter((c) => c.column === ranked.cell.column).map((c) => c.value));
+  const eps = 1e-9 * Math.max(1, Math.abs(ranked.cell.value));
+  const rank =
+    1 + values.filter((v) => (words.direction === 'asc' ? v < ranked.cell.value - eps : v > ranked.cell.value + eps)).length;
+  return rank === words.rank;
+}
+
 /** The columns of the figures of a span bound to a row: what a rank in that span is by. */
 function boundColumns(context: Context, span: Span, row?: EvidenceRow): Set<string> {
   return new Set(
@@ -316,6 +343,12 @@ function rankClaims(context: Context): ClaimCheck[] {
     if (!ranked.length) continue;
     if (words.direction === 'asc' && ranked.every((r) => partial(r.row))) continue;
     const fits = ranked.find((r) => (words.direction === 'asc' ? r.asc : r.desc) === words.rank);
+    // A rank that holds among the rows the answer itself names ("the largest open stage" of a table of open stages),
+    // or by another number of the row where the sentence sets its figure against the rank ("Platz 2 mit nur 20
+    // Deals": by revenue, despite its deals), may be the one meant.
+    if (!fits && ranked.some((r) => holdsAmongNamed(context, r, words))) continue;
+    if (!fits && CONTRAST.test(sentenceText(context, words)) && found.ranked.some((r) => rankOf(r, words) === words.rank))
+      continue;
     const [start, end] = [Math.min(words.index, anchor.index), Math.max(words.end, anchor.end)];
     checks.push({ index: start, text: context.answer.slice(start, end), supported: fits !== undefined, cell: fits?.cell });
   }

@@ -518,6 +518,24 @@ export class AnswerScopes {
     };
   }
 
+  /**
+   * The values and periods named in a parenthesis right after a figure ("58,2% (Q3)"), or after the figure in the
+   * parenthesis it opens ("(7,91 milioni, Marcus Silva)"); undefined when it names none.
+   */
+  private parenthesisOf(figure: { index: number; end: number }): { mentions: Mention[]; periods: PeriodMention[] } | undefined {
+    let span: Span | undefined;
+    const after = /^[ \t]*\(([^()\n]{1,120})\)/.exec(this.text.slice(figure.end, figure.end + 130));
+    if (after) span = { start: figure.end + after[0].indexOf('(') + 1, end: figure.end + after[0].length - 1 };
+    else if (/\([ \t]*(?:[^\p{L}\p{N}()\n]{0,4})$/u.test(this.text.slice(Math.max(0, figure.index - 6), figure.index))) {
+      const rest = /^[^()\n]{0,120}\)/.exec(this.text.slice(figure.end, figure.end + 130));
+      if (rest) span = { start: figure.end, end: figure.end + rest[0].length - 1 };
+    }
+    if (!span) return undefined;
+    const mentions = between(this.mentions, span.start, span.end);
+    const periods = between(this.periods, span.start, span.end);
+    return mentions.length || periods.length ? { mentions, periods } : undefined;
+  }
+
   /** The periods of the sentence before `sentence` on its line, when it names one period (and maybe its year). */
   private periodsBefore(sentence: Span): PeriodMention[] {
     const previous = this.sentenceAt(sentence.start - 1);
@@ -564,8 +582,8 @@ export class AnswerScopes {
    * "and" ("Lucas and Priya closed 49 and 48 deals", "Q2 and Q3 brought $44.2M and $54.2M", "20 bzw. 49"): the
    * i-th figure is about the i-th name. Figures in another order than their names are then of another row.
    */
-  pairs(figures: ReadonlyArray<{ index: number; end: number }>): Map<number, { mention?: Mention; period?: PeriodMention }> {
-    const paired = new Map<number, { mention?: Mention; period?: PeriodMention }>();
+  pairs(figures: ReadonlyArray<{ index: number; end: number }>): Map<number, FigurePair> {
+    const paired = new Map<number, FigurePair>();
     // "87 contas bronze, 45 silver, 31 platinum e 37 gold", "bronze 87, silver 45": a figure right beside one of
     // several names of its clause is about that name.
     for (const figure of figures) {
@@ -578,6 +596,12 @@ export class AnswerScopes {
           : m.end <= figure.index && /^\s*:?\s*$/.test(this.text.slice(m.end, figure.index));
       const near = named.filter(beside);
       if (near.length === 1) paired.set(figure.index, { mention: near[0] });
+    }
+    // "de 9,75 Mio. $ (Kaiser & Vogel) à 2,94 Mrd. $ (Rheinwerk)", "(6,63 milioni, di nuovo Jack Thompson)": what a
+    // parenthesis right after a figure, or around it, names is what the figure is about.
+    for (const figure of figures) {
+      const local = this.parenthesisOf(figure);
+      if (local) paired.set(figure.index, { local });
     }
     for (const sentence of this.sentences) {
       const inside = <T extends { index: number; end: number }>(list: readonly T[]) =>
@@ -606,6 +630,14 @@ export class AnswerScopes {
     }
     return paired;
   }
+}
+
+/** What a figure is paired with: a name or period of an enumeration, or what a parenthesis beside it names. */
+export interface FigurePair {
+  mention?: Mention;
+  period?: PeriodMention;
+  /** Named in a parenthesis right after the figure or around it: the figure's scope, in place of its clause's. */
+  local?: { mentions: Mention[]; periods: PeriodMention[] };
 }
 
 /** Words before a period that make it one compared with ("compared with 2023", "gegenüber 2023", "par rapport à 2023"). */
@@ -711,7 +743,7 @@ function sentencesOf(text: string): Span[] {
   return spans;
 }
 
-function byDimension(mentions: readonly Mention[]): Map<string, Set<string>> {
+export function byDimension(mentions: readonly Mention[]): Map<string, Set<string>> {
   const map = new Map<string, Set<string>>();
   for (const mention of mentions) {
     for (const dimension of mention.dimensions) {

@@ -47,6 +47,8 @@ export interface Figure {
   approximation?: Approximation;
   /** One end of a range ("between 10 and 12", "10–12"): `low` or `high`, with the other end's value. */
   range?: { end: 'low' | 'high'; other: number };
+  /** One end of a change written "from X to Y" ("von 20,7 auf 44,2", "de 46 à 42"): `from` or `to`. */
+  change?: 'from' | 'to';
   /** Written in words ("twelve"). */
   words: boolean;
   /** No currency, no unit, no scale, no decimals, no grouping: a bare integer such as `12`. */
@@ -390,7 +392,8 @@ export function readText(text: string, options: ReadOptions = {}): ReadText {
   masked = readPeriods(masked, text, periods);
   periods.sort((a, b) => a.index - b.index);
   dates.sort((a, b) => a.index - b.index);
-  const figures = readFigures(masked, text, style, uncertain);
+  // Number words are read in English only: "ten" is Dutch for "at", "one" and "me" mean other things elsewhere.
+  const figures = readFigures(masked, text, style, uncertain, language === undefined || language === 'en');
   return { figures, dates, periods };
 }
 
@@ -459,7 +462,7 @@ function readDates(input: string, text: string, style: NumberStyle, out: DateMen
   }
   // Month name and day, maybe a year: March 5, March 5th, 2024, Mar. 5 2024.
   for (const match of blanked.text.matchAll(
-    new RegExp(`\\b(${MONTHS})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?(?!\\s*[%$€£]|[.,]\\d)`, 'gi'),
+    new RegExp(`\\b(${MONTHS})\\.?\\s+(\\d{1,2})(?:st|nd|rd|th)?\\b(?:,?\\s+(\\d{4})\\b)?(?!\\s*[%$€£]|[.,/]\\d)`, 'gi'),
   )) {
     take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[1]), Number(match[2])));
   }
@@ -472,10 +475,12 @@ function readDates(input: string, text: string, style: NumberStyle, out: DateMen
       'gi',
     ),
   )) {
+    // "2. Juni: 18,1 Mio. $" opening a line of a numbered list: a place and a month, not a day.
+    if (isListMarker(blanked.text, match.index)) continue;
     take(match, isoDay(Number(match[3] ?? 0), monthNumber(match[2]), Number(match[1])));
   }
   // Numeric dates: 03/15/2024 (month first where the locale writes it so), 15.03.2024, 15/03/24, 30-06-2025.
-  for (const match of blanked.text.matchAll(/\b(\d{1,4})([/.]|-(?=\d{1,2}-\d{4}\b))(\d{1,2})\2(\d{2,4})\b/g)) {
+  for (const match of blanked.text.matchAll(/\b(\d{1,4})([/.]|-(?=\d{1,2}-(?:\d{4}|\d{2})\b))(\d{1,2})\2(\d{2,4})\b/g)) {
     const [a, , b, c] = [Number(match[1]), match[2], Number(match[3]), match[4]];
     let date: string | undefined;
     if (match[1].length === 4) date = isoDay(a, b, Number(c));
@@ -495,6 +500,17 @@ function readDates(input: string, text: string, style: NumberStyle, out: DateMen
   )) {
     const [a, b] = [Number(match[1]), Number(match[2])];
     take(match, style.monthFirst ? isoDay(0, a, b) : isoDay(0, b, a));
+  }
+  // A day and month alone: "ma 31/3", "a partir de 10/3" (or month first where the locale writes it so), and a day
+  // before a month of two digits: "sluitdatum 30-09". A day that does not exist is left to the figures.
+  for (const match of blanked.text.matchAll(/(?<![\p{L}\p{N}/.,-])(\d{1,2})\/(\d{1,2})(?![/\d]|[.,]\d)/gu)) {
+    const [a, b] = [Number(match[1]), Number(match[2])];
+    const date = style.monthFirst ? (isoDay(0, a, b) ?? isoDay(0, b, a)) : (isoDay(0, b, a) ?? isoDay(0, a, b));
+    if (date) take(match, date);
+  }
+  for (const match of blanked.text.matchAll(/(?<![\p{L}\p{N}/.,\-–])(\d{2})-(0[1-9])(?![\d\-–]|[.,]\d)/gu)) {
+    const date = isoDay(0, Number(match[2]), Number(match[1]));
+    if (date) take(match, date);
   }
   // Times of day: 10:30, 10:30:15, 2:30 pm.
   for (const match of blanked.text.matchAll(new RegExp(`\\b${TIME}`, 'gi'))) {
@@ -762,10 +778,17 @@ const COMPARATIVE_AFTER =
 
 /** Words before a bare number that make it a position, not a figure: "top 5", "#1", "rank 2", "Platz 2". */
 const ORDINAL_BEFORE =
-  /(?:\b(?:top|bottom|flop|first|last|rank(?:ed)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.|platz|rang|nr\.|nummer|numéro|número|numero|puesto|posto|posição|posición|posizione|position|plaats|lugar)\s*-?\s*|#\s*|\bn[°º]\s*|\bn\.º\s*)$/i;
+  /(?:(?<![\p{L}])(?:top|bottom|flop|first|last|rank(?:ed|s)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.|platz|plätze|rang|ränge|nr\.|nummer|numéro|número|numero|puesto|puestos|posto|posti|posição|posições|posición|posiciones|posizione|posizioni|positions?|plaats|plaatsen|lugar|lugares|places?|week|weeks|wk|woche|wochen|kw|semaine|semaines|semana|semanas|settimana|settimane)\s*-?\s*(?:\d{1,2}\s*(?:to|bis|à|au|a|al|t\/m|tot|and|und|et|y|e|en|-|–)\s*)?|#\s*|\bn[°º]\s*|\bn\.º\s*)$/iu;
 /** After a bare number: an ordinal ("2º", "2ª", "2°"), or a German ordinal before the noun it counts ("2. Platz"). */
 const ORDINAL_AFTER =
-  /^(?:st|nd|rd|th)\b|^[º°ª](?![CF]\b)|^\.\s+(?:(?:zum|bis zum|bis|und|oder|bzw\.)\s+\d{1,2}\.\s+)?(?:Platz|Rang|Stelle|Position|Quartal|Halbjahr|Mal|Woche|Runde|Stufe)\b/i;
+  /^(?:st|nd|rd|th)\b|^[º°ª](?![CF]\b)|^\.(?:er|º|ª|°|o|a)(?![\p{L}\p{N}])|^(?:er|re|e|ème|eme|ᵉ)(?![\p{L}\p{N}])|^\.\s+(?:(?:zum|bis zum|bis|und|oder|bzw\.)\s+\d{1,2}\.\s+)?(?:Platz|Rang|Stelle|Position|Quartal|Halbjahr|Mal|Woche|Runde|Stufe)\b/iu;
+/** An article before a number standing for a noun named earlier: "en la 13", "in der 14", "dans la 12". */
+const ELLIPTIC_ARTICLE = /(?<![\p{L}])(?:la|el|le|il|die|der|das|het|de|the|a|o)\s+$/iu;
+/** A week or a place named by its number: what a number after an article may stand for. */
+const LABELLED_NUMBER =
+  /(?<![\p{L}])(?:week|woche|kw|semaine|semana|settimana|platz|place|puesto|posto|lugar|plaats)\s*\d{1,2}(?![\p{N}])/iu;
+/** "das 4. das schwächste", "der 3. in Folge": a number and a point that the sentence goes on after in lower case. */
+const ORDINAL_LOWER_AFTER = /^\.\s+[a-zäöüßàâçéèêëîïôûùáíóúñ]/u;
 /** Before or after a number or percentage: the size of a group, not a figure ("top 10%", "die 5 größten", "los 5 mejores"). */
 const COHORT_BEFORE = /\b(?:top|bottom|flop|die besten|les meilleurs|los mejores|i migliori|os melhores|de beste)\s*-?\s*$/i;
 const COHORT_AFTER =
@@ -812,7 +835,7 @@ function readFractions(masked: string, text: string): { figures: Figure[]; rest:
   return { figures, rest: rest.text };
 }
 
-function readFigures(input: string, text: string, style: NumberStyle, uncertain = false): Figure[] {
+function readFigures(input: string, text: string, style: NumberStyle, uncertain = false, numberWords = true): Figure[] {
   const { figures, rest: masked } = readFractions(input, text);
   for (const match of masked.matchAll(numberRegex(style))) {
     const [whole, signBefore, currencyBefore, signAfter, token, groupSeparator, written, scaleWord, currencyAfter] = match;
@@ -867,6 +890,9 @@ function readFigures(input: string, text: string, style: NumberStyle, uncertain 
     const bare = !currency && !digits.decimals && !unit && !scaleWord && !digits.grouped;
     if (bare && isListMarker(masked, match.index)) continue;
     if (bare && ORDINAL_BEFORE.test(before)) continue;
+    // "La semana 12 fue ...; en la 13 ...": a number after an article, where its line named a week or place by number.
+    if (bare && token.length <= 2 && ELLIPTIC_ARTICLE.test(before) && LABELLED_NUMBER.test(lineAround(text, match.index)))
+      continue;
     const end = index + shown.trimEnd().length;
     const after = masked.slice(end, end + 40);
     if (
@@ -879,7 +905,8 @@ function readFigures(input: string, text: string, style: NumberStyle, uncertain 
     )
       continue;
     // Ordinal suffixes and numbers glued to words: 3rd, 2nd, 2º, 10x; German ordinals: "2. Platz".
-    if (ORDINAL_AFTER.test(text.slice(index + shown.length, index + shown.length + 40))) continue;
+    const next = text.slice(index + shown.length, index + shown.length + 40);
+    if (ORDINAL_AFTER.test(next) || (bare && token.length <= 2 && ORDINAL_LOWER_AFTER.test(next))) continue;
     // The size of a group: "top 10%", "the 5 largest deals", "los 5 mejores".
     if ((bare || (percent && !points)) && (COHORT_BEFORE.test(before) || COHORT_AFTER.test(after))) continue;
     const value = digits.value;
@@ -909,7 +936,7 @@ function readFigures(input: string, text: string, style: NumberStyle, uncertain 
   }
   const rest = new Blanked(masked);
   for (const figure of figures) rest.blank(figure.index, figure.end);
-  figures.push(...readWordFigures(rest.text, text));
+  if (numberWords) figures.push(...readWordFigures(rest.text, text));
   figures.sort((a, b) => a.index - b.index);
   markRanges(masked, figures);
   return figures;
@@ -954,6 +981,14 @@ function markRanges(masked: string, figures: Figure[]): void {
       /^\s*(?:to|bis|auf|à|a|hasta|para|tot|naar)\s*$/i.test(gap) &&
       /(?:\bfrom|\bvon|\bde|\bdesde|\bda|\bdo|\bvan)\s*$/i.test(before);
     if (change && !low.words && !high.words) {
+      low.change = 'from';
+      high.change = 'to';
+      // "n'a baissé que de 46 à 42": the ends of a change are levels; the falling verb is said of the change.
+      for (const end of [low, high])
+        if (end.sign === 'negative' && !/^[-−–]/.test(end.text.replace(/^[^\d\-−–]*/, ''))) {
+          end.sign = 'none';
+          end.mantissa = Math.abs(end.mantissa);
+        }
       if (high.scale !== 1 && low.scale === 1 && !low.percent && !low.currency) low.scale = high.scale;
       if (high.percent && !low.percent && low.scale === 1) low.percent = true;
       low.currency ??= high.currency;

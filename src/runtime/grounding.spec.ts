@@ -857,6 +857,132 @@ describe('groundAnswer: codes, periods of the sentence before, averages in other
   });
 });
 
+describe('groundAnswer: what is no figure, and what a parenthesis names', () => {
+  const phones: GroundingSource = {
+    toolCallId: 'call_accounts',
+    name: 'query_records',
+    holds: 'rows',
+    arguments: { objectName: 'account' },
+    content: {
+      records: [
+        { name: 'Rheinwerk Maschinenbau AG', phone: '+49 211 555 0120' },
+        { name: 'Polder Data B.V.', phone: '+31 20 555 0166' },
+      ],
+    },
+  };
+
+  it('reads a phone number written the national way (trunk 0, other groups) and a country code alone as no figures', () => {
+    expect(groundAnswer('Rheinwerk Maschinenbau AG: 0211 5550120 (Vorwahl +49).', [phones]).unsupported).toEqual([]);
+    expect(
+      groundAnswer('Polder Data B.V. is bereikbaar op +31 (0)20 555 01 66 of 020 - 555 0166.', [phones]).unsupported,
+    ).toEqual([]);
+    expect(groundAnswer('Rheinwerk Maschinenbau AG: 0211 5550121.', [phones]).unsupported).not.toEqual([]);
+  });
+
+  it('reads ordinals of Romance languages, places, weeks and a German ordinal in a sentence as no figures', () => {
+    for (const text of [
+      'El 1.er trimestre y el 2.º trimestre; la 3.ª del equipo.',
+      'La France est 4e avec le Japon.',
+      'Places 2 to 4 are extremely close.',
+      'La semana 12 fue la de más actividad; en la 13 se crearon menos.',
+      'Das 3. Quartal war das stärkste, das 4. das schwächste.',
+    ])
+      expect(texts(text)).toEqual([]);
+  });
+
+  it('reads days and months written without a year as dates, and a list number before a month as none', () => {
+    expect(readText('- ma 31/3 — Discovery call\n- sluitdatum 30-09\n- gesloten 04-01-23').dates.map((d) => d.date)).toEqual([
+      '--03-31',
+      '--09-30',
+      '2023-01-04',
+    ]);
+    expect(readText('1. Juli: 23,9 Mio. $\n2. Juni: 18,1 Mio. $', { language: 'de' }).dates).toEqual([]);
+  });
+
+  it('lets the last day of a week the results start bound its span', () => {
+    const week: GroundingSource = {
+      toolCallId: 'call_week',
+      name: 'query_records',
+      holds: 'rows',
+      arguments: { objectName: 'activity' },
+      content: { records: [{ subject: 'Discovery call', due_at: '2025-03-31T09:00:00.000Z', duration_minutes: 30 }] },
+    };
+    expect(groundAnswer('Week 14 (31 March – 6 April): Discovery call, 30 minutes.', [week]).unsupported).toEqual([]);
+    expect(groundAnswer('Week 14 (31 March – 26 April): Discovery call, 30 minutes.', [week]).unsupported).toHaveLength(1);
+  });
+
+  it('reads number words in English only ("ten opzichte van" is Dutch for "compared with")', () => {
+    expect(texts('Het aantal halveerde ten opzichte van week 12.', 'nl-NL')).toEqual([]);
+    expect(texts('We closed ten deals.')).toEqual(['ten']);
+  });
+
+  it('reads a figure as about what a parenthesis right after it, or around it, names', () => {
+    const owners = rowsOf([
+      { owner: 'Lucas Moreau', revenue: 55_331_292 },
+      { owner: 'Jack Thompson', revenue: 30_764_271 },
+    ]);
+    expect(groundAnswer('Revenue ranges from $30.8M (Jack Thompson) to $55.3M (Lucas Moreau).', [owners]).unsupported).toEqual(
+      [],
+    );
+    expect(groundAnswer('Last comes the smallest (30,8 milioni, di nuovo Jack Thompson).', [owners]).unsupported).toEqual([]);
+    expect(
+      groundAnswer('Revenue ranges from $30.8M (Lucas Moreau) to $55.3M (Jack Thompson).', [owners]).unsupported,
+    ).toHaveLength(2);
+  });
+});
+
+describe('groundAnswer: changes, counts of rows and ranks with digits', () => {
+  const years = rowsOf([
+    { period: '2023-01-01', owner: 'Sofia Rossi', won_revenue: 11_604_882, won_deals: 46 },
+    { period: '2024-01-01', owner: 'Sofia Rossi', won_revenue: 5_930_115, won_deals: 42 },
+    { period: '2024-01-01', owner: 'Maya Chen', won_revenue: 12_904_118, won_deals: 17 },
+  ]);
+
+  it('reads the first end of "from X to Y" as of the period before the one named, and both ends as levels', () => {
+    expect(
+      groundAnswer('In 2024 the won revenue of Sofia Rossi fell from 11.6 to 5.9 million dollars.', [years]).unsupported,
+    ).toEqual([]);
+    expect(groundAnswer("Sofia Rossi n'a baissé que de 46 à 42 affaires gagnées en 2024.", [years]).unsupported).toEqual([]);
+    expect(
+      groundAnswer('In 2024 the won revenue of Sofia Rossi fell from 12.9 to 5.9 million dollars.', [years]).unsupported,
+    ).toEqual([{ text: '12.9', reason: 'other_row' }]);
+  });
+
+  it('reads the number of rows a result lists as a count of them', () => {
+    const listed: GroundingSource = { ...years, content: { rows: (years.content as { rows: unknown[] }).rows } };
+    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 3 listed.', [listed]).unsupported).toEqual([]);
+    expect(groundAnswer('Maya Chen won 17 deals, 2nd among the 4 listed.', [listed]).unsupported).toHaveLength(1);
+    expect(groundAnswer('Maya Chen won 17 deals; 3 rows hold more than 10.', [listed]).unsupported).toContainEqual({
+      text: '3',
+      reason: 'no_such_value',
+    });
+  });
+
+  it('checks a rank written in digits after a verb', () => {
+    expect(groundAnswer('Maya Chen has $12.9M in 2024, which makes it 1st.', [years]).unsupported).toEqual([]);
+    expect(groundAnswer('Maya Chen has $12.9M in 2024, which makes it 2nd.', [years]).unsupported).toHaveLength(1);
+  });
+});
+
+describe('groundAnswer: ranks among what the answer names, and against a contrasted figure', () => {
+  const owners = rowsOf([
+    { owner: 'Lucas Moreau', revenue: 55_331_292, won_deals: 49 },
+    { owner: 'Marcus Silva', revenue: 38_790_967.5, won_deals: 20 },
+    { owner: 'Priya Nair', revenue: 38_696_539.5, won_deals: 48 },
+    { owner: 'Tom Fischer', revenue: 38_156_301, won_deals: 34 },
+  ]);
+
+  it('lets a rank hold among the rows the answer names', () => {
+    expect(groundAnswer('Of Priya Nair and Tom Fischer, Priya Nair is the largest.', [owners]).unsupported).toEqual([]);
+    expect(groundAnswer('Of Priya Nair and Tom Fischer, Tom Fischer is the largest.', [owners]).unsupported).toHaveLength(1);
+  });
+
+  it('lets a rank hold by another number of its row where the sentence sets its figure against it', () => {
+    expect(groundAnswer('Marcus Silva erreicht Platz 2 mit nur 20 gewonnenen Deals.', [owners]).unsupported).toEqual([]);
+    expect(groundAnswer('Marcus Silva erreicht Platz 3 mit nur 20 gewonnenen Deals.', [owners]).unsupported).toHaveLength(1);
+  });
+});
+
 describe('groundAnswer on hostile text', () => {
   it('returns on a 100 KB answer made to be slow (one long line of digits, separators, names and claim words)', () => {
     const pieces = [

@@ -7,7 +7,7 @@
  * description, or no such value at all.
  */
 import { checkClaims } from './grounding-claims';
-import { AnswerScopes, findMentions, type Concept, type FigureScope } from './grounding-clauses';
+import { AnswerScopes, byDimension, findMentions, type Concept, type FigureScope } from './grounding-clauses';
 import {
   collectEvidence,
   dimensionOf,
@@ -162,12 +162,32 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     const pair = pairs.get(figure.index);
     if (pair?.mention) for (const dimension of pair.mention.dimensions) scope.own.set(dimension, new Set([pair.mention.value]));
     if (pair?.period) scope.periods = [pair.period];
+    if (pair?.local) {
+      for (const [dimension, values] of byDimension(pair.local.mentions)) {
+        scope.own.set(dimension, values);
+        scope.inherited.delete(dimension);
+      }
+      if (pair.local.periods.length) scope.periods = pair.local.periods;
+    }
     let { cell, ...verdict } = bind(figure, scope, evidence, echo);
     // "25.077" in an answer whose language is not told: the other reading of its digits may be the one meant.
     if (verdict.unsupported && figure.alternative) {
       const other = bind({ ...figure, ...figure.alternative, bare: false }, scope, evidence, echo);
       if (other.supported) ({ cell, ...verdict } = other);
     }
+    // "fiel von 53,2 % auf 49,6 % (2024)": the first end of a change is of the period before the one named.
+    if (verdict.unsupported?.reason === 'other_row' && figure.change === 'from' && scope.periods.length) {
+      const other = bind(figure, { ...scope, periods: [] }, evidence, echo);
+      if (other.supported) ({ cell, ...verdict } = other);
+    }
+    // "Japan is 6th of 11 countries", "Con 12 comerciales": the number of rows a result lists.
+    if (
+      verdict.unsupported?.reason === 'no_such_value' &&
+      figure.bare &&
+      rowCounts(evidence).has(figure.mantissa) &&
+      OUT_OF_BEFORE.test(answer.slice(Math.max(0, figure.index - 24), figure.index))
+    )
+      continue;
     // "64,8 millones de dólares: 20,7 en el primer trimestre y 44,2 en el segundo": a scale written once before.
     const scaled = verdict.unsupported ? scaleBefore(answer, figure, read.figures) : undefined;
     if (scaled) {
@@ -199,8 +219,13 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
           : { index: claim.index, unsupported: { text: claim.text, reason: 'other_row' } },
     );
   }
-  for (const mention of dateClaims(answer, read.dates, asked.dates, evidence)) {
-    entries.push({ index: mention.index, ...bindDate(mention, evidence, scopes.scopeOf(mention.index, mention.index + 1)) });
+  const dateVerdicts = new Map<DateMention, Verdict>();
+  for (const mention of dateClaims(answer, read.dates, asked.dates, evidence))
+    dateVerdicts.set(mention, bindDate(mention, evidence, scopes.scopeOf(mention.index, mention.index + 1)));
+  for (const [mention, verdict] of dateVerdicts) {
+    // "Week 14 (31 March – 6 April)": the last day of a span of days whose first day the results hold bounds it.
+    if (verdict.unsupported && spanEndOf(answer, mention, read.dates, dateVerdicts)) continue;
+    entries.push({ index: mention.index, ...verdict });
   }
   // A year no date of the results (nor the question, nor a filter) has is a claim no cell supports.
   if (evidence.dates.size) {
@@ -507,18 +532,24 @@ function regroupedIdentifierSpans(answer: string, identifiers: readonly string[]
   }
   if (!known.size) return [];
   const spans: Array<[number, number]> = [];
+  // A country code alone ("indicatif +1", "prefisso +39") of a phone number of the results.
+  const countryCodes = new Set(identifiers.flatMap((id) => /^\+(\d{1,3})[\s\-.(]/.exec(id)?.[1] ?? []));
+  for (const code of answer.matchAll(/(?<![\p{L}\p{N}])\+(\d{1,3})(?![\p{N}]|[.,]\d|\s*\(?\d)/gu))
+    if (countryCodes.has(code[1])) spans.push([code.index, code.index + code[0].length]);
   for (const run of answer.matchAll(DIGIT_RUN)) {
     const groups = [...run[0].matchAll(/[A-Za-z]+|\d+/g)].slice(0, MAX_GROUPS);
     // The longest stretch of whole groups that is an identifier (or a phone number's end).
     let best: [number, number] | undefined;
     for (let i = 0; i < groups.length && !best; i++) {
       for (let j = groups.length - 1; j >= i; j--) {
-        const key = groups
-          .slice(i, j + 1)
-          .map((g) => g[0])
+        const parts = groups.slice(i, j + 1).map((g) => g[0].toLowerCase());
+        const key = parts.join('');
+        // A national number: its trunk 0 ("0211 5550120", "+31 (0)20 555 01 66") is no digit of the international one.
+        const national = parts
+          .filter((part, k) => k === 0 || part !== '0')
           .join('')
-          .toLowerCase();
-        if (key.length < 5 || !known.has(key)) continue;
+          .replace(/^0(?=\d)/, '');
+        if (key.length < 5 || !(known.has(key) || (national.length >= 7 && known.has(national)))) continue;
         const start = run.index + groups[i].index - (/[+(]$/.test(run[0].slice(0, groups[i].index)) ? 1 : 0);
         const end =
           run.index + groups[j].index + groups[j][0].length + (run[0][groups[j].index + groups[j][0].length] === ')' ? 1 : 0);
@@ -529,6 +560,24 @@ function regroupedIdentifierSpans(answer: string, identifiers: readonly string[]
     if (best) spans.push(best);
   }
   return spans;
+}
+
+/** Before the size of a whole: "6th of 11", "sur 11 pays", "Con 12 comerciales", "among the 11 countries". */
+const OUT_OF_BEFORE =
+  /(?<![\p{L}])(?:of|out of|among|with|sur|parmi|avec|de|entre|con|von|unter|mit|van|onder|met|su|tra|fra|com|dos|das|dei|degli|delle)\s+(?:(?:the|all|les|los|las|die|den|der|de|le|la|i|gli|le|os|as|het|todos|todas|tutti|alle)\s+)?$/iu;
+
+const rowCountCache = new WeakMap<Evidence, Set<number>>();
+
+/** How many rows each result of the turn lists (two or more). */
+function rowCounts(evidence: Evidence): Set<number> {
+  let counts = rowCountCache.get(evidence);
+  if (!counts) {
+    const bySource = new Map<unknown, number>();
+    for (const row of evidence.rows) bySource.set(row.source, (bySource.get(row.source) ?? 0) + 1);
+    counts = new Set([...bySource.values()].filter((n) => n >= 2));
+    rowCountCache.set(evidence, counts);
+  }
+  return counts;
 }
 
 /** Binds a figure to the best cell: equal in value, unit, scale and sign, in a row its clause agrees with. */
@@ -873,6 +922,28 @@ function dateClaims(
     if (!mention.date && (!mention.time || !evidence.times.size)) return false;
     if (mention.date && (evidence.filterDates.has(mention.date) || asked.some((q) => q.date === mention.date))) return false;
     return true;
+  });
+}
+
+/** Between two dates of a span: "31 March – 6 April", "du 3 au 9 mars", "31 maart t/m 6 april". */
+const DATE_SPAN_JOIN = /^\s*(?:-|–|—|to|until|till|bis|au|à|al|a|hasta|até|tot|t\/m|tot en met)\s*$/i;
+const MAX_SPAN_DAYS = 7;
+
+/** Whether a date bounds a span of at most a week with another date of the answer that the results hold. */
+function spanEndOf(
+  answer: string,
+  mention: DateMention,
+  dates: readonly DateMention[],
+  verdicts: ReadonlyMap<DateMention, Verdict>,
+): boolean {
+  const at = dates.indexOf(mention);
+  const day = (d: DateMention) => (d.date ? Date.parse(d.date.replace(/^--/, '2001-')) : NaN);
+  return [dates[at - 1], dates[at + 1]].some((other) => {
+    if (!other || !verdicts.get(other)?.supported) return false;
+    const [first, second] = other.index < mention.index ? [other, mention] : [mention, other];
+    if (!DATE_SPAN_JOIN.test(answer.slice(first.end, second.index))) return false;
+    const days = Math.abs(day(mention) - day(other)) / 86_400_000;
+    return days <= MAX_SPAN_DAYS;
   });
 }
 
