@@ -126,10 +126,10 @@ function report(corpus: Corpus, score: CorpusScore | undefined): { lines: string
   };
 }
 
-/** Answers written with figure references (refs.json of a folder): the goal there is every error caught, no false alarm. */
+/** Answers written with figure references (refs*.json of a folder): the goal there is every error caught, no false alarm. */
 async function referenceReport(title: string, dir: string): Promise<{ lines: string[]; summary: string }> {
   const cases = loadReferenceCases(dir);
-  const head = [`### ${title}`, '', `- Cases: \`${relative(projectRoot(), dir)}/refs.json\``];
+  const head = [`### ${title}`, '', `- Cases: \`${relative(projectRoot(), dir)}/refs*.json\``];
   if (!cases) return { lines: [...head, '', 'Not scored: not present.', ''], summary: `${title}: not present` };
   const score: ReferenceScore = await scoreReferenceCases(cases);
   const { planted, correct, caught, rightReason, falseAlarms } = score;

@@ -261,6 +261,11 @@ describe('groundAnswer with references', () => {
     ['bold, in parentheses', 'Top seller: **Marcus Silva** ({{r1.1.won_revenue|compact}})', true],
     ['two names, the second wrong', 'Lucas Moreau won {{r1.1.won_revenue}}, Marcus Silva {{r1.3.won_revenue}}.', true],
     ['two names, both right', 'Lucas Moreau won {{r1.1.won_revenue}}; Marcus Silva {{r1.2.won_revenue}}.', false],
+    [
+      'a list line naming a person for the row with no owner',
+      '1. Lucas Moreau — {{r1.1.won_revenue}}\n2. Marcus Silva — {{r1.3.won_revenue}}',
+      true,
+    ],
   ])('checks the row of a reference in %s', async (_layout, answer, wrong) => {
     expect((await ground(answer)).unsupported.some((u) => u.reason === 'other_row')).toBe(wrong);
   });

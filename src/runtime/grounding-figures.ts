@@ -250,8 +250,11 @@ function monthNumber(name: string): number {
 function monthAlone(name: string, before: string): boolean {
   const lower = name.toLowerCase();
   if (/^(?:jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|dez|janv|févr)$/.test(lower)) return false;
-  if (/^(?:may|mai|mars)$/.test(lower))
+  if (/^(?:may|mai|mars)$/.test(lower)) {
+    // Capitalised inside a sentence it is the month ("der Mai", "since May"); lower case a verb or "never" (Italian).
+    if (name[0] !== lower[0] && !/(?:^|[.!?:\n]\s*|[-*#>|]\s*|\d\.\s*)$/.test(before)) return true;
     return /\b(?:in|since|until|by|during|im|seit|bis|ab|en|depuis|jusqu'en|au mois de|début|fin|op|sinds|tot)\s+$/i.test(before);
+  }
   if (/^(?:january|february|march|april|june|july|august|september|october|november|december)$/.test(lower))
     return name[0] === name[0].toUpperCase();
   return true;
@@ -906,7 +909,10 @@ function readFigures(input: string, text: string, style: NumberStyle, uncertain 
       continue;
     // Ordinal suffixes and numbers glued to words: 3rd, 2nd, 2º, 10x; German ordinals: "2. Platz".
     const next = text.slice(index + shown.length, index + shown.length + 40);
-    if (ORDINAL_AFTER.test(next) || (bare && token.length <= 2 && ORDINAL_LOWER_AFTER.test(next))) continue;
+    // Only where a comma is the decimal separator is "4." an ordinal ("das 4. das schwächste"); in English "… to 37.
+    // gold comes to 31" ends a sentence at a figure.
+    if (ORDINAL_AFTER.test(next) || (bare && token.length <= 2 && style.decimal === ',' && ORDINAL_LOWER_AFTER.test(next)))
+      continue;
     // The size of a group: "top 10%", "the 5 largest deals", "los 5 mejores".
     if ((bare || (percent && !points)) && (COHORT_BEFORE.test(before) || COHORT_AFTER.test(after))) continue;
     const value = digits.value;

@@ -1,6 +1,6 @@
 import { correctionRequest, extractNumbers, groundAnswer, operandEvidence, type GroundingSource } from './grounding';
 import { readText } from './grounding-figures';
-import { detectLanguage } from './grounding-language';
+import { detectLanguage, type GroundingLanguage } from './grounding-language';
 
 const texts = (text: string, locale?: string) => extractNumbers(text, locale).map((claim) => claim.text);
 
@@ -1001,11 +1001,22 @@ describe('groundAnswer on hostile text', () => {
   });
 });
 
-describe('readText: a day with a dot', () => {
-  it('is a date in German, and the end of a sentence in English', () => {
+describe('readText: a number and a dot', () => {
+  it('is a date or an ordinal in German, and the end of a sentence in English', () => {
     expect(texts('January 2025 comes to 24. February 2025 comes to 23.')).toEqual(['24', '23']);
+    expect(texts('platinum comes to 37. gold comes to 31.')).toEqual(['37', '31']);
     expect(readText('Am 24. Februar 2025 haben wir 3 Deals gewonnen.', { language: 'de' }).dates.map((d) => d.text)).toEqual([
       '24. Februar 2025',
     ]);
+  });
+});
+
+describe('readText: a month named alone', () => {
+  it('is a period when capitalised inside a sentence, and not the verb or the Italian "never"', () => {
+    const months = (text: string, language?: GroundingLanguage) => readText(text, { language }).periods.map((p) => p.text);
+    expect(months('Stärkster Monat war der Mai mit 23 Deals.', 'de')).toEqual(['Mai']);
+    expect(months('The best month was May, with 23 deals.')).toEqual(['May']);
+    expect(months('We may win 23 deals.')).toEqual([]);
+    expect(months('Non abbiamo mai perso 23 affari.', 'it')).toEqual([]);
   });
 });

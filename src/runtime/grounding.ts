@@ -270,9 +270,16 @@ function referenceEntries(
       return { index: reference.start, unsupported: { text: reference.text, reason: 'bad_reference', ref: reference.raw } };
     const found = evidence.cells.filter((c) => c.row.source === cell.source && c.column === cell.column);
     const numeric = found.find((c) => c.row.index === cell.rowIndex) ?? found.find((c) => c.row.index === undefined);
-    const status = numeric ? rowStatus(numeric, scopes.scopeOf(reference.start, reference.end), evidence) : 'neutral';
+    const scope = scopes.scopeOf(reference.start, reference.end);
+    const status = numeric ? rowStatus(numeric, scope, evidence) : 'neutral';
+    // A reference names its row exactly: one whose value is empty for what the sentence names (a person, said of the
+    // row of deals with no owner) is another row, whether the clause or its line names it.
+    const namesEmpty =
+      !!numeric?.row.empty &&
+      !scope.unassigned &&
+      [...scope.own.keys(), ...scope.inherited.keys()].some((dimension) => numeric.row.empty!.has(dimension));
     // As for a typed figure: a row that has no value for what the clause names (an empty owner) is not that row.
-    if (status === 'conflict' || status === 'unverifiable')
+    if (status === 'conflict' || status === 'unverifiable' || namesEmpty)
       return { index: reference.start, unsupported: { text: reference.text, reason: 'other_row', ref: reference.raw } };
     return {
       index: reference.start,
