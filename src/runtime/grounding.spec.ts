@@ -401,20 +401,22 @@ describe('readText: figures typed by hand in other languages', () => {
   });
 });
 
+/** Win rate per owner (a ratio metric). */
+const WIN: GroundingSource = {
+  toolCallId: 'call_win',
+  name: 'query_metric',
+  holds: 'rows',
+  arguments: { metrics: ['win_rate'], groupBy: ['owner'] },
+  content: {
+    rows: [
+      { owner: 'Sofia Rossi', win_rate: 0.635 },
+      { owner: 'Elena Petrova', win_rate: 0.38 },
+    ],
+  },
+  columns: { win_rate: { kind: 'ratio' } },
+};
+
 describe('groundAnswer: figures typed by hand', () => {
-  const WIN: GroundingSource = {
-    toolCallId: 'call_win',
-    name: 'query_metric',
-    holds: 'rows',
-    arguments: { metrics: ['win_rate'], groupBy: ['owner'] },
-    content: {
-      rows: [
-        { owner: 'Sofia Rossi', win_rate: 0.635 },
-        { owner: 'Elena Petrova', win_rate: 0.38 },
-      ],
-    },
-    columns: { win_rate: { kind: 'ratio' } },
-  };
   const ACCOUNT: GroundingSource = {
     toolCallId: 'call_account',
     name: 'get_record',
@@ -541,19 +543,7 @@ describe('groundAnswer: claims in words', () => {
   });
 
   it('flags a percentage said of a difference of percentages, and percentage points said of a change', () => {
-    const win: GroundingSource = {
-      toolCallId: 'call_win',
-      name: 'query_metric',
-      holds: 'rows',
-      arguments: { metrics: ['win_rate'], groupBy: ['owner'] },
-      content: {
-        rows: [
-          { owner: 'Sofia Rossi', win_rate: 0.635 },
-          { owner: 'Elena Petrova', win_rate: 0.38 },
-        ],
-      },
-      columns: { win_rate: { kind: 'ratio' } },
-    };
+    const win = WIN;
     const gap: GroundingSource = {
       toolCallId: 'call_gap',
       name: 'calculate',
