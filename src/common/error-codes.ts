@@ -190,12 +190,13 @@ export const ERRORS = {
   tool_results_timeout: HttpStatus.BAD_REQUEST,
   interrupted: HttpStatus.BAD_REQUEST,
   // Write proposals: what the model reads when a person rejected one, it expired unanswered, a record changed
-  // since it was proposed (nothing written), a write tool matched more records than one proposal may change, or
-  // a client tool was called in the same step as a write (not run: one pause at a time).
+  // since it was proposed (nothing written), a write tool matched more records (or values) than one proposal may
+  // change, or a client tool was called in the same step as a write (not run: one pause at a time).
   approval_rejected: HttpStatus.BAD_REQUEST,
   approval_expired: HttpStatus.BAD_REQUEST,
   version_changed: HttpStatus.CONFLICT,
   too_many_records: HttpStatus.BAD_REQUEST,
+  proposal_too_large: HttpStatus.BAD_REQUEST,
   write_not_allowed: HttpStatus.FORBIDDEN,
   tool_not_run: HttpStatus.BAD_REQUEST,
 

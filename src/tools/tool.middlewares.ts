@@ -219,10 +219,16 @@ export function rateLimitMiddleware(now: () => number = Date.now): ToolMiddlewar
   };
 }
 
-/** Replaces output larger than `maxBytes` of JSON with a smaller, still valid, version (see capContent). */
+/**
+ * Replaces output larger than `maxBytes` of JSON with a smaller, still valid, version (see capContent): what
+ * the model reads. A write proposal is left whole: a person approves exactly what it holds and its token is
+ * signed over all of it, and the model never reads it (it reads what came of the decision). A write tool's
+ * error is the model's to read, and is capped like any other.
+ */
 export function outputCapMiddleware(maxBytes: number = DEFAULT_OUTPUT_CAP_BYTES): ToolMiddleware {
-  return async (_invocation, _ctx, next) => {
+  return async (invocation, _ctx, next) => {
     const outcome = await next();
+    if (invocation.tool.holds === 'proposal' && !outcome.isError) return outcome;
     return { ...outcome, content: capContent(outcome.content, maxBytes) };
   };
 }

@@ -278,6 +278,25 @@ describe('ToolRegistry', () => {
 describe('output cap', () => {
   const records = Array.from({ length: 300 }, (_, i) => ({ id: `id-${i}`, name: `Record number ${i}`, notes: 'x'.repeat(100) }));
 
+  it("leaves a write proposal whole (a person approves all of it), and caps a write tool's error", async () => {
+    const registry = new ToolRegistry();
+    registry.use(outputCapMiddleware(16 * 1024));
+    const proposal = { objectName: 'x', operation: 'update', changes: records, token: 't', expiresAt: 'e' };
+    registry.register(echoTool({ name: 'propose', holds: 'proposal', execute: () => Promise.resolve(proposal) }));
+    registry.register(
+      echoTool({
+        name: 'refuse',
+        holds: 'proposal',
+        execute: () => Promise.reject(new DomainError('record_not_found', 'no', { missing: records.map((r) => r.id) })),
+      }),
+    );
+    const whole = await registry.execute({ id: 'c', name: 'propose', arguments: { objectName: 'x' } }, ctx());
+    expect(whole.content).toEqual(proposal);
+    const refused = await registry.execute({ id: 'd', name: 'refuse', arguments: { objectName: 'x' } }, ctx());
+    expect(refused.isError).toBe(true);
+    expect(Buffer.byteLength(JSON.stringify(refused.content))).toBeLessThanOrEqual(16 * 1024);
+  });
+
   it('drops records until the JSON fits, keeps it valid and says how many were omitted', async () => {
     const registry = new ToolRegistry();
     registry.use(outputCapMiddleware(16 * 1024));

@@ -7,6 +7,7 @@ import { DataService } from '../data/data.service';
 import { DataPool, type DataSession } from '../database/data-pool';
 import { AccessService } from '../governance/access.service';
 import { errorContent } from '../tools/tool.define';
+import { capContent, DEFAULT_OUTPUT_CAP_BYTES } from '../tools/tool.middlewares';
 import type { WriteProposal } from '../tools/tool.types';
 import { ApprovalTokens, type ApprovalBinding } from './approval-tokens';
 import { ApprovalStatements } from './approval.repository';
@@ -217,11 +218,12 @@ export class ApprovedWrites {
         records.push({ id: change.id, changed: true, deleted: true });
       }
     }
+    // What the model reads: within the tool output cap, like any tool result (the error's message left room).
     const content = errorContent(
       'version_changed',
       'Nothing was written: a record changed after you proposed this (someone else edited or deleted it). ' +
         '"records" holds them as they are now; propose again from these values if the change still makes sense.',
-      { records },
+      capContent({ records }, DEFAULT_OUTPUT_CAP_BYTES - 1024),
     );
     // It holds record values as the approver reads them: shown to callers with the same access.
     return { content, isError: true, access: await this.access.fingerprint(caller) };

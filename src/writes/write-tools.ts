@@ -14,6 +14,12 @@ import type { ApprovalTokens } from './approval-tokens';
 /** Most records one update_records proposal may change (one approval, one transaction). */
 export const MAX_RECORDS_PER_PROPOSAL = 100;
 
+/**
+ * Most bytes of JSON one proposal's changes may hold: a proposal is shown and approved whole, and a client of
+ * the OpenAI-compatible API sends it back whole (within the 2 MB request limit) to approve or reject it.
+ */
+export const MAX_PROPOSAL_BYTES = 512 * 1024;
+
 export const WRITE_TOOL_NAMES = ['create_record', 'update_record', 'delete_record', 'update_records'] as const;
 export type WriteToolName = (typeof WRITE_TOOL_NAMES)[number];
 
@@ -251,6 +257,15 @@ async function propose(
     // The caller's view for the operation: an object it may not read is not found, an operation it is not granted forbidden.
     const object = await deps.access.view(callerOf(ctx), args.objectName, operation);
     const proposed = await changes(object);
+    const bytes = Buffer.byteLength(JSON.stringify(proposed), 'utf8');
+    if (bytes > MAX_PROPOSAL_BYTES) {
+      throw new DomainError(
+        'proposal_too_large',
+        `This change is too large to propose at once (${Math.ceil(bytes / 1024)} KB of values before and after; at most ` +
+          `${MAX_PROPOSAL_BYTES / 1024} KB): propose it for fewer records at a time, or with shorter values.`,
+        { bytes, maxBytes: MAX_PROPOSAL_BYTES },
+      );
+    }
     const expiresAt = new Date(Date.now() + deps.ttlSeconds * 1000);
     const signed = { objectName: object.name, operation, changes: proposed };
     const token = deps.tokens.sign({ scope: approvalScope, toolCallId, tool, arguments: args, proposal: signed }, expiresAt);

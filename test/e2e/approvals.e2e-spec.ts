@@ -463,6 +463,93 @@ describe('writes with approval', () => {
     expect((resultSeen('call_bulk') as { records: unknown[] }).records).toHaveLength(100);
   });
 
+  describe('a proposal larger than the tool output cap (16 KB)', () => {
+    const longText = (c: string, n: number) => c.repeat(n);
+    const notes = async () =>
+      t.sql<{ id: string; title: string; body: string }>(`select id::text, title, body from data.note order by title`);
+
+    beforeAll(async () => {
+      await t.http
+        .post('/api/v1/objects')
+        .set(admin())
+        .send({
+          name: 'note',
+          label: 'Note',
+          fields: [
+            { name: 'title', label: 'Title', type: 'text', required: true, unique: true },
+            { name: 'body', label: 'Body', type: 'text' },
+          ],
+        })
+        .expect(201);
+      for (let i = 0; i < 40; i++) {
+        await t.http
+          .post('/api/v1/objects/note/records')
+          .set(admin())
+          .send({ title: `n-${String(i).padStart(2, '0')}`, body: longText('x', 400) })
+          .expect(201);
+      }
+      await t.http
+        .post('/api/v1/ai/agents')
+        .set(admin())
+        .send({
+          name: 'noter',
+          label: 'Noter',
+          instructions: 'You keep the notes.',
+          tools: ['query_records', ...WRITE_TOOLS],
+          writes: { note: ['update'] },
+        })
+        .expect(201);
+    });
+
+    async function noteProposal(call: { id: string; name: string; arguments: Record<string, unknown> }) {
+      llm.enqueue(MockReply.toolCalls([call]), MockReply.text('Decided.'));
+      const created = await t.http
+        .post('/api/v1/chats')
+        .set(bearer(alice.secret))
+        .send({ agent: 'noter', message: 'Rewrite' })
+        .expect(201);
+      const id = bodyOf<ChatResponse>(created).id;
+      const chat = await waitForChat(t, id, hasStatus('requires_approval', 'waiting', 'error'), alice.secret);
+      expect(chat.status).toBe('requires_approval');
+      return { id, proposed: chat.requiredAction!.proposals[0] };
+    }
+
+    it('shows an update_records of 40 records whole, and approving it writes all of them', async () => {
+      const before = await notes();
+      const ids = before.map((n) => n.id);
+      const body = longText('y', 400);
+      const { id, proposed } = await noteProposal({
+        id: 'call_big',
+        name: 'update_records',
+        arguments: { objectName: 'note', ids, values: { body } },
+      });
+      expect(Buffer.byteLength(JSON.stringify(proposed.changes))).toBeGreaterThan(16 * 1024);
+      expect(proposed.changes.map((c) => c.id).sort()).toEqual([...ids].sort());
+      expect(proposed.changes.every((c) => c.after?.body === body)).toBe(true);
+      await decide(id, { toolCallId: 'call_big', decision: 'approve', token: proposed.token }).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'), alice.secret);
+      expect((await notes()).every((n) => n.body === body)).toBe(true);
+      expect((resultSeen('call_big') as { status: string; records: unknown[] }).records).toHaveLength(40);
+    });
+
+    it('rejects, in another chat, a proposal of one value past 16 KB; nothing written, the model reads the rejection', async () => {
+      const [target] = await notes();
+      const { id, proposed } = await noteProposal({
+        id: 'call_huge',
+        name: 'update_record',
+        arguments: { objectName: 'note', recordId: target.id, values: { body: longText('z', 20_000) } },
+      });
+      // Compared as booleans: a failure never prints 20 000 characters.
+      expect(proposed.changes.map((c) => c.id)).toEqual([target.id]);
+      const [change] = proposed.changes;
+      expect(change.after?.body === longText('z', 20_000) && change.before?.body === target.body).toBe(true);
+      await decide(id, { toolCallId: 'call_huge', decision: 'reject', token: proposed.token, reason: 'too long' }).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'), alice.secret);
+      expect((await notes())[0].body === target.body).toBe(true);
+      expect(resultSeen('call_huge')).toMatchObject({ error: { code: 'approval_rejected', details: { reason: 'too long' } } });
+    });
+  });
+
   it('accepts on a second replica an approval of a proposal made on the first', async () => {
     const replica = await startTestApp({
       database: t.database,
