@@ -86,18 +86,18 @@ export class OpenAiCompatService {
   }
 
   private async prepare(caller: Caller, completion: CompletionRequest): Promise<PreparedTurn> {
-    const conversation = await this.settleApprovals(caller, completion);
-    return this.runtime.prepareTurn({
+    const request = {
       caller,
       agentName: completion.model,
-      history: toLlmMessages(conversation),
       approvalScope: approvalScopeOf(caller),
       instructions: completion.instructions,
       options: completion.options,
       optionNames: completion.optionNames,
       declaredTools: completion.tools ? { tools: completion.tools, labels: FUNCTION_TOOL_LABELS } : undefined,
       toolChoice: completion.toolChoice,
-    });
+    };
+    const conversation = await this.settleApprovals(caller, completion, () => this.runtime.admit(request));
+    return this.runtime.prepareTurn({ ...request, history: toLlmMessages(conversation) });
   }
 
   /**
@@ -105,12 +105,20 @@ export class OpenAiCompatService {
    * is taken now (the write, as this key, under If-Match); one taken by this key before (its client sends the
    * whole conversation with every request) shows what it came to, and writes nothing again. The model then
    * reads its write calls and their outcomes.
+   *
+   * Only a turn that may run decides anything (`admit`: the key, the agent, the request's tools, the model
+   * endpoint, the token quota): the client learns what came of a decision only from the answer to this
+   * request, so a request refused afterwards (429 at the quota) must not have written anything. Refused, it
+   * writes nothing and its tokens stay good: the same answer sent again later decides then.
    */
-  private async settleApprovals(caller: Caller, completion: CompletionRequest): Promise<ConversationMessage[]> {
+  private async settleApprovals(
+    caller: Caller,
+    completion: CompletionRequest,
+    admit: () => Promise<unknown>,
+  ): Promise<ConversationMessage[]> {
     const approvals = answeredApprovals(completion.conversation, approvalScopeOf(caller), completion.model);
     if (!approvals.length) return completion.conversation;
-    // The agent first: a request for an agent the key may not use decides nothing.
-    await this.agents.getUsable(completion.model, caller);
+    await admit();
     const settled = [];
     for (const approval of approvals) settled.push({ approval, outcome: await this.settleOnce(caller, approval) });
     return withOutcomes(completion.conversation, settled);

@@ -335,6 +335,41 @@ describe('OpenAI-compatible API: writes with approval', () => {
     });
   });
 
+  it('refuses an approval from a key at its token quota with 429 before deciding anything: nothing written, the token still good', async () => {
+    const carol = await createApiKey(t, { name: 'carol', role: 'member', subject: 'carol', tokensPerDay: 100 });
+    const carolAi = new OpenAI({ baseURL, apiKey: carol.secret, maxRetries: 0 });
+    const created = await t.http.post('/api/v1/objects/item/records').set(asAdmin(t)).send({ sku: 'q-1', qty: 1 }).expect(201);
+    const recordId = bodyOf<{ id: string }>(created).id;
+    // The proposal's own model call takes the key past its quota.
+    llm.enqueue(
+      MockReply.toolCalls(
+        [{ id: 'call_quota', name: 'update_record', arguments: { objectName: 'item', recordId, values: { qty: 9 } } }],
+        { usage: { prompt_tokens: 90, completion_tokens: 30 } },
+      ),
+    );
+    const question: ChatCompletionMessageParam = { role: 'user', content: 'Set q-1 to 9' };
+    const completion = await carolAi.chat.completions.create({ model: 'writer', messages: [question] });
+    const message = completion.choices[0].message;
+    const [{ args }] = proposalsOf(message);
+    const approved = [question, echoed(message), answer('call_quota', { decision: 'approve', token: args.token })];
+    const spent = await spentTokens();
+    const changes = await changesOf(recordId);
+
+    await refusedWith(429, 'quota_exceeded', carolAi.chat.completions.create({ model: 'writer', messages: approved }));
+    expect((await item('q-1')).qty).toBe(1);
+    expect(await changesOf(recordId)).toBe(changes);
+    expect(await spentTokens()).toBe(spent);
+    expect((await auditOf('call_quota')).filter((e) => e.action)).toEqual([]);
+    expect(llm.requests).toHaveLength(1);
+
+    // With room again, the same answer decides: the write is made once, and the model reads it.
+    await t.http.patch(`/api/v1/api-keys/${carol.id}`).set(asAdmin(t)).send({ tokensPerDay: 1000 }).expect(200);
+    llm.enqueue(MockReply.text('Done.'));
+    await carolAi.chat.completions.create({ model: 'writer', messages: approved });
+    expect((await item('q-1')).qty).toBe(9);
+    expect(resultRead(sentMessages(llm, 1), 'call_quota')).toMatchObject({ status: 'written', records: [{ id: recordId }] });
+  });
+
   it('writes once when the same answer arrives twice at once', async () => {
     const { recordId, question, message, id } = await proposal('c-1', 11);
     const [{ args }] = proposalsOf(message);
