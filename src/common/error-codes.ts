@@ -188,6 +188,8 @@ export const ERRORS = {
   tool_aborted: HttpStatus.BAD_REQUEST,
   tool_failed: HttpStatus.BAD_REQUEST,
   tool_results_timeout: HttpStatus.BAD_REQUEST,
+  // A tool call reusing the id of an earlier call of the same model step: refused unrun (the model reads why).
+  duplicate_tool_call_id: HttpStatus.BAD_REQUEST,
   interrupted: HttpStatus.BAD_REQUEST,
   // Write proposals: what the model reads when a person rejected one, it expired unanswered, a record changed
   // since it was proposed (nothing written), a write tool matched more records (or values) than one proposal may

@@ -65,8 +65,8 @@ export function approvalCallsOf(result: TurnResult): CompletionToolCall[] {
 
 /**
  * The approve_write calls of the history with their answers. What the client handed back is not trusted: the
- * token signs the scope, the call id, the tool, its arguments and every change, so an altered proposal fails
- * its check. A call or an answer that is not of the documented shape is a 400 (`invalid_message`).
+ * token signs the scope, the call id, the tool, its arguments, every change and the expiry shown, and the
+ * proposal must carry the token it is answered with, so an altered proposal fails its check. A call or an answer that is not of the documented shape is a 400 (`invalid_message`).
  */
 export function answeredApprovals(
   conversation: readonly ConversationMessage[],

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
+import type { ErrorCode } from '../common/error-codes';
 import { AccessService } from '../governance/access.service';
 import { UsageService } from '../governance/usage.service';
 import { LlmService } from '../llm/llm.service';
@@ -300,9 +301,10 @@ export class AgentLoop {
   private async toolStep(state: TurnState, response: LlmResponse): Promise<TurnResult | undefined> {
     const { turn, messages, hooks } = state;
     state.iterations++;
-    const { kept, dropped } = this.capToolCalls(turn, response.toolCalls);
+    const { unique, duplicates } = this.refuseDuplicateIds(turn, response.toolCalls);
+    const { kept, dropped } = this.capToolCalls(turn, unique);
     const text = response.content && (await this.references(turn, messages).render(response.content)).text;
-    const assistant = assistantWithToolCalls(text, kept, dropped);
+    const assistant = assistantWithToolCalls(text, kept, dropped, duplicates);
     messages.push(assistant);
     // Parsed once per call, for hooks and the response; the registry parses (strictly) for execution.
     const calls = kept.map((call) => ({
@@ -336,6 +338,35 @@ export class AgentLoop {
     });
     const pending = proposals.map((result) => ({ ...result, arguments: shownArguments.get(result.toolCallId) }));
     return pause(state, response, pending, client);
+  }
+
+  /**
+   * A call whose id an earlier call of the step already has is refused: it runs nothing (built-in, write or
+   * client tool alike), since its result, a proposal, a hook or a person's decision would be taken for the
+   * other call's. It leaves the conversation too (one tool message per call id, as the model endpoint requires)
+   * and the model reads the refusal (duplicate_tool_call_id) in a note of the step's assistant message.
+   * Returns the calls in order, each id's first, and the 1-based positions of the refused ones.
+   */
+  private refuseDuplicateIds(turn: AgentTurn, toolCalls: LlmToolCall[]): { unique: LlmToolCall[]; duplicates: number[] } {
+    const seen = new Set<string>();
+    const unique: LlmToolCall[] = [];
+    const duplicates: number[] = [];
+    toolCalls.forEach((call, i) => {
+      if (seen.has(call.id)) duplicates.push(i + 1);
+      else {
+        seen.add(call.id);
+        unique.push(call);
+      }
+    });
+    if (duplicates.length) {
+      this.logger.warn({
+        msg: 'tool calls reusing an id of the same step refused',
+        code: DUPLICATE_TOOL_CALL_ID,
+        agent: turn.toolContext.agent?.name,
+        positions: duplicates,
+      });
+    }
+    return { unique, duplicates };
   }
 
   /**
@@ -637,27 +668,47 @@ function deadlineError(): DomainError {
   return new DomainError('agent_timeout', 'The agent did not finish within its time limit (guardrails.maxExecutionTimeSec)');
 }
 
-/** The note of assistantWithToolCalls, which ends its text: not the model's words, so never its answer. */
-const DROPPED_NOTE = /^\[\d+ more tool calls of this step were dropped without running: [^\]]*\]$/;
+const DUPLICATE_TOOL_CALL_ID: ErrorCode = 'duplicate_tool_call_id';
 
-/** An assistant text without the note about dropped calls. */
+/** The notes of assistantWithToolCalls, which end its text: not the model's words, so never its answer. */
+const STEP_NOTES = [
+  /^\[\d+ more tool calls of this step were dropped without running: [^\]]*\]$/,
+  /^\[Tool call failed \(duplicate_tool_call_id\): [^\]]*\]$/,
+];
+
+/** An assistant text without the notes about dropped or refused calls. */
 function withoutDroppedNote(text: string): string {
-  const at = text.lastIndexOf('[');
-  return at >= 0 && DROPPED_NOTE.test(text.slice(at)) ? text.slice(0, at).trimEnd() : text;
+  for (;;) {
+    const at = text.lastIndexOf('[');
+    if (at < 0 || !STEP_NOTES.some((note) => note.test(text.slice(at)))) return text;
+    text = text.slice(0, at).trimEnd();
+  }
 }
 
 /**
- * The assistant message of a step with tool calls: its text, then (when calls past the cap were
- * dropped) the note the model reads about them, and the calls kept.
+ * The assistant message of a step with tool calls: its text, then the notes the model reads about the calls
+ * refused for reusing an id of the step (their 1-based positions in it) and the calls dropped past the cap,
+ * and the calls kept. The notes hold nothing the model wrote (no id, no name), so none can forge or end one.
  */
-function assistantWithToolCalls(text: string, calls: readonly LlmToolCall[], dropped: number): LlmMessage {
+function assistantWithToolCalls(
+  text: string,
+  calls: readonly LlmToolCall[],
+  dropped: number,
+  duplicates: readonly number[] = [],
+): LlmMessage {
+  const refused = duplicates.length
+    ? `[Tool call failed (${DUPLICATE_TOOL_CALL_ID}): the tool call${duplicates.length > 1 ? 's' : ''} at position ` +
+      `${duplicates.join(', ')} of this step reused the id of an earlier call of the step, so ` +
+      `${duplicates.length > 1 ? 'they were' : 'it was'} refused without running. Give every call of a step its own id, ` +
+      'and make the calls you still need in your next step.]'
+    : '';
   const note = dropped
     ? `[${dropped} more tool calls of this step were dropped without running: at most ${calls.length} run per step. ` +
       'Make the calls you still need in your next step.]'
     : '';
   return {
     role: 'assistant',
-    content: [text, note].filter(Boolean).join('\n\n') || null,
+    content: [text, refused, note].filter(Boolean).join('\n\n') || null,
     tool_calls: calls.map((call) =>
       call.kind === 'custom'
         ? { id: call.id, type: 'custom' as const, custom: { name: call.name, input: call.arguments } }

@@ -62,6 +62,15 @@ describe('approval tokens', () => {
     }
   });
 
+  it('verify only with the expiry shown with the proposal, when there is one, exactly as it was signed', async () => {
+    const signer = await tokens();
+    const token = signer.sign(BINDING, later);
+    expect(signer.verify(token, { ...BINDING, expiresAt: later.toISOString() }).valid).toBe(true);
+    for (const shown of [new Date(later.getTime() + 86_400_000).toISOString(), new Date(later.getTime() - 1).toISOString(), '']) {
+      expect(signer.verify(token, { ...BINDING, expiresAt: shown }).valid).toBe(false);
+    }
+  });
+
   it('report a valid token past its expiry as expired', async () => {
     const signer = await tokens();
     const token = signer.sign(BINDING, new Date(1_000));

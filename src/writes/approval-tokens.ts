@@ -26,6 +26,11 @@ export interface ApprovalBinding {
    * proposal back (the OpenAI-compatible API) can then trust nothing in it that the token did not sign.
    */
   proposal: Pick<WriteProposal, 'objectName' | 'operation' | 'changes'>;
+  /**
+   * When verifying: the expiry the person was shown (ISO 8601), which must be the token's own, exactly as the
+   * proposal stated it. A front door whose client hands the proposal back cannot then show a later one.
+   */
+  expiresAt?: string;
 }
 
 /**
@@ -68,8 +73,8 @@ export class ApprovalTokens implements OnModuleInit {
   }
 
   /**
-   * Whether `token` was signed by this server for exactly this binding (`valid`), and whether it is past its
-   * expiry (`expired`, read from the signed token itself).
+   * Whether `token` was signed by this server for exactly this binding (`valid`), its shown expiry (when the
+   * binding has one) included, and whether it is past its expiry (`expired`, read from the signed token itself).
    */
   verify(token: unknown, binding: ApprovalBinding, now = Date.now()): { valid: boolean; expired: boolean } {
     if (typeof token !== 'string' || token.length > 200) return { valid: false, expired: false };
@@ -77,7 +82,8 @@ export class ApprovalTokens implements OnModuleInit {
     if (version !== VERSION || rest.length || !/^\d{1,15}$/.test(expiry ?? '') || !mac) return { valid: false, expired: false };
     const expected = Buffer.from(this.mac(binding, expiry), 'utf8');
     const given = Buffer.from(mac, 'utf8');
-    const valid = expected.length === given.length && timingSafeEqual(expected, given);
+    const shown = binding.expiresAt === undefined || binding.expiresAt === new Date(Number(expiry)).toISOString();
+    const valid = expected.length === given.length && timingSafeEqual(expected, given) && shown;
     return { valid, expired: valid && Number(expiry) <= now };
   }
 

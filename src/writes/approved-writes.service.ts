@@ -60,7 +60,8 @@ export class ApprovedWrites {
   /** Whether the token was issued for this proposal (refused with approval_invalid if not), and whether it expired. */
   verify(ref: ProposalRef, token: unknown): { expired: boolean } {
     const check = this.tokens.verify(token, bindingOf(ref));
-    if (!check.valid) throw approvalInvalid('the token was not issued for this proposal');
+    // The proposal as it was shown carries its token: another one in it is another proposal.
+    if (!check.valid || ref.proposal.token !== token) throw approvalInvalid('the token was not issued for this proposal');
     return { expired: check.expired };
   }
 
@@ -243,6 +244,7 @@ export function bindingOf(ref: ProposalRef): ApprovalBinding {
     tool: ref.tool,
     arguments: ref.arguments,
     proposal: ref.proposal,
+    expiresAt: ref.proposal.expiresAt,
   };
 }
 

@@ -708,6 +708,84 @@ describe('writes with approval', () => {
     expect(resultSeen('call_ui')).toMatchObject({ status: 'written' });
   });
 
+  describe('tool calls that reuse an id within one model step', () => {
+    /** The chat's messages, as its owner reads them. */
+    const chatMessages = async (id: string) =>
+      bodyOf<ChatMessagesResponse>(await t.http.get(`/api/v1/chats/${id}/messages`).set(bearer(alice.secret)).expect(200))
+        .messages;
+    type Part = { type: string; toolCallId?: string; toolName?: string; input?: unknown; output?: unknown };
+    const partsOf = async (id: string, type: string) =>
+      (await chatMessages(id)).flatMap((m) => m.parts as Part[]).filter((part) => part.type === type);
+
+    it('refuses a second write call with the id of the first: nothing runs under it, the first still proposes as it was made', async () => {
+      const deleted = await item('a-3');
+      const updated = await item('a-4');
+      const deleteArgs = { objectName: 'item', recordId: deleted.id };
+      llm.enqueue(
+        MockReply.toolCalls([
+          { id: 'call_dup', name: 'delete_record', arguments: deleteArgs },
+          { id: 'call_dup', name: 'update_record', arguments: { objectName: 'item', recordId: updated.id, values: { qty: 99 } } },
+        ]),
+        MockReply.text('Left as it is.'),
+      );
+      const { id, chat } = await proposal('Delete a-3 and set a-4 to 99');
+      expect(chat.status).toBe('requires_approval');
+      const proposals = chat.requiredAction!.proposals;
+      expect(proposals).toHaveLength(1);
+      expect(proposals[0]).toMatchObject({
+        toolCallId: 'call_dup',
+        tool: 'delete_record',
+        arguments: deleteArgs,
+        changes: [{ id: deleted.id, etag: match.any(String), before: match.objectContaining({ sku: 'a-3' }), after: null }],
+      });
+      // The chat shows the one call the model's id names: the delete, with its own arguments.
+      expect(await partsOf(id, 'tool-call')).toEqual([
+        match.objectContaining({ toolCallId: 'call_dup', toolName: 'delete_record', input: deleteArgs }),
+      ]);
+
+      await decide(id, { toolCallId: 'call_dup', decision: 'reject', token: proposals[0].token }).expect(202);
+      await waitForChat(t, id, hasStatus('waiting'), alice.secret);
+      // The next request is valid for OpenAI: one call per id, one tool message per call; the note tells the
+      // model that its second call was refused, and why.
+      const sent = sentMessages(llm, 1);
+      const step = sent.find((m) => m.role === 'assistant' && m.tool_calls)!;
+      expect(step.tool_calls!.map((c) => [c.id, c.function?.name])).toEqual([['call_dup', 'delete_record']]);
+      expect(step.content).toContain('duplicate_tool_call_id');
+      expect(sent.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['call_dup']);
+      expect(resultSeen('call_dup')).toMatchObject({ error: { code: 'approval_rejected' } });
+      expect(await item('a-3')).toBeDefined();
+      expect(await item('a-4')).toEqual(updated);
+    });
+
+    it('refuses a second read call with the id of the first: it runs nothing, the first call and its result stand', async () => {
+      const first = await item('a-1');
+      const second = await item('a-2');
+      llm.enqueue(
+        MockReply.toolCalls([
+          { id: 'call_read', name: 'get_record', arguments: { objectName: 'item', recordId: first.id } },
+          { id: 'call_read', name: 'get_record', arguments: { objectName: 'item', recordId: second.id } },
+        ]),
+        MockReply.text('Read.'),
+      );
+      const { id } = await proposal('Read a-1 and a-2');
+      await waitForChat(t, id, hasStatus('waiting'), alice.secret);
+      expect(llm.requests).toHaveLength(2);
+      const sent = sentMessages(llm, 1);
+      const step = sent.find((m) => m.role === 'assistant' && m.tool_calls)!;
+      expect(step.tool_calls!.map((c) => c.id)).toEqual(['call_read']);
+      expect(JSON.parse(step.tool_calls![0].function!.arguments)).toEqual({ objectName: 'item', recordId: first.id });
+      expect(step.content).toContain('duplicate_tool_call_id');
+      const results = sent.filter((m) => m.role === 'tool');
+      expect(results.map((m) => m.tool_call_id)).toEqual(['call_read']);
+      expect(results[0].content).toContain('"a-1"');
+      expect(results[0].content).not.toContain('"a-2"');
+      expect((await partsOf(id, 'tool-call')).map((p) => [p.toolCallId, p.input])).toEqual([
+        ['call_read', { objectName: 'item', recordId: first.id }],
+      ]);
+      expect((await partsOf(id, 'tool-result')).map((p) => p.toolCallId)).toEqual(['call_read']);
+    });
+  });
+
   it('shows the proposal in the chat messages as the call the model made, and its result once decided', async () => {
     const target = await item('a-1');
     llm.enqueue(

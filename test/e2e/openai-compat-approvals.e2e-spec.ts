@@ -320,6 +320,34 @@ describe('OpenAI-compatible API: writes with approval', () => {
     expect((await item('f-1')).qty).toBe(300);
   });
 
+  it('refuses a proposal handed back with its expiry moved, or with another token in it: 403, nothing written; the unaltered one approves', async () => {
+    const { recordId, question, message, id } = await proposal('x-1', 400);
+    const [{ args }] = proposalsOf(message);
+    const spent = await spentTokens();
+    const approve = { decision: 'approve', token: args.token };
+    const send = (assistant: ChatCompletionMessageParam) =>
+      aliceAi.chat.completions.create({ model: 'writer', messages: [question, assistant, answer(id, approve)] });
+    const shown = Date.parse(args.expiresAt);
+    expect(shown).toBe(Number(args.token.split('.')[1]));
+
+    const alterations: Array<Partial<ProposalCall>> = [
+      { expiresAt: new Date(shown + 7 * 24 * 3600_000).toISOString() },
+      { expiresAt: new Date(shown - 60_000).toISOString() },
+      { token: `${args.token.split('.').slice(0, 2).join('.')}.${'B'.repeat(43)}` },
+    ];
+    for (const alteration of alterations) {
+      await refusedWith(403, 'approval_invalid', send(echoed(message, (a) => ({ ...a, ...alteration }))));
+    }
+    expect((await item('x-1')).qty).toBe(1);
+    expect(await changesOf(recordId)).toBe(1);
+    expect(await spentTokens()).toBe(spent);
+    expect(llm.requests).toHaveLength(1);
+
+    llm.enqueue(MockReply.text('Done.'));
+    await send(echoed(message));
+    expect((await item('x-1')).qty).toBe(400);
+  });
+
   it('writes nothing when the record changed after the proposal: the model reads version_changed with the current values', async () => {
     const { recordId, question, message, id } = await proposal('v-1', 400);
     const [{ args }] = proposalsOf(message);
