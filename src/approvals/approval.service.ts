@@ -38,9 +38,9 @@ export class ApprovalService {
     // An expired token still settles its proposal (the model reads that it expired) before the refusal.
     const refusal = await this.em.fork().transactional(async (em) => {
       const chat = await this.chats.lockAnyOwner(em, chatId);
-      if (!chat) throw new DomainError('chat_not_found', `Chat "${chatId.slice(0, 100)}" not found`);
-      if (chat.owner !== caller.subject && caller.role !== 'admin') {
-        throw approvalInvalid("only the chat's owner or an admin may decide on its proposals");
+      // Another person's chat is as unknown as a missing one (an admin may decide on any chat's proposals).
+      if (!chat || (chat.owner !== caller.subject && caller.role !== 'admin')) {
+        throw new DomainError('chat_not_found', `Chat "${chatId.slice(0, 100)}" not found`);
       }
       const call = pendingProposal(chat, dto.toolCallId);
       if (!call) {

@@ -21,7 +21,8 @@ export class ApprovalsController {
       'a record changed since the proposal writes nothing and the model reads `version_changed` with the current ' +
       'values. Reject: the model reads the rejection and the reason. Either way the chat then goes on. A token that ' +
       'is forged, for another proposal, already used or expired, or a key that may not make the write itself (only ' +
-      "the chat's owner with the grant, or an admin): 403 `approval_invalid`, nothing written.",
+      "the chat's owner with the grant, or an admin): 403 `approval_invalid`, nothing written. Another person's chat " +
+      '(to a key that is not an admin) is 404 `chat_not_found`, as a chat that does not exist.',
     status: 202,
     errors: [...BODY_ERRORS, 'key_revoked', 'chat_not_found', 'approval_invalid'],
   })

@@ -10,7 +10,7 @@ import { lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } f
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApprovalExpiry } from '../../src/approvals/approval-expiry.service';
 import { sentMessages, sentToolNames, startAppWithMockLlm } from '../support/agent-fixtures';
-import { eventually, hasStatus, listen, waitForChat } from '../support/chat-helpers';
+import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { textOf, uiChat, waitUntil } from '../support/ui-chat';
 import { match } from '../support/matchers';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
@@ -343,7 +343,6 @@ describe('writes with approval', () => {
     await refused({ toolCallId: 'p_a', decision: 'approve', token: pb.token });
     // Keys that may not make the write: the owner's read-only key, another member.
     await refused({ toolCallId: 'p_a', decision: 'approve', token: pa.token }, aliceReader);
-    await refused({ toolCallId: 'p_a', decision: 'approve', token: pa.token }, bob);
     expect(await records()).toEqual(before);
     expect(await spentTokens()).toBe(spent);
 
@@ -784,6 +783,118 @@ describe('writes with approval', () => {
       ]);
       expect((await partsOf(id, 'tool-result')).map((p) => p.toolCallId)).toEqual(['call_read']);
     });
+  });
+
+  it("withholds a pending proposal (the record, the proposed values, the token) from the subject's other keys, on every route", async () => {
+    const base = await baseUrl();
+    await t.http
+      .post('/api/v1/policies')
+      .set(admin())
+      .send({
+        name: 'item-narrow',
+        objects: { item: { read: true, update: true, delete: true, rowFilter: { sku: 'a-0' }, hiddenFields: ['qty'] } },
+      })
+      .expect(201);
+    const aliceNarrow = (
+      await t.http
+        .post('/api/v1/api-keys')
+        .set(admin())
+        .send({ name: 'alice-narrow', role: 'member', subject: 'alice', policies: ['item-narrow'] })
+        .expect(201)
+    ).body as CreatedApiKeyResponse;
+    // A delete shows the whole record: a hidden field (qty), in a row outside the narrower key's filter (sku a-4).
+    const target = await item('a-4');
+    llm.enqueue(
+      MockReply.toolCalls([{ id: 'call_leak', name: 'delete_record', arguments: { objectName: 'item', recordId: target.id } }]),
+      MockReply.text('Kept.'),
+    );
+    const clientId = `withheld-${Date.now()}`;
+    const ui: Chat<UIMessage> = uiChat(base, '/api/v1/ai/agents/writer/chats', alice.secret, { id: clientId });
+    await ui.sendMessage({ text: 'Delete a-4' });
+    await waitUntil(() => ui.status === 'ready' && ui.messages.length === 2, 'the approval request');
+    const listed = bodyOf<{ chats: ChatResponse[] }>(
+      await t.http.get('/api/v1/chats?limit=100').set(bearer(alice.secret)).expect(200),
+    );
+    const id = listed.chats.find((c) => c.clientId === clientId)!.id;
+
+    // The owner's key, which the proposing step ran as, sees the proposal whole.
+    const own = await waitForChat(t, id, hasStatus('requires_approval'), alice.secret);
+    const [proposed] = own.requiredAction!.proposals;
+    expect(proposed).toMatchObject({
+      toolCallId: 'call_leak',
+      tool: 'delete_record',
+      changes: [{ id: target.id, before: { sku: 'a-4', qty: target.qty }, after: null }],
+    });
+    const secrets = [proposed.token, target.id, '"a-4"'];
+    const leaks = (body: unknown) => secrets.filter((secret) => JSON.stringify(body).includes(secret));
+    const withheld = { type: 'approval', proposals: [], withheld: true, reason: 'access_changed' };
+
+    for (const key of [aliceNarrow.secret, aliceReader]) {
+      const viewed = bodyOf<ChatResponse>(await t.http.get(`/api/v1/chats/${id}`).set(bearer(key)).expect(200));
+      expect(viewed.status).toBe('requires_approval');
+      expect(viewed.requiredAction).toEqual(withheld);
+      expect(leaks(viewed)).toEqual([]);
+
+      const all = bodyOf<{ chats: ChatResponse[] }>(await t.http.get('/api/v1/chats?limit=100').set(bearer(key)).expect(200));
+      expect(all.chats.find((c) => c.id === id)!.requiredAction).toEqual(withheld);
+      expect(leaks(all)).toEqual([]);
+
+      const restored = bodyOf<UiChatMessagesResponse>(
+        await t.http.get(`/api/v1/ai/agents/writer/chats/${clientId}/messages`).set(bearer(key)).expect(200),
+      );
+      const part = restored.messages[1].parts.find((p) => 'toolCallId' in p && p.toolCallId === 'call_leak');
+      expect(part).toMatchObject({ state: 'input-available' });
+      expect(leaks(restored)).toEqual([]);
+
+      const stream = await SseClient.open(base, `/api/v1/chats/${id}/stream?afterId=0`, key);
+      try {
+        await stream.waitFor((events) => events.some((e) => e.event === 'action_required'));
+        expect(stream.of('action_required')[0].data).toEqual({ requiredAction: withheld });
+        expect(leaks(stream.events)).toEqual([]);
+      } finally {
+        stream.close();
+      }
+    }
+
+    // The owner's key still gets it on every route, and decides on it as before.
+    const restored = bodyOf<UiChatMessagesResponse>(
+      await t.http.get(`/api/v1/ai/agents/writer/chats/${clientId}/messages`).set(bearer(alice.secret)).expect(200),
+    );
+    expect(restored.messages[1].parts.find((p) => 'toolCallId' in p && p.toolCallId === 'call_leak')).toMatchObject({
+      state: 'approval-requested',
+      approval: { id: 'call_leak', signature: proposed.token },
+    });
+    const stream = await SseClient.open(base, `/api/v1/chats/${id}/stream?afterId=0`, alice.secret);
+    try {
+      await stream.waitFor((events) => events.some((e) => e.event === 'action_required'));
+      expect(stream.of('action_required')[0].data).toMatchObject({ requiredAction: { proposals: [{ token: proposed.token }] } });
+    } finally {
+      stream.close();
+    }
+    await decide(id, { toolCallId: 'call_leak', decision: 'reject', token: proposed.token, reason: 'keep it' }).expect(202);
+    await waitForChat(t, id, hasStatus('waiting'), alice.secret);
+    expect(await item('a-4')).toEqual(target);
+  });
+
+  it("answers an approval on another person's chat 404 chat_not_found, as for a chat that does not exist", async () => {
+    const target = await item('a-3');
+    llm.enqueue(
+      MockReply.toolCalls([
+        { id: 'call_other', name: 'update_record', arguments: { objectName: 'item', recordId: target.id, values: { qty: 99 } } },
+      ]),
+      MockReply.text('ok'),
+    );
+    const { id, chat } = await proposal();
+    const [proposed] = chat.requiredAction!.proposals;
+    const body = { toolCallId: 'call_other', decision: 'approve', token: proposed.token };
+    const others = await decide(id, body, bob).expect(404);
+    const missing = await decide('00000000-0000-4000-8000-000000000000', body, bob).expect(404);
+    expect(errorOf(others).code).toBe('chat_not_found');
+    expect(errorOf(missing).code).toBe('chat_not_found');
+    expect(Object.keys(bodyOf<object>(others)).sort()).toEqual(Object.keys(bodyOf<object>(missing)).sort());
+    expect((await item('a-3')).qty).toBe(target.qty);
+    await decide(id, { ...body, decision: 'reject' }).expect(202);
+    await waitForChat(t, id, hasStatus('waiting'), alice.secret);
   });
 
   it('shows the proposal in the chat messages as the call the model made, and its result once decided', async () => {

@@ -2,6 +2,7 @@ import type { TurnStep } from '../../runtime/agent-loop.service';
 import type { LlmToolCall } from '../../llm/llm.types';
 import { withheldPart } from '../../runtime/conversation';
 import { readableArguments } from '../../tools/tool.arguments';
+import type { WriteProposal } from '../../tools/tool.types';
 import type { ChatMessageRow, ChatPart, PendingToolCall } from './chat.types';
 
 /** The assistant message of a step as parts: its text, then its tool calls. */
@@ -62,4 +63,22 @@ export function visibleTo<T extends Pick<ChatMessageRow, 'parts' | 'access' | 'm
     const metadata = message.metadata?.grounding ? { ...message.metadata, grounding: undefined } : message.metadata;
     return { ...message, parts: message.parts.map(withheldPart), metadata };
   });
+}
+
+/** A pending call that is a write proposal. */
+export type PendingProposal = PendingToolCall & { proposal: WriteProposal };
+
+/**
+ * The write proposals among a chat's pending calls as a caller whose access has this fingerprint may see
+ * them: only those the proposing step made under the same access (a delete's proposal holds the whole
+ * record, hidden fields included; its token approves it). `withheld`: some were left out.
+ */
+export function proposalsVisibleTo(
+  pending: readonly PendingToolCall[],
+  fingerprint: string,
+): { proposals: PendingProposal[]; withheld: boolean } {
+  const all = pending.filter((call): call is PendingProposal => call.proposal !== undefined);
+  // A proposal stored without the access it was made under is nobody's to see.
+  const proposals = all.filter((call) => call.access !== undefined && call.access === fingerprint);
+  return { proposals, withheld: proposals.length < all.length };
 }

@@ -202,7 +202,7 @@ export class ChatRunner {
       // answers the expired ones for the model).
       const pending = step.pendingApprovals.map((result) => {
         const call = step.toolCalls.find((c) => c.id === result.toolCallId)!;
-        return { ...toPendingCall(call, freeform), proposal: result.content as WriteProposal };
+        return { ...toPendingCall(call, freeform), proposal: result.content as WriteProposal, access: access.fingerprint };
       });
       const earliest = Math.min(...pending.map((call) => Date.parse(call.proposal.expiresAt)));
       status = {

@@ -99,10 +99,13 @@ export class ChatStreamService {
         sent = status ?? chat.status;
         writer.send({ status: sent, lastError: chat.lastError }, { event: 'status' });
         if (chat.status === 'requires_action' && sent === 'requires_action') {
-          writer.send({ pendingToolCalls: toChatResponse(chat).pendingToolCalls }, { event: 'action_required' });
+          writer.send(
+            { pendingToolCalls: toChatResponse(chat, await fingerprint()).pendingToolCalls },
+            { event: 'action_required' },
+          );
         }
         if (chat.status === 'requires_approval' && sent === 'requires_approval') {
-          writer.send({ requiredAction: toChatResponse(chat).requiredAction }, { event: 'action_required' });
+          writer.send({ requiredAction: toChatResponse(chat, await fingerprint()).requiredAction }, { event: 'action_required' });
         }
       }
       if (resume.until === 'idle' && IDLE_STATUSES.includes(sent)) {

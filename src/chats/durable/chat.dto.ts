@@ -18,6 +18,7 @@ import { QueryInt } from '../../common/pagination.dto';
 import { ChatContextDto } from '../../runtime/chat-context.dto';
 import { WITHHELD_REASON } from '../../runtime/conversation';
 import { GroundingResponse } from '../../runtime/grounding.dto';
+import { proposalsVisibleTo } from './chat-message.mapper';
 import {
   CHAT_STATUSES,
   type ChatMessageRow,
@@ -144,7 +145,20 @@ export class WriteProposalResponse {
 
 export class RequiredActionResponse {
   @ApiProperty({ enum: ['approval'] }) type: 'approval';
-  @ApiProperty({ type: [WriteProposalResponse] }) proposals: WriteProposalResponse[];
+  @ApiProperty({
+    type: [WriteProposalResponse],
+    description: "The proposals the caller may see: those made under the caller's access",
+  })
+  proposals: WriteProposalResponse[];
+  @ApiPropertyOptional({
+    type: 'boolean',
+    enum: [true],
+    description:
+      'Proposals were made under other access than the caller has (another key of the same owner, or this key before its policies changed): they are left out, records, values and tokens included',
+  })
+  withheld?: true;
+  @ApiPropertyOptional({ enum: [WITHHELD_REASON], description: 'With withheld: why' })
+  reason?: typeof WITHHELD_REASON;
 }
 
 export class ChatResponse {
@@ -313,7 +327,8 @@ export class ReceiptReplayResponse {
   @ApiProperty({ type: 'integer', minimum: 0, description: 'Referenced figures whose cell is the same' }) unchanged: number;
 }
 
-export function toChatResponse(chat: ChatRow): ChatResponse {
+/** A chat as a caller whose access has this fingerprint sees it (its write proposals: proposalsVisibleTo). */
+export function toChatResponse(chat: ChatRow, fingerprint: string): ChatResponse {
   const response: ChatResponse = {
     id: chat.id,
     clientId: chat.clientId,
@@ -330,30 +345,26 @@ export function toChatResponse(chat: ChatRow): ChatResponse {
     response.actionExpiresAt = chat.actionExpiresAt?.toISOString() ?? null;
   }
   if (chat.status === 'requires_approval') {
-    response.requiredAction = requiredActionOf(chat.pendingToolCalls ?? []);
+    response.requiredAction = requiredActionOf(chat.pendingToolCalls ?? [], fingerprint);
     response.actionExpiresAt = chat.actionExpiresAt?.toISOString() ?? null;
   }
   return response;
 }
 
-/** The write proposals among a chat's pending calls, as clients show them. */
-export function requiredActionOf(pending: readonly PendingToolCall[]): RequiredActionResponse {
+/** The write proposals among a chat's pending calls that a caller with this access fingerprint may see. */
+export function requiredActionOf(pending: readonly PendingToolCall[], fingerprint: string): RequiredActionResponse {
+  const visible = proposalsVisibleTo(pending, fingerprint);
   return {
     type: 'approval',
-    proposals: pending.flatMap((call) =>
-      call.proposal
-        ? [
-            {
-              toolCallId: call.id,
-              tool: call.name,
-              arguments: call.arguments,
-              changes: call.proposal.changes,
-              token: call.proposal.token,
-              expiresAt: call.proposal.expiresAt,
-            },
-          ]
-        : [],
-    ),
+    proposals: visible.proposals.map((call) => ({
+      toolCallId: call.id,
+      tool: call.name,
+      arguments: call.arguments,
+      changes: call.proposal.changes,
+      token: call.proposal.token,
+      expiresAt: call.proposal.expiresAt,
+    })),
+    ...(visible.withheld ? { withheld: true as const, reason: WITHHELD_REASON } : {}),
   };
 }
 

@@ -85,7 +85,7 @@ export class ChatService {
       }),
     );
     this.see(chat);
-    return toChatResponse(chat);
+    return toChatResponse(chat, await this.access.fingerprint(caller));
   }
 
   /**
@@ -125,11 +125,13 @@ export class ChatService {
   async list(caller: Caller, query: PaginationQueryDto): Promise<ChatListResponse> {
     const limit = clampLimit(query.limit, CHATS_DEFAULT_LIMIT, CHATS_MAX_LIMIT);
     const chats = await this.repo.listOwned(this.em.fork(), caller.subject, limit, query.offset ?? 0);
-    return { chats: chats.map(toChatResponse) };
+    const fingerprint = await this.access.fingerprint(caller);
+    return { chats: chats.map((chat) => toChatResponse(chat, fingerprint)) };
   }
 
   async view(caller: Caller, id: string): Promise<ChatResponse> {
-    return toChatResponse(await this.get(caller, id));
+    const chat = await this.get(caller, id);
+    return toChatResponse(chat, await this.access.fingerprint(caller));
   }
 
   /** The caller's chat; another owner's chat is as unknown as a missing one. */

@@ -54,6 +54,11 @@ export interface PendingToolCall {
   arguments: unknown;
   /** Of a write tool's call (status requires_approval): what it would change, and the token that approves it. */
   proposal?: WriteProposal;
+  /**
+   * Of a proposal: the fingerprint of the access the step that proposed it ran under. The proposal (the
+   * records as they are, the values, the token) is shown only to a caller with the same access.
+   */
+  access?: string;
 }
 
 export interface ChatRow {

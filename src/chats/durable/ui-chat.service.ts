@@ -11,7 +11,7 @@ import { AgentRuntime } from '../../runtime/agent-runtime.service';
 import type { ConversationPart } from '../../runtime/conversation';
 import { fromClientMessage, toUiMessages } from '../ui-messages';
 import { ChatEvents } from './chat-events.service';
-import { visibleTo } from './chat-message.mapper';
+import { proposalsVisibleTo, visibleTo } from './chat-message.mapper';
 import { ChatRepository } from './chat.repository';
 import { ChatService, contextOf } from './chat.service';
 import { ApprovalGateway, type ApprovalDecision } from './approval-gateway';
@@ -178,13 +178,13 @@ export class UiChatService {
     const em = this.em.fork();
     const chat = await this.find(em, caller, agentName, id);
     const rows = await this.repo.messages(em, chat.id, 0, null);
-    // Proposals waiting for a decision come as approval requests, which the restored page can answer.
-    const proposals = new Map(
-      chat.status === 'requires_approval'
-        ? (chat.pendingToolCalls ?? []).flatMap((call) => (call.proposal ? [[call.id, call.proposal] as const] : []))
-        : [],
-    );
-    return { messages: toUiMessages(visibleTo(rows, await this.access.fingerprint(caller)), proposals) };
+    const fingerprint = await this.access.fingerprint(caller);
+    // Proposals waiting for a decision come as approval requests, which the restored page can answer; those
+    // made under other access than the caller's stay calls without input (their step comes withheld).
+    const visible =
+      chat.status === 'requires_approval' ? proposalsVisibleTo(chat.pendingToolCalls ?? [], fingerprint).proposals : [];
+    const proposals = new Map(visible.map((call) => [call.id, call.proposal] as const));
+    return { messages: toUiMessages(visibleTo(rows, fingerprint), proposals) };
   }
 
   /** A receipt of the chat replayed (ChatReceiptsService.replay), the chat named by the client's id. */

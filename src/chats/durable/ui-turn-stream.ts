@@ -17,7 +17,7 @@ import {
 } from '../ui-messages';
 import type { ChatEvents } from './chat-events.service';
 import { ChatFollower } from './chat-follower';
-import { visibleTo } from './chat-message.mapper';
+import { proposalsVisibleTo, visibleTo } from './chat-message.mapper';
 import type { ChatRepository } from './chat.repository';
 import type { ChatEvent, ChatMessageRow, ChatStatus } from './chat.types';
 import type { WriteProposal } from '../../tools/tool.types';
@@ -261,7 +261,10 @@ export class UiTurnStream {
     const chat = await this.repo.find(this.em.fork(), this.origin!.chatId);
     const proposals = new Map<string, WriteProposal>();
     if (chat?.status !== 'requires_approval') return proposals;
-    for (const call of chat.pendingToolCalls ?? []) if (call.proposal) proposals.set(call.id, call.proposal);
+    // Only those proposed under this stream's access: another's hold what it may not see, and their tokens.
+    for (const call of proposalsVisibleTo(chat.pendingToolCalls ?? [], this.fingerprint).proposals) {
+      proposals.set(call.id, call.proposal);
+    }
     return proposals;
   }
 
