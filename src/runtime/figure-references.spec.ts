@@ -167,6 +167,11 @@ describe('FigureReferences.render', () => {
     ]);
   });
 
+  it('writes a timestamp with its time of day (UTC) and a date without one', () => {
+    expect(references().format('2024-03-05T14:30:00Z', undefined, undefined).replace(/\s/g, ' ')).toBe('Mar 5, 2024, 2:30 PM');
+    expect(references().format('2024-03-05', undefined, undefined)).toBe('Mar 5, 2024');
+  });
+
   it('leaves text that is no reference as it is', async () => {
     const text = 'Use {{ braces }}, {r1.1.deals} or {{{r1.1.deals}} and a lone {';
     expect((await references().render(text)).text).toBe('Use {{ braces }}, {r1.1.deals} or {49 and a lone {');

@@ -7,7 +7,7 @@
 import type { LlmMessage } from '../llm/llm.types';
 import { refNumber, resultRows } from '../tools/result-refs';
 import type { ToolResultKind } from '../tools/tool.types';
-import type { ColumnMeaning, GroundingSource } from './grounding-evidence';
+import { ISO_DATE, NUMERIC, type ColumnMeaning, type GroundingSource } from './grounding-evidence';
 
 /** What a reference that does not resolve is shown as. */
 export const UNAVAILABLE_FIGURE = '[figure unavailable]';
@@ -296,7 +296,7 @@ export class FigureReferences {
     if (typeof value === 'string') {
       if (format === 'plain') return value;
       const date = ISO_DATE.exec(value);
-      if (date && (format === undefined || format === 'date')) return this.formatDate(value, date[2] !== undefined);
+      if (date && (format === undefined || format === 'date')) return this.formatDate(value, date[4] !== undefined);
       const number = NUMERIC.test(value.trim()) ? Number(value) : undefined;
       return number === undefined || format === undefined ? value : this.format(number, meaning, format);
     }
@@ -354,9 +354,6 @@ export class FigureReferences {
     return format.format(date);
   }
 }
-
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
-const NUMERIC = /^-?\d+(?:\.\d+)?(?:e[+-]?\d+)?$/i;
 
 /** A cell by column: the key itself, else a path into nested values (`metadata.seats`). */
 function cellValue(row: Record<string, unknown>, column: string): unknown {

@@ -136,9 +136,11 @@ export function normalise(text: string): string {
     .trim();
 }
 
-const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+/** An ISO date, maybe with a time (group 4 is its hour): how results write dates and timestamps. */
+export const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const NUMERIC = /^-?\d+(?:\.\d+)?(?:e[+-]?\d+)?$/i;
+/** A number written as text in a result. */
+export const NUMERIC = /^-?\d+(?:\.\d+)?(?:e[+-]?\d+)?$/i;
 
 /** The last day of the period starting on `from` at `grain`. */
 function periodEnd(from: string, grain: string): string {
