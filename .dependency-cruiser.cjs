@@ -18,6 +18,7 @@ const LAYERS = [
   ['governance'],
   ['data'],
   ['views', 'metrics', 'changes'],
+  ['history'],
   ['tools', 'transfer'],
   ['agents'],
   ['runtime', 'writes'],

@@ -6,6 +6,7 @@ import { compileAggregate } from '../src/data/aggregate.compiler';
 import type { FindQuery } from '../src/data/data.types';
 import { encodeFieldValue } from '../src/data/field-value.codec';
 import { orderTerms } from '../src/data/order-by.compiler';
+import { newChangeSet } from '../src/data/change-outbox';
 import { compileCountEstimate, compileFind, compileFindOne, compileInsert } from '../src/data/records.compiler';
 import type { ObjectMeta } from '../src/metadata/object-metadata.types';
 import type { HttpRequest, HttpResponse } from './load';
@@ -129,7 +130,7 @@ export function pageCases(object: ObjectMeta, ids: string[], keyId: string): Pag
       check: (res) => (JSON.parse(res.body) as { id: string }).id.length === 36,
       statements: (i) => {
         const values = new Map(Object.entries(newDeal(ROWS + i)).map(([name, v]) => [name, encodeFieldValue(fieldOf(name), v)]));
-        return [compileInsert(object, [values], { op: 'create', keyId })];
+        return [compileInsert(object, [values], { op: 'create', keyId, changeSet: newChangeSet('api') })];
       },
     },
   ];

@@ -7,6 +7,7 @@ import { DurableChatsModule } from './chats/durable/durable-chats.module';
 import { StatelessChatModule } from './chats/stateless/stateless-chat.module';
 import type { AppConfig } from './config/app-config';
 import { ChangesModule } from './changes/changes.module';
+import { HistoryModule } from './history/history.module';
 import { ConfigModule } from './config/config.module';
 import { DataModule } from './data/data.module';
 import { DatabaseModule } from './database/database.module';
@@ -42,6 +43,7 @@ export class AppModule {
         RecordsModule,
         TransferModule,
         ChangesModule,
+        HistoryModule,
         ViewsModule,
         SemanticMetricsModule,
         SeedModule,

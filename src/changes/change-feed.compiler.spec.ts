@@ -1,7 +1,15 @@
 import { ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 import { ADVISORY_LOCK } from '../database/advisory-locks';
-import { compileChangePage, compileLatest, compilePrune, fieldAlias, SEQUENCE_BATCH } from './change-feed.compiler';
+import {
+  compileChangePage,
+  compileCompact,
+  compileExpire,
+  compileLatest,
+  compileMoveHorizons,
+  fieldAlias,
+  SEQUENCE_BATCH,
+} from './change-feed.compiler';
 
 const deal: ObjectMeta = {
   name: 'deal',
@@ -51,11 +59,21 @@ describe('compileChangePage', () => {
   });
 });
 
-describe('compileLatest and compilePrune', () => {
-  it('bind the object name and the cut-off instant as parameters', () => {
+describe('compileLatest and the retention statements', () => {
+  const cutoff = new Date(Date.UTC(2026, 0, 2, 3, 4, 5));
+
+  it('bind the object name, the cut-off instants and the batch size as parameters', () => {
     expect(compileLatest('deal').parameters).toEqual(['deal']);
-    const prune = compilePrune(new Date(Date.UTC(2026, 0, 2, 3, 4, 5)));
-    expect(prune.parameters).toEqual(['2026-01-02T03:04:05.000Z']);
-    expect(prune.sql).toContain('greatest("record_change_horizons"."pruned_through", excluded."pruned_through")');
+    const horizons = compileMoveHorizons(cutoff, 86_400_000);
+    expect(horizons.parameters).toEqual(['2026-01-02T03:04:05.000Z', '2026-01-01T03:04:05.000Z']);
+    expect(horizons.sql).toContain('greatest("record_change_horizons"."pruned_through", excluded."pruned_through")');
+    expect(compileCompact(cutoff, 500).parameters).toEqual(['2026-01-02T03:04:05.000Z', 500]);
+    expect(compileExpire(cutoff, 500).parameters).toEqual(['2026-01-02T03:04:05.000Z', 500]);
+  });
+
+  it('compact only updates that kept what they replaced, and never expire a change that holds a trashed record', () => {
+    expect(compileCompact(cutoff, 1).sql).toContain(`"op" = 'update' and not "compacted"`);
+    expect(compileCompact(cutoff, 1).sql).toContain('"before" is not null');
+    expect(compileExpire(cutoff, 1).sql).toContain('not exists (select from "record_trash" t where t."change_id" = r."id")');
   });
 });

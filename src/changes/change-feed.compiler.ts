@@ -93,18 +93,54 @@ export function compileLatest(objectName: string): CompiledQuery<{ latest: strin
   ]);
 }
 
+/** Objects with changes written before `before` that no reader has numbered yet. */
+export function compileUnsequencedObjects(before: Date): CompiledQuery<{ object: string }> {
+  return CompiledQuery.raw(`select distinct "object" from "record_changes" where "cursor" is null and "at" < $1`, [
+    before.toISOString(),
+  ]);
+}
+
 /**
- * Deletes the changes written before `before` and moves each object's horizon to the last cursor
- * it removed, in one statement (so no reader sees the changes gone and the horizon not yet moved).
- * Changes not numbered yet stay (no reader could have passed them): they are numbered, and read, first.
+ * Moves each object's horizon past the changes written before `before` (the feed's retention): a reader
+ * behind it is told its cursor expired. The changes stay, as record history; only those of the last
+ * `window` are looked at (the cleanup runs hourly, so older ones were passed before).
  */
-export function compilePrune(before: Date): CompiledQuery<{ removed: string }> {
+export function compileMoveHorizons(before: Date, windowMs: number): CompiledQuery<{ moved: string }> {
   return CompiledQuery.raw(
-    `with d as (delete from "record_changes" where "at" < $1 and "cursor" is not null returning "object", "cursor"), ` +
-      `h as (insert into "record_change_horizons" ("object", "pruned_through") ` +
-      `select "object", max("cursor") from d group by "object" ` +
-      `on conflict ("object") do update set "pruned_through" = greatest("record_change_horizons"."pruned_through", excluded."pruned_through")) ` +
-      `select count(*)::text as "removed" from d`,
-    [before.toISOString()],
+    `with m as (select "object", max("cursor") as "cursor" from "record_changes" ` +
+      `where "at" < $1 and "at" >= $2 and "cursor" is not null group by "object"), ` +
+      `h as (insert into "record_change_horizons" ("object", "pruned_through") select "object", "cursor" from m ` +
+      `on conflict ("object") do update set "pruned_through" = greatest("record_change_horizons"."pruned_through", excluded."pruned_through") returning 1) ` +
+      `select count(*)::text as "moved" from h`,
+    [before.toISOString(), new Date(before.getTime() - windowMs).toISOString()],
+  );
+}
+
+/**
+ * Cuts up to `limit` updates written before `before` (out of the feed) to the fields they set: history
+ * needs only those, with `before`. Updates without `before` (kept before history was) stay whole.
+ */
+export function compileCompact(before: Date, limit: number): CompiledQuery<{ n: string }> {
+  return CompiledQuery.raw(
+    `with d as (update "record_changes" c set "compacted" = true, "record" = ` +
+      `(select coalesce(jsonb_object_agg(k, c."record" -> k), '{}'::jsonb) from unnest(c."changed_fields") k where c."record" ? k) ` +
+      `where c."id" in (select "id" from "record_changes" where "op" = 'update' and not "compacted" and "at" < $1 ` +
+      `and "before" is not null and "cursor" is not null limit $2) returning 1) select count(*)::text as "n" from d`,
+    [before.toISOString(), limit],
+  );
+}
+
+/**
+ * Deletes up to `limit` changes written before `before` (past history's retention), except the deletes
+ * that hold a record still in the trash; change sets left without changes go with them.
+ */
+export function compileExpire(before: Date, limit: number): CompiledQuery<{ n: string }> {
+  return CompiledQuery.raw(
+    `with d as (delete from "record_changes" c where c."id" in (select r."id" from "record_changes" r where r."at" < $1 ` +
+      `and r."cursor" is not null and not exists (select from "record_trash" t where t."change_id" = r."id") limit $2) returning 1), ` +
+      `s as (delete from "change_sets" cs where cs."id" in (select "id" from "change_sets" where "at" < $1 limit $2) ` +
+      `and not exists (select from "record_changes" r where r."change_set_id" = cs."id" and r."at" >= $1)) ` +
+      `select count(*)::text as "n" from d`,
+    [before.toISOString(), limit],
   );
 }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
 import { QueryInt } from '../common/pagination.dto';
+import { CHANGE_ACTORS, type ChangeActor } from '../data/change-actor';
 import type { ChangeOp } from '../data/change-outbox';
 
 /** Largest page of GET /changes. */
@@ -36,10 +37,6 @@ export class ChangesStreamQueryDto {
   @Matches(CURSOR_PATTERN, { message: 'after must be a change cursor (an integer)' })
   after?: string;
 }
-
-/** Who wrote a change, relative to the key reading it. */
-export const CHANGE_ACTORS = ['self', 'other', 'system'] as const;
-export type ChangeActor = (typeof CHANGE_ACTORS)[number];
 
 export class ChangeResponse {
   @ApiProperty({ pattern: CURSOR_PATTERN.source, description: 'Position in the feed (increasing in commit order), as text' })

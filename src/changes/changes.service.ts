@@ -7,19 +7,27 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataCallOptions, DataPool } from '../database/data-pool';
 import { CommitAnnouncer } from '../database/commit-announcer.service';
 import { decodeRow } from '../data/field-value.codec';
-import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
+import { AccessService } from '../governance/access.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import {
   ChangeRow,
   compileChangePage,
   compileHorizon,
   compileLatest,
-  compilePrune,
+  compileCompact,
+  compileExpire,
+  compileMoveHorizons,
+  compileUnsequencedObjects,
+  SEQUENCE_BATCH,
   compileSequence,
   fieldAlias,
   VISIBLE_ALIAS,
 } from './change-feed.compiler';
-import { ChangeActor, ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
+import { actorOf } from '../data/change-actor';
+import { ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
+
+/** Changes one statement of the retention cleanup compacts or deletes. */
+const PRUNE_BATCH = 5000;
 
 /** Changes a stream reads per statement while it catches up. */
 const STREAM_PAGE = 500;
@@ -130,10 +138,32 @@ export class ChangesService {
     void catchUp();
   }
 
-  /** Deletes the changes older than `before` (default: CHANGE_RETENTION_DAYS ago); how many it removed. */
-  async prune(before = new Date(Date.now() - this.config.changeRetentionDays * 86_400_000)): Promise<number> {
-    const [row] = await this.pool.session().query(compilePrune(before));
-    return Number(row.removed);
+  /**
+   * Keeps the feed to CHANGE_RETENTION_DAYS and history to HISTORY_RETENTION_DAYS: moves the feed's
+   * horizons, cuts updates out of the feed to the fields they set, deletes what history no longer keeps.
+   * Each step in batches of its own statement, so writers never wait on it. What it did, by step.
+   */
+  async prune(now = Date.now()): Promise<{ compacted: number; removed: number }> {
+    const day = 86_400_000;
+    const feed = new Date(now - this.config.changeRetentionDays * day);
+    const history = new Date(now - Math.max(this.config.historyRetentionDays, this.config.changeRetentionDays) * day);
+    const session = this.pool.session();
+    // Changes no reader numbered yet (an object nobody follows) are numbered first, so the horizon passes them too.
+    for (const { object } of await session.query(compileUnsequencedObjects(feed))) {
+      while ((await session.query(compileSequence(object)))[0].numbered >= SEQUENCE_BATCH);
+    }
+    await session.query(compileMoveHorizons(feed, 2 * day));
+    const drain = async (query: () => ReturnType<typeof compileCompact>) => {
+      let total = 0;
+      for (;;) {
+        const [row] = await session.query(query());
+        total += Number(row.n);
+        if (Number(row.n) < PRUNE_BATCH) return total;
+      }
+    };
+    const compacted = await drain(() => compileCompact(feed, PRUNE_BATCH));
+    const removed = await drain(() => compileExpire(history, PRUNE_BATCH));
+    return { compacted, removed };
   }
 
   private async read(
@@ -172,16 +202,6 @@ export class ChangesService {
       );
     }
   }
-}
-
-/**
- * Who wrote a change, as the reader may know it: itself, another key, or the server (sample data,
- * writes with no key). Only an admin learns which key (`keyId`): to a member, another key's id would
- * tell which keys exist and who changed what.
- */
-function actorOf(caller: Caller, keyId: string | null): ChangeActor {
-  if (keyId === null || keyId === SYSTEM_CALLER.keyId) return 'system';
-  return keyId === caller.keyId ? 'self' : 'other';
 }
 
 function toChange(caller: Caller, object: ObjectMeta, row: ChangeRow, visibleFields: Set<string>): ChangeResponse {

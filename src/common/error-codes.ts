@@ -70,6 +70,9 @@ export const ERRORS = {
   job_not_found: HttpStatus.NOT_FOUND,
   // No view of that name on the object that the caller may see (its own or a shared one).
   view_not_found: HttpStatus.NOT_FOUND,
+  // A change set that does not exist or that the caller may not see; a version a record's history does not hold.
+  change_set_not_found: HttpStatus.NOT_FOUND,
+  version_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
@@ -98,6 +101,10 @@ export const ERRORS = {
   chat_agent_mismatch: HttpStatus.CONFLICT,
   // Cancelling a job that has already ended (done, failed or cancelled).
   job_finished: HttpStatus.CONFLICT,
+  // A revert whose records changed since its change set: details.records names each field, expected and current.
+  revert_conflict: HttpStatus.CONFLICT,
+  // A change set with more records than one revert writes (REVERT_MAX_RECORDS).
+  change_set_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   // The record changed since the version the client sent in If-Match.
   precondition_failed: HttpStatus.PRECONDITION_FAILED,
   // A change-feed cursor older than the retention kept: changes after it are gone, so the client reloads.

@@ -75,6 +75,10 @@ export interface AppConfig {
   sseMaxStreamsPerKey: number;
   /** Days the change feed keeps its events; a cursor older than that is 410 cursor_expired. */
   changeRetentionDays: number;
+  /** Days a deleted record stays in the trash before it is purged. */
+  trashRetentionDays: number;
+  /** Days record history (the versions of each record) is kept. */
+  historyRetentionDays: number;
   /** Time a client has to send a whole request (headers and body), milliseconds; streamed responses are not limited. */
   httpRequestTimeoutMs: number;
   seed: boolean;
@@ -307,6 +311,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     sseKeepAliveMs: int(env, 'SSE_KEEPALIVE_MS', 15_000, 100, 600_000),
     sseMaxStreamsPerKey: int(env, 'SSE_MAX_STREAMS_PER_KEY', 20, 1, 100_000),
     changeRetentionDays: int(env, 'CHANGE_RETENTION_DAYS', 7, 1, 3_650),
+    trashRetentionDays: int(env, 'TRASH_RETENTION_DAYS', 30, 1, 3_650),
+    historyRetentionDays: int(env, 'HISTORY_RETENTION_DAYS', 365, 1, 36_500),
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     seed: bool(env, 'SEED', true),
     playground: bool(env, 'PLAYGROUND', true),

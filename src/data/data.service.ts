@@ -39,7 +39,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import { type ChangeCapture } from './change-outbox';
+import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from './change-outbox';
 
 /** Where a data engine call runs. */
 export interface DataScope {
@@ -52,6 +52,8 @@ export interface DataScope {
    * with If-None-Match): it runs on the primary, never on the read replica.
    */
   fresh?: boolean;
+  /** The change set a write belongs to (an import's, an approval's, a revert's); absent: a new one of its own. */
+  changeSet?: ChangeSetStamp;
 }
 
 /** How DataService.stream reads: see DataCursorOptions (its key is the caller's). */
@@ -327,25 +329,35 @@ export class DataService {
       const values = encodeWrite(object, input, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
       throwFirst(await this.referenceErrors(caller, object, [{ values, id }], session));
-      const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields: [...values.keys()] };
+      const changeSet = scope.changeSet ?? newChangeSet('api');
+      const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields: [...values.keys()], changeSet };
       const rows = await this.scopedWrite(caller, object, session, scope, compileUpdate(object, id, values, versions, capture));
       if (!rows.length) throw await missedWrite(object, id, versions, session);
-      return decodeVersioned(object, rows[0]);
+      return { ...decodeVersioned(object, rows[0]), changeSetId: changeSet.id };
     });
   }
 
-  /** Deletes one record; with `versions` (If-Match), only if it is still at one of them. */
+  /**
+   * Moves one record to the trash; with `versions` (If-Match), only if it is still at one of them.
+   * Returns the id of its change set.
+   */
   async delete(
     caller: Caller,
     objectName: string,
     id: unknown,
     versions?: readonly string[],
     scope: DataScope = {},
-  ): Promise<void> {
+  ): Promise<string> {
     return this.withObject(caller, objectName, 'delete', scope, async (object, session) => {
       if (!isUuid(id)) throw notFound(object.name, id);
-      const rows = await write(object, session, compileDelete(object, id, versions, { op: 'delete', keyId: caller.keyId }));
+      const changeSet = scope.changeSet ?? newChangeSet('api');
+      const rows = await write(
+        object,
+        session,
+        compileDelete(object, id, versions, { op: 'delete', keyId: caller.keyId, changeSet }),
+      );
       if (!rows.length) throw await missedWrite(object, id, versions, session);
+      return changeSet.id;
     });
   }
 
@@ -387,7 +399,8 @@ export class DataService {
       scope.session?.inTransaction
         ? inSavepoint(scope.session, 'batch_attempt', work)
         : this.pool.transaction(work, poolOptions(caller, scope));
-    return runBatch({ operations: parsed.operations, planned, errors }, atomic, caller.keyId, transaction);
+    const changeSet = scope.changeSet ?? newChangeSet('batch');
+    return runBatch({ operations: parsed.operations, planned, errors }, atomic, { keyId: caller.keyId, changeSet }, transaction);
   }
 
   /**
@@ -487,9 +500,10 @@ export class DataService {
       const encoded = inputs.map((input) => encodeWrite(object, input, 'insert', caller === SYSTEM_CALLER));
       const writes = encoded.map((values) => ({ values }));
       throwFirst(await this.referenceErrors(caller, object, writes, session));
-      const capture: ChangeCapture = { op: 'create', keyId: caller.keyId };
+      const changeSet = scope.changeSet ?? newChangeSet('api');
+      const capture: ChangeCapture = { op: 'create', keyId: caller.keyId, changeSet };
       const rows = await this.scopedWrite(caller, object, session, scope, compileInsert(object, encoded, capture));
-      return rows.map((row) => decodeVersioned(object, row));
+      return rows.map((row) => ({ ...decodeVersioned(object, row), changeSetId: changeSet.id }));
     });
   }
 

@@ -38,6 +38,8 @@ export interface FindResult {
 export interface VersionedRecord {
   record: Record<string, unknown>;
   version: string;
+  /** The change set of the write that answered with it (none for a read). */
+  changeSetId?: string;
 }
 
 export const AGGREGATE_FUNCTIONS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] as const;

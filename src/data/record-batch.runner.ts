@@ -11,9 +11,13 @@ import {
   failedResult,
   operationError,
 } from './record-batch';
+import type { ChangeCapture } from './change-outbox';
 import { etagOf } from './record-version';
 import { compileDelete, compileInsert, compileUpdate, VERSION_ALIAS } from './records.compiler';
 import { encodeWrite, missedWrite, notFound, scopedRows, write } from './record-write';
+
+/** Who writes a batch, and the change set its writes belong to. */
+export type BatchWriter = Pick<ChangeCapture, 'keyId' | 'changeSet'>;
 
 /** Where one attempt at a batch runs: a transaction of its own, or a savepoint of the caller's transaction. */
 export type BatchTransaction = <T>(work: (session: DataSession) => Promise<T>) => Promise<T>;
@@ -37,13 +41,13 @@ export interface PlannedBatch {
 export async function runBatch(
   { operations, planned, errors }: PlannedBatch,
   atomic: boolean,
-  keyId: string,
+  writer: BatchWriter,
   transaction: BatchTransaction,
 ): Promise<BatchOperationResult[]> {
   const results = new Map<number, BatchOperationResult>();
   if (atomic && !errors.length) {
     try {
-      for (const result of await transaction((session) => runAll(session, planned, keyId))) results.set(result.index, result);
+      for (const result of await transaction((session) => runAll(session, planned, writer))) results.set(result.index, result);
       return [...results.values()].sort((a, b) => a.index - b.index);
     } catch (error) {
       if (!(error instanceof OperationFailed)) throw error;
@@ -54,16 +58,16 @@ export async function runBatch(
     // made before the database failed, the rest is first written at once: when that goes through, none
     // of it fails, and the replay one by one (a statement and a savepoint per operation) is not needed.
     const replayed = await transaction(async (session) => {
-      const rest = () => inSavepoint(session, 'batch_attempt', (attempt) => runAll(attempt, planned, keyId));
+      const rest = () => inSavepoint(session, 'batch_attempt', (attempt) => runAll(attempt, planned, writer));
       if (errors.length && (await rest().then(() => true, writeFailed))) throw new RolledBack([]);
-      throw new RolledBack(await runEach(session, planned, keyId));
+      throw new RolledBack(await runEach(session, planned, writer));
     }).catch((error: unknown) => {
       if (error instanceof RolledBack) return error.results;
       throw error;
     });
     throw batchFailed([...errors, ...replayed.flatMap((r) => (r.error ? [{ index: r.index, ...r.error }] : []))]);
   }
-  for (const result of await transaction((session) => runEach(session, planned, keyId))) results.set(result.index, result);
+  for (const result of await transaction((session) => runEach(session, planned, writer))) results.set(result.index, result);
   const ids = new Map(operations.map((o) => [o.index, o.op === 'create' ? null : o.id]));
   for (const error of errors) results.set(error.index, failedResult(error, ids.get(error.index) ?? null));
   return [...results.values()].sort((a, b) => a.index - b.index);
@@ -111,14 +115,14 @@ const BATCH_INSERT_PARAMS = 30_000;
 async function runAll(
   session: DataSession,
   planned: readonly PlannedOperation[],
-  keyId: string,
+  writer: BatchWriter,
 ): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   const isGroupable = (operation: PlannedOperation | undefined) => operation?.op === 'create' && operation.values!.size > 0;
   try {
     for (let at = 0; at < planned.length;) {
       if (!isGroupable(planned[at])) {
-        results.push(await runOne(session, planned[at++], keyId));
+        results.push(await runOne(session, planned[at++], writer));
         continue;
       }
       const { object } = planned[at];
@@ -132,7 +136,7 @@ async function runAll(
         compileInsert(
           object,
           creates.map((c) => c.values!),
-          { op: 'create', keyId },
+          { op: 'create', ...writer },
         ),
       );
       rows.forEach((row, i) => results.push(doneResult(creates[i], row)));
@@ -149,13 +153,13 @@ async function runAll(
 async function runEach(
   session: DataSession,
   planned: readonly PlannedOperation[],
-  keyId: string,
+  writer: BatchWriter,
 ): Promise<BatchOperationResult[]> {
   const results: BatchOperationResult[] = [];
   for (const operation of planned) {
     try {
       const isDomainError = (error: unknown) => error instanceof DomainError;
-      results.push(await inSavepoint(session, 'batch_operation', (s) => runOne(s, operation, keyId), isDomainError));
+      results.push(await inSavepoint(session, 'batch_operation', (s) => runOne(s, operation, writer), isDomainError));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       results.push(failedResult(operationError(operation.index, error), operation.op === 'create' ? null : operation.id));
@@ -164,10 +168,10 @@ async function runEach(
   return results;
 }
 
-async function runOne(session: DataSession, operation: PlannedOperation, keyId: string): Promise<BatchOperationResult> {
+async function runOne(session: DataSession, operation: PlannedOperation, writer: BatchWriter): Promise<BatchOperationResult> {
   const { object } = operation;
   if (operation.op === 'create') {
-    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], { op: 'create', keyId }));
+    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], { op: 'create', ...writer }));
     return doneResult(operation, row);
   }
   const rows =
@@ -177,11 +181,11 @@ async function runOne(session: DataSession, operation: PlannedOperation, keyId: 
           object,
           compileUpdate(object, operation.id, operation.values!, operation.versions, {
             op: 'update',
-            keyId,
+            ...writer,
             changedFields: [...operation.values!.keys()],
           }),
         )
-      : await write(object, session, compileDelete(object, operation.id, operation.versions, { op: 'delete', keyId }));
+      : await write(object, session, compileDelete(object, operation.id, operation.versions, { op: 'delete', ...writer }));
   if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
   return doneResult(operation, rows[0]);
 }

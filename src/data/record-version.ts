@@ -1,4 +1,6 @@
+import type { FastifyReply } from 'fastify';
 import { DomainError } from '../common/domain-error';
+import type { VersionedRecord } from './data.types';
 
 /**
  * Record versions on the wire. A version is opaque to clients (records.compiler.ts says what it
@@ -46,4 +48,15 @@ function invalidIfMatch(): DomainError {
     'invalid_if_match',
     'If-Match must be "*" or a comma-separated list of entity tags in double quotes, as sent in ETag (e.g. If-Match: "1234")',
   );
+}
+
+/** The header that names a write's change set. */
+export const CHANGE_SET_HEADER = 'change-set-id';
+
+/** Answers with the record and its version as ETag; a write's also with its change set (field and header). */
+export function sendVersioned(reply: FastifyReply, { record, version, changeSetId }: VersionedRecord): Record<string, unknown> {
+  void reply.header('etag', etagOf(version));
+  if (changeSetId === undefined) return record;
+  void reply.header(CHANGE_SET_HEADER, changeSetId);
+  return { ...record, changeSetId };
 }

@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import { type ChangeCapture, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from './change-outbox';
+import { BEFORE_ALIAS, type ChangeCapture, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from './change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
@@ -294,6 +294,36 @@ export function compileUpdate(
     const field = requireField(object, name);
     return `${quoteIdent(name)} = ${params.add(value)}::${bindCast(field)}`;
   });
+  return updateStatement(object, id, [...values.keys()], sets, params, versions, capture);
+}
+
+/**
+ * Sets columns of one record back to values as the change feed keeps them (`to_jsonb` of the row,
+ * `raw`: column → value), read back by jsonb_populate_record so each takes its column's type exactly;
+ * for restores and reverts, whose values come from history, not from a client.
+ */
+export function compileUpdateRaw(
+  object: ObjectMeta,
+  id: string,
+  raw: Record<string, unknown>,
+  capture: ChangeCapture,
+): CompiledQuery<Row> {
+  const params = new SqlParams();
+  const names = Object.keys(raw).filter((name) => object.fields.some((f) => f.name === name));
+  const source = `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb)`;
+  const sets = names.map((name) => `${quoteIdent(name)} = (${source}).${quoteIdent(name)}`);
+  return updateStatement(object, id, names, sets, params, undefined, { ...capture, changedFields: names });
+}
+
+function updateStatement(
+  object: ObjectMeta,
+  id: string,
+  names: readonly string[],
+  sets: string[],
+  params: SqlParams,
+  versions?: readonly string[],
+  capture?: ChangeCapture,
+): CompiledQuery<Row> {
   sets.push(`"updated_at" = now()`);
   const where = `"id" = ${params.add(id)}::uuid${versionCondition(versions, params)}${rowFilterCondition(object, params)}`;
   if (!capture) {
@@ -301,8 +331,40 @@ export function compileUpdate(
       `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
     );
   }
-  const sql = `update ${objectTable(object.name)} as ${ROW_ALIAS} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params, capture)}`;
+  // The values it replaces, read under the row's lock (the latest committed row, as the update then changes it).
+  const old =
+    `(select "id" as "__old_id", ${jsonObjectOf(names)} as "${BEFORE_ALIAS}" from ${objectTable(object.name)} ` +
+    `where "id" = ${params.add(id)}::uuid for update) as "__old"`;
+  const sql =
+    `update ${objectTable(object.name)} as ${ROW_ALIAS} set ${sets.join(', ')} from ${old} ` +
+    `where ${ROW_ALIAS}."id" = "__old"."__old_id" and ${where} returning ${writeReturning(object, params, capture)}, "__old"."${BEFORE_ALIAS}"`;
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, capture));
+}
+
+/**
+ * Inserts a record as the change feed kept it (`raw`, the whole row: a trashed record coming back),
+ * every column from it but `updated_at`, which is now. Its change is a create of every field.
+ */
+export function compileInsertRaw(object: ObjectMeta, raw: Record<string, unknown>, capture: ChangeCapture): CompiledQuery<Row> {
+  const params = new SqlParams();
+  const row = `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb || jsonb_build_object('updated_at', now()))`;
+  const sql = `insert into ${objectTable(object.name)} as ${ROW_ALIAS} select * from ${row} returning ${writeReturning(object, params, capture)}`;
+  const created = { ...capture, changedFields: object.fields.map((f) => f.name) };
+  return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, created));
+}
+
+/**
+ * A jsonb object of the named columns' values (as to_jsonb would write them), built in pieces:
+ * jsonb_build_object takes at most 100 arguments.
+ */
+export function jsonObjectOf(columns: readonly string[], alias?: string): string {
+  if (!columns.length) return `'{}'::jsonb`;
+  const pieces: string[] = [];
+  for (let at = 0; at < columns.length; at += 50) {
+    const pairs = columns.slice(at, at + 50).map((c) => `'${c}', ${alias ? `${alias}.` : ''}${quoteIdent(c)}`);
+    pieces.push(`jsonb_build_object(${pairs.join(', ')})`);
+  }
+  return pieces.join(' || ');
 }
 
 /** Deletes one record (with `versions`, only at one of them, as in compileUpdate); returns its id when it did. */

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import { ApiBody, ApiHeader, ApiTags } from '@nestjs/swagger';
+import { newChangeSet } from '../data/change-outbox';
 import type { FastifyReply } from 'fastify';
 import { Roles } from '../auth/auth.decorators';
 import { Caller } from '../auth/caller';
@@ -7,9 +8,8 @@ import { ApiRoute, BODY_ERRORS, DATA_ERRORS, WHERE_ERRORS } from '../common/api-
 import type { ErrorCode } from '../common/error-codes';
 import { ClientSignal } from '../common/fastify-reply';
 import { schemaRef } from '../common/openapi.schemas';
-import type { VersionedRecord } from '../data/data.types';
 import { DataService } from '../data/data.service';
-import { etagOf, parseIfMatch } from '../data/record-version';
+import { CHANGE_SET_HEADER, parseIfMatch, sendVersioned } from '../data/record-version';
 import {
   AggregateDto,
   AggregateResponse,
@@ -24,12 +24,19 @@ import { RecordsService } from './records.service';
 
 const RECORD_BODY = { schema: schemaRef('RecordInput') };
 
+const CHANGE_SET = {
+  'Change-Set-Id': {
+    description: 'The change set of the write: see it at /api/v1/change-sets/{id}, undo it with POST …/revert',
+    schema: { type: 'string', format: 'uuid' },
+  },
+};
 const ETAG_HEADER = {
   ETag: {
     description: 'The version of the record, e.g. "1234"; send it back in If-Match to change only that version',
     schema: { type: 'string' },
   },
 };
+const WRITE_HEADERS = { ...ETAG_HEADER, ...CHANGE_SET };
 const IF_MATCH = {
   name: 'If-Match',
   required: false,
@@ -56,12 +63,6 @@ const VALUE_ERRORS: ErrorCode[] = [
   'unique_violation',
   'metadata_changed',
 ];
-
-/** Answers with the record and its version as ETag. */
-function sendVersioned(reply: FastifyReply, { record, version }: VersionedRecord): Record<string, unknown> {
-  void reply.header('etag', etagOf(version));
-  return record;
-}
 
 @ApiTags('records')
 @Controller('api/v1/objects/:name')
@@ -131,8 +132,8 @@ export class RecordsController {
       'the key may not read is 400 invalid_reference, exactly as to a record that does not exist.',
     status: 201,
     schema: schemaRef('RecordResponse'),
-    responseDescription: 'The created record',
-    headers: ETAG_HEADER,
+    responseDescription: 'The created record, with the changeSetId of the write',
+    headers: WRITE_HEADERS,
     errors: [...BODY_ERRORS, 'object_not_found', ...VALUE_ERRORS, 'missing_required_field', ...DATA_ERRORS],
   })
   async create(
@@ -175,8 +176,12 @@ export class RecordsController {
     @Param('name') name: string,
     @Body() dto: BatchRecordsDto,
     @ClientSignal() signal: AbortSignal,
+    @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<BatchRecordsResponse> {
-    return { results: await this.data.batch(caller, name, dto.operations, dto.atomic ?? true, { signal }) };
+    const changeSet = newChangeSet('batch');
+    const results = await this.data.batch(caller, name, dto.operations, dto.atomic ?? true, { signal, changeSet });
+    void reply.header(CHANGE_SET_HEADER, changeSet.id);
+    return { results, changeSetId: changeSet.id };
   }
 
   @Get('records/:id')
@@ -208,8 +213,8 @@ export class RecordsController {
   @ApiRoute({
     summary: 'Update some fields of a record',
     schema: schemaRef('RecordResponse'),
-    responseDescription: 'The updated record',
-    headers: ETAG_HEADER,
+    responseDescription: 'The updated record, with the changeSetId of the write',
+    headers: WRITE_HEADERS,
     errors: [
       ...BODY_ERRORS,
       'invalid_if_match',
@@ -237,8 +242,12 @@ export class RecordsController {
   @HttpCode(204)
   @ApiHeader(IF_MATCH)
   @ApiRoute({
-    summary: 'Delete a record',
+    summary: 'Move a record to the trash',
+    description:
+      'The record leaves every read, count and export at once; GET /api/v1/objects/{name}/trash lists it, ' +
+      'POST …/trash/{id}/restore brings it back, and it is purged after TRASH_RETENTION_DAYS.',
     status: 204,
+    headers: CHANGE_SET,
     errors: [
       'invalid_if_match',
       'object_not_found',
@@ -254,8 +263,9 @@ export class RecordsController {
     @Param('id') id: string,
     @Headers('if-match') ifMatch: string | undefined,
     @ClientSignal() signal: AbortSignal,
+    @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<void> {
-    await this.data.delete(caller, name, id, parseIfMatch(ifMatch), { signal });
+    void reply.header(CHANGE_SET_HEADER, await this.data.delete(caller, name, id, parseIfMatch(ifMatch), { signal }));
   }
 
   @Post('aggregate')

@@ -263,4 +263,9 @@ export class BatchOperationResultDto {
 
 export class BatchRecordsResponse {
   @ApiProperty({ type: [BatchOperationResultDto] }) results: BatchOperationResultDto[];
+  @ApiProperty({
+    format: 'uuid',
+    description: 'The change set of the batch: undo it as one with POST /api/v1/change-sets/{id}/revert',
+  })
+  changeSetId: string;
 }

@@ -10,6 +10,7 @@ import { parseFlagParam } from '../common/query-params';
 import { isPlainObject } from '../common/plain-object';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataPool, DataSession } from '../database/data-pool';
+import type { ChangeSetStamp } from '../data/change-outbox';
 import { DataService } from '../data/data.service';
 import { operationError, type BatchOperationError } from '../data/record-batch';
 import { AccessService } from '../governance/access.service';
@@ -178,12 +179,14 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
       progress.newErrors.push(error);
     };
     const allOrNothing = job.atomic || job.dryRun;
+    // The whole import is one change set, reverted as one; it bears the job's id.
+    const changeSet: ChangeSetStamp = { id, via: 'import' };
     const importRows = async (session: DataSession | undefined): Promise<number> => {
       let written = 0;
       let chunk: Array<{ row: number; record: Record<string, unknown> }> = [];
       const writeChunk = async () => {
         if (job.cancelRequested) throw new Cancelled();
-        const done = await this.writeChunk(caller, objectName, chunk, session, signal, reject);
+        const done = await this.writeChunk(caller, objectName, chunk, { session, signal, changeSet }, reject);
         written += done;
         if (!allOrNothing) progress.rowsWritten = written;
         chunk = [];
@@ -253,12 +256,10 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     caller: Caller,
     objectName: string,
     chunk: ReadonlyArray<{ row: number; record: Record<string, unknown> }>,
-    session: DataSession | undefined,
-    signal: AbortSignal,
+    scope: ImportScope,
     reject: (error: RowError) => void,
   ): Promise<number> {
     if (!chunk.length) return 0;
-    const scope = { session, signal };
     const failed = await this.tryAll(caller, objectName, chunk, scope);
     if (!failed.length) return chunk.length;
     for (const { index, ...rest } of failed) reject({ row: chunk[index].row, ...rest });
@@ -287,7 +288,7 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
     caller: Caller,
     objectName: string,
     rows: ReadonlyArray<{ record: Record<string, unknown> }>,
-    scope: { session?: DataSession; signal: AbortSignal },
+    scope: ImportScope,
   ): Promise<BatchOperationError[]> {
     try {
       const operations = rows.map(({ record }) => ({ op: 'create', record }));
@@ -302,6 +303,13 @@ export class ImportService implements OnModuleInit, OnApplicationShutdown {
 }
 
 /** An import while this replica runs it. */
+/** Where an import's chunks are written: its transaction (all or nothing), its signal, its change set. */
+interface ImportScope {
+  session?: DataSession;
+  signal: AbortSignal;
+  changeSet: ChangeSetStamp;
+}
+
 interface RunningImport {
   /** The request's body, and its connection as it was when the import started. */
   upload: { body: Readable; connection?: Socket | null };

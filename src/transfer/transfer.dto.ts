@@ -105,6 +105,11 @@ export class JobResponse {
   })
   rowsWritten: number;
   @ApiProperty({ type: 'integer' }) rowsRejected: number;
+  @ApiProperty({
+    format: 'uuid',
+    description: 'The change set of the rows it wrote (the job id): GET or revert it at /api/v1/change-sets/{id}',
+  })
+  changeSetId: string;
   @ApiProperty({ type: [RowErrorResponse], description: 'The first 1,000 rejected rows (rowsRejected counts them all)' })
   errors: RowErrorResponse[];
   @ApiPropertyOptional({ type: JobFailureResponse, description: 'Why the job failed as a whole (status failed)' })
@@ -125,6 +130,7 @@ export function toJobResponse(job: JobRow): JobResponse {
     rowsRead: job.rowsRead,
     rowsWritten: job.rowsWritten,
     rowsRejected: job.rowsRejected,
+    changeSetId: job.id,
     errors: job.errors,
     ...(job.failure ? { failure: job.failure } : {}),
     cancelRequested: job.cancelRequested,

@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import type { ToolAuditEntry } from '../audit/audit-log.service';
 import type { Caller } from '../auth/caller';
+import { newChangeSet } from '../data/change-outbox';
 import { DomainError } from '../common/domain-error';
 import { DataService } from '../data/data.service';
 import { DataPool, type DataSession } from '../database/data-pool';
@@ -157,13 +158,23 @@ export class ApprovedWrites {
         let outcome: WriteOutcome;
         let rowCount = 0;
         try {
-          const written = await this.data.batch(caller, proposal.objectName, operationsOf(proposal), true, { session });
+          // One change set per approval, tied to its chat and tool call: reverted as one.
+          const changeSet = newChangeSet('approval', {
+            chatId: ref.chatId ?? ref.scope,
+            toolCallId: ref.toolCallId,
+            approverKeyId: caller.keyId,
+          });
+          const written = await this.data.batch(caller, proposal.objectName, operationsOf(proposal), true, {
+            session,
+            changeSet,
+          });
           rowCount = written.length;
           outcome = {
             content: {
               status: 'written',
               operation: proposal.operation,
               objectName: proposal.objectName,
+              changeSetId: changeSet.id,
               records: written.map((r) => ({ id: r.id, ...(r.etag ? { etag: r.etag } : {}) })),
               approvedBy: caller.subject,
             },

@@ -1,5 +1,6 @@
 import { MigrationAccessPolicies } from './migration-20261125-access-policies';
 import { MigrationAgentBuiltins } from './migration-20261130-agent-builtins';
+import { MigrationRecordHistory } from './migration-20261201-record-history';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
 import { MigrationAgents } from './migration-20261122-agents';
@@ -57,6 +58,7 @@ export const MIGRATIONS = [
   MigrationMcpConfirmations,
   MigrationMcpConfirmationCalls,
   MigrationAgentBuiltins,
+  MigrationRecordHistory,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

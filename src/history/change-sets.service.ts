@@ -1,0 +1,306 @@
+import { Injectable } from '@nestjs/common';
+import type { Caller } from '../auth/caller';
+import { DomainError } from '../common/domain-error';
+import { isUuid } from '../common/uuid';
+import { DataPool, type DataSession } from '../database/data-pool';
+import { actorOf } from '../data/change-actor';
+import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
+import { scopedRows, write } from '../data/record-write';
+import { compileDelete, compileUpdateRaw } from '../data/records.compiler';
+import { AccessService } from '../governance/access.service';
+import type { AccessAction } from '../governance/access-policy.types';
+import type { ObjectMeta } from '../metadata/object-metadata.types';
+import {
+  type ChangeSetRow,
+  compileChangeSet,
+  compileChangeSetChanges,
+  compileChangeSetPage,
+  compileLaterChanges,
+  compileLiveRows,
+  compileMarkReverted,
+  compileTrashed,
+  compileVisibleIds,
+} from './history.compiler';
+import type { ChangeSetRecordResponse, ChangeSetResponse, ChangeSetsResponse, FieldChange } from './history.dto';
+import { readBack } from './history.service';
+import { decodePosition, encodePosition } from './position-cursor';
+import { type RawRow, type RecordDelta, recordDeltas } from './record-deltas';
+import { restoreFromTrash } from './trash.service';
+
+/** Records one revert writes at most (its whole change set is read, locked and written in one transaction). */
+export const REVERT_MAX_RECORDS = 20_000;
+/** Records GET /change-sets/:id lists. */
+const SHOWN_RECORDS = 1000;
+
+/** One field of one record that changed since the change set a revert would undo. */
+export interface RevertConflict {
+  id: string;
+  /** null: the record itself (deleted since, or purged from the trash). */
+  field: string | null;
+  expected: unknown;
+  current: unknown;
+}
+
+/**
+ * Change sets: every record write belongs to one (a write, a batch, an import, an approved agent write,
+ * a restore, a revert). Listed and read as the caller may read their records; reverted as one, all or
+ * nothing: a record changed since the set makes the revert a 409 revert_conflict naming each field,
+ * and writes nothing. A revert is a change set of its own, so reverting it redoes.
+ */
+@Injectable()
+export class ChangeSetService {
+  constructor(
+    private readonly pool: DataPool,
+    private readonly access: AccessService,
+  ) {}
+
+  async list(
+    caller: Caller,
+    query: { object?: string; actor?: 'self' | 'any'; cursor?: string; limit?: number },
+    signal?: AbortSignal,
+  ): Promise<ChangeSetsResponse> {
+    const objects = query.object
+      ? [(await this.access.view(caller, query.object, 'read')).name]
+      : (await this.access.visibleObjects(caller)).map((o) => o.name);
+    const limit = Math.min(Math.max(1, Math.floor(query.limit ?? 20)), 100);
+    const after = query.cursor === undefined ? undefined : decodePosition(query.cursor);
+    const session = this.pool.session({ signal, key: caller.keyId });
+    const rows = await session.query(
+      compileChangeSetPage({ objects, keyId: query.actor === 'self' ? caller.keyId : undefined, after, limit: limit + 1 }),
+    );
+    const more = rows.length > limit;
+    const page = more ? rows.slice(0, limit) : rows;
+    const changeSets: ChangeSetResponse[] = [];
+    for (const row of page) {
+      const view = await this.access.view(caller, row.object, 'read');
+      const records = view.rowFilter ? (await this.visibleDeltas(view, row.id, session)).length : Number(row.records);
+      changeSets.push(toChangeSet(caller, row, records));
+    }
+    const last = page[page.length - 1];
+    return { changeSets, nextCursor: more ? encodePosition([last.at, last.id]) : null };
+  }
+
+  /** One change set with each record it changed that the caller may read (the fields it may see). */
+  async get(caller: Caller, id: string, signal?: AbortSignal): Promise<ChangeSetResponse> {
+    const session = this.pool.session({ signal, key: caller.keyId });
+    const { row, view } = await this.find(caller, id, session);
+    const deltas = (await this.visibleDeltas(view, id, session)).slice(0, SHOWN_RECORDS);
+    const decoded = await readBack(
+      view,
+      deltas.flatMap((d) => [d.before, d.after]),
+      session,
+    );
+    const shown = view.fields.filter((f) => !f.system);
+    const changes = deltas.map((delta, i): ChangeSetRecordResponse => {
+      const before = decoded[2 * i];
+      const after = decoded[2 * i + 1];
+      const fields: Record<string, FieldChange> = {};
+      for (const field of shown) {
+        if (!delta.fields.has(field.name)) continue;
+        const was = delta.created ? null : (before[field.name] ?? null);
+        const now = delta.deleted ? null : (after[field.name] ?? null);
+        if (was !== null || now !== null || delta.last.op === 'update') fields[field.name] = { before: was, after: now };
+      }
+      return { id: delta.id, op: opOf(delta), changes: fields };
+    });
+    return { ...toChangeSet(caller, row, deltas.length), changes };
+  }
+
+  /**
+   * Undoes a change set as the caller, in one transaction: each record it created goes to the trash,
+   * each it deleted comes back, each field it updated takes its value from before. Members revert their
+   * own change sets and those their approvals made; admins any.
+   */
+  async revert(caller: Caller, id: string, signal?: AbortSignal): Promise<{ changeSetId: string }> {
+    const stamp = await this.pool.transaction((session) => this.revertIn(session, caller, id), { signal, key: caller.keyId });
+    await this.pool.wrote(caller.keyId);
+    return { changeSetId: stamp.id };
+  }
+
+  /** revert inside the caller's transaction (an approved revert_change_set runs it with its own audit). */
+  async revertIn(session: DataSession, caller: Caller, id: string, extra: Partial<ChangeSetStamp> = {}): Promise<ChangeSetStamp> {
+    const { row, view } = await this.find(caller, id, session, true);
+    if (caller.role !== 'admin' && row.key_id !== caller.keyId && row.approver_key_id !== caller.keyId) {
+      throw new DomainError('forbidden', 'Members revert only their own change sets and those their approvals made', {
+        changeSetId: id,
+      });
+    }
+    const changes = await session.query(compileChangeSetChanges(id, REVERT_MAX_RECORDS + 1));
+    const deltas = recordDeltas(changes);
+    if (changes.length > REVERT_MAX_RECORDS) {
+      throw new DomainError('change_set_too_large', `A revert undoes at most ${REVERT_MAX_RECORDS} changes`, {
+        max: REVERT_MAX_RECORDS,
+      });
+    }
+    const ids = deltas.map((d) => d.id);
+    const visible = new Set((await session.query(compileVisibleIds(view, ids))).map((r) => r.id));
+    if (ids.some((recordId) => !visible.has(recordId))) {
+      throw new DomainError('forbidden', 'This change set changed records this API key may not read; an admin can revert it');
+    }
+    // Locked before anything is compared: no write of these records can land between the check and the revert.
+    const live = new Map((await session.query(compileLiveRows(view, ids, true))).map((r) => [r.id, r.row]));
+    const conflicts = await this.conflicts(session, view, deltas, live);
+    if (conflicts.length) {
+      throw new DomainError(
+        'revert_conflict',
+        `${new Set(conflicts.map((c) => c.id)).size} record(s) of this change set changed since; nothing was reverted`,
+        { records: conflicts },
+      );
+    }
+    const stamp = newChangeSet('revert', { ...extra, reverts: id });
+    const views = new Map<AccessAction, ObjectMeta>();
+    const viewFor = async (action: AccessAction) => {
+      if (!views.has(action)) views.set(action, await this.access.view(caller, view.name, action));
+      return views.get(action)!;
+    };
+    for (const delta of deltas) {
+      if (delta.created && delta.deleted) continue; // made and trashed by the set: nothing to undo but the trash entry
+      const capture = (op: ChangeCapture['op']): ChangeCapture => ({ op, keyId: caller.keyId, changeSet: stamp });
+      if (delta.created) {
+        const rows = await write(view, session, compileDelete(await viewFor('delete'), delta.id, undefined, capture('delete')));
+        if (!rows.length) throw outsideAccess();
+      } else if (delta.deleted) {
+        await restoreFromTrash(session, caller, await viewFor('create'), delta.id, stamp, delta.before);
+      } else {
+        const rows = await scopedRows(
+          session,
+          view,
+          compileUpdateRaw(await viewFor('update'), delta.id, delta.before, capture('update')),
+        );
+        if (!rows.length) throw outsideAccess();
+      }
+    }
+    await session.query(compileMarkReverted(id, stamp.id));
+    return stamp;
+  }
+
+  /** The change set and the caller's view of its object; a set of an object it may not read is not found. */
+  private async find(
+    caller: Caller,
+    id: string,
+    session: DataSession,
+    lock = false,
+  ): Promise<{ row: ChangeSetRow; view: ObjectMeta }> {
+    const missing = new DomainError('change_set_not_found', `No change set "${String(id).slice(0, 40)}"`);
+    if (!isUuid(id)) throw missing;
+    const [row] = await session.query(compileChangeSet(id, lock));
+    if (!row) throw missing;
+    const view = await this.access.view(caller, row.object, 'read').catch((error: unknown) => {
+      if (error instanceof DomainError && error.code === 'object_not_found') throw missing;
+      throw error;
+    });
+    return { row, view };
+  }
+
+  /** The set's records the caller may read, folded per record. */
+  private async visibleDeltas(view: ObjectMeta, id: string, session: DataSession): Promise<RecordDelta[]> {
+    const deltas = recordDeltas(await session.query(compileChangeSetChanges(id, REVERT_MAX_RECORDS)));
+    if (!view.rowFilter) return deltas;
+    const visible = new Set(
+      (
+        await session.query(
+          compileVisibleIds(
+            view,
+            deltas.map((d) => d.id),
+          ),
+        )
+      ).map((r) => r.id),
+    );
+    return deltas.filter((d) => visible.has(d.id));
+  }
+
+  /**
+   * Each record of the set changed since (a later change of it, or gone from where the set left it):
+   * the fields changed since, with the value the set left (`expected`) and the value now (`current`),
+   * as the caller reads them.
+   */
+  private async conflicts(
+    session: DataSession,
+    view: ObjectMeta,
+    deltas: readonly RecordDelta[],
+    live: Map<string, RawRow>,
+  ): Promise<RevertConflict[]> {
+    const later = await session.query(
+      compileLaterChanges(
+        view.name,
+        deltas.map((d) => d.id),
+        deltas.map((d) => d.last.id),
+      ),
+    );
+    const touched = new Map<string, { fields: Set<string>; gone: boolean }>();
+    for (const change of later) {
+      const entry = touched.get(change.record_id) ?? { fields: new Set<string>(), gone: false };
+      if (change.op === 'update') change.changed_fields.forEach((f) => entry.fields.add(f));
+      else entry.gone = change.op === 'delete';
+      touched.set(change.record_id, entry);
+    }
+    const conflicts: RevertConflict[] = [];
+    const shown = new Set(view.fields.filter((f) => !f.system).map((f) => f.name));
+    const pending: Array<{ id: string; fields: string[]; expected: RawRow; current: RawRow }> = [];
+    for (const delta of deltas) {
+      const since = touched.get(delta.id);
+      if (delta.deleted && !since) {
+        // Left in the trash by the set: it must still be there.
+        const [trashed] = await session.query(compileTrashed(view, delta.id));
+        if (!trashed || trashed.change_id !== delta.last.id)
+          conflicts.push({ id: delta.id, field: null, expected: 'trashed', current: 'purged' });
+        continue;
+      }
+      if (!since) continue;
+      const now = live.get(delta.id);
+      if (!now) {
+        conflicts.push({ id: delta.id, field: null, expected: 'present', current: 'deleted' });
+        continue;
+      }
+      const fields = [...since.fields].filter((f) => shown.has(f));
+      if (!fields.length) {
+        // Changed since in fields the caller may not see: say so without naming them.
+        conflicts.push({ id: delta.id, field: null, expected: 'unchanged', current: 'changed' });
+        continue;
+      }
+      pending.push({ id: delta.id, fields, expected: delta.after, current: now });
+    }
+    const decoded = await readBack(
+      view,
+      pending.flatMap((p) => [p.expected, p.current]),
+      session,
+    );
+    pending.forEach((p, i) => {
+      for (const field of p.fields) {
+        conflicts.push({
+          id: p.id,
+          field,
+          expected: field in p.expected ? (decoded[2 * i][field] ?? null) : null,
+          current: decoded[2 * i + 1][field] ?? null,
+        });
+      }
+    });
+    return conflicts;
+  }
+}
+
+function outsideAccess(): DomainError {
+  return new DomainError('forbidden', 'A record of this change set is outside what this API key may write; nothing was reverted');
+}
+
+function opOf(delta: RecordDelta): 'create' | 'update' | 'delete' {
+  if (delta.created) return delta.deleted ? 'delete' : 'create';
+  return delta.deleted ? 'delete' : 'update';
+}
+
+function toChangeSet(caller: Caller, row: ChangeSetRow, records: number): ChangeSetResponse {
+  const set: ChangeSetResponse = {
+    id: row.id,
+    at: row.at,
+    actor: actorOf(caller, row.key_id),
+    via: row.via as ChangeSetResponse['via'],
+    object: row.object,
+    records,
+  };
+  if (caller.role === 'admin') set.keyId = row.key_id;
+  if (row.tool_call_id) set.toolCallId = row.tool_call_id;
+  if (row.chat_id) set.chatId = row.chat_id;
+  if (row.reverted_by) set.revertedBy = row.reverted_by;
+  if (row.reverts) set.reverts = row.reverts;
+  return set;
+}
