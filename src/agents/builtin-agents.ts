@@ -40,6 +40,8 @@ export const SHIPPED_BUILTINS: Readonly<Record<string, readonly ShippedDefinitio
     { version: 1, fingerprint: '9359d77b7891f73061e84108b3740c7d55bf9646fe378845aee2070cecdca88e' },
     // Figures written as references to result rows ({{r2.3.won_revenue}}), formatted by the server.
     { version: 2, fingerprint: '16407bb5543fc665b8a9dface916cc2141148d894920186e46ae2c57f0f75079' },
+    // With record_history.
+    { version: 3, fingerprint: 'd50aec40656714f8fd1d4f03a2942333f7b70c2d533378a0ceaf4a44de97e883' },
   ],
 };
 

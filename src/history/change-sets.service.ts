@@ -7,6 +7,7 @@ import { actorOf } from '../data/change-actor';
 import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
 import { scopedRows, write } from '../data/record-write';
 import { compileDelete, compileUpdateRaw } from '../data/records.compiler';
+import { etagOf } from '../data/record-version';
 import { AccessService } from '../governance/access.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
@@ -31,6 +32,23 @@ import { restoreFromTrash } from './trash.service';
 export const REVERT_MAX_RECORDS = 20_000;
 /** Records GET /change-sets/:id lists. */
 const SHOWN_RECORDS = 1000;
+
+type WriteOperation = 'create' | 'update' | 'delete';
+
+/** One record's change in a revert preview: its version now (null: in the trash) and the fields before → after. */
+export interface PreviewChange {
+  id: string;
+  etag: string | null;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+}
+
+/** What a revert would write (revert_change_set's proposal): the operations it makes and each record's change. */
+export interface RevertPreview {
+  objectName: string;
+  operations: WriteOperation[];
+  changes: PreviewChange[];
+}
 
 /** One field of one record that changed since the change set a revert would undo. */
 export interface RevertConflict {
@@ -107,6 +125,49 @@ export class ChangeSetService {
   }
 
   /**
+   * What a revert would do now, record by record, as the caller reads it (an agent's revert_change_set
+   * proposal shows it): the same checks as the revert (who may, what changed since), nothing written.
+   */
+  async preview(caller: Caller, id: string, signal?: AbortSignal): Promise<RevertPreview> {
+    return this.pool.transaction(
+      async (session) => {
+        const { view, deltas, live } = await this.checked(session, caller, id, false);
+        const operations = new Set<WriteOperation>();
+        const current = await readBack(
+          view,
+          deltas.map((d) => live.get(d.id)?.row ?? {}),
+          session,
+        );
+        const target = await readBack(
+          view,
+          deltas.map((d) => (d.deleted ? { ...d.after, ...d.before } : d.before)),
+          session,
+        );
+        const shown = new Set(view.fields.filter((f) => !f.system).map((f) => f.name));
+        const pick = (values: Record<string, unknown>, fields: Iterable<string>) =>
+          Object.fromEntries([...fields].filter((f) => shown.has(f)).map((f) => [f, values[f] ?? null]));
+        const changes = deltas.flatMap((delta, i): PreviewChange[] => {
+          const now = live.get(delta.id);
+          if (delta.created && delta.deleted) return [];
+          if (delta.created) {
+            operations.add('delete');
+            return [{ id: delta.id, etag: etagOf(now!.version), before: pick(current[i], shown), after: null }];
+          }
+          if (delta.deleted) {
+            operations.add('create');
+            return [{ id: delta.id, etag: null, before: null, after: pick(target[i], shown) }];
+          }
+          operations.add('update');
+          const fields = Object.keys(delta.before);
+          return [{ id: delta.id, etag: etagOf(now!.version), before: pick(current[i], fields), after: pick(target[i], fields) }];
+        });
+        return { objectName: view.name, operations: [...operations], changes };
+      },
+      { signal, key: caller.keyId },
+    );
+  }
+
+  /**
    * Undoes a change set as the caller, in one transaction: each record it created goes to the trash,
    * each it deleted comes back, each field it updated takes its value from before. Members revert their
    * own change sets and those their approvals made; admins any.
@@ -119,34 +180,7 @@ export class ChangeSetService {
 
   /** revert inside the caller's transaction (an approved revert_change_set runs it with its own audit). */
   async revertIn(session: DataSession, caller: Caller, id: string, extra: Partial<ChangeSetStamp> = {}): Promise<ChangeSetStamp> {
-    const { row, view } = await this.find(caller, id, session, true);
-    if (caller.role !== 'admin' && row.key_id !== caller.keyId && row.approver_key_id !== caller.keyId) {
-      throw new DomainError('forbidden', 'Members revert only their own change sets and those their approvals made', {
-        changeSetId: id,
-      });
-    }
-    const changes = await session.query(compileChangeSetChanges(id, REVERT_MAX_RECORDS + 1));
-    const deltas = recordDeltas(changes);
-    if (changes.length > REVERT_MAX_RECORDS) {
-      throw new DomainError('change_set_too_large', `A revert undoes at most ${REVERT_MAX_RECORDS} changes`, {
-        max: REVERT_MAX_RECORDS,
-      });
-    }
-    const ids = deltas.map((d) => d.id);
-    const visible = new Set((await session.query(compileVisibleIds(view, ids))).map((r) => r.id));
-    if (ids.some((recordId) => !visible.has(recordId))) {
-      throw new DomainError('forbidden', 'This change set changed records this API key may not read; an admin can revert it');
-    }
-    // Locked before anything is compared: no write of these records can land between the check and the revert.
-    const live = new Map((await session.query(compileLiveRows(view, ids, true))).map((r) => [r.id, r.row]));
-    const conflicts = await this.conflicts(session, view, deltas, live);
-    if (conflicts.length) {
-      throw new DomainError(
-        'revert_conflict',
-        `${new Set(conflicts.map((c) => c.id)).size} record(s) of this change set changed since; nothing was reverted`,
-        { records: conflicts },
-      );
-    }
+    const { view, deltas } = await this.checked(session, caller, id, true);
     const stamp = newChangeSet('revert', { ...extra, reverts: id });
     const views = new Map<AccessAction, ObjectMeta>();
     const viewFor = async (action: AccessAction) => {
@@ -172,6 +206,48 @@ export class ChangeSetService {
     }
     await session.query(compileMarkReverted(id, stamp.id));
     return stamp;
+  }
+
+  /**
+   * The change set, checked for a revert by the caller: it may revert it (its own, or its approvals';
+   * admins any), it may read every record of it, and none changed since (else revert_conflict). With
+   * `lock`, the set and its live records are locked first, so nothing can change between the check
+   * and the revert.
+   */
+  private async checked(
+    session: DataSession,
+    caller: Caller,
+    id: string,
+    lock: boolean,
+  ): Promise<{ view: ObjectMeta; deltas: RecordDelta[]; live: Map<string, { row: RawRow; version: string }> }> {
+    const { row, view } = await this.find(caller, id, session, lock);
+    if (caller.role !== 'admin' && row.key_id !== caller.keyId && row.approver_key_id !== caller.keyId) {
+      throw new DomainError('forbidden', 'Members revert only their own change sets and those their approvals made', {
+        changeSetId: id,
+      });
+    }
+    const changes = await session.query(compileChangeSetChanges(id, REVERT_MAX_RECORDS + 1));
+    if (changes.length > REVERT_MAX_RECORDS) {
+      throw new DomainError('change_set_too_large', `A revert undoes at most ${REVERT_MAX_RECORDS} changes`, {
+        max: REVERT_MAX_RECORDS,
+      });
+    }
+    const deltas = recordDeltas(changes);
+    const ids = deltas.map((d) => d.id);
+    const visible = new Set((await session.query(compileVisibleIds(view, ids))).map((r) => r.id));
+    if (ids.some((recordId) => !visible.has(recordId))) {
+      throw new DomainError('forbidden', 'This change set changed records this API key may not read; an admin can revert it');
+    }
+    const live = new Map((await session.query(compileLiveRows(view, ids, lock))).map((r) => [r.id, r]));
+    const conflicts = await this.conflicts(session, view, deltas, live);
+    if (conflicts.length) {
+      throw new DomainError(
+        'revert_conflict',
+        `${new Set(conflicts.map((c) => c.id)).size} record(s) of this change set changed since; nothing was reverted`,
+        { records: conflicts },
+      );
+    }
+    return { view, deltas, live };
   }
 
   /** The change set and the caller's view of its object; a set of an object it may not read is not found. */
@@ -218,7 +294,7 @@ export class ChangeSetService {
     session: DataSession,
     view: ObjectMeta,
     deltas: readonly RecordDelta[],
-    live: Map<string, RawRow>,
+    live: Map<string, { row: RawRow }>,
   ): Promise<RevertConflict[]> {
     const later = await session.query(
       compileLaterChanges(
@@ -258,7 +334,7 @@ export class ChangeSetService {
         conflicts.push({ id: delta.id, field: null, expected: 'unchanged', current: 'changed' });
         continue;
       }
-      pending.push({ id: delta.id, fields, expected: delta.after, current: now });
+      pending.push({ id: delta.id, fields, expected: delta.after, current: now.row });
     }
     const decoded = await readBack(
       view,

@@ -129,9 +129,9 @@ export function compileLiveRows(
   object: ObjectMeta,
   ids: readonly string[],
   lock = false,
-): CompiledQuery<{ id: string; row: Record<string, unknown> }> {
+): CompiledQuery<{ id: string; row: Record<string, unknown>; version: string }> {
   return CompiledQuery.raw(
-    `select "t"."id"::text as "id", to_jsonb("t") as "row" from ${objectTable(object.name)} as "t" ` +
+    `select "t"."id"::text as "id", to_jsonb("t") as "row", "t"."xmin"::text as "version" from ${objectTable(object.name)} as "t" ` +
       `where "t"."id" = any($1::uuid[])${lock ? ' order by "t"."id" for update' : ''}`,
     [ids],
   );

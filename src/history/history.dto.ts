@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, type SchemaObject } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches } from 'class-validator';
 import { QueryInt } from '../common/pagination.dto';
 import { CHANGE_ACTORS, type ChangeActor } from '../data/change-actor';
@@ -17,6 +17,13 @@ export class HistoryQueryDto {
   @QueryInt(1, 100, 'limit must be an integer from 1 to 100')
   limit?: number;
 }
+
+/** FieldChange as a schema object, for maps of field → change. */
+const FIELD_CHANGE_SCHEMA: SchemaObject = {
+  type: 'object',
+  properties: { before: { nullable: true }, after: { nullable: true } },
+  required: ['before', 'after'],
+};
 
 export class FieldChange {
   @ApiProperty({ nullable: true, description: 'The value before the change (null: none, or not kept)' }) before: unknown;
@@ -39,7 +46,7 @@ export class VersionResponse {
   @ApiProperty({ enum: CHANGE_VIAS }) via: ChangeVia;
   @ApiProperty({
     type: 'object',
-    additionalProperties: { $ref: '#/components/schemas/FieldChange' },
+    additionalProperties: FIELD_CHANGE_SCHEMA,
     description: 'Each field it changed that the caller may see: { before, after }',
   })
   changes: Record<string, FieldChange>;
@@ -116,7 +123,7 @@ export class ChangeSetQueryDto {
 export class ChangeSetRecordResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ enum: ['create', 'update', 'delete'] }) op: 'create' | 'update' | 'delete';
-  @ApiProperty({ type: 'object', additionalProperties: { $ref: '#/components/schemas/FieldChange' } })
+  @ApiProperty({ type: 'object', additionalProperties: FIELD_CHANGE_SCHEMA })
   changes: Record<string, FieldChange>;
 }
 

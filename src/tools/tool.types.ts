@@ -144,6 +144,8 @@ export interface WriteProposal {
   objectName: string;
   operation: 'create' | 'update' | 'delete';
   changes: ProposedChange[];
+  /** A revert of this change set (revert_change_set): approving it reverts the set as one, whatever `changes` previews. */
+  revertOf?: string;
   /** The approval token (see ApprovalTokens): binds the chat, the call, its arguments, every version and the expiry. */
   token: string;
   expiresAt: string;

@@ -2,6 +2,8 @@ import { AuditModule } from '../audit/audit.module';
 import { Logger, Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataModule } from '../data/data.module';
+import { HistoryModule } from '../history/history.module';
+import { HistoryService } from '../history/history.service';
 import { DataPool } from '../database/data-pool';
 import { DataService } from '../data/data.service';
 import { AccessService } from '../governance/access.service';
@@ -34,7 +36,7 @@ import { ViewService } from '../views/view.service';
 import { ViewsModule } from '../views/views.module';
 
 /**
- * Builds the registry with its middleware chain, the five data tools, the two metric tools, ask_user, calculate and visualize before anyone can
+ * Builds the registry with its middleware chain, the data tools, the two metric tools, ask_user, calculate and visualize before anyone can
  * inject it, so agents always see a complete registry. Order: metrics, the audit log line and the audit trail (see every attempt) →
  * permission → rate limit → output cap → timeout → validation + tool.
  */
@@ -48,6 +50,7 @@ function createToolRegistry(
   audit: AuditLog,
   semantic: MetricService,
   views: ViewService,
+  history: HistoryService,
 ): ToolRegistry {
   const registry = new ToolRegistry();
   registry.use(
@@ -63,8 +66,8 @@ function createToolRegistry(
     timeoutMiddleware(config.toolTimeoutMs),
   );
   for (const tool of [
-    ...createDataTools({ data, metadata, pool, access, views }),
-    ...createMetricTools({ data, metadata, pool, access, views, metrics: semantic }),
+    ...createDataTools({ data, metadata, pool, access, views, history }),
+    ...createMetricTools({ data, metadata, pool, access, views, history, metrics: semantic }),
   ]) {
     registry.register(tool);
   }
@@ -75,7 +78,7 @@ function createToolRegistry(
 }
 
 @Module({
-  imports: [AuditModule, DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule, ViewsModule],
+  imports: [AuditModule, DataModule, MetadataModule, GovernanceModule, SemanticMetricsModule, ViewsModule, HistoryModule],
   controllers: [ToolsController],
   providers: [
     {
@@ -91,6 +94,7 @@ function createToolRegistry(
         AuditLog,
         MetricService,
         ViewService,
+        HistoryService,
       ],
     },
     ToolsService,

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { ToolAuditEntry } from '../audit/audit-log.service';
 import type { Caller } from '../auth/caller';
 import { newChangeSet } from '../data/change-outbox';
+import { ChangeSetService } from '../history/change-sets.service';
 import { DomainError } from '../common/domain-error';
 import { DataService } from '../data/data.service';
 import { DataPool, type DataSession } from '../database/data-pool';
@@ -56,6 +57,7 @@ export class ApprovedWrites {
     private readonly pool: DataPool,
     private readonly access: AccessService,
     private readonly tokens: ApprovalTokens,
+    private readonly changeSets: ChangeSetService,
   ) {}
 
   /** Whether the token was issued for this proposal (refused with approval_invalid if not), and whether it expired. */
@@ -79,7 +81,8 @@ export class ApprovedWrites {
       }
       throw error;
     }
-    for (const change of proposal.changes) {
+    // A revert checks its records itself (some may be in the trash), under its locks.
+    for (const change of proposal.revertOf ? [] : proposal.changes) {
       if (change.id === null) continue;
       const visible = await this.data.count(caller, proposal.objectName, { id: change.id }, { fresh: true });
       if (!visible) throw approvalInvalid(`this key may not write the "${proposal.objectName}" record ${change.id}`);
@@ -158,12 +161,33 @@ export class ApprovedWrites {
         let outcome: WriteOutcome;
         let rowCount = 0;
         try {
+          const link = { chatId: ref.chatId ?? ref.scope, toolCallId: ref.toolCallId, approverKeyId: caller.keyId };
+          if (proposal.revertOf) {
+            // The revert checks, under its locks, that nothing changed since the set: its conflicts are the model's to read.
+            const revert = await this.changeSets.revertIn(session, caller, proposal.revertOf, link);
+            rowCount = proposal.changes.length;
+            return await this.settle(
+              session,
+              ref,
+              caller,
+              token,
+              {
+                content: {
+                  status: 'written',
+                  operation: 'revert',
+                  objectName: proposal.objectName,
+                  reverted: proposal.revertOf,
+                  changeSetId: revert.id,
+                  records: proposal.changes.map((change) => ({ id: change.id })),
+                  approvedBy: caller.subject,
+                },
+                isError: false,
+              },
+              rowCount,
+            );
+          }
           // One change set per approval, tied to its chat and tool call: reverted as one.
-          const changeSet = newChangeSet('approval', {
-            chatId: ref.chatId ?? ref.scope,
-            toolCallId: ref.toolCallId,
-            approverKeyId: caller.keyId,
-          });
+          const changeSet = newChangeSet('approval', link);
           const written = await this.data.batch(caller, proposal.objectName, operationsOf(proposal), true, {
             session,
             changeSet,
@@ -182,19 +206,34 @@ export class ApprovedWrites {
           };
         } catch (error) {
           if (!(error instanceof DomainError)) throw error;
-          outcome = VERSION_MISSES.has(error.code)
-            ? await this.versionChanged(caller, proposal, session)
-            : { content: errorContent(error.code, error.message, error.details), isError: true };
+          if (VERSION_MISSES.has(error.code)) outcome = await this.versionChanged(caller, proposal, session);
+          else {
+            outcome = { content: errorContent(error.code, error.message, error.details), isError: true };
+            // A revert's conflicts hold record values as the approver reads them.
+            if (error.code === 'revert_conflict') outcome.access = await this.access.fingerprint(caller);
+          }
         }
-        const result = outcome.isError ? errorCodeOf(outcome.content) : 'ok';
-        await ApprovalStatements.audit(session, [
-          { ...decisionEntry(ref, caller, 'record.write', result), target: targetOf(proposal), rowCount },
-        ]);
-        await ApprovalStatements.recordOutcome(session, token, { content: outcome.content, isError: outcome.isError });
-        return outcome;
+        return this.settle(session, ref, caller, token, outcome, rowCount);
       },
       { key: caller.keyId },
     );
+  }
+
+  /** The write's audit row and the token's recorded outcome, in the decision's transaction. */
+  private async settle(
+    session: DataSession,
+    ref: ProposalRef,
+    caller: Caller,
+    token: string,
+    outcome: WriteOutcome,
+    rowCount: number,
+  ): Promise<WriteOutcome> {
+    const result = outcome.isError ? errorCodeOf(outcome.content) : 'ok';
+    await ApprovalStatements.audit(session, [
+      { ...decisionEntry(ref, caller, 'record.write', result), target: targetOf(ref.proposal), rowCount },
+    ]);
+    await ApprovalStatements.recordOutcome(session, token, { content: outcome.content, isError: outcome.isError });
+    return outcome;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { DataService } from '../data/data.service';
+import type { ChangeSetService } from '../history/change-sets.service';
 import type { AccessService } from '../governance/access.service';
 import { ToolRegistry } from '../tools/tool.registry';
 import type { ApprovalTokens } from './approval-tokens';
@@ -12,6 +13,7 @@ describe('write tool schemas', () => {
   };
   const tools = createWriteTools({
     data: data as unknown as DataService,
+    changeSets: {} as ChangeSetService,
     access: { view: () => Promise.reject(new Error('no access check expected here')) } as unknown as AccessService,
     tokens: {} as ApprovalTokens,
     ttlSeconds: 900,

@@ -2,6 +2,7 @@ import type { WriteOperation } from '../agents/agent.types';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import type { DataService } from '../data/data.service';
+import type { ChangeSetService } from '../history/change-sets.service';
 import { etagOf } from '../data/record-version';
 import { requireField } from '../data/where.compiler';
 import type { AccessService } from '../governance/access.service';
@@ -20,19 +21,30 @@ export const MAX_RECORDS_PER_PROPOSAL = 100;
  */
 export const MAX_PROPOSAL_BYTES = 512 * 1024;
 
-export const WRITE_TOOL_NAMES = ['create_record', 'update_record', 'delete_record', 'update_records'] as const;
+export const WRITE_TOOL_NAMES = [
+  'create_record',
+  'update_record',
+  'delete_record',
+  'update_records',
+  'revert_change_set',
+] as const;
 export type WriteToolName = (typeof WRITE_TOOL_NAMES)[number];
 
-/** The operation each write tool proposes. */
+/**
+ * The operation each write tool proposes. A revert writes records back to earlier values: offered with
+ * `update`, and proposed only when the agent may also make every other operation the revert needs.
+ */
 export const WRITE_TOOL_OPERATION: Record<WriteToolName, WriteOperation> = {
   create_record: 'create',
   update_record: 'update',
   delete_record: 'delete',
   update_records: 'update',
+  revert_change_set: 'update',
 };
 
 export interface WriteToolDeps {
   data: DataService;
+  changeSets: ChangeSetService;
   access: AccessService;
   tokens: ApprovalTokens;
   /** Seconds a proposal waits for its approval (APPROVAL_TTL_S). */
@@ -51,6 +63,9 @@ export interface UpdateRecordArgs {
 export interface DeleteRecordArgs {
   objectName: string;
   recordId: string;
+}
+export interface RevertChangeSetArgs {
+  changeSetId: string;
 }
 export interface UpdateRecordsArgs {
   objectName: string;
@@ -76,7 +91,7 @@ const VALUES_PARAM: JsonSchema = {
 
 const RECORD_ID_PARAM: JsonSchema = { type: 'string', description: 'The record id (a UUID), e.g. from query_records.' };
 
-/** The four write tools. Each only proposes: see ApprovalService for what happens on approval. */
+/** The write tools. Each only proposes: see ApprovedWrites for what happens on approval. */
 export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
   const tools = [
     defineTool<CreateRecordArgs>({
@@ -226,6 +241,35 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
           return changes;
         }),
     }),
+    defineTool<RevertChangeSetArgs>({
+      name: 'revert_change_set',
+      description:
+        'Propose undoing a whole change set: every record it created goes to the trash, every record it deleted comes ' +
+        'back, every field it updated takes its value from before. A write you made after an approval names its ' +
+        'change set (changeSetId in the result); record_history names the change set of each version. All or nothing: ' +
+        'if a record of the set changed since, nothing is reverted and the result lists each field with the value ' +
+        `expected and the value now. ${APPROVAL_NOTE}`,
+      parameters: {
+        type: 'object',
+        properties: { changeSetId: { type: 'string', description: 'The change set id (a UUID).' } },
+        required: ['changeSetId'],
+        additionalProperties: false,
+      },
+      scope: 'platform',
+      needsApproval: true,
+      holds: 'proposal',
+      execute: async (args, ctx) => {
+        const preview = await shapeErrors(ctx, () => deps.changeSets.preview(callerOf(ctx), args.changeSetId, ctx.signal));
+        return propose(
+          deps,
+          ctx,
+          'revert_change_set',
+          args,
+          () => Promise.resolve(preview.changes),
+          { objectName: preview.objectName, operations: preview.operations, revertOf: args.changeSetId },
+        );
+      },
+    }),
   ];
   return tools;
 }
@@ -238,24 +282,29 @@ async function propose(
   deps: WriteToolDeps,
   ctx: ToolContext,
   tool: WriteToolName,
-  args: { objectName: string },
+  args: object,
   changes: (object: ObjectMeta) => Promise<ProposedChange[]>,
+  revert?: { objectName: string; operations: readonly WriteOperation[]; revertOf: string },
 ): Promise<WriteProposal> {
   return shapeErrors(ctx, async () => {
+    const objectName = revert?.objectName ?? (args as { objectName: string }).objectName;
     const operation = WRITE_TOOL_OPERATION[tool];
     const { agent, approvalScope, toolCallId } = ctx;
     if (!agent || !approvalScope || !toolCallId) {
       throw new DomainError('tool_not_allowed', `Tool "${tool}" proposes writes only where a person can approve them`);
     }
-    if (!(agent.writes?.[args.objectName] ?? []).includes(operation)) {
-      throw new DomainError(
-        'write_not_allowed',
-        `Agent "${agent.name}" may not propose to ${operation} "${args.objectName.slice(0, 100)}" records`,
-        { object: args.objectName.slice(0, 100), operation, writes: agent.writes ?? {} },
-      );
+    for (const needed of revert?.operations ?? [operation]) {
+      if (!(agent.writes?.[objectName] ?? []).includes(needed)) {
+        throw new DomainError(
+          'write_not_allowed',
+          `Agent "${agent.name}" may not propose to ${needed} "${objectName.slice(0, 100)}" records`,
+          { object: objectName.slice(0, 100), operation: needed, writes: agent.writes ?? {} },
+        );
+      }
     }
     // The caller's view for the operation: an object it may not read is not found, an operation it is not granted forbidden.
-    const object = await deps.access.view(callerOf(ctx), args.objectName, operation);
+    for (const needed of revert?.operations ?? []) await deps.access.view(callerOf(ctx), objectName, needed);
+    const object = await deps.access.view(callerOf(ctx), objectName, operation);
     const proposed = await changes(object);
     const bytes = Buffer.byteLength(JSON.stringify(proposed), 'utf8');
     if (bytes > MAX_PROPOSAL_BYTES) {
@@ -267,7 +316,8 @@ async function propose(
       );
     }
     const expiresAt = new Date(Date.now() + deps.ttlSeconds * 1000);
-    const signed = { objectName: object.name, operation, changes: proposed };
+    const signed: Omit<WriteProposal, 'token' | 'expiresAt'> = { objectName: object.name, operation, changes: proposed };
+    if (revert) signed.revertOf = revert.revertOf;
     const token = deps.tokens.sign({ scope: approvalScope, toolCallId, tool, arguments: args, proposal: signed }, expiresAt);
     return { ...signed, token, expiresAt: expiresAt.toISOString() };
   });

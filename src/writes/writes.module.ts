@@ -4,6 +4,8 @@ import { DataModule } from '../data/data.module';
 import { DataService } from '../data/data.service';
 import { AccessService } from '../governance/access.service';
 import { GovernanceModule } from '../governance/governance.module';
+import { ChangeSetService } from '../history/change-sets.service';
+import { HistoryModule } from '../history/history.module';
 import { ToolRegistry } from '../tools/tool.registry';
 import { ToolsModule } from '../tools/tools.module';
 import { ApprovalTokens } from './approval-tokens';
@@ -16,7 +18,7 @@ import { createWriteTools } from './write-tools';
  * elicitation, the OpenAI-compatible API's approval calls) take decisions through ApprovedWrites.
  */
 @Module({
-  imports: [ToolsModule, DataModule, GovernanceModule],
+  imports: [ToolsModule, DataModule, GovernanceModule, HistoryModule],
   providers: [ApprovalTokens, ApprovedWrites],
   exports: [ApprovalTokens, ApprovedWrites],
 })
@@ -24,6 +26,7 @@ export class WritesModule implements OnModuleInit {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly data: DataService,
+    private readonly changeSets: ChangeSetService,
     private readonly access: AccessService,
     private readonly tokens: ApprovalTokens,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -33,6 +36,7 @@ export class WritesModule implements OnModuleInit {
   onModuleInit(): void {
     for (const tool of createWriteTools({
       data: this.data,
+      changeSets: this.changeSets,
       access: this.access,
       tokens: this.tokens,
       ttlSeconds: this.config.approvalTtlS,

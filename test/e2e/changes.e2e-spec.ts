@@ -474,7 +474,7 @@ describe('the change feed: GET /api/v1/objects/:name/changes and /changes/stream
     await create({ sku: 'old-2' });
     const kept = await latest();
     // Everything written so far is past the feed's retention (7 days by default), not history's: nothing is deleted.
-    expect(await t.app.get(ChangesService).prune(Date.now() + 7 * 86_400_000 + 60_000)).toEqual({ compacted: 0, removed: 0 });
+    expect((await t.app.get(ChangesService).prune(Date.now() + 7 * 86_400_000 + 60_000)).removed).toBe(0);
     const expired = await t.http.get(`/api/v1/objects/item/changes?after=${from}`).set(bearer(member)).expect(410);
     expect(errorOf(expired).code).toBe('cursor_expired');
     const streamed = await t.http

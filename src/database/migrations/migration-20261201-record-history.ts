@@ -1,4 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
+import { DATA_READER_ROLE } from '../database.constants';
 
 /**
  * Record history, change sets and the trash, kept in the change feed's own outbox.
@@ -33,7 +34,9 @@ export class MigrationRecordHistory extends Migration {
     this.addSql(`create index "change_sets_key_at_idx" on "change_sets" ("key_id", "at" desc, "id" desc)`);
     this.addSql(`alter table "record_changes" add column "change_set_id" uuid null, add column "before" jsonb null,
       add column "compacted" boolean not null default false`);
-    this.addSql(`create index "record_changes_uncompacted_idx" on "record_changes" ("at") where "op" = 'update' and not "compacted"`);
+    this.addSql(
+      `create index "record_changes_uncompacted_idx" on "record_changes" ("at") where "op" = 'update' and not "compacted"`,
+    );
     this.addSql(`create index "record_changes_record_idx" on "record_changes" ("object", "record_id", "id")`);
     this.addSql(`create index "record_changes_change_set_idx" on "record_changes" ("change_set_id", "id")
       where "change_set_id" is not null`);
@@ -48,9 +51,12 @@ export class MigrationRecordHistory extends Migration {
     )`);
     this.addSql(`create index "record_trash_deleted_at_idx" on "record_trash" ("object", "deleted_at" desc, "record_id")`);
     this.addSql(`create index "record_trash_purge_idx" on "record_trash" ("deleted_at")`);
+    // record_history reads them in the data tools' read-only transactions, as the SELECT-only role.
+    this.addSql(`grant select on "record_changes", "change_sets", "record_trash" to "${DATA_READER_ROLE}"`);
   }
 
   override down(): void {
+    this.addSql(`revoke select on "record_changes" from "${DATA_READER_ROLE}"`);
     this.addSql(`drop table "record_trash"`);
     this.addSql(`drop index "record_changes_change_set_idx"`);
     this.addSql(`drop index "record_changes_record_idx"`);

@@ -7,6 +7,7 @@ import { SYSTEM_FIELDS, type ObjectMeta } from '../../metadata/object-metadata.t
 import { match } from '../../../test/support/matchers';
 import { ToolRegistry } from '../tool.registry';
 import { createAggregateDataTool } from './aggregate-data.tool';
+import type { HistoryService } from '../../history/history.service';
 import type { ViewService } from '../../views/view.service';
 
 const DEAL: ObjectMeta = {
@@ -52,7 +53,9 @@ describe('aggregate_data with a forbidden function', () => {
     const data = new DataService(pool, metadata, access, { recordsCountCap: 10_000 });
     const spy = jest.spyOn(data, 'aggregate');
     const registry = new ToolRegistry();
-    registry.register(createAggregateDataTool({ data, metadata, pool, access, views: {} as ViewService }));
+    registry.register(
+      createAggregateDataTool({ data, metadata, pool, access, views: {} as ViewService, history: {} as HistoryService }),
+    );
     const result = await registry.execute(
       {
         id: 'c',
@@ -72,7 +75,14 @@ describe('aggregate_data with a forbidden function', () => {
   it('is rejected by the data engine too, before any data SQL, when the schema is bypassed', async () => {
     const { pool, statements } = recordingPool();
     const data = new DataService(pool, metadata, access, { recordsCountCap: 10_000 });
-    const tool = createAggregateDataTool({ data, metadata, pool, access, views: {} as ViewService });
+    const tool = createAggregateDataTool({
+      data,
+      metadata,
+      pool,
+      access,
+      views: {} as ViewService,
+      history: {} as HistoryService,
+    });
     await expect(
       tool.execute(
         { objectName: 'deal', aggregations: [{ function: 'drop_table', field: 'amount', alias: 'x' }] },

@@ -55,6 +55,7 @@ describe('readData error shaping', () => {
     pool: { readerSession: () => ({ inTransaction: false, query: () => Promise.reject(error) }) } as never,
     access: {} as never,
     views: {} as never,
+    history: {} as never,
   });
 
   it('caps the available fields of unknown_field at 40', async () => {

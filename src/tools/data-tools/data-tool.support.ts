@@ -4,6 +4,7 @@ import type { DataPool, DataSession } from '../../database/data-pool';
 import type { DataService } from '../../data/data.service';
 import type { AccessService } from '../../governance/access.service';
 import type { CallerAccess } from '../../governance/caller-access';
+import type { HistoryService } from '../../history/history.service';
 import type { MetadataService } from '../../metadata/metadata.service';
 import type { ViewableQuery, ViewService } from '../../views/view.service';
 import { mayUseObject } from '../tool.middlewares';
@@ -20,6 +21,8 @@ export interface DataToolDeps {
   pool: DataPool;
   /** Saved views, which query_records and aggregate_data apply by name. */
   views: ViewService;
+  /** Record history (record_history), read as the caller. */
+  history: HistoryService;
 }
 
 /** The `view` parameter of query_records and aggregate_data. */

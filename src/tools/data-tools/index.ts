@@ -5,11 +5,19 @@ import { createDescribeObjectTool } from './describe-object.tool';
 import { createGetRecordTool } from './get-record.tool';
 import { createListObjectsTool } from './list-objects.tool';
 import { createQueryRecordsTool } from './query-records.tool';
+import { createRecordHistoryTool } from './record-history.tool';
 
 export type { DataToolDeps } from './data-tool.support';
 
-/** The five built-in data tools, in the order they are offered. */
-export const DATA_TOOL_NAMES = ['list_objects', 'describe_object', 'query_records', 'get_record', 'aggregate_data'] as const;
+/** The built-in data tools, in the order they are offered. */
+export const DATA_TOOL_NAMES = [
+  'list_objects',
+  'describe_object',
+  'query_records',
+  'get_record',
+  'aggregate_data',
+  'record_history',
+] as const;
 
 export function createDataTools(deps: DataToolDeps): ToolDefinition<never>[] {
   return [
@@ -18,5 +26,6 @@ export function createDataTools(deps: DataToolDeps): ToolDefinition<never>[] {
     createQueryRecordsTool(deps),
     createGetRecordTool(deps),
     createAggregateDataTool(deps),
+    createRecordHistoryTool(deps),
   ];
 }

@@ -4,6 +4,7 @@ import type { Caller } from '../../auth/caller';
 import type { AccessService } from '../../governance/access.service';
 import { CallerAccess } from '../../governance/caller-access';
 import type { MetadataService } from '../../metadata/metadata.service';
+import type { HistoryService } from '../../history/history.service';
 import type { ViewService } from '../../views/view.service';
 import { createAskUserTool } from '../ask-user.tool';
 import { offeredDescription } from '../tool.define';
@@ -23,6 +24,7 @@ describe('data tool schemas', () => {
     pool: {} as DataPool,
     access: {} as AccessService,
     views: {} as ViewService,
+    history: {} as HistoryService,
   });
 
   it('offers the five data tools to agents', () => {
@@ -68,6 +70,7 @@ describe('data tool schemas', () => {
         pool: pool as unknown as DataPool,
         access: engine as AccessService,
         views: engine as ViewService,
+        history: {} as HistoryService,
       }).filter((t) => t.name === name);
       const signal = new AbortController().signal;
       const args = {
@@ -101,6 +104,7 @@ describe('data tool schemas', () => {
       metadata: metadata as unknown as MetadataService,
       pool: pool as DataPool,
       views: {} as ViewService,
+      history: {} as HistoryService,
       access: {
         forCaller: () => Promise.resolve(CallerAccess.unrestricted()),
         describe: () => metadata.getObject(),
@@ -115,7 +119,7 @@ describe('data tool schemas', () => {
   it('compiles every schema with ajv', () => {
     const registry = new ToolRegistry();
     for (const tool of tools) registry.register(tool);
-    expect(registry.list({ scope: 'agent' })).toHaveLength(5);
+    expect(registry.list({ scope: 'agent' })).toHaveLength(DATA_TOOL_NAMES.length);
   });
 
   it.each(DATA_TOOL_NAMES.map((name) => [name]))('%s: name, description and parameters', (name) => {

@@ -6,6 +6,7 @@ import type { MetricService } from '../../metrics/metric.service';
 import { offeredDescription } from '../tool.define';
 import { ToolRegistry } from '../tool.registry';
 import { createMetricTools, METRIC_TOOL_NAMES } from './index';
+import type { HistoryService } from '../../history/history.service';
 import type { ViewService } from '../../views/view.service';
 
 /** What the model sees of the metric tools: a change here changes its behaviour, so it shows up in review. */
@@ -16,6 +17,7 @@ describe('metric tool schemas', () => {
     pool: {} as DataPool,
     access: {} as AccessService,
     views: {} as ViewService,
+    history: {} as HistoryService,
     metrics: {} as MetricService,
   });
 
