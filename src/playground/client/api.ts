@@ -11,6 +11,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The error body's `details`, when it had some (the conflicts of a revert, for one). */
+    readonly details?: unknown,
   ) {
     super(message);
   }
@@ -29,7 +31,7 @@ function isErrorBody(value: unknown): value is ErrorBody {
 export function apiErrorFromText(status: number, text: string): ApiError {
   try {
     const body: unknown = JSON.parse(text);
-    if (isErrorBody(body)) return new ApiError(status, body.code, body.error);
+    if (isErrorBody(body)) return new ApiError(status, body.code, body.error, body.details);
   } catch {
     // Not JSON: a proxy's page or a dropped connection; the status says enough.
   }

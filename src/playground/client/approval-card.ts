@@ -1,4 +1,5 @@
 import { getToolName, type DynamicToolUIPart, type ToolUIPart } from 'ai';
+import { conflictList, conflictsOf } from './grid-history';
 
 type ToolPart = ToolUIPart | DynamicToolUIPart;
 
@@ -15,6 +16,9 @@ interface ProposedChange {
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
 }
+
+/** Undoes an approved write's change set as one (rejects with the API's error, a 409 revert_conflict for one). */
+export type UndoChangeSet = (changeSetId: string) => Promise<void>;
 
 /** What a write proposal would change: the approval request's descriptor as the server sends it. */
 export interface Proposal {
@@ -160,6 +164,7 @@ export function createApprovalCard(
   part: ToolPart,
   proposal: Proposal,
   decide: (decision: ApprovalDecision) => void,
+  undo?: UndoChangeSet,
 ): HTMLElement {
   const card = element('section', 'approval-card');
   card.setAttribute('aria-label', `Approval of ${getToolName(part)}`);
@@ -194,7 +199,55 @@ export function createApprovalCard(
   actions.append(reasonLabel, approve, reject);
   card.append(actions, element('p', 'approval-outcome'));
   card.querySelector<HTMLElement>('.approval-outcome')!.setAttribute('role', 'status');
+  if (undo) card.append(undoBlock(card, undo));
   return card;
+}
+
+/** The written change set of a part's result, if the write went through. */
+function changeSetOf(part: ToolPart): string | undefined {
+  if (part.state !== 'output-available' || !isRecord(part.output) || part.output.status !== 'written') return undefined;
+  return typeof part.output.changeSetId === 'string' ? part.output.changeSetId : undefined;
+}
+
+/**
+ * Under a written proposal: "Undo this change", which reverts its change set as one (all its records, or none when
+ * one changed since: the conflicts are listed). Shown once the part says the write went through.
+ */
+function undoBlock(card: HTMLElement, undo: UndoChangeSet): HTMLElement {
+  const block = element('div', 'approval-undo');
+  block.hidden = true;
+  const control = element('button', 'approval-undo-button', 'Undo this change');
+  control.type = 'button';
+  const status = element('div', 'approval-undo-status');
+  status.setAttribute('role', 'status');
+  control.addEventListener('click', () => {
+    const changeSetId = card.dataset.changeSetId;
+    if (!changeSetId) return;
+    control.disabled = true;
+    block.dataset.undo = 'undoing';
+    status.textContent = 'Undoing…';
+    undo(changeSetId).then(
+      () => {
+        block.dataset.undo = 'undone';
+        status.textContent = 'Undone: every record of this change is as it was before.';
+      },
+      (error: unknown) => {
+        const conflicts = conflictsOf(error);
+        block.dataset.undo = conflicts ? 'conflict' : 'failed';
+        control.disabled = false;
+        if (conflicts) {
+          status.replaceChildren(
+            element('p', undefined, 'Not undone: records changed since this change, and nothing was written.'),
+            conflictList(conflicts),
+          );
+        } else {
+          status.textContent = `Not undone: ${error instanceof Error ? error.message : String(error)}`;
+        }
+      },
+    );
+  });
+  block.append(control, status);
+  return block;
 }
 
 export function updateApprovalCard(card: HTMLElement, part: ToolPart, proposal: Proposal): void {
@@ -209,4 +262,10 @@ export function updateApprovalCard(card: HTMLElement, part: ToolPart, proposal: 
       control.disabled = true;
   const line = card.querySelector<HTMLElement>('.approval-outcome')!;
   if (line.textContent !== text) line.textContent = text;
+  const undo = card.querySelector<HTMLElement>('.approval-undo');
+  const changeSetId = changeSetOf(part);
+  if (undo && changeSetId) {
+    card.dataset.changeSetId = changeSetId;
+    undo.hidden = false;
+  }
 }

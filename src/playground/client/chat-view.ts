@@ -1,5 +1,12 @@
 import { getToolName, isToolUIPart, type DynamicToolUIPart, type ToolUIPart, type UIMessage } from 'ai';
-import { createApprovalCard, proposalOf, updateApprovalCard, type ApprovalDecision, type Proposal } from './approval-card';
+import {
+  createApprovalCard,
+  proposalOf,
+  updateApprovalCard,
+  type ApprovalDecision,
+  type Proposal,
+  type UndoChangeSet,
+} from './approval-card';
 import { drawChart } from './chart';
 import { caveatSentences, groundingOf, markGrounding, type AnswerGrounding } from './grounding-marks';
 import { renderMarkdown } from './markdown';
@@ -117,6 +124,8 @@ export class ChatView {
     private readonly onDecision: (decision: ApprovalDecision) => void = () => undefined,
     /** How a receipt's Re-run runs its call again, for the chat open now (none: the chat keeps no calls). */
     private readonly replayer: () => ReceiptReplayer = () => undefined,
+    /** How "Undo this change" of a written proposal reverts its change set (none: no undo offered). */
+    private readonly undo?: UndoChangeSet,
   ) {
     // A referenced figure opens its receipt on a click, or on Enter or Space when it has the focus.
     log.addEventListener('click', (event) => {
@@ -259,7 +268,7 @@ export class ChatView {
       if (!child || child.dataset.key !== key) {
         const created = isToolUIPart(part)
           ? proposal
-            ? createApprovalCard(part, proposal, this.onDecision)
+            ? createApprovalCard(part, proposal, this.onDecision, this.undo)
             : this.createToolCard()
           : chart
             ? createChart(chart.spec)

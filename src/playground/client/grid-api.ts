@@ -56,6 +56,8 @@ export interface GridQuery {
 export interface Versioned {
   record: GridRecord;
   etag: string;
+  /** The change set of the write that answered with the record (none for a read). */
+  changeSetId?: string;
 }
 
 export type BatchOperation =
@@ -106,8 +108,15 @@ export function listRecords(
   return apiGet<RecordPage>(key, `${records(object)}?${params}`, signal);
 }
 
-function versioned(response: { body: GridRecord; headers: Headers }): Versioned {
-  return { record: response.body, etag: response.headers.get('etag') ?? '' };
+/** A written record, its version, and the change set of the write (which the record's JSON carries, not a field). */
+export function versioned(response: { body: GridRecord; headers: Headers }): Versioned {
+  const { changeSetId, ...record } = response.body;
+  const fromHeader = response.headers.get('change-set-id') ?? undefined;
+  return {
+    record,
+    etag: response.headers.get('etag') ?? '',
+    changeSetId: typeof changeSetId === 'string' ? changeSetId : fromHeader,
+  };
 }
 
 /**
@@ -132,13 +141,23 @@ export async function patchRecord(
   );
 }
 
-/** All or nothing: one request, one transaction. */
-export async function batchRecords(key: string, object: string, operations: BatchOperation[]): Promise<BatchResult[]> {
-  const response = await apiSend<{ results: BatchResult[] }>(key, records(object, 'batch'), {
+/** All or nothing: one request, one transaction, one change set (which an undo reverts as one). */
+export async function batchRecords(
+  key: string,
+  object: string,
+  operations: BatchOperation[],
+): Promise<{ results: BatchResult[]; changeSetId?: string }> {
+  const response = await apiSend<{ results: BatchResult[]; changeSetId?: string }>(key, records(object, 'batch'), {
     method: 'POST',
     body: { operations, atomic: true },
   });
-  return response.body.results;
+  return response.body;
+}
+
+/** Moves a record to the trash; resolves with the change set of the delete. */
+export async function deleteRecord(key: string, object: string, id: string): Promise<string | undefined> {
+  const response = await apiSend<undefined>(key, records(object, id), { method: 'DELETE' });
+  return response.headers.get('change-set-id') ?? undefined;
 }
 
 /** A short-lived token that opens event streams only: EventSource cannot send the key in a header. */

@@ -14,6 +14,8 @@ export interface EditContext {
   conflictBox: HTMLElement;
   status(text: string): void;
   error(error: unknown): void;
+  /** A write of the person's went through, as this change set (what Undo reverts). */
+  wrote(changeSetId: string | undefined): void;
 }
 
 interface Edit {
@@ -121,6 +123,7 @@ export class GridEditing {
     try {
       const saved = await patchRecord(key, this.ctx.object(), id, { [field]: value }, etag);
       this.ctx.records.set(id, saved.record);
+      this.ctx.wrote(saved.changeSetId);
       this.ctx.error(undefined);
       this.ctx.status(`Saved ${field} of ${id}.`);
       this.show(cell, id, field);

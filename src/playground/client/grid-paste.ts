@@ -7,6 +7,8 @@ export interface PasteContext {
   object: string;
   table: GridTable;
   records: Map<string, GridRecord>;
+  /** The pasted rows went through, as this one change set (what Undo reverts). */
+  wrote(changeSetId: string | undefined): void;
 }
 
 /** The API's limit of operations per batch. */
@@ -40,7 +42,8 @@ export async function pasteRows(ctx: PasteContext, anchor: HTMLTableCellElement,
       ? { op: 'update', id: row.dataset.id!, record: values }
       : { op: 'create', record: values };
   });
-  const results = await batchRecords(ctx.key, ctx.object, operations);
+  const { results, changeSetId } = await batchRecords(ctx.key, ctx.object, operations);
+  ctx.wrote(changeSetId);
 
   // Shown as pasted now; the change feed brings what the server made of them (defaults, normalised values).
   let created = 0;

@@ -1,5 +1,7 @@
+import { ApiError } from './api';
 import { showError } from './dom';
 import {
+  deleteRecord,
   describeObject,
   listRecords,
   listViews,
@@ -14,7 +16,9 @@ import {
 import { GridEditing } from './grid-edit';
 import { ChangeFeed, type FeedState } from './grid-feed';
 import { pasteRows } from './grid-paste';
+import { conflictList, conflictsOf, HistoryPanel, TrashPanel, type HistoryElements, type TrashElements } from './grid-history';
 import { gridColumns, GridTable } from './grid-table';
+import { ownChangeSets, revertChangeSet } from './history-api';
 
 const PAGE_SIZE = 25;
 /** How long the first page waits for the change feed to open. */
@@ -35,7 +39,20 @@ export interface GridElements {
   next: HTMLButtonElement;
   pageInfo: HTMLElement;
   feed: HTMLElement;
+  /** The records panel: Ctrl+Z anywhere in it (but in a text box) is Undo. */
+  panel: HTMLElement;
+  historyButton: HTMLButtonElement;
+  deleteButton: HTMLButtonElement;
+  undoButton: HTMLButtonElement;
+  trashButton: HTMLButtonElement;
+  selected: HTMLElement;
+  undoConflict: HTMLElement;
+  history: HistoryElements;
+  trash: TrashElements;
 }
+
+/** How many of the key's latest change sets Undo looks through when it has none of this page's to revert. */
+const UNDO_LOOKBACK = 20;
 
 const FEED_TEXT: Record<FeedState, string> = {
   connecting: 'Connecting to live changes…',
@@ -66,6 +83,13 @@ export class GridView {
   private readonly table: GridTable;
   private readonly records = new Map<string, GridRecord>();
   private readonly editing: GridEditing;
+  private readonly history: HistoryPanel;
+  private readonly trash: TrashPanel;
+  /** The change sets of the person's own writes in this grid (edits, pastes, deletes, restores), oldest first. */
+  private undoStack: string[] = [];
+  private undoing = false;
+  /** The record of the row the person last selected (a cell of it focused). */
+  private selectedId?: string;
 
   constructor(
     private readonly el: GridElements,
@@ -80,6 +104,39 @@ export class GridView {
       conflictBox: el.conflict,
       status: (text) => (this.el.status.textContent = text),
       error: (error) => this.showError(error),
+      wrote: (changeSetId) => this.wrote(changeSetId),
+    });
+    const panelContext = { key, object: () => this.el.object.value };
+    this.history = new HistoryPanel(el.history, {
+      ...panelContext,
+      restored: (id, version, written) => {
+        this.wrote(written.changeSetId);
+        this.showRecord(written.record);
+        this.el.status.textContent = `Restored record ${id} to version ${version}.`;
+      },
+    });
+    this.trash = new TrashPanel(el.trash, {
+      ...panelContext,
+      // A restore from the trash is a change set too: Undo sends the record back to the trash.
+      restored: (id, written) => {
+        this.wrote(written.changeSetId);
+        this.el.status.textContent = `Restored record ${id} from the trash.`;
+        void this.page();
+      },
+    });
+    el.historyButton.addEventListener('click', () => {
+      if (this.selectedId) void this.history.open(this.selectedId);
+    });
+    el.deleteButton.addEventListener('click', () => void this.deleteSelected());
+    el.undoButton.addEventListener('click', () => void this.undo());
+    el.trashButton.addEventListener('click', () => void (this.trash.isOpen ? this.trash.close() : this.trash.open()));
+    el.panel.addEventListener('keydown', (event) => {
+      if (!(event.ctrlKey || event.metaKey) || event.shiftKey || event.altKey || event.key.toLowerCase() !== 'z') return;
+      // In a text box (a cell's editor, the search, the filter) Ctrl+Z undoes typing, as everywhere.
+      const target = event.target as HTMLElement | null;
+      if (target?.closest('input, textarea, select, [contenteditable]')) return;
+      event.preventDefault();
+      void this.undo();
     });
     el.form.addEventListener('submit', (event) => {
       event.preventDefault();
@@ -133,6 +190,24 @@ export class GridView {
     this.el.next.disabled = true;
     this.el.conflict.hidden = true;
     this.showError(undefined);
+    this.forgetObject();
+    this.el.undoButton.disabled = true;
+    this.el.trashButton.disabled = true;
+  }
+
+  /** Reads the page shown again (after an undo elsewhere, in the chat, for one). */
+  refresh(): void {
+    void this.page();
+  }
+
+  /** What belonged to the object shown: its undo list, the selection, the open history and trash. */
+  private forgetObject(): void {
+    this.undoStack = [];
+    this.select(undefined);
+    this.history.close();
+    this.trash.close();
+    this.el.undoConflict.hidden = true;
+    this.el.undoConflict.replaceChildren();
   }
 
   /** An object chosen: its fields and views as this key sees them, its changes followed, its first page. */
@@ -144,6 +219,9 @@ export class GridView {
     this.feed?.stop();
     this.feed = undefined;
     this.sort = undefined;
+    this.forgetObject();
+    this.el.undoButton.disabled = false;
+    this.el.trashButton.disabled = false;
     let fields: FieldSummary[];
     let views: ViewSummary[];
     try {
@@ -238,6 +316,125 @@ export class GridView {
       : 'No records match';
     this.el.prev.disabled = this.cursors.length <= 1;
     this.el.next.disabled = page.nextCursor === null;
+    if (this.selectedId && !this.records.has(this.selectedId)) this.select(undefined);
+  }
+
+  /** A write of the person's went through: its change set is the one Undo reverts next. */
+  private wrote(changeSetId: string | undefined): void {
+    if (!changeSetId) return;
+    this.undoStack.push(changeSetId);
+    this.el.undoConflict.hidden = true;
+    this.el.undoConflict.replaceChildren();
+  }
+
+  /** The record's row (when on the page) shows it as written. */
+  private showRecord(record: GridRecord): void {
+    this.records.set(record.id, record);
+    const row = this.table.rowOf(record.id);
+    if (!row) return;
+    row.classList.remove('deleted');
+    for (const column of this.table.columns) {
+      const cell = this.table.cell(row, column.name);
+      if (cell && cell !== this.editing.editingCell) this.table.setCell(cell, record[column.name]);
+    }
+  }
+
+  /** The row whose cell has the focus: what History and Delete act on. */
+  private select(id: string | undefined): void {
+    this.selectedId = id;
+    const { historyButton, deleteButton, selected } = this.el;
+    historyButton.disabled = deleteButton.disabled = !id;
+    if (id) {
+      historyButton.setAttribute('aria-label', `History of record ${id}`);
+      deleteButton.setAttribute('aria-label', `Delete record ${id}`);
+      selected.textContent = `Selected: record ${id}`;
+    } else {
+      historyButton.removeAttribute('aria-label');
+      deleteButton.removeAttribute('aria-label');
+      selected.textContent = '';
+    }
+  }
+
+  private async deleteSelected(): Promise<void> {
+    const key = this.key();
+    const id = this.selectedId;
+    const object = this.el.object.value;
+    if (!key || !id || !object) return;
+    this.el.deleteButton.disabled = true;
+    try {
+      const changeSetId = await deleteRecord(key, object, id);
+      this.wrote(changeSetId);
+      this.records.delete(id);
+      this.table.rowOf(id)?.classList.add('deleted');
+      this.select(undefined);
+      if (this.history.recordId === id) this.history.close();
+      this.showError(undefined);
+      this.el.status.textContent = `Deleted record ${id}: it is in the trash, and Undo brings it back.`;
+      if (this.trash.isOpen) await this.trash.open();
+    } catch (error) {
+      this.el.deleteButton.disabled = false;
+      this.showError(error);
+    }
+  }
+
+  /**
+   * Reverts the person's last change set of this object as one, all or nothing: the last write made in this grid, or
+   * else the key's latest change set of the object not yet reverted. A record changed since makes the server refuse
+   * (409 revert_conflict): nothing is written and the conflicts are shown.
+   */
+  private async undo(): Promise<void> {
+    const key = this.key();
+    const object = this.el.object.value;
+    if (!key || !object || this.undoing) return;
+    this.undoing = true;
+    this.el.undoButton.disabled = true;
+    this.el.undoButton.setAttribute('aria-busy', 'true');
+    const box = this.el.undoConflict;
+    try {
+      let id = this.undoStack.at(-1);
+      if (!id) {
+        const sets = await ownChangeSets(key, object, UNDO_LOOKBACK);
+        id = sets.find((set) => !set.revertedBy && !set.reverts)?.id;
+      }
+      if (!id) {
+        this.el.status.textContent = 'Nothing to undo.';
+        return;
+      }
+      await revertChangeSet(key, id);
+      this.undoStack = this.undoStack.filter((other) => other !== id);
+      box.hidden = true;
+      box.replaceChildren();
+      this.showError(undefined);
+      this.el.status.textContent = 'Undid your last change.';
+      if (this.history.recordId) await this.history.open(this.history.recordId);
+      if (this.trash.isOpen) await this.trash.open();
+      await this.page();
+    } catch (error) {
+      const conflicts = conflictsOf(error);
+      if (conflicts) {
+        const message = document.createElement('p');
+        message.textContent = `Nothing was undone: ${
+          error instanceof ApiError ? error.message : 'records changed since'
+        }. What changed since your change:`;
+        const dismiss = document.createElement('button');
+        dismiss.type = 'button';
+        dismiss.className = 'dismiss';
+        dismiss.textContent = 'Dismiss';
+        dismiss.addEventListener('click', () => {
+          box.hidden = true;
+          box.replaceChildren();
+        });
+        box.replaceChildren(message, conflictList(conflicts), dismiss);
+        box.hidden = false;
+        this.el.status.textContent = '';
+      } else {
+        this.showError(error);
+      }
+    } finally {
+      this.undoing = false;
+      this.el.undoButton.disabled = !this.el.object.value;
+      this.el.undoButton.removeAttribute('aria-busy');
+    }
   }
 
   /**
@@ -250,6 +447,7 @@ export class GridView {
     if (change.op === 'delete') {
       row.classList.add('deleted');
       this.records.delete(change.id);
+      if (this.selectedId === change.id) this.select(undefined);
       return;
     }
     if (!change.record) return;
@@ -266,6 +464,13 @@ export class GridView {
     // On the table: the records' cells and those of the new row below them.
     const body = this.el.table;
     const cellOf = (target: EventTarget | null) => this.table.cellOf(target);
+    body.addEventListener('focusin', (event) => {
+      const cell = cellOf(event.target) ?? cellOf((event.target as Element | null)?.closest?.('td') ?? null);
+      const row = cell?.parentElement as HTMLTableRowElement | undefined;
+      if (!cell || this.table.isNew(cell)) return;
+      const id = row?.dataset.id;
+      if (id && !row.classList.contains('deleted')) this.select(id);
+    });
     body.addEventListener('click', (event) => {
       const cell = cellOf(event.target);
       if (cell && cell !== this.editing.editingCell) this.table.activate(cell);
@@ -303,7 +508,17 @@ export class GridView {
       const key = this.key();
       if (!cell || !text || !key) return;
       event.preventDefault();
-      void pasteRows({ key, object: this.el.object.value, table: this.table, records: this.records }, cell, text).then(
+      void pasteRows(
+        {
+          key,
+          object: this.el.object.value,
+          table: this.table,
+          records: this.records,
+          wrote: (changeSetId) => this.wrote(changeSetId),
+        },
+        cell,
+        text,
+      ).then(
         (summary) => {
           this.showError(undefined);
           this.el.status.textContent = summary;

@@ -5,6 +5,7 @@ import { createChat, type ChatTarget, type PlaygroundChat } from './chat';
 import { ChatView } from './chat-view';
 import { byId, randomId, showError } from './dom';
 import { GridView } from './grid-view';
+import { revertChangeSet } from './history-api';
 import type { ReceiptReplay, ReceiptReplayer } from './receipt-view';
 import { session } from './session';
 
@@ -43,6 +44,12 @@ const view = new ChatView(
     );
   },
   receiptReplayer,
+  async (changeSetId) => {
+    const key = session.apiKey();
+    if (!key) throw new Error('Enter an API key first');
+    await revertChangeSet(key, changeSetId);
+    records.refresh();
+  },
 );
 const records = new GridView(
   {
@@ -60,6 +67,29 @@ const records = new GridView(
     next: byId('next', HTMLButtonElement),
     pageInfo: byId('page-info', HTMLElement),
     feed: byId('feed-status', HTMLElement),
+    panel: byId('records', HTMLElement),
+    historyButton: byId('record-history', HTMLButtonElement),
+    deleteButton: byId('record-delete', HTMLButtonElement),
+    undoButton: byId('undo', HTMLButtonElement),
+    trashButton: byId('trash-open', HTMLButtonElement),
+    selected: byId('selected-record', HTMLElement),
+    undoConflict: byId('undo-conflict', HTMLElement),
+    history: {
+      panel: byId('history-panel', HTMLElement),
+      title: byId('history-title', HTMLElement),
+      error: byId('history-error', HTMLElement),
+      list: byId('history-list', HTMLOListElement),
+      more: byId('history-more', HTMLButtonElement),
+      close: byId('history-close', HTMLButtonElement),
+    },
+    trash: {
+      panel: byId('trash-panel', HTMLElement),
+      error: byId('trash-error', HTMLElement),
+      list: byId('trash-list', HTMLUListElement),
+      empty: byId('trash-empty', HTMLElement),
+      more: byId('trash-more', HTMLButtonElement),
+      close: byId('trash-close', HTMLButtonElement),
+    },
   },
   () => session.apiKey(),
 );
