@@ -260,14 +260,11 @@ export function createWriteTools(deps: WriteToolDeps): ToolDefinition<never>[] {
       holds: 'proposal',
       execute: async (args, ctx) => {
         const preview = await shapeErrors(ctx, () => deps.changeSets.preview(callerOf(ctx), args.changeSetId, ctx.signal));
-        return propose(
-          deps,
-          ctx,
-          'revert_change_set',
-          args,
-          () => Promise.resolve(preview.changes),
-          { objectName: preview.objectName, operations: preview.operations, revertOf: args.changeSetId },
-        );
+        return propose(deps, ctx, 'revert_change_set', args, () => Promise.resolve(preview.changes), {
+          objectName: preview.objectName,
+          operations: preview.operations,
+          revertOf: args.changeSetId,
+        });
       },
     }),
   ];
