@@ -76,8 +76,8 @@ async function follow(port: number, object: string, secret: string): Promise<{ c
   return { count: () => received, close: () => request.destroy() };
 }
 
-/** `total` creates from CLIENTS clients, one in flight each; client c writes into objectOf(c). */
-async function creates(clients: HttpClient[], total: number, objectOf: (client: number) => string) {
+/** `total` creates from the clients, one in flight each; client c writes into objectOf(c). */
+export async function creates(clients: HttpClient[], total: number, objectOf: (client: number) => string) {
   const latencies: number[] = [];
   let errors = 0;
   let next = 0;
