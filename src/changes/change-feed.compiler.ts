@@ -21,6 +21,7 @@ export interface ChangeRow {
   changed_fields: string[];
   at: string;
   key_id: string | null;
+  change_set_id: string | null;
   __visible: boolean;
   [alias: string]: unknown;
 }
@@ -42,7 +43,8 @@ export function compileChangePage(object: ObjectMeta, after: string, limit: numb
     `from jsonb_populate_record(null::${objectTable(object.name)}, c."record") as ${quoteIdent(SNAPSHOT_ROW)}`;
   return params.query(
     `select c."cursor"::text as "cursor", c."op", c."record_id"::text as "id", c."changed_fields", ` +
-      `to_char(c."at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "at", c."key_id", v.* ` +
+      `to_char(c."at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "at", c."key_id", ` +
+      `c."change_set_id"::text as "change_set_id", v.* ` +
       `from "record_changes_page"(${params.add(object.name)}, ${params.add(after)}::bigint, ${params.add(limit)}::integer, ` +
       `${params.add(SEQUENCE_BATCH)}::integer, ${params.add(ADVISORY_LOCK.changeFeed)}::integer) c ` +
       `cross join lateral (${view}) v order by c."cursor"`,

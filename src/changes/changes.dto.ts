@@ -61,6 +61,13 @@ export class ChangeResponse {
     description: 'Who wrote: `self` (the calling key), `other` (another key) or `system` (the server, with no key: sample data)',
   })
   actor: ChangeActor;
+  @ApiProperty({
+    format: 'uuid',
+    nullable: true,
+    type: String,
+    description: 'The change set the write belongs to (null for changes older than change sets)',
+  })
+  changeSetId: string | null;
   @ApiPropertyOptional({
     type: 'string',
     nullable: true,

@@ -217,6 +217,7 @@ function toChange(caller: Caller, object: ObjectMeta, row: ChangeRow, visibleFie
       .map((f) => f.name),
     at: row.at,
     actor: actorOf(caller, row.key_id),
+    changeSetId: row.change_set_id,
   };
   if (caller.role === 'admin') change.keyId = row.key_id;
   if (row.op !== 'delete') {

@@ -1,3 +1,4 @@
+import type { ChangesResponse } from '../../src/changes/changes.dto';
 import { ChangesService } from '../../src/changes/changes.service';
 import { DataService } from '../../src/data/data.service';
 import { SYSTEM_CALLER } from '../../src/governance/access.service';
@@ -186,6 +187,16 @@ describe('record history, the trash and change sets', () => {
       [cId, 'create'],
     ]);
     expect(set.changes![0].changes).toEqual({ amount: { before: 1, after: 11 } });
+    // Its change events carry it too.
+    const feed = bodyOf<ChangesResponse>(
+      await t.http.get('/api/v1/objects/deal/changes?limit=1000').set(bearer(member)).expect(200),
+    );
+    const events = feed.changes.filter((c) => c.changeSetId === setId);
+    expect(events.map((c) => [c.op, c.id])).toEqual([
+      ['update', a.id],
+      ['delete', b.id],
+      ['create', cId],
+    ]);
     // Another member may not revert it.
     await t.http.post(`/api/v1/change-sets/${setId}/revert`).set(bearer(other)).expect(403);
     const revert = bodyOf<{ changeSetId: string }>(
