@@ -21,13 +21,13 @@ export class HistoryQueryDto {
 /** FieldChange as a schema object, for maps of field → change. */
 const FIELD_CHANGE_SCHEMA: SchemaObject = {
   type: 'object',
-  properties: { before: { nullable: true }, after: { nullable: true } },
+  properties: { before: { $ref: '#/components/schemas/FieldValue' }, after: { $ref: '#/components/schemas/FieldValue' } },
   required: ['before', 'after'],
 };
 
 export class FieldChange {
-  @ApiProperty({ nullable: true, description: 'The value before the change (null: none, or not kept)' }) before: unknown;
-  @ApiProperty({ nullable: true, description: 'The value after the change (null on delete)' }) after: unknown;
+  @ApiProperty({ description: 'The value before the change (null: none, or not kept)' }) before: unknown;
+  @ApiProperty({ description: 'The value after the change (null on delete)' }) after: unknown;
 }
 
 export class VersionResponse {
@@ -36,8 +36,10 @@ export class VersionResponse {
   @ApiProperty({ enum: HISTORY_OPS, description: 'restore: brought back from the trash' })
   op: (typeof HISTORY_OPS)[number];
   @ApiProperty({ enum: CHANGE_ACTORS }) actor: ChangeActor;
-  @ApiPropertyOptional({ nullable: true, description: 'The API key that wrote it (admins only)' }) keyId?: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'The API key that wrote it (admins only)' }) keyId?:
+    string | null;
   @ApiProperty({
+    type: String,
     format: 'uuid',
     nullable: true,
     description: 'The change set it belongs to (null for changes older than change sets)',
@@ -80,8 +82,9 @@ export class TrashedRecordResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'date-time' }) deletedAt: string;
   @ApiProperty({ enum: CHANGE_ACTORS }) actor: ChangeActor;
-  @ApiPropertyOptional({ nullable: true, description: 'The API key that deleted it (admins only)' }) keyId?: string | null;
-  @ApiProperty({ format: 'uuid', nullable: true }) changeSetId: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'The API key that deleted it (admins only)' }) keyId?:
+    string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true }) changeSetId: string | null;
   @ApiProperty({
     type: 'object',
     additionalProperties: true,
@@ -131,7 +134,8 @@ export class ChangeSetResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'date-time' }) at: string;
   @ApiProperty({ enum: CHANGE_ACTORS }) actor: ChangeActor;
-  @ApiPropertyOptional({ nullable: true, description: 'The API key that wrote it (admins only)' }) keyId?: string | null;
+  @ApiPropertyOptional({ type: String, nullable: true, description: 'The API key that wrote it (admins only)' }) keyId?:
+    string | null;
   @ApiProperty({ enum: CHANGE_VIAS }) via: ChangeVia;
   @ApiProperty() object: string;
   @ApiProperty({ type: 'integer', description: 'Records it changed that the caller may read' }) records: number;

@@ -74,6 +74,9 @@ const TARGETS = [
   'POST /api/v1/metrics',
   'PUT /api/v1/metrics/{name}',
   'PATCH /api/v1/api-keys/{id}',
+  'POST /api/v1/objects/{name}/records/{id}/restore',
+  'POST /api/v1/objects/{name}/trash/{id}/restore',
+  'POST /api/v1/change-sets/{id}/revert',
 ] as const;
 type Target = (typeof TARGETS)[number];
 
@@ -116,6 +119,11 @@ interface World {
   chats: Record<Role, { talk: string; action: string }>;
   /** A member key no other target uses, for PATCH /api-keys (its policies change what it sees). */
   spareKeyId: string;
+  /** History: a record and its versions, records in the trash, change sets nothing else touches (revertable once). */
+  restorable: string;
+  versions: string[];
+  trashed: Record<string, string[]>;
+  changeSets: string[];
 }
 
 const ITEM_FIELDS = [
@@ -629,6 +637,43 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         ),
       );
     }),
+    'POST /api/v1/objects/{name}/records/{id}/restore': request(
+      'POST',
+      fc
+        .oneof({ weight: 6, arbitrary: fc.constant(world.restorable) }, { weight: 1, arbitrary: strangePathValue })
+        .map((id) => url('/api/v1/objects/', 'fuzz_parent', '/records/', id, '/restore')),
+      validOr(
+        fc.record({ version: fc.oneof(pick(world.versions), fc.constantFrom('1', '999999999')) }),
+        bodyFor(schemaOf('POST /api/v1/objects/{name}/records/{id}/restore')),
+      ),
+    ),
+    'POST /api/v1/objects/{name}/trash/{id}/restore': fc.oneof(
+      ...objectNames.map((name) =>
+        request(
+          'POST',
+          fc
+            .oneof(
+              { weight: 4, arbitrary: pick([...world.trashed[name], ...world.recordIds[name]]) },
+              { weight: 1, arbitrary: fc.uuid() },
+              { weight: 1, arbitrary: strangePathValue },
+            )
+            .map((id) => url('/api/v1/objects/', name, '/trash/', id, '/restore')),
+          // The route takes no body: none, or anything.
+          oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
+        ),
+      ),
+    ),
+    'POST /api/v1/change-sets/{id}/revert': request(
+      'POST',
+      fc
+        .oneof(
+          { weight: 4, arbitrary: pick(world.changeSets) },
+          { weight: 1, arbitrary: fc.uuid() },
+          { weight: 1, arbitrary: strangePathValue },
+        )
+        .map((id) => url('/api/v1/change-sets/', id, '/revert')),
+      oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
+    ),
     'POST /api/v1/objects/{name}/import': overValues(objectNames, (name, known) => {
       const fields = world.objects[known];
       const columns = [...fields.map((f) => f.name), 'id', 'created_at', 'Title', 'QUANTITY', 'nope'];
@@ -1085,7 +1130,31 @@ describe('fuzzing every body-taking route (fast-check)', () => {
       dimensions: ['stage', 'parent.title', 'qty'],
     });
     const spare = (await post('/api/v1/api-keys', { name: 'fuzz spare', role: 'member' })) as unknown as CreatedApiKeyResponse;
+    // A record of its own (no other target names it, so no batch deletes it), with a few versions to restore.
+    const restorable = String((await post('/api/v1/objects/fuzz_parent/records', { title: 'v0' })).id);
+    for (const title of ['v1', 'v2']) {
+      await t.http.patch(`/api/v1/objects/fuzz_parent/records/${restorable}`).set(bearer(t.adminKey)).send({ title }).expect(200);
+    }
+    const history = await t.http
+      .get(`/api/v1/objects/fuzz_parent/records/${restorable}/history`)
+      .set(bearer(t.adminKey))
+      .expect(200);
+    const trashed: string[] = [];
+    const changeSets: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const made = await post('/api/v1/objects/fuzz_parent/records', { title: `trash ${i}` });
+      await t.http
+        .delete(`/api/v1/objects/fuzz_parent/records/${String(made.id)}`)
+        .set(bearer(t.adminKey))
+        .expect(204);
+      trashed.push(String(made.id));
+      changeSets.push(String((await post('/api/v1/objects/fuzz_parent/records', { title: `revertable ${i}` })).changeSetId));
+    }
     world = {
+      restorable,
+      versions: bodyOf<{ versions: Array<{ version: string }> }>(history).versions.map((v) => v.version),
+      trashed: { fuzz_item: [], fuzz_parent: trashed },
+      changeSets,
       spareKeyId: spare.id,
       keys: { admin: t.adminKey, member: member.secret },
       objects: {

@@ -346,7 +346,7 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       const agentPath = await refusal('/mcp/agents/deal_desk', memberKey, { Origin: 'null' });
       expect([agentPath.code, agentPath.body.code]).toEqual([403, 'forbidden']);
       const browser = await connect('/mcp', memberKey, { headers: { Origin: ALLOWED_ORIGIN } });
-      expect((await browser.listTools()).tools).toHaveLength(7);
+      expect((await browser.listTools()).tools).toHaveLength(DATA_TOOL_NAMES.length + METRIC_TOOL_NAMES.length);
     });
 
     it('answers every POST with a request id and a request log line, and the GET for an event stream with 405', async () => {
@@ -405,7 +405,7 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
       const rest = await t.http.post('/api/v1/objects').set(bearer(memberKey)).set('content-type', 'application/json').send('{');
       expect([rest.status, (rest.body as { code: string }).code]).toEqual([400, 'invalid_json']);
       const mcp = await connect('/mcp', memberKey);
-      expect((await mcp.listTools()).tools).toHaveLength(7);
+      expect((await mcp.listTools()).tools).toHaveLength(DATA_TOOL_NAMES.length + METRIC_TOOL_NAMES.length);
     });
 
     it('holds MCP bodies to the JSON body limits of every route', async () => {

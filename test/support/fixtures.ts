@@ -16,6 +16,7 @@ export const DATA_CHAT_TOOLS = [
   'query_records',
   'get_record',
   'aggregate_data',
+  'record_history',
   'list_metrics',
   'query_metric',
   'calculate',
