@@ -7,7 +7,7 @@ export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export const CORS_ALLOWED_HEADERS = ['authorization', 'content-type', 'last-event-id', 'x-request-id', 'if-match'] as const;
 
 /** Response headers a page may read beyond the CORS-safelisted ones. */
-export const CORS_EXPOSED_HEADERS = ['x-request-id', 'etag', 'retry-after'] as const;
+export const CORS_EXPOSED_HEADERS = ['x-request-id', 'etag', 'retry-after', 'change-set-id'] as const;
 
 /**
  * Options of @fastify/cors for CORS_ORIGINS. A listed origin is answered by an origin function, not an

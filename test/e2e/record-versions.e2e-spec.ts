@@ -80,7 +80,10 @@ describe('lost updates: records carry a version, and If-Match makes writes condi
     const res = await patch(id, { value: 50, label: 'lost' }, stale).expect(412);
     expect(errorOf(res)).toEqual({ error: expect.stringContaining('If-Match') as unknown, code: 'precondition_failed' });
     const now = await read(id).expect(200);
-    expect(bodyOf<RecordBody>(now)).toEqual(bodyOf<RecordBody>(other));
+    // The write's answer also names its change set; the record itself is what a read returns.
+    const { changeSetId, ...written } = bodyOf<RecordBody>(other);
+    expect(changeSetId).toBe(other.headers['change-set-id']);
+    expect(bodyOf<RecordBody>(now)).toEqual(written);
     expect(etagOf(now)).toBe(etagOf(other));
   });
 
@@ -158,9 +161,9 @@ describe('lost updates: records carry a version, and If-Match makes writes condi
     const paths = bodyOf<{ paths: Record<string, Record<string, Operation>> }>(await t.http.get('/docs-json').expect(200)).paths;
     const one = paths['/api/v1/objects/{name}/records/{id}'];
     const headersOf = (operation: Operation, status: string) => Object.keys(operation.responses[status].headers ?? {});
-    expect(headersOf(paths['/api/v1/objects/{name}/records'].post, '201')).toEqual(['ETag']);
+    expect(headersOf(paths['/api/v1/objects/{name}/records'].post, '201')).toEqual(['ETag', 'Change-Set-Id']);
     expect(headersOf(one.get, '200')).toEqual(['ETag']);
-    expect(headersOf(one.patch, '200')).toEqual(['ETag']);
+    expect(headersOf(one.patch, '200')).toEqual(['ETag', 'Change-Set-Id']);
     for (const operation of [one.patch, one.delete]) {
       expect(operation.parameters?.find((parameter) => parameter.name === 'If-Match')).toMatchObject({ in: 'header' });
       expect(operation.responses['412']).toBeDefined();
