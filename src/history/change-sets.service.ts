@@ -187,7 +187,8 @@ export class ChangeSetService {
       if (!views.has(action)) views.set(action, await this.access.view(caller, view.name, action));
       return views.get(action)!;
     };
-    for (const delta of deltas) {
+    // Last changed first: a unique value the set moved from one record to another is freed before it is given back.
+    for (const delta of [...deltas].sort((x, y) => Number(BigInt(y.last.id) - BigInt(x.last.id)))) {
       if (delta.created && delta.deleted) continue; // made and trashed by the set: nothing to undo but the trash entry
       const capture = (op: ChangeCapture['op']): ChangeCapture => ({ op, keyId: caller.keyId, changeSet: stamp });
       if (delta.created) {
@@ -303,11 +304,17 @@ export class ChangeSetService {
         deltas.map((d) => d.last.id),
       ),
     );
-    const touched = new Map<string, { fields: Set<string>; gone: boolean }>();
+    // Per record: the fields changed since, and the value each had when the set was done (what the first later
+    // change of it replaced).
+    const touched = new Map<string, { fields: Set<string>; left: RawRow; gone: boolean }>();
     for (const change of later) {
-      const entry = touched.get(change.record_id) ?? { fields: new Set<string>(), gone: false };
-      if (change.op === 'update') change.changed_fields.forEach((f) => entry.fields.add(f));
-      else entry.gone = change.op === 'delete';
+      const entry = touched.get(change.record_id) ?? { fields: new Set<string>(), left: {}, gone: false };
+      if (change.op === 'update') {
+        for (const field of change.changed_fields) {
+          if (!entry.fields.has(field) && change.before && field in change.before) entry.left[field] = change.before[field];
+          entry.fields.add(field);
+        }
+      } else entry.gone = change.op === 'delete';
       touched.set(change.record_id, entry);
     }
     const conflicts: RevertConflict[] = [];
@@ -334,7 +341,7 @@ export class ChangeSetService {
         conflicts.push({ id: delta.id, field: null, expected: 'unchanged', current: 'changed' });
         continue;
       }
-      pending.push({ id: delta.id, fields, expected: delta.after, current: now.row });
+      pending.push({ id: delta.id, fields, expected: { ...delta.after, ...since.left }, current: now.row });
     }
     const decoded = await readBack(
       view,
@@ -342,14 +349,16 @@ export class ChangeSetService {
       session,
     );
     pending.forEach((p, i) => {
-      for (const field of p.fields) {
-        conflicts.push({
+      const found = p.fields
+        .map((field) => ({
           id: p.id,
           field,
-          expected: field in p.expected ? (decoded[2 * i][field] ?? null) : null,
+          expected: decoded[2 * i][field] ?? null,
           current: decoded[2 * i + 1][field] ?? null,
-        });
-      }
+        }))
+        // A later write that set a field to the value it had changed the record, not that field.
+        .filter((c) => JSON.stringify(c.expected) !== JSON.stringify(c.current));
+      conflicts.push(...(found.length ? found : [{ id: p.id, field: null, expected: 'unchanged', current: 'changed' }]));
     });
     return conflicts;
   }

@@ -142,9 +142,9 @@ export function compileLaterChanges(
   objectName: string,
   ids: readonly string[],
   after: readonly string[],
-): CompiledQuery<{ record_id: string; op: string; changed_fields: string[] }> {
+): CompiledQuery<{ record_id: string; op: string; changed_fields: string[]; before: Record<string, unknown> | null }> {
   return CompiledQuery.raw(
-    `select c."record_id"::text as "record_id", c."op", c."changed_fields" from "record_changes" c ` +
+    `select c."record_id"::text as "record_id", c."op", c."changed_fields", c."before" from "record_changes" c ` +
       `join unnest($2::uuid[], $3::bigint[]) as s("rid", "after") on c."record_id" = s."rid" and c."id" > s."after" ` +
       `where c."object" = $1 order by c."id"`,
     [objectName, ids, after],

@@ -18,8 +18,7 @@ import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtu
  * records exactly the admin's versions without the note.
  *
  * HISTORY_PROPERTY_RUNS / _SEED choose the runs; HISTORY_PROPERTY_STATS=1 prints how often each outcome
- * happened; HISTORY_PROPERTY_STRICT=1 fails on the two known bugs the counterexamples below pin down
- * (otherwise the property accepts them and counts them).
+ * happened. The two describes after it keep the counterexamples it found (both fixed) as tests of their own.
  */
 
 const OBJ = 'hprop';
@@ -523,12 +522,13 @@ describe('history property: change sets, reverts, restores and history reads aga
           for (const [id, was] of set.before) target.set(id, was);
           const finalState = new Map([...liveState(), ...target]);
           const collides = !stale.length && !uniqueIn(finalState);
-          // The server undoes the records in the order the set first touched them: a name the set moved from
-          // one record to another collides on the way even when the end state is fine (see the failing test
-          // below). Accepted as that known bug unless HISTORY_PROPERTY_STRICT is set.
+          // The server undoes the records last changed first, so a unique value the set moved from one record to
+          // another is freed before it is given back (see the tests below). Only values that cannot be put back one
+          // record at a time in that order (two records that swapped names) collide on the way: 409
+          // unique_violation, nothing written.
           const steps = liveState();
           let transient = false;
-          for (const [id, was] of target) {
+          for (const [id, was] of [...target].reverse()) {
             steps.set(id, was);
             if (!uniqueIn(steps)) transient = true;
           }
@@ -564,19 +564,8 @@ describe('history property: change sets, reverts, restores and history reads aga
               if (now.trashed || !(conflict.field in now.values)) problem('names a field of a record not live');
               const field = conflict.field as keyof Vals;
               if (conflict.current !== now.values[field]) problem(`current should be ${JSON.stringify(now.values[field])}`);
-              if (left && conflict.expected !== left[field]) {
-                // Known bug (see the second counterexample below): a field the set did not write is reported
-                // with expected null instead of the value the set left.
-                if (
-                  conflict.expected === null &&
-                  set.before.get(conflict.id)?.[field] === left[field] &&
-                  !process.env.HISTORY_PROPERTY_STRICT
-                ) {
-                  count('revert_conflict: known expected-null bug');
-                  continue;
-                }
-                problem(`expected should be ${JSON.stringify(left[field])}`);
-              }
+              if (left && conflict.expected !== left[field]) problem(`expected should be ${JSON.stringify(left[field])}`);
+              if (conflict.expected === conflict.current) problem('names a field that holds the value the set left');
             }
             break;
           }
@@ -584,9 +573,9 @@ describe('history property: change sets, reverts, restores and history reads aga
             expectStatus(res, 409, 'unique_violation');
             break;
           }
-          if (knownOrderBug && !process.env.HISTORY_PROPERTY_STRICT && res.status === 409) {
-            count('revert: known order bug');
-            log[log.length - 1] += ' → 409 unique_violation on the way (known bug: undone in forward order)';
+          if (knownOrderBug && res.status === 409) {
+            count('revert: unique values swapped within the set');
+            log[log.length - 1] += ' → 409 unique_violation on the way (values swapped within the set)';
             expectStatus(res, 409, 'unique_violation');
             break;
           }
@@ -712,7 +701,7 @@ describe('history property: change sets, reverts, restores and history reads aga
  * order the set first touched them, so a unique value the set moved from one record to another collides on
  * the way back although the state before the set is consistent. Expected: 200, the state before the batch.
  */
-describe('history property counterexample: a revert of a batch that moved a unique name', () => {
+describe('a revert of a batch that moved a unique name (found by the property)', () => {
   let t: TestApp;
   let member: string;
   const records = '/api/v1/objects/swap/records';
@@ -756,10 +745,10 @@ describe('history property counterexample: a revert of a batch that moved a uniq
 });
 
 /**
- * Counterexample found by the property above (shrunk by hand): a revert_conflict names a field changed since
- * that the set itself did not write with `expected: null`, where the set left it with a value.
+ * Found by the property above (shrunk by hand): a revert_conflict named a field changed since that the set
+ * itself did not write with `expected: null`, where the set left it with a value.
  */
-describe('history property counterexample: revert_conflict details of a field the set did not write', () => {
+describe('revert_conflict details of a field the set did not write (found by the property)', () => {
   let t: TestApp;
   let member: string;
   let other: string;
