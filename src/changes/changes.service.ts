@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Caller } from '../auth/caller';
 import { KeyStreams } from '../auth/key-streams.service';
 import { DomainError } from '../common/domain-error';
@@ -26,8 +27,9 @@ import {
 import { actorOf } from '../data/change-actor';
 import { ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
 
-/** Changes one statement of the retention cleanup compacts or deletes. */
-const PRUNE_BATCH = 5000;
+/** Changes one statement of the retention cleanup compacts or deletes, and the pause after each full batch. */
+const PRUNE_BATCH = 1000;
+const PRUNE_PAUSE_MS = 50;
 
 /** Changes a stream reads per statement while it catches up. */
 const STREAM_PAGE = 500;
@@ -153,12 +155,14 @@ export class ChangesService {
       while ((await session.query(compileSequence(object)))[0].numbered >= SEQUENCE_BATCH);
     }
     await session.query(compileMoveHorizons(feed, 2 * day));
+    // A pause between batches leaves writers the CPU and I/O: retention is never in a hurry.
     const drain = async (query: () => ReturnType<typeof compileCompact>) => {
       let total = 0;
       for (;;) {
         const [row] = await session.query(query());
         total += Number(row.n);
         if (Number(row.n) < PRUNE_BATCH) return total;
+        await sleep(PRUNE_PAUSE_MS);
       }
     };
     const compacted = await drain(() => compileCompact(feed, PRUNE_BATCH));

@@ -37,8 +37,7 @@ export class MigrationRecordHistory extends Migration {
     this.addSql(
       `create index "record_changes_uncompacted_idx" on "record_changes" ("at") where "op" = 'update' and not "compacted"`,
     );
-    // Record ids are UUIDs: the object need not be in the key (a narrower index costs every write less).
-    this.addSql(`create index "record_changes_record_idx" on "record_changes" ("record_id", "id")`);
+    this.addSql(`create index "record_changes_record_idx" on "record_changes" ("object", "record_id", "id")`);
     this.addSql(`create index "record_changes_change_set_idx" on "record_changes" ("change_set_id", "id")
       where "change_set_id" is not null`);
     this.addSql(`create table "record_trash" (
