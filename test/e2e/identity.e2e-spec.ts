@@ -6,8 +6,8 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeyListResponse } from '../../src/auth/api-key.dto';
 import type { ChangesResponse } from '../../src/changes/changes.dto';
-import { startAppWithMockLlm } from '../support/agent-fixtures';
-import { listen, SseClient } from '../support/chat-helpers';
+import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
+import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { OidcIssuer, TEST_AUDIENCE } from '../support/oidc-issuer';
@@ -45,6 +45,7 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       carol: { groups: ['sales', 'other'], region: 'amer' },
       dave: { groups: ['nobody'] },
       mallory: { groups: ['sales'], region: 'emea' },
+      frank: { groups: ['sales'], region: 'amer' },
     });
     ({ t, llm } = await startAppWithMockLlm({
       env: {
@@ -174,12 +175,15 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
   describe('the other doors', () => {
     it('the openai SDK on /v1 runs as the user; its usage is recorded and its quota applies', async () => {
       const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: await idp.token('mallory'), maxRetries: 0 });
+      llm.reset();
       llm.enqueue(MockReply.text('hello', { usage: { prompt_tokens: 90, completion_tokens: 30 } }));
       const answer = await openai.chat.completions.create({ model: 'data_chat', messages: [{ role: 'user', content: 'hi' }] });
       expect(answer.choices[0].message.content).toBe('hello');
       const id = await userRow('mallory');
-      const usage = await t.sql<{ total: string }>(`select sum(total_tokens) as total from usage where key_id = $1`, [id]);
-      expect(Number(usage[0].total)).toBe(120);
+      const used = async () =>
+        Number((await t.sql<{ total: string }>(`select sum(total_tokens) as total from usage where key_id = $1`, [id]))[0].total);
+      // Usage rows are written in batches, shortly after the call.
+      await eventually(async () => (await used()) === 120);
       // QUOTA_TOKENS_PER_KEY_DAY is 100: the user is past it.
       const refused = await openai.chat.completions.create({ model: 'data_chat', messages: [{ role: 'user', content: 'again' }] }).then(
         () => undefined,
@@ -194,14 +198,37 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       expect(report.rows).toEqual([expect.objectContaining({ keyId: id, totalTokens: 120 })]);
     });
 
+    it("a durable chat runs as the user, under its policies, and belongs to it; so does a useChat turn", async () => {
+      const token = await idp.token('frank');
+      const small = { usage: { prompt_tokens: 2, completion_tokens: 1 } };
+      llm.reset();
+      llm.enqueue(MockReply.toolCall('query_records', { objectName: 'deal' }, small), MockReply.text('One deal.', small));
+      const chat = bodyOf<{ id: string }>(
+        await t.http.post('/api/v1/chats').set(bearer(token)).send({ agent: 'data_chat', message: 'my deals?' }).expect(201),
+      );
+      await waitForChat(t, chat.id, hasStatus('waiting'), token);
+      const tool = sentMessages(llm, 1).find((m) => m.role === 'tool')!;
+      expect(parsedContent<{ records: Array<{ region: string }> }>(tool).records.map((r) => r.region)).toEqual(['amer']);
+      // Owned by frank: another user does not find it.
+      await t.http.get(`/api/v1/chats/${chat.id}`).set(bearer(await idp.token('carol'))).expect(404);
+
+      llm.enqueue(MockReply.text('plain', small));
+      const res = await t.http
+        .post('/api/v1/ai/agents/data_chat/chat')
+        .set(bearer(token))
+        .send({ id: 'c1', trigger: 'submit-message', stream: false, messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] })
+        .expect(200);
+      expect(res.body).toMatchObject({ content: 'plain' });
+    });
+
     it('the MCP SDK client with the user’s token sees only its rows', async () => {
       const token = await idp.token('alice');
       const client = new Client({ name: 'identity-e2e', version: '1.0.0' });
       await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: bearer(token) } }));
       try {
         const result = (await client.callTool({ name: 'query_records', arguments: { objectName: 'deal' } })) as CallToolResult;
-        const rows = (result.structuredContent as { rows: Array<{ region: string }> }).rows;
-        expect(rows.map((r) => r.region)).toEqual(['emea', 'emea']);
+        const { records } = result.structuredContent as { records: Array<{ region: string }> };
+        expect(records.map((r) => r.region)).toEqual(['emea', 'emea']);
       } finally {
         await client.close();
       }
