@@ -58,7 +58,11 @@ export class ApiKeyGuard implements CanActivate {
     } catch (refused) {
       const header = request.headers.authorization;
       const match = typeof header === 'string' ? BEARER.exec(header) : null;
-      const known = match ? (this.users.handles(match[1]) ? this.users.knownCaller(match[1]) : this.keys.knownCaller(match[1])) : undefined;
+      const known = match
+        ? this.users.handles(match[1])
+          ? this.users.knownCaller(match[1])
+          : this.keys.knownCaller(match[1])
+        : undefined;
       if (!known) throw refused;
       return known;
     }

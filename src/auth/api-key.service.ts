@@ -216,7 +216,11 @@ export class ApiKeyService implements OnModuleInit {
         'run',
         em.getTransactionContext(),
       );
-      const user = await em.findOneOrFail(ApiKeyEntity, { kind: 'user', issuer, subject }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const user = await em.findOneOrFail(
+        ApiKeyEntity,
+        { kind: 'user', issuer, subject },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
       if (!user.revoked) await this.markRevoked(em, user);
       await this.audit.admin(em, actor, 'identity.revoke', user.id);
       return user.id;

@@ -64,11 +64,15 @@ export function mapClaims(mapping: IdentityMapping, claims: Record<string, unkno
   const groups = groupValues(claimAt(claims, mapping.claim));
   const role: ApiKeyRole = mapping.role.admin.some((value) => groups.has(value)) ? 'admin' : 'member';
   const policies = new Set<string>();
-  for (const group of groups) for (const policy of Object.hasOwn(mapping.policies, group) ? mapping.policies[group] : []) policies.add(policy);
+  for (const group of groups)
+    for (const policy of Object.hasOwn(mapping.policies, group) ? mapping.policies[group] : []) policies.add(policy);
   const attributes: KeyAttributes = {};
   for (const [name, path] of Object.entries(mapping.attributes)) {
     const value = claimAt(claims, path);
-    if ((typeof value === 'string' && value.length <= MAX_ATTRIBUTE_LENGTH) || (typeof value === 'number' && Number.isFinite(value))) {
+    if (
+      (typeof value === 'string' && value.length <= MAX_ATTRIBUTE_LENGTH) ||
+      (typeof value === 'number' && Number.isFinite(value))
+    ) {
       attributes[name] = value;
     }
   }

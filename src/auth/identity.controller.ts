@@ -20,7 +20,10 @@ export class IdentityController {
 
   @Get('me')
   @Roles('admin', 'member')
-  @ApiRoute({ summary: 'Who the caller is: an API key or a user of an identity provider, with its role, policies and attributes', type: MeResponse })
+  @ApiRoute({
+    summary: 'Who the caller is: an API key or a user of an identity provider, with its role, policies and attributes',
+    type: MeResponse,
+  })
   async me(@Caller() caller: Caller): Promise<MeResponse> {
     const row = await this.keys.principal(caller.keyId);
     if (!row) throw new DomainError('unauthorized', 'Unknown or revoked API key');
@@ -36,7 +39,10 @@ export class IdentityController {
 
   @Get('identity/mapping')
   @Roles('admin')
-  @ApiRoute({ summary: "How identity providers' token claims map to a user's subject, role, policies and attributes", type: IdentityMappingResponse })
+  @ApiRoute({
+    summary: "How identity providers' token claims map to a user's subject, role, policies and attributes",
+    type: IdentityMappingResponse,
+  })
   getMapping(): Promise<IdentityMappingResponse> {
     return this.users.getMapping();
   }
@@ -44,7 +50,7 @@ export class IdentityController {
   @Put('identity/mapping')
   @Roles('admin')
   @ApiRoute({
-    summary: "Replace the mapping of token claims; every user runs under it from its next request",
+    summary: 'Replace the mapping of token claims; every user runs under it from its next request',
     type: IdentityMappingResponse,
     errors: [...BODY_ERRORS, 'invalid_policy'],
   })
@@ -56,7 +62,7 @@ export class IdentityController {
   @Roles('admin')
   @HttpCode(204)
   @ApiRoute({
-    summary: "Revoke a user: its requests, event streams and chat turns stop, and its tokens are refused",
+    summary: 'Revoke a user: its requests, event streams and chat turns stop, and its tokens are refused',
     status: 204,
     errors: BODY_ERRORS,
   })

@@ -80,7 +80,10 @@ export class MeResponse {
   @ApiPropertyOptional({ description: 'The token issuer (users only)' }) issuer?: string;
   @ApiProperty() subject: string;
   @ApiProperty({ enum: API_KEY_ROLES }) role: ApiKeyRole;
-  @ApiProperty({ type: [String], description: 'Access policies; none: every right of the role (keys, admins) or nothing (member users)' })
+  @ApiProperty({
+    type: [String],
+    description: 'Access policies; none: every right of the role (keys, admins) or nothing (member users)',
+  })
   policies: string[];
   @ApiProperty({ type: 'object', additionalProperties: { oneOf: [{ type: 'string' }, { type: 'number' }] } })
   attributes: KeyAttributes;

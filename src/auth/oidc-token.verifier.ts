@@ -126,7 +126,10 @@ export class OidcTokenVerifier {
     const jwks = new URL(document.jwks_uri);
     const issuerUrl = new URL(config.issuer);
     // The keys come over TLS, or from the same loopback address the configuration already allowed over http.
-    if (jwks.protocol !== 'https:' && !(jwks.protocol === 'http:' && issuerUrl.protocol === 'http:' && jwks.hostname === issuerUrl.hostname)) {
+    if (
+      jwks.protocol !== 'https:' &&
+      !(jwks.protocol === 'http:' && issuerUrl.protocol === 'http:' && jwks.hostname === issuerUrl.hostname)
+    ) {
       throw new Error(`discovery's jwks_uri ${jwks.href} is not https`);
     }
     return jwks.href;
@@ -134,8 +137,13 @@ export class OidcTokenVerifier {
 
   private unavailable(state: IssuerState, error: unknown): DomainError {
     this.logger.warn({ msg: 'identity provider unavailable', issuer: state.config.issuer, error: (error as Error)?.message });
-    return new DomainError('identity_provider_unavailable', 'The identity provider could not be reached to check the token', undefined, {
-      retryAfterSeconds: Math.ceil(DISCOVERY_RETRY_MS / 1000),
-    });
+    return new DomainError(
+      'identity_provider_unavailable',
+      'The identity provider could not be reached to check the token',
+      undefined,
+      {
+        retryAfterSeconds: Math.ceil(DISCOVERY_RETRY_MS / 1000),
+      },
+    );
   }
 }

@@ -8,7 +8,14 @@ import { ACCESS_CHANGED } from './access-changed';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyService } from './api-key.service';
 import type { Caller } from './caller';
-import { DEFAULT_IDENTITY_MAPPING, mapClaims, mappedPolicies, parseIdentityMapping, type IdentityMapping, type UserIdentity } from './identity-mapping';
+import {
+  DEFAULT_IDENTITY_MAPPING,
+  mapClaims,
+  mappedPolicies,
+  parseIdentityMapping,
+  type IdentityMapping,
+  type UserIdentity,
+} from './identity-mapping';
 import { IdentityMappingRepository } from './identity-mapping.repository';
 import { OidcTokenVerifier, TokenRefused } from './oidc-token.verifier';
 

@@ -350,9 +350,9 @@ describe('loadConfig', () => {
     });
 
     it('reads one issuer with its audience and optional JWKS URL', () => {
-      expect(
-        loadConfig({ AUTH_OIDC_ISSUER: 'https://idp.example.com/', AUTH_OIDC_AUDIENCE: 'copilot' }).oidcIssuers,
-      ).toEqual([{ issuer: 'https://idp.example.com/', audience: 'copilot' }]);
+      expect(loadConfig({ AUTH_OIDC_ISSUER: 'https://idp.example.com/', AUTH_OIDC_AUDIENCE: 'copilot' }).oidcIssuers).toEqual([
+        { issuer: 'https://idp.example.com/', audience: 'copilot' },
+      ]);
       expect(
         loadConfig({
           AUTH_OIDC_ISSUER: 'http://127.0.0.1:9000',
@@ -379,13 +379,20 @@ describe('loadConfig', () => {
         { AUTH_OIDC_ISSUER: 'https://idp.example.com', AUTH_OIDC_AUDIENCE: 'a', AUTH_OIDC_JWKS_URL: 'http://10.0.0.1/jwks' },
         'AUTH_OIDC_ISSUER',
       ],
-      ['both forms', { AUTH_OIDC_ISSUER: 'https://a.example.com', AUTH_OIDC_AUDIENCE: 'a', AUTH_OIDC_ISSUERS: '[]' }, 'AUTH_OIDC_ISSUERS'],
+      [
+        'both forms',
+        { AUTH_OIDC_ISSUER: 'https://a.example.com', AUTH_OIDC_AUDIENCE: 'a', AUTH_OIDC_ISSUERS: '[]' },
+        'AUTH_OIDC_ISSUERS',
+      ],
       ['a list that is not JSON', { AUTH_OIDC_ISSUERS: 'https://a.example.com' }, 'AUTH_OIDC_ISSUERS'],
       ['an empty list', { AUTH_OIDC_ISSUERS: '[]' }, 'AUTH_OIDC_ISSUERS'],
       ['an entry without audience', { AUTH_OIDC_ISSUERS: '[{"issuer":"https://a.example.com"}]' }, 'AUTH_OIDC_ISSUERS'],
       [
         'an issuer twice',
-        { AUTH_OIDC_ISSUERS: '[{"issuer":"https://a.example.com","audience":"x"},{"issuer":"https://a.example.com","audience":"y"}]' },
+        {
+          AUTH_OIDC_ISSUERS:
+            '[{"issuer":"https://a.example.com","audience":"x"},{"issuer":"https://a.example.com","audience":"y"}]',
+        },
         'AUTH_OIDC_ISSUERS',
       ],
     ])('refuses %s, naming the variable', (_case, env, variable) => {

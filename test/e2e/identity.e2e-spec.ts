@@ -137,7 +137,9 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
     });
 
     it("follows the user's claims: a new token with another region runs under it at once", async () => {
-      expect(regionsOf(bodyOf(await get('/api/v1/objects/deal/records', await idp.token('carol')).expect(200)))).toEqual(['amer']);
+      expect(regionsOf(bodyOf(await get('/api/v1/objects/deal/records', await idp.token('carol')).expect(200)))).toEqual([
+        'amer',
+      ]);
       idp.claims.set('carol', { groups: ['sales'], region: 'emea' });
       const token = await idp.token('carol');
       expect(regionsOf(bodyOf(await get('/api/v1/objects/deal/records', token).expect(200)))).toEqual(['emea']);
@@ -162,7 +164,9 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
 
     it("a user's stream token opens its event streams", async () => {
       const token = await idp.token('alice');
-      const created = bodyOf<{ token: string }>(await t.http.post('/api/v1/stream-tokens').set(bearer(token)).send({}).expect(201));
+      const created = bodyOf<{ token: string }>(
+        await t.http.post('/api/v1/stream-tokens').set(bearer(token)).send({}).expect(201),
+      );
       const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
         http.get(`${url}/api/v1/objects/deal/changes/stream?after=0&token=${created.token}`, resolve).on('error', reject),
       );
@@ -185,10 +189,12 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       // Usage rows are written in batches, shortly after the call.
       await eventually(async () => (await used()) === 120);
       // QUOTA_TOKENS_PER_KEY_DAY is 100: the user is past it.
-      const refused = await openai.chat.completions.create({ model: 'data_chat', messages: [{ role: 'user', content: 'again' }] }).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
+      const refused = await openai.chat.completions
+        .create({ model: 'data_chat', messages: [{ role: 'user', content: 'again' }] })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
       expect(refused).toBeInstanceOf(APIError);
       expect((refused as APIError).status).toBe(429);
       expect(llm.requests).toHaveLength(1);
@@ -198,7 +204,7 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       expect(report.rows).toEqual([expect.objectContaining({ keyId: id, totalTokens: 120 })]);
     });
 
-    it("a durable chat runs as the user, under its policies, and belongs to it; so does a useChat turn", async () => {
+    it('a durable chat runs as the user, under its policies, and belongs to it; so does a useChat turn', async () => {
       const token = await idp.token('frank');
       const small = { usage: { prompt_tokens: 2, completion_tokens: 1 } };
       llm.reset();
@@ -210,13 +216,21 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       const tool = sentMessages(llm, 1).find((m) => m.role === 'tool')!;
       expect(parsedContent<{ records: Array<{ region: string }> }>(tool).records.map((r) => r.region)).toEqual(['amer']);
       // Owned by frank: another user does not find it.
-      await t.http.get(`/api/v1/chats/${chat.id}`).set(bearer(await idp.token('carol'))).expect(404);
+      await t.http
+        .get(`/api/v1/chats/${chat.id}`)
+        .set(bearer(await idp.token('carol')))
+        .expect(404);
 
       llm.enqueue(MockReply.text('plain', small));
       const res = await t.http
         .post('/api/v1/ai/agents/data_chat/chat')
         .set(bearer(token))
-        .send({ id: 'c1', trigger: 'submit-message', stream: false, messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] })
+        .send({
+          id: 'c1',
+          trigger: 'submit-message',
+          stream: false,
+          messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+        })
         .expect(200);
       expect(res.body).toMatchObject({ content: 'plain' });
     });
@@ -238,7 +252,14 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
   describe('refused tokens', () => {
     const now = () => Math.floor(Date.now() / 1000);
     const cases: Array<[string, () => Promise<string>, string]> = [
-      ['alg none', async () => `${base64url({ alg: 'none', typ: 'JWT' })}.${base64url({ iss: idp.issuer, aud: TEST_AUDIENCE, sub: 'alice', exp: now() + 300 })}.`, 'ERR_JOSE_ALG_NOT_ALLOWED'],
+      [
+        'alg none',
+        () =>
+          Promise.resolve(
+            `${base64url({ alg: 'none', typ: 'JWT' })}.${base64url({ iss: idp.issuer, aud: TEST_AUDIENCE, sub: 'alice', exp: now() + 300 })}.`,
+          ),
+        'ERR_JOSE_ALG_NOT_ALLOWED',
+      ],
       [
         'HS256 keyed with the public key',
         async () => {
@@ -273,7 +294,10 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       logs.length = 0;
       const res = await get('/api/v1/me', await make()).expect(401);
       expect(res.body).toEqual({ code: 'invalid_token', error: 'Invalid bearer token' });
-      const refusals = logs.join('').split('\n').filter((line) => line.includes('refused a bearer token'));
+      const refusals = logs
+        .join('')
+        .split('\n')
+        .filter((line) => line.includes('refused a bearer token'));
       expect(refusals.join('\n')).toContain(reason);
     });
 

@@ -58,12 +58,16 @@ export class OidcIssuer {
       body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'api' }),
     });
     const body = (await response.json()) as { access_token?: string };
-    if (!response.ok || !body.access_token) throw new Error(`token endpoint answered ${response.status}: ${JSON.stringify(body)}`);
+    if (!response.ok || !body.access_token)
+      throw new Error(`token endpoint answered ${response.status}: ${JSON.stringify(body)}`);
     return body.access_token;
   }
 
   /** A token made by hand: `claims` over valid defaults, signed with the issuer's current key unless `header` says otherwise. */
-  async forge(claims: Record<string, unknown>, options: { key?: IssuerKey; header?: Record<string, unknown> } = {}): Promise<string> {
+  async forge(
+    claims: Record<string, unknown>,
+    options: { key?: IssuerKey; header?: Record<string, unknown> } = {},
+  ): Promise<string> {
     const { SignJWT } = await jose();
     const key = options.key ?? this.keys[0];
     const now = Math.floor(Date.now() / 1000);
@@ -84,8 +88,6 @@ export class OidcIssuer {
     const { default: Provider } = await import('oidc-provider');
     const users = [...this.claims.keys()];
     const provider = new Provider(this.issuer, {
-      // Clients are looked up when used: a user added after start gets a client too.
-      findAccount: () => undefined,
       clients: users.map(client),
       jwks: { keys: this.keys.map((key) => key.jwk) },
       features: {
@@ -100,7 +102,7 @@ export class OidcIssuer {
       },
       ttl: { ClientCredentials: 300 },
       extraTokenClaims: (_ctx, token) => this.claims.get(String((token as { clientId?: string }).clientId)) ?? {},
-    } as ConstructorParameters<typeof Provider>[1]);
+    });
     // Unknown clients are made on the fly, so a test may ask a token for any new user.
     const original = provider.Client.find.bind(provider.Client);
     provider.Client.find = async (id: string) => {
