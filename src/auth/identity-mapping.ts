@@ -115,18 +115,22 @@ export function parseIdentityMapping(input: Record<string, unknown>): IdentityMa
   const unknown = Object.keys(input).find((key) => !known.has(key));
   if (unknown !== undefined) throw invalid(`unknown property "${unknown.slice(0, 100)}"`);
 
-  const attributes: Record<string, string> = {};
-  for (const [name, claim] of Object.entries(record(input.attributes, 'attributes'))) {
-    if (!ATTRIBUTE_NAME.test(name)) throw invalid(`attribute name "${name.slice(0, 100)}" must be letters, digits or _`);
-    attributes[name] = path(claim, `attributes.${name}`);
-  }
+  // Object.fromEntries defines own properties: a group value named "__proto__" stays a plain key.
+  const attributes = Object.fromEntries(
+    Object.entries(record(input.attributes, 'attributes')).map(([name, claim]) => {
+      if (!ATTRIBUTE_NAME.test(name)) throw invalid(`attribute name "${name.slice(0, 100)}" must be letters, digits or _`);
+      return [name, path(claim, `attributes.${name}`)];
+    }),
+  );
   const role = record(input.role, 'role');
   const roleKey = Object.keys(role).find((key) => key !== 'admin');
   if (roleKey !== undefined) throw invalid(`role maps only "admin" (everyone else is a member), not "${roleKey.slice(0, 100)}"`);
-  const policies: Record<string, string[]> = {};
-  for (const [value, names] of Object.entries(record(input.policies, 'policies'))) {
-    policies[value] = strings(names, `policies["${value.slice(0, 100)}"]`, POLICY_NAME);
-  }
+  const policies = Object.fromEntries(
+    Object.entries(record(input.policies, 'policies')).map(([value, names]) => [
+      value,
+      strings(names, `policies["${value.slice(0, 100)}"]`, POLICY_NAME),
+    ]),
+  );
   return {
     subject: path(input.subject, 'subject', DEFAULT_IDENTITY_MAPPING.subject),
     attributes,
