@@ -12,7 +12,8 @@ import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { OidcIssuer, TEST_AUDIENCE } from '../support/oidc-issuer';
 import { bodyOf, errorOf, type RecordPage } from '../support/responses';
-import { bearer, type TestApp } from '../support/test-app';
+import { freePort } from '../support/free-port';
+import { bearer, startTestApp, type TestApp } from '../support/test-app';
 
 const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 type Jose = typeof import('jose');
@@ -358,3 +359,82 @@ async function strangerKey() {
   const { generateKeyPair } = await jose();
   return { privateKey: (await generateKeyPair('RS256')).privateKey, jwk: { kty: 'RSA', kid: 'stranger' } };
 }
+
+describe('end-user identity: several issuers (AUTH_OIDC_ISSUERS)', () => {
+  let first: OidcIssuer;
+  let second: OidcIssuer;
+  let deadIssuer: string;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    first = await OidcIssuer.start({ sam: { groups: ['copilot-admins'] } });
+    second = await OidcIssuer.start({ sam: {} });
+    deadIssuer = `http://127.0.0.1:${await freePort()}`;
+    t = await startTestApp({
+      env: {
+        AUTH_OIDC_ISSUERS: JSON.stringify([
+          { issuer: first.issuer, audience: TEST_AUDIENCE },
+          { issuer: second.issuer, audience: TEST_AUDIENCE, jwksUrl: `${second.issuer}/jwks` },
+          { issuer: deadIssuer, audience: TEST_AUDIENCE },
+        ]),
+        AUTH_FAILURES_PER_MINUTE: '0',
+      },
+    });
+    await t.http
+      .put('/api/v1/identity/mapping')
+      .set(asAdmin(t))
+      .send({ role: { admin: ['copilot-admins'] } })
+      .expect(200);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await first?.close();
+    await second?.close();
+  });
+
+  it('keeps the same subject of two issuers apart: two users, each with its own role', async () => {
+    const one = bodyOf<{ issuer: string; role: string }>(
+      await t.http
+        .get('/api/v1/me')
+        .set(bearer(await first.token('sam')))
+        .expect(200),
+    );
+    const two = bodyOf<{ issuer: string; role: string }>(
+      await t.http
+        .get('/api/v1/me')
+        .set(bearer(await second.token('sam')))
+        .expect(200),
+    );
+    expect([one, two]).toMatchObject([
+      { issuer: first.issuer, role: 'admin' },
+      { issuer: second.issuer, role: 'member' },
+    ]);
+    const rows = await t.sql(`select issuer from api_keys where kind = 'user' and subject = 'sam' order by issuer`);
+    expect(rows).toHaveLength(2);
+  });
+
+  it('does not fetch the keys again for an unknown kid within AUTH_OIDC_JWKS_REFRESH_MS (60 s by default)', async () => {
+    await t.http
+      .get('/api/v1/me')
+      .set(bearer(await second.token('sam')))
+      .expect(200);
+    await second.rotate('key-2');
+    const res = await t.http
+      .get('/api/v1/me')
+      .set(bearer(await second.token('sam')))
+      .expect(401);
+    expect(errorOf(res).code).toBe('invalid_token');
+  });
+
+  it('answers 503 identity_provider_unavailable with Retry-After when an issuer cannot be reached', async () => {
+    const token = await first.forge({ iss: deadIssuer, sub: 'sam' });
+    const res = await t.http.get('/api/v1/me').set(bearer(token)).expect(503);
+    expect(errorOf(res).code).toBe('identity_provider_unavailable');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    // The other issuers are not affected.
+    await t.http
+      .get('/api/v1/me')
+      .set(bearer(await first.token('sam')))
+      .expect(200);
+  });
+});

@@ -49,14 +49,17 @@ export class OidcIssuer {
   /** An access token for `sub` from the token endpoint (client credentials). */
   async token(sub: string): Promise<string> {
     if (!this.claims.has(sub)) this.claims.set(sub, {});
-    const response = await fetch(`${this.issuer}/token`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`${sub}:${sub}-secret`).toString('base64')}`,
-      },
-      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'api' }),
-    });
+    const ask = () =>
+      fetch(`${this.issuer}/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${sub}:${sub}-secret`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'api' }),
+      });
+    // A kept-alive connection to the provider before a rotation restarted it fails once: ask again.
+    const response = await ask().catch(ask);
     const body = (await response.json()) as { access_token?: string };
     if (!response.ok || !body.access_token)
       throw new Error(`token endpoint answered ${response.status}: ${JSON.stringify(body)}`);
