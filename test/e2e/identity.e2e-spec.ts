@@ -127,7 +127,12 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
     });
 
     it('a user in an admin group is an admin; a member may not use admin routes', async () => {
-      await get('/api/v1/identity/mapping', await idp.token('bob')).expect(200);
+      const bob = await idp.token('bob');
+      await get('/api/v1/identity/mapping', bob).expect(200);
+      // What an admin user changes is audited under its own principal.
+      await t.http.put('/api/v1/identity/mapping').set(bearer(bob)).send(MAPPING).expect(200);
+      const audited = await t.sql(`select action from audit_log where kind = 'admin' and key_id = $1`, [await userRow('bob')]);
+      expect(audited).toEqual([{ action: 'identity.mapping' }]);
       expect(bodyOf<{ role: string }>(await get('/api/v1/me', await idp.token('bob')).expect(200)).role).toBe('admin');
       expect(errorOf(await get('/api/v1/identity/mapping', await idp.token('alice')).expect(403)).code).toBe('forbidden');
     });
@@ -322,8 +327,23 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
   });
 
   describe('revocation', () => {
-    it("stops the user's next request, its open event stream and its later tokens", async () => {
+    it("stops the user's next request, its open event stream, its chat turn and its later tokens", async () => {
       const token = await idp.token('alice');
+      const form = {
+        name: 'show_form',
+        description: 'Show a form to the user and return what they entered.',
+        inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+      };
+      llm.reset();
+      llm.enqueue(MockReply.toolCalls([{ id: 'form_1', name: 'show_form', arguments: { title: 'x' } }]));
+      const chat = bodyOf<{ id: string }>(
+        await t.http
+          .post('/api/v1/chats')
+          .set(bearer(token))
+          .send({ agent: 'data_chat', message: 'form please', dynamicTools: [form] })
+          .expect(201),
+      );
+      await waitForChat(t, chat.id, hasStatus('requires_action'), token);
       const stream = await SseClient.open(url, '/api/v1/objects/deal/changes/stream', token);
       try {
         await t.http
@@ -337,6 +357,16 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       }
       expect(errorOf(await get('/api/v1/me', token).expect(401)).code).toBe('invalid_token');
       expect(errorOf(await get('/api/v1/me', await idp.token('alice')).expect(401)).code).toBe('invalid_token');
+      const chatRow = async () =>
+        (
+          await t.sql<{ status: string; last_error: { code: string } | null }>(
+            `select status, last_error from chats where id = $1`,
+            [chat.id],
+          )
+        )[0];
+      await eventually(async () => (await chatRow()).status === 'error');
+      expect((await chatRow()).last_error).toMatchObject({ code: 'key_revoked' });
+      expect(llm.requests).toHaveLength(1);
       // Others go on.
       await get('/api/v1/me', await idp.token('bob')).expect(200);
     });
