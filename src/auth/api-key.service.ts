@@ -23,6 +23,7 @@ import {
   UpdateApiKeyDto,
 } from './api-key.dto';
 import { ACCESS_CHANGED } from './access-changed';
+import { toUserResponse, type UserListResponse, type UserResponse } from './identity.dto';
 
 /** How long a verified key is trusted without asking the database again (revocations clear it at once). */
 const AUTH_CACHE_TTL_MS = 30_000;
@@ -183,6 +184,27 @@ export class ApiKeyService implements OnModuleInit {
   async list(): Promise<ApiKeyListResponse> {
     const keys = await this.em.fork().find(ApiKeyEntity, { kind: 'key' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
     return { apiKeys: keys.map(toApiKeyResponse) };
+  }
+
+  /** The users of the identity providers, active and revoked, oldest first. */
+  async listUsers(): Promise<UserListResponse> {
+    const users = await this.em.fork().find(ApiKeyEntity, { kind: 'user' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return { users: users.map(toUserResponse) };
+  }
+
+  /** A user's own daily token quota (null: the default); `user_not_found` for anything but an active user. */
+  async updateUser(id: string, tokensPerDay: number | null, actor?: AuditActor): Promise<UserResponse> {
+    const response = await this.em.fork().transactional(async (em) => {
+      const user = isUuid(id) ? await em.findOne(ApiKeyEntity, { id, kind: 'user' }) : null;
+      if (!user || user.revoked) throw new DomainError('user_not_found', `User "${String(id).slice(0, 100)}" not found`);
+      user.tokensPerDay = tokensPerDay;
+      // Quotas are cached per replica until keys change: this tells them.
+      await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      await this.audit.admin(em, actor, 'identity.user.update', user.id);
+      return toUserResponse(user);
+    });
+    this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
+    return response;
   }
 
   /** Revokes a key. The last active admin key cannot be revoked: nobody could administer the server. */

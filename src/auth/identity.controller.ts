@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Inject, Post, Put } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { DomainError } from '../common/domain-error';
@@ -6,7 +6,15 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { ApiKeyService } from './api-key.service';
 import { Roles } from './auth.decorators';
 import { Caller } from './caller';
-import { IdentityMappingDto, IdentityMappingResponse, MeResponse, RevokeUserDto } from './identity.dto';
+import {
+  IdentityMappingDto,
+  IdentityMappingResponse,
+  MeResponse,
+  RevokeUserDto,
+  UpdateUserDto,
+  UserListResponse,
+  UserResponse,
+} from './identity.dto';
 import { UserPrincipalService } from './user-principal.service';
 
 @ApiTags('identity')
@@ -71,5 +79,26 @@ export class IdentityController {
       throw new DomainError('validation_failed', `"${dto.issuer.slice(0, 200)}" is not a configured issuer`);
     }
     await this.keys.revokeUser(dto.issuer, dto.subject, caller);
+  }
+
+  @Get('identity/users')
+  @Roles('admin')
+  @ApiRoute({
+    summary: 'List the users of the identity providers seen so far (and users revoked ahead), with their ids',
+    type: UserListResponse,
+  })
+  listUsers(): Promise<UserListResponse> {
+    return this.keys.listUsers();
+  }
+
+  @Patch('identity/users/:id')
+  @Roles('admin')
+  @ApiRoute({
+    summary: "Set a user's daily token quota; its role, policies and attributes come from its tokens through the mapping",
+    type: UserResponse,
+    errors: [...BODY_ERRORS, 'user_not_found'],
+  })
+  updateUser(@Caller() caller: Caller, @Param('id') id: string, @Body() dto: UpdateUserDto): Promise<UserResponse> {
+    return this.keys.updateUser(id, dto.tokensPerDay, caller);
   }
 }

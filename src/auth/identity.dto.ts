@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsNotEmpty, IsObject, IsOptional, IsString, MaxLength } from 'class-validator';
-import { API_KEY_ROLES, type ApiKeyRole, type KeyAttributes, type PrincipalKind } from './api-key.entity';
+import { IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Max, MaxLength, Min, ValidateIf } from 'class-validator';
+import { MAX_TOKENS_PER_DAY } from './api-key.dto';
+import { API_KEY_ROLES, type ApiKey, type ApiKeyRole, type KeyAttributes, type PrincipalKind } from './api-key.entity';
 
 const CLAIM_DOC = 'A claim name, or a dot-separated path into nested claims (a claim named exactly so is taken first)';
 
@@ -87,4 +88,56 @@ export class MeResponse {
   policies: string[];
   @ApiProperty({ type: 'object', additionalProperties: { oneOf: [{ type: 'string' }, { type: 'number' }] } })
   attributes: KeyAttributes;
+}
+
+const USER_TOKENS_PER_DAY_DOC = {
+  description:
+    'Model tokens the user may use per UTC day (every agent together), overriding QUOTA_TOKENS_PER_KEY_DAY; null: that default.',
+  type: 'integer',
+  nullable: true,
+  minimum: 0,
+  maximum: MAX_TOKENS_PER_DAY,
+} as const;
+
+/** A user of an identity provider as admins see it (GET /api/v1/identity/users). */
+export class UserResponse {
+  @ApiProperty({ format: 'uuid', description: 'Its id: the keyId of its usage, audit and quota' }) id: string;
+  @ApiProperty() issuer: string;
+  @ApiProperty() subject: string;
+  @ApiProperty({ enum: API_KEY_ROLES }) role: ApiKeyRole;
+  @ApiProperty({ type: [String] }) policies: string[];
+  @ApiProperty({ type: 'object', additionalProperties: { oneOf: [{ type: 'string' }, { type: 'number' }] } })
+  attributes: KeyAttributes;
+  @ApiProperty(USER_TOKENS_PER_DAY_DOC) tokensPerDay: number | null;
+  @ApiProperty() revoked: boolean;
+  @ApiProperty({ format: 'date-time', description: 'When its first token was accepted (or it was revoked unseen)' })
+  createdAt: string;
+}
+
+export class UserListResponse {
+  @ApiProperty({ type: [UserResponse] }) users: UserResponse[];
+}
+
+/** What an admin may change on a user: its role, policies and attributes are the identity provider's. */
+export class UpdateUserDto {
+  @ApiProperty(USER_TOKENS_PER_DAY_DOC)
+  @ValidateIf((_dto, value) => value !== null)
+  @IsInt()
+  @Min(0)
+  @Max(MAX_TOKENS_PER_DAY)
+  tokensPerDay: number | null;
+}
+
+export function toUserResponse(user: ApiKey): UserResponse {
+  return {
+    id: user.id,
+    issuer: user.issuer ?? '',
+    subject: user.subject,
+    role: user.role,
+    policies: user.policies ?? [],
+    attributes: user.attributes ?? {},
+    tokensPerDay: user.tokensPerDay ?? null,
+    revoked: user.revoked,
+    createdAt: user.createdAt.toISOString(),
+  };
 }

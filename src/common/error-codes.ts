@@ -65,6 +65,7 @@ export const ERRORS = {
   field_not_found: HttpStatus.NOT_FOUND,
   record_not_found: HttpStatus.NOT_FOUND,
   api_key_not_found: HttpStatus.NOT_FOUND,
+  user_not_found: HttpStatus.NOT_FOUND,
   agent_not_found: HttpStatus.NOT_FOUND,
   tool_not_found: HttpStatus.NOT_FOUND,
   chat_not_found: HttpStatus.NOT_FOUND,

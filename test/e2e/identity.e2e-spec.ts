@@ -6,6 +6,7 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiKeyListResponse } from '../../src/auth/api-key.dto';
 import type { ChangesResponse } from '../../src/changes/changes.dto';
+import type { UserListResponse, UserResponse } from '../../src/auth/identity.dto';
 import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/agent-fixtures';
 import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
@@ -204,10 +205,32 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       expect(refused).toBeInstanceOf(APIError);
       expect((refused as APIError).status).toBe(429);
       expect(llm.requests).toHaveLength(1);
+      // An admin finds the user and gives it a quota of its own; it goes on at once.
+      const users = bodyOf<UserListResponse>(await t.http.get('/api/v1/identity/users').set(asAdmin(t)).expect(200)).users;
+      expect(users.find((u) => u.subject === 'mallory')).toMatchObject({
+        id,
+        issuer: idp.issuer,
+        role: 'member',
+        policies: ['regional'],
+        tokensPerDay: null,
+        revoked: false,
+      });
+      const updated = await t.http.patch(`/api/v1/identity/users/${id}`).set(asAdmin(t)).send({ tokensPerDay: 1000 }).expect(200);
+      expect(bodyOf<UserResponse>(updated).tokensPerDay).toBe(1000);
+      llm.enqueue(MockReply.text('again', { usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+      await openai.chat.completions.create({ model: 'data_chat', messages: [{ role: 'user', content: 'again' }] });
+      const keyId = await userRow('alice');
+      expect(
+        errorOf(await t.http.patch(`/api/v1/identity/users/${t.adminKey}`).set(asAdmin(t)).send({ tokensPerDay: 1 }).expect(404))
+          .code,
+      ).toBe('user_not_found');
+      await t.http.patch(`/api/v1/identity/users/${keyId}`).set(asAdmin(t)).send({ tokensPerDay: -1 }).expect(400);
+      // The usage report shows the user its own usage, under its id.
+      await eventually(async () => (await used()) === 122);
       const report = bodyOf<{ rows: Array<{ keyId: string; totalTokens: number }> }>(
         await get('/api/v1/usage?groupBy=key', await idp.token('mallory')).expect(200),
       );
-      expect(report.rows).toEqual([expect.objectContaining({ keyId: id, totalTokens: 120 })]);
+      expect(report.rows).toEqual([expect.objectContaining({ keyId: id, totalTokens: 122 })]);
     });
 
     it('a durable chat runs as the user, under its policies, and belongs to it; so does a useChat turn', async () => {
