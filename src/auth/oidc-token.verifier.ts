@@ -57,7 +57,14 @@ export class OidcTokenVerifier {
 
   /** Whether the secret is a JWT this verifier must judge (an API key never has a JWT's shape). */
   handles(secret: string): boolean {
-    return this.issuers.size > 0 && JWT_SHAPE.test(secret);
+    if (!this.issuers.size || !JWT_SHAPE.test(secret)) return false;
+    // A JWT's header is a JSON object naming its algorithm; an API key that merely has two dots is not one.
+    try {
+      const header: unknown = JSON.parse(Buffer.from(secret.slice(0, secret.indexOf('.')), 'base64url').toString('utf8'));
+      return !!header && typeof header === 'object' && typeof (header as { alg?: unknown }).alg === 'string';
+    } catch {
+      return false;
+    }
   }
 
   /** The token's issuer and claims; TokenRefused (401 invalid_token) otherwise. */

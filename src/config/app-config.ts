@@ -424,7 +424,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),
     oidcIssuers: oidcIssuers(env),
-    oidcJwksRefreshMs: int(env, 'AUTH_OIDC_JWKS_REFRESH_MS', 60_000, 0, 86_400_000),
+    oidcJwksRefreshMs: int(env, 'AUTH_OIDC_JWKS_REFRESH_MS', 60_000, 1_000, 86_400_000),
   };
 }
 
