@@ -58,11 +58,7 @@ export class ApiKeyGuard implements CanActivate {
     } catch (refused) {
       const header = request.headers.authorization;
       const match = typeof header === 'string' ? BEARER.exec(header) : null;
-      const known = match
-        ? this.users.handles(match[1])
-          ? this.users.knownCaller(match[1])
-          : this.keys.knownCaller(match[1])
-        : undefined;
+      const known = match ? this.knownCaller(match[1]) : undefined;
       if (!known) throw refused;
       return known;
     }
@@ -74,6 +70,11 @@ export class ApiKeyGuard implements CanActivate {
       }
       throw error;
     }
+  }
+
+  /** The caller of a key or token this replica verified recently, without verifying it again. */
+  private knownCaller(secret: string): Caller | undefined {
+    return this.users.handles(secret) ? this.users.knownCaller(secret) : this.keys.knownCaller(secret);
   }
 
   private async authenticate(request: GuardedRequest, streamRoute: StreamTokenRoute | undefined): Promise<Caller> {
