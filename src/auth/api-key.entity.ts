@@ -9,7 +9,12 @@ export const ApiKeyEntity = defineEntity({
     name: p.string(),
     /** First characters of the secret, so people can tell keys apart in listings. */
     prefix: p.string(),
-    secretHash: p.string().unique(),
+    /** Null for a user: no secret authenticates as one. */
+    secretHash: p.string().nullable().unique(),
+    /** `key`: authenticates by its secret; `user`: a person of `issuer`, authenticated by that issuer's tokens. */
+    kind: p.string().$type<PrincipalKind>().default('key'),
+    /** The token issuer of a user; null for a key. */
+    issuer: p.string().nullable(),
     role: p.string().$type<ApiKeyRole>(),
     /** Who the key acts for; chats and other owned rows belong to a subject. */
     subject: p.string(),
@@ -24,6 +29,8 @@ export const ApiKeyEntity = defineEntity({
   },
 });
 export type ApiKey = InferEntity<typeof ApiKeyEntity>;
+
+export type PrincipalKind = 'key' | 'user';
 
 export const API_KEY_ROLES = ['admin', 'member'] as const;
 export type ApiKeyRole = (typeof API_KEY_ROLES)[number];

@@ -8,14 +8,16 @@ import { PUBLIC_KEY, ROLES_KEY, STREAM_TOKEN_KEY, type StreamTokenRoute } from '
 import { Caller } from './caller';
 import { AuthFailureThrottle } from './rate-limits';
 import { StreamTokenService } from './stream-token.service';
+import { UserPrincipalService } from './user-principal.service';
 
-/** `Authorization: Bearer <key>`. */
+/** `Authorization: Bearer <key or identity provider token>`. */
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 type GuardedRequest = FastifyRequest & { caller?: Caller };
 
 /**
- * Global guard: every route needs `Authorization: Bearer <key>` unless marked @Public(); roles from
+ * Global guard: every route needs `Authorization: Bearer <key>` (or a JWT of a configured identity
+ * provider, which authenticates a user) unless marked @Public(); roles from
  * @Roles(). Event-stream routes marked @AcceptsStreamToken() also take `?token=<stream token>`.
  */
 @Injectable()
@@ -25,6 +27,7 @@ export class ApiKeyGuard implements CanActivate {
     private readonly keys: ApiKeyService,
     private readonly streamTokens: StreamTokenService,
     private readonly throttle: AuthFailureThrottle,
+    private readonly users: UserPrincipalService,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -55,16 +58,23 @@ export class ApiKeyGuard implements CanActivate {
     } catch (refused) {
       const header = request.headers.authorization;
       const match = typeof header === 'string' ? BEARER.exec(header) : null;
-      const known = match ? this.keys.knownCaller(match[1]) : undefined;
+      const known = match ? this.knownCaller(match[1]) : undefined;
       if (!known) throw refused;
       return known;
     }
     try {
       return await this.authenticate(request, streamRoute);
     } catch (error) {
-      if (error instanceof DomainError && error.code === 'unauthorized') this.throttle.failed(request.ip);
+      if (error instanceof DomainError && (error.code === 'unauthorized' || error.code === 'invalid_token')) {
+        this.throttle.failed(request.ip);
+      }
       throw error;
     }
+  }
+
+  /** The caller of a key or token this replica verified recently, without verifying it again. */
+  private knownCaller(secret: string): Caller | undefined {
+    return this.users.handles(secret) ? this.users.knownCaller(secret) : this.keys.knownCaller(secret);
   }
 
   private async authenticate(request: GuardedRequest, streamRoute: StreamTokenRoute | undefined): Promise<Caller> {
@@ -72,6 +82,8 @@ export class ApiKeyGuard implements CanActivate {
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? BEARER.exec(header) : null;
     if (match) {
+      // A JWT of a configured identity provider is a user's token; anything else is an API key's secret.
+      if (this.users.handles(match[1])) return this.users.authenticate(match[1]);
       const caller = await this.keys.authenticate(match[1]);
       if (!caller) throw new DomainError('unauthorized', 'Unknown or revoked API key');
       return caller;

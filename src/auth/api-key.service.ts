@@ -1,4 +1,4 @@
-import { EntityManager } from '@mikro-orm/postgresql';
+import { EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
@@ -23,6 +23,7 @@ import {
   UpdateApiKeyDto,
 } from './api-key.dto';
 import { ACCESS_CHANGED } from './access-changed';
+import { toUserResponse, type UserListResponse, type UserResponse } from './identity.dto';
 
 /** How long a verified key is trusted without asking the database again (revocations clear it at once). */
 const AUTH_CACHE_TTL_MS = 30_000;
@@ -82,7 +83,7 @@ export class ApiKeyService implements OnModuleInit {
     const hash = hashSecret(secret);
     const cached = this.verified.get(hash);
     if (cached && cached.until > Date.now()) return cached.caller;
-    const key = await this.em.fork().findOne(ApiKeyEntity, { secretHash: hash, revoked: false });
+    const key = await this.em.fork().findOne(ApiKeyEntity, { secretHash: hash, kind: 'key', revoked: false });
     if (!key) return undefined;
     const caller: Caller = { keyId: key.id, role: key.role, subject: key.subject };
     if (this.verified.size >= AUTH_CACHE_MAX) this.verified.clear();
@@ -129,10 +130,17 @@ export class ApiKeyService implements OnModuleInit {
     return key ? { keyId, role: key.role, subject: key.subject } : null;
   }
 
-  /** What a key's access is compiled from: its policies' names, its attributes and subject; null when unknown. */
-  async accessInputs(keyId: string): Promise<Pick<ApiKey, 'policies' | 'attributes' | 'subject'> | null> {
-    const key = await this.em.fork().findOne(ApiKeyEntity, { id: keyId }, { fields: ['policies', 'attributes', 'subject'] });
-    return key ? { policies: key.policies, attributes: key.attributes, subject: key.subject } : null;
+  /** What a key's access is compiled from: its policies' names, its attributes and subject, and its kind; null when unknown. */
+  async accessInputs(keyId: string): Promise<Pick<ApiKey, 'policies' | 'attributes' | 'subject' | 'kind'> | null> {
+    const key = await this.em
+      .fork()
+      .findOne(ApiKeyEntity, { id: keyId }, { fields: ['policies', 'attributes', 'subject', 'kind'] });
+    return key ? { policies: key.policies, attributes: key.attributes, subject: key.subject, kind: key.kind } : null;
+  }
+
+  /** What GET /me shows of a principal (a key or a user); null when unknown. */
+  async principal(keyId: string): Promise<ApiKey | null> {
+    return isUuid(keyId) ? this.em.fork().findOne(ApiKeyEntity, { id: keyId }) : null;
   }
 
   async tokensPerDay(keyId: string): Promise<number | null> {
@@ -142,7 +150,8 @@ export class ApiKeyService implements OnModuleInit {
 
   async update(id: string, dto: UpdateApiKeyDto, actor?: AuditActor): Promise<ApiKeyResponse> {
     const response = await this.em.fork().transactional(async (em) => {
-      const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
+      // A user's row is the identity provider's to shape (the mapping), not an API key to edit.
+      const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id, kind: 'key' }) : null;
       if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${String(id).slice(0, 100)}" not found`);
       if (dto.subject !== undefined) key.subject = dto.subject;
       if (dto.policies !== undefined) key.policies = await this.checkPolicies(em, dto.policies);
@@ -158,7 +167,7 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /** Every name must be an existing policy: a misspelt one would leave the key with less than meant. */
-  private async checkPolicies(em: EntityManager, names: string[]): Promise<string[]> {
+  async checkPolicies(em: EntityManager, names: string[]): Promise<string[]> {
     const unique = [...new Set(names)];
     if (!unique.length) return [];
     if (!this.policyNames) throw new Error('No policy names registered: the governance module is not loaded');
@@ -173,26 +182,83 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   async list(): Promise<ApiKeyListResponse> {
-    const keys = await this.em.fork().find(ApiKeyEntity, {}, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const keys = await this.em.fork().find(ApiKeyEntity, { kind: 'key' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
     return { apiKeys: keys.map(toApiKeyResponse) };
+  }
+
+  /** The users of the identity providers, active and revoked, oldest first. */
+  async listUsers(): Promise<UserListResponse> {
+    const users = await this.em.fork().find(ApiKeyEntity, { kind: 'user' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    return { users: users.map(toUserResponse) };
+  }
+
+  /** A user's own daily token quota (null: the default); `user_not_found` for anything but an active user. */
+  async updateUser(id: string, tokensPerDay: number | null, actor?: AuditActor): Promise<UserResponse> {
+    const response = await this.em.fork().transactional(async (em) => {
+      const user = isUuid(id) ? await em.findOne(ApiKeyEntity, { id, kind: 'user' }) : null;
+      if (!user || user.revoked) throw new DomainError('user_not_found', `User "${String(id).slice(0, 100)}" not found`);
+      user.tokensPerDay = tokensPerDay;
+      // Quotas are cached per replica until keys change: this tells them.
+      await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      await this.audit.admin(em, actor, 'identity.user.update', user.id);
+      return toUserResponse(user);
+    });
+    this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
+    return response;
   }
 
   /** Revokes a key. The last active admin key cannot be revoked: nobody could administer the server. */
   async revoke(id: string, actor?: AuditActor): Promise<void> {
     await this.em.fork().transactional(async (em) => {
-      const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id }) : null;
+      const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id, kind: 'key' }) : null;
       if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${id}" not found`);
       if (key.role === 'admin') {
         await lockForTransaction(em, ADVISORY_LOCK.adminRevoke);
-        const admins = await em.count(ApiKeyEntity, { role: 'admin', revoked: false });
+        // Users do not count: an identity provider that is down or misconfigured must not lock every admin out.
+        const admins = await em.count(ApiKeyEntity, { role: 'admin', kind: 'key', revoked: false });
         if (admins <= 1) throw new DomainError('last_admin_key', 'Cannot revoke the last active admin key');
       }
-      key.revoked = true;
-      await this.pubsub.publish({ type: API_KEY_REVOKED, keyId: key.id }, em);
-      // Access compiled for the key goes too: a chat turn it posted stops on whichever replica holds it.
-      await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      await this.markRevoked(em, key);
       await this.audit.admin(em, actor, 'api_key.delete', key.id);
     });
+    this.revoked(id);
+  }
+
+  /**
+   * Revokes a user of an identity provider: its requests, streams and turns stop as a revoked key's do,
+   * and its tokens are refused from now on. A user never seen yet is recorded revoked, so its first token is refused too.
+   */
+  async revokeUser(issuer: string, subject: string, actor?: AuditActor): Promise<void> {
+    const id = await this.em.fork().transactional(async (em) => {
+      await em.getConnection().execute(
+        `insert into "api_keys" ("id", "name", "prefix", "secret_hash", "kind", "issuer", "role", "subject", "policies", "attributes", "revoked", "created_at")
+         values (?, ?, '', null, 'user', ?, 'member', ?, '[]', '{}', true, now())
+         on conflict ("issuer", "subject") where "kind" = 'user' do nothing`,
+        [randomUUID(), `user ${subject}`.slice(0, 255), issuer, subject],
+        'run',
+        em.getTransactionContext(),
+      );
+      const user = await em.findOneOrFail(
+        ApiKeyEntity,
+        { kind: 'user', issuer, subject },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!user.revoked) await this.markRevoked(em, user);
+      await this.audit.admin(em, actor, 'identity.revoke', user.id);
+      return user.id;
+    });
+    this.revoked(id);
+  }
+
+  private async markRevoked(em: EntityManager, key: ApiKey): Promise<void> {
+    key.revoked = true;
+    await this.pubsub.publish({ type: API_KEY_REVOKED, keyId: key.id }, em);
+    // Access compiled for the key goes too: a chat turn it posted stops on whichever replica holds it.
+    await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+  }
+
+  /** This replica applies a committed revocation at once; the others when its notification arrives. */
+  private revoked(id: string): void {
     this.verified.clear();
     this.streams.closeKey(id);
     this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
@@ -232,7 +298,7 @@ export class ApiKeyService implements OnModuleInit {
       await em.flush();
       return;
     }
-    if ((await em.count(ApiKeyEntity, {})) > 0) return;
+    if ((await em.count(ApiKeyEntity, { kind: 'key' })) > 0) return;
     const secret = generateSecret();
     em.persist(this.build(em, secret, 'initial admin key', 'admin', 'admin'));
     await em.flush();
@@ -250,6 +316,8 @@ export class ApiKeyService implements OnModuleInit {
       name,
       prefix: secretPrefix(secret),
       secretHash: hashSecret(secret),
+      kind: 'key',
+      issuer: null,
       role,
       subject: subject ?? `key:${id}`,
       policies: [],

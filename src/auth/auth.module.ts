@@ -10,19 +10,26 @@ import { ApiKeyService } from './api-key.service';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { KeyStreams } from './key-streams.service';
 import { AuthFailureThrottle } from './rate-limits';
+import { IdentityController } from './identity.controller';
+import { IdentityMappingRepository } from './identity-mapping.repository';
+import { OidcTokenVerifier } from './oidc-token.verifier';
 import { StreamTokenController } from './stream-token.controller';
+import { UserPrincipalService } from './user-principal.service';
 import { StreamTokenRepository } from './stream-token.repository';
 import { StreamTokenService } from './stream-token.service';
 
 @Module({
   imports: [MikroOrmModule.forFeature([ApiKeyEntity]), AuditModule],
-  controllers: [ApiKeyController, StreamTokenController],
+  controllers: [ApiKeyController, StreamTokenController, IdentityController],
   providers: [
     ApiKeyService,
     ApiKeyRepository,
     KeyStreams,
     StreamTokenRepository,
     StreamTokenService,
+    OidcTokenVerifier,
+    IdentityMappingRepository,
+    UserPrincipalService,
     {
       provide: AuthFailureThrottle,
       useFactory: (config: AppConfig) => new AuthFailureThrottle(config.authFailuresPerMinute),

@@ -17,7 +17,7 @@ import { ErrorResponse } from './error-response.dto';
 export const API_KEY_SECURITY = 'apiKey';
 
 /** Errors any authenticated route can answer with, before the route itself runs. */
-const AUTH_ERRORS: ErrorCode[] = ['unauthorized', 'forbidden'];
+const AUTH_ERRORS: ErrorCode[] = ['unauthorized', 'invalid_token', 'identity_provider_unavailable', 'forbidden'];
 
 /** Errors any route can answer with. */
 const SERVER_ERRORS: ErrorCode[] = ['internal_error', 'shutting_down'];

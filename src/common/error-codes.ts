@@ -22,6 +22,11 @@ export const ERRORS = {
   // The key a chat turn runs as was revoked (or no longer acts for the chat's owner): the turn stops. Mostly a chat's
   // lastError; as a response, only when a key is revoked while its request is being admitted.
   key_revoked: HttpStatus.UNAUTHORIZED,
+  // A bearer JWT refused: bad signature or algorithm, unknown issuer, wrong audience, expired, no subject, or a revoked
+  // user. The response never says which (the server's log does): a forger learns nothing from it.
+  invalid_token: HttpStatus.UNAUTHORIZED,
+  // The identity provider's discovery document or keys could not be fetched to check a token; sent with Retry-After.
+  identity_provider_unavailable: HttpStatus.SERVICE_UNAVAILABLE,
 
   // The request itself: body, query, JSON, framework errors.
   bad_request: HttpStatus.BAD_REQUEST,
@@ -60,6 +65,7 @@ export const ERRORS = {
   field_not_found: HttpStatus.NOT_FOUND,
   record_not_found: HttpStatus.NOT_FOUND,
   api_key_not_found: HttpStatus.NOT_FOUND,
+  user_not_found: HttpStatus.NOT_FOUND,
   agent_not_found: HttpStatus.NOT_FOUND,
   tool_not_found: HttpStatus.NOT_FOUND,
   chat_not_found: HttpStatus.NOT_FOUND,

@@ -343,4 +343,60 @@ describe('loadConfig', () => {
       expect(configErrorOf({ STREAM_TOKENS_PER_KEY: '0' }).variable).toBe('STREAM_TOKENS_PER_KEY');
     });
   });
+  describe('end-user identity (OIDC issuers)', () => {
+    it('trusts no issuer by default', () => {
+      expect(loadConfig({}).oidcIssuers).toEqual([]);
+      expect(loadConfig({}).oidcJwksRefreshMs).toBe(60_000);
+    });
+
+    it('reads one issuer with its audience and optional JWKS URL', () => {
+      expect(loadConfig({ AUTH_OIDC_ISSUER: 'https://idp.example.com/', AUTH_OIDC_AUDIENCE: 'copilot' }).oidcIssuers).toEqual([
+        { issuer: 'https://idp.example.com/', audience: 'copilot' },
+      ]);
+      expect(
+        loadConfig({
+          AUTH_OIDC_ISSUER: 'http://127.0.0.1:9000',
+          AUTH_OIDC_AUDIENCE: 'copilot',
+          AUTH_OIDC_JWKS_URL: 'http://localhost:9000/jwks',
+        }).oidcIssuers,
+      ).toEqual([{ issuer: 'http://127.0.0.1:9000', audience: 'copilot', jwksUrl: 'http://localhost:9000/jwks' }]);
+    });
+
+    it('reads several issuers from AUTH_OIDC_ISSUERS', () => {
+      const list = [
+        { issuer: 'https://a.example.com', audience: 'x' },
+        { issuer: 'https://b.example.com', audience: 'y', jwksUrl: 'https://b.example.com/keys' },
+      ];
+      expect(loadConfig({ AUTH_OIDC_ISSUERS: JSON.stringify(list) }).oidcIssuers).toEqual(list);
+    });
+
+    it.each([
+      ['http:// off loopback', { AUTH_OIDC_ISSUER: 'http://idp.example.com', AUTH_OIDC_AUDIENCE: 'a' }, 'AUTH_OIDC_ISSUER'],
+      ['no audience', { AUTH_OIDC_ISSUER: 'https://idp.example.com' }, 'AUTH_OIDC_AUDIENCE'],
+      ['an audience without issuer', { AUTH_OIDC_AUDIENCE: 'a' }, 'AUTH_OIDC_AUDIENCE'],
+      [
+        'an http JWKS off loopback',
+        { AUTH_OIDC_ISSUER: 'https://idp.example.com', AUTH_OIDC_AUDIENCE: 'a', AUTH_OIDC_JWKS_URL: 'http://10.0.0.1/jwks' },
+        'AUTH_OIDC_ISSUER',
+      ],
+      [
+        'both forms',
+        { AUTH_OIDC_ISSUER: 'https://a.example.com', AUTH_OIDC_AUDIENCE: 'a', AUTH_OIDC_ISSUERS: '[]' },
+        'AUTH_OIDC_ISSUERS',
+      ],
+      ['a list that is not JSON', { AUTH_OIDC_ISSUERS: 'https://a.example.com' }, 'AUTH_OIDC_ISSUERS'],
+      ['an empty list', { AUTH_OIDC_ISSUERS: '[]' }, 'AUTH_OIDC_ISSUERS'],
+      ['an entry without audience', { AUTH_OIDC_ISSUERS: '[{"issuer":"https://a.example.com"}]' }, 'AUTH_OIDC_ISSUERS'],
+      [
+        'an issuer twice',
+        {
+          AUTH_OIDC_ISSUERS:
+            '[{"issuer":"https://a.example.com","audience":"x"},{"issuer":"https://a.example.com","audience":"y"}]',
+        },
+        'AUTH_OIDC_ISSUERS',
+      ],
+    ])('refuses %s, naming the variable', (_case, env, variable) => {
+      expect(configErrorOf(env).variable).toBe(variable);
+    });
+  });
 });

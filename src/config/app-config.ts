@@ -142,6 +142,20 @@ export interface AppConfig {
   rateLimitPerMinute: number;
   /** Requests with a wrong API key or stream token one client address may make per minute before it gets 429; 0: no limit. */
   authFailuresPerMinute: number;
+  /** Identity providers whose `Bearer` JWTs authenticate end users beside API keys; empty: API keys only. */
+  oidcIssuers: OidcIssuerConfig[];
+  /** Least time between two JWKS fetches of one issuer made for an unknown `kid`, milliseconds. */
+  oidcJwksRefreshMs: number;
+}
+
+/** One trusted token issuer (AUTH_OIDC_ISSUER or an entry of AUTH_OIDC_ISSUERS). */
+export interface OidcIssuerConfig {
+  /** Exactly the `iss` its tokens carry. */
+  issuer: string;
+  /** The `aud` a token must carry to be accepted here. */
+  audience: string;
+  /** Its JWKS; undefined: read from the issuer's OpenID discovery document. */
+  jwksUrl?: string;
 }
 
 export class ConfigError extends Error {
@@ -255,6 +269,73 @@ function origins(env: Env, name: string): '*' | string[] | undefined {
   return [...new Set(result)];
 }
 
+/** Whether an http:// URL may be trusted: only on this machine, where nobody can tamper with it in transit. */
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/** An issuer or JWKS URL: https, or http on a loopback address (tests, local development). */
+function identityUrl(name: string, raw: unknown, what: string): string {
+  if (typeof raw !== 'string' || !raw.trim()) throw new ConfigError(name, `needs ${what} as a URL`);
+  let parsed: URL;
+  try {
+    parsed = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(name, `${what} must be a URL, got "${raw}"`);
+  }
+  const ok = parsed.protocol === 'https:' || (parsed.protocol === 'http:' && isLoopback(parsed.hostname));
+  if (!ok) throw new ConfigError(name, `${what} must be an https:// URL (http:// only on a loopback address), got "${raw}"`);
+  return raw.trim();
+}
+
+function oidcIssuer(name: string, entry: { issuer?: unknown; audience?: unknown; jwksUrl?: unknown }): OidcIssuerConfig {
+  const issuer = identityUrl(name, entry.issuer, 'an issuer');
+  // Without an audience any token of the issuer, minted for any other application, would be accepted.
+  if (typeof entry.audience !== 'string' || !entry.audience.trim()) {
+    throw new ConfigError(name, `needs the audience tokens for this server carry (issuer ${issuer})`);
+  }
+  const jwksUrl = entry.jwksUrl === undefined || entry.jwksUrl === null ? undefined : identityUrl(name, entry.jwksUrl, 'jwksUrl');
+  return { issuer, audience: entry.audience.trim(), ...(jwksUrl ? { jwksUrl } : {}) };
+}
+
+/**
+ * AUTH_OIDC_ISSUER with AUTH_OIDC_AUDIENCE (and AUTH_OIDC_JWKS_URL), or AUTH_OIDC_ISSUERS as a JSON list of
+ * `{ "issuer", "audience", "jwksUrl"? }`; not both, so which one applies is never a guess.
+ */
+function oidcIssuers(env: Env): OidcIssuerConfig[] {
+  const single = str(env, 'AUTH_OIDC_ISSUER');
+  const list = str(env, 'AUTH_OIDC_ISSUERS');
+  if (single !== undefined && list !== undefined) {
+    throw new ConfigError('AUTH_OIDC_ISSUERS', 'and AUTH_OIDC_ISSUER are both set: list every issuer in AUTH_OIDC_ISSUERS');
+  }
+  if (single !== undefined) {
+    const audience = str(env, 'AUTH_OIDC_AUDIENCE');
+    if (audience === undefined) throw new ConfigError('AUTH_OIDC_AUDIENCE', 'must be set with AUTH_OIDC_ISSUER');
+    return [oidcIssuer('AUTH_OIDC_ISSUER', { issuer: single, audience, jwksUrl: str(env, 'AUTH_OIDC_JWKS_URL') })];
+  }
+  for (const orphan of ['AUTH_OIDC_AUDIENCE', 'AUTH_OIDC_JWKS_URL']) {
+    if (str(env, orphan) !== undefined) throw new ConfigError(orphan, 'is set without AUTH_OIDC_ISSUER');
+  }
+  if (list === undefined) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(list);
+  } catch {
+    throw new ConfigError('AUTH_OIDC_ISSUERS', 'must be a JSON list like [{"issuer": "https://…", "audience": "…"}]');
+  }
+  if (!Array.isArray(parsed) || !parsed.length || parsed.some((e) => !e || typeof e !== 'object' || Array.isArray(e))) {
+    throw new ConfigError('AUTH_OIDC_ISSUERS', 'must be a non-empty JSON list of {"issuer", "audience", "jwksUrl"?} objects');
+  }
+  const issuers = (parsed as Record<string, unknown>[]).map((entry) => oidcIssuer('AUTH_OIDC_ISSUERS', entry));
+  const seen = new Set<string>();
+  for (const { issuer } of issuers) {
+    if (seen.has(issuer)) throw new ConfigError('AUTH_OIDC_ISSUERS', `lists ${issuer} twice`);
+    seen.add(issuer);
+  }
+  return issuers;
+}
+
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 
 /** Builds and validates the configuration; throws ConfigError naming the first bad variable. */
@@ -342,6 +423,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     quotaTokensPerAgentDay: optionalInt(env, 'QUOTA_TOKENS_PER_AGENT_DAY', 0, Number.MAX_SAFE_INTEGER),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),
+    oidcIssuers: oidcIssuers(env),
+    oidcJwksRefreshMs: int(env, 'AUTH_OIDC_JWKS_REFRESH_MS', 60_000, 1_000, 86_400_000),
   };
 }
 

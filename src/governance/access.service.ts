@@ -215,6 +215,8 @@ export class AccessService {
     const key = await this.apiKeys.accessInputs(caller.keyId);
     if (!key) return CallerAccess.fromPolicies([], caller.subject, {}); // gone since it authenticated: nothing
     const names = key.policies ?? [];
+    // A member user whose claims bring no policy reads nothing: an identity provider's every user is not meant to see all.
+    if (!names.length && key.kind === 'user' && caller.role !== 'admin') return CallerAccess.fromPolicies([], key.subject, {});
     if (!names.length) return CallerAccess.unrestricted();
     const policies = await this.em.fork().find(AccessPolicyEntity, { name: { $in: names } });
     // A name that no longer resolves grants nothing; the remaining policies still restrict the key.
