@@ -77,6 +77,9 @@ const TARGETS = [
   'POST /api/v1/objects/{name}/records/{id}/restore',
   'POST /api/v1/objects/{name}/trash/{id}/restore',
   'POST /api/v1/change-sets/{id}/revert',
+  'PUT /api/v1/identity/mapping',
+  'POST /api/v1/identity/revocations',
+  'PATCH /api/v1/identity/users/{id}',
 ] as const;
 type Target = (typeof TARGETS)[number];
 
@@ -86,6 +89,9 @@ type Target = (typeof TARGETS)[number];
  * replay needs a data result stored in the chat, which these chats have none of (figure-references.e2e-spec).
  */
 const NEVER_ACCEPTED: ReadonlySet<Target> = new Set([
+  // This app trusts no identity provider: there is no issuer to revoke a user of, and no user to change.
+  'POST /api/v1/identity/revocations',
+  'PATCH /api/v1/identity/users/{id}',
   'POST /api/v1/chats/{id}/approvals',
   'POST /api/v1/chats/{id}/receipts/replay',
   'POST /api/v1/ai/agents/{agentName}/chats/{id}/receipts/replay',
@@ -673,6 +679,33 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
         )
         .map((id) => url('/api/v1/change-sets/', id, '/revert')),
       oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
+    ),
+    'PUT /api/v1/identity/mapping': request(
+      'PUT',
+      fc.constant('/api/v1/identity/mapping'),
+      validOr(
+        fc.record(
+          {
+            subject: fc.constantFrom('sub', 'email', 'https://example.com/claims/user'),
+            attributes: fc.dictionary(fc.constantFrom('region', 'team'), fc.constantFrom('region', 'org.team')),
+            role: fc.record({ admin: fc.array(fc.constantFrom('admins', 'ops'), { maxLength: 2 }) }),
+            policies: fc.dictionary(fc.constantFrom('sales', 'support'), fc.constant(['fuzz-policy'])),
+            claim: fc.constantFrom('groups', 'roles'),
+          },
+          { requiredKeys: [] },
+        ),
+        bodyFor(schemaOf('PUT /api/v1/identity/mapping')),
+      ),
+    ),
+    'POST /api/v1/identity/revocations': request(
+      'POST',
+      fc.constant('/api/v1/identity/revocations'),
+      bodyFor(schemaOf('POST /api/v1/identity/revocations')),
+    ),
+    'PATCH /api/v1/identity/users/{id}': request(
+      'PATCH',
+      fc.oneof(fc.uuid(), strangePathValue).map((id) => url('/api/v1/identity/users/', id)),
+      bodyFor(schemaOf('PATCH /api/v1/identity/users/{id}')),
     ),
     'POST /api/v1/objects/{name}/import': overValues(objectNames, (name, known) => {
       const fields = world.objects[known];
