@@ -133,9 +133,12 @@ export class OidcIssuer {
       const Client = provider.Client as unknown as new (metadata: ReturnType<typeof client>) => typeof found;
       return new Client(client(id));
     };
-    provider.use(async (ctx, next) => {
+    provider.use(async (ctx, next): Promise<void> => {
       const match = /^\/interaction\/([\w-]+)(\/login)?$/.exec(ctx.path);
-      if (!match) return next();
+      if (!match) {
+        await next();
+        return;
+      }
       const details = await provider.interactionDetails(ctx.req, ctx.res);
       if (match[2] && ctx.method === 'POST') {
         const form = new URLSearchParams(await readBody(ctx.req));

@@ -91,7 +91,7 @@ describe('playground: sign in with the identity provider (authorization code wit
       scopes: ['openid', 'api'],
       resource: TEST_AUDIENCE,
     });
-    const csp = (await t.http.get('/').expect(200)).headers['content-security-policy'] as string;
+    const csp = (await t.http.get('/').expect(200)).headers['content-security-policy'];
     expect(csp).toContain(`connect-src 'self' ${new URL(idp.issuer).origin}`);
     expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
   });
