@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
-/** GET /api/v1/playground/sign-in: public settings of the playground's sign-in, never a secret. */
+/** GET /playground/sign-in: public settings of the playground's sign-in, never a secret. */
 export class PlaygroundSignInResponse {
   @ApiProperty({ description: 'Whether the playground may sign in with the identity provider (PLAYGROUND_OIDC_CLIENT_ID)' })
   enabled: boolean;

@@ -6,7 +6,7 @@ import { PlaygroundSignInResponse } from './playground-sign-in.dto';
 import { PlaygroundSignIn } from './playground-sign-in.service';
 
 @ApiTags('playground')
-@Controller('api/v1/playground')
+@Controller('playground')
 export class PlaygroundController {
   constructor(private readonly signIn: PlaygroundSignIn) {}
 

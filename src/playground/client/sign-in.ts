@@ -5,7 +5,7 @@
  * it at the token endpoint for an access token: the Bearer of every API call from then on, as a pasted key.
  */
 
-/** GET /api/v1/playground/sign-in. */
+/** GET /playground/sign-in. */
 export interface SignInSettings {
   enabled: boolean;
   issuer?: string;
@@ -35,7 +35,7 @@ const PENDING = 'playground.signIn.pending';
 /** The settings the server publishes; sign-in off when they cannot be read. */
 export async function signInSettings(): Promise<SignInSettings> {
   try {
-    const response = await fetch('/api/v1/playground/sign-in', { headers: { Accept: 'application/json' } });
+    const response = await fetch('/playground/sign-in', { headers: { Accept: 'application/json' } });
     if (!response.ok) return { enabled: false };
     return (await response.json()) as SignInSettings;
   } catch {

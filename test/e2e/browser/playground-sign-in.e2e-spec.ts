@@ -83,7 +83,7 @@ describe('playground: sign in with the identity provider (authorization code wit
     page.$$eval('#grid tbody td[data-field="title"]', (cells) => cells.map((cell) => cell.textContent ?? '').sort());
 
   it('publishes the public sign-in settings and lets the page reach the provider, and nothing else', async () => {
-    const settings = bodyOf(await t.http.get('/api/v1/playground/sign-in').expect(200));
+    const settings = bodyOf(await t.http.get('/playground/sign-in').expect(200));
     expect(settings).toEqual({
       enabled: true,
       issuer: idp.issuer,
