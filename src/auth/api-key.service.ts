@@ -250,6 +250,25 @@ export class ApiKeyService implements OnModuleInit {
     this.revoked(id);
   }
 
+  /**
+   * Lifts a user's revocation: its next valid token is accepted again (tokens it held are not special:
+   * any unexpired one works). `user_not_found` when the user is unknown or not revoked.
+   */
+  async liftUserRevocation(issuer: string, subject: string, actor?: AuditActor): Promise<void> {
+    await this.em.fork().transactional(async (em) => {
+      const user = await em.findOne(ApiKeyEntity, { kind: 'user', issuer, subject }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!user || !user.revoked) {
+        throw new DomainError('user_not_found', `User "${subject.slice(0, 100)}" of that issuer is not revoked`);
+      }
+      user.revoked = false;
+      // Every replica forgets what it cached of the user (its refusals are never cached, its rows are).
+      await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
+      await this.audit.admin(em, actor, 'identity.revoke.lift', user.id);
+    });
+    this.verified.clear();
+    this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
+  }
+
   private async markRevoked(em: EntityManager, key: ApiKey): Promise<void> {
     key.revoked = true;
     await this.pubsub.publish({ type: API_KEY_REVOKED, keyId: key.id }, em);

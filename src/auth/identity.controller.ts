@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Put, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { ApiRoute, BODY_ERRORS } from '../common/api-route.decorator';
 import { DomainError } from '../common/domain-error';
@@ -9,6 +9,7 @@ import { Caller } from './caller';
 import {
   IdentityMappingDto,
   IdentityMappingResponse,
+  LiftRevocationDto,
   MeResponse,
   RevokeUserDto,
   UpdateUserDto,
@@ -79,6 +80,27 @@ export class IdentityController {
       throw new DomainError('validation_failed', `"${dto.issuer.slice(0, 200)}" is not a configured issuer`);
     }
     await this.keys.revokeUser(dto.issuer, dto.subject, caller);
+  }
+
+  @Delete('identity/revocations')
+  @Roles('admin')
+  @HttpCode(204)
+  @ApiRoute({
+    summary: "Lift a user's revocation: its next valid token is accepted again",
+    description:
+      'The issuer and subject come in a JSON body or as query parameters (`?issuer=…&subject=…`). 404 user_not_found when that user is unknown or not revoked.',
+    status: 204,
+    errors: [...BODY_ERRORS, 'user_not_found'],
+  })
+  async liftRevocation(
+    @Caller() caller: Caller,
+    @Body() body: LiftRevocationDto,
+    @Query() query: LiftRevocationDto,
+  ): Promise<void> {
+    const issuer = body.issuer ?? query.issuer;
+    const subject = body.subject ?? query.subject;
+    if (!issuer || !subject) throw new DomainError('validation_failed', 'issuer and subject are required');
+    await this.keys.liftUserRevocation(issuer, subject, caller);
   }
 
   @Get('identity/users')

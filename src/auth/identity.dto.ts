@@ -76,6 +76,23 @@ export class RevokeUserDto {
   subject: string;
 }
 
+/** DELETE /api/v1/identity/revocations: in the body or the query string. */
+export class LiftRevocationDto {
+  @ApiPropertyOptional({ description: 'The issuer of the user’s tokens, exactly as configured' })
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(2048)
+  issuer?: string;
+
+  @ApiPropertyOptional({ description: 'The user’s subject (the mapped subject claim)' })
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(255)
+  subject?: string;
+}
+
 export class MeResponse {
   @ApiProperty({ enum: ['key', 'user'] }) kind: PrincipalKind;
   @ApiPropertyOptional({ description: 'The token issuer (users only)' }) issuer?: string;

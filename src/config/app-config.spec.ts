@@ -398,5 +398,51 @@ describe('loadConfig', () => {
     ])('refuses %s, naming the variable', (_case, env, variable) => {
       expect(configErrorOf(env).variable).toBe(variable);
     });
+
+    it('configures the playground sign-in with the first issuer, its audience and openid among the scopes', () => {
+      expect(loadConfig({}).playgroundSignIn).toBeUndefined();
+      const list = [
+        { issuer: 'https://a.example.com', audience: 'x' },
+        { issuer: 'https://b.example.com', audience: 'y' },
+      ];
+      expect(
+        loadConfig({ AUTH_OIDC_ISSUERS: JSON.stringify(list), PLAYGROUND_OIDC_CLIENT_ID: 'playground' }).playgroundSignIn,
+      ).toEqual({ clientId: 'playground', issuer: 'https://a.example.com', audience: 'x', scopes: ['openid'] });
+      expect(
+        loadConfig({
+          AUTH_OIDC_ISSUER: 'https://idp.example.com/',
+          AUTH_OIDC_AUDIENCE: 'copilot',
+          PLAYGROUND_OIDC_CLIENT_ID: 'abc',
+          PLAYGROUND_OIDC_SCOPES: 'profile  email',
+        }).playgroundSignIn,
+      ).toEqual({
+        clientId: 'abc',
+        issuer: 'https://idp.example.com/',
+        audience: 'copilot',
+        scopes: ['openid', 'profile', 'email'],
+      });
+    });
+
+    it.each([
+      ['a sign-in client without an issuer', { PLAYGROUND_OIDC_CLIENT_ID: 'abc' }, 'PLAYGROUND_OIDC_CLIENT_ID'],
+      [
+        'a sign-in client id with a space',
+        { AUTH_OIDC_ISSUER: 'https://idp.example.com', AUTH_OIDC_AUDIENCE: 'a', PLAYGROUND_OIDC_CLIENT_ID: 'a b' },
+        'PLAYGROUND_OIDC_CLIENT_ID',
+      ],
+      [
+        'a sign-in client with the playground off',
+        {
+          AUTH_OIDC_ISSUER: 'https://idp.example.com',
+          AUTH_OIDC_AUDIENCE: 'a',
+          PLAYGROUND_OIDC_CLIENT_ID: 'a',
+          PLAYGROUND: 'false',
+        },
+        'PLAYGROUND_OIDC_CLIENT_ID',
+      ],
+      ['scopes without a client', { PLAYGROUND_OIDC_SCOPES: 'openid' }, 'PLAYGROUND_OIDC_SCOPES'],
+    ])('refuses %s, naming the variable', (_case, env, variable) => {
+      expect(configErrorOf(env).variable).toBe(variable);
+    });
   });
 });

@@ -146,6 +146,20 @@ export interface AppConfig {
   oidcIssuers: OidcIssuerConfig[];
   /** Least time between two JWKS fetches of one issuer made for an unknown `kid`, milliseconds. */
   oidcJwksRefreshMs: number;
+  /** The playground's "Sign in with the identity provider" (PLAYGROUND_OIDC_CLIENT_ID); undefined: keys only. */
+  playgroundSignIn?: PlaygroundSignInConfig;
+}
+
+/** A public OAuth client of the (first) issuer, for the playground's authorization code flow with PKCE. */
+export interface PlaygroundSignInConfig {
+  /** The client id registered at the provider (a public client: no secret, PKCE). */
+  clientId: string;
+  /** The issuer it signs in with: AUTH_OIDC_ISSUER, or the first of AUTH_OIDC_ISSUERS. */
+  issuer: string;
+  /** The API's audience there, asked for as the token's resource (and `audience`). */
+  audience: string;
+  /** The scopes asked for (PLAYGROUND_OIDC_SCOPES, `openid` always among them). */
+  scopes: string[];
 }
 
 /** One trusted token issuer (AUTH_OIDC_ISSUER or an entry of AUTH_OIDC_ISSUERS). */
@@ -336,6 +350,33 @@ function oidcIssuers(env: Env): OidcIssuerConfig[] {
   return issuers;
 }
 
+/**
+ * PLAYGROUND_OIDC_CLIENT_ID (+ PLAYGROUND_OIDC_SCOPES): the playground signs in with the first configured
+ * issuer as this public client. It needs an issuer and the playground itself.
+ */
+function playgroundSignIn(env: Env, issuers: OidcIssuerConfig[], playground: boolean): PlaygroundSignInConfig | undefined {
+  const clientId = str(env, 'PLAYGROUND_OIDC_CLIENT_ID');
+  const rawScopes = str(env, 'PLAYGROUND_OIDC_SCOPES');
+  if (clientId === undefined) {
+    if (rawScopes !== undefined) throw new ConfigError('PLAYGROUND_OIDC_SCOPES', 'is set without PLAYGROUND_OIDC_CLIENT_ID');
+    return undefined;
+  }
+  if (clientId.length > 255 || !/^[\x21-\x7e]+$/.test(clientId)) {
+    throw new ConfigError('PLAYGROUND_OIDC_CLIENT_ID', 'must be a client id of at most 255 printable characters, no spaces');
+  }
+  if (!issuers.length) {
+    throw new ConfigError('PLAYGROUND_OIDC_CLIENT_ID', 'needs an identity provider: set AUTH_OIDC_ISSUER (or AUTH_OIDC_ISSUERS)');
+  }
+  if (!playground) throw new ConfigError('PLAYGROUND_OIDC_CLIENT_ID', 'is set but PLAYGROUND is false');
+  const scopes = (rawScopes ?? 'openid').split(/\s+/).filter(Boolean);
+  if (scopes.some((scope) => scope.length > 200 || !/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope)) || scopes.length > 20) {
+    throw new ConfigError('PLAYGROUND_OIDC_SCOPES', 'must be up to 20 OAuth scopes separated by spaces');
+  }
+  if (!scopes.includes('openid')) scopes.unshift('openid');
+  const [{ issuer, audience }] = issuers;
+  return { clientId, issuer, audience, scopes };
+}
+
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 
 /** Builds and validates the configuration; throws ConfigError naming the first bad variable. */
@@ -353,6 +394,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if (databaseReadUrl !== undefined && databaseUrl === undefined) {
     throw new ConfigError('DATABASE_READ_URL', 'names a streaming replica of DATABASE_URL: set DATABASE_URL too');
   }
+  const playground = bool(env, 'PLAYGROUND', true);
+  const issuers = oidcIssuers(env);
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -396,7 +439,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     historyRetentionDays: int(env, 'HISTORY_RETENTION_DAYS', 365, 1, 36_500),
     httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     seed: bool(env, 'SEED', true),
-    playground: bool(env, 'PLAYGROUND', true),
+    playground,
     logLevel: logLevel as AppConfig['logLevel'],
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     toolTimeoutMs: int(env, 'TOOL_TIMEOUT_MS', 10_000, 100, 600_000),
@@ -423,8 +466,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
     quotaTokensPerAgentDay: optionalInt(env, 'QUOTA_TOKENS_PER_AGENT_DAY', 0, Number.MAX_SAFE_INTEGER),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),
-    oidcIssuers: oidcIssuers(env),
+    oidcIssuers: issuers,
     oidcJwksRefreshMs: int(env, 'AUTH_OIDC_JWKS_REFRESH_MS', 60_000, 1_000, 86_400_000),
+    playgroundSignIn: playgroundSignIn(env, issuers, playground),
   };
 }
 

@@ -5,7 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
-import { PLAYGROUND_HEADERS } from './playground.headers';
+import { playgroundHeaders } from './playground.headers';
+import { PlaygroundSignIn } from './playground-sign-in.service';
 import { PLAYGROUND_BUILD_DIR, PLAYGROUND_INDEX } from './playground.paths';
 
 /**
@@ -18,6 +19,7 @@ export class PlaygroundAssets implements OnModuleInit {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly signIn: PlaygroundSignIn,
   ) {}
 
   onModuleInit(): void {
@@ -32,7 +34,7 @@ export class PlaygroundAssets implements OnModuleInit {
     // An encapsulated scope, so that the page's headers apply to its files and to nothing under /api.
     void fastify.register(async (scope) => {
       scope.addHook('onSend', async (_request, reply) => {
-        void reply.headers(PLAYGROUND_HEADERS);
+        void reply.headers(playgroundHeaders(await this.signIn.connectOrigins()));
       });
       await scope.register(fastifyStatic, {
         root: PLAYGROUND_BUILD_DIR,

@@ -405,6 +405,49 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       expect(errorOf(res).code).toBe('validation_failed');
       expect(errorOf(await get('/api/v1/identity/mapping', await idp.token('alice')).expect(401)).code).toBe('invalid_token');
     });
+
+    it('lifts a revocation: refused while revoked, its next token accepted after; audited like the revocation', async () => {
+      const revocations = () => t.http.post('/api/v1/identity/revocations').set(asAdmin(t));
+      const lift = () => t.http.delete('/api/v1/identity/revocations').set(asAdmin(t));
+      await get('/api/v1/me', await idp.token('frank')).expect(200);
+      await revocations().send({ issuer: idp.issuer, subject: 'frank' }).expect(204);
+      const refused = await idp.token('frank');
+      expect(errorOf(await get('/api/v1/me', refused).expect(401)).code).toBe('invalid_token');
+      // Members may not lift it.
+      expect(
+        errorOf(
+          await t.http
+            .delete('/api/v1/identity/revocations')
+            .set(bearer(await idp.token('carol')))
+            .send({ issuer: idp.issuer, subject: 'frank' })
+            .expect(403),
+        ).code,
+      ).toBe('forbidden');
+      await lift().send({ issuer: idp.issuer, subject: 'frank' }).expect(204);
+      const me = bodyOf<{ subject: string }>(await get('/api/v1/me', await idp.token('frank')).expect(200));
+      expect(me.subject).toBe('frank');
+      // A token issued while revoked is a valid token too: only the revocation refused it.
+      await get('/api/v1/me', refused).expect(200);
+      const page = bodyOf<RecordPage>(await get('/api/v1/objects/deal/records', refused).expect(200));
+      expect(regionsOf(page)).toEqual(['amer']);
+      // Lifting what is not revoked (any more), or a user never seen, is 404 user_not_found.
+      expect(errorOf(await lift().send({ issuer: idp.issuer, subject: 'frank' }).expect(404)).code).toBe('user_not_found');
+      expect(errorOf(await lift().send({ issuer: idp.issuer, subject: 'nobody-ever' }).expect(404)).code).toBe('user_not_found');
+      expect(errorOf(await lift().send({ issuer: idp.issuer }).expect(400)).code).toBe('validation_failed');
+      // The query string works as well: a user revoked ahead (erin) is lifted and its first token accepted.
+      await t.http
+        .delete('/api/v1/identity/revocations')
+        .query({ issuer: idp.issuer, subject: 'erin' })
+        .set(asAdmin(t))
+        .expect(204);
+      await get('/api/v1/me', await idp.token('erin')).expect(200);
+      const id = await userRow('frank');
+      const audited = await t.sql<{ action: string }>(
+        `select action from audit_log where kind = 'admin' and target = $1 order by id`,
+        [id],
+      );
+      expect(audited.map((row) => row.action)).toEqual(['identity.revoke', 'identity.revoke.lift']);
+    });
   });
 });
 

@@ -24,6 +24,12 @@ export interface IssuerKey {
  */
 export class OidcIssuer {
   readonly claims = new Map<string, Record<string, unknown>>();
+  /**
+   * Public clients (no secret, PKCE) for the authorization code flow: client id → redirect URIs. A person signs
+   * in on the provider's own login page (`/interaction/<uid>`: any login, no password) as the user named by the
+   * login, whose tokens carry `claims` of that name; consent is given at once.
+   */
+  readonly publicClients = new Map<string, string[]>();
   private server?: Server;
   private constructor(
     readonly issuer: string,
@@ -91,7 +97,10 @@ export class OidcIssuer {
     const { default: Provider } = await import('oidc-provider');
     const users = [...this.claims.keys()];
     const provider = new Provider(this.issuer, {
-      clients: users.map(client),
+      clients: [...users.map(client), ...[...this.publicClients].map(([id, uris]) => publicClient(id, uris))],
+      interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+      cookies: { keys: ['test-cookie-key'] },
+      findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
       jwks: { keys: this.keys.map((key) => key.jwk) },
       features: {
         clientCredentials: { enabled: true },
@@ -104,16 +113,72 @@ export class OidcIssuer {
         },
       },
       ttl: { ClientCredentials: 300 },
-      extraTokenClaims: (_ctx, token) => this.claims.get(String((token as { clientId?: string }).clientId)) ?? {},
+      // A signed-in person's claims by its account, a client credentials token's by its client.
+      extraTokenClaims: (_ctx, token) => {
+        const { accountId, clientId } = token as { accountId?: string; clientId?: string };
+        return this.claims.get(String(accountId ?? clientId)) ?? {};
+      },
     });
     // Unknown clients are made on the fly, so a test may ask a token for any new user.
     const original = provider.Client.find.bind(provider.Client);
     provider.Client.find = async (id: string) => {
       const found = await original(id);
-      if (found || !this.claims.has(id)) return found;
+      if (found) return found;
+      const redirectUris = this.publicClients.get(id);
+      if (redirectUris) {
+        const Public = provider.Client as unknown as new (metadata: ReturnType<typeof publicClient>) => typeof found;
+        return new Public(publicClient(id, redirectUris));
+      }
+      if (!this.claims.has(id)) return found;
       const Client = provider.Client as unknown as new (metadata: ReturnType<typeof client>) => typeof found;
       return new Client(client(id));
     };
+    provider.use(async (ctx, next): Promise<void> => {
+      const match = /^\/interaction\/([\w-]+)(\/login)?$/.exec(ctx.path);
+      if (!match) {
+        await next();
+        return;
+      }
+      const details = await provider.interactionDetails(ctx.req, ctx.res);
+      if (match[2] && ctx.method === 'POST') {
+        const form = new URLSearchParams(await readBody(ctx.req));
+        const login = form.get('login')?.trim();
+        if (!login) throw new Error('no login');
+        if (!this.claims.has(login)) this.claims.set(login, {});
+        await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
+        return;
+      }
+      if (details.prompt.name === 'login') {
+        ctx.type = 'html';
+        ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in to the test provider</title>
+<link rel="icon" href="data:,"></head><body><h1>Test provider</h1>
+<form method="post" action="/interaction/${details.uid}/login"><label for="login">User</label>
+<input id="login" name="login" autocomplete="off" required><button type="submit" id="provider-sign-in">Sign in</button></form></body></html>`;
+        return;
+      }
+      // Consent: whatever the client asked for, granted.
+      const promptDetails = details.prompt.details as {
+        missingOIDCScope?: string[];
+        missingOIDCClaims?: string[];
+        missingResourceScopes?: Record<string, string[]>;
+      };
+      const grant = details.grantId
+        ? await provider.Grant.find(details.grantId)
+        : new provider.Grant({ accountId: details.session?.accountId, clientId: String(details.params.client_id) });
+      if (!grant) throw new Error('grant not found');
+      if (promptDetails.missingOIDCScope) grant.addOIDCScope(promptDetails.missingOIDCScope.join(' '));
+      if (promptDetails.missingOIDCClaims) grant.addOIDCClaims(promptDetails.missingOIDCClaims);
+      for (const [indicator, scopes] of Object.entries(promptDetails.missingResourceScopes ?? {})) {
+        grant.addResourceScope(indicator, scopes.join(' '));
+      }
+      const grantId = await grant.save();
+      await provider.interactionFinished(
+        ctx.req,
+        ctx.res,
+        { consent: details.grantId ? {} : { grantId } },
+        { mergeWithLastSubmission: true },
+      );
+    });
     await new Promise<void>((resolve) => {
       this.server = provider.listen(this.port, '127.0.0.1', () => resolve());
     });
@@ -128,6 +193,22 @@ function client(id: string) {
     response_types: [],
     redirect_uris: [],
   };
+}
+
+function publicClient(id: string, redirectUris: string[]) {
+  return {
+    client_id: id,
+    token_endpoint_auth_method: 'none' as const,
+    grant_types: ['authorization_code'],
+    response_types: ['code' as const],
+    redirect_uris: redirectUris,
+  };
+}
+
+async function readBody(request: NodeJS.ReadableStream): Promise<string> {
+  let text = '';
+  for await (const chunk of request) text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+  return text;
 }
 
 async function newKey(kid: string): Promise<IssuerKey> {

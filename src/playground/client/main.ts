@@ -8,6 +8,7 @@ import { GridView } from './grid-view';
 import { revertChangeSet } from './history-api';
 import type { ReceiptReplay, ReceiptReplayer } from './receipt-view';
 import { session } from './session';
+import { completeSignIn, issuerHost, signInSettings, startSignIn, type SignInSettings } from './sign-in';
 
 const EMPTY_CHAT = 'Ask a question about your data; the tools the agent calls appear as cards you can open.';
 
@@ -15,6 +16,8 @@ const el = {
   keyForm: byId('key-form', HTMLFormElement),
   keyInput: byId('api-key', HTMLInputElement),
   forgetKey: byId('forget-key', HTMLButtonElement),
+  signIn: byId('sign-in', HTMLButtonElement),
+  signOut: byId('sign-out', HTMLButtonElement),
   keyStatus: byId('key-status', HTMLElement),
   agent: byId('agent', HTMLSelectElement),
   durable: byId('durable', HTMLInputElement),
@@ -224,7 +227,9 @@ async function connect(key: string): Promise<void> {
     if (error instanceof ApiError && error.status === 401) forget();
     return;
   }
-  el.keyStatus.textContent = `Using the key ending in …${key.slice(-4)}.`;
+  const signedIn = session.signedIn();
+  el.keyStatus.textContent = signedIn ? `Signed in with ${signedIn}.` : `Using the key ending in …${key.slice(-4)}.`;
+  el.signOut.hidden = !signedIn;
   showError(el.chatError, undefined);
   const usable = agents.filter((agent) => agent.active);
   el.agent.replaceChildren(
@@ -238,6 +243,8 @@ async function connect(key: string): Promise<void> {
 
 function forget(): void {
   session.setApiKey(undefined);
+  session.setSignedIn(undefined);
+  el.signOut.hidden = true;
   session.setChatId(undefined);
   void chat?.stop();
   chat = undefined;
@@ -255,6 +262,7 @@ el.keyForm.addEventListener('submit', (event) => {
   const key = el.keyInput.value.trim();
   if (!key) return;
   session.setApiKey(key);
+  session.setSignedIn(undefined);
   // A new key is another caller: its chats are not the previous key's.
   session.setChatId(undefined);
   el.keyInput.value = '';
@@ -283,7 +291,48 @@ el.question.addEventListener('keydown', (event) => {
   }
 });
 
+let signIn: SignInSettings = { enabled: false };
+
+el.signIn.addEventListener('click', () => {
+  el.signIn.disabled = true;
+  startSignIn(signIn).catch((error: unknown) => {
+    el.signIn.disabled = false;
+    showError(el.chatError, error);
+  });
+});
+el.signOut.addEventListener('click', forget);
+
+/** Connects with the key or access token this tab holds, if any. */
+function resume(): void {
+  const storedKey = session.apiKey();
+  if (storedKey) void connect(storedKey);
+  else render();
+}
+
+/** The sign-in button when the server has sign-in on; back from the provider, the code becomes this tab's Bearer. */
+async function start(): Promise<void> {
+  const returning = new URLSearchParams(location.search).has('state');
+  // A plain load does not wait for the sign-in settings.
+  if (!returning) resume();
+  signIn = await signInSettings();
+  if (signIn.enabled) {
+    el.signIn.textContent = `Sign in with ${issuerHost(signIn)}`;
+    el.signIn.hidden = false;
+  }
+  if (!returning) return;
+  try {
+    const token = await completeSignIn(signIn);
+    if (token) {
+      session.setApiKey(token);
+      session.setSignedIn(issuerHost(signIn));
+      // Another caller: the previous key's chat is not this user's.
+      session.setChatId(undefined);
+    }
+  } catch (error) {
+    showError(el.chatError, error);
+  }
+  resume();
+}
+
 el.durable.checked = session.durable();
-const storedKey = session.apiKey();
-if (storedKey) void connect(storedKey);
-else render();
+void start();

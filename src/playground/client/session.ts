@@ -1,12 +1,13 @@
 /**
- * What the page keeps for this tab only: sessionStorage, never localStorage or the URL, so the key
- * leaves with the tab and never lands in history, logs or a referrer.
+ * What the page keeps for this tab only: sessionStorage, never localStorage or the URL, so the key (or
+ * the access token of a sign-in) leaves with the tab and never lands in history, logs or a referrer.
  */
 const KEYS = {
   apiKey: 'playground.apiKey',
   agent: 'playground.agent',
   durable: 'playground.durable',
   chatId: 'playground.chatId',
+  signedIn: 'playground.signedIn',
 } as const;
 
 type Entry = keyof typeof KEYS;
@@ -38,4 +39,7 @@ export const session = {
   /** The durable chat's id (client-chosen), kept so that a reload finds the conversation again. */
   chatId: () => read('chatId'),
   setChatId: (value: string | undefined) => write('chatId', value),
+  /** The identity provider's host when the Bearer in use is an access token from signing in there (not a pasted key). */
+  signedIn: () => read('signedIn'),
+  setSignedIn: (value: string | undefined) => write('signedIn', value),
 };
