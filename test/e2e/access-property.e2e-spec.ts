@@ -6,6 +6,7 @@ import { listen } from '../support/chat-helpers';
 import { idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { createApiKey } from '../support/fixtures';
+import { OidcIssuer, TEST_AUDIENCE } from '../support/oidc-issuer';
 
 /**
  * Random pairs of policies over one generated object: whatever surface a key reads (records, values,
@@ -76,8 +77,9 @@ function policyBody(name: string, access: KeyAccess): Record<string, unknown> {
   return { name, objects };
 }
 
-describe('access property: what a key receives never reaches outside its policy', () => {
+describe('access property: what a key or a signed-in user receives never reaches outside its policy', () => {
   let t: TestApp;
+  let idp: OidcIssuer;
   let baseUrl: string;
   const rowTag = (row: number) => TAGS[row % TAGS.length];
   const metricDefs: MetricDef[] = [];
@@ -85,7 +87,12 @@ describe('access property: what a key receives never reaches outside its policy'
   const keys: Record<'a' | 'b', CreatedApiKeyResponse> = {} as never;
 
   beforeAll(async () => {
-    t = await startTestApp();
+    // A user of the application's identity provider beside the two keys: its group maps to a policy of its own.
+    idp = await OidcIssuer.start({ 'user-u': { groups: ['prop-u-group'] } });
+    // Each run reads every surface as three principals: far more requests a minute than a client makes.
+    t = await startTestApp({
+      env: { AUTH_OIDC_ISSUER: idp.issuer, AUTH_OIDC_AUDIENCE: TEST_AUDIENCE, RATE_LIMIT_PER_MINUTE: '0' },
+    });
     baseUrl = await listen(t);
     const admin = bearer(t.adminKey);
     await t.http
@@ -139,6 +146,18 @@ describe('access property: what a key receives never reaches outside its policy'
         .expect(201);
     }
 
+    // A second version of each row (its note), so that history, change sets and the trash have something to show.
+    const created = (await t.http.get(`/api/v1/objects/${MAIN}/records`).query({ limit: '200' }).set(admin).expect(200))
+      .body as RecordPage;
+    for (const record of created.records) {
+      const row = Array.from({ length: ROWS }, (_, r) => r).find((r) => cell('ptitle', r) === record.ptitle) ?? 0;
+      await t.http
+        .patch(`/api/v1/objects/${MAIN}/records/${record.id}`)
+        .set(admin)
+        .send({ pnote: cell('pnote', row), pscore: 2000 + row })
+        .expect(200);
+    }
+
     // Definitions over every combination of the hideable fields: a metric or view is visible to a key only
     // when each field it names is.
     const metricShapes: Array<Omit<MetricDef, 'name'>> = [
@@ -182,12 +201,13 @@ describe('access property: what a key receives never reaches outside its policy'
       viewDefs.push(def);
     }
 
-    for (const name of ['a', 'b'] as const) {
+    for (const name of ['a', 'b', 'u'] as const) {
       await t.http
         .post('/api/v1/policies')
         .set(admin)
         .send(policyBody(`prop-${name}`, { main: { read: true, rowTags: null, hidden: [] }, vault: false }))
         .expect(201);
+      if (name === 'u') continue;
       keys[name] = await createApiKey(t, {
         name: `prop ${name}`,
         role: 'member',
@@ -195,9 +215,17 @@ describe('access property: what a key receives never reaches outside its policy'
         policies: [`prop-${name}`],
       });
     }
+    await t.http
+      .put('/api/v1/identity/mapping')
+      .set(admin)
+      .send({ subject: 'sub', claim: 'groups', policies: { 'prop-u-group': ['prop-u'] } })
+      .expect(200);
   }, 120_000);
 
-  afterAll(() => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    await idp?.close();
+  });
 
   /** Everything a key receives over the HTTP surfaces and MCP, as one text per surface. */
   async function receivedBy(secret: string, access: KeyAccess, ids: string[]): Promise<Array<[string, string]>> {
@@ -234,6 +262,13 @@ describe('access property: what a key receives never reaches outside its policy'
       expect(res.status).toBe(200);
       bodies.push(['aggregate', res.text]);
       for (const id of ids) await get(`record ${id}`, `/api/v1/objects/${MAIN}/records/${id}`);
+      for (const id of ids) await get(`history ${id}`, `/api/v1/objects/${MAIN}/records/${id}/history`);
+      await get('trash', `/api/v1/objects/${MAIN}/trash`, { limit: '200' });
+      const sets = await get('change sets', '/api/v1/change-sets', { object: MAIN, limit: '100' });
+      for (const set of ((sets.body as { changeSets?: Array<{ id: string }> }).changeSets ?? []).slice(0, 12)) {
+        await get(`change set ${set.id}`, `/api/v1/change-sets/${set.id}`);
+      }
+      for (const id of ids.slice(0, 4)) await tool('record_history', { objectName: MAIN, recordId: id });
       await tool('describe_object', { objectName: MAIN });
       await tool('query_records', { objectName: MAIN, limit: 200 });
       await tool('aggregate_data', { objectName: MAIN, groupBy: ['ptitle'], aggregations: [{ function: 'count', alias: 'n' }] });
@@ -298,27 +333,30 @@ describe('access property: what a key receives never reaches outside its policy'
     expect(rowIds).toHaveLength(ROWS);
 
     await fc.assert(
-      fc.asyncProperty(accessArb, accessArb, async (accessA, accessB) => {
-        for (const [name, access] of [
+      fc.asyncProperty(accessArb, accessArb, accessArb, async (accessA, accessB, accessU) => {
+        const principals = [
           ['a', accessA],
           ['b', accessB],
-        ] as const) {
+          ['u', accessU],
+        ] as const;
+        for (const [name, access] of principals) {
           const res = await t.http
             .put(`/api/v1/policies/prop-${name}`)
             .set(bearer(t.adminKey))
             .send({ objects: policyBody(`prop-${name}`, access).objects });
           if (res.status !== 200) throw new Error(`policy ${name}: ${res.status} ${res.text}`);
         }
-        for (const [name, access] of [
-          ['a', accessA],
-          ['b', accessB],
-        ] as const) {
-          const bodies = await receivedBy(keys[name].secret, access, rowIds);
+        for (const [name, access] of principals) {
+          // The user presents a token its provider just issued, as an application would.
+          const bearerOf = name === 'u' ? await idp.token('user-u') : keys[name].secret;
+          const bodies = await receivedBy(bearerOf, access, rowIds);
           const { forbidden, required } = expectations(access);
           for (const [label, text] of bodies) {
             for (const token of forbidden) {
               if (text.includes(token))
-                throw new Error(`key ${name} (${JSON.stringify(access)}) received "${token}" in ${label}: ${text.slice(0, 400)}`);
+                throw new Error(
+                  `${name === 'u' ? 'user' : 'key'} ${name} (${JSON.stringify(access)}) received "${token}" in ${label}: ${text.slice(0, 400)}`,
+                );
             }
           }
           for (const [label, token] of required) {
