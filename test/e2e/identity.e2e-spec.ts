@@ -11,6 +11,7 @@ import { parsedContent, sentMessages, startAppWithMockLlm } from '../support/age
 import { eventually, hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
 import { asAdmin, createObject, fieldSpec } from '../support/fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
+import { textOf, uiChat } from '../support/ui-chat';
 import { OidcIssuer, TEST_AUDIENCE } from '../support/oidc-issuer';
 import { bodyOf, errorOf, type RecordPage } from '../support/responses';
 import { freePort } from '../support/free-port';
@@ -262,6 +263,29 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
         })
         .expect(200);
       expect(res.body).toMatchObject({ content: 'plain' });
+    });
+
+    it("the AI SDK's Chat (useChat's transport) runs a durable turn as the user, over its rows only", async () => {
+      const token = await idp.token('frank');
+      llm.reset();
+      // Small usage: the users of this app have a daily token quota.
+      const small = { usage: { prompt_tokens: 2, completion_tokens: 1 } };
+      llm.enqueue(
+        MockReply.toolCall('query_records', { objectName: 'deal' }, small),
+        MockReply.text('You have one deal.', small),
+      );
+      const chat = uiChat(url, '/api/v1/ai/agents/data_chat/chats', token, { id: 'user-chat-1' });
+      await chat.sendMessage({ text: 'Which deals are mine?' });
+      expect(chat.error).toBeUndefined();
+      expect(textOf(chat.messages[1])).toBe('You have one deal.');
+      const tool = sentMessages(llm, 1).find((m) => m.role === 'tool')!;
+      expect(parsedContent<{ records: Array<{ region: string }> }>(tool).records.map((r) => r.region)).toEqual(['amer']);
+      // The chat is the user's: another user's Chat under the same id starts a chat of its own.
+      const messages = await t.http
+        .get('/api/v1/ai/agents/data_chat/chats/user-chat-1/messages')
+        .set(bearer(await idp.token('carol')))
+        .expect(404);
+      expect(errorOf(messages).code).toBe('chat_not_found');
     });
 
     it('the MCP SDK client with the user’s token sees only its rows', async () => {
