@@ -288,6 +288,27 @@ describe('end-user identity: bearer JWTs of an OpenID Connect provider', () => {
       expect(errorOf(messages).code).toBe('chat_not_found');
     });
 
+    it('withholds earlier results from a user whose claims changed, as from a narrowed key', async () => {
+      idp.claims.set('gina', { groups: ['sales'], region: 'emea' });
+      const small = { usage: { prompt_tokens: 2, completion_tokens: 1 } };
+      llm.reset();
+      llm.enqueue(MockReply.toolCall('query_records', { objectName: 'deal' }, small), MockReply.text('Two deals.', small));
+      const before = await idp.token('gina');
+      const chat = bodyOf<{ id: string }>(
+        await t.http.post('/api/v1/chats').set(bearer(before)).send({ agent: 'data_chat', message: 'my deals?' }).expect(201),
+      );
+      await waitForChat(t, chat.id, hasStatus('waiting'), before);
+      const messages = async (token: string) =>
+        JSON.stringify(bodyOf(await t.http.get(`/api/v1/chats/${chat.id}/messages`).set(bearer(token)).expect(200)));
+      expect(await messages(before)).toContain('Initech');
+      // Her region changes at the provider: her next token runs under the new access, and the chat's earlier result
+      // (read under the old one) is withheld from it.
+      idp.claims.set('gina', { groups: ['sales'], region: 'amer' });
+      const after = await messages(await idp.token('gina'));
+      expect(after).not.toContain('Initech');
+      expect(after).toContain('"withheld":true');
+    });
+
     it('the MCP SDK client with the user’s token sees only its rows', async () => {
       const token = await idp.token('alice');
       const client = new Client({ name: 'identity-e2e', version: '1.0.0' });
