@@ -20,6 +20,8 @@ export interface ChangeSetStamp {
   approverKeyId?: string;
   /** A revert: the change set it reverts. */
   reverts?: string;
+  /** The object the set is of, when a statement of it writes another (a delete clearing lookups that point to its record). */
+  object?: string;
 }
 
 /** What a write tells the feed about itself: the outbox row its statement appends per record. */
@@ -76,7 +78,7 @@ export function withChangeOutbox(
   // The set's row comes with its first statement that writes a record (a write that missed makes none).
   const stamp =
     `insert into "change_sets" ("id", "key_id", "object", "via", "chat_id", "tool_call_id", "approver_key_id", "reverts") ` +
-    `select ${setId}, ${params.add(capture.keyId)}, ${object}, ${params.add(set.via)}, ${params.add(set.chatId ?? null)}, ` +
+    `select ${setId}, ${params.add(capture.keyId)}, ${set.object === undefined ? object : params.add(set.object)}, ${params.add(set.via)}, ${params.add(set.chatId ?? null)}, ` +
     `${params.add(set.toolCallId ?? null)}, ${params.add(set.approverKeyId ?? null)}, ${params.add(set.reverts ?? null)}::uuid ` +
     `where exists (select from ${WRITE}) on conflict ("id") do nothing`;
   // A delete moves the record to the trash: the entry points to the change that holds the row as deleted.

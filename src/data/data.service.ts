@@ -16,14 +16,13 @@ import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord }
 import { decodeRow, decodeRowsInPlace, fieldDecoder } from './field-value.codec';
 import { actionOf, BatchOperation, BatchOperationResult, operationError, parseOperations } from './record-batch';
 import { type BatchTransaction, planOperation, type PlannedOperation, runBatch } from './record-batch.runner';
-import { encodeWrite, invalidReference, missedWrite, notFound, scopedRows, write } from './record-write';
+import { deleteRecord, encodeWrite, invalidReference, missedWrite, notFound, scopedRows, write } from './record-write';
 import { decodeCursor, dropKeyColumns, encodeCursor, querySignature, rowKeys } from './keyset';
 import { orderTerms } from './order-by.compiler';
 import {
   compileBoundedCount,
   compileCount,
   compileCountEstimate,
-  compileDelete,
   compileFind,
   compileFieldValues,
   compileFindOne,
@@ -351,12 +350,14 @@ export class DataService {
     return this.withObject(caller, objectName, 'delete', scope, async (object, session) => {
       if (!isUuid(id)) throw notFound(object.name, id);
       const changeSet = scope.changeSet ?? newChangeSet('api');
-      const rows = await write(
-        object,
-        session,
-        compileDelete(object, id, versions, { op: 'delete', keyId: caller.keyId, changeSet }),
-      );
-      if (!rows.length) throw await missedWrite(object, id, versions, session);
+      const referrers = await this.metadata.referrers(object.name);
+      const run = async (tx: DataSession) => {
+        const rows = await deleteRecord(tx, object, id, versions, { op: 'delete', keyId: caller.keyId, changeSet }, referrers);
+        if (!rows.length) throw await missedWrite(object, id, versions, tx);
+      };
+      // Lookups cleared and the record deleted commit together, or neither (a miss rolls the clearing back).
+      if (!referrers.length || session.inTransaction) await run(session);
+      else await this.pool.transaction(run, poolOptions(caller, scope));
       return changeSet.id;
     });
   }
@@ -400,7 +401,13 @@ export class DataService {
         ? inSavepoint(scope.session, 'batch_attempt', work)
         : this.pool.transaction(work, poolOptions(caller, scope));
     const changeSet = scope.changeSet ?? newChangeSet('batch');
-    return runBatch({ operations: parsed.operations, planned, errors }, atomic, { keyId: caller.keyId, changeSet }, transaction);
+    const referrers = planned.some((o) => o.op === 'delete') ? await this.metadata.referrers(objectName) : [];
+    return runBatch(
+      { operations: parsed.operations, planned, errors },
+      atomic,
+      { keyId: caller.keyId, changeSet, referrers },
+      transaction,
+    );
   }
 
   /**

@@ -13,11 +13,18 @@ import {
 } from './record-batch';
 import type { ChangeCapture } from './change-outbox';
 import { etagOf } from './record-version';
-import { compileDelete, compileInsert, compileUpdate, VERSION_ALIAS } from './records.compiler';
-import { encodeWrite, missedWrite, notFound, scopedRows, write } from './record-write';
+import { compileInsert, compileUpdate, VERSION_ALIAS } from './records.compiler';
+import { deleteRecord, encodeWrite, missedWrite, notFound, type Referrer, scopedRows } from './record-write';
 
-/** Who writes a batch, and the change set its writes belong to. */
-export type BatchWriter = Pick<ChangeCapture, 'keyId' | 'changeSet'>;
+/** Who writes a batch, the change set its writes belong to, and the lookups its deletes clear. */
+export interface BatchWriter extends Pick<ChangeCapture, 'keyId' | 'changeSet'> {
+  referrers?: readonly Referrer[];
+}
+
+/** A write's capture for the feed: who, which change set, what kind. */
+function captureOf(writer: BatchWriter, op: ChangeCapture['op']): ChangeCapture {
+  return { op, keyId: writer.keyId, changeSet: writer.changeSet };
+}
 
 /** Where one attempt at a batch runs: a transaction of its own, or a savepoint of the caller's transaction. */
 export type BatchTransaction = <T>(work: (session: DataSession) => Promise<T>) => Promise<T>;
@@ -136,7 +143,7 @@ async function runAll(
         compileInsert(
           object,
           creates.map((c) => c.values!),
-          { op: 'create', ...writer },
+          captureOf(writer, 'create'),
         ),
       );
       rows.forEach((row, i) => results.push(doneResult(creates[i], row)));
@@ -171,7 +178,7 @@ async function runEach(
 async function runOne(session: DataSession, operation: PlannedOperation, writer: BatchWriter): Promise<BatchOperationResult> {
   const { object } = operation;
   if (operation.op === 'create') {
-    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], { op: 'create', ...writer }));
+    const [row] = await scopedRows(session, object, compileInsert(object, [operation.values!], captureOf(writer, 'create')));
     return doneResult(operation, row);
   }
   const rows =
@@ -180,12 +187,11 @@ async function runOne(session: DataSession, operation: PlannedOperation, writer:
           session,
           object,
           compileUpdate(object, operation.id, operation.values!, operation.versions, {
-            op: 'update',
-            ...writer,
+            ...captureOf(writer, 'update'),
             changedFields: [...operation.values!.keys()],
           }),
         )
-      : await write(object, session, compileDelete(object, operation.id, operation.versions, { op: 'delete', ...writer }));
+      : await deleteRecord(session, object, operation.id, operation.versions, captureOf(writer, 'delete'), writer.referrers ?? []);
   if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
   return doneResult(operation, rows[0]);
 }

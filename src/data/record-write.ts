@@ -12,7 +12,8 @@ import type { DataSession } from '../database/data-pool';
 import { indexName } from '../metadata/metadata.naming';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { encodeFieldValue, indexedValueLimitError } from './field-value.codec';
-import { compileFindOne, IN_SCOPE_ALIAS } from './records.compiler';
+import type { ChangeCapture } from './change-outbox';
+import { compileClearReferences, compileDelete, compileFindOne, IN_SCOPE_ALIAS } from './records.compiler';
 import { clip, requireField } from './where.compiler';
 
 // The checks and error translation a record write goes through, shared by single writes and batches.
@@ -156,4 +157,31 @@ function outsideRowFilter(object: ObjectMeta): DomainError {
   return new DomainError('forbidden', `This API key may not write "${object.name}" records with these values`, {
     object: object.name,
   });
+}
+
+/** An optional lookup that points to an object's records (MetadataService.referrers): a delete clears it. */
+export interface Referrer {
+  object: ObjectMeta;
+  field: FieldMeta;
+}
+
+/**
+ * Moves one record to the trash inside `session` (a transaction or a savepoint: a miss after the lookups
+ * were cleared must roll them back): first the optional lookups that point to it are cleared, in the
+ * delete's change set, then the record is deleted (under `versions` and the caller's row filter). The
+ * rows written, none when it missed.
+ */
+export async function deleteRecord(
+  session: DataSession,
+  object: ObjectMeta,
+  id: string,
+  versions: readonly string[] | undefined,
+  capture: ChangeCapture,
+  referrers: readonly Referrer[],
+): Promise<Record<string, unknown>[]> {
+  const ofObject = { ...capture, changeSet: { ...capture.changeSet, object: object.name } };
+  for (const { object: referrer, field } of referrers) {
+    await session.query(compileClearReferences(referrer, field, [id], ofObject));
+  }
+  return write(object, session, compileDelete(object, id, versions, capture));
 }

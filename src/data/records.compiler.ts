@@ -381,6 +381,58 @@ export function compileDelete(
   return params.query(withChangeOutbox(object.name, sql, ['"id"'], params, capture));
 }
 
+/**
+ * Clears `field` (a lookup of `referrer`) where it points to one of `ids`: a delete of those records
+ * moves them to the trash, and what pointed to them reads null until they come back. Each cleared
+ * record's change (before: the id) belongs to the delete's change set.
+ */
+export function compileClearReferences(
+  referrer: ObjectMeta,
+  field: FieldMeta,
+  ids: readonly string[],
+  capture: ChangeCapture,
+): CompiledQuery<Row> {
+  const params = new SqlParams();
+  const table = objectTable(referrer.name);
+  const column = quoteIdent(field.name);
+  const old =
+    `(select "id" as "__old_id", ${jsonObjectOf([field.name])} as "${BEFORE_ALIAS}" from ${table} ` +
+    `where ${column} = any(${params.add(ids)}::uuid[]) for update) as "__old"`;
+  const sql =
+    `update ${table} as ${ROW_ALIAS} set ${column} = null, "updated_at" = now() from ${old} ` +
+    `where ${ROW_ALIAS}."id" = "__old"."__old_id" returning ${ROW_ALIAS}."id", ${SNAPSHOT_SELECT}, "__old"."${BEFORE_ALIAS}"`;
+  const cleared = { ...capture, op: 'update' as const, changedFields: [field.name] };
+  return params.query(withChangeOutbox(referrer.name, sql, ['"id"'], params, cleared));
+}
+
+/**
+ * Points `field` (a lookup of `referrer`) back to `id`, a record back from the trash, in the records its
+ * delete (change set `deletedIn`) cleared and that still read null.
+ */
+export function compileRepointReferences(
+  referrer: ObjectMeta,
+  field: FieldMeta,
+  id: string,
+  deletedIn: string,
+  capture: ChangeCapture,
+): CompiledQuery<Row> {
+  const params = new SqlParams();
+  const table = objectTable(referrer.name);
+  const column = quoteIdent(field.name);
+  const target = `${params.add(id)}::uuid`;
+  const cleared =
+    `select c."record_id" from "record_changes" c where c."change_set_id" = ${params.add(deletedIn)}::uuid ` +
+    `and c."object" = ${params.add(referrer.name)} and c."op" = 'update' and c."before" ->> ${params.add(field.name)} = ${target}::text`;
+  const old =
+    `(select "id" as "__old_id", ${jsonObjectOf([field.name])} as "${BEFORE_ALIAS}" from ${table} ` +
+    `where ${column} is null and "id" in (${cleared}) for update) as "__old"`;
+  const sql =
+    `update ${table} as ${ROW_ALIAS} set ${column} = ${target}, "updated_at" = now() from ${old} ` +
+    `where ${ROW_ALIAS}."id" = "__old"."__old_id" returning ${ROW_ALIAS}."id", ${SNAPSHOT_SELECT}, "__old"."${BEFORE_ALIAS}"`;
+  const repointed = { ...capture, op: 'update' as const, changedFields: [field.name] };
+  return params.query(withChangeOutbox(referrer.name, sql, ['"id"'], params, repointed));
+}
+
 /** One lookup field of a write whose values must point to records the caller may read (see compileReadableReferences). */
 export interface ReferenceCheck {
   field: FieldMeta;

@@ -5,10 +5,11 @@ import { isUuid } from '../common/uuid';
 import { DataPool, type DataSession } from '../database/data-pool';
 import { actorOf } from '../data/change-actor';
 import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
-import { scopedRows, write } from '../data/record-write';
-import { compileDelete, compileUpdateRaw } from '../data/records.compiler';
+import { deleteRecord, scopedRows } from '../data/record-write';
+import { compileUpdateRaw } from '../data/records.compiler';
 import { etagOf } from '../data/record-version';
 import { AccessService } from '../governance/access.service';
+import { MetadataService } from '../metadata/metadata.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import {
@@ -70,6 +71,7 @@ export class ChangeSetService {
   constructor(
     private readonly pool: DataPool,
     private readonly access: AccessService,
+    private readonly metadata: MetadataService,
   ) {}
 
   async list(
@@ -182,6 +184,7 @@ export class ChangeSetService {
   async revertIn(session: DataSession, caller: Caller, id: string, extra: Partial<ChangeSetStamp> = {}): Promise<ChangeSetStamp> {
     const { view, deltas } = await this.checked(session, caller, id, true);
     const stamp = newChangeSet('revert', { ...extra, reverts: id });
+    const referrers = await this.metadata.referrers(view.name);
     const views = new Map<AccessAction, ObjectMeta>();
     const viewFor = async (action: AccessAction) => {
       if (!views.has(action)) views.set(action, await this.access.view(caller, view.name, action));
@@ -192,10 +195,10 @@ export class ChangeSetService {
       if (delta.created && delta.deleted) continue; // made and trashed by the set: nothing to undo but the trash entry
       const capture = (op: ChangeCapture['op']): ChangeCapture => ({ op, keyId: caller.keyId, changeSet: stamp });
       if (delta.created) {
-        const rows = await write(view, session, compileDelete(await viewFor('delete'), delta.id, undefined, capture('delete')));
+        const rows = await deleteRecord(session, await viewFor('delete'), delta.id, undefined, capture('delete'), referrers);
         if (!rows.length) throw outsideAccess();
       } else if (delta.deleted) {
-        await restoreFromTrash(session, caller, await viewFor('create'), delta.id, stamp, delta.before);
+        await restoreFromTrash(session, caller, await viewFor('create'), delta.id, stamp, referrers, delta.before);
       } else {
         const rows = await scopedRows(
           session,

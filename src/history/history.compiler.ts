@@ -116,10 +116,14 @@ export function compileChangesSince(object: ObjectMeta, id: string, version: str
   );
 }
 
-/** The changes of a change set in the order they were made, at most `limit`. */
+/**
+ * The changes of a change set to records of its own object, in the order they were made, at most `limit`
+ * (a delete's clearing of the lookups that pointed to its record is undone with the record, not by itself).
+ */
 export function compileChangeSetChanges(changeSetId: string, limit: number): CompiledQuery<KeptChange> {
   return CompiledQuery.raw(
-    `select ${KEPT_COLUMNS} from "record_changes" c where c."change_set_id" = $1::uuid order by c."id" limit $2`,
+    `select ${KEPT_COLUMNS} from "record_changes" c where c."change_set_id" = $1::uuid ` +
+      `and c."object" = (select cs."object" from "change_sets" cs where cs."id" = $1::uuid) order by c."id" limit $2`,
     [changeSetId, limit],
   );
 }
@@ -196,11 +200,12 @@ export function compileTrashPage(object: ObjectMeta, page: { after?: [string, st
 export function compileTrashed(
   object: ObjectMeta,
   id: string,
-): CompiledQuery<{ change_id: string; record: Record<string, unknown>; visible: boolean }> {
+): CompiledQuery<{ change_id: string; change_set_id: string | null; record: Record<string, unknown>; visible: boolean }> {
   const params = new SqlParams();
   const filter = compileRowFilter(object, params, { tableAlias: 'r', asValue: true }) ?? 'TRUE';
   return params.query(
-    `select tr."change_id"::text as "change_id", c."record", ${filter} as "visible" from "record_trash" tr ` +
+    `select tr."change_id"::text as "change_id", tr."change_set_id"::text as "change_set_id", c."record", ${filter} as "visible" ` +
+      `from "record_trash" tr ` +
       `join "record_changes" c on c."id" = tr."change_id" cross join lateral ${populated(object, 'c."record"', 'r')} ` +
       `where tr."object" = ${params.add(object.name)} and tr."record_id" = ${params.add(id)}::uuid for update of tr`,
   );
@@ -231,7 +236,7 @@ export interface ChangeSetRow {
 const CHANGE_SET_COLUMNS =
   `cs."id"::text as "id", ${AT('cs."at"').replace('MS', 'US')} as "at", cs."key_id", cs."object", cs."via", cs."chat_id", ` +
   `cs."tool_call_id", cs."approver_key_id", cs."reverts"::text as "reverts", cs."reverted_by"::text as "reverted_by", ` +
-  `(select count(distinct c."record_id") from "record_changes" c where c."change_set_id" = cs."id")::text as "records"`;
+  `(select count(distinct c."record_id") from "record_changes" c where c."change_set_id" = cs."id" and c."object" = cs."object")::text as "records"`;
 
 /** One change set, locked for a revert when `lock`. */
 export function compileChangeSet(id: string, lock = false): CompiledQuery<ChangeSetRow> {

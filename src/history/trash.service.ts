@@ -7,9 +7,10 @@ import { actorOf } from '../data/change-actor';
 import { type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
 import type { VersionedRecord } from '../data/data.types';
 import { decodeRow } from '../data/field-value.codec';
-import { notFound, scopedRows } from '../data/record-write';
-import { compileInsertRaw, VERSION_ALIAS } from '../data/records.compiler';
+import { notFound, type Referrer, scopedRows } from '../data/record-write';
+import { compileInsertRaw, compileRepointReferences, VERSION_ALIAS } from '../data/records.compiler';
 import { AccessService } from '../governance/access.service';
+import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
 import { afterAlias, compilePurgeTrash, compileTrashed, compileTrashPage, compileUntrash } from './history.compiler';
 import type { TrashedRecordResponse, TrashResponse } from './history.dto';
@@ -29,6 +30,7 @@ export class TrashService {
   constructor(
     private readonly pool: DataPool,
     private readonly access: AccessService,
+    private readonly metadata: MetadataService,
     @Inject(APP_CONFIG) private readonly config: Pick<AppConfig, 'trashRetentionDays'>,
   ) {}
 
@@ -71,7 +73,8 @@ export class TrashService {
     await this.access.view(caller, objectName, 'read');
     if (!isUuid(id)) throw notFound(view.name, id);
     const changeSet = newChangeSet('restore');
-    const record = await this.pool.transaction((session) => restoreFromTrash(session, caller, view, id, changeSet), {
+    const referrers = await this.metadata.referrers(view.name);
+    const record = await this.pool.transaction((session) => restoreFromTrash(session, caller, view, id, changeSet, referrers), {
       signal,
       key: caller.keyId,
     });
@@ -102,7 +105,8 @@ export class TrashService {
 
 /**
  * Puts a trashed record back in its table inside `session` (a restore's or a revert's transaction):
- * the row as deleted, `raw` values over it when given (a revert's values before its change set).
+ * the row as deleted, `over` values over it when given (a revert's values before its change set), and
+ * the lookups its delete cleared (of `referrers`) set back to it.
  */
 export async function restoreFromTrash(
   session: DataSession,
@@ -110,6 +114,7 @@ export async function restoreFromTrash(
   view: ObjectMeta,
   id: string,
   changeSet: ChangeSetStamp,
+  referrers: readonly Referrer[],
   over: Record<string, unknown> = {},
 ): Promise<VersionedRecord> {
   const [trashed] = await session.query(compileTrashed(view, id));
@@ -120,6 +125,13 @@ export async function restoreFromTrash(
     compileInsertRaw(view, { ...trashed.record, ...over }, { op: 'create', keyId: caller.keyId, changeSet }),
   );
   await session.query(compileUntrash(view.name, [id]));
+  // What its delete cleared points to it again, where nothing was set meanwhile.
+  if (trashed.change_set_id) {
+    const capture = { op: 'update' as const, keyId: caller.keyId, changeSet: { ...changeSet, object: view.name } };
+    for (const { object, field } of referrers) {
+      await session.query(compileRepointReferences(object, field, id, trashed.change_set_id, capture));
+    }
+  }
   const { [VERSION_ALIAS]: version, ...rest } = row;
   return { record: decodeRow(view, rest), version: String(version) };
 }

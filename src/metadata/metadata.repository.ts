@@ -46,6 +46,18 @@ export class MetadataRepository {
     return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
   }
 
+  /** Every lookup field that points at `objectName`, its own object's included. */
+  async lookupsTo(em: EntityManager, objectName: string): Promise<Array<{ object: string; field: string }>> {
+    const rows = await runSql<{ object_name: string; field_name: string }>(
+      em,
+      `select o.name as object_name, f.name as field_name
+         from field_definitions f join object_definitions o on o.id = f.object_id
+        where f.type = 'lookup' and f.reference = $1 order by 1, 2`,
+      [objectName],
+    );
+    return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
+  }
+
   /** The object's table with its system columns. */
   async createTable(em: EntityManager, objectName: string): Promise<void> {
     await runSql(

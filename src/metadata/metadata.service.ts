@@ -47,6 +47,22 @@ export class MetadataService {
     return this.repo.summaries(em);
   }
 
+  /**
+   * The optional lookup fields (of any object, this one included) that point at `objectName`: what a delete
+   * of one of its records clears (and a restore from the trash sets back). Required lookups are not among
+   * them: a record they point to cannot be deleted.
+   */
+  async referrers(objectName: string): Promise<Array<{ object: ObjectMeta; field: FieldMeta }>> {
+    const found = await this.repo.lookupsTo(this.em.fork(), objectName);
+    const referrers: Array<{ object: ObjectMeta; field: FieldMeta }> = [];
+    for (const { object, field } of found) {
+      const meta = await this.getObject(object);
+      const lookup = meta.fields.find((f) => f.name === field);
+      if (lookup && !lookup.required) referrers.push({ object: meta, field: lookup });
+    }
+    return referrers;
+  }
+
   /** The object with its fields (system fields first), from the cache; `object_not_found` when absent. */
   async getObject(name: string, em?: EntityManager): Promise<ObjectMeta> {
     // Forked on a miss only: a hit (nearly every request) needs no EntityManager.

@@ -238,6 +238,35 @@ describe('record history, the trash and change sets', () => {
     expect(await read(b.id)).toMatchObject({ amount: 20 });
   });
 
+  it('clears a lookup only when its record really goes: a delete that misses (stale If-Match) leaves it pointing', async () => {
+    await createObject(t, 'task', [fieldSpec('title', 'text'), fieldSpec('deal', 'lookup', { reference: 'deal' })]);
+    const deal = await create({ name: 'Pointed at' });
+    const task = bodyOf<{ id: string }>(
+      await t.http.post('/api/v1/objects/task/records').set(bearer(member)).send({ title: 'Call', deal: deal.id }).expect(201),
+    );
+    const batch = await t.http
+      .post('/api/v1/objects/deal/records/batch')
+      .set(bearer(member))
+      .send({ atomic: false, operations: [{ op: 'delete', id: deal.id, ifMatch: '"1"' }] })
+      .expect(200);
+    expect(bodyOf<BatchRecordsResponse>(batch).results[0]).toMatchObject({ status: 412 });
+    const taskNow = async () =>
+      bodyOf<{ deal: string | null }>(
+        await t.http.get(`/api/v1/objects/task/records/${task.id}`).set(bearer(member)).expect(200),
+      );
+    expect((await taskNow()).deal).toBe(deal.id);
+    // A delete that goes through clears it; the trash restore points it back.
+    await t.http.delete(`/api/v1/objects/deal/records/${deal.id}`).set(bearer(member)).expect(204);
+    expect((await taskNow()).deal).toBeNull();
+    // The delete's change set lists the deal alone: the task it cleared is undone with it, not as a record of its own.
+    const [latest] = bodyOf<ChangeSetsResponse>(
+      await t.http.get('/api/v1/change-sets?object=deal&actor=self&limit=1').set(bearer(member)).expect(200),
+    ).changeSets;
+    expect(latest).toMatchObject({ object: 'deal', records: 1 });
+    await t.http.post(`/api/v1/objects/deal/trash/${deal.id}/restore`).set(bearer(member)).expect(200);
+    expect((await taskNow()).deal).toBe(deal.id);
+  });
+
   it('lists change sets of the objects a key may read, its own with actor=self', async () => {
     const mine = await create({ name: 'Listed' });
     const list = bodyOf<ChangeSetsResponse>(

@@ -390,62 +390,52 @@ describe('records API', () => {
       expect(rows).toHaveLength(1);
     });
 
-    it('answers 409 record_referenced when deleting a record a lookup points to, and keeps it', async () => {
-      const maker = await t.http
-        .post('/api/v1/objects/maker/records')
-        .set(asAdmin(t))
-        .send({ name: 'Referenced Inc' })
-        .expect(201);
-      const gadget = await t.http
-        .post('/api/v1/objects/gadget/records')
-        .set(asAdmin(t))
-        .send({ title: 'Points to maker', maker: idOf(maker) })
-        .expect(201);
-
-      const res = await t.http
-        .delete(`/api/v1/objects/maker/records/${idOf(maker)}`)
-        .set(asAdmin(t))
-        .expect(409);
-
-      expect(errorOf(res).code).toBe('record_referenced');
-      await t.http
-        .get(`/api/v1/objects/maker/records/${idOf(maker)}`)
-        .set(asAdmin(t))
-        .expect(200);
-
-      await t.http
-        .delete(`/api/v1/objects/gadget/records/${idOf(gadget)}`)
-        .set(asAdmin(t))
-        .expect(204);
-      await t.http
-        .delete(`/api/v1/objects/maker/records/${idOf(maker)}`)
-        .set(asAdmin(t))
-        .expect(204);
+    it('clears the lookups that point to a deleted record, and points them back when it comes out of the trash', async () => {
+      const maker = idOf(
+        await t.http.post('/api/v1/objects/maker/records').set(asAdmin(t)).send({ name: 'Referenced Inc' }).expect(201),
+      );
+      const gadget = idOf(
+        await t.http.post('/api/v1/objects/gadget/records').set(asAdmin(t)).send({ title: 'Points to maker', maker }).expect(201),
+      );
+      const deleted = await t.http.delete(`/api/v1/objects/maker/records/${maker}`).set(asAdmin(t)).expect(204);
+      const read = async () =>
+        bodyOf<RecordBody>(await t.http.get(`/api/v1/objects/gadget/records/${gadget}`).set(asAdmin(t)).expect(200));
+      expect((await read()).maker).toBeNull();
+      // One change set: the delete and the lookup it cleared.
+      const cleared = bodyOf<{ versions: Array<{ changeSetId: string; changes: Record<string, unknown> }> }>(
+        await t.http.get(`/api/v1/objects/gadget/records/${gadget}/history`).set(asAdmin(t)).expect(200),
+      ).versions[0];
+      expect(cleared).toMatchObject({
+        changeSetId: deleted.headers['change-set-id'],
+        changes: { maker: { before: maker, after: null } },
+      });
+      await t.http.post(`/api/v1/objects/maker/trash/${maker}/restore`).set(asAdmin(t)).expect(200);
+      expect((await read()).maker).toBe(maker);
     });
 
-    it('answers 409 record_referenced when deleting a record its own object still points to', async () => {
-      await createObject(t, 'folder', [fieldSpec('parent', 'lookup', { reference: 'folder' })]);
-      const root = await t.http.post('/api/v1/objects/folder/records').set(asAdmin(t)).send({}).expect(201);
-      const child = await t.http
-        .post('/api/v1/objects/folder/records')
-        .set(asAdmin(t))
-        .send({ parent: idOf(root) })
-        .expect(201);
-
-      const res = await t.http
-        .delete(`/api/v1/objects/folder/records/${idOf(root)}`)
-        .set(asAdmin(t))
-        .expect(409);
-
+    it('answers 409 record_referenced when deleting a record a required lookup points to, and keeps it', async () => {
+      await createObject(t, 'owner', [fieldSpec('name', 'text')]);
+      await createObject(t, 'pet', [fieldSpec('owner', 'lookup', { reference: 'owner', required: true })]);
+      const owner = idOf(await t.http.post('/api/v1/objects/owner/records').set(asAdmin(t)).send({ name: 'Ann' }).expect(201));
+      const pet = idOf(await t.http.post('/api/v1/objects/pet/records').set(asAdmin(t)).send({ owner }).expect(201));
+      const res = await t.http.delete(`/api/v1/objects/owner/records/${owner}`).set(asAdmin(t)).expect(409);
       expect(errorOf(res).code).toBe('record_referenced');
-      await t.http
-        .delete(`/api/v1/objects/folder/records/${idOf(child)}`)
-        .set(asAdmin(t))
-        .expect(204);
-      await t.http
-        .delete(`/api/v1/objects/folder/records/${idOf(root)}`)
-        .set(asAdmin(t))
-        .expect(204);
+      await t.http.get(`/api/v1/objects/owner/records/${owner}`).set(asAdmin(t)).expect(200);
+      await t.http.delete(`/api/v1/objects/pet/records/${pet}`).set(asAdmin(t)).expect(204);
+      await t.http.delete(`/api/v1/objects/owner/records/${owner}`).set(asAdmin(t)).expect(204);
+    });
+
+    it('deletes a record its own object points to (a parent folder): the child reads null until the parent comes back', async () => {
+      await createObject(t, 'folder', [fieldSpec('parent', 'lookup', { reference: 'folder' })]);
+      const root = idOf(await t.http.post('/api/v1/objects/folder/records').set(asAdmin(t)).send({}).expect(201));
+      const child = idOf(await t.http.post('/api/v1/objects/folder/records').set(asAdmin(t)).send({ parent: root }).expect(201));
+      const deleted = await t.http.delete(`/api/v1/objects/folder/records/${root}`).set(asAdmin(t)).expect(204);
+      const parentOf = async () =>
+        bodyOf<RecordBody>(await t.http.get(`/api/v1/objects/folder/records/${child}`).set(asAdmin(t)).expect(200)).parent;
+      expect(await parentOf()).toBeNull();
+      // Reverting the delete's change set brings the parent back and points the child to it again.
+      await t.http.post(`/api/v1/change-sets/${deleted.headers['change-set-id']}/revert`).set(asAdmin(t)).expect(200);
+      expect(await parentOf()).toBe(root);
     });
 
     it('refuses unknown fields with 400 unknown_field listing the available fields', async () => {
