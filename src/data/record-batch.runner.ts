@@ -191,7 +191,14 @@ async function runOne(session: DataSession, operation: PlannedOperation, writer:
             changedFields: [...operation.values!.keys()],
           }),
         )
-      : await deleteRecord(session, object, operation.id, operation.versions, captureOf(writer, 'delete'), writer.referrers ?? []);
+      : await deleteRecord(
+          session,
+          object,
+          operation.id,
+          operation.versions,
+          captureOf(writer, 'delete'),
+          writer.referrers ?? [],
+        );
   if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
   return doneResult(operation, rows[0]);
 }
