@@ -3,6 +3,7 @@ import { ADVISORY_LOCK } from '../database/advisory-locks';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { compileRowFilter } from '../data/where.compiler';
+import { fieldSql } from '../data/formula.compiler';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 
 /** The snapshot as a row of the object's table, for the reader's projection and row filter. */
@@ -37,7 +38,7 @@ export interface ChangeRow {
 export function compileChangePage(object: ObjectMeta, after: string, limit: number): CompiledQuery<ChangeRow> {
   const params = new SqlParams();
   const filter = compileRowFilter(object, params, { tableAlias: SNAPSHOT_ROW, asValue: true }) ?? 'TRUE';
-  const projection = object.fields.map((f, i) => `${quoteIdent(SNAPSHOT_ROW)}.${quoteIdent(f.name)} as "${fieldAlias(i)}"`);
+  const projection = object.fields.map((f, i) => `${fieldSql(f, params, SNAPSHOT_ROW)} as "${fieldAlias(i)}"`);
   const view =
     `select ${[...projection, `${filter} as "${VISIBLE_ALIAS}"`].join(', ')} ` +
     `from jsonb_populate_record(null::${objectTable(object.name)}, c."record") as ${quoteIdent(SNAPSHOT_ROW)}`;

@@ -185,6 +185,8 @@ export const ERRORS = {
   ask_user_unavailable: HttpStatus.BAD_REQUEST,
   // calculate: an expression that does not parse or has no finite value; a number no earlier data result of the turn holds.
   invalid_expression: HttpStatus.BAD_REQUEST,
+  // A formula field that reads itself through other formulas (details.path).
+  computed_cycle: HttpStatus.BAD_REQUEST,
   unsupported_operand: HttpStatus.BAD_REQUEST,
   // visualize: no earlier data result of the turn has this call id; a column not in its rows, or text as a measure.
   unknown_chart_source: HttpStatus.BAD_REQUEST,

@@ -1,3 +1,4 @@
+import { fieldSql } from './formula.compiler';
 import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
@@ -80,7 +81,7 @@ export function compileAggregatePlan(
   }
   const selects = [
     ...groupBy.map((f) => quoteIdent(f.name)),
-    ...measures.map((m) => `${measureSql(object, m, params)} as ${quoteIdent(m.alias)}`),
+    ...measures.map((m) => `${measureSql(source.object, m, params)} as ${quoteIdent(m.alias)}`),
   ];
   const where = compileScopedWhere(source.object, plan.where, params);
   const orderBy = compileAggregateOrderBy(plan.orderBy, groupBy, measures);
@@ -105,7 +106,8 @@ function compileSource(
   params: SqlParams,
 ): { sql: string; object: ObjectMeta } {
   const lookups = plan.lookups ?? [];
-  if (!lookups.length && !plan.timeBucket) return { sql: objectTable(object.name), object };
+  const formulas = object.fields.filter((f) => f.formula);
+  if (!lookups.length && !plan.timeBucket && !formulas.length) return { sql: objectTable(object.name), object };
   // Every column of the base table stays in the derived one (row filters may name hidden fields).
   const taken = new Set((object.rowFilter?.object ?? object).fields.map((f) => f.name));
   const extra: FieldMeta[] = [];
@@ -115,7 +117,8 @@ function compileSource(
     }
     taken.add(alias);
   };
-  const columns: string[] = [];
+  // Formula fields become columns of the derived table: grouped, filtered and aggregated by name like any other.
+  const columns: string[] = formulas.map((f) => `${fieldSql(f, params, BASE_ALIAS)} as ${quoteIdent(f.name)}`);
   const joins: string[] = [];
   for (const [index, lookup] of lookups.entries()) {
     const { field, target, targetField } = resolveLookup(object, lookup, targets);
@@ -138,13 +141,14 @@ function compileSource(
   if (plan.timeBucket) {
     const bucket = plan.timeBucket;
     claim(bucket.alias);
-    columns.push(`${timeBucketSql(object, bucket)} as ${quoteIdent(bucket.alias)}`);
+    columns.push(`${timeBucketSql(object, bucket, params)} as ${quoteIdent(bucket.alias)}`);
     extra.push({ name: bucket.alias, label: 'Period', type: 'text', required: false, unique: false, indexed: false });
   }
   const sql =
-    `(select ${quoteIdent(BASE_ALIAS)}.*, ${columns.join(', ')} from ${objectTable(object.name)} as ${quoteIdent(BASE_ALIAS)}` +
+    `(select ${[`${quoteIdent(BASE_ALIAS)}.*`, ...columns].join(', ')} from ${objectTable(object.name)} as ${quoteIdent(BASE_ALIAS)}` +
     `${joins.join('')}) as ${quoteIdent(BASE_ALIAS)}`;
-  return { sql, object: { ...object, fields: [...object.fields, ...extra] } };
+  const fields = object.fields.map((f) => (f.formula ? { ...f, formula: undefined } : f));
+  return { sql, object: { ...object, fields: [...fields, ...extra] } };
 }
 
 function resolveLookup(
@@ -165,7 +169,7 @@ function resolveLookup(
 }
 
 /** The UTC start of the value's bucket as "YYYY-MM-DD"; weeks start on Monday (ISO weeks). */
-function timeBucketSql(object: ObjectMeta, bucket: TimeBucket): string {
+function timeBucketSql(object: ObjectMeta, bucket: TimeBucket, params: SqlParams): string {
   if (!(TIME_GRAINS as readonly string[]).includes(bucket.grain)) {
     throw new DomainError('invalid_group_by', `Unknown time grain "${clip(String(bucket.grain))}"`, {
       availableGrains: TIME_GRAINS,
@@ -175,7 +179,7 @@ function timeBucketSql(object: ObjectMeta, bucket: TimeBucket): string {
   if (!TEMPORAL_TYPES.includes(field.type as never)) {
     throw new DomainError('invalid_group_by', `Time buckets need a date or datetime field; "${field.name}" is ${field.type}`);
   }
-  const column = columnRef(field.name, BASE_ALIAS);
+  const column = fieldSql(field, params, BASE_ALIAS);
   // A timestamptz is cut in UTC whatever the session's time zone; a date has no zone.
   const local = field.type === 'datetime' ? `(${column} at time zone 'UTC')` : `${column}::timestamp`;
   return `to_char(date_trunc('${bucket.grain}', ${local}), 'YYYY-MM-DD')`;

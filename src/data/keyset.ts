@@ -3,6 +3,7 @@ import { DomainError } from '../common/domain-error';
 import { quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { bindCast } from './field-value.codec';
+import { fieldSql } from './formula.compiler';
 import { type FieldMeta, fieldIndex } from '../metadata/object-metadata.types';
 import { mayBeEmpty, orderBySql, type OrderTerm } from './order-by.compiler';
 
@@ -79,6 +80,7 @@ export function decodeCursor(raw: string, signature: string, keyCount: number): 
 export function sortKeyColumns(
   terms: readonly OrderTerm[],
   fields: readonly FieldMeta[],
+  params?: SqlParams,
 ): { refs: string[]; extra: string[]; aliases: string[] } {
   const selected = new Set(fields.map((f) => f.name));
   const refs: string[] = [];
@@ -89,7 +91,8 @@ export function sortKeyColumns(
     const alias = `"${KEY_ALIAS}${i}"`;
     refs.push(alias);
     aliases.push(alias);
-    extra.push(`${quoteIdent(term.field.name)} as ${alias}`);
+    // Without `params`, only refs and aliases are wanted: a formula's SQL would bind parameters no statement uses.
+    if (params || !term.field.formula) extra.push(`${fieldSql(term.field, params)} as ${alias}`);
   });
   return { refs, extra, aliases };
 }
@@ -138,7 +141,7 @@ export interface KeysetPart {
  * without NULLS LAST (it holds no null), so that they are the order of an index or its backward scan.
  */
 export function keysetParts(terms: readonly OrderTerm[], keys: readonly (string | null)[], params: SqlParams): KeysetPart[] {
-  const columns = terms.map((t) => quoteIdent(t.field.name));
+  const columns = terms.map((t) => fieldSql(t.field, params));
   const values = keys.map((key, i) => (key === null ? null : `${params.add(key)}::${bindCast(terms[i].field)}`));
   const parts: KeysetPart[] = [];
   for (let i = terms.length - 1; i >= 0; i--) {
@@ -149,7 +152,7 @@ export function keysetParts(terms: readonly OrderTerm[], keys: readonly (string 
       [
         ...columns.slice(0, i).map((c) => `${c} ASC`),
         own,
-        ...(i + 1 < terms.length ? [orderBySql(terms.slice(i + 1))] : []),
+        ...(i + 1 < terms.length ? [orderBySql(terms.slice(i + 1), undefined, params)] : []),
       ].join(', ');
     const { field, descending } = terms[i];
     parts.push({
@@ -171,13 +174,13 @@ export function keysetParts(terms: readonly OrderTerm[], keys: readonly (string 
  * partial index). Then its values in plain DESC (or ASC), and its empty rows. Without an index, one
  * part: two would be two scans of the table.
  */
-export function leadingParts(terms: readonly OrderTerm[]): KeysetPart[] {
+export function leadingParts(terms: readonly OrderTerm[], params?: SqlParams): KeysetPart[] {
   const [first] = terms;
   const index = fieldIndex(first.field);
   const split = mayBeEmpty(first.field) && (index === 'unique' || (index === 'field-id' && first.descending));
-  if (!split) return [{ condition: 'true', orderBy: orderBySql(terms) }];
-  const column = quoteIdent(first.field.name);
-  const rest = terms.length > 1 ? `, ${orderBySql(terms.slice(1))}` : '';
+  if (!split) return [{ condition: 'true', orderBy: orderBySql(terms, undefined, params) }];
+  const column = fieldSql(first.field, params);
+  const rest = terms.length > 1 ? `, ${orderBySql(terms.slice(1), undefined, params)}` : '';
   return [
     { condition: `${column} is not null`, orderBy: `${column} ${first.descending ? 'DESC' : 'ASC'}${rest}` },
     { condition: `${column} is null`, orderBy: `${column} ASC${rest}` },

@@ -2,7 +2,9 @@ import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { describeValue } from './field-value.codec';
-import { clip, columnRef, requireField } from './where.compiler';
+import { SqlParams } from '../database/sql-params';
+import { fieldSql, selectSql } from './formula.compiler';
+import { clip, requireField } from './where.compiler';
 
 /** Default cap on caller-chosen sort fields (the trailing id tiebreaker does not count). */
 export const DEFAULT_MAX_ORDER_BY_FIELDS = 5;
@@ -29,14 +31,14 @@ export interface OrderTerm {
 export function compileOrderBy(
   object: ObjectMeta,
   orderBy: unknown,
-  options: { tableAlias?: string; maxFields?: number } = {},
+  options: { tableAlias?: string; maxFields?: number; params?: SqlParams } = {},
 ): string {
-  return orderBySql(orderTerms(object, orderBy, options.maxFields), options.tableAlias);
+  return orderBySql(orderTerms(object, orderBy, options.maxFields), options.tableAlias, options.params);
 }
 
-/** The ORDER BY list of sort keys. */
-export function orderBySql(terms: readonly OrderTerm[], tableAlias?: string): string {
-  return terms.map((term) => `${columnRef(term.field.name, tableAlias)} ${sortDirection(term)}`).join(', ');
+/** The ORDER BY list of sort keys (a formula's expression needs the statement's `params`). */
+export function orderBySql(terms: readonly OrderTerm[], tableAlias?: string, params?: SqlParams): string {
+  return terms.map((term) => `${fieldSql(term.field, params, tableAlias)} ${sortDirection(term)}`).join(', ');
 }
 
 /**
@@ -111,11 +113,19 @@ function invalidOrderBy(message: string, details: Record<string, unknown> = {}):
 export function compileProjection(
   object: ObjectMeta,
   fields: unknown,
-  options: { tableAlias?: string } = {},
+  options: { tableAlias?: string; params?: SqlParams } = {},
 ): { sql: string; fields: FieldMeta[] } {
   const names = projectionNames(fields);
   const selected = names.length === 0 ? object.fields : [...new Set(['id', ...names])].map((name) => requireField(object, name));
-  return { sql: selected.map((field) => columnRef(field.name, options.tableAlias)).join(', '), fields: selected };
+  // Compiled when read: a formula's SQL binds parameters, which a statement that does not use it must not hold.
+  let sql: string | undefined;
+  return {
+    get sql() {
+      sql ??= selected.map((field) => selectSql(field, options.params, options.tableAlias)).join(', ');
+      return sql;
+    },
+    fields: selected,
+  };
 }
 
 function projectionNames(fields: unknown): string[] {

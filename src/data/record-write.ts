@@ -59,6 +59,11 @@ export function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' |
     if (field.system && !settable) {
       throw new DomainError('read_only_field', `Field "${name}" is set by the server`);
     }
+    if (field.formula) {
+      throw new DomainError('read_only_field', `Field "${name}" is a formula, computed when read: it cannot be written`, {
+        field: name,
+      });
+    }
     if (value === undefined) continue;
     // Under a row filter, a chosen id would tell by its conflict that a record it may not read has it.
     if (field.name === 'id' && object.rowFilter) {

@@ -5,10 +5,10 @@ import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
+import { fieldSql, selectSql } from './formula.compiler';
 import { keysetParts, leadingParts, sortKeyColumns, type KeysetPart } from './keyset';
 import { compileProjection, orderBySql, orderTerms, sortDirection, type OrderTerm } from './order-by.compiler';
 import {
-  columnRef,
   compileRowFilter,
   compileScopedWhere,
   containsPattern,
@@ -77,10 +77,10 @@ export function compileFind(
   cut: PageCut = { terms: orderTerms(object, query.orderBy) },
 ): CompiledQuery<Row> {
   const params = new SqlParams();
-  const { projection, where } = selectParts(object, query, cut.terms, params);
+  const { projection, where } = selectParts(object, query, params);
   const limit = engineLimit(query.limit) + (cut.keys ? 1 : 0);
   const offset = cut.after ? 0 : Math.max(0, Math.floor(query.offset));
-  const parts = cut.after ? keysetParts(cut.terms, cut.after, params) : leadingParts(cut.terms);
+  const parts = cut.after ? keysetParts(cut.terms, cut.after, params) : leadingParts(cut.terms, params);
   const page = { object, where, terms: cut.terms, parts, limit, offset };
   const counted = (statement: string) =>
     cut.countUpTo === undefined || cut.after
@@ -90,7 +90,7 @@ export function compileFind(
   const idOnly = { sql: quoteIdent('id'), fields: [requireField(object, 'id')] };
   const keys = sortKeyColumns(cut.terms, idOnly.fields);
   const columns = [
-    ...projection.fields.map((f) => columnRef(f.name, 't')),
+    ...projection.fields.map((f) => selectSql(f, params, 't')),
     ...sortKeyColumns(cut.terms, projection.fields).aliases.map((alias) => `"__keys".${alias}`),
   ];
   const order = cut.terms.map((t, i) => `"__keys".${keys.refs[i]} ${sortDirection(t)}`).join(', ');
@@ -159,14 +159,14 @@ function pageRowsSql(
   params: SqlParams,
 ): string {
   const table = objectTable(object.name);
-  const keys = sortKeyColumns(terms, projection.fields);
+  const keys = sortKeyColumns(terms, projection.fields, params);
   const select = [projection.sql, ...keys.extra].join(', ');
   const page = `limit ${params.add(limit)}${offset ? ` offset ${params.add(offset)}` : ''}`;
   // leadingParts' one part has the condition `true`: the where alone.
   const scoped = (condition: string) => (condition === 'true' ? where : `(${where}) and ${condition}`);
   if (parts.length <= 1) {
     // A forged cursor of nulls only has nothing after it.
-    const [part] = parts.length ? parts : [{ condition: 'false', orderBy: orderBySql(terms) }];
+    const [part] = parts.length ? parts : [{ condition: 'false', orderBy: orderBySql(terms, undefined, params) }];
     return `select ${select} from ${table} where ${scoped(part.condition)} order by ${part.orderBy} ${page}`;
   }
   const each = params.add(limit + offset);
@@ -188,23 +188,26 @@ export type StreamQuery = Pick<FindQuery, 'where' | 'search' | 'orderBy' | 'fiel
  */
 export function compileStream(object: ObjectMeta, query: StreamQuery): { query: CompiledQuery<unknown[]>; fields: FieldMeta[] } {
   const params = new SqlParams();
-  const { projection, where, orderBy } = selectParts(object, query, orderTerms(object, query.orderBy), params);
+  const { projection, where } = selectParts(object, query, params);
+  const orderBy = orderBySql(orderTerms(object, query.orderBy), undefined, params);
   return {
     query: params.query(`select ${projection.sql} from ${objectTable(object.name)} where ${where} order by ${orderBy}`),
     fields: projection.fields,
   };
 }
 
-/** The columns, the caller's scoped where and the ORDER BY of a read: shared by compileFind and compileStream. */
+/**
+ * The columns and the caller's scoped where of a read: shared by compileFind and compileStream. (A formula's
+ * SQL adds bind parameters, so only SQL a statement uses is compiled: an unused parameter has no type.)
+ */
 function selectParts(
   object: ObjectMeta,
   query: StreamQuery,
-  terms: readonly OrderTerm[],
   params: SqlParams,
-): { projection: { sql: string; fields: FieldMeta[] }; where: string; orderBy: string } {
-  const projection = compileProjection(object, query.fields);
+): { projection: { sql: string; fields: FieldMeta[] }; where: string } {
+  const projection = compileProjection(object, query.fields, { params });
   const where = compileScopedWhere(object, query.where, params, query.search);
-  return { projection, where, orderBy: orderBySql(terms) };
+  return { projection, where };
 }
 
 /** The number of records matching `where` (and `search`), as `count`. */
@@ -248,8 +251,8 @@ export function compileCountEstimate(
 
 /** The record with this id, with the selected fields and its version; the caller runs it only for a well-formed uuid. */
 export function compileFindOne(object: ObjectMeta, id: unknown, fields: unknown): CompiledQuery<Row> {
-  const projection = compileProjection(object, fields);
   const params = new SqlParams();
+  const projection = compileProjection(object, fields, { params });
   const where = `"id" = ${params.add(id)}::uuid${rowFilterCondition(object, params)}`;
   return params.query(`select ${projection.sql}, ${VERSION_SELECT} from ${objectTable(object.name)} where ${where}`);
 }
@@ -273,8 +276,13 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
     : `insert into ${target} default values returning ${returning}`;
   if (!capture) return params.query(sql);
   // A create sets every field: a constant list, not one read from each row.
-  const created = { ...capture, changedFields: object.fields.map((f) => f.name) };
+  const created = { ...capture, changedFields: storedFieldNames(object) };
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, created));
+}
+
+/** The fields with a column (formulas have none). */
+function storedFieldNames(object: ObjectMeta): string[] {
+  return object.fields.filter((f) => !f.formula).map((f) => f.name);
 }
 
 /**
@@ -309,7 +317,7 @@ export function compileUpdateRaw(
   capture: ChangeCapture,
 ): CompiledQuery<Row> {
   const params = new SqlParams();
-  const names = Object.keys(raw).filter((name) => object.fields.some((f) => f.name === name));
+  const names = Object.keys(raw).filter((name) => object.fields.some((f) => f.name === name && !f.formula));
   const source = `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb)`;
   const sets = names.map((name) => `${quoteIdent(name)} = (${source}).${quoteIdent(name)}`);
   return updateStatement(object, id, names, sets, params, undefined, { ...capture, changedFields: names });
@@ -349,7 +357,7 @@ export function compileInsertRaw(object: ObjectMeta, raw: Record<string, unknown
   const params = new SqlParams();
   const row = `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb || jsonb_build_object('updated_at', now()))`;
   const sql = `insert into ${objectTable(object.name)} as ${ROW_ALIAS} select * from ${row} returning ${writeReturning(object, params, capture)}`;
-  const created = { ...capture, changedFields: object.fields.map((f) => f.name) };
+  const created = { ...capture, changedFields: storedFieldNames(object) };
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, created));
 }
 
@@ -493,7 +501,7 @@ export const IN_SCOPE_ALIAS = '__in_scope';
  * include hidden fields), its version, and with a row filter whether the new row is inside it.
  */
 function writeReturning(object: ObjectMeta, params: SqlParams, capture?: ChangeCapture): string {
-  let columns = `${compileProjection(object, undefined).sql}, ${VERSION_SELECT}`;
+  let columns = `${compileProjection(object, undefined, { params }).sql}, ${VERSION_SELECT}`;
   // The feed keeps the whole row, hidden fields included: each reader's own view is cut from it.
   if (capture) columns += `, ${SNAPSHOT_SELECT}`;
   const scope = compileRowFilter(object, params, { asValue: true });
@@ -502,7 +510,7 @@ function writeReturning(object: ObjectMeta, params: SqlParams, capture?: ChangeC
 
 /** The columns of writeReturning as the statement wrapping the write selects them (the snapshot stays inside). */
 function writeColumns(object: ObjectMeta): string[] {
-  const columns = [...compileProjection(object, undefined).fields.map((f) => quoteIdent(f.name)), `"${VERSION_ALIAS}"`];
+  const columns = [...object.fields.map((f) => quoteIdent(f.name)), `"${VERSION_ALIAS}"`];
   if (object.rowFilter) columns.push(`"${IN_SCOPE_ALIAS}"`);
   return columns;
 }
@@ -521,7 +529,7 @@ export interface FieldValuesQuery {
  */
 export function compileFieldValues(object: ObjectMeta, field: FieldMeta, query: FieldValuesQuery): CompiledQuery<Row> {
   const params = new SqlParams();
-  const column = quoteIdent(field.name);
+  const column = fieldSql(field, params);
   const from =
     field.type === 'multiselect'
       ? `${objectTable(object.name)} cross join lateral unnest(${column}) as "__v"("__value")`

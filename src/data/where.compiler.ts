@@ -4,6 +4,7 @@ import { quoteIdent, searchFold } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
+import { fieldSql } from './formula.compiler';
 
 /**
  * Compiles the `where` JSON language into one parameterized SQL boolean expression.
@@ -260,7 +261,7 @@ function compileOperator(field: FieldMeta, operator: FieldOperator, operand: unk
       maxConditions: MAX_WHERE_CONDITIONS,
     });
   }
-  const column = columnRef(field.name, state.tableAlias);
+  const column = fieldSql(field, state.params, state.tableAlias);
   const usesPlaceholder = isPlaceholder(operand) || (Array.isArray(operand) && operand.some(isPlaceholder));
   if (state.placeholders && usesPlaceholder) {
     // Checking a policy: the field and operator are known to be valid; the values come with a caller.

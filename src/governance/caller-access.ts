@@ -69,7 +69,10 @@ export class CallerAccess {
         action,
       });
     }
-    const fields = grants.hidden.size ? object.fields.filter((f) => !grants.hidden.has(f.name)) : object.fields;
+    // A formula that reads a hidden field, at any depth, is hidden too: its value would tell the hidden one.
+    const hidden = (f: ObjectMeta['fields'][number]) =>
+      grants.hidden.has(f.name) || (f.formula?.inputs ?? []).some((name) => grants.hidden.has(name));
+    const fields = grants.hidden.size ? object.fields.filter((f) => !hidden(f)) : object.fields;
     const view: ObjectMeta = { ...object, fields };
     const filters = rowsFor(grants.actions.read, granted);
     if (filters !== true) {

@@ -2,6 +2,7 @@ import { CompiledQuery } from 'kysely';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { compileRowFilter } from '../data/where.compiler';
+import { fieldSql, selectSql } from '../data/formula.compiler';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
 /**
@@ -161,7 +162,7 @@ export function compileReadBack(
   raws: readonly Record<string, unknown>[],
 ): CompiledQuery<Record<string, unknown>> {
   const params = new SqlParams();
-  const columns = object.fields.map((f) => `"r".${quoteIdent(f.name)}`);
+  const columns = object.fields.map((f) => selectSql(f, params, 'r'));
   return params.query(
     `select ${columns.join(', ')} from jsonb_array_elements(${params.add(JSON.stringify(raws))}::jsonb) with ordinality as e("v", "n") ` +
       `cross join lateral ${populated(object, 'e."v"', 'r')} order by e."n"`,
@@ -186,7 +187,7 @@ export function compileTrashPage(object: ObjectMeta, page: { after?: [string, st
       `(tr."deleted_at", tr."record_id") < (${params.add(page.after[0])}::timestamptz, ${params.add(page.after[1])}::uuid)`,
     );
   }
-  const columns = object.fields.map((f, i) => `"r".${quoteIdent(f.name)} as "${afterAlias(i)}"`);
+  const columns = object.fields.map((f, i) => `${fieldSql(f, params, 'r')} as "${afterAlias(i)}"`);
   return params.query(
     `select tr."record_id"::text as "id", to_char(tr."deleted_at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "deleted_at", ` +
       `tr."key_id", tr."change_set_id"::text as "change_set_id", ${columns.join(', ')} ` +

@@ -12,7 +12,17 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { FIELD_TYPES, type FieldType, MAX_FIELDS } from './object-metadata.types';
+import { FORMULA_RESULT_TYPES, type FormulaResultType, MAX_EXPRESSION_LENGTH } from './formula';
+import { FIELD_TYPES, MAX_FIELDS } from './object-metadata.types';
+
+/** Types a field definition may have: the stored types, and `formula` (computed when read). */
+export const DEFINITION_TYPES = [...FIELD_TYPES, 'formula'] as const;
+export type DefinitionType = (typeof DEFINITION_TYPES)[number];
+
+const EXPRESSION_DESCRIPTION =
+  'formula only: an expression over the record\'s fields written {field}, e.g. "{amount} * {probability} / 100" ' +
+  '(operators + - * / % & = != < <= > >=, functions IF SWITCH AND OR NOT BLANK COALESCE ROUND FLOOR CEIL ABS MIN MAX SUM AVG ' +
+  'CONCAT LEFT RIGHT LOWER UPPER LEN TRIM CONTAINS YEAR MONTH DAY WEEKDAY DATE_DIFF DATE_ADD TODAY NOW)';
 
 /** Options of one select or multiselect field. */
 const MAX_OPTIONS = 500;
@@ -35,9 +45,20 @@ export class CreateFieldDto {
   @MaxLength(255)
   label: string;
 
-  @ApiProperty({ enum: FIELD_TYPES })
-  @IsIn(FIELD_TYPES)
-  type: FieldType;
+  @ApiProperty({ enum: DEFINITION_TYPES })
+  @IsIn(DEFINITION_TYPES)
+  type: DefinitionType;
+
+  @ApiPropertyOptional({ description: EXPRESSION_DESCRIPTION })
+  @IsOptional()
+  @IsString()
+  @MaxLength(MAX_EXPRESSION_LENGTH)
+  expression?: string;
+
+  @ApiPropertyOptional({ enum: FORMULA_RESULT_TYPES, description: 'formula only: the type of its value' })
+  @IsOptional()
+  @IsIn(FORMULA_RESULT_TYPES)
+  resultType?: FormulaResultType;
 
   @ApiPropertyOptional() @IsOptional() @IsBoolean() required?: boolean;
   @ApiPropertyOptional() @IsOptional() @IsBoolean() unique?: boolean;
@@ -108,12 +129,23 @@ export class UpdateFieldDto {
   @IsString({ each: true })
   @MaxLength(255, { each: true })
   options?: string[];
+
+  @ApiPropertyOptional({ description: EXPRESSION_DESCRIPTION })
+  @NotNullIfPresent()
+  @IsString()
+  @MaxLength(MAX_EXPRESSION_LENGTH)
+  expression?: string;
+
+  @ApiPropertyOptional({ enum: FORMULA_RESULT_TYPES, description: 'formula only: the type of its value' })
+  @NotNullIfPresent()
+  @IsIn(FORMULA_RESULT_TYPES)
+  resultType?: FormulaResultType;
 }
 
 export class FieldResponse {
   @ApiProperty() name: string;
   @ApiProperty() label: string;
-  @ApiProperty({ enum: FIELD_TYPES }) type: FieldType;
+  @ApiProperty({ enum: DEFINITION_TYPES }) type: DefinitionType;
   @ApiProperty() required: boolean;
   @ApiProperty() unique: boolean;
   @ApiProperty() indexed: boolean;
@@ -121,6 +153,8 @@ export class FieldResponse {
   @ApiPropertyOptional() description?: string;
   @ApiPropertyOptional({ type: [String] }) options?: string[];
   @ApiPropertyOptional() reference?: string;
+  @ApiPropertyOptional({ description: EXPRESSION_DESCRIPTION }) expression?: string;
+  @ApiPropertyOptional({ enum: FORMULA_RESULT_TYPES }) resultType?: FormulaResultType;
 }
 
 export class ObjectResponse {

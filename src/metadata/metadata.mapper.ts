@@ -5,7 +5,7 @@ export function toFieldResponse(field: FieldMeta): FieldResponse {
   const response: FieldResponse = {
     name: field.name,
     label: field.label,
-    type: field.type as FieldType,
+    type: field.formula ? 'formula' : (field.type as FieldType),
     required: field.required,
     unique: field.unique,
     indexed: field.indexed,
@@ -14,6 +14,10 @@ export function toFieldResponse(field: FieldMeta): FieldResponse {
   if (field.description) response.description = field.description;
   if (field.options) response.options = field.options;
   if (field.reference) response.reference = field.reference;
+  if (field.formula) {
+    response.expression = field.formula.expression;
+    response.resultType = field.formula.resultType;
+  }
   return response;
 }
 

@@ -6,12 +6,14 @@ import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../common/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { AuditLog, type AuditActor } from '../audit/audit-log.service';
+import { checkFormula, FORMULA_RESULT_TYPES, formulaInputs, type FormulaScope, referencedFields } from './formula';
 import { MetadataCache } from './metadata.cache';
 import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { assertValidName } from './metadata.naming';
+import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
 import {
   FIELD_TYPES,
@@ -113,8 +115,12 @@ export class MetadataService {
       // Flushed first: field rows reference it, and the ORM does not order plain foreign-key columns.
       await em.persist(object).flush();
       await this.repo.createTable(em, dto.name);
+      // A formula may read the fields listed before it.
+      const siblings: FieldMeta[] = [...SYSTEM_FIELDS];
       for (const [position, fieldDto] of fields.entries()) {
-        await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true });
+        siblings.push(
+          await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true, siblings }),
+        );
       }
       await em.flush();
       return toObjectResponse(await this.loadObject(dto.name, em));
@@ -179,7 +185,12 @@ export class MetadataService {
       }
       const last = await em.findOne(FieldDefinitionEntity, { objectId: object.id }, { orderBy: { position: 'desc' } });
       const tableEmpty = !dto.required || (await this.repo.isEmpty(em, objectName));
-      await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, { selfName: objectName, tableEmpty });
+      const siblings = (await this.loadObject(objectName, em)).fields;
+      await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, {
+        selfName: objectName,
+        tableEmpty,
+        siblings,
+      });
       object.updatedAt = new Date();
       await em.flush();
       return toFieldResponse(findField(await this.loadObject(objectName, em), dto.name));
@@ -190,6 +201,17 @@ export class MetadataService {
     return this.write({ actor, action: 'field.update', target: `${objectName}.${fieldName}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
+      if (field.type === 'formula') {
+        await this.updateFormula(em, objectName, field, dto);
+        await em.flush();
+        return toFieldResponse(findField(await this.loadObject(objectName, em), fieldName));
+      }
+      if (dto.expression !== undefined || dto.resultType !== undefined) {
+        throw new DomainError(
+          'validation_failed',
+          `Only formula fields have an expression and a resultType; "${fieldName}" is ${field.type}`,
+        );
+      }
       const type = field.type as FieldType;
       if (dto.options !== undefined) {
         if (type !== 'select' && type !== 'multiselect') {
@@ -270,18 +292,21 @@ export class MetadataService {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
       // Everything that names a field in its definition: one list, one error.
+      const formulas = (await this.loadObject(objectName, em)).fields
+        .filter((f) => f.formula && f.name !== fieldName && referencedFields(f.formula.expression).includes(fieldName))
+        .map((f) => f.name);
       const metrics = await this.dependents.usingField('metric', em, objectName, fieldName);
       const views = await this.dependents.usingField('view', em, objectName, fieldName);
-      const users = [...named('metric', metrics), ...named('view', views)];
+      const users = [...named('formula', formulas), ...named('metric', metrics), ...named('view', views)];
       if (users.length) {
-        const count = metrics.length + views.length;
+        const count = formulas.length + metrics.length + views.length;
         throw new DomainError(
           'field_in_use',
           `Field "${objectName}.${fieldName}" is used by ${users.join(' and ')}; change or delete ${count > 1 ? 'them' : 'it'} first`,
-          { metrics, views },
+          { formulas, metrics, views },
         );
       }
-      await this.repo.dropColumn(em, objectName, fieldName);
+      if (field.type !== 'formula') await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();
       await em.flush();
@@ -315,9 +340,10 @@ export class MetadataService {
     object: ObjectDefinition,
     dto: CreateFieldDto,
     position: number,
-    context: { selfName: string; tableEmpty: boolean },
-  ): Promise<void> {
-    const field = await this.validateField(em, dto, context.selfName);
+    context: { selfName: string; tableEmpty: boolean; siblings: FieldMeta[] },
+  ): Promise<FieldMeta> {
+    const field =
+      dto.type === 'formula' ? formulaField(dto, context.siblings) : await this.validateField(em, dto, context.selfName);
     if (field.required && !context.tableEmpty) {
       throw new DomainError(
         'object_not_empty',
@@ -330,7 +356,9 @@ export class MetadataService {
       objectId: object.id,
       name: field.name,
       label: field.label,
-      type: field.type,
+      type: field.formula ? 'formula' : field.type,
+      expression: field.formula?.expression ?? null,
+      resultType: field.formula?.resultType ?? null,
       required: field.required,
       unique: field.unique,
       indexed: field.indexed,
@@ -342,20 +370,74 @@ export class MetadataService {
       createdAt: now,
       updatedAt: now,
     });
+    if (field.formula) return field;
     await this.repo.addColumn(em, object.name, field);
     if (field.searchable) await this.repo.createSearchIndex(em, object.name, field.name);
+    return field;
+  }
+
+  /**
+   * A new expression or result type for a formula field: checked as at creation (a cycle through the
+   * formulas that read it is refused with its path), and every other formula of the object still checks.
+   */
+  private async updateFormula(em: EntityManager, objectName: string, field: FieldDefinition, dto: UpdateFieldDto): Promise<void> {
+    const stored = [dto.required, dto.unique, dto.indexed, dto.searchable, dto.options].some(
+      (v) => v !== undefined && v !== false,
+    );
+    if (stored) throw formulaNotStored(field.name);
+    if (dto.expression !== undefined || dto.resultType !== undefined) {
+      const object = await this.loadObject(objectName, em);
+      const current = findField(object, field.name);
+      const updated: FieldMeta = {
+        ...current,
+        type: dto.resultType ?? current.formula!.resultType,
+        formula: {
+          expression: dto.expression ?? current.formula!.expression,
+          resultType: dto.resultType ?? current.formula!.resultType,
+        },
+      };
+      const fields = object.fields.map((f) => (f.name === field.name ? updated : f));
+      resolveFormula(updated, scopeOf(fields));
+      for (const other of fields) {
+        if (!other.formula || other === updated) continue;
+        try {
+          resolveFormula({ ...other, formula: { ...other.formula } }, scopeOf(fields));
+        } catch (error) {
+          if (!(error instanceof DomainError) || error.code !== 'invalid_expression') throw error;
+          throw new DomainError(
+            'invalid_expression',
+            `Formula "${other.name}" reads "${field.name}" and would no longer be valid: ${error.message}`,
+            { ...(error.details as Record<string, unknown> | undefined), field: other.name },
+          );
+        }
+      }
+      field.expression = updated.formula!.expression;
+      field.resultType = updated.formula!.resultType;
+    }
+    if (dto.label !== undefined) field.label = dto.label;
+    if (dto.description !== undefined) field.description = dto.description;
+    field.updatedAt = new Date();
   }
 
   /** Checks one field definition against the rules of its type; returns the normalised field. */
   private async validateField(em: EntityManager, dto: CreateFieldDto, selfName: string): Promise<FieldMeta> {
     assertValidName('field', dto.name);
     if (!(FIELD_TYPES as readonly string[]).includes(dto.type)) {
-      throw new DomainError('invalid_field_type', `Unknown field type "${String(dto.type)}"`, { availableTypes: FIELD_TYPES });
+      throw new DomainError('invalid_field_type', `Unknown field type "${String(dto.type)}"`, {
+        availableTypes: [...FIELD_TYPES, 'formula'],
+      });
     }
+    if (dto.expression !== undefined || dto.resultType !== undefined) {
+      throw new DomainError(
+        'validation_failed',
+        `Only formula fields have an expression and a resultType; "${dto.name}" is ${dto.type}`,
+      );
+    }
+    const type = dto.type as FieldType;
     const field: FieldMeta = {
       name: dto.name,
       label: dto.label,
-      type: dto.type,
+      type,
       required: dto.required ?? false,
       unique: dto.unique ?? false,
       indexed: dto.indexed ?? false,
@@ -385,9 +467,9 @@ export class MetadataService {
     } else if (dto.reference !== undefined) {
       throw new DomainError('unexpected_reference', `Only lookup fields have a reference; "${dto.name}" is ${dto.type}`);
     }
-    assertUniqueAllowed(dto.name, dto.type, field.unique);
+    assertUniqueAllowed(dto.name, type, field.unique);
     if (dto.searchable) {
-      assertSearchableAllowed(dto.name, dto.type);
+      assertSearchableAllowed(dto.name, type);
       field.searchable = true;
     }
     return field;
@@ -463,16 +545,79 @@ function findField(object: ObjectMeta, name: string): FieldMeta {
   return field;
 }
 
+/** A formula field's definition, checked against the fields it may read (`siblings`, system fields included). */
+function formulaField(dto: CreateFieldDto, siblings: FieldMeta[]): FieldMeta {
+  assertValidName('field', dto.name);
+  if (dto.required || dto.unique || dto.indexed || dto.searchable || dto.options !== undefined || dto.reference !== undefined) {
+    throw formulaNotStored(dto.name);
+  }
+  if (dto.expression === undefined || !dto.expression.trim()) {
+    throw new DomainError('invalid_expression', `Formula field "${dto.name}" needs an expression`, { position: 0 });
+  }
+  if (!dto.resultType) {
+    throw new DomainError(
+      'validation_failed',
+      `Formula field "${dto.name}" needs a resultType (${FORMULA_RESULT_TYPES.join(', ')})`,
+      {
+        field: dto.name,
+      },
+    );
+  }
+  const field: FieldMeta = {
+    name: dto.name,
+    label: dto.label,
+    type: dto.resultType,
+    required: false,
+    unique: false,
+    indexed: false,
+    description: dto.description ?? null,
+    formula: { expression: dto.expression, resultType: dto.resultType },
+  };
+  resolveFormula(field, scopeOf([...siblings.filter((f) => f.name !== dto.name), field]));
+  return field;
+}
+
+function formulaNotStored(name: string): DomainError {
+  return new DomainError(
+    'validation_failed',
+    `Formula field "${name}" is computed when read: it cannot be required, unique, indexed or searchable, nor have options or a reference`,
+    { field: name },
+  );
+}
+
+function scopeOf(fields: FieldMeta[]): FormulaScope {
+  return (name) => fields.find((f) => f.name === name);
+}
+
+/** Checks a formula field's expression in `scope` and keeps the checked tree and the fields it reads. */
+function resolveFormula(field: FieldMeta, scope: FormulaScope): void {
+  const formula = field.formula!;
+  formula.node = checkFormula(field.name, formula.expression, formula.resultType, scope);
+  formula.inputs = [...formulaInputs(formula.node)];
+}
+
 function toFieldMeta(
   field: Pick<
     FieldDefinition,
-    'name' | 'label' | 'type' | 'required' | 'unique' | 'indexed' | 'searchable' | 'description' | 'options' | 'reference'
+    | 'name'
+    | 'label'
+    | 'type'
+    | 'required'
+    | 'unique'
+    | 'indexed'
+    | 'searchable'
+    | 'description'
+    | 'options'
+    | 'reference'
+    | 'expression'
+    | 'resultType'
   >,
 ): FieldMeta {
+  const formula = field.type === 'formula' && field.expression && field.resultType;
   const meta: FieldMeta = {
     name: field.name,
     label: field.label,
-    type: field.type as FieldType,
+    type: (formula ? field.resultType : field.type) as FieldType,
     required: field.required,
     unique: field.unique,
     indexed: field.indexed,
@@ -481,14 +626,19 @@ function toFieldMeta(
   if (field.searchable) meta.searchable = true;
   if (field.options) meta.options = field.options;
   if (field.reference) meta.reference = field.reference;
+  if (formula) meta.formula = { expression: field.expression!, resultType: field.resultType as FormulaResultType };
   return meta;
 }
 
 function toObjectMeta(object: ObjectDefinition, fields: FieldDefinition[]): ObjectMeta {
-  return {
-    name: object.name,
-    label: object.label,
-    description: object.description ?? null,
-    fields: [...SYSTEM_FIELDS, ...fields.map(toFieldMeta)],
-  };
+  const all = [...SYSTEM_FIELDS, ...fields.map(toFieldMeta)];
+  for (const field of all) {
+    if (!field.formula) continue;
+    try {
+      resolveFormula(field, scopeOf(all));
+    } catch {
+      // Checked when written; one that no longer checks reads as null (data/formula.compiler.ts) rather than failing the object.
+    }
+  }
+  return { name: object.name, label: object.label, description: object.description ?? null, fields: all };
 }

@@ -34,6 +34,9 @@ export const FieldDefinitionEntity = defineEntity({
     options: p.json<string[]>().nullable(),
     /** Target object name of a lookup. */
     reference: p.string().nullable(),
+    /** Formula fields: the expression as written, and the type of its value. */
+    expression: p.text().nullable(),
+    resultType: p.string().nullable(),
     position: p.integer(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),

@@ -1,3 +1,5 @@
+import type { FormulaNode, FormulaResultType } from './formula.types';
+
 /** Field types an object may have. Each maps to one Postgres column type (see FIELD_COLUMN_TYPES). */
 export const FIELD_TYPES = [
   'text',
@@ -52,6 +54,20 @@ export const TEXT_TYPES: readonly FieldType[] = ['text', 'textarea', 'email', 'u
 export const NUMERIC_TYPES: readonly FieldType[] = ['number', 'currency', 'percent', 'integer'];
 export const TEMPORAL_TYPES: readonly FieldType[] = ['date', 'datetime'];
 
+/**
+ * A formula field (definition type `formula`): no column, its value computed when read from `expression`.
+ * Its FieldMeta's `type` is its result type, so filters, sorts, aggregations and decoding treat it as a
+ * field of that type; the engine reads it through `node` (compiled to SQL) instead of a column.
+ */
+export interface FormulaMeta {
+  expression: string;
+  resultType: FormulaResultType;
+  /** The checked expression, formulas it reads inlined (absent while the definition is being checked). */
+  node?: FormulaNode;
+  /** Every field it reads at any depth (formulas it reads and their inputs): one hidden hides it. */
+  inputs?: string[];
+}
+
 /** One field of an object, as the data engine and tools see it (already validated metadata). */
 export interface FieldMeta {
   name: string;
@@ -69,6 +85,8 @@ export interface FieldMeta {
   reference?: string;
   /** true for id, created_at, updated_at: readable and filterable, never written by clients. */
   system?: boolean;
+  /** A formula field: computed when read, never written (`type` is its result type). */
+  formula?: FormulaMeta;
 }
 
 /** An object (one physical table) with its fields, system fields included. */

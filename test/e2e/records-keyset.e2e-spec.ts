@@ -3,7 +3,7 @@ import { orderTerms } from '../../src/data/order-by.compiler';
 import { compileFind } from '../../src/data/records.compiler';
 import type { RecordListResponse } from '../../src/records/records.dto';
 import type { ObjectResponse } from '../../src/metadata/metadata.dto';
-import { SYSTEM_FIELDS, type ObjectMeta } from '../../src/metadata/object-metadata.types';
+import { type FieldMeta, SYSTEM_FIELDS, type ObjectMeta } from '../../src/metadata/object-metadata.types';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { createApiKey, createObject, fieldSpec } from '../support/fixtures';
@@ -153,7 +153,7 @@ describe('keyset paging: GET /records?cursor=', () => {
     /** The object as the data engine sees it. */
     async function deepObject(): Promise<ObjectMeta> {
       const described = bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/deep').set(bearer(t.adminKey)).expect(200));
-      return { name: 'deep', label: 'Deep', fields: [...SYSTEM_FIELDS, ...described.fields] };
+      return { name: 'deep', label: 'Deep', fields: [...SYSTEM_FIELDS, ...(described.fields as FieldMeta[])] };
     }
 
     /** EXPLAIN ANALYZE of a statement in the app's database: its nodes, and the scans of the table itself. */

@@ -2,6 +2,7 @@ import { MigrationAccessPolicies } from './migration-20261125-access-policies';
 import { MigrationAgentBuiltins } from './migration-20261130-agent-builtins';
 import { MigrationRecordHistory } from './migration-20261201-record-history';
 import { MigrationUserPrincipals } from './migration-20261202-user-principals';
+import { MigrationFormulaFields } from './migration-20261203-formula-fields';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
 import { MigrationAgents } from './migration-20261122-agents';
@@ -61,6 +62,7 @@ export const MIGRATIONS = [
   MigrationAgentBuiltins,
   MigrationRecordHistory,
   MigrationUserPrincipals,
+  MigrationFormulaFields,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

@@ -17,6 +17,10 @@ export interface DescribedField {
   reference?: string;
   /** Set by the server (id, created_at, updated_at): readable, filterable and sortable. */
   system?: true;
+  /** A formula field (type `formula`): computed when read from this expression; read-only. */
+  expression?: string;
+  /** A formula field: the type of its value (how to filter, sort and aggregate it). */
+  resultType?: string;
 }
 
 export interface DescribeObjectResult {
@@ -32,6 +36,8 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
     description:
       'Describe one object: every field with its name, label, type (text, number, currency, date, select, lookup, ...), ' +
       'whether it is required, the allowed options of select fields and the object a lookup field points to. ' +
+      'A formula field (type formula) shows its expression and resultType: it is computed when read, read-only, and ' +
+      'filtered, sorted and aggregated as a field of its resultType. ' +
       'System fields id, created_at and updated_at are included (marked system) and can be filtered and sorted on. ' +
       'Call this before query_records, get_record or aggregate_data to use exact field names and option values.',
     parameters: {
@@ -60,7 +66,16 @@ export function describeObjectMeta(object: ObjectMeta): DescribeObjectResult {
 }
 
 function describeField(field: FieldMeta): DescribedField {
-  const out: DescribedField = { name: field.name, label: field.label, type: field.type, required: field.required };
+  const out: DescribedField = {
+    name: field.name,
+    label: field.label,
+    type: field.formula ? 'formula' : field.type,
+    required: field.required,
+  };
+  if (field.formula) {
+    out.expression = field.formula.expression;
+    out.resultType = field.formula.resultType;
+  }
   if (field.description) out.description = field.description;
   if (field.options) out.options = field.options;
   if (field.reference) out.reference = field.reference;

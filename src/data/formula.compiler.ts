@@ -1,0 +1,243 @@
+import { quoteIdent } from '../database/sql-identifier';
+import { SqlParams } from '../database/sql-params';
+import type { FormulaNode, FormulaResultType, FormulaValueType } from '../metadata/formula';
+import type { FieldMeta } from '../metadata/object-metadata.types';
+
+/**
+ * Formula fields in SQL: a checked expression (metadata/formula.ts) compiled to one SQL expression over
+ * the row's columns, so Postgres evaluates it wherever the field is used (select list, where, order by,
+ * keyset conditions, group by, aggregates). Every literal is a bind parameter; identifiers come from
+ * metadata through quoteIdent. Division (and %) by zero gives null, never an error; integer arguments
+ * (ROUND digits, LEFT/RIGHT lengths, DATE_ADD amounts) are clamped so no cast can overflow.
+ */
+
+/**
+ * How the engine reads a field: its column (`"name"` or `"alias"."name"`), or for a formula the SQL of its
+ * expression with its result type. A formula needs the statement's `params`.
+ */
+export function fieldSql(field: FieldMeta, params?: SqlParams, tableAlias?: string): string {
+  if (!field.formula)
+    return tableAlias === undefined ? quoteIdent(field.name) : `${quoteIdent(tableAlias)}.${quoteIdent(field.name)}`;
+  if (!params) throw new Error(`formula field "${field.name}" read without bind parameters`);
+  const { node, resultType } = field.formula;
+  if (!node) return `null::${RESULT_CASTS[resultType]}`;
+  return resultSql(compileNode(node, { params, tableAlias }), node.type, resultType);
+}
+
+/** `fieldSql(...) as "name"`, or the bare column when it is one. */
+export function selectSql(field: FieldMeta, params?: SqlParams, tableAlias?: string): string {
+  const sql = fieldSql(field, params, tableAlias);
+  return field.formula ? `${sql} as ${quoteIdent(field.name)}` : sql;
+}
+
+/** The SQL type each result type comes back as: what its stored twin's column holds (field-value.codec decodes it). */
+const RESULT_CASTS: Record<FormulaResultType, string> = {
+  number: 'double precision',
+  currency: 'numeric',
+  percent: 'numeric',
+  integer: 'bigint',
+  text: 'text',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'timestamptz',
+};
+
+/** Largest integer a ROUND, LEFT or DATE_ADD argument is clamped to. */
+const INT_LIMIT = 100_000;
+/** Below bigint's range: a larger integer result reads as null. */
+const BIGINT_LIMIT = '9000000000000000000';
+
+interface Context {
+  params: SqlParams;
+  tableAlias?: string;
+}
+
+function resultSql(sql: string, type: FormulaValueType, resultType: FormulaResultType): string {
+  switch (resultType) {
+    case 'number':
+      return `(${sql})::double precision`;
+    case 'currency':
+      return `round((${sql}), 2)`;
+    case 'percent':
+      return `round((${sql}), 4)`;
+    case 'integer':
+      return `(case when abs(${sql}) < ${BIGINT_LIMIT} then round(${sql})::bigint end)`;
+    case 'text':
+      return type === 'text' ? sql : `(${sql})::text`;
+    case 'boolean':
+      return sql;
+    case 'date':
+      return type === 'datetime' ? `((${sql}) at time zone 'UTC')::date` : sql;
+    case 'datetime':
+      return type === 'date' ? asTimestamptz(sql, 'date') : sql;
+  }
+}
+
+/** A date as the start of its day in UTC; a datetime as it is. */
+function asTimestamptz(sql: string, type: FormulaValueType): string {
+  return type === 'date' ? `((${sql})::timestamp at time zone 'UTC')` : sql;
+}
+
+/** A date or datetime as a UTC wall-clock timestamp (what calendar arithmetic and extract read). */
+function asUtcTimestamp(sql: string, type: FormulaValueType): string {
+  return type === 'date' ? `(${sql})::timestamp` : `((${sql}) at time zone 'UTC')`;
+}
+
+function clampInt(sql: string, low = -INT_LIMIT): string {
+  return `greatest(least(round(${sql}), ${INT_LIMIT}), ${low})::int`;
+}
+
+/** Values of one node list brought to one type: a date among datetimes becomes a datetime. */
+function unified(nodes: FormulaNode[], ctx: Context): string[] {
+  const datetime = nodes.some((n) => n.type === 'datetime');
+  return nodes.map((n) => (datetime ? asTimestamptz(compileNode(n, ctx), n.type) : compileNode(n, ctx)));
+}
+
+function compileNode(node: FormulaNode, ctx: Context): string {
+  switch (node.kind) {
+    case 'literal':
+      return `${ctx.params.add(node.value)}::${node.type === 'number' ? 'numeric' : node.type}`;
+    case 'column': {
+      const column =
+        ctx.tableAlias === undefined ? quoteIdent(node.name) : `${quoteIdent(ctx.tableAlias)}.${quoteIdent(node.name)}`;
+      // Through text: a direct float8 → numeric cast keeps only 15 significant digits.
+      if (node.type === 'number') return node.fieldType === 'number' ? `${column}::text::numeric` : `${column}::numeric`;
+      if (node.type === 'text' && (node.fieldType === 'lookup' || node.fieldType === 'uuid')) return `${column}::text`;
+      return column;
+    }
+    case 'formula': {
+      const value = resultSql(compileNode(node.body, ctx), node.body.type, node.resultType);
+      return node.type === 'number' ? `(${value})::numeric` : `(${value})`;
+    }
+    case 'unary':
+      return `(- ${compileNode(node.operand, ctx)})`;
+    case 'binary':
+      return compileBinary(node, ctx);
+    case 'call':
+      return compileCall(node, ctx);
+  }
+}
+
+function compileBinary(node: Extract<FormulaNode, { kind: 'binary' }>, ctx: Context): string {
+  const { op } = node;
+  if (op === '&') {
+    const text = (n: FormulaNode) => `coalesce((${compileNode(n, ctx)})::text, '')`;
+    return `(${text(node.left)} || ${text(node.right)})`;
+  }
+  const [left, right] = unified([node.left, node.right], ctx);
+  switch (op) {
+    case '+':
+    case '-':
+    case '*':
+      return `(${left} ${op} ${right})`;
+    case '/':
+      return `(${left} / nullif(${right}, 0))`;
+    case '%':
+      return `mod(${left}, nullif(${right}, 0))`;
+    case '!=':
+      return `(${left} <> ${right})`;
+    default:
+      return `(${left} ${op} ${right})`;
+  }
+}
+
+const DIFF_SECONDS: Record<string, number> = { seconds: 1, minutes: 60, hours: 3600, days: 86400, weeks: 604800 };
+const UNIT_INTERVALS: Record<string, string> = {
+  seconds: `interval '1 second'`,
+  minutes: `interval '1 minute'`,
+  hours: `interval '1 hour'`,
+  days: `interval '1 day'`,
+  weeks: `interval '7 days'`,
+  months: `interval '1 month'`,
+  years: `interval '1 year'`,
+};
+
+function compileCall(node: Extract<FormulaNode, { kind: 'call' }>, ctx: Context): string {
+  const args = node.args;
+  const arg = (i: number) => compileNode(args[i], ctx);
+  const all = () => args.map((a) => compileNode(a, ctx));
+  switch (node.name) {
+    case 'IF': {
+      const [then, otherwise] = unified(args.slice(1), ctx);
+      return `(case when ${arg(0)} then ${then}${otherwise === undefined ? '' : ` else ${otherwise}`} end)`;
+    }
+    case 'SWITCH': {
+      const cases = args.length - 1;
+      const keyIndexes = Array.from({ length: Math.floor(cases / 2) }, (_, k) => 1 + 2 * k);
+      const keys = unified([args[0], ...keyIndexes.map((k) => args[k])], ctx);
+      const resultNodes = [...keyIndexes.map((k) => args[k + 1]), ...(cases % 2 ? [args[args.length - 1]] : [])];
+      const results = unified(resultNodes, ctx);
+      const whens = keyIndexes.map((_, i) => `when ${keys[i + 1]} then ${results[i]}`);
+      const otherwise = cases % 2 ? ` else ${results[results.length - 1]}` : '';
+      return `(case ${keys[0]} ${whens.join(' ')}${otherwise} end)`;
+    }
+    case 'AND':
+      return `(${all().join(' and ')})`;
+    case 'OR':
+      return `(${all().join(' or ')})`;
+    case 'NOT':
+      return `(not ${arg(0)})`;
+    case 'BLANK':
+      return args[0].type === 'text' ? `(coalesce(${arg(0)}, '') = '')` : `(${arg(0)} is null)`;
+    case 'COALESCE':
+      return `coalesce(${unified(args, ctx).join(', ')})`;
+    case 'MIN':
+      return `least(${unified(args, ctx).join(', ')})`;
+    case 'MAX':
+      return `greatest(${unified(args, ctx).join(', ')})`;
+    case 'SUM':
+    case 'AVG':
+      return `(select ${node.name.toLowerCase()}("__v") from (values ${all()
+        .map((v) => `(${v})`)
+        .join(', ')}) as "__s"("__v"))`;
+    case 'ROUND':
+      return args.length > 1 ? `round(${arg(0)}, ${clampInt(arg(1), -INT_LIMIT)})` : `round(${arg(0)})`;
+    case 'FLOOR':
+      return `floor(${arg(0)})`;
+    case 'CEIL':
+      return `ceil(${arg(0)})`;
+    case 'ABS':
+      return `abs(${arg(0)})`;
+    case 'CONCAT':
+      return `concat(${all()
+        .map((v) => `(${v})::text`)
+        .join(', ')})`;
+    case 'LEFT':
+      return `left(${arg(0)}, ${clampInt(arg(1), 0)})`;
+    case 'RIGHT':
+      return `right(${arg(0)}, ${clampInt(arg(1), 0)})`;
+    case 'LOWER':
+      return `lower(${arg(0)})`;
+    case 'UPPER':
+      return `upper(${arg(0)})`;
+    case 'LEN':
+      return `char_length(${arg(0)})::numeric`;
+    case 'TRIM':
+      return `btrim(${arg(0)})`;
+    case 'CONTAINS':
+      return `(strpos(${arg(0)}, ${arg(1)}) > 0)`;
+    case 'YEAR':
+    case 'MONTH':
+    case 'DAY':
+      return `extract(${node.name.toLowerCase()} from ${asUtcTimestamp(arg(0), args[0].type)})::numeric`;
+    case 'WEEKDAY':
+      return `extract(dow from ${asUtcTimestamp(arg(0), args[0].type)})::numeric`;
+    case 'DATE_DIFF': {
+      const a = asUtcTimestamp(arg(0), args[0].type);
+      const b = asUtcTimestamp(arg(1), args[1].type);
+      const unit = node.unit!;
+      if (unit === 'months') return `(extract(year from age(${a}, ${b})) * 12 + extract(month from age(${a}, ${b})))::numeric`;
+      if (unit === 'years') return `extract(year from age(${a}, ${b}))::numeric`;
+      return `trunc(extract(epoch from (${a} - ${b})) / ${DIFF_SECONDS[unit]})::numeric`;
+    }
+    case 'DATE_ADD': {
+      const amount = `(${clampInt(arg(1))} * ${UNIT_INTERVALS[node.unit!]})`;
+      if (node.type === 'date') return `(${arg(0)} + ${amount})::date`;
+      return `(${asTimestamptz(arg(0), args[0].type)} + ${amount})`;
+    }
+    case 'TODAY':
+      return 'current_date';
+    case 'NOW':
+      return 'now()';
+  }
+}
