@@ -15,6 +15,11 @@ import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
 const AT = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
+/** The fields a change writes (a formula is computed, never written): what a version's changes are of. */
+export function storedFields(object: ObjectMeta): FieldMeta[] {
+  return object.fields.filter((f) => !f.formula);
+}
+
 /** The column alias of the reader's i-th field after (`a`) and before (`b`) a change. */
 export function afterAlias(index: number): string {
   return `__a${index}`;
@@ -64,7 +69,7 @@ export interface VersionRow {
  * A record's versions, newest first, before `before` (a version) when given, at most `limit`; with
  * `field`, only the versions that set it (creates and deletes set every field); updates of none of the
  * `visible` fields left out. Each carries the
- * reader's fields after (afterAlias) and, for an update, before it (beforeAlias).
+ * reader's stored fields (storedFields) after (afterAlias) and, for an update, before it (beforeAlias).
  */
 export function compileVersions(
   object: ObjectMeta,
@@ -85,8 +90,8 @@ export function compileVersions(
     `c."change_set_id"::text as "change_set_id"`,
     `cs."via"`,
     `c."changed_fields"`,
-    ...projected(object.fields, 'a', afterAlias),
-    ...projected(object.fields, 'b', beforeAlias),
+    ...projected(storedFields(object), 'a', afterAlias),
+    ...projected(storedFields(object), 'b', beforeAlias),
   ];
   return params.query(
     `select ${columns.join(', ')} from "record_changes" c left join "change_sets" cs on cs."id" = c."change_set_id" ` +

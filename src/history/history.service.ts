@@ -20,6 +20,7 @@ import {
   compileReadBack,
   compileVersions,
   compileVisibleIds,
+  storedFields,
   type VersionRow,
 } from './history.compiler';
 import type { FieldChange, HistoryResponse, VersionResponse } from './history.dto';
@@ -166,7 +167,7 @@ export async function readBack(
 function toVersion(caller: Caller, view: ObjectMeta, row: VersionRow): VersionResponse {
   const changes: Record<string, FieldChange> = {};
   const changed = new Set(row.changed_fields);
-  view.fields.forEach((field, i) => {
+  storedFields(view).forEach((field, i) => {
     if (field.system) return;
     const decode = fieldDecoder(field);
     const after = decode(row[afterAlias(i)]) ?? null;

@@ -267,6 +267,39 @@ describe('record history, the trash and change sets', () => {
     expect((await taskNow()).deal).toBe(deal.id);
   });
 
+  it('reads history, the trash and change sets of an object with a formula field (computed, never a change)', async () => {
+    await createObject(t, 'quote', [fieldSpec('qty', 'integer'), fieldSpec('price', 'number')]);
+    await t.http
+      .post('/api/v1/objects/quote/fields')
+      .set(asAdmin(t))
+      .send({ name: 'total', label: 'Total', type: 'formula', expression: '{qty} * {price}', resultType: 'number' })
+      .expect(201);
+    const made = bodyOf<{ id: string }>(
+      await t.http.post('/api/v1/objects/quote/records').set(bearer(member)).send({ qty: 2, price: 5 }).expect(201),
+    );
+    const changed = bodyOf<{ changeSetId: string; total: number }>(
+      await t.http.patch(`/api/v1/objects/quote/records/${made.id}`).set(bearer(member)).send({ qty: 3 }).expect(200),
+    );
+    expect(changed.total).toBe(15);
+    const { versions } = bodyOf<HistoryResponse>(
+      await t.http.get(`/api/v1/objects/quote/records/${made.id}/history`).set(bearer(member)).expect(200),
+    );
+    expect(versions[0].changes).toEqual({ qty: { before: 2, after: 3 } });
+    const then = bodyOf<Record<string, unknown>>(
+      await t.http.get(`/api/v1/objects/quote/records/${made.id}/history/${versions[1].version}`).set(bearer(member)).expect(200),
+    );
+    expect(then).toMatchObject({ qty: 2, total: 10 });
+    await t.http.get(`/api/v1/change-sets/${changed.changeSetId}`).set(bearer(member)).expect(200);
+    await t.http.post(`/api/v1/change-sets/${changed.changeSetId}/revert`).set(bearer(member)).expect(200);
+    await t.http.delete(`/api/v1/objects/quote/records/${made.id}`).set(bearer(member)).expect(204);
+    const trash = bodyOf<TrashResponse>(await t.http.get('/api/v1/objects/quote/trash').set(bearer(member)).expect(200));
+    expect(trash.records[0].record).toMatchObject({ qty: 2, total: 10 });
+    const back = bodyOf<{ total: number }>(
+      await t.http.post(`/api/v1/objects/quote/trash/${made.id}/restore`).set(bearer(member)).expect(200),
+    );
+    expect(back.total).toBe(10);
+  });
+
   it('lists change sets of the objects a key may read, its own with actor=self', async () => {
     const mine = await create({ name: 'Listed' });
     const list = bodyOf<ChangeSetsResponse>(
