@@ -1,12 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Caller } from '../auth/caller';
 import { KeyStreams } from '../auth/key-streams.service';
 import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataCallOptions, DataPool } from '../database/data-pool';
 import { CommitAnnouncer } from '../database/commit-announcer.service';
+import { drainBatches } from '../database/drain-batches';
 import { decodeRow } from '../data/field-value.codec';
 import { AccessService } from '../governance/access.service';
 import { ObjectMeta } from '../metadata/object-metadata.types';
@@ -26,10 +26,6 @@ import {
 } from './change-feed.compiler';
 import { actorOf } from '../data/change-actor';
 import { ChangeResponse, ChangesResponse, CURSOR_PATTERN, DEFAULT_CHANGES_LIMIT } from './changes.dto';
-
-/** Changes one statement of the retention cleanup compacts or deletes, and the pause after each full batch. */
-const PRUNE_BATCH = 1000;
-const PRUNE_PAUSE_MS = 50;
 
 /** Changes a stream reads per statement while it catches up. */
 const STREAM_PAGE = 500;
@@ -155,18 +151,8 @@ export class ChangesService {
       while ((await session.query(compileSequence(object)))[0].numbered >= SEQUENCE_BATCH);
     }
     await session.query(compileMoveHorizons(feed, 2 * day));
-    // A pause between batches leaves writers the CPU and I/O: retention is never in a hurry.
-    const drain = async (query: () => ReturnType<typeof compileCompact>) => {
-      let total = 0;
-      for (;;) {
-        const [row] = await session.query(query());
-        total += Number(row.n);
-        if (Number(row.n) < PRUNE_BATCH) return total;
-        await sleep(PRUNE_PAUSE_MS);
-      }
-    };
-    const compacted = await drain(() => compileCompact(feed, PRUNE_BATCH));
-    const removed = await drain(() => compileExpire(history, PRUNE_BATCH));
+    const compacted = await drainBatches(session, (limit) => compileCompact(feed, limit));
+    const removed = await drainBatches(session, (limit) => compileExpire(history, limit));
     return { compacted, removed };
   }
 

@@ -339,14 +339,28 @@ function updateStatement(
       `update ${objectTable(object.name)} set ${sets.join(', ')} where ${where} returning ${writeReturning(object, params)}`,
     );
   }
-  // The values it replaces, read under the row's lock (the latest committed row, as the update then changes it).
-  const old =
-    `(select "id" as "__old_id", ${jsonObjectOf(names)} as "${BEFORE_ALIAS}" from ${objectTable(object.name)} ` +
-    `where "id" = ${params.add(id)}::uuid for update) as "__old"`;
-  const sql =
-    `update ${objectTable(object.name)} as ${ROW_ALIAS} set ${sets.join(', ')} from ${old} ` +
-    `where ${ROW_ALIAS}."id" = "__old"."__old_id" and ${where} returning ${writeReturning(object, params, capture)}, "__old"."${BEFORE_ALIAS}"`;
+  const lock = `"id" = ${params.add(id)}::uuid`;
+  const sql = updateKeepingBefore(object.name, names, sets.join(', '), lock, where, writeReturning(object, params, capture));
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, capture));
+}
+
+/**
+ * An UPDATE of `objectName` that also returns, as BEFORE_ALIAS, the values of `names` it replaces: they are
+ * read under the row's lock (the rows `lock` picks, FOR UPDATE), so they are those of the latest committed
+ * row, which the update then changes. `where` narrows further (a version, a row filter).
+ */
+function updateKeepingBefore(
+  objectName: string,
+  names: readonly string[],
+  sets: string,
+  lock: string,
+  where: string | undefined,
+  returning: string,
+): string {
+  const table = objectTable(objectName);
+  const old = `(select "id" as "__old_id", ${jsonObjectOf(names)} as "${BEFORE_ALIAS}" from ${table} where ${lock} for update) as "__old"`;
+  const condition = `${ROW_ALIAS}."id" = "__old"."__old_id"${where ? ` and ${where}` : ''}`;
+  return `update ${table} as ${ROW_ALIAS} set ${sets} from ${old} where ${condition} returning ${returning}, "__old"."${BEFORE_ALIAS}"`;
 }
 
 /**
@@ -401,16 +415,8 @@ export function compileClearReferences(
   capture: ChangeCapture,
 ): CompiledQuery<Row> {
   const params = new SqlParams();
-  const table = objectTable(referrer.name);
-  const column = quoteIdent(field.name);
-  const old =
-    `(select "id" as "__old_id", ${jsonObjectOf([field.name])} as "${BEFORE_ALIAS}" from ${table} ` +
-    `where ${column} = any(${params.add(ids)}::uuid[]) for update) as "__old"`;
-  const sql =
-    `update ${table} as ${ROW_ALIAS} set ${column} = null, "updated_at" = now() from ${old} ` +
-    `where ${ROW_ALIAS}."id" = "__old"."__old_id" returning ${ROW_ALIAS}."id", ${SNAPSHOT_SELECT}, "__old"."${BEFORE_ALIAS}"`;
-  const cleared = { ...capture, op: 'update' as const, changedFields: [field.name] };
-  return params.query(withChangeOutbox(referrer.name, sql, ['"id"'], params, cleared));
+  const lock = `${quoteIdent(field.name)} = any(${params.add(ids)}::uuid[])`;
+  return lookupUpdate(referrer, field, 'null', lock, capture, params);
 }
 
 /**
@@ -425,20 +431,27 @@ export function compileRepointReferences(
   capture: ChangeCapture,
 ): CompiledQuery<Row> {
   const params = new SqlParams();
-  const table = objectTable(referrer.name);
-  const column = quoteIdent(field.name);
   const target = `${params.add(id)}::uuid`;
   const cleared =
     `select c."record_id" from "record_changes" c where c."change_set_id" = ${params.add(deletedIn)}::uuid ` +
     `and c."object" = ${params.add(referrer.name)} and c."op" = 'update' and c."before" ->> ${params.add(field.name)} = ${target}::text`;
-  const old =
-    `(select "id" as "__old_id", ${jsonObjectOf([field.name])} as "${BEFORE_ALIAS}" from ${table} ` +
-    `where ${column} is null and "id" in (${cleared}) for update) as "__old"`;
-  const sql =
-    `update ${table} as ${ROW_ALIAS} set ${column} = ${target}, "updated_at" = now() from ${old} ` +
-    `where ${ROW_ALIAS}."id" = "__old"."__old_id" returning ${ROW_ALIAS}."id", ${SNAPSHOT_SELECT}, "__old"."${BEFORE_ALIAS}"`;
-  const repointed = { ...capture, op: 'update' as const, changedFields: [field.name] };
-  return params.query(withChangeOutbox(referrer.name, sql, ['"id"'], params, repointed));
+  const lock = `${quoteIdent(field.name)} is null and "id" in (${cleared})`;
+  return lookupUpdate(referrer, field, target, lock, capture, params);
+}
+
+/** Sets one lookup of the rows `lock` picks to `value`, each row's change appended to the feed (clear and repoint). */
+function lookupUpdate(
+  referrer: ObjectMeta,
+  field: FieldMeta,
+  value: string,
+  lock: string,
+  capture: ChangeCapture,
+  params: SqlParams,
+): CompiledQuery<Row> {
+  const sets = `${quoteIdent(field.name)} = ${value}, "updated_at" = now()`;
+  const sql = updateKeepingBefore(referrer.name, [field.name], sets, lock, undefined, `${ROW_ALIAS}."id", ${SNAPSHOT_SELECT}`);
+  const changed = { ...capture, op: 'update' as const, changedFields: [field.name] };
+  return params.query(withChangeOutbox(referrer.name, sql, ['"id"'], params, changed));
 }
 
 /** One lookup field of a write whose values must point to records the caller may read (see compileReadableReferences). */

@@ -91,8 +91,11 @@ export class ChangeSetService {
     const more = rows.length > limit;
     const page = more ? rows.slice(0, limit) : rows;
     const changeSets: ChangeSetResponse[] = [];
+    // One view per object of the page (a page holds many sets of few objects).
+    const views = new Map<string, Promise<ObjectMeta>>();
     for (const row of page) {
-      const view = await this.access.view(caller, row.object, 'read');
+      if (!views.has(row.object)) views.set(row.object, this.access.view(caller, row.object, 'read'));
+      const view = await views.get(row.object)!;
       const records = view.rowFilter ? (await this.visibleDeltas(view, row.id, session)).length : Number(row.records);
       changeSets.push(toChangeSet(caller, row, records));
     }

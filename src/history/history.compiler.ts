@@ -13,7 +13,12 @@ import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
  * (jsonb_populate_record), only the reader's fields selected, its row filter over that row.
  */
 
-const AT = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/**
+ * A timestamp as ISO 8601 text in UTC: milliseconds for what people read, microseconds for a list position that
+ * a cursor resumes from (timestamptz keeps microseconds, so a coarser one would skip or repeat rows).
+ */
+const AT = (column: string, precision: 'MS' | 'US' = 'MS') =>
+  `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.${precision}"Z"')`;
 
 /** The fields a change writes (a formula is computed, never written): what a version's changes are of. */
 export function storedFields(object: ObjectMeta): FieldMeta[] {
@@ -194,7 +199,7 @@ export function compileTrashPage(object: ObjectMeta, page: { after?: [string, st
   }
   const columns = object.fields.map((f, i) => `${fieldSql(f, params, 'r')} as "${afterAlias(i)}"`);
   return params.query(
-    `select tr."record_id"::text as "id", to_char(tr."deleted_at" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "deleted_at", ` +
+    `select tr."record_id"::text as "id", ${AT('tr."deleted_at"', 'US')} as "deleted_at", ` +
       `tr."key_id", tr."change_set_id"::text as "change_set_id", ${columns.join(', ')} ` +
       `from "record_trash" tr join "record_changes" c on c."id" = tr."change_id" ` +
       `cross join lateral ${populated(object, 'c."record"', 'r')} ` +
@@ -240,7 +245,7 @@ export interface ChangeSetRow {
 }
 
 const CHANGE_SET_COLUMNS =
-  `cs."id"::text as "id", ${AT('cs."at"').replace('MS', 'US')} as "at", cs."key_id", cs."object", cs."via", cs."chat_id", ` +
+  `cs."id"::text as "id", ${AT('cs."at"', 'US')} as "at", cs."key_id", cs."object", cs."via", cs."chat_id", ` +
   `cs."tool_call_id", cs."approver_key_id", cs."reverts"::text as "reverts", cs."reverted_by"::text as "reverted_by", ` +
   `(select count(distinct c."record_id") from "record_changes" c where c."change_set_id" = cs."id" and c."object" = cs."object")::text as "records"`;
 

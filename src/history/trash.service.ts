@@ -3,6 +3,7 @@ import type { Caller } from '../auth/caller';
 import { isUuid } from '../common/uuid';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataPool, type DataSession } from '../database/data-pool';
+import { drainBatches } from '../database/drain-batches';
 import { actorOf } from '../data/change-actor';
 import { type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
 import type { VersionedRecord } from '../data/data.types';
@@ -93,13 +94,7 @@ export class TrashService {
   /** Purges what has been in the trash longer than TRASH_RETENTION_DAYS; how many records. */
   async purgeExpired(now = Date.now()): Promise<number> {
     const before = new Date(now - this.config.trashRetentionDays * 86_400_000).toISOString();
-    let purged = 0;
-    // In small batches, so a large trash never holds locks for long.
-    for (;;) {
-      const [row] = await this.pool.session().query(compilePurgeTrash(before, 1000));
-      purged += Number(row.n);
-      if (Number(row.n) < 1000) return purged;
-    }
+    return drainBatches(this.pool.session(), (limit) => compilePurgeTrash(before, limit));
   }
 }
 
