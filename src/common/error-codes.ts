@@ -187,6 +187,12 @@ export const ERRORS = {
   invalid_expression: HttpStatus.BAD_REQUEST,
   // A formula field that reads itself through other formulas (details.path).
   computed_cycle: HttpStatus.BAD_REQUEST,
+  /** A rollup, count or lookup_value definition that does not fit the objects it names. */
+  invalid_computed_field: HttpStatus.BAD_REQUEST,
+  /** A rollup function that does not fit the field's type (sum of a text, ...). */
+  invalid_rollup_function: HttpStatus.BAD_REQUEST,
+  /** `stored: true` on a computed field: only computed when read, for now. */
+  stored_not_supported: HttpStatus.BAD_REQUEST,
   unsupported_operand: HttpStatus.BAD_REQUEST,
   // visualize: no earlier data result of the turn has this call id; a column not in its rows, or text as a measure.
   unknown_chart_source: HttpStatus.BAD_REQUEST,

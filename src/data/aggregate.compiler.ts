@@ -1,3 +1,4 @@
+import { isComputed } from '../metadata/computed-fields';
 import { fieldSql } from './formula.compiler';
 import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
@@ -106,7 +107,7 @@ function compileSource(
   params: SqlParams,
 ): { sql: string; object: ObjectMeta } {
   const lookups = plan.lookups ?? [];
-  const formulas = object.fields.filter((f) => f.formula);
+  const formulas = object.fields.filter(isComputed);
   if (!lookups.length && !plan.timeBucket && !formulas.length) return { sql: objectTable(object.name), object };
   // Every column of the base table stays in the derived one (row filters may name hidden fields).
   const taken = new Set((object.rowFilter?.object ?? object).fields.map((f) => f.name));
@@ -117,7 +118,7 @@ function compileSource(
     }
     taken.add(alias);
   };
-  // Formula fields become columns of the derived table: grouped, filtered and aggregated by name like any other.
+  // Computed fields become columns of the derived table: grouped, filtered and aggregated by name like any other.
   const columns: string[] = formulas.map((f) => `${fieldSql(f, params, BASE_ALIAS)} as ${quoteIdent(f.name)}`);
   const joins: string[] = [];
   for (const [index, lookup] of lookups.entries()) {
@@ -147,7 +148,7 @@ function compileSource(
   const sql =
     `(select ${[`${quoteIdent(BASE_ALIAS)}.*`, ...columns].join(', ')} from ${objectTable(object.name)} as ${quoteIdent(BASE_ALIAS)}` +
     `${joins.join('')}) as ${quoteIdent(BASE_ALIAS)}`;
-  const fields = object.fields.map((f) => (f.formula ? { ...f, formula: undefined } : f));
+  const fields = object.fields.map((f) => (isComputed(f) ? { ...f, formula: undefined, related: undefined } : f));
   return { sql, object: { ...object, fields: [...fields, ...extra] } };
 }
 

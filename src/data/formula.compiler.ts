@@ -1,7 +1,8 @@
-import { quoteIdent } from '../database/sql-identifier';
+import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
+import { relatedSql } from '../metadata/computed-fields';
 import type { FormulaNode, FormulaResultType, FormulaValueType } from '../metadata/formula';
-import type { FieldMeta } from '../metadata/object-metadata.types';
+import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
 /**
  * Formula fields in SQL: a checked expression (metadata/formula.ts) compiled to one SQL expression over
@@ -16,18 +17,69 @@ import type { FieldMeta } from '../metadata/object-metadata.types';
  * expression with its result type. A formula needs the statement's `params`.
  */
 export function fieldSql(field: FieldMeta, params?: SqlParams, tableAlias?: string): string {
+  if (field.related) {
+    if (!params) throw new Error(`computed field "${field.name}" read without bind parameters`);
+    return relatedFieldSql(field, params, tableAlias);
+  }
   if (!field.formula)
     return tableAlias === undefined ? quoteIdent(field.name) : `${quoteIdent(tableAlias)}.${quoteIdent(field.name)}`;
   if (!params) throw new Error(`formula field "${field.name}" read without bind parameters`);
   const { node, resultType } = field.formula;
   if (!node) return `null::${RESULT_CASTS[resultType]}`;
-  return resultSql(compileNode(node, { params, tableAlias }), node.type, resultType);
+  return resultSql(compileNode(node, { params, tableAlias, related: field.formula.related }), node.type, resultType);
 }
 
 /** `fieldSql(...) as "name"`, or the bare column when it is one. */
 export function selectSql(field: FieldMeta, params?: SqlParams, tableAlias?: string): string {
   const sql = fieldSql(field, params, tableAlias);
-  return field.formula ? `${sql} as ${quoteIdent(field.name)}` : sql;
+  return field.formula || field.related ? `${sql} as ${quoteIdent(field.name)}` : sql;
+}
+
+/**
+ * A rollup, count or lookup_value field (metadata/computed-fields.ts) as a correlated subquery over the
+ * related table, read through the caller's view of it (`related.scope`, set by CallerAccess): its row
+ * filter ANDed in, so only the related records the caller may read are counted. Without that view it is
+ * never compiled. The outer record is `tableAlias`, or the object's table itself.
+ */
+const ALIASES = new WeakMap<SqlParams, number>();
+
+/** The where compiler's two entry points a related field's subquery uses (the one filter compiler). */
+export interface FilterCompiler {
+  where(object: ObjectMeta, where: unknown, params: SqlParams, options: { tableAlias?: string }): string;
+  rowFilter(object: ObjectMeta, params: SqlParams, options: { tableAlias?: string }): string | undefined;
+}
+let filters: FilterCompiler | undefined;
+
+/** Set by where.compiler.ts when it loads (it compiles fields through this file, so this file cannot import it). */
+export function useFilterCompiler(compiler: FilterCompiler): void {
+  filters = compiler;
+}
+
+function relatedFieldSql(field: FieldMeta, params: SqlParams, tableAlias?: string): string {
+  const meta = field.related!;
+  const scope = meta.scope;
+  if (!scope) throw new Error(`computed field "${meta.self}.${field.name}" read without the caller's view of "${meta.target}"`);
+  // Unique within the statement (nested subqueries and self relations included).
+  const n = (ALIASES.get(params) ?? 0) + 1;
+  ALIASES.set(params, n);
+  const alias = `rel${n}_`;
+  const outer = tableAlias === undefined ? objectTable(meta.self) : quoteIdent(tableAlias);
+  const conditions: string[] = [];
+  if (!filters) throw new Error('the where compiler is not loaded');
+  const rowFilter = filters.rowFilter(scope, params, { tableAlias: alias });
+  if (rowFilter !== undefined) conditions.push(`(${rowFilter})`);
+  if (meta.filter) conditions.push(`(${filters.where(scope, meta.filter, params, { tableAlias: alias })})`);
+  return relatedSql(field, {
+    from: `${objectTable(meta.target)} as ${quoteIdent(alias)}`,
+    outer: (column) => `${outer}.${quoteIdent(column)}`,
+    inner: (column) => `${quoteIdent(alias)}.${quoteIdent(column)}`,
+    value: (name) => {
+      const target = scope.fields.find((f) => f.name === name);
+      if (!target) throw new Error(`computed field "${field.name}" reads "${meta.target}.${name}" outside its view`);
+      return fieldSql(target, params, alias);
+    },
+    conditions,
+  });
 }
 
 /** The SQL type each result type comes back as: what its stored twin's column holds (field-value.codec decodes it). */
@@ -50,6 +102,8 @@ const BIGINT_LIMIT = '9000000000000000000';
 interface Context {
   params: SqlParams;
   tableAlias?: string;
+  /** The caller's view of the rollup, count and lookup_value fields the expression reads. */
+  related?: Record<string, FieldMeta>;
 }
 
 function resultSql(sql: string, type: FormulaValueType, resultType: FormulaResultType): string {
@@ -104,6 +158,14 @@ function compileNode(node: FormulaNode, ctx: Context): string {
       if (node.type === 'number') return node.fieldType === 'number' ? `${column}::text::numeric` : `${column}::numeric`;
       if (node.type === 'text' && (node.fieldType === 'lookup' || node.fieldType === 'uuid')) return `${column}::text`;
       return column;
+    }
+    case 'related': {
+      const field = ctx.related?.[node.name];
+      if (!field) throw new Error(`formula reads "${node.name}" without the caller's view of it`);
+      const value = fieldSql(field, ctx.params, ctx.tableAlias);
+      if (node.type === 'number') return `(${value})::numeric`;
+      if (node.type === 'text' && node.fieldType === 'uuid') return `(${value})::text`;
+      return value;
     }
     case 'formula': {
       const value = resultSql(compileNode(node.body, ctx), node.body.type, node.resultType);

@@ -1,3 +1,4 @@
+import { isComputed } from '../metadata/computed-fields';
 import { hash } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { quoteIdent } from '../database/sql-identifier';
@@ -92,7 +93,7 @@ export function sortKeyColumns(
     refs.push(alias);
     aliases.push(alias);
     // Without `params`, only refs and aliases are wanted: a formula's SQL would bind parameters no statement uses.
-    if (params || !term.field.formula) extra.push(`${fieldSql(term.field, params)} as ${alias}`);
+    if (params || !isComputed(term.field)) extra.push(`${fieldSql(term.field, params)} as ${alias}`);
   });
   return { refs, extra, aliases };
 }

@@ -1,3 +1,4 @@
+import { computedKind } from '../metadata/computed-fields';
 import type { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
@@ -59,8 +60,9 @@ export function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' |
     if (field.system && !settable) {
       throw new DomainError('read_only_field', `Field "${name}" is set by the server`);
     }
-    if (field.formula) {
-      throw new DomainError('read_only_field', `Field "${name}" is a formula, computed when read: it cannot be written`, {
+    const kind = computedKind(field);
+    if (kind) {
+      throw new DomainError('read_only_field', `Field "${name}" is a ${kind}, computed when read: it cannot be written`, {
         field: name,
       });
     }

@@ -1,3 +1,4 @@
+import { isComputed } from '../metadata/computed-fields';
 import { CompiledQuery } from 'kysely';
 import { BEFORE_ALIAS, type ChangeCapture, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from './change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
@@ -280,9 +281,9 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, created));
 }
 
-/** The fields with a column (formulas have none). */
+/** The fields with a column (computed fields have none). */
 function storedFieldNames(object: ObjectMeta): string[] {
-  return object.fields.filter((f) => !f.formula).map((f) => f.name);
+  return object.fields.filter((f) => !isComputed(f)).map((f) => f.name);
 }
 
 /**
@@ -317,7 +318,7 @@ export function compileUpdateRaw(
   capture: ChangeCapture,
 ): CompiledQuery<Row> {
   const params = new SqlParams();
-  const names = Object.keys(raw).filter((name) => object.fields.some((f) => f.name === name && !f.formula));
+  const names = Object.keys(raw).filter((name) => object.fields.some((f) => f.name === name && !isComputed(f)));
   const source = `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb)`;
   const sets = names.map((name) => `${quoteIdent(name)} = (${source}).${quoteIdent(name)}`);
   return updateStatement(object, id, names, sets, params, undefined, { ...capture, changedFields: names });

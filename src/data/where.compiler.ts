@@ -4,7 +4,8 @@ import { quoteIdent, searchFold } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
-import { fieldSql } from './formula.compiler';
+import { fieldSql, useFilterCompiler } from './formula.compiler';
+import { registerFilterCheck } from '../metadata/computed-fields';
 
 /**
  * Compiles the `where` JSON language into one parameterized SQL boolean expression.
@@ -512,3 +513,9 @@ export function rowFilterCondition(object: ObjectMeta, params: SqlParams): strin
   const scope = compileRowFilter(object, params);
   return scope === undefined ? '' : ` and ${scope}`;
 }
+
+// Related fields compile their row filter and filter here; their definitions are checked here too.
+useFilterCompiler({ where: compileWhere, rowFilter: compileRowFilter });
+registerFilterCheck((object, filter) => {
+  compileWhere(object, filter, new SqlParams());
+});

@@ -11,7 +11,7 @@ import type { ObjectMeta } from '../metadata/object-metadata.types';
 import type { ObjectSummary } from '../metadata/metadata.repository';
 import { AccessPolicyEntity } from './access-policy.entity';
 import { ACCESS_CHANGED, type AccessAction } from './access-policy.types';
-import { CallerAccess, objectNotFound } from './caller-access';
+import { CallerAccess, type ObjectCatalog, objectNotFound } from './caller-access';
 
 /**
  * Whether a definition (a metric, a saved view) is visible to a caller: given the objects it names and
@@ -106,7 +106,8 @@ export class AccessService {
   async view(caller: Caller | CallerAccess, objectName: string, action: AccessAction): Promise<ObjectMeta> {
     const access = caller instanceof CallerAccess ? caller : await this.forCaller(caller);
     try {
-      return access.view(await this.metadata.getObject(objectName), action);
+      const object = await this.metadata.getObject(objectName);
+      return access.view(object, action, await this.catalog(object));
     } catch (error) {
       if (!(error instanceof DomainError) || error.code !== 'object_not_found' || !access.restricted) throw error;
       const objects = await this.metadata.listObjects();
@@ -132,7 +133,7 @@ export class AccessService {
     return Promise.all(
       objects.map(async (o) => ({
         ...o,
-        fieldCount: access.view(await this.metadata.getObject(o.name), 'read').fields.filter((f) => !f.system).length,
+        fieldCount: (await this.view(access, o.name, 'read')).fields.filter((f) => !f.system).length,
       })),
     );
   }
@@ -188,7 +189,7 @@ export class AccessService {
     } catch {
       return [];
     }
-    const visible = access.describe(object);
+    const visible = access.describe(object, await this.catalog(object));
     if (!visible) return [];
     const shown = new Set(visible.fields.map((f) => f.name));
     return object.fields.map((f) => f.name).filter((name) => !shown.has(name));
@@ -203,8 +204,28 @@ export class AccessService {
       if (error instanceof DomainError && error.code === 'object_not_found') return undefined;
       throw error;
     }
-    const visible = access.describe(object);
+    const visible = access.describe(object, await this.catalog(object));
     return visible && new Set(visible.fields.map((f) => f.name));
+  }
+
+  /**
+   * The definitions of the objects `object`'s computed fields read, at any depth (a rollup's related
+   * object, the fields that one's computed fields read, ...): what CallerAccess.view reads them through.
+   */
+  private async catalog(object: ObjectMeta): Promise<ObjectCatalog> {
+    const objects = new Map<string, ObjectMeta>([[object.name, object]]);
+    const pending = [object];
+    while (pending.length) {
+      for (const field of pending.pop()!.fields) {
+        const target = field.related?.target;
+        if (!target || objects.has(target)) continue;
+        const meta = await this.metadata.getObject(target).catch(() => undefined);
+        if (!meta) continue;
+        objects.set(target, meta);
+        pending.push(meta);
+      }
+    }
+    return (name) => objects.get(name);
   }
 
   private loadKey(keyId: string): Promise<Caller | null> {

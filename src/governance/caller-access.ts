@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { canonicalJson } from '../common/canonical-json';
-import type { ObjectMeta } from '../metadata/object-metadata.types';
+import { computedView, type FieldLens, isComputed } from '../metadata/computed-fields';
+import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import type { ApiKeyRole, KeyAttributes } from '../auth/api-key.entity';
 import { ALL_OBJECTS, type AccessAction, type AccessPolicy, type PolicyObjectGrant } from './access-policy.types';
 
 type Filters = Record<string, unknown>[];
+
+/** The definitions of the objects a view may need (those its computed fields read), by name. */
+export type ObjectCatalog = (objectName: string) => ObjectMeta | undefined;
 
 /** What a key's policies, taken together, allow on one object. */
 interface ObjectGrants {
@@ -58,8 +62,13 @@ export class CallerAccess {
    * statement by the compilers). An object it may not read is `object_not_found`; an action it is
    * not granted on a readable object is `forbidden`.
    */
-  view(object: ObjectMeta, action: AccessAction): ObjectMeta {
-    if (!this.policies) return object;
+  view(object: ObjectMeta, action: AccessAction, catalog?: ObjectCatalog): ObjectMeta {
+    const lens = this.lens(object, catalog);
+    if (!this.policies) {
+      // Every field is visible; computed ones still get their view of the objects they read.
+      if (!object.fields.some(isComputed)) return object;
+      return { ...object, fields: object.fields.map((f) => lens.field(object.name, f.name)).filter((f) => f !== null) };
+    }
     const grants = this.grantsFor(object.name);
     if (!grants?.actions.read) throw objectNotFound(object.name, []);
     const granted = grants.actions[action];
@@ -69,10 +78,8 @@ export class CallerAccess {
         action,
       });
     }
-    // A formula that reads a hidden field, at any depth, is hidden too: its value would tell the hidden one.
-    const hidden = (f: ObjectMeta['fields'][number]) =>
-      grants.hidden.has(f.name) || (f.formula?.inputs ?? []).some((name) => grants.hidden.has(name));
-    const fields = grants.hidden.size ? object.fields.filter((f) => !hidden(f)) : object.fields;
+    // A computed field that reads a hidden field (at any depth, on any object) is hidden too: its value would tell it.
+    const fields = object.fields.map((f) => lens.field(object.name, f.name)).filter((f) => f !== null);
     const view: ObjectMeta = { ...object, fields };
     const filters = rowsFor(grants.actions.read, granted);
     if (filters !== true) {
@@ -81,10 +88,47 @@ export class CallerAccess {
     return view;
   }
 
+  /**
+   * Every field as this caller reads it (null: hidden, or on an object it may not read), computed fields
+   * through their kind's access rule (metadata/computed-fields.ts): one lens per view, fields memoised.
+   * Objects come from `catalog`; one missing there reads as unreadable (fails closed).
+   */
+  private lens(object: ObjectMeta, catalog?: ObjectCatalog): FieldLens {
+    const memo = new Map<string, FieldMeta | null>();
+    const objectOf = (name: string) => (name === object.name ? object : catalog?.(name));
+    const lens: FieldLens = {
+      field: (objectName, fieldName) => {
+        const key = `${objectName}.${fieldName}`;
+        if (memo.has(key)) return memo.get(key)!;
+        // Marked hidden while resolving: a cycle (refused at definition) can only end hidden.
+        memo.set(key, null);
+        const source = this.mayRead(objectName) ? objectOf(objectName) : undefined;
+        const field = source?.fields.find((f) => f.name === fieldName);
+        let seen: FieldMeta | null = null;
+        if (field && !(this.policies && this.grantsFor(objectName)?.hidden.has(fieldName))) {
+          seen = isComputed(field) ? computedView(objectName, field, lens) : field;
+        }
+        memo.set(key, seen);
+        return seen;
+      },
+      scope: (objectName, fields) => {
+        const source = this.mayRead(objectName) ? objectOf(objectName) : undefined;
+        if (!source) return null;
+        const scope: ObjectMeta = { name: source.name, label: source.label, fields };
+        const read = this.policies ? this.grantsFor(objectName)?.actions.read : true;
+        if (!read) return null;
+        if (read !== true)
+          scope.rowFilter = { object: source, filters: read, subject: this.subject, attributes: this.attributes };
+        return scope;
+      },
+    };
+    return lens;
+  }
+
   /** The object's fields as this caller sees them (describe_object, MCP resources), or undefined when it may not read it. */
-  describe(object: ObjectMeta): ObjectMeta | undefined {
+  describe(object: ObjectMeta, catalog?: ObjectCatalog): ObjectMeta | undefined {
     if (!this.mayRead(object.name)) return undefined;
-    return this.view(object, 'read');
+    return this.view(object, 'read', catalog);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { isComputed } from '../metadata/computed-fields';
 import { CompiledQuery } from 'kysely';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
@@ -22,7 +23,7 @@ const AT = (column: string, precision: 'MS' | 'US' = 'MS') =>
 
 /** The fields a change writes (a formula is computed, never written): what a version's changes are of. */
 export function storedFields(object: ObjectMeta): FieldMeta[] {
-  return object.fields.filter((f) => !f.formula);
+  return object.fields.filter((f) => !isComputed(f));
 }
 
 /** The column alias of the reader's i-th field after (`a`) and before (`b`) a change. */

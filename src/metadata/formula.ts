@@ -359,6 +359,7 @@ function checkField(node: Extract<Syntax, { kind: 'field' }>, scope: FormulaScop
   const type = valueTypeOf(field.type);
   if (!type)
     throw invalidExpression(`Field {${node.name}} (${field.type}) cannot be used in a formula`, node.pos, { field: node.name });
+  if (field.related) return { kind: 'related', type, name: field.name, fieldType: field.type };
   return { kind: 'column', type, name: field.name, fieldType: field.type };
 }
 
@@ -521,6 +522,7 @@ function checkCall(node: Extract<Syntax, { kind: 'call' }>, scope: FormulaScope,
 export function formulaInputs(node: FormulaNode, into = new Set<string>()): Set<string> {
   switch (node.kind) {
     case 'column':
+    case 'related':
       into.add(node.name);
       break;
     case 'formula':

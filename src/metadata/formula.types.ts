@@ -55,6 +55,8 @@ export type FormulaNode =
   | { kind: 'literal'; type: FormulaValueType; value: number | string | boolean }
   | { kind: 'column'; type: FormulaValueType; name: string; fieldType: string }
   | { kind: 'formula'; type: FormulaValueType; name: string; resultType: FormulaResultType; body: FormulaNode }
+  /** A rollup, count or lookup_value field of the record: compiled through the caller's view of it. */
+  | { kind: 'related'; type: FormulaValueType; name: string; fieldType: string }
   | { kind: 'unary'; type: 'number'; operand: FormulaNode }
   | { kind: 'binary'; type: FormulaValueType; op: FormulaOperator; left: FormulaNode; right: FormulaNode }
   | { kind: 'call'; type: FormulaValueType; name: FormulaFunction; args: FormulaNode[]; unit?: DateUnit };

@@ -13,10 +13,10 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { FORMULA_RESULT_TYPES, type FormulaResultType, MAX_EXPRESSION_LENGTH } from './formula';
-import { FIELD_TYPES, MAX_FIELDS } from './object-metadata.types';
+import { FIELD_TYPES, MAX_FIELDS, RELATED_KINDS, ROLLUP_FUNCTIONS, type RollupFunction } from './object-metadata.types';
 
-/** Types a field definition may have: the stored types, and `formula` (computed when read). */
-export const DEFINITION_TYPES = [...FIELD_TYPES, 'formula'] as const;
+/** Types a field definition may have: the stored types, and the computed ones (computed when read). */
+export const DEFINITION_TYPES = [...FIELD_TYPES, 'formula', ...RELATED_KINDS] as const;
 export type DefinitionType = (typeof DEFINITION_TYPES)[number];
 
 const EXPRESSION_DESCRIPTION =
@@ -79,6 +79,41 @@ export class CreateFieldDto {
   @IsOptional()
   @IsString()
   reference?: string;
+
+  @ApiPropertyOptional({
+    example: 'deal.account',
+    description: 'rollup and count: "<object>.<lookup field of that object pointing here>", the related records',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  relation?: string;
+
+  @ApiPropertyOptional({ description: "lookup_value: this object's lookup field whose record's value it shows" })
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  through?: string;
+
+  @ApiPropertyOptional({ description: 'rollup (except count) and lookup_value: the field of the related object' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  field?: string;
+
+  @ApiPropertyOptional({ enum: ROLLUP_FUNCTIONS, description: 'rollup only' })
+  @IsOptional()
+  @IsString()
+  function?: RollupFunction;
+
+  @ApiPropertyOptional({ description: 'rollup and count: a where over the related records (only those it matches)' })
+  @IsOptional()
+  filter?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ description: 'Computed fields: stored values are not available yet (refused)' })
+  @IsOptional()
+  @IsBoolean()
+  stored?: boolean;
 }
 
 export class CreateObjectDto {
@@ -154,7 +189,12 @@ export class FieldResponse {
   @ApiPropertyOptional({ type: [String] }) options?: string[];
   @ApiPropertyOptional() reference?: string;
   @ApiPropertyOptional({ description: EXPRESSION_DESCRIPTION }) expression?: string;
-  @ApiPropertyOptional({ enum: FORMULA_RESULT_TYPES }) resultType?: FormulaResultType;
+  @ApiPropertyOptional({ description: 'formula, rollup, count, lookup_value: the type of its value' }) resultType?: string;
+  @ApiPropertyOptional() relation?: string;
+  @ApiPropertyOptional() through?: string;
+  @ApiPropertyOptional() field?: string;
+  @ApiPropertyOptional({ enum: ROLLUP_FUNCTIONS }) function?: RollupFunction;
+  @ApiPropertyOptional() filter?: Record<string, unknown>;
 }
 
 export class ObjectResponse {

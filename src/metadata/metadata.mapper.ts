@@ -1,3 +1,4 @@
+import { computedKind, describeComputed } from './computed-fields';
 import { FieldResponse, ObjectResponse } from './metadata.dto';
 import { FieldMeta, FieldType, ObjectMeta } from './object-metadata.types';
 
@@ -5,7 +6,7 @@ export function toFieldResponse(field: FieldMeta): FieldResponse {
   const response: FieldResponse = {
     name: field.name,
     label: field.label,
-    type: field.formula ? 'formula' : (field.type as FieldType),
+    type: computedKind(field) ?? (field.type as FieldType),
     required: field.required,
     unique: field.unique,
     indexed: field.indexed,
@@ -14,10 +15,7 @@ export function toFieldResponse(field: FieldMeta): FieldResponse {
   if (field.description) response.description = field.description;
   if (field.options) response.options = field.options;
   if (field.reference) response.reference = field.reference;
-  if (field.formula) {
-    response.expression = field.formula.expression;
-    response.resultType = field.formula.resultType;
-  }
+  Object.assign(response, describeComputed(field));
   return response;
 }
 

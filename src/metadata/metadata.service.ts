@@ -7,6 +7,15 @@ import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../common/pg
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { checkFormula, FORMULA_RESULT_TYPES, formulaInputs, type FormulaScope, referencedFields } from './formula';
+import {
+  computedInputs,
+  defineRelated,
+  type FieldRef,
+  isComputed,
+  isRelatedKind,
+  relatedMeta,
+  type StoredRelated,
+} from './computed-fields';
 import { MetadataCache } from './metadata.cache';
 import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
@@ -18,6 +27,7 @@ import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinit
 import {
   FIELD_TYPES,
   FieldMeta,
+  RELATED_KINDS,
   FieldType,
   MAX_FIELDS,
   MAX_INDEXED_TEXT_BYTES,
@@ -119,7 +129,12 @@ export class MetadataService {
       const siblings: FieldMeta[] = [...SYSTEM_FIELDS];
       for (const [position, fieldDto] of fields.entries()) {
         siblings.push(
-          await this.addFieldInTransaction(em, object, fieldDto, position, { selfName: dto.name, tableEmpty: true, siblings }),
+          await this.addFieldInTransaction(em, object, fieldDto, position, {
+            selfName: dto.name,
+            selfLabel: dto.label,
+            tableEmpty: true,
+            siblings,
+          }),
         );
       }
       await em.flush();
@@ -158,6 +173,16 @@ export class MetadataService {
           { metrics },
         );
       }
+      const computed = (await this.computedUsers(em, (ref) => ref.object === name)).filter(
+        (user) => !user.startsWith(`${name}.`),
+      );
+      if (computed.length) {
+        throw new DomainError(
+          'object_in_use',
+          `Object "${name}" is read by computed field${computed.length > 1 ? 's' : ''} ${computed.join(', ')}; delete them first`,
+          { computed },
+        );
+      }
       const referencing = await this.repo.referencingFields(em, name, object.id);
       if (referencing.length) {
         throw new DomainError(
@@ -188,6 +213,7 @@ export class MetadataService {
       const siblings = (await this.loadObject(objectName, em)).fields;
       await this.addFieldInTransaction(em, object, dto, (last?.position ?? -1) + 1, {
         selfName: objectName,
+        selfLabel: object.label,
         tableEmpty,
         siblings,
       });
@@ -201,6 +227,23 @@ export class MetadataService {
     return this.write({ actor, action: 'field.update', target: `${objectName}.${fieldName}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       const field = await this.findFieldDefinition(em, object, fieldName);
+      if (isRelatedKind(field.type)) {
+        const changed = Object.entries(dto).filter(
+          ([key, value]) => value !== undefined && key !== 'label' && key !== 'description',
+        );
+        if (changed.length) {
+          throw new DomainError(
+            'validation_failed',
+            `Only the label and description of a ${field.type} field ("${fieldName}") can change; delete it and add it again to change its definition`,
+            { field: fieldName, properties: changed.map(([key]) => key) },
+          );
+        }
+        if (dto.label !== undefined) field.label = dto.label;
+        if (dto.description !== undefined) field.description = dto.description;
+        field.updatedAt = new Date();
+        await em.flush();
+        return toFieldResponse(findField(await this.loadObject(objectName, em), fieldName));
+      }
       if (field.type === 'formula') {
         await this.updateFormula(em, objectName, field, dto);
         await em.flush();
@@ -295,18 +338,27 @@ export class MetadataService {
       const formulas = (await this.loadObject(objectName, em)).fields
         .filter((f) => f.formula && f.name !== fieldName && referencedFields(f.formula.expression).includes(fieldName))
         .map((f) => f.name);
+      const computed = await this.computedUsers(em, (ref) => ref.object === objectName && ref.field === fieldName, {
+        object: objectName,
+        field: fieldName,
+      });
       const metrics = await this.dependents.usingField('metric', em, objectName, fieldName);
       const views = await this.dependents.usingField('view', em, objectName, fieldName);
-      const users = [...named('formula', formulas), ...named('metric', metrics), ...named('view', views)];
+      const users = [
+        ...named('formula', formulas),
+        ...named('computed field', computed),
+        ...named('metric', metrics),
+        ...named('view', views),
+      ];
       if (users.length) {
-        const count = formulas.length + metrics.length + views.length;
+        const count = formulas.length + computed.length + metrics.length + views.length;
         throw new DomainError(
           'field_in_use',
           `Field "${objectName}.${fieldName}" is used by ${users.join(' and ')}; change or delete ${count > 1 ? 'them' : 'it'} first`,
-          { formulas, metrics, views },
+          { formulas, computed, metrics, views },
         );
       }
-      if (field.type !== 'formula') await this.repo.dropColumn(em, objectName, fieldName);
+      if (field.type !== 'formula' && !isRelatedKind(field.type)) await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();
       await em.flush();
@@ -340,10 +392,15 @@ export class MetadataService {
     object: ObjectDefinition,
     dto: CreateFieldDto,
     position: number,
-    context: { selfName: string; tableEmpty: boolean; siblings: FieldMeta[] },
+    context: { selfName: string; selfLabel: string; tableEmpty: boolean; siblings: FieldMeta[] },
   ): Promise<FieldMeta> {
-    const field =
-      dto.type === 'formula' ? formulaField(dto, context.siblings) : await this.validateField(em, dto, context.selfName);
+    let stored: StoredRelated | undefined;
+    let field: FieldMeta;
+    if (isRelatedKind(dto.type)) {
+      ({ field, stored } = await this.relatedField(em, dto, context));
+    } else {
+      field = dto.type === 'formula' ? formulaField(dto, context.siblings) : await this.validateField(em, dto, context.selfName);
+    }
     if (field.required && !context.tableEmpty) {
       throw new DomainError(
         'object_not_empty',
@@ -356,9 +413,10 @@ export class MetadataService {
       objectId: object.id,
       name: field.name,
       label: field.label,
-      type: field.formula ? 'formula' : field.type,
+      type: field.formula ? 'formula' : (field.related?.kind ?? field.type),
       expression: field.formula?.expression ?? null,
-      resultType: field.formula?.resultType ?? null,
+      resultType: field.formula?.resultType ?? (field.related ? field.type : null),
+      computed: stored ? { ...stored } : null,
       required: field.required,
       unique: field.unique,
       indexed: field.indexed,
@@ -370,10 +428,110 @@ export class MetadataService {
       createdAt: now,
       updatedAt: now,
     });
-    if (field.formula) return field;
+    if (isComputed(field)) return field;
     await this.repo.addColumn(em, object.name, field);
     if (field.searchable) await this.repo.createSearchIndex(em, object.name, field.name);
     return field;
+  }
+
+  /** A rollup, count or lookup_value definition checked against the objects it reads (this transaction's state). */
+  private async relatedField(
+    em: EntityManager,
+    dto: CreateFieldDto,
+    context: { selfName: string; selfLabel: string; siblings: FieldMeta[] },
+  ): Promise<{ field: FieldMeta; stored: StoredRelated }> {
+    assertValidName('field', dto.name);
+    if (dto.required || dto.unique || dto.indexed || dto.searchable || dto.options !== undefined || dto.reference !== undefined) {
+      throw new DomainError(
+        'validation_failed',
+        `A ${dto.type} field ("${dto.name}") is computed when read: it cannot be required, unique, indexed or searchable, nor have options or a reference`,
+        { field: dto.name },
+      );
+    }
+    if (dto.expression !== undefined || dto.resultType !== undefined) {
+      throw new DomainError(
+        'validation_failed',
+        `A ${dto.type} field ("${dto.name}") has no expression; its resultType is derived`,
+        {
+          field: dto.name,
+        },
+      );
+    }
+    const self: ObjectMeta = { name: context.selfName, label: context.selfLabel, fields: context.siblings };
+    const kind = dto.type as (typeof RELATED_KINDS)[number];
+    const defined = await defineRelated(
+      {
+        name: dto.name,
+        type: kind,
+        relation: dto.relation,
+        through: dto.through,
+        field: dto.field,
+        function: dto.function,
+        filter: dto.filter,
+        stored: dto.stored,
+      },
+      {
+        self,
+        load: (name) => (name === self.name ? Promise.resolve(self) : this.loadObject(name, em).catch(() => undefined)),
+      },
+    );
+    const field: FieldMeta = {
+      name: dto.name,
+      label: dto.label,
+      type: defined.type,
+      required: false,
+      unique: false,
+      indexed: false,
+      description: dto.description ?? null,
+      related: relatedMeta(kind, context.selfName, defined.stored),
+    };
+    return { field, stored: defined.stored };
+  }
+
+  /**
+   * The computed fields (of any object, as `object.field`) that read a field `matches`: what keeps it (or
+   * its object) from being dropped. `except` is left out (the field itself).
+   */
+  private async computedUsers(em: EntityManager, matches: (ref: FieldRef) => boolean, except?: FieldRef): Promise<string[]> {
+    const users: string[] = [];
+    for (const summary of await this.listObjects(em)) {
+      const object = await this.loadObject(summary.name, em);
+      for (const field of object.fields) {
+        if (!field.related) continue;
+        if (except && object.name === except.object && field.name === except.field) continue;
+        if (computedInputs(object.name, field).some(matches)) users.push(`${object.name}.${field.name}`);
+      }
+    }
+    return users;
+  }
+
+  /**
+   * computed_cycle when `start` (with its new definition `field`) reads itself through computed fields of
+   * other objects (a formula over a rollup over a lookup_value of this object ...); the path names each step.
+   */
+  private async assertNoCycle(em: EntityManager, start: FieldRef, field: FieldMeta): Promise<void> {
+    const objects = new Map<string, ObjectMeta | undefined>();
+    const fieldOf = async (ref: FieldRef): Promise<FieldMeta | undefined> => {
+      if (ref.object === start.object && ref.field === start.field) return field;
+      if (!objects.has(ref.object)) objects.set(ref.object, await this.loadObject(ref.object, em).catch(() => undefined));
+      return objects.get(ref.object)?.fields.find((f) => f.name === ref.field);
+    };
+    const visited = new Set<string>();
+    const walk = async (ref: FieldRef, path: string[]): Promise<string[] | undefined> => {
+      const current = await fieldOf(ref);
+      if (!current || !isComputed(current)) return undefined;
+      for (const input of computedInputs(ref.object, current)) {
+        const name = `${input.object}.${input.field}`;
+        if (input.object === start.object && input.field === start.field) return [...path, name];
+        if (visited.has(name)) continue;
+        visited.add(name);
+        const found = await walk(input, [...path, name]);
+        if (found) return found;
+      }
+      return undefined;
+    };
+    const path = await walk(start, [`${start.object}.${start.field}`]);
+    if (path) throw new DomainError('computed_cycle', `The field reads itself: ${path.join(' → ')}`, { path });
   }
 
   /**
@@ -411,6 +569,20 @@ export class MetadataService {
           );
         }
       }
+      await this.assertNoCycle(em, { object: objectName, field: field.name }, updated);
+      if (updated.type !== current.type) {
+        const computed = await this.computedUsers(em, (ref) => ref.object === objectName && ref.field === field.name, {
+          object: objectName,
+          field: field.name,
+        });
+        if (computed.length) {
+          throw new DomainError(
+            'field_in_use',
+            `Field "${objectName}.${field.name}" is read by computed field${computed.length > 1 ? 's' : ''} ${computed.join(', ')}; its result type cannot change`,
+            { computed },
+          );
+        }
+      }
       field.expression = updated.formula!.expression;
       field.resultType = updated.formula!.resultType;
     }
@@ -424,8 +596,18 @@ export class MetadataService {
     assertValidName('field', dto.name);
     if (!(FIELD_TYPES as readonly string[]).includes(dto.type)) {
       throw new DomainError('invalid_field_type', `Unknown field type "${String(dto.type)}"`, {
-        availableTypes: [...FIELD_TYPES, 'formula'],
+        availableTypes: [...FIELD_TYPES, 'formula', ...RELATED_KINDS],
       });
+    }
+    const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
+    if (stray) {
+      throw new DomainError(
+        'validation_failed',
+        `Only rollup, count and lookup_value fields have "${stray}"; "${dto.name}" is ${dto.type}`,
+      );
+    }
+    if (dto.stored !== undefined) {
+      throw new DomainError('validation_failed', `Only computed fields can be stored; "${dto.name}" is ${dto.type}`);
     }
     if (dto.expression !== undefined || dto.resultType !== undefined) {
       throw new DomainError(
@@ -548,6 +730,15 @@ function findField(object: ObjectMeta, name: string): FieldMeta {
 /** A formula field's definition, checked against the fields it may read (`siblings`, system fields included). */
 function formulaField(dto: CreateFieldDto, siblings: FieldMeta[]): FieldMeta {
   assertValidName('field', dto.name);
+  if (dto.stored) {
+    throw new DomainError(
+      'stored_not_supported',
+      `"${dto.name}": stored computed fields are not available yet; leave out "stored" to compute it when read`,
+      { field: dto.name },
+    );
+  }
+  const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
+  if (stray) throw new DomainError('validation_failed', `A formula field ("${dto.name}") has no "${stray}"`);
   if (dto.required || dto.unique || dto.indexed || dto.searchable || dto.options !== undefined || dto.reference !== undefined) {
     throw formulaNotStored(dto.name);
   }
@@ -611,13 +802,16 @@ function toFieldMeta(
     | 'reference'
     | 'expression'
     | 'resultType'
+    | 'computed'
   >,
+  objectName = '',
 ): FieldMeta {
   const formula = field.type === 'formula' && field.expression && field.resultType;
+  const related = isRelatedKind(field.type) && field.computed && field.resultType;
   const meta: FieldMeta = {
     name: field.name,
     label: field.label,
-    type: (formula ? field.resultType : field.type) as FieldType,
+    type: (formula || related ? field.resultType : field.type) as FieldType,
     required: field.required,
     unique: field.unique,
     indexed: field.indexed,
@@ -627,11 +821,17 @@ function toFieldMeta(
   if (field.options) meta.options = field.options;
   if (field.reference) meta.reference = field.reference;
   if (formula) meta.formula = { expression: field.expression!, resultType: field.resultType as FormulaResultType };
+  if (related)
+    meta.related = relatedMeta(
+      field.type as (typeof RELATED_KINDS)[number],
+      objectName,
+      field.computed as unknown as StoredRelated,
+    );
   return meta;
 }
 
 function toObjectMeta(object: ObjectDefinition, fields: FieldDefinition[]): ObjectMeta {
-  const all = [...SYSTEM_FIELDS, ...fields.map(toFieldMeta)];
+  const all = [...SYSTEM_FIELDS, ...fields.map((field) => toFieldMeta(field, object.name))];
   for (const field of all) {
     if (!field.formula) continue;
     try {

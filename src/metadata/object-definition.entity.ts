@@ -37,6 +37,8 @@ export const FieldDefinitionEntity = defineEntity({
     /** Formula fields: the expression as written, and the type of its value. */
     expression: p.text().nullable(),
     resultType: p.string().nullable(),
+    /** Rollup, count and lookup_value fields: the definition (metadata/computed-fields.ts StoredRelated). */
+    computed: p.json<Record<string, unknown>>().nullable(),
     position: p.integer(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),

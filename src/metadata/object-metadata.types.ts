@@ -66,6 +66,46 @@ export interface FormulaMeta {
   node?: FormulaNode;
   /** Every field it reads at any depth (formulas it reads and their inputs): one hidden hides it. */
   inputs?: string[];
+  /**
+   * Set on a caller's view only (governance/caller-access.ts): the caller's view of each rollup, count or
+   * lookup_value field the expression reads (at any depth), which the compiler reads them through.
+   */
+  related?: Record<string, FieldMeta>;
+}
+
+/** The functions of a rollup over the related records' values. */
+export const ROLLUP_FUNCTIONS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct', 'concat'] as const;
+export type RollupFunction = (typeof ROLLUP_FUNCTIONS)[number];
+
+/** The computed kinds that read another object: each is one entry of metadata/computed-fields.ts. */
+export const RELATED_KINDS = ['rollup', 'count', 'lookup_value'] as const;
+export type RelatedKind = (typeof RELATED_KINDS)[number];
+
+/**
+ * A field computed when read from the records of another object (definition types `rollup`, `count` and
+ * `lookup_value`): no column. Its FieldMeta's `type` is its result type. `rollup` and `count` read the
+ * records of `target` whose lookup `via` points at this record; `lookup_value` reads `field` of the record
+ * this record's lookup `via` points at.
+ */
+export interface RelatedMeta {
+  kind: RelatedKind;
+  /** The object the field is defined on. */
+  self: string;
+  /** The object whose records it reads. */
+  target: string;
+  /** rollup and count: the lookup field of `target` pointing here; lookup_value: this object's lookup field. */
+  via: string;
+  /** The field of `target` it reads (rollup: absent for `count`; lookup_value: always). */
+  field?: string;
+  /** rollup only. */
+  function?: RollupFunction;
+  /** rollup and count: only the related records this `where` matches. */
+  filter?: Record<string, unknown>;
+  /**
+   * Set on a caller's view only (governance/caller-access.ts): the caller's read view of `target`, with its
+   * row filter and only the fields this one reads. Without it the field is never compiled (fails closed).
+   */
+  scope?: ObjectMeta;
 }
 
 /** One field of an object, as the data engine and tools see it (already validated metadata). */
@@ -87,6 +127,8 @@ export interface FieldMeta {
   system?: boolean;
   /** A formula field: computed when read, never written (`type` is its result type). */
   formula?: FormulaMeta;
+  /** A rollup, count or lookup_value field: computed when read, never written (`type` is its result type). */
+  related?: RelatedMeta;
 }
 
 /** An object (one physical table) with its fields, system fields included. */

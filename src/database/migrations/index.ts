@@ -2,6 +2,7 @@ import { MigrationAccessPolicies } from './migration-20261125-access-policies';
 import { MigrationAgentBuiltins } from './migration-20261130-agent-builtins';
 import { MigrationRecordHistory } from './migration-20261201-record-history';
 import { MigrationUserPrincipals } from './migration-20261202-user-principals';
+import { MigrationRelatedFields } from './migration-20261205-related-fields';
 import { MigrationFormulaFields } from './migration-20261203-formula-fields';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
@@ -63,6 +64,7 @@ export const MIGRATIONS = [
   MigrationRecordHistory,
   MigrationUserPrincipals,
   MigrationFormulaFields,
+  MigrationRelatedFields,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

@@ -1,3 +1,4 @@
+import { computedKind, describeComputed, explainComputed } from '../../metadata/computed-fields';
 import type { FieldMeta, ObjectMeta } from '../../metadata/object-metadata.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
@@ -19,8 +20,20 @@ export interface DescribedField {
   system?: true;
   /** A formula field (type `formula`): computed when read from this expression; read-only. */
   expression?: string;
-  /** A formula field: the type of its value (how to filter, sort and aggregate it). */
+  /** A computed field: the type of its value (how to filter, sort and aggregate it). */
   resultType?: string;
+  /** rollup and count: the related records, "<object>.<its lookup pointing here>". */
+  relation?: string;
+  /** rollup: how the related values are combined. */
+  function?: string;
+  /** rollup: the related object's field; lookup_value: the linked record's field. */
+  field?: string;
+  /** rollup and count: only the related records this where matches. */
+  filter?: Record<string, unknown>;
+  /** lookup_value: the lookup field whose record's value it shows. */
+  through?: string;
+  /** rollup, count and lookup_value: how the value is computed, in a sentence. */
+  computed?: string;
 }
 
 export interface DescribeObjectResult {
@@ -38,6 +51,9 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
       'whether it is required, the allowed options of select fields and the object a lookup field points to. ' +
       'A formula field (type formula) shows its expression and resultType: it is computed when read, read-only, and ' +
       'filtered, sorted and aggregated as a field of its resultType. ' +
+      'A rollup (relation, function, field, filter), count (relation, filter) or lookup_value (through, field) is ' +
+      'computed when read from the related records the caller may read (the computed text says how); read-only, ' +
+      'used like a field of its resultType (e.g. sort accounts by a rollup). ' +
       'System fields id, created_at and updated_at are included (marked system) and can be filtered and sorted on. ' +
       'Call this before query_records, get_record or aggregate_data to use exact field names and option values.',
     parameters: {
@@ -69,13 +85,12 @@ function describeField(field: FieldMeta): DescribedField {
   const out: DescribedField = {
     name: field.name,
     label: field.label,
-    type: field.formula ? 'formula' : field.type,
+    type: computedKind(field) ?? field.type,
     required: field.required,
   };
-  if (field.formula) {
-    out.expression = field.formula.expression;
-    out.resultType = field.formula.resultType;
-  }
+  Object.assign(out, describeComputed(field));
+  const explained = explainComputed(field);
+  if (explained && field.related) out.computed = explained;
   if (field.description) out.description = field.description;
   if (field.options) out.options = field.options;
   if (field.reference) out.reference = field.reference;
