@@ -130,9 +130,12 @@ function compileSource(
       ` left join ${objectTable(target.name)} as ${quoteIdent(joined)} on ${columnRef('id', joined)} = ${columnRef(field.name, BASE_ALIAS)}` +
         (scope === undefined ? '' : ` and ${scope}`),
     );
-    columns.push(`${columnRef(targetField.name, joined)} as ${quoteIdent(lookup.alias)}`);
+    // A computed field of the target reads through its own SQL (its view of what it reads) on the joined row.
+    columns.push(`${fieldSql(targetField, params, joined)} as ${quoteIdent(lookup.alias)}`);
     extra.push({
       ...targetField,
+      formula: undefined,
+      related: undefined,
       name: lookup.alias,
       label: `${field.label} ${targetField.label}`,
       unique: false,

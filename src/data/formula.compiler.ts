@@ -21,12 +21,24 @@ export function fieldSql(field: FieldMeta, params?: SqlParams, tableAlias?: stri
     if (!params) throw new Error(`computed field "${field.name}" read without bind parameters`);
     return relatedFieldSql(field, params, tableAlias);
   }
-  if (!field.formula)
-    return tableAlias === undefined ? quoteIdent(field.name) : `${quoteIdent(tableAlias)}.${quoteIdent(field.name)}`;
+  if (!field.formula) return qualified(tableAlias, field.name);
   if (!params) throw new Error(`formula field "${field.name}" read without bind parameters`);
   const { node, resultType } = field.formula;
   if (!node) return `null::${RESULT_CASTS[resultType]}`;
   return resultSql(compileNode(node, { params, tableAlias, related: field.formula.related }), node.type, resultType);
+}
+
+/**
+ * A table alias as SQL: a metadata-shaped name (quoted by quoteIdent), or one of the engine's own aliases,
+ * written already quoted as `"__name"` (a write's `"__row"`), which no metadata name can be.
+ */
+function aliasSql(alias: string): string {
+  return /^"__[a-z_]+"$/.test(alias) ? alias : quoteIdent(alias);
+}
+
+/** `"column"` or `alias."column"`. */
+function qualified(alias: string | undefined, column: string): string {
+  return alias === undefined ? quoteIdent(column) : `${aliasSql(alias)}.${quoteIdent(column)}`;
 }
 
 /** `fieldSql(...) as "name"`, or the bare column when it is one. */
@@ -63,7 +75,7 @@ function relatedFieldSql(field: FieldMeta, params: SqlParams, tableAlias?: strin
   const n = (ALIASES.get(params) ?? 0) + 1;
   ALIASES.set(params, n);
   const alias = `rel${n}_`;
-  const outer = tableAlias === undefined ? objectTable(meta.self) : quoteIdent(tableAlias);
+  const outer = tableAlias === undefined ? objectTable(meta.self) : aliasSql(tableAlias);
   const conditions: string[] = [];
   if (!filters) throw new Error('the where compiler is not loaded');
   const rowFilter = filters.rowFilter(scope, params, { tableAlias: alias });
@@ -152,8 +164,7 @@ function compileNode(node: FormulaNode, ctx: Context): string {
     case 'literal':
       return `${ctx.params.add(node.value)}::${node.type === 'number' ? 'numeric' : node.type}`;
     case 'column': {
-      const column =
-        ctx.tableAlias === undefined ? quoteIdent(node.name) : `${quoteIdent(ctx.tableAlias)}.${quoteIdent(node.name)}`;
+      const column = qualified(ctx.tableAlias, node.name);
       // Through text: a direct float8 → numeric cast keeps only 15 significant digits.
       if (node.type === 'number') return node.fieldType === 'number' ? `${column}::text::numeric` : `${column}::numeric`;
       if (node.type === 'text' && (node.fieldType === 'lookup' || node.fieldType === 'uuid')) return `${column}::text`;

@@ -270,8 +270,8 @@ export function compileInsert(object: ObjectMeta, records: Map<string, unknown>[
     (values) =>
       `(${fields.map((f) => (values.has(f.name) ? `${params.add(values.get(f.name))}::${bindCast(f)}` : 'default')).join(', ')})`,
   );
-  const target = `${objectTable(object.name)}${capture ? ` as ${ROW_ALIAS}` : ''}`;
-  const returning = writeReturning(object, params, capture);
+  const target = `${objectTable(object.name)} as ${ROW_ALIAS}`;
+  const returning = writeReturning(object, params, capture, ROW_ALIAS);
   const sql = columns.length
     ? `insert into ${target} (${fields.map((f) => quoteIdent(f.name)).join(', ')}) values ${rowsSql.join(', ')} returning ${returning}`
     : `insert into ${target} default values returning ${returning}`;
@@ -341,7 +341,14 @@ function updateStatement(
     );
   }
   const lock = `"id" = ${params.add(id)}::uuid`;
-  const sql = updateKeepingBefore(object.name, names, sets.join(', '), lock, where, writeReturning(object, params, capture));
+  const sql = updateKeepingBefore(
+    object.name,
+    names,
+    sets.join(', '),
+    lock,
+    where,
+    writeReturning(object, params, capture, ROW_ALIAS),
+  );
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, capture));
 }
 
@@ -371,7 +378,7 @@ function updateKeepingBefore(
 export function compileInsertRaw(object: ObjectMeta, raw: Record<string, unknown>, capture: ChangeCapture): CompiledQuery<Row> {
   const params = new SqlParams();
   const row = `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb || jsonb_build_object('updated_at', now()))`;
-  const sql = `insert into ${objectTable(object.name)} as ${ROW_ALIAS} select * from ${row} returning ${writeReturning(object, params, capture)}`;
+  const sql = `insert into ${objectTable(object.name)} as ${ROW_ALIAS} select * from ${row} returning ${writeReturning(object, params, capture, ROW_ALIAS)}`;
   const created = { ...capture, changedFields: storedFieldNames(object) };
   return params.query(withChangeOutbox(object.name, sql, writeColumns(object), params, created));
 }
@@ -514,8 +521,12 @@ export const IN_SCOPE_ALIAS = '__in_scope';
  * What a write returns: every field of the caller's view of the object (never `*`, which would
  * include hidden fields), its version, and with a row filter whether the new row is inside it.
  */
-function writeReturning(object: ObjectMeta, params: SqlParams, capture?: ChangeCapture): string {
-  let columns = `${compileProjection(object, undefined, { params }).sql}, ${VERSION_SELECT}`;
+function writeReturning(object: ObjectMeta, params: SqlParams, capture?: ChangeCapture, rowAlias?: string): string {
+  // Computed fields read the written row by its alias (a rollup's subquery has an "id" of its own); stored ones by name.
+  const projection = compileProjection(object, undefined, { params }).fields.map((f) =>
+    isComputed(f) ? selectSql(f, params, rowAlias) : quoteIdent(f.name),
+  );
+  let columns = `${projection.join(', ')}, ${VERSION_SELECT}`;
   // The feed keeps the whole row, hidden fields included: each reader's own view is cut from it.
   if (capture) columns += `, ${SNAPSHOT_SELECT}`;
   const scope = compileRowFilter(object, params, { asValue: true });

@@ -393,6 +393,33 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
     expect([counted.status, errorOf(counted).code]).toEqual([400, 'read_only_field']);
   });
 
+  it('answers a write with the computed values of the written record', async () => {
+    const created = bodyOf<RecordBody>(
+      await t.http
+        .post('/api/v1/objects/opp/records')
+        .set(asAdmin(t))
+        .send({ title: 'W1', acct: accountIds[1], amount: 5 })
+        .expect(201),
+    );
+    expect(created).toMatchObject({ acct_region: 'south', region_tag: 'SOUTH/W1', double_amount: 10 });
+    const moved = bodyOf<RecordBody>(
+      await t.http.patch(`/api/v1/objects/opp/records/${created.id}`).set(asAdmin(t)).send({ acct: accountIds[0] }).expect(200),
+    );
+    expect(moved).toMatchObject({ acct_region: 'north', region_tag: 'NORTH/W1' });
+    const account = bodyOf<RecordBody>(
+      await t.http.post('/api/v1/objects/acct/records').set(asAdmin(t)).send({ name: 'New' }).expect(201),
+    );
+    expect(account).toMatchObject({ n_deals: 0, total: 0, titles: null, avg_deal: null });
+    const renamed = bodyOf<RecordBody>(
+      await t.http.patch(`/api/v1/objects/acct/records/${accountIds[0]}`).set(asAdmin(t)).send({ name: 'Acme 2' }).expect(200),
+    );
+    const [count] = await t.sql<{ n: number }>(`select count(*)::int as n from data.opp where acct = $1`, [accountIds[0]]);
+    expect(renamed.n_deals).toBe(count.n);
+    await t.http.delete(`/api/v1/objects/opp/records/${created.id}`).set(asAdmin(t)).expect(204);
+    await t.http.delete(`/api/v1/objects/acct/records/${account.id}`).set(asAdmin(t)).expect(204);
+    await t.http.patch(`/api/v1/objects/acct/records/${accountIds[0]}`).set(asAdmin(t)).send({ name: 'Acme' }).expect(200);
+  });
+
   it('refuses definitions that do not fit, with clear codes', async () => {
     const cases: Array<[Row, number, string]> = [
       [{ type: 'rollup', relation: 'opp.acct', function: 'sum', field: 'title' }, 400, 'invalid_rollup_function'],
@@ -661,6 +688,35 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
     expect(opps[0]).toHaveProperty('double_amount');
     const header = Object.keys((await csv(oppOnly, 'opp', ''))[0] ?? {});
     expect(header).not.toContain('acct_region');
+  });
+
+  it('reads the change feed, history and trash of objects with computed fields, hidden ones left out', async () => {
+    const temp = idOf(await t.http.post('/api/v1/objects/acct/records').set(asAdmin(t)).send({ name: 'Temp' }).expect(201));
+    await t.http.patch(`/api/v1/objects/acct/records/${temp}`).set(asAdmin(t)).send({ region: 'east' }).expect(200);
+    for (const key of [t.adminKey, alice, noNote]) {
+      const changes = await t.http.get('/api/v1/objects/acct/changes').set(bearer(key));
+      expect({ status: changes.status, body: changes.status === 200 ? 'ok' : (changes.body as unknown) }).toEqual({
+        status: 200,
+        body: 'ok',
+      });
+      expect(JSON.stringify(changes.body)).toContain(temp);
+      if (key === noNote) expect(JSON.stringify(changes.body)).not.toContain('n_noted');
+      const history = await t.http.get(`/api/v1/objects/acct/records/${temp}/history`).set(bearer(key));
+      expect({ status: history.status, body: history.status === 200 ? 'ok' : (history.body as unknown) }).toEqual({
+        status: 200,
+        body: 'ok',
+      });
+    }
+    await t.http.delete(`/api/v1/objects/acct/records/${temp}`).set(asAdmin(t)).expect(204);
+    for (const key of [t.adminKey, noNote]) {
+      const trash = await t.http.get('/api/v1/objects/acct/trash').set(bearer(key));
+      expect({ status: trash.status, body: trash.status === 200 ? 'ok' : (trash.body as unknown) }).toEqual({
+        status: 200,
+        body: 'ok',
+      });
+      expect(JSON.stringify(trash.body)).toContain(temp);
+      if (key === noNote) expect(JSON.stringify(trash.body)).not.toContain('n_noted');
+    }
   });
 
   it('describes each computed field to the model: relation, function, field, filter, result type and how it is computed', async () => {
