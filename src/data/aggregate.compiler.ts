@@ -131,7 +131,11 @@ function compileSource(
         (scope === undefined ? '' : ` and ${scope}`),
     );
     // A computed field of the target reads through its own SQL (its view of what it reads) on the joined row.
-    columns.push(`${fieldSql(targetField, params, joined)} as ${quoteIdent(lookup.alias)}`);
+    // Without a linked record the value is null, as a column of the missing row would be (a count over it is not 0).
+    const value = isComputed(targetField)
+      ? `case when ${columnRef('id', joined)} is not null then ${fieldSql(targetField, params, joined)} end`
+      : columnRef(targetField.name, joined);
+    columns.push(`${value} as ${quoteIdent(lookup.alias)}`);
     extra.push({
       ...targetField,
       formula: undefined,

@@ -1,3 +1,4 @@
+import { DomainError } from '../common/domain-error';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { relatedSql } from '../metadata/computed-fields';
@@ -70,7 +71,12 @@ export function useFilterCompiler(compiler: FilterCompiler): void {
 function relatedFieldSql(field: FieldMeta, params: SqlParams, tableAlias?: string): string {
   const meta = field.related!;
   const scope = meta.scope;
-  if (!scope) throw new Error(`computed field "${meta.self}.${field.name}" read without the caller's view of "${meta.target}"`);
+  // Only a caller's view carries one (a policy's row filter reads the whole object, where none is): never compiled.
+  if (!scope) {
+    throw new DomainError('unknown_field', `"${field.name}" is computed from other records and cannot be read here`, {
+      field: field.name,
+    });
+  }
   // Unique within the statement (nested subqueries and self relations included).
   const n = (ALIASES.get(params) ?? 0) + 1;
   ALIASES.set(params, n);

@@ -5,7 +5,7 @@ import { SqlParams } from '../database/sql-params';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
 import { fieldSql, useFilterCompiler } from './formula.compiler';
-import { registerFilterCheck } from '../metadata/computed-fields';
+import { definitionView, registerFilterCheck } from '../metadata/computed-fields';
 
 /**
  * Compiles the `where` JSON language into one parameterized SQL boolean expression.
@@ -517,5 +517,5 @@ export function rowFilterCondition(object: ObjectMeta, params: SqlParams): strin
 // Related fields compile their row filter and filter here; their definitions are checked here too.
 useFilterCompiler({ where: compileWhere, rowFilter: compileRowFilter });
 registerFilterCheck((object, filter) => {
-  compileWhere(object, filter, new SqlParams());
+  compileWhere(definitionView(object), filter, new SqlParams());
 });

@@ -454,3 +454,20 @@ export function checkRelatedFilter(object: ObjectMeta, filter: Record<string, un
   if (!filterCheck) throw new Error('no filter compiler registered');
   filterCheck(object, filter);
 }
+
+// ---------------------------------------------------------------- definitions that name computed fields
+
+/** Whether a field's value comes from other records (a rollup, count or lookup_value, or a formula over one). */
+export function readsOtherRecords(object: ObjectMeta, field: FieldMeta): boolean {
+  if (field.related) return true;
+  return (field.formula?.inputs ?? []).some((name) => object.fields.find((f) => f.name === name)?.related !== undefined);
+}
+
+/**
+ * The object as a definition check sees it (a metric's filter, a rollup's filter): each computed field as a
+ * plain field of its result type, so names, operators and values are checked; no SQL of it is ever run.
+ */
+export function definitionView(object: ObjectMeta): ObjectMeta {
+  if (!object.fields.some(isComputed)) return object;
+  return { ...object, fields: object.fields.map((f) => (isComputed(f) ? { ...f, formula: undefined, related: undefined } : f)) };
+}

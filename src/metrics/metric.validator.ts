@@ -3,6 +3,7 @@ import { isPlainObject } from '../common/plain-object';
 import { SqlParams } from '../database/sql-params';
 import { AGGREGATE_FUNCTIONS, type AggregateFunction } from '../data/data.types';
 import { clip, compileWhere } from '../data/where.compiler';
+import { definitionView } from '../metadata/computed-fields';
 import { NUMERIC_TYPES, TEMPORAL_TYPES, TEXT_TYPES, type FieldMeta, type ObjectMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition, MetricMeasure } from './metric.types';
 
@@ -48,7 +49,7 @@ export async function checkMetric(input: MetricDefinition, catalog: MetricCatalo
     if (input.filter !== undefined) {
       if (!isPlainObject(input.filter)) throw invalid('filter', 'filter must be a where object like {"stage": "won"}');
       try {
-        compileWhere(object, input.filter, new SqlParams());
+        compileWhere(definitionView(object), input.filter, new SqlParams());
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         throw invalid('filter', `filter: ${error.message}`, { cause: { code: error.code, details: error.details } });

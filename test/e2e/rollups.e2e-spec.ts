@@ -594,6 +594,73 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
     }
   });
 
+  it("filters a metric by a rollup and groups one by a rollup through a lookup, under the key's row filter", async () => {
+    await t.http
+      .post('/api/v1/metrics')
+      .set(asAdmin(t))
+      .send({
+        name: 'busy_accounts',
+        label: 'Busy',
+        object: 'acct',
+        type: 'simple',
+        measure: { function: 'count' },
+        filter: { n_deals: { $gte: 2 } },
+      })
+      .expect(201);
+    await t.http
+      .post('/api/v1/metrics')
+      .set(asAdmin(t))
+      .send({
+        name: 'deal_count',
+        label: 'Deals',
+        object: 'opp',
+        type: 'simple',
+        measure: { function: 'count' },
+        dimensions: ['acct.n_deals'],
+      })
+      .expect(201);
+    for (const [key, where] of [
+      [alice, `o.owner = 'alice'`],
+      [t.adminKey, 'true'],
+    ] as const) {
+      const busy = bodyOf<{ isError: boolean; result: QueryMetricResult }>(
+        await tool('query_metric', { metrics: ['busy_accounts'] }, key),
+      );
+      const [want] = await t.sql<{ n: number }>(
+        `select count(*)::int as n from data.acct a where (select count(*) from data.opp o where o.acct = a.id and ${where}) >= 2`,
+      );
+      expect({ key: key === alice, busy: Number(busy.result.rows[0].busy_accounts) }).toEqual({
+        key: key === alice,
+        busy: want.n,
+      });
+      const grouped = bodyOf<{ isError: boolean; result: QueryMetricResult }>(
+        await tool('query_metric', { metrics: ['deal_count'], groupBy: ['acct.n_deals'] }, key),
+      );
+      expect(grouped.isError).toBe(false);
+      const rows = await t.sql<{ n: number | null; deals: number }>(
+        `select case when a.id is null then null else (select count(*) from data.opp x where x.acct = a.id and ${where.replace(/o\./g, 'x.')})::int end as n,
+                count(*)::int as deals
+           from data.opp o left join data.acct a on a.id = o.acct where ${where} group by 1`,
+      );
+      const got = Object.fromEntries(grouped.result.rows.map((r) => [String(r['acct.n_deals']), Number(r.deal_count)]));
+      expect(got).toEqual(Object.fromEntries(rows.map((r) => [String(r.n), r.deals])));
+    }
+  });
+
+  it('refuses a policy whose row filter names a field computed from other records', async () => {
+    for (const rowFilter of [{ total: { $gt: 0 } }, { avg_deal: { $gt: 0 } }]) {
+      const res = await t.http
+        .post('/api/v1/policies')
+        .set(asAdmin(t))
+        .send({ name: 'bad-filter', objects: { acct: { read: true, rowFilter } } });
+      expect({ rowFilter, status: res.status, code: errorOf(res).code }).toEqual({
+        rowFilter,
+        status: 400,
+        code: 'invalid_policy',
+      });
+    }
+  });
+
   it('reads a lookup_value as null where the row filter of the linked object hides its record', async () => {
     const opps = await all(north, 'opp', { fields: 'acct,acct_region,acct_total' });
     const expected = await t.sql<Row>(
