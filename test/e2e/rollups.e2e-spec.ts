@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import type { FieldResponse } from '../../src/metadata/metadata.dto';
 import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-object.tool';
 import type { QueryMetricResult } from '../../src/tools/metric-tools/query-metric.tool';
@@ -821,5 +822,77 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
          from data.opp o where o.acct = a.id) desc, a.id limit 3`,
     );
     expect(top.result.records.map((r) => r.name)).toEqual(want.map((r) => r.name));
+  });
+
+  it('property: under random policies on the related object, a computed field is shown exactly when it reads only visible fields, with totals of only the visible rows', async () => {
+    /** The deal fields each computed field of acct reads, at any depth (the relation's lookup included). */
+    const READS: Record<string, string[]> = {
+      n_deals: ['acct'],
+      n_open: ['acct', 'stage'],
+      n_amounts: ['acct', 'amount'],
+      total: ['acct', 'amount'],
+      total_qty: ['acct', 'qty'],
+      avg_score: ['acct', 'score'],
+      avg_amount: ['acct', 'amount'],
+      min_closed: ['acct', 'closed'],
+      max_amount: ['acct', 'amount'],
+      max_title: ['acct', 'title'],
+      owners: ['acct', 'owner'],
+      titles: ['acct', 'title'],
+      open_total: ['acct', 'amount', 'stage'],
+      weighted: ['acct', 'amount'],
+      last_note: ['acct', 'note'],
+      n_noted: ['acct', 'note'],
+      avg_deal: ['acct', 'amount'],
+      noted_share: ['acct', 'note'],
+    };
+    const FILTERS: Array<{ where: Row | undefined; sql: string }> = [
+      { where: undefined, sql: 'true' },
+      { where: { owner: { $in: ['alice', 'carol'] } }, sql: `o.owner in ('alice', 'carol')` },
+      { where: { stage: 'open' }, sql: `o.stage = 'open'` },
+      { where: { $or: [{ amount: { $gt: 1200 } }, { note: { $null: false } }] }, sql: '(o.amount > 1200 or o.note is not null)' },
+    ];
+    const policies = fc.sample(
+      fc.record({
+        read: fc.boolean(),
+        filter: fc.integer({ min: 0, max: FILTERS.length - 1 }),
+        hidden: fc.subarray(['acct', 'amount', 'stage', 'title', 'note', 'owner', 'score']),
+      }),
+      { numRuns: 12, seed: 3505 },
+    );
+    policies.push({ read: true, filter: 1, hidden: [] }, { read: true, filter: 3, hidden: ['title'] });
+    for (const [i, p] of policies.entries()) {
+      const filter = FILTERS[p.filter];
+      const grant: Row = { read: p.read };
+      if (filter.where) grant.rowFilter = filter.where;
+      if (p.hidden.length) grant.hiddenFields = p.hidden;
+      await policy(`prop-${i}`, { acct: { read: true }, opp: grant });
+      const key = (await createApiKey(t, { name: `prop-${i}`, role: 'member', subject: `prop-${i}`, policies: [`prop-${i}`] }))
+        .secret;
+      const records = await all(key, 'acct');
+      const label = JSON.stringify(p);
+      for (const [name, reads] of Object.entries(READS)) {
+        const visible = p.read && reads.every((f) => !p.hidden.includes(f));
+        expect({ label, name, shown: name in records[0] }).toEqual({ label, name, shown: visible });
+      }
+      const expected = await t.sql<Row>(expectedSql(filter.sql));
+      records.forEach((record, r) => {
+        for (const rollup of ROLLUPS) {
+          const name = rollup.spec.name as string;
+          if (!(name in record)) continue;
+          if (rollup.kind === 'number') expectClose(record[name], expected[r][name], `${label} ${name} ${r}`);
+          else expect({ label, name, value: record[name] }).toEqual({ label, name, value: expected[r][name] });
+        }
+      });
+      const described = bodyOf<{ result: DescribeObjectResult }>(await tool('describe_object', { objectName: 'acct' }, key));
+      const names = described.result.fields.map((f) => f.name);
+      for (const [name, reads] of Object.entries(READS)) {
+        expect({ label, name, described: names.includes(name) }).toEqual({
+          label,
+          name,
+          described: p.read && reads.every((f) => !p.hidden.includes(f)),
+        });
+      }
+    }
   });
 });
