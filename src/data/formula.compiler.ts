@@ -1,7 +1,7 @@
 import { DomainError } from '../common/domain-error';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { relatedSql } from '../metadata/computed-fields';
+import { computedSql, isComputed, type RelatedSqlParts } from '../metadata/computed-fields';
 import type { FormulaNode, FormulaResultType, FormulaValueType } from '../metadata/formula';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
@@ -14,19 +14,24 @@ import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
  */
 
 /**
- * How the engine reads a field: its column (`"name"` or `"alias"."name"`), or for a formula the SQL of its
- * expression with its result type. A formula needs the statement's `params`.
+ * How the engine reads a field: its column (`"name"` or `"alias"."name"`), or for a computed field the SQL of
+ * its kind (metadata/computed-fields.ts), built from the primitives here. A computed field needs the
+ * statement's `params`.
  */
 export function fieldSql(field: FieldMeta, params?: SqlParams, tableAlias?: string): string {
-  if (field.related) {
-    if (!params) throw new Error(`computed field "${field.name}" read without bind parameters`);
-    return relatedFieldSql(field, params, tableAlias);
-  }
-  if (!field.formula) return qualified(tableAlias, field.name);
-  if (!params) throw new Error(`formula field "${field.name}" read without bind parameters`);
-  const { node, resultType } = field.formula;
+  if (!isComputed(field)) return qualified(tableAlias, field.name);
+  if (!params) throw new Error(`computed field "${field.name}" read without bind parameters`);
+  return computedSql(field, {
+    expression: (formula) => formulaSql(formula, params, tableAlias),
+    related: (related) => relatedParts(related, params, tableAlias),
+  });
+}
+
+/** A formula's expression with its result type. */
+function formulaSql(field: FieldMeta, params: SqlParams, tableAlias?: string): string {
+  const { node, resultType, related } = field.formula!;
   if (!node) return `null::${RESULT_CASTS[resultType]}`;
-  return resultSql(compileNode(node, { params, tableAlias, related: field.formula.related }), node.type, resultType);
+  return resultSql(compileNode(node, { params, tableAlias, related }), node.type, resultType);
 }
 
 /**
@@ -45,15 +50,9 @@ function qualified(alias: string | undefined, column: string): string {
 /** `fieldSql(...) as "name"`, or the bare column when it is one. */
 export function selectSql(field: FieldMeta, params?: SqlParams, tableAlias?: string): string {
   const sql = fieldSql(field, params, tableAlias);
-  return field.formula || field.related ? `${sql} as ${quoteIdent(field.name)}` : sql;
+  return isComputed(field) ? `${sql} as ${quoteIdent(field.name)}` : sql;
 }
 
-/**
- * A rollup, count or lookup_value field (metadata/computed-fields.ts) as a correlated subquery over the
- * related table, read through the caller's view of it (`related.scope`, set by CallerAccess): its row
- * filter ANDed in, so only the related records the caller may read are counted. Without that view it is
- * never compiled. The outer record is `tableAlias`, or the object's table itself.
- */
 const ALIASES = new WeakMap<SqlParams, number>();
 
 /** The where compiler's two entry points a related field's subquery uses (the one filter compiler). */
@@ -68,7 +67,13 @@ export function useFilterCompiler(compiler: FilterCompiler): void {
   filters = compiler;
 }
 
-function relatedFieldSql(field: FieldMeta, params: SqlParams, tableAlias?: string): string {
+/**
+ * The parts of the subquery of a rollup, count or lookup_value field (metadata/computed-fields.ts) over the
+ * related table, read through the caller's view of it (`related.scope`, set by CallerAccess): its row filter
+ * ANDed in, so only the related records the caller may read are counted. Without that view it is never
+ * compiled. The outer record is `tableAlias`, or the object's table itself.
+ */
+function relatedParts(field: FieldMeta, params: SqlParams, tableAlias?: string): RelatedSqlParts {
   const meta = field.related!;
   const scope = meta.scope;
   // Only a caller's view carries one (a policy's row filter reads the whole object, where none is): never compiled.
@@ -87,7 +92,7 @@ function relatedFieldSql(field: FieldMeta, params: SqlParams, tableAlias?: strin
   const rowFilter = filters.rowFilter(scope, params, { tableAlias: alias });
   if (rowFilter !== undefined) conditions.push(`(${rowFilter})`);
   if (meta.filter) conditions.push(`(${filters.where(scope, meta.filter, params, { tableAlias: alias })})`);
-  return relatedSql(field, {
+  return {
     from: `${objectTable(meta.target)} as ${quoteIdent(alias)}`,
     outer: (column) => `${outer}.${quoteIdent(column)}`,
     inner: (column) => `${quoteIdent(alias)}.${quoteIdent(column)}`,
@@ -97,7 +102,7 @@ function relatedFieldSql(field: FieldMeta, params: SqlParams, tableAlias?: strin
       return fieldSql(target, params, alias);
     },
     conditions,
-  });
+  };
 }
 
 /** The SQL type each result type comes back as: what its stored twin's column holds (field-value.codec decodes it). */

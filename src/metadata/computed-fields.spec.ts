@@ -6,7 +6,7 @@ import {
   type DefinitionContext,
   describeComputed,
   type FieldLens,
-  relatedSql,
+  computedSql,
   type RelatedSqlParts,
   whereFieldNames,
 } from './computed-fields';
@@ -153,6 +153,7 @@ describe('computed fields', () => {
   });
 
   it('aggregates nothing as 0 for counts and sums and null otherwise', () => {
+    const sql = (f: FieldMeta) => computedSql(f, { expression: () => 'EXPR', related: () => parts });
     const parts: RelatedSqlParts = {
       from: '"data"."deal" as "r"',
       outer: (c) => `"o"."${c}"`,
@@ -160,19 +161,15 @@ describe('computed fields', () => {
       value: (n) => `"r"."${n}"`,
       conditions: ['(F)'],
     };
-    expect(relatedSql(total, parts)).toBe(
+    expect(sql(total)).toBe(
       `(select coalesce(sum("r"."amount"), 0) from "data"."deal" as "r" where "r"."account" = "o"."id" and (F))`,
     );
-    expect(relatedSql(dealCount, parts)).toBe(
-      `(select count(*) from "data"."deal" as "r" where "r"."account" = "o"."id" and (F))`,
-    );
+    expect(sql(dealCount)).toBe(`(select count(*) from "data"."deal" as "r" where "r"."account" = "o"."id" and (F))`);
     const avg = plain('a', 'number', { related: { ...total.related!, function: 'avg' } });
-    expect(relatedSql(avg, parts)).toContain('avg("r"."amount")::double precision');
+    expect(sql(avg)).toContain('avg("r"."amount")::double precision');
     const concat = plain('c', 'text', { related: { ...total.related!, function: 'concat', field: 'title' } });
-    expect(relatedSql(concat, parts)).toContain(`string_agg("r"."title"::text, ', ' order by "r"."title"::text)`);
-    expect(relatedSql(accountName, parts)).toBe(
-      `(select "r"."name" from "data"."deal" as "r" where "r"."id" = "o"."account" and (F))`,
-    );
+    expect(sql(concat)).toContain(`string_agg("r"."title"::text, ', ' order by "r"."title"::text)`);
+    expect(sql(accountName)).toBe(`(select "r"."name" from "data"."deal" as "r" where "r"."id" = "o"."account" and (F))`);
   });
 
   it('checks definitions with clear codes and derives the result type', async () => {

@@ -237,7 +237,7 @@ export async function defineRelated(def: RelatedDefinition, ctx: DefinitionConte
       { field: def.name },
     );
   }
-  return DEFINE[def.type](def, ctx);
+  return COMPUTED_KINDS[def.type].define!(def, ctx);
 }
 
 /** The RelatedMeta of a stored definition of a field of `self`. */
@@ -249,7 +249,7 @@ export function relatedMeta(kind: RelatedKind, self: string, stored: StoredRelat
   return meta;
 }
 
-// ---------------------------------------------------------------- inputs
+// ---------------------------------------------------------------- the kinds
 
 /** The field names a `where` names (combinators walked). */
 export function whereFieldNames(where: unknown, into = new Set<string>()): Set<string> {
@@ -270,26 +270,6 @@ export interface FieldRef {
   field: string;
 }
 
-/** The fields a computed field of `objectName` reads directly (formulas: every field of its expression, at any depth). */
-export function computedInputs(objectName: string, field: FieldMeta): FieldRef[] {
-  if (field.formula) {
-    const names = field.formula.node ? formulaInputs(field.formula.node) : new Set<string>();
-    return [...names].map((name) => ({ object: objectName, field: name }));
-  }
-  const related = field.related;
-  if (!related) return [];
-  if (related.kind === 'lookup_value') {
-    return [
-      { object: related.self, field: related.via },
-      { object: related.target, field: related.field! },
-    ];
-  }
-  const names = new Set([related.via, ...(related.field ? [related.field] : []), ...whereFieldNames(related.filter)]);
-  return [...names].map((name) => ({ object: related.target, field: name }));
-}
-
-// ---------------------------------------------------------------- access
-
 /** How the access rule sees fields: the caller's view of each (null: hidden, or an object it may not read). */
 export interface FieldLens {
   field(objectName: string, fieldName: string): FieldMeta | null;
@@ -297,41 +277,7 @@ export interface FieldLens {
   scope(objectName: string, fields: FieldMeta[]): ObjectMeta | null;
 }
 
-/**
- * The access rule of every computed kind: the caller's view of `field` (of object `objectName`), or null
- * when hidden. A computed field that reads a field the caller may not see, at any depth and on any object,
- * is hidden; a rollup or count reads the related object through the caller's view of it (its row filter
- * included), and is hidden when the caller may not read that object.
- */
-export function computedView(objectName: string, field: FieldMeta, lens: FieldLens): FieldMeta | null {
-  if (field.formula) {
-    const related: Record<string, FieldMeta> = {};
-    for (const name of field.formula.inputs ?? []) {
-      const input = lens.field(objectName, name);
-      if (!input) return null;
-      if (input.related) related[name] = input;
-    }
-    return Object.keys(related).length ? { ...field, formula: { ...field.formula, related } } : field;
-  }
-  const meta = field.related;
-  if (!meta) return field;
-  const inputs = computedInputs(objectName, field);
-  const fields: FieldMeta[] = [];
-  for (const input of inputs) {
-    const seen = lens.field(input.object, input.field);
-    if (!seen) return null;
-    if (input.object === meta.target) fields.push(seen);
-  }
-  const id = lens.field(meta.target, 'id');
-  if (!id) return null;
-  const scope = lens.scope(meta.target, [id, ...fields.filter((f) => f.name !== 'id')]);
-  if (!scope) return null;
-  return { ...field, related: { ...meta, scope } };
-}
-
-// ---------------------------------------------------------------- SQL
-
-/** The data engine's primitives a kind's SQL is built from (data/formula.compiler.ts). */
+/** The data engine's primitives of a subquery over the related object (data/formula.compiler.ts). */
 export interface RelatedSqlParts {
   /** The related table, under a fresh alias. */
   from: string;
@@ -343,6 +289,60 @@ export interface RelatedSqlParts {
   conditions: string[];
   /** A column of the related record under the fresh alias. */
   inner(column: string): string;
+}
+
+/** What the data engine hands a kind to build its SQL from: the formula compiler, or a related subquery's parts. */
+export interface ComputedSqlCompiler {
+  /** A formula's checked expression as SQL (data/formula.compiler.ts). */
+  expression(field: FieldMeta): string;
+  /** The parts of a subquery over the caller's view of the related object. */
+  related(field: FieldMeta): RelatedSqlParts;
+}
+
+/** One computed kind: everything the engine, access and the tools ask of it. */
+export interface ComputedKindEntry {
+  /** The definition checked (400 with a code) into what is stored; formulas are checked by formula.ts (metadata.service). */
+  define?(def: RelatedDefinition, ctx: DefinitionContext): Promise<DefinedRelated>;
+  /** The fields it reads directly (a formula: every field of its expression, at any depth). */
+  inputs(objectName: string, field: FieldMeta): FieldRef[];
+  /** The access rule: the caller's view of the field, or null when hidden. */
+  view(objectName: string, field: FieldMeta, lens: FieldLens): FieldMeta | null;
+  /** Its SQL: one expression usable in a select list, where, order by, group by or aggregate. */
+  sql(field: FieldMeta, compiler: ComputedSqlCompiler): string;
+  /** Its definition as the admin API and describe_object show it. */
+  describe(field: FieldMeta): Record<string, unknown>;
+  /** One sentence saying how the value is computed (describe_object). */
+  explain(field: FieldMeta): string;
+}
+
+/** The fields a rollup or count reads: the relation's lookup, the rolled-up field, the filter's fields (all on the target). */
+function relationInputs(field: FieldMeta): FieldRef[] {
+  const meta = field.related!;
+  const names = new Set([meta.via, ...(meta.field ? [meta.field] : []), ...whereFieldNames(meta.filter)]);
+  return [...names].map((name) => ({ object: meta.target, field: name }));
+}
+
+/**
+ * The access rule of the kinds that read another object: hidden when any input (on either object) is hidden
+ * from the caller or the caller may not read the related object; otherwise it reads the caller's view of the
+ * related object (its row filter included) trimmed to the fields it needs.
+ */
+function relatedView(objectName: string, field: FieldMeta, lens: FieldLens): FieldMeta | null {
+  const meta = field.related!;
+  const fields: FieldMeta[] = [];
+  for (const input of COMPUTED_KINDS[meta.kind].inputs(objectName, field)) {
+    const seen = lens.field(input.object, input.field);
+    if (!seen) return null;
+    if (input.object === meta.target && seen.name !== 'id') fields.push(seen);
+  }
+  const id = lens.field(meta.target, 'id');
+  const scope = id && lens.scope(meta.target, [id, ...fields]);
+  return scope ? { ...field, related: { ...meta, scope } } : null;
+}
+
+/** The rows of the related object that point here, and the caller's and the definition's conditions. */
+function pointingHere(meta: RelatedMeta, parts: RelatedSqlParts): string {
+  return [`${parts.inner(meta.via)} = ${parts.outer('id')}`, ...parts.conditions].join(' and ');
 }
 
 function aggregateSql(fn: RollupFunction, value: string, type: FieldMeta['type']): string {
@@ -367,63 +367,123 @@ function aggregateSql(fn: RollupFunction, value: string, type: FieldMeta['type']
   }
 }
 
-/** The SQL of a rollup, count or lookup_value field: a correlated subquery over the related table. */
-export function relatedSql(field: FieldMeta, parts: RelatedSqlParts): string {
-  const meta = field.related!;
-  const where = (first: string) => [first, ...parts.conditions].join(' and ');
-  switch (meta.kind) {
-    case 'count':
-      return `(select count(*) from ${parts.from} where ${where(`${parts.inner(meta.via)} = ${parts.outer('id')}`)})`;
-    case 'rollup': {
-      const value = meta.function === 'count' && !meta.field ? '*' : parts.value(meta.field!);
-      const aggregate = aggregateSql(meta.function!, value, field.type);
-      return `(select ${aggregate} from ${parts.from} where ${where(`${parts.inner(meta.via)} = ${parts.outer('id')}`)})`;
-    }
-    case 'lookup_value':
-      return `(select ${parts.value(meta.field!)} from ${parts.from} where ${where(`${parts.inner('id')} = ${parts.outer(meta.via)}`)})`;
-  }
+function relationText(meta: RelatedMeta): string {
+  const filtered = meta.filter ? ` matching ${JSON.stringify(meta.filter)}` : '';
+  return `the ${meta.target} records whose ${meta.via} is this record${filtered} (only those the caller may read)`;
 }
 
-// ---------------------------------------------------------------- description
-
-/** A computed field's definition as the admin API and the tools show it (so the model can explain a value). */
-export function describeComputed(field: FieldMeta): Record<string, unknown> {
-  if (field.formula) return { expression: field.formula.expression, resultType: field.formula.resultType };
-  const meta = field.related;
-  if (!meta) return {};
-  const out: Record<string, unknown> = {};
-  if (meta.kind === 'lookup_value') {
-    out.through = meta.via;
-    out.field = meta.field;
-  } else {
-    out.relation = `${meta.target}.${meta.via}`;
-    if (meta.function) out.function = meta.function;
-    if (meta.field) out.field = meta.field;
-    if (meta.filter) out.filter = meta.filter;
-  }
+function describeRelation(field: FieldMeta): Record<string, unknown> {
+  const meta = field.related!;
+  const out: Record<string, unknown> = { relation: `${meta.target}.${meta.via}` };
+  if (meta.function) out.function = meta.function;
+  if (meta.field) out.field = meta.field;
+  if (meta.filter) out.filter = meta.filter;
   out.resultType = field.type;
   return out;
 }
 
-/** One sentence saying how the value is computed (describe_object). */
+/** Every computed kind, in one place: adding one (a `links` rollup, an AI field) is adding an entry here. */
+export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
+  formula: {
+    inputs: (objectName, field) =>
+      [...(field.formula!.node ? formulaInputs(field.formula!.node) : [])].map((name) => ({ object: objectName, field: name })),
+    // Hidden with any input it reads at any depth; the rollups, counts and values it reads go along as the caller sees them.
+    view(objectName, field, lens) {
+      const related: Record<string, FieldMeta> = {};
+      for (const name of field.formula!.inputs ?? []) {
+        const input = lens.field(objectName, name);
+        if (!input) return null;
+        if (input.related) related[name] = input;
+      }
+      return Object.keys(related).length ? { ...field, formula: { ...field.formula!, related } } : field;
+    },
+    sql: (field, compiler) => compiler.expression(field),
+    describe: (field) => ({ expression: field.formula!.expression, resultType: field.formula!.resultType }),
+    explain: (field) => `Computed when read: ${field.formula!.expression}`,
+  },
+  rollup: {
+    define: (def, ctx) => DEFINE.rollup(def, ctx),
+    inputs: (_objectName, field) => relationInputs(field),
+    view: relatedView,
+    sql(field, compiler) {
+      const meta = field.related!;
+      const parts = compiler.related(field);
+      const value = meta.function === 'count' && !meta.field ? '*' : parts.value(meta.field!);
+      return `(select ${aggregateSql(meta.function!, value, field.type)} from ${parts.from} where ${pointingHere(meta, parts)})`;
+    },
+    describe: describeRelation,
+    explain(field) {
+      const meta = field.related!;
+      const none = ['sum', 'count', 'count_distinct'].includes(meta.function!) ? '0' : 'null';
+      return `Computed when read: ${meta.function}${meta.field ? ` of ${meta.field}` : ''} over ${relationText(meta)}; ${none} when there are none`;
+    },
+  },
+  count: {
+    define: (def, ctx) => DEFINE.count(def, ctx),
+    inputs: (_objectName, field) => relationInputs(field),
+    view: relatedView,
+    sql(field, compiler) {
+      const parts = compiler.related(field);
+      return `(select count(*) from ${parts.from} where ${pointingHere(field.related!, parts)})`;
+    },
+    describe: describeRelation,
+    explain: (field) => `Computed when read: the number of ${relationText(field.related!)}`,
+  },
+  lookup_value: {
+    define: (def, ctx) => DEFINE.lookup_value(def, ctx),
+    inputs(_objectName, field) {
+      const meta = field.related!;
+      return [
+        { object: meta.self, field: meta.via },
+        { object: meta.target, field: meta.field! },
+      ];
+    },
+    view: relatedView,
+    sql(field, compiler) {
+      const meta = field.related!;
+      const parts = compiler.related(field);
+      const where = [`${parts.inner('id')} = ${parts.outer(meta.via)}`, ...parts.conditions].join(' and ');
+      return `(select ${parts.value(meta.field!)} from ${parts.from} where ${where})`;
+    },
+    describe: (field) => ({ through: field.related!.via, field: field.related!.field, resultType: field.type }),
+    explain: (field) =>
+      `Computed when read: ${field.related!.field} of the ${field.related!.target} record that ${field.related!.via} points at (null without one, or when the caller may not read it)`,
+  },
+};
+
+/** The fields a computed field of `objectName` reads directly; none for a stored field. */
+export function computedInputs(objectName: string, field: FieldMeta): FieldRef[] {
+  const kind = computedKind(field);
+  return kind ? COMPUTED_KINDS[kind].inputs(objectName, field) : [];
+}
+
+/**
+ * The caller's view of a computed field of `objectName`, or null when hidden (COMPUTED_KINDS[kind].view): a
+ * computed field that reads a field the caller may not see, at any depth and on any object, is hidden; one that
+ * reads another object reads it through the caller's view of it.
+ */
+export function computedView(objectName: string, field: FieldMeta, lens: FieldLens): FieldMeta | null {
+  const kind = computedKind(field);
+  return kind ? COMPUTED_KINDS[kind].view(objectName, field, lens) : field;
+}
+
+/** A computed field's SQL (COMPUTED_KINDS[kind].sql). */
+export function computedSql(field: FieldMeta, compiler: ComputedSqlCompiler): string {
+  const kind = computedKind(field);
+  if (!kind) throw new Error(`"${field.name}" is not computed`);
+  return COMPUTED_KINDS[kind].sql(field, compiler);
+}
+
+/** A computed field's definition as the admin API and the tools show it (so the model can explain a value). */
+export function describeComputed(field: FieldMeta): Record<string, unknown> {
+  const kind = computedKind(field);
+  return kind ? COMPUTED_KINDS[kind].describe(field) : {};
+}
+
+/** One sentence saying how the value is computed. */
 export function explainComputed(field: FieldMeta): string | undefined {
-  const meta = field.related;
-  if (field.formula) return `Computed when read: ${field.formula.expression}`;
-  if (!meta) return undefined;
-  const filtered = meta.filter ? ` matching ${JSON.stringify(meta.filter)}` : '';
-  const related = `the ${meta.target} records whose ${meta.via} is this record${filtered} (only those the caller may read)`;
-  switch (meta.kind) {
-    case 'count':
-      return `Computed when read: the number of ${related}`;
-    case 'rollup':
-      return `Computed when read: ${meta.function}${meta.field ? ` of ${meta.field}` : ''} over ${related}${
-        meta.function === 'sum' || meta.function === 'count' || meta.function === 'count_distinct'
-          ? '; 0 when there are none'
-          : '; null when there are none'
-      }`;
-    case 'lookup_value':
-      return `Computed when read: ${meta.field} of the ${meta.target} record that ${meta.via} points at (null without one)`;
-  }
+  const kind = computedKind(field);
+  return kind ? COMPUTED_KINDS[kind].explain(field) : undefined;
 }
 
 // ---------------------------------------------------------------- filter check

@@ -9,6 +9,7 @@ import { AuditLog, type AuditActor } from '../audit/audit-log.service';
 import { checkFormula, FORMULA_RESULT_TYPES, formulaInputs, type FormulaScope, referencedFields } from './formula';
 import {
   computedInputs,
+  computedKind,
   defineRelated,
   type FieldRef,
   isComputed,
@@ -413,7 +414,7 @@ export class MetadataService {
       objectId: object.id,
       name: field.name,
       label: field.label,
-      type: field.formula ? 'formula' : (field.related?.kind ?? field.type),
+      type: computedKind(field) ?? field.type,
       expression: field.formula?.expression ?? null,
       resultType: field.formula?.resultType ?? (field.related ? field.type : null),
       computed: stored ? { ...stored } : null,
