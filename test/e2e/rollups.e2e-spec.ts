@@ -421,6 +421,73 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
     await t.http.patch(`/api/v1/objects/acct/records/${accountIds[0]}`).set(asAdmin(t)).send({ name: 'Acme' }).expect(200);
   });
 
+  it('rolls up within one object (a parent lookup) and over a rollup of the related object, nested subqueries apart', async () => {
+    await createObject(t, 'team', [
+      fieldSpec('name', 'text'),
+      fieldSpec('parent', 'lookup', { reference: 'team' }),
+      fieldSpec('size', 'integer'),
+    ]);
+    const make = async (name: string, size: number | null, parent?: string) =>
+      idOf(await t.http.post('/api/v1/objects/team/records').set(asAdmin(t)).send({ name, size, parent }).expect(201));
+    const root = await make('root', 1);
+    const a = await make('a', 2, root);
+    const b = await make('b', null, root);
+    await make('a1', 3, a);
+    await make('a2', 4, a);
+    await make('lonely', 5);
+    await addField('team', { name: 'children', type: 'count', relation: 'team.parent' }).expect(201);
+    await addField('team', {
+      name: 'child_size',
+      type: 'rollup',
+      relation: 'team.parent',
+      function: 'sum',
+      field: 'size',
+    }).expect(201);
+    await addField('team', {
+      name: 'grandchildren',
+      type: 'rollup',
+      relation: 'team.parent',
+      function: 'sum',
+      field: 'children',
+    }).expect(201);
+    await addField('team', { name: 'parent_name', type: 'lookup_value', through: 'parent', field: 'name' }).expect(201);
+    await addField('team', { name: 'siblings', type: 'lookup_value', through: 'parent', field: 'children' }).expect(201);
+    const records = await all(t.adminKey, 'team');
+    const expected = await t.sql<Row>(
+      `select t.id::text as id,
+              (select count(*) from data.team c where c.parent = t.id)::int as children,
+              (select coalesce(sum(c.size), 0) from data.team c where c.parent = t.id)::int as child_size,
+              (select coalesce(sum((select count(*) from data.team g where g.parent = c.id)), 0) from data.team c where c.parent = t.id)::int as grandchildren,
+              p.name as parent_name,
+              case when p.id is null then null else (select count(*) from data.team s where s.parent = p.id)::int end as siblings
+         from data.team t left join data.team p on p.id = t.parent order by t.id`,
+    );
+    expect(
+      records.map((r) => ({
+        ...r,
+        children: Number(r.children),
+        child_size: Number(r.child_size),
+        grandchildren: Number(r.grandchildren),
+      })),
+    ).toEqual(expected.map((e) => expect.objectContaining({ ...e, siblings: e.siblings === null ? null : Number(e.siblings) })));
+    expect(records.find((r) => r.id === root)).toMatchObject({ children: 2, grandchildren: 2, child_size: 2 });
+    expect(records.find((r) => r.id === b)).toMatchObject({ parent_name: 'root', siblings: 2, children: 0 });
+    // A batch writing a computed field is refused, naming the operation and the field; nothing is written.
+    const batch = await t.http
+      .post('/api/v1/objects/team/records/batch')
+      .set(asAdmin(t))
+      .send({
+        operations: [
+          { op: 'update', id: a, record: { children: 9 } },
+          { op: 'update', id: b, record: { size: 7 } },
+        ],
+      });
+    expect([batch.status, errorOf(batch).code]).toEqual([400, 'read_only_field']);
+    expect(errorOf<{ errors: Row[] }>(batch).details.errors).toEqual([expect.objectContaining({ index: 0, field: 'children' })]);
+    const [unchanged] = await t.sql<{ size: number | null }>(`select size from data.team where id = $1`, [b]);
+    expect(unchanged.size).toBeNull();
+  });
+
   it('refuses definitions that do not fit, with clear codes', async () => {
     const cases: Array<[Row, number, string]> = [
       [{ type: 'rollup', relation: 'opp.acct', function: 'sum', field: 'title' }, 400, 'invalid_rollup_function'],
