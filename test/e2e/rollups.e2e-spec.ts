@@ -469,7 +469,9 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
         child_size: Number(r.child_size),
         grandchildren: Number(r.grandchildren),
       })),
-    ).toEqual(expected.map((e) => expect.objectContaining({ ...e, siblings: e.siblings === null ? null : Number(e.siblings) })));
+    ).toEqual(
+      expected.map((e): unknown => expect.objectContaining({ ...e, siblings: e.siblings === null ? null : Number(e.siblings) })),
+    );
     expect(records.find((r) => r.id === root)).toMatchObject({ children: 2, grandchildren: 2, child_size: 2 });
     expect(records.find((r) => r.id === b)).toMatchObject({ parent_name: 'root', siblings: 2, children: 0 });
     // A batch writing a computed field is refused, naming the operation and the field; nothing is written.
