@@ -4,10 +4,10 @@ import type { ViewListResponse } from '../../src/views/view.dto';
 import { MigrationPrincipalOwners } from '../../src/database/migrations/migration-20261206-principal-owners';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
 import { hasStatus, listen, SseClient, waitForChat } from '../support/chat-helpers';
-import { asAdmin, createApiKey } from '../support/fixtures';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { OidcIssuer, TEST_AUDIENCE } from '../support/oidc-issuer';
-import { bodyOf, errorOf } from '../support/responses';
+import { bodyOf, errorOf, type RecordPage } from '../support/responses';
 import { textOf, uiChat } from '../support/ui-chat';
 import { bearer, type TestApp } from '../support/test-app';
 
@@ -88,10 +88,23 @@ describe('end-user identity: what a user owns is its own, by issuer and subject'
       .set(asAdmin(t))
       .send({ name: 'clerk', objects: { item: { read: true, update: true } } })
       .expect(201);
+    // Notes are each someone's, by name: a row filter on `$subject`.
+    await createObject(t, 'note', [fieldSpec('text', 'text'), fieldSpec('who', 'text')]);
+    for (const [text, who] of [
+      ['for sam', 'sam'],
+      ['for someone else', 'kim'],
+    ]) {
+      await t.http.post('/api/v1/objects/note/records').set(asAdmin(t)).send({ text, who }).expect(201);
+    }
+    await t.http
+      .post('/api/v1/policies')
+      .set(asAdmin(t))
+      .send({ name: 'own_notes', objects: { note: { read: true, rowFilter: { who: '$subject' } } } })
+      .expect(201);
     await t.http
       .put('/api/v1/identity/mapping')
       .set(asAdmin(t))
-      .send({ policies: { clerks: ['clerk'] }, claim: 'groups' })
+      .send({ policies: { clerks: ['clerk', 'own_notes'] }, claim: 'groups' })
       .expect(200);
     await t.http
       .post('/api/v1/ai/agents')
@@ -135,6 +148,18 @@ describe('end-user identity: what a user owns is its own, by issuer and subject'
     expect(rows).toHaveLength(2);
     expect(new Set(rows.map((row) => row.owner)).size).toBe(2);
     expect(rows.map((row) => row.owner)).not.toContain('sam');
+  });
+
+  it('reads `$subject` in row filters as the mapped subject, the same for both issuers’ users', async () => {
+    for (const issuer of [first, second]) {
+      const page = bodyOf<RecordPage>(
+        await t.http
+          .get('/api/v1/objects/note/records')
+          .set(bearer(await sam(issuer)))
+          .expect(200),
+      );
+      expect(page.records.map((r) => r.text)).toEqual(['for sam']);
+    }
   });
 
   it("keeps a user's chat from the same sub at another issuer and from the key of that subject, on every route", async () => {
