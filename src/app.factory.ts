@@ -16,7 +16,7 @@ import { createOpenApiDocument } from './common/openapi.document';
 import { closeUnusedConnectionsOnClose } from './common/unused-connections';
 import { createValidationPipe } from './common/validation.pipe';
 import { runInRequestContext } from './database/request-context';
-import { MCP_ERROR_SHAPE } from './mcp/mcp-errors';
+import { mcpErrorShape } from './mcp/mcp-errors';
 import { OPENAI_ERROR_SHAPE } from './openai-compat/openai-errors';
 import { configureLogging, httpLogger, nestLogger, requestLogContext } from './observability/logger';
 import { PrometheusService } from './observability/prometheus.service';
@@ -52,8 +52,9 @@ export async function createApp(
 ): Promise<NestFastifyApplication> {
   configureLogging({ level: config.logLevel, format: config.logFormat, destination: options.logDestination });
   // Under /v1 errors take OpenAI's shape, so that OpenAI client libraries raise their usual error classes;
-  // under /mcp a body that is not JSON is JSON-RPC's parse error.
-  const filter = new HttpExceptionFilter([OPENAI_ERROR_SHAPE, MCP_ERROR_SHAPE], config.ormAcquireTimeoutMs);
+  // under /mcp a body that is not JSON is JSON-RPC's parse error, and a 401 says where users sign in.
+  const shapes = [OPENAI_ERROR_SHAPE, mcpErrorShape(config.oidcIssuers.length > 0)];
+  const filter = new HttpExceptionFilter(shapes, config.ormAcquireTimeoutMs);
   const framework = frameworkErrorOptions(filter);
   // One registry per app: the request log hook records into it before Nest exists.
   const metrics = new PrometheusService(config.metricsToken);

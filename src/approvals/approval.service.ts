@@ -39,7 +39,7 @@ export class ApprovalService {
     const refusal = await this.em.fork().transactional(async (em) => {
       const chat = await this.chats.lockAnyOwner(em, chatId);
       // Another person's chat is as unknown as a missing one (an admin may decide on any chat's proposals).
-      if (!chat || (chat.owner !== caller.subject && caller.role !== 'admin')) {
+      if (!chat || (chat.owner !== caller.owner && caller.role !== 'admin')) {
         throw new DomainError('chat_not_found', `Chat "${chatId.slice(0, 100)}" not found`);
       }
       const call = pendingProposal(chat, dto.toolCallId);

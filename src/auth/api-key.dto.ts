@@ -54,7 +54,10 @@ export class CreateApiKeyDto {
   @IsIn(API_KEY_ROLES)
   role: ApiKeyRole;
 
-  @ApiPropertyOptional({ description: 'Who the key acts for (owner of chats). Defaults to a value derived from the key id.' })
+  @ApiPropertyOptional({
+    description:
+      'Who the key acts for (owner of chats; not starting with "oidc:", which names users). Defaults to a value derived from the key id.',
+  })
   @IsOptional()
   @IsString()
   @IsNotEmpty()
@@ -84,7 +87,7 @@ export class CreateApiKeyDto {
 
 /** What an admin may change on a key; fields left out stay as they are (the create DTO's checks). */
 export class UpdateApiKeyDto extends PickType(CreateApiKeyDto, ['policies', 'attributes', 'tokensPerDay'] as const) {
-  @ApiPropertyOptional({ description: 'Who the key acts for; row filters read it as "$subject"' })
+  @ApiPropertyOptional({ description: 'Who the key acts for; row filters read it as "$subject" (not starting with "oidc:")' })
   @IsOptional()
   @IsString()
   @IsNotEmpty()

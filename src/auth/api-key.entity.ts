@@ -1,4 +1,4 @@
-import { defineEntity, InferEntity, p } from '@mikro-orm/core';
+import { defineEntity, InferEntity, type Opt, p } from '@mikro-orm/core';
 
 /** An API key. Only a SHA-256 hash of the secret is stored; the secret is shown once, at creation. */
 export const ApiKeyEntity = defineEntity({
@@ -16,8 +16,16 @@ export const ApiKeyEntity = defineEntity({
     /** The token issuer of a user; null for a key. */
     issuer: p.string().nullable(),
     role: p.string().$type<ApiKeyRole>(),
-    /** Who the key acts for; chats and other owned rows belong to a subject. */
+    /** Who the key acts for: what row filters read as `$subject`. */
     subject: p.string(),
+    /**
+     * What owns its chats: a key's subject, a user's issuer and subject (see Caller). Computed by the
+     * database from kind, issuer and subject (a generated column), never written.
+     */
+    owner: p
+      .string()
+      .$type<Opt<string>>()
+      .generated(`(case when "kind" = 'user' then 'oidc:' || "issuer" || '#' || "subject" else "subject" end) stored`),
     /** Names of the access policies the key runs under; none: every member right (see governance/). */
     policies: p.json<string[]>(),
     /** Values row filters read as `$attr.<name>`. */

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 
 /** The columns of `api_keys` read here with Kysely (the rest goes through ApiKeyEntity). */
 interface ApiKeyDatabase {
-  api_keys: { id: string; revoked: boolean; policies: string; role: 'admin' | 'member'; subject: string };
+  api_keys: { id: string; revoked: boolean; policies: string; role: 'admin' | 'member'; subject: string; owner: string };
 }
 
 /** Statements about `api_keys` that the entity cannot say. */
@@ -22,13 +22,16 @@ export class ApiKeyRepository {
   }
 
   /**
-   * The role and subject of an active key: one plain statement (what turns check their key against, so no
-   * entity is built for it).
+   * The role, subject and owner of an active key: one plain statement (what turns check their key against,
+   * so no entity is built for it).
    */
-  activeIdentity(em: EntityManager, keyId: string): Promise<{ role: 'admin' | 'member'; subject: string } | undefined> {
+  activeIdentity(
+    em: EntityManager,
+    keyId: string,
+  ): Promise<{ role: 'admin' | 'member'; subject: string; owner: string } | undefined> {
     return db(em)
       .selectFrom('api_keys')
-      .select(['role', 'subject'])
+      .select(['role', 'subject', 'owner'])
       .where('id', '=', keyId)
       .where('revoked', '=', false)
       .executeTakeFirst();

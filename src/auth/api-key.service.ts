@@ -33,6 +33,8 @@ const API_KEY_REVOKED = 'api_key_revoked';
 /** Attribute names: what `$attr.<name>` can name. */
 const ATTRIBUTE_NAME = /^[a-zA-Z][a-zA-Z0-9_]{0,62}$/;
 const MAX_ATTRIBUTE_LENGTH = 255;
+/** How the owner of every user starts (api_keys.owner): no key's subject may. */
+const USER_OWNER_PREFIX = 'oidc:';
 
 /** Keys are auth's: other modules read them through this service, never through the table. */
 @Injectable()
@@ -85,7 +87,7 @@ export class ApiKeyService implements OnModuleInit {
     if (cached && cached.until > Date.now()) return cached.caller;
     const key = await this.em.fork().findOne(ApiKeyEntity, { secretHash: hash, kind: 'key', revoked: false });
     if (!key) return undefined;
-    const caller: Caller = { keyId: key.id, role: key.role, subject: key.subject };
+    const caller: Caller = { keyId: key.id, role: key.role, subject: key.subject, owner: key.owner };
     if (this.verified.size >= AUTH_CACHE_MAX) this.verified.clear();
     this.verified.set(hash, { caller, until: Date.now() + AUTH_CACHE_TTL_MS });
     return caller;
@@ -105,7 +107,13 @@ export class ApiKeyService implements OnModuleInit {
   ): Promise<CreatedApiKeyResponse> {
     const secret = generateSecret();
     return this.em.fork().transactional(async (em) => {
-      const key = this.build(em, secret, input.name, input.role, input.subject);
+      const key = this.build(
+        em,
+        secret,
+        input.name,
+        input.role,
+        input.subject === undefined ? undefined : checkSubject(input.subject),
+      );
       if (input.policies) key.policies = await this.checkPolicies(em, input.policies);
       if (input.attributes !== undefined) key.attributes = checkAttributes(input.attributes);
       if (input.tokensPerDay !== undefined) key.tokensPerDay = input.tokensPerDay;
@@ -123,11 +131,11 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /**
-   * The caller an active key runs as (its role and subject); null when the key is revoked or unknown.
+   * The caller an active key runs as (its role, subject and owner); null when the key is revoked or unknown.
    */
   async activeCaller(keyId: string): Promise<Caller | null> {
     const key = await this.repo.activeIdentity(this.em.fork(), keyId);
-    return key ? { keyId, role: key.role, subject: key.subject } : null;
+    return key ? { keyId, role: key.role, subject: key.subject, owner: key.owner } : null;
   }
 
   /** What a key's access is compiled from: its policies' names, its attributes and subject, and its kind; null when unknown. */
@@ -153,7 +161,7 @@ export class ApiKeyService implements OnModuleInit {
       // A user's row is the identity provider's to shape (the mapping), not an API key to edit.
       const key = isUuid(id) ? await em.findOne(ApiKeyEntity, { id, kind: 'key' }) : null;
       if (!key || key.revoked) throw new DomainError('api_key_not_found', `API key "${String(id).slice(0, 100)}" not found`);
-      if (dto.subject !== undefined) key.subject = dto.subject;
+      if (dto.subject !== undefined) key.subject = checkSubject(dto.subject);
       if (dto.policies !== undefined) key.policies = await this.checkPolicies(em, dto.policies);
       if (dto.attributes !== undefined) key.attributes = checkAttributes(dto.attributes);
       if (dto.tokensPerDay !== undefined) key.tokensPerDay = dto.tokensPerDay;
@@ -346,6 +354,20 @@ export class ApiKeyService implements OnModuleInit {
       createdAt: new Date(),
     });
   }
+}
+
+/**
+ * A key's subject: anything but the start of a user's owner (`oidc:`, see Caller), so that no key can own
+ * a user's chats, however its subject is chosen.
+ */
+function checkSubject(subject: string): string {
+  if (subject.startsWith(USER_OWNER_PREFIX)) {
+    throw new DomainError(
+      'validation_failed',
+      `A key's subject cannot start with "${USER_OWNER_PREFIX}": users' chats are owned so`,
+    );
+  }
+  return subject;
 }
 
 function checkAttributes(input: unknown): KeyAttributes {

@@ -13,7 +13,7 @@ interface StreamTokenDatabase {
     expires_at: ColumnType<Date | string, Date, never>;
     created_at: ColumnType<Date | string, never, never>;
   };
-  api_keys: { id: string; role: ApiKeyRole; subject: string; revoked: boolean };
+  api_keys: { id: string; role: ApiKeyRole; subject: string; owner: string; revoked: boolean };
 }
 
 /** A token as its route check needs it: who it runs as, and the chat it is bound to, if any. */
@@ -29,12 +29,12 @@ export class StreamTokenRepository {
   async lockActiveKey(em: EntityManager, keyId: string): Promise<Caller | undefined> {
     const row = await db(em)
       .selectFrom('api_keys')
-      .select(['id', 'role', 'subject'])
+      .select(['id', 'role', 'subject', 'owner'])
       .where('id', '=', keyId)
       .where('revoked', '=', false)
       .forUpdate()
       .executeTakeFirst();
-    return row ? { keyId: row.id, role: row.role, subject: row.subject } : undefined;
+    return row ? { keyId: row.id, role: row.role, subject: row.subject, owner: row.owner } : undefined;
   }
 
   /** The key's unexpired tokens: how many, and in how many milliseconds the first of them expires. */
@@ -71,12 +71,14 @@ export class StreamTokenRepository {
     const row = await db(em)
       .selectFrom('stream_tokens as t')
       .innerJoin('api_keys as k', 'k.id', 't.key_id')
-      .select(['k.id', 'k.role', 'k.subject', 't.chat_id'])
+      .select(['k.id', 'k.role', 'k.subject', 'k.owner', 't.chat_id'])
       .where('t.token_hash', '=', hash)
       .where('t.expires_at', '>', sql<Date>`now()`)
       .where('k.revoked', '=', false)
       .executeTakeFirst();
-    return row ? { caller: { keyId: row.id, role: row.role, subject: row.subject }, chatId: row.chat_id } : undefined;
+    return row
+      ? { caller: { keyId: row.id, role: row.role, subject: row.subject, owner: row.owner }, chatId: row.chat_id }
+      : undefined;
   }
 
   /** Removes every expired token; returns how many. */

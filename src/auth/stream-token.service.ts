@@ -56,7 +56,7 @@ export class StreamTokenService {
       if (!(await this.repo.lockActiveKey(tx, caller.keyId))) {
         throw new DomainError('unauthorized', 'Unknown or revoked API key');
       }
-      if (chatId !== undefined && !(isUuid(chatId) && (await this.chatLookup().owns(tx, chatId, caller.subject)))) {
+      if (chatId !== undefined && !(isUuid(chatId) && (await this.chatLookup().owns(tx, chatId, caller.owner)))) {
         throw new DomainError('chat_not_found', `Chat "${chatId}" not found`);
       }
       const live = await this.repo.live(tx, caller.keyId);
@@ -81,7 +81,7 @@ export class StreamTokenService {
 
   /** The id of the caller's chat that its AI SDK client named `clientId`; undefined when there is none. */
   chatOfClientId(caller: Caller, clientId: string): Promise<string | undefined> {
-    return this.chatLookup().ofClientId(this.em.fork(), caller.subject, clientId);
+    return this.chatLookup().ofClientId(this.em.fork(), caller.owner, clientId);
   }
 
   /** What an unexpired token of an active key grants; undefined for anything else. */

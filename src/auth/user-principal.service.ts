@@ -152,7 +152,7 @@ export class UserPrincipalService implements OnModuleInit {
         changed = true;
         await this.pubsub.publish({ type: ACCESS_CHANGED }, em);
       }
-      return { keyId: row.id, role: identity.role, subject: identity.subject } satisfies Caller;
+      return { keyId: row.id, role: identity.role, subject: identity.subject, owner: row.owner } satisfies Caller;
     });
     if (changed) this.pubsub.deliverLocally({ type: ACCESS_CHANGED });
     if (this.users.size >= CACHE_MAX) this.users.clear();

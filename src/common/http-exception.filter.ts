@@ -44,6 +44,8 @@ export interface ErrorShape {
   /** A path prefix such as `/v1`: the path itself and everything below it. */
   prefix: string;
   render(status: number, body: ErrorBody): unknown;
+  /** The `WWW-Authenticate` of a 401 under `prefix`; absent: `Bearer`. */
+  challenge?(request: FastifyRequest): string;
 }
 
 /**
@@ -88,9 +90,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
     }
     const retryAfter = exception instanceof DomainError ? exception.options.retryAfterSeconds : undefined;
     if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
-    // A 401 names the scheme it wants (RFC 9110); MCP hosts read it to know a bearer token is missing.
-    if (status === 401) void reply.header('www-authenticate', 'Bearer');
     const shape = this.shapes.find((s) => underPrefix(request.url, s.prefix));
+    // A 401 names the scheme it wants (RFC 9110); MCP hosts read it to know a bearer token is missing.
+    if (status === 401) void reply.header('www-authenticate', shape?.challenge?.(request) ?? 'Bearer');
     void reply
       .status(status)
       .header('content-type', 'application/json; charset=utf-8')

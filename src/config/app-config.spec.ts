@@ -384,6 +384,16 @@ describe('loadConfig', () => {
         { AUTH_OIDC_ISSUER: 'https://a.example.com', AUTH_OIDC_AUDIENCE: 'a', AUTH_OIDC_ISSUERS: '[]' },
         'AUTH_OIDC_ISSUERS',
       ],
+      [
+        'an issuer with a fragment',
+        { AUTH_OIDC_ISSUER: 'https://idp.example.com/#x', AUTH_OIDC_AUDIENCE: 'a' },
+        'AUTH_OIDC_ISSUER',
+      ],
+      [
+        'an issuer with a query',
+        { AUTH_OIDC_ISSUERS: '[{"issuer":"https://a.example.com/?t=1","audience":"x"}]' },
+        'AUTH_OIDC_ISSUERS',
+      ],
       ['a list that is not JSON', { AUTH_OIDC_ISSUERS: 'https://a.example.com' }, 'AUTH_OIDC_ISSUERS'],
       ['an empty list', { AUTH_OIDC_ISSUERS: '[]' }, 'AUTH_OIDC_ISSUERS'],
       ['an entry without audience', { AUTH_OIDC_ISSUERS: '[{"issuer":"https://a.example.com"}]' }, 'AUTH_OIDC_ISSUERS'],

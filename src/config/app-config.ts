@@ -305,6 +305,8 @@ function identityUrl(name: string, raw: unknown, what: string): string {
 
 function oidcIssuer(name: string, entry: { issuer?: unknown; audience?: unknown; jwksUrl?: unknown }): OidcIssuerConfig {
   const issuer = identityUrl(name, entry.issuer, 'an issuer');
+  // As OpenID Connect Discovery requires; a `#` would also make a user's owner (`oidc:<issuer>#<subject>`) ambiguous.
+  if (/[?#\s]/.test(issuer)) throw new ConfigError(name, `an issuer has no query, fragment or spaces, got "${issuer}"`);
   // Without an audience any token of the issuer, minted for any other application, would be accepted.
   if (typeof entry.audience !== 'string' || !entry.audience.trim()) {
     throw new ConfigError(name, `needs the audience tokens for this server carry (issuer ${issuer})`);

@@ -8,7 +8,7 @@ import { ACCESS_CHANGED } from './access-policy.types';
 import { AccessService } from './access.service';
 
 const KEY = '3f1c2a56-7a0e-4c1b-9a4e-2f5d8c9b0a11';
-const MEMBER: Caller = { keyId: KEY, role: 'member', subject: 'ann' };
+const MEMBER: Caller = { keyId: KEY, role: 'member', subject: 'ann', owner: 'ann' };
 
 describe('AccessService: the check of a turn’s key', () => {
   let bus: ReturnType<typeof fakePubSub>;
@@ -58,9 +58,14 @@ describe('AccessService: the check of a turn’s key', () => {
         return (error as DomainError).code;
       }
     };
-    expect(access.callerOf(KEY, { role: 'member', subject: 'ann' }, { subject: 'ann' })).toEqual(MEMBER);
+    expect(access.callerOf(KEY, { role: 'member', subject: 'ann', owner: 'ann' }, { owner: 'ann' })).toEqual(MEMBER);
     expect(codeOf(() => access.callerOf(KEY, null))).toBe('key_revoked');
-    expect(codeOf(() => access.callerOf(KEY, { role: 'member', subject: 'bob' }, { subject: 'ann' }))).toBe('key_revoked');
-    expect(codeOf(() => access.callerOf(null, { role: 'member', subject: 'ann' }))).toBe('key_revoked');
+    expect(codeOf(() => access.callerOf(KEY, { role: 'member', subject: 'bob', owner: 'bob' }, { owner: 'ann' }))).toBe(
+      'key_revoked',
+    );
+    expect(codeOf(() => access.callerOf(null, { role: 'member', subject: 'ann', owner: 'ann' }))).toBe('key_revoked');
+    // A user of another issuer with the subject "ann" does not act for ann's chats.
+    const otherIssuer = { role: 'member' as const, subject: 'ann', owner: 'oidc:https://other.example#ann' };
+    expect(codeOf(() => access.callerOf(KEY, otherIssuer, { owner: 'ann' }))).toBe('key_revoked');
   });
 });

@@ -20,7 +20,7 @@ import { CallerAccess, type ObjectCatalog, objectNotFound } from './caller-acces
 export type DefinitionLens = (objects: Iterable<string>, uses: Iterable<string>) => Promise<boolean>;
 
 /** The caller the server itself runs as (seeding sample data): every object, row and field. */
-export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'admin', subject: 'system' });
+export const SYSTEM_CALLER: Caller = Object.freeze({ keyId: 'system', role: 'admin', subject: 'system', owner: 'system' });
 
 /**
  * Each key's access, compiled from its policies once and kept until a policy or a key changes: every
@@ -56,7 +56,7 @@ export class AccessService {
    */
   async keyCaller(
     keyId: string | null | undefined,
-    options: { expect?: Partial<Pick<Caller, 'role' | 'subject'>>; fresh?: boolean } = {},
+    options: { expect?: Partial<Pick<Caller, 'role' | 'subject' | 'owner'>>; fresh?: boolean } = {},
   ): Promise<Caller> {
     let caller: Caller | null = null;
     if (isUuid(keyId)) {
@@ -72,10 +72,11 @@ export class AccessService {
    */
   callerOf(
     keyId: string | null,
-    identity: Pick<Caller, 'role' | 'subject'> | null,
-    expect?: Partial<Pick<Caller, 'role' | 'subject'>>,
+    identity: Pick<Caller, 'role' | 'subject' | 'owner'> | null,
+    expect?: Partial<Pick<Caller, 'role' | 'subject' | 'owner'>>,
   ): Caller {
-    return checkedCaller(keyId && identity ? { keyId, role: identity.role, subject: identity.subject } : null, expect);
+    const caller = keyId && identity ? { keyId, role: identity.role, subject: identity.subject, owner: identity.owner } : null;
+    return checkedCaller(caller, expect);
   }
 
   /** `key_revoked` unless the caller's key still runs as this caller; the server itself always does. */
@@ -250,10 +251,10 @@ export class AccessService {
 }
 
 /** The caller, unless it is missing (revoked, unknown) or no longer runs as `expected`: then `key_revoked`. */
-function checkedCaller(caller: Caller | null, expected?: Partial<Pick<Caller, 'role' | 'subject'>>): Caller {
+function checkedCaller(caller: Caller | null, expected?: Partial<Pick<Caller, 'role' | 'subject' | 'owner'>>): Caller {
   if (!caller) throw keyRevoked('was revoked');
-  const differs = (field: 'role' | 'subject') => expected?.[field] !== undefined && expected[field] !== caller[field];
-  if (differs('subject') || differs('role')) throw keyRevoked('now acts for another subject or role');
+  const differs = (field: 'role' | 'subject' | 'owner') => expected?.[field] !== undefined && expected[field] !== caller[field];
+  if (differs('owner') || differs('subject') || differs('role')) throw keyRevoked('now acts for another subject or role');
   return caller;
 }
 

@@ -1,5 +1,6 @@
 import type { ErrorBody, ErrorShape } from '../common/http-exception.filter';
 import type { JsonRpcErrorBody } from './mcp.types';
+import { mcpChallenge } from './protected-resource';
 
 /** JSON-RPC's code for a body that is not JSON. */
 export const PARSE_ERROR = -32700;
@@ -14,4 +15,11 @@ function toMcpError(_status: number, body: ErrorBody): ErrorBody | JsonRpcErrorB
   return { jsonrpc: '2.0', error: { code: PARSE_ERROR, message: 'Parse error: Invalid JSON' }, id: null };
 }
 
-export const MCP_ERROR_SHAPE: ErrorShape = { prefix: '/mcp', render: toMcpError };
+/**
+ * Errors under /mcp. With identity providers configured (`signIn`), a 401 also says where the client's user
+ * signs in: its `WWW-Authenticate` names the endpoint's protected resource metadata (RFC 9728), as MCP
+ * clients that sign users in expect.
+ */
+export function mcpErrorShape(signIn: boolean): ErrorShape {
+  return { prefix: '/mcp', render: toMcpError, ...(signIn ? { challenge: mcpChallenge } : {}) };
+}

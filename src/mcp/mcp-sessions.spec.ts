@@ -10,8 +10,8 @@ async function sessions(secret = 'x'.repeat(32)): Promise<McpSessions> {
   return new McpSessions(tokens);
 }
 
-const ALICE: Caller = { keyId: '00000000-0000-4000-8000-00000000000a', role: 'member', subject: 'alice' };
-const BOB: Caller = { keyId: '00000000-0000-4000-8000-00000000000b', role: 'member', subject: 'bob' };
+const ALICE: Caller = { keyId: '00000000-0000-4000-8000-00000000000a', role: 'member', subject: 'alice', owner: 'alice' };
+const BOB: Caller = { keyId: '00000000-0000-4000-8000-00000000000b', role: 'member', subject: 'bob', owner: 'bob' };
 
 describe('MCP sessions', () => {
   it('verify for the key and path they were issued on, with what the client declared', async () => {

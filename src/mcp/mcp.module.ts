@@ -11,6 +11,7 @@ import { McpWriteCalls } from './mcp-write-calls.service';
 import { McpOriginGuard } from './mcp-origin.guard';
 import { McpController } from './mcp.controller';
 import { McpService } from './mcp.service';
+import { ProtectedResourceController } from './protected-resource.controller';
 
 /**
  * The MCP server: data tools, object resources and agent prompts over Streamable HTTP, on the same registry as
@@ -18,7 +19,7 @@ import { McpService } from './mcp.service';
  */
 @Module({
   imports: [ToolsModule, MetadataModule, AgentsModule, GovernanceModule, WritesModule],
-  controllers: [McpController],
+  controllers: [McpController, ProtectedResourceController],
   providers: [McpService, McpServerFactory, McpOriginGuard, McpSessions, McpConfirmations, McpWriteCalls],
 })
 export class McpModule {}

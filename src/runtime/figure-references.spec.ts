@@ -195,6 +195,34 @@ describe('FigureReferences on hostile text', () => {
   });
 });
 
+describe('FigureReferences: a unit typed again after a figure that shows it', () => {
+  it.each([
+    ['{{r1.1.won_revenue|compact}} $ won', '$55.3M won'],
+    ['{{r1.1.won_revenue}} USD', '$55,331,292'],
+    ['{{r1.1.won_revenue|compact}} dollars, then', '$55.3M, then'],
+    ['{{r1.1.win_rate}}% of deals', '45.2% of deals'],
+    ['{{r1.1.win_rate}} % ({{r1.1.deals}} deals)', '45.2% (49 deals)'],
+  ])('drops it from %s', async (answer, shown) => expect((await references().render(answer)).text).toBe(shown));
+
+  it.each([
+    ['{{r1.1.deals}} $', '49 $'],
+    ['{{r1.1.won_revenue|compact}} $5 more', '$55.3M $5 more'],
+    ['{{r1.1.won_revenue|compact}} dollarsign', '$55.3M dollarsign'],
+    ['{{r1.1.won_revenue|compact}} € in Europe', '$55.3M € in Europe'],
+  ])('keeps a unit the figure does not show, or a word that only starts like one: %s', async (answer, shown) =>
+    expect((await references().render(answer)).text).toBe(shown),
+  );
+
+  it.each([1, 2, 5])('drops it in a stream too, in chunks of %d characters', async (size) => {
+    const answer = 'Total: {{r1.1.won_revenue|compact}} dollars and {{r1.1.win_rate}} %';
+    const emitted: string[] = [];
+    const stream = references().stream((text) => emitted.push(text));
+    for (let i = 0; i < answer.length; i += size) stream.push(answer.slice(i, i + size));
+    await stream.end();
+    expect(emitted.join('')).toBe('Total: $55.3M and 45.2%');
+  });
+});
+
 describe('FigureReferences.stream', () => {
   const answer = 'Lucas Moreau leads with {{r1.1.won_revenue}}; {{ not one }} and {{r1.2.deals|int}} deals for Marcus {';
 
@@ -279,6 +307,18 @@ describe('groundAnswer with references', () => {
     const grounding = await ground('Lucas Moreau leads with {{r1.9.won_revenue}}.');
     expect(grounding.unsupported).toEqual([{ text: UNAVAILABLE_FIGURE, reason: 'bad_reference', ref: '{{r1.9.won_revenue}}' }]);
     expect(grounding.receipts).toEqual([]);
+  });
+
+  it("pairs references with the names they take turns with, and reads names in the answer's language", async () => {
+    // Row 1 is Lucas Moreau's, row 2 Marcus Silva's.
+    expect((await ground('{{r1.1.deals}} deals for Lucas Moreau and {{r1.2.deals}} for Marcus Silva.')).unsupported).toEqual([]);
+    expect((await ground('{{r1.2.deals}} deals for Lucas Moreau and {{r1.1.deals}} for Marcus Silva.')).unsupported).toHaveLength(
+      2,
+    );
+  });
+
+  it('checks a reference to a computed value against no row', async () => {
+    expect((await ground('Deals without an owner trail Lucas Moreau by {{r3}}.')).unsupported).toEqual([]);
   });
 
   it('reads no figure inside a filled-in reference', async () => {

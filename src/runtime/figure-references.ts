@@ -395,18 +395,61 @@ function parseJson(text: string): unknown {
 type Resolved = Omit<RenderedReference, 'start' | 'end'>;
 
 /**
+ * A unit typed right after a figure filled in from a reference, which already shows it (`$`, `USD`, `dólares` after
+ * "$92.5M"; `%` after "23.2%"), as the symbol it repeats. Models add them out of habit; shown, they read "$92.5M $".
+ */
+const REPEATED_UNITS: ReadonlyArray<[RegExp, RegExp]> = [
+  [/^[ \u00a0\u202f]?(?:US\$|USD|\$|US-Dollars?|dollars?|dólares|dollari|Dollar)(?![\p{L}\p{N}$])/iu, /\$|USD/],
+  [/^[ \u00a0\u202f]?(?:€|EUR|euros?)(?![\p{L}\p{N}])/iu, /€|EUR/],
+  [/^[ \u00a0\u202f]?(?:%|Prozent|por ?ciento|pour ?cent|per ?cento|por ?cento|procent)(?![\p{L}\p{N}])/iu, /%/],
+];
+/** Longest unit REPEATED_UNITS reads, with its space and the character that must not follow it. */
+const REPEATED_UNIT_REACH = 14;
+
+/**
+ * How many characters of `after` repeat a unit that `shown` already has: 0 when none, undefined when `after` is too
+ * short to tell yet (a stream's next delta may complete it) unless the text has ended.
+ */
+function repeatedUnit(after: string, shown: string, ended: boolean): number | undefined {
+  for (const [unit, symbol] of REPEATED_UNITS) {
+    if (!symbol.test(shown)) continue;
+    const match = unit.exec(after);
+    if (match && (ended || after.length > match[0].length)) return match[0].length;
+  }
+  if (
+    !ended &&
+    after.length < REPEATED_UNIT_REACH &&
+    /^[ \u00a0\u202f]?[\p{L}$€%-]*$/u.test(after) &&
+    /[$€%]|USD|EUR/.test(shown)
+  )
+    return undefined;
+  return 0;
+}
+
+/**
  * Splits text into plain stretches and references, holding back from `{{` until the reference closes or can no longer
  * be one. The same scanner renders a whole answer and a stream, so both show exactly the same text.
  */
 class ReferenceScanner {
   private held = '';
+  /** What the last reference showed, while the text right after it may still repeat its unit. */
+  private unitOwner?: string;
 
   constructor(private readonly resolve: (raw: string) => Promise<Resolved>) {}
 
   async push(delta: string): Promise<Array<string | Resolved>> {
-    const text = this.held + delta;
+    let text = this.held + delta;
     this.held = '';
     const out: Array<string | Resolved> = [];
+    if (this.unitOwner !== undefined) {
+      const repeat = repeatedUnit(text, this.unitOwner, false);
+      if (repeat === undefined) {
+        this.held = text;
+        return out;
+      }
+      text = text.slice(repeat);
+      this.unitOwner = undefined;
+    }
     // Indexes, not slices: hostile text full of `{{` costs one pass, and a `}}` is looked for only as far as a
     // reference can reach.
     let from = 0;
@@ -430,8 +473,17 @@ class ReferenceScanner {
       const raw = close >= 0 ? reach.slice(0, close + 2) : '';
       if (raw && isReferenceAttempt(raw)) {
         if (open > from) out.push(text.slice(from, open));
-        out.push(await this.resolve(raw));
-        from = at = open + close + 2;
+        const resolved = await this.resolve(raw);
+        out.push(resolved);
+        from = open + close + 2;
+        // "{{r1.2.won_revenue|compact}} $": the unit the model typed again after a figure that shows it.
+        const repeat = repeatedUnit(text.slice(from), resolved.text, false);
+        if (repeat === undefined) {
+          this.unitOwner = resolved.text;
+          this.held = text.slice(from);
+          return out;
+        }
+        from = at = from + repeat;
       } else {
         // Not a reference: its first brace is text, and a reference may still start at the next one.
         at = open + 1;
@@ -441,8 +493,10 @@ class ReferenceScanner {
 
   /** What is still held back, as text (a stream ended inside something that was no reference). */
   end(): string {
-    const rest = this.held;
+    let rest = this.held;
+    if (this.unitOwner !== undefined) rest = rest.slice(repeatedUnit(rest, this.unitOwner, true) ?? 0);
     this.held = '';
+    this.unitOwner = undefined;
     return rest;
   }
 }

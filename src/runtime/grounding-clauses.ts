@@ -5,6 +5,7 @@
  * comma-separated parts. A figure's clause speaks first; for a dimension it does not name, the
  * comma-parts before it in the same sentence and then its parent line do.
  */
+import { translationsOf } from './grounding-glossary';
 import type { PeriodMention } from './grounding-figures';
 
 /** A value of the results named in the answer. */
@@ -102,7 +103,7 @@ const CONCEPT_WORDS: ReadonlyArray<[Concept, RegExp]> = [
 export function findMentions(
   text: string,
   vocabulary: ReadonlyMap<string, ReadonlySet<string>>,
-  options: { cognates?: boolean } = {},
+  options: { cognates?: boolean; translations?: boolean } = {},
 ): Mention[] {
   const { normalised, origin } = normaliseKeepingIndexes(text);
   const candidates: Array<{ form: string; value: string; dimensions: ReadonlySet<string> }> = [];
@@ -110,6 +111,12 @@ export function findMentions(
   for (const [value, dimensions] of vocabulary) {
     if (VAGUE.has(value) || value.length < 2) continue;
     candidates.push({ form: value, value, dimensions });
+    // "Allemagne", "renovación": the value in the answer's language.
+    if (options.translations)
+      for (const word of translationsOf(value)) {
+        const form = word.replace(/[_\-–—\s]+/g, ' ');
+        if (!vocabulary.has(form)) candidates.push({ form, value, dimensions });
+      }
     // "proposals", "industries": a plural names the value too.
     if (/^[a-z]+$/.test(value) && value.length >= 4 && !vocabulary.has(`${value}s`)) {
       candidates.push({
@@ -252,6 +259,15 @@ function clausesOf(text: string, mentions: readonly Mention[] = []): Clause[] {
       heading = line;
       continue;
     }
+    // "**Allemagne – 2024**" over a list or table: a heading written in bold, whose names the lines below inherit.
+    if (!line.bullet && !line.table && BOLD_LINE.test(content.trim())) {
+      const next = lines.slice(i + 1).find((l) => text.slice(l.start, l.end).trim());
+      if (next && (next.bullet || next.table)) {
+        sentenceClauses(text, line, heading ? [heading] : [], clauses, mentions);
+        heading = line;
+        continue;
+      }
+    }
     if (line.table) {
       i = tableClauses(text, lines, i, clauses, heading);
       continue;
@@ -277,6 +293,21 @@ function clausesOf(text: string, mentions: readonly Mention[] = []): Clause[] {
   }
   return clauses;
 }
+
+/** A span cut at each match of `separator` inside it. */
+function splitAt(text: string, span: Span, separator: RegExp): Span[] {
+  const parts: Span[] = [];
+  let start = span.start;
+  for (const match of text.slice(span.start, span.end).matchAll(separator)) {
+    parts.push({ start, end: span.start + match.index });
+    start = span.start + match.index + match[0].length;
+  }
+  parts.push({ start, end: span.end });
+  return parts;
+}
+
+/** A line that is all bold: `**Germany – 2024**`, `__Summary__:`. */
+const BOLD_LINE = /^(?:\*\*|__)[^*_\n]+(?:\*\*|__):?$/;
 
 /** A Markdown table: each body cell is a clause of its row, with its column's header as parent. */
 function tableClauses(
@@ -602,6 +633,22 @@ export class AnswerScopes {
     for (const figure of figures) {
       const local = this.parenthesisOf(figure);
       if (local) paired.set(figure.index, { local });
+    }
+    // "22 comptes en Allemagne et 22 au Royaume-Uni": figures and names of one kind taking turns, each figure first.
+    for (const sentence of this.sentences.flatMap((span) => splitAt(this.text, span, /[;:]/g))) {
+      const within = <T extends { index: number; end: number }>(list: readonly T[]) =>
+        list.filter((item) => item.index >= sentence.start && item.end <= sentence.end);
+      const numbers = within(figures);
+      if (numbers.length < 2) continue;
+      const names = within(this.mentions);
+      const kinds = names.length ? [...names[0].dimensions] : [];
+      if (names.length !== numbers.length || !names.every((m) => kinds.some((d) => m.dimensions.has(d)))) continue;
+      if (new Set(names.map((m) => m.value)).size !== names.length) continue;
+      const alternating = numbers.every(
+        (figure, i) => figure.end <= names[i].index && (i + 1 === numbers.length || names[i].end <= numbers[i + 1].index),
+      );
+      const agrees = numbers.every((f, i) => !paired.has(f.index) || paired.get(f.index)!.mention === names[i]);
+      if (alternating && agrees) numbers.forEach((figure, i) => paired.set(figure.index, { mention: names[i] }));
     }
     for (const sentence of this.sentences) {
       const inside = <T extends { index: number; end: number }>(list: readonly T[]) =>

@@ -720,6 +720,12 @@ const UNIT = [
   String.raw`procent\b`,
   String.raw`points?\b`,
   String.raw`pts?\b`,
+  String.raw`[Pp]unkte?n?\b`,
+  String.raw`puntos?\b`,
+  String.raw`punt[io]\b`,
+  String.raw`pontos?\b`,
+  String.raw`punten\b`,
+  String.raw`punkt(?:y|ów)?\b`,
   String.raw`bps?\b`,
   String.raw`basis points?\b`,
 ].join('|');
@@ -727,7 +733,7 @@ const PERCENT_UNIT = /^(?:%|per\s?cent|[Pp]rozent|pour\s?cent|por\s?ciento|per\s
 const POINTS_UNIT =
   /^(?:%-punt(?:en)?|percentage points?|pp|p\.\s?p\.|Pp\.|prozentpunkte?n?|points? de pourcentage|puntos? porcentual(?:es)?|punt[io] percentual[ei]|pontos? percentua(?:is|l)|procentpunt(?:en)?)$/i;
 /** "points" alone is a percentage point only beside percentages. */
-const POINTS_WORD = /^(?:points?|pts?)$/i;
+const POINTS_WORD = /^(?:points?|pts?|punkte?n?|puntos?|punt[io]|pontos?|punten|punkt(?:y|ów)?)$/i;
 const PERCENT_NEARBY = /%|\bper\s?cent|\bprozent|\bpour\s?cent|\bpor\s?cien|\bper\s?cento|\bpor\s?cento|\bprocent/i;
 
 const numberRegexes = new Map<string, RegExp>();
@@ -781,7 +787,7 @@ const COMPARATIVE_AFTER =
 
 /** Words before a bare number that make it a position, not a figure: "top 5", "#1", "rank 2", "Platz 2". */
 const ORDINAL_BEFORE =
-  /(?:(?<![\p{L}])(?:top|bottom|flop|first|last|rank(?:ed|s)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.|platz|plätze|rang|ränge|nr\.|nummer|numéro|número|numero|puesto|puestos|posto|posti|posição|posições|posición|posiciones|posizione|posizioni|positions?|plaats|plaatsen|lugar|lugares|places?|week|weeks|wk|woche|wochen|kw|semaine|semaines|semana|semanas|settimana|settimane)\s*-?\s*(?:\d{1,2}\s*(?:to|bis|à|au|a|al|t\/m|tot|and|und|et|y|e|en|-|–)\s*)?|#\s*|\bn[°º]\s*|\bn\.º\s*)$/iu;
+  /(?:(?<![\p{L}])(?:top|bottom|flop|first|last|rank(?:ed|s)?|no\.|number|step|page|row|line|item|option|tier|level|phase|version|v\.?|part|chapter|section|table|figure|fig\.|column|col\.|platz|plätze|rang|ränge|nr\.|nummer|numéro|número|numero|puesto|puestos|posto|posti|posição|posições|posición|posiciones|posizione|posizioni|positions?|plaats|plaatsen|lugar|lugares|places?|week|weeks|wk|woche|wochen|kw|semaine|semaines|semana|semanas|settimana|settimane|weken|tydzień|tygodnie|tygodniu)\s*-?\s*(?:\d{1,2}\s*(?:to|bis|à|au|a|al|t\/m|tot|and|und|et|y|e|en|-|–)\s*)?|#\s*|\bn[°º]\s*|\bn\.º\s*|\bn\.\s*)$/iu;
 /** After a bare number: an ordinal ("2º", "2ª", "2°"), or a German ordinal before the noun it counts ("2. Platz"). */
 const ORDINAL_AFTER =
   /^(?:st|nd|rd|th)\b|^[º°ª](?![CF]\b)|^\.(?:er|º|ª|°|o|a)(?![\p{L}\p{N}])|^(?:er|re|e|ème|eme|ᵉ)(?![\p{L}\p{N}])|^\.\s+(?:(?:zum|bis zum|bis|und|oder|bzw\.)\s+\d{1,2}\.\s+)?(?:Platz|Rang|Stelle|Position|Quartal|Halbjahr|Mal|Woche|Runde|Stufe)\b/iu;
@@ -804,7 +810,7 @@ const SPAN_BEFORE =
 
 /** A share written as a fraction: "1 in 2", "4 von 10", "1 affaire sur 2", "2 de cada 5", "4 su 10", "1 em cada 2", "6 op de 10". */
 const FRACTION =
-  /(?<![\p{L}\p{N}.,'’])(\d{1,3})\s+(?:[\p{L}’']+\s+){0,2}?(?:in|out of|von|sur|de cada|su|em cada|op de|op)\s+(\d{1,3})(?![\p{N}]|[.,]\d|\s*%)/giu;
+  /(?<![\p{L}\p{N}.,'’])(\d{1,3})\s+(?:[\p{L}’']+\s+){0,2}?(?:in(?: every)?|of every|out of|von|sur|de cada|su|em cada|op de|op|su ogni|na każde)\s+(\d{1,3})(?![\p{N}]|[.,]\d|\s*%)/giu;
 
 /** The shares written as fractions, read as percentages within what their denominator says ("1 in 2": 44% to 56%). */
 function readFractions(masked: string, text: string): { figures: Figure[]; rest: string } {
@@ -873,7 +879,8 @@ function readFigures(input: string, text: string, style: NumberStyle, uncertain 
     const separator =
       signBefore !== undefined &&
       (/[\w)%]$/.test(before) ||
-        (/\s$/.test(signBefore) && /[\w)%]\s*$/.test(before)) ||
+        // "**Atlas Pharma GmbH** – 4,82 Mrd. $": a spaced dash after a name, bold or quoted, too.
+        (/\s$/.test(signBefore) && /[\p{L}\p{N}_)%*"'»”’\]]\s*$/u.test(before)) ||
         (/\s$/.test(signBefore) && /(?:^|\n)[ \t]*$/.test(before)));
     if (separator && signBefore) {
       const cut = signBefore.length;
@@ -882,8 +889,9 @@ function readFigures(input: string, text: string, style: NumberStyle, uncertain 
     }
     const negative = dash !== undefined && !separator && /[-−–]/.test(dash);
     const positive = dash !== undefined && !separator && dash.trim() === '+';
-    // "points" alone is a unit only beside percentages ("25 points above 38%"); else the figure ends before it.
-    if (unit && POINTS_WORD.test(unit) && !PERCENT_NEARBY.test(lineAround(masked, match.index))) {
+    // "points" alone is a unit only in an answer about percentages ("25 points above 38%", "dropped 8.2 points" under a
+    // table of rates); else the figure ends before it.
+    if (unit && POINTS_WORD.test(unit) && !PERCENT_NEARBY.test(masked)) {
       unit = undefined;
       shown = shown.slice(0, shown.indexOf(token) + token.length);
     }
@@ -1002,6 +1010,12 @@ function markRanges(masked: string, figures: Figure[]): void {
     }
     const dashed = /^\s*(?:-|–|—|to)\s*$/.test(gap) && !low.words && !high.words && !/\bfrom\s*$/i.test(before);
     if (!between && !dashed) continue;
+    // "grew 19.1% to $72.9M": a percentage and an amount are two figures, not the ends of one range.
+    const unlike =
+      (low.percent && !high.percent) ||
+      (!!low.currency && high.percent) ||
+      (!!low.currency && !!high.currency && low.currency !== high.currency);
+    if (unlike) continue;
     // "10-12%": the unit, scale and currency written once apply to both ends.
     if (high.percent && !low.percent) low.percent = true;
     if (high.scale !== 1 && low.scale === 1) low.scale = high.scale;

@@ -22,6 +22,13 @@ export class SupportedNumberResponse {
     description: 'Of a figure the server filled in from a reference: the reference, e.g. `r3.2.won_revenue`',
   })
   ref?: string;
+  @ApiPropertyOptional({
+    type: [String],
+    description:
+      'Of a figure worked out from two others of its sentence (a difference, change or ratio, e.g. "down 8.2 points" ' +
+      'after 54.9% and 46.7%): those two figures as the answer shows them',
+  })
+  derivedFrom?: string[];
 }
 
 export class UnsupportedNumberResponse {

@@ -440,6 +440,74 @@ describe('groundAnswer: figures typed by hand', () => {
     expect(groundAnswer('Call Brightline Retail Inc. at (319) 555-7621.', [ACCOUNT]).unsupported.length).toBeGreaterThan(0);
   });
 
+  it('supports a figure worked out from two of its sentence, in the direction the words give', () => {
+    const RATES = rowsOf(
+      [
+        { quarter: 'Q3', win_rate: 0.549, won: 73 },
+        { quarter: 'Q4', win_rate: 0.467, won: 49 },
+      ],
+      { columns: { win_rate: { kind: 'ratio' }, won: { kind: 'count' } } },
+    );
+    const flagged = (answer: string) => groundAnswer(answer, [RATES]).unsupported.map((u) => u.text);
+    const derived = groundAnswer('The win rate fell from 54.9% to 46.7%, down 8.2 points.', [RATES]);
+    expect(derived.unsupported).toEqual([]);
+    expect(derived.supported.find((s) => s.text.startsWith('8.2'))?.derivedFrom).toEqual(['54.9%', '46.7%']);
+    expect(flagged('The win rate fell from 54.9% to 46.7%, down 8.2%.')).toEqual(['8.2%']);
+    expect(flagged('We won 49 deals, down 32.9% on the 73 before.')).toEqual([]);
+    expect(flagged('We won 49 deals, up 32.9% on the 73 before.')).toEqual(['32.9%']);
+    expect(flagged('We won 49 deals, 24 fewer than the 73 before.')).toEqual([]);
+    expect(flagged('We won 49 deals, 25 fewer than the 73 before.')).toEqual(['25']);
+    // Not from figures of another sentence, nor a number in words.
+    expect(flagged('We won 49 deals. That is 24 fewer than the 73 before.')).toEqual(['24']);
+  });
+
+  it('reads "points" as percentage points in an answer about percentages, in each language', () => {
+    const read = (text: string) => readText(text, {}).figures.map((f) => [f.text, f.points ?? false]);
+    expect(read('| Q3 | 54.9% |\n\nIt dropped 8.2 points.')).toEqual([
+      ['54.9%', false],
+      ['8.2 points', true],
+    ]);
+    expect(read('Il a perdu 8,2 points (54,9 %).')[0]).toEqual(['8,2 points', true]);
+    expect(read('Sie fiel um 8,2 Punkte auf 46,7 %.')[0]).toEqual(['8,2 Punkte', true]);
+    expect(read('We scored 12 points.')).toEqual([['12', false]]);
+  });
+
+  it('reads a spaced dash after a bold or quoted name as a separator, and an amount after a percentage as its own figure', () => {
+    const signs = (text: string) => readText(text, {}).figures.map((f) => [f.text, f.sign]);
+    expect(signs('1. **Atlas Pharma GmbH** – 4.82 billion, 12,400 staff')[0]).toEqual(['4.82 billion', 'none']);
+    expect(signs('"Atlas" – 4.82 billion')[0]).toEqual(['4.82 billion', 'none']);
+    const grew = readText('New business grew 19.1% to $72.9M.', {}).figures;
+    expect(grew.map((f) => [f.text, f.scale, f.range])).toEqual([
+      ['19.1%', 1, undefined],
+      ['$72.9M', 1e6, undefined],
+    ]);
+  });
+
+  it('reads "1 in every 3" as a share, "n. 1" as a rank and a year the calls filtered on as a period', () => {
+    expect(readText('roughly 1 in every 3 dollars', {}).figures[0]).toMatchObject({ fraction: { numerator: 1, denominator: 3 } });
+    expect(readText('È il n. 1 dei deal vinti.', {}).figures).toEqual([]);
+    const filtered = rowsOf([{ source: 'referral', win_rate: 0.641 }], {
+      arguments: { metrics: ['win_rate'], from: '2024-01-01', to: '2024-12-31' },
+      columns: { win_rate: { kind: 'ratio' } },
+    });
+    expect(groundAnswer('2024 win rate: referral 64.1%.', [filtered]).unsupported).toEqual([]);
+  });
+
+  it("reads the names of countries and common values in the answer's language, and a bold line over a list as its heading", () => {
+    const BY_COUNTRY = rowsOf(
+      [
+        { country: 'Germany', accounts: 24 },
+        { country: 'United Kingdom', accounts: 22 },
+      ],
+      { columns: { accounts: { kind: 'count', counts: 'account' } } },
+    );
+    const flagged = (answer: string) => groundAnswer(answer, [BY_COUNTRY]).unsupported.map((u) => u.text);
+    expect(flagged('| País | Cuentas |\n|---|---:|\n| Alemania | 24 |\n| Reino Unido | 22 |')).toEqual([]);
+    expect(flagged('| País | Cuentas |\n|---|---:|\n| Alemania | 22 |\n| Reino Unido | 24 |')).toEqual(['22', '24']);
+    expect(flagged('**Royaume-Uni**\n- Comptes : 22')).toEqual([]);
+    expect(flagged('**Royaume-Uni**\n- Comptes : 24')).toEqual(['24']);
+  });
+
   it("does not count the question's number denied in a correction", () => {
     const grounding = groundAnswer('No, we won 451 deals, not 500.', [BY_STAGE], { question: 'Did we win 500 deals?' });
     expect(grounding.unsupported).toEqual([]);

@@ -7,7 +7,7 @@
  * description, or no such value at all.
  */
 import { checkClaims } from './grounding-claims';
-import { AnswerScopes, byDimension, findMentions, type Concept, type FigureScope } from './grounding-clauses';
+import { AnswerScopes, byDimension, findMentions, type Concept, type FigurePair, type FigureScope } from './grounding-clauses';
 import {
   collectEvidence,
   dimensionOf,
@@ -18,6 +18,7 @@ import {
   type GroundingSource,
 } from './grounding-evidence';
 import { readText, type DateMention, type Figure, type PeriodMention } from './grounding-figures';
+import { derivationOf, type Operand } from './grounding-derived';
 import { detectLanguage } from './grounding-language';
 import type { TurnEvidence } from '../tools/tool.types';
 import type { RenderedReference } from './figure-references';
@@ -48,6 +49,8 @@ export interface SupportedFigure {
   entityChecked: boolean;
   /** A figure the server filled in from a reference: the reference (`r3.2.won_revenue`). */
   ref?: string;
+  /** A figure worked out from two others of its sentence (a difference, change or ratio): those two, as shown. */
+  derivedFrom?: string[];
 }
 
 export interface UnsupportedFigure {
@@ -127,11 +130,16 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     ...asked.periods.filter((p) => !p.yearless).map((p) => Number(p.from.slice(0, 4))),
     ...asked.figures.filter((f) => isYear(f)).map((f) => f.mantissa),
   ]);
+  // "2024 win rate": the year the calls filtered on.
+  const filterYears = new Set([...evidence.filterDates].map((d) => Number(d.slice(0, 4))));
   const periods = [...read.periods];
   const claims: Array<{ figure: Figure; echo: boolean }> = [];
   for (const figure of read.figures) {
     // A year the question or the results use as a label names a period here too.
-    if (isYear(figure) && (askedYears.has(figure.mantissa) || evidence.years.has(figure.mantissa))) {
+    if (
+      isYear(figure) &&
+      (askedYears.has(figure.mantissa) || evidence.years.has(figure.mantissa) || filterYears.has(figure.mantissa))
+    ) {
       periods.push(yearPeriod(figure));
       continue;
     }
@@ -148,27 +156,28 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     claims.push({ figure, echo });
   }
   const translated = language !== undefined && language !== 'en';
-  const mentions = findMentions(answer, evidence.vocabulary, { cognates: translated });
+  // A short table may not tell its language: the values' names in other languages are read unless it is English.
+  // The names of the cited results too: a reference may cite a result of an earlier turn.
+  const cited = collectEvidence([...new Set(references.flatMap((r) => (r.cell ? [r.cell.source] : [])))]);
+  const vocabulary = new Map(evidence.vocabulary);
+  for (const [value, dimensions] of cited.vocabulary)
+    vocabulary.set(value, new Set([...(vocabulary.get(value) ?? []), ...dimensions]));
+  const mentions = findMentions(answer, vocabulary, { cognates: translated, translations: language !== 'en' });
   periods.sort((a, b) => a.index - b.index);
   const scopes = new AnswerScopes(answer, mentions, periods, translated);
-  // "Lucas and Priya closed 49 and 48 deals": each figure is about its own name.
-  const pairs = scopes.pairs(claims.map(({ figure }) => figure));
+  // "Lucas and Priya closed 49 and 48 deals": each figure is about its own name, typed or filled in from a reference.
+  const pairs = scopes.pairs(
+    [...claims.map(({ figure }) => figure), ...references.map((r) => ({ index: r.start, end: r.end }))].sort(
+      (a, b) => a.index - b.index,
+    ),
+  );
+  const scopeOf = (index: number, end: number) => narrowedScope(scopes.scopeOf(index, end), pairs.get(index));
 
   type Entry = { index: number; supported?: SupportedFigure; unsupported?: UnsupportedFigure };
   const entries: Entry[] = [];
   const bound: Array<{ index: number; end: number; cell?: Cell }> = [];
   for (const { figure, echo } of claims) {
-    const scope = scopes.scopeOf(figure.index, figure.end);
-    const pair = pairs.get(figure.index);
-    if (pair?.mention) for (const dimension of pair.mention.dimensions) scope.own.set(dimension, new Set([pair.mention.value]));
-    if (pair?.period) scope.periods = [pair.period];
-    if (pair?.local) {
-      for (const [dimension, values] of byDimension(pair.local.mentions)) {
-        scope.own.set(dimension, values);
-        scope.inherited.delete(dimension);
-      }
-      if (pair.local.periods.length) scope.periods = pair.local.periods;
-    }
+    const scope = scopeOf(figure.index, figure.end);
     let { cell, ...verdict } = bind(figure, scope, evidence, echo);
     // "25.077" in an answer whose language is not told: the other reading of its digits may be the one meant.
     if (verdict.unsupported && figure.alternative) {
@@ -229,16 +238,60 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
   }
   // A year no date of the results (nor the question, nor a filter) has is a claim no cell supports.
   if (evidence.dates.size) {
-    const known = new Set([...evidence.years, ...askedYears, ...[...evidence.filterDates].map((d) => Number(d.slice(0, 4)))]);
+    const known = new Set([...evidence.years, ...askedYears, ...filterYears]);
     for (const period of periods) {
       const year = Number(period.from.slice(0, 4));
       if (period.yearless || known.has(year) || period.grain === 'day') continue;
       entries.push({ index: period.index, unsupported: { text: period.text, reason: 'no_such_value' } });
     }
   }
+  // "down 8.2 points" after 54.9% and 46.7%: a figure worked out from two of its sentence that hold.
+  const operands: Operand[] = [
+    ...bound.flatMap(({ index, cell }) => {
+      const figure = cell && claims.find((c) => c.figure.index === index)?.figure;
+      if (!cell || !figure) return [];
+      const exact = cell.meaning.kind === 'ratio' && figure.percent ? cell.value * 100 : cell.value;
+      const shown = valueOf(figure);
+      return [
+        {
+          index,
+          text: figure.text,
+          shown,
+          exact,
+          percent: figure.percent,
+          change: figure.change,
+          toolCallId: cell.row.source.toolCallId,
+        },
+      ];
+    }),
+    ...references.flatMap((r) => {
+      if (!r.cell || typeof r.cell.value !== 'number') return [];
+      const kind = r.cell.source.columns?.[r.cell.column]?.kind;
+      const value = kind === 'ratio' ? r.cell.value * 100 : r.cell.value;
+      const percent = kind === 'ratio' || kind === 'percent';
+      return [{ index: r.start, text: r.text, shown: value, exact: value, percent, toolCallId: r.cell.source.toolCallId }];
+    }),
+  ];
+  for (const operand of operands) operand.base = COMPARED_WITH.test(answer.slice(Math.max(0, operand.index - 30), operand.index));
+  for (const entry of entries) {
+    if (entry.unsupported?.reason !== 'no_such_value') continue;
+    const figure = claims.find((c) => c.figure.index === entry.index)?.figure;
+    const sentence = figure && scopes.sentenceAt(figure.index);
+    if (!figure || !sentence) continue;
+    const inSentence = operands.filter((o) => o.index >= sentence.start && o.index < sentence.end);
+    const from = derivationOf(figure, inSentence, answer.slice(figure.end, figure.end + 12));
+    if (from)
+      entry.supported = {
+        text: figure.text,
+        toolCallId: from[0].toolCallId,
+        entityChecked: false,
+        derivedFrom: from.map((o) => o.text),
+      };
+    if (from) delete entry.unsupported;
+  }
   // Entries of claims in words that hold without a cell (an order that matches) are no figures.
   const typed = entries.filter((e) => e.supported || e.unsupported).length;
-  entries.push(...referenceEntries(answer, references, periods));
+  entries.push(...referenceEntries(references, cited, scopeOf));
   entries.sort((a, b) => a.index - b.index);
   const supported = entries.flatMap((e) => (e.supported ? [e.supported] : []));
   const unsupported = entries.flatMap((e) => (e.unsupported ? [e.unsupported] : []));
@@ -256,22 +309,21 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
  * disagrees with what its clause names (an owner, a stage, a period) is `other_row`, as for a typed figure.
  */
 function referenceEntries(
-  answer: string,
   references: readonly RenderedReference[],
-  periods: readonly PeriodMention[],
+  evidence: Evidence,
+  scopeOf: (index: number, end: number) => FigureScope,
 ): Array<{ index: number; supported?: SupportedFigure; unsupported?: UnsupportedFigure }> {
   if (!references.length) return [];
-  const sources = [...new Set(references.flatMap((r) => (r.cell ? [r.cell.source] : [])))];
-  const evidence = collectEvidence(sources);
-  const scopes = new AnswerScopes(answer, findMentions(answer, evidence.vocabulary), [...periods]);
+  // `evidence`: the cited results as the references resolved them (their own described copies), the cells to check.
   return references.map((reference) => {
     const { cell } = reference;
     if (!cell)
       return { index: reference.start, unsupported: { text: reference.text, reason: 'bad_reference', ref: reference.raw } };
     const found = evidence.cells.filter((c) => c.row.source === cell.source && c.column === cell.column);
     const numeric = found.find((c) => c.row.index === cell.rowIndex) ?? found.find((c) => c.row.index === undefined);
-    const scope = scopes.scopeOf(reference.start, reference.end);
-    const status = numeric ? rowStatus(numeric, scope, evidence) : 'neutral';
+    const scope = scopeOf(reference.start, reference.end);
+    // A computed value (calculate's) is of no row: its operands say what it is about.
+    const status = numeric && cell.rowIndex !== undefined ? rowStatus(numeric, scope, evidence) : 'neutral';
     // A reference names its row exactly: one whose value is empty for what the sentence names (a person, said of the
     // row of deals with no owner) is another row, whether the clause or its line names it.
     const namesEmpty =
@@ -293,6 +345,24 @@ function referenceEntries(
       },
     };
   });
+}
+
+/** Words that name what a change is measured against, right before it: "up 62.5% on Q3 ($54.2M)", "than 29.9%". */
+const COMPARED_WITH =
+  /(?:\bon|\bthan|\bvs\.?|\bversus|\bover|compared (?:with|to)|\bagainst|gegenüber|\bals|im Vergleich zu|par rapport (?:à|au)|comparé (?:à|au)|\bque|frente a|respecto a|rispetto a(?:l|llo|lla|i)?|em relação a|\bdan|ten opzichte van|\bniż|\bwobec)\b[^.]{0,14}$/i;
+
+/** A figure's scope narrowed to what it is paired with: its own name of an enumeration, or its parenthesis. */
+function narrowedScope(scope: FigureScope, pair: FigurePair | undefined): FigureScope {
+  if (pair?.mention) for (const dimension of pair.mention.dimensions) scope.own.set(dimension, new Set([pair.mention.value]));
+  if (pair?.period) scope.periods = [pair.period];
+  if (pair?.local) {
+    for (const [dimension, values] of byDimension(pair.local.mentions)) {
+      scope.own.set(dimension, values);
+      scope.inherited.delete(dimension);
+    }
+    if (pair.local.periods.length) scope.periods = pair.local.periods;
+  }
+  return scope;
 }
 
 export function receiptOf(reference: RenderedReference, cell: NonNullable<RenderedReference['cell']>): FigureReceipt {

@@ -193,7 +193,7 @@ export function mayUseObject(allowedObjects: readonly string[], objectName: stri
 }
 
 /**
- * For tools that declare `rateLimit`: at most `perMinute` calls per caller subject and tool in any
+ * For tools that declare `rateLimit`: at most `perMinute` calls per caller owner (Caller) and tool in any
  * sliding minute. In memory, so per replica; good enough to stop a runaway loop.
  */
 export function rateLimitMiddleware(now: () => number = Date.now): ToolMiddleware {
@@ -201,7 +201,7 @@ export function rateLimitMiddleware(now: () => number = Date.now): ToolMiddlewar
   return async (invocation, ctx, next) => {
     const limit = invocation.tool.rateLimit?.perMinute;
     if (!limit) return next();
-    const key = `${ctx.caller?.subject ?? 'anonymous'}\u0000${invocation.tool.name}`;
+    const key = `${ctx.caller?.owner ?? 'anonymous'}\u0000${invocation.tool.name}`;
     const at = now();
     const recent = (windows.get(key) ?? []).filter((t) => t > at - 60_000);
     if (recent.length >= limit) {

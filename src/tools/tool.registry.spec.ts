@@ -398,8 +398,8 @@ describe('rate limit middleware', () => {
     const registry = new ToolRegistry();
     registry.use(rateLimitMiddleware(() => now));
     registry.register(echoTool({ rateLimit: { perMinute: 2 } }));
-    const alice = ctx({ caller: { keyId: 'k1', role: 'member', subject: 'alice' } });
-    const bob = ctx({ caller: { keyId: 'k2', role: 'member', subject: 'bob' } });
+    const alice = ctx({ caller: { keyId: 'k1', role: 'member', subject: 'alice', owner: 'alice' } });
+    const bob = ctx({ caller: { keyId: 'k2', role: 'member', subject: 'bob', owner: 'bob' } });
     const call = { id: 'c', name: 'echo', arguments: { objectName: 'x' } };
     expect((await registry.execute(call, alice)).isError).toBe(false);
     expect((await registry.execute(call, alice)).isError).toBe(false);
@@ -420,7 +420,7 @@ describe('audit middleware', () => {
     await registry.execute(
       { id: 'c9', name: 'echo', arguments: { objectName: 'secret-object-arg' } },
       ctx({
-        caller: { keyId: 'k', role: 'member', subject: 'alice' },
+        caller: { keyId: 'k', role: 'member', subject: 'alice', owner: 'alice' },
         agent: { name: 'sales', tools: ['echo'], allowedObjects: ['*'] },
       }),
     );

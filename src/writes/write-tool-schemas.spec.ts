@@ -34,7 +34,7 @@ describe('write tool schemas', () => {
     const registry = new ToolRegistry();
     for (const tool of tools) registry.register(tool);
     const signal = new AbortController().signal;
-    const caller = { keyId: 'k', role: 'member' as const, subject: 's' };
+    const caller = { keyId: 'k', role: 'member' as const, subject: 's', owner: 's' };
     const args = { objectName: 'deal', recordId: 'x', values: { stage: 'won' } };
     const direct = await registry.execute({ id: 'c1', name: 'update_record', arguments: args }, { caller, signal });
     expect(direct.content).toMatchObject({ error: { code: 'tool_not_allowed' } });

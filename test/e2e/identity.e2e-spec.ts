@@ -1,3 +1,4 @@
+import { discoverOAuthServerInfo, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -565,6 +566,54 @@ describe('end-user identity: several issuers (AUTH_OIDC_ISSUERS)', () => {
       .set(bearer(await second.token('sam')))
       .expect(401);
     expect(errorOf(res).code).toBe('invalid_token');
+  });
+
+  describe('MCP clients finding where their user signs in', () => {
+    let url: string;
+    beforeAll(async () => {
+      url = await listen(t);
+    });
+    const post = (path: string, headers: Record<string, string> = {}) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+
+    it('answers a 401 from /mcp with Bearer and the resource metadata, which lists the issuers; the SDK finds the provider from it', async () => {
+      for (const headers of [{}, bearer('not-a-key'), bearer(await first.forge({ sub: 'sam', aud: 'someone-else' }))]) {
+        const response = await post('/mcp', headers);
+        expect(response.status).toBe(401);
+        expect(response.headers.get('www-authenticate')).toBe(
+          `Bearer resource_metadata="${url}/.well-known/oauth-protected-resource/mcp"`,
+        );
+      }
+      const { resourceMetadataUrl } = extractWWWAuthenticateParams(await post('/mcp'));
+      const found = await discoverOAuthServerInfo(new URL('/mcp', url), { resourceMetadataUrl });
+      expect(found.resourceMetadata).toEqual({
+        resource: `${url}/mcp`,
+        authorization_servers: [first.issuer, second.issuer, deadIssuer],
+        bearer_methods_supported: ['header'],
+        resource_name: 'Data copilot',
+      });
+      // The provider's own discovery document, read through the first authorization server listed.
+      expect(found.authorizationServerUrl).toBe(first.issuer);
+      expect(found.authorizationServerMetadata).toMatchObject({ issuer: first.issuer, token_endpoint: `${first.issuer}/token` });
+    });
+
+    it("points an agent's endpoint at its own metadata, and serves the server's too", async () => {
+      const response = await post('/mcp/agents/deal_desk?x=1');
+      expect(response.status).toBe(401);
+      const { resourceMetadataUrl } = extractWWWAuthenticateParams(response);
+      expect(resourceMetadataUrl?.href).toBe(`${url}/.well-known/oauth-protected-resource/mcp/agents/deal_desk`);
+      const agent = (await (await fetch(resourceMetadataUrl!)).json()) as { resource: string };
+      expect(agent.resource).toBe(`${url}/mcp/agents/deal_desk`);
+      const server = (await (await fetch(`${url}/.well-known/oauth-protected-resource`)).json()) as { resource: string };
+      expect(server.resource).toBe(url);
+      // Other routes keep the plain challenge.
+      const rest = await fetch(`${url}/api/v1/me`);
+      expect([rest.status, rest.headers.get('www-authenticate')]).toEqual([401, 'Bearer']);
+    });
   });
 
   it('answers 503 identity_provider_unavailable with Retry-After when an issuer cannot be reached', async () => {

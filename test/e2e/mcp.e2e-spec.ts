@@ -14,7 +14,7 @@ import type { ToolErrorContent } from '../../src/tools/tool.types';
 import type { ExecuteToolResponse, ToolListResponse } from '../../src/tools/tools.dto';
 import { listen } from '../support/chat-helpers';
 import { match } from '../support/matchers';
-import { bodyOf, type RecordPage } from '../support/responses';
+import { bodyOf, errorOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { createAgent, createApiKey } from '../support/fixtures';
 
@@ -338,6 +338,9 @@ describe('MCP server (official SDK client over Streamable HTTP)', () => {
         expect(response.headers.get('www-authenticate')).toBe('Bearer');
         expect(body).toMatchObject({ code: 'unauthorized' });
       }
+      // Without an identity provider there is no sign-in to discover: API keys only.
+      const metadata = await t.http.get('/.well-known/oauth-protected-resource/mcp').expect(404);
+      expect(errorOf(metadata).code).toBe('route_not_found');
     });
 
     it('refuses a browser Origin outside CORS_ORIGINS with 403, and serves a listed one', async () => {

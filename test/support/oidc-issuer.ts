@@ -30,16 +30,23 @@ export class OidcIssuer {
    * login, whose tokens carry `claims` of that name; consent is given at once.
    */
   readonly publicClients = new Map<string, string[]>();
+  /** Public clients that may use the refresh token grant: every code exchange then gives them a refresh token too. */
+  readonly refreshingClients = new Set<string>();
   private server?: Server;
   private constructor(
     readonly issuer: string,
     private readonly port: number,
     public keys: IssuerKey[],
+    /** How long its access tokens are valid, seconds. */
+    private readonly accessTokenTtlS: number,
   ) {}
 
-  static async start(users: Record<string, Record<string, unknown>>): Promise<OidcIssuer> {
+  static async start(
+    users: Record<string, Record<string, unknown>>,
+    options: { accessTokenTtlS?: number } = {},
+  ): Promise<OidcIssuer> {
     const port = await freePort();
-    const issuer = new OidcIssuer(`http://127.0.0.1:${port}`, port, [await newKey('key-1')]);
+    const issuer = new OidcIssuer(`http://127.0.0.1:${port}`, port, [await newKey('key-1')], options.accessTokenTtlS ?? 300);
     for (const [sub, claims] of Object.entries(users)) issuer.claims.set(sub, claims);
     await issuer.listen();
     return issuer;
@@ -97,7 +104,10 @@ export class OidcIssuer {
     const { default: Provider } = await import('oidc-provider');
     const users = [...this.claims.keys()];
     const provider = new Provider(this.issuer, {
-      clients: [...users.map(client), ...[...this.publicClients].map(([id, uris]) => publicClient(id, uris))],
+      clients: [
+        ...users.map(client),
+        ...[...this.publicClients].map(([id, uris]) => publicClient(id, uris, this.refreshingClients.has(id))),
+      ],
       interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
       cookies: { keys: ['test-cookie-key'] },
       findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
@@ -109,10 +119,17 @@ export class OidcIssuer {
           enabled: true,
           defaultResource: () => TEST_AUDIENCE,
           useGrantedResource: () => true,
-          getResourceServerInfo: () => ({ scope: 'api', audience: TEST_AUDIENCE, accessTokenFormat: 'jwt', accessTokenTTL: 300 }),
+          getResourceServerInfo: () => ({
+            scope: 'api',
+            audience: TEST_AUDIENCE,
+            accessTokenFormat: 'jwt',
+            accessTokenTTL: this.accessTokenTtlS,
+          }),
         },
       },
-      ttl: { ClientCredentials: 300 },
+      ttl: { ClientCredentials: this.accessTokenTtlS },
+      // A refresh token for every client allowed the grant (no offline_access scope and consent needed).
+      issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
       // A signed-in person's claims by its account, a client credentials token's by its client.
       extraTokenClaims: (_ctx, token) => {
         const { accountId, clientId } = token as { accountId?: string; clientId?: string };
@@ -127,7 +144,7 @@ export class OidcIssuer {
       const redirectUris = this.publicClients.get(id);
       if (redirectUris) {
         const Public = provider.Client as unknown as new (metadata: ReturnType<typeof publicClient>) => typeof found;
-        return new Public(publicClient(id, redirectUris));
+        return new Public(publicClient(id, redirectUris, this.refreshingClients.has(id)));
       }
       if (!this.claims.has(id)) return found;
       const Client = provider.Client as unknown as new (metadata: ReturnType<typeof client>) => typeof found;
@@ -195,11 +212,11 @@ function client(id: string) {
   };
 }
 
-function publicClient(id: string, redirectUris: string[]) {
+function publicClient(id: string, redirectUris: string[], refreshing = false) {
   return {
     client_id: id,
     token_endpoint_auth_method: 'none' as const,
-    grant_types: ['authorization_code'],
+    grant_types: refreshing ? ['authorization_code', 'refresh_token'] : ['authorization_code'],
     response_types: ['code' as const],
     redirect_uris: redirectUris,
   };

@@ -122,6 +122,7 @@ export class ChatClaimsRepository {
         event: ChatEvent;
         key_role: ApiKeyRole | null;
         key_subject: string | null;
+        key_owner: string | null;
         history: Array<Selectable<ChatMessagesTable>>;
       }
     >`
@@ -132,7 +133,7 @@ export class ChatClaimsRepository {
           from claimed order by id
         returning id, chat_id, event, prev
       )
-      select claimed.*, l.id as event_id, l.prev as event_prev, l.event, k.role as key_role, k.subject as key_subject,
+      select claimed.*, l.id as event_id, l.prev as event_prev, l.event, k.role as key_role, k.subject as key_subject, k.owner as key_owner,
              ${messagesJson(sql`chat_messages m where m.chat_id = claimed.id`)} as history
         from claimed join logged l on l.chat_id = claimed.id
         left join api_keys k on k.id = claimed.turn_key_id and not k.revoked
@@ -140,7 +141,10 @@ export class ChatClaimsRepository {
     this.events.record(em, loggedEvents(rows.map((row) => ({ id: row.event_id, prev: row.event_prev, event: row.event }))));
     return rows.map((row) => ({
       ...toChat(row),
-      turnKey: row.key_role !== null && row.key_subject !== null ? { role: row.key_role, subject: row.key_subject } : null,
+      turnKey:
+        row.key_role !== null && row.key_subject !== null && row.key_owner !== null
+          ? { role: row.key_role, subject: row.key_subject, owner: row.key_owner }
+          : null,
       history: row.history.map(toMessageRow),
     }));
   }
@@ -208,7 +212,7 @@ export class ChatClaimsRepository {
       .where('status', 'in', ['pending', 'running', 'requires_action', 'requires_approval'])
       .where(
         sql<boolean>`not exists (select 1 from api_keys k
-                                  where k.id = chats.turn_key_id and not k.revoked and k.subject = chats.owner)`,
+                                  where k.id = chats.turn_key_id and not k.revoked and k.owner = chats.owner)`,
       )
       .returning(['id', 'owner']);
     const base = sql`'chatId', s.id, 'owner', s.owner`;

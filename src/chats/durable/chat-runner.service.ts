@@ -68,7 +68,7 @@ export class ChatRunner {
       // The claim itself published the `running` status. The turn runs as the key that posted it, as that key
       // was at the claim (read by the claim from the table: a revocation that has not reached this replica yet
       // still counts), and sees of the stored tool results only those produced under the access it has.
-      const caller = this.access.callerOf(chat.turnKeyId, chat.turnKey, { subject: chat.owner });
+      const caller = this.access.callerOf(chat.turnKeyId, chat.turnKey, { owner: chat.owner });
       const fingerprint = await this.access.fingerprint(caller);
       access = fingerprint;
       const history = visibleTo(chat.history, fingerprint);

@@ -90,7 +90,7 @@ export class ChatStreamService {
         writer.send({ status, lastError: null }, { event: 'status' });
         sent = status;
       } else {
-        const chat = read ?? (await this.repo.find(this.em.fork(), chatId, caller.subject));
+        const chat = read ?? (await this.repo.find(this.em.fork(), chatId, caller.owner));
         if (!chat) {
           writer.send({ status: 'deleted' }, { event: 'status' });
           writer.close();
@@ -169,7 +169,7 @@ export class ChatStreamService {
   watch(caller: Caller, open: () => ServerResponse): void {
     const writer = this.streams.open(caller, open);
     const unsubscribe = this.events.subscribe((event) => {
-      if (!('owner' in event) || event.owner !== caller.subject) return;
+      if (!('owner' in event) || event.owner !== caller.owner) return;
       switch (event.type) {
         case 'created':
           return writer.send({ chatId: event.chatId, status: event.status }, { event: 'created' });

@@ -75,7 +75,7 @@ export class ChatService {
       declaredTools: { tools: dto.dynamicTools },
     });
     // One statement, a transaction of its own: admission, the chat, its message and their events.
-    const { chat } = await this.oneTurnAtATime(caller.subject, () =>
+    const { chat } = await this.oneTurnAtATime(caller.owner, () =>
       this.insertChat(this.em.fork(), caller, {
         agent: agent.name,
         message: dto.message,
@@ -96,7 +96,7 @@ export class ChatService {
    */
   async insertChat(em: EntityManager, caller: Caller, input: NewChat): Promise<{ chat: ChatRow; messageId: number }> {
     const id = input.id ?? randomUUID();
-    const owner = caller.subject;
+    const owner = caller.owner;
     const created = await this.repo.insertChat(
       em,
       {
@@ -124,7 +124,7 @@ export class ChatService {
 
   async list(caller: Caller, query: PaginationQueryDto): Promise<ChatListResponse> {
     const limit = clampLimit(query.limit, CHATS_DEFAULT_LIMIT, CHATS_MAX_LIMIT);
-    const chats = await this.repo.listOwned(this.em.fork(), caller.subject, limit, query.offset ?? 0);
+    const chats = await this.repo.listOwned(this.em.fork(), caller.owner, limit, query.offset ?? 0);
     const fingerprint = await this.access.fingerprint(caller);
     return { chats: chats.map((chat) => toChatResponse(chat, fingerprint)) };
   }
@@ -136,7 +136,7 @@ export class ChatService {
 
   /** The caller's chat; another owner's chat is as unknown as a missing one. */
   async get(caller: Caller, id: string, em: EntityManager = this.em.fork(), lock = false): Promise<ChatRow> {
-    const chat = isUuid(id) ? await this.repo.find(em, id, caller.subject, { lock }) : undefined;
+    const chat = isUuid(id) ? await this.repo.find(em, id, caller.owner, { lock }) : undefined;
     if (!chat) throw notFound(id);
     return chat;
   }
@@ -148,7 +148,7 @@ export class ChatService {
     afterId: number,
     limit: number,
   ): Promise<{ chat: ChatRow; messages: ChatMessageRow[] }> {
-    const found = isUuid(id) ? await this.repo.findWithMessages(this.em.fork(), id, caller.subject, afterId, limit) : undefined;
+    const found = isUuid(id) ? await this.repo.findWithMessages(this.em.fork(), id, caller.owner, afterId, limit) : undefined;
     if (!found) throw notFound(id);
     return found;
   }
@@ -191,12 +191,12 @@ export class ChatService {
    */
   async postMessage(caller: Caller, id: string, message: string): Promise<void> {
     const seen = this.seen.get(id);
-    if (seen?.owner === caller.subject && (await this.postToSeen(caller, seen, message))) return;
+    if (seen?.owner === caller.owner && (await this.postToSeen(caller, seen, message))) return;
     const chat = await this.get(caller, id);
     this.see(chat);
     checkTurnStart(chat);
     await this.admit(caller, chat);
-    await this.oneTurnAtATime(caller.subject, async () => {
+    await this.oneTurnAtATime(caller.owner, async () => {
       const em = this.em.fork();
       const ids = await this.repo.write(em, { ...this.userTurn(chat.id, caller, message), from: TURN_STARTS });
       if (ids) return;
@@ -212,7 +212,7 @@ export class ChatService {
     } catch {
       return false;
     }
-    return this.oneTurnAtATime(caller.subject, async () => {
+    return this.oneTurnAtATime(caller.owner, async () => {
       const setup = { agent: chat.agent, dynamicTools: chat.dynamicTools };
       const turn = { ...this.userTurn(chat.id, caller, message), from: TURN_STARTS, setup };
       return (await this.repo.write(this.em.fork(), turn)) !== undefined;
@@ -269,7 +269,7 @@ export class ChatService {
    * the status, the turn's key and the status event, in one statement.
    */
   private userTurn(chatId: string, caller: Caller, message: string, messageClientId?: string | null): ChatWrite {
-    const owner = caller.subject;
+    const owner = caller.owner;
     return {
       chatId,
       owner,
@@ -287,7 +287,7 @@ export class ChatService {
    */
   async postToolResults(caller: Caller, id: string, results: ToolResultDto[]): Promise<void> {
     await this.admit(caller, await this.get(caller, id));
-    await this.oneTurnAtATime(caller.subject, () =>
+    await this.oneTurnAtATime(caller.owner, () =>
       this.em.fork().transactional(async (em) => {
         const chat = await this.get(caller, id, em, true);
         await this.acceptToolResults(em, caller, chat, results);

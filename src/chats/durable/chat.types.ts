@@ -99,7 +99,7 @@ export interface ChatRow {
  * unknown), and its messages in order.
  */
 export interface ClaimedChat extends ChatRow {
-  turnKey: { role: ApiKeyRole; subject: string } | null;
+  turnKey: { role: ApiKeyRole; subject: string; owner: string } | null;
   history: ChatMessageRow[];
 }
 

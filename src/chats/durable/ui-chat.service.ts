@@ -80,9 +80,9 @@ export class UiChatService {
         stream.start(origin, this.streams.open(caller, open, { headers: UI_MESSAGE_STREAM_HEADERS }));
         return;
       }
-      origin = await this.chats.oneTurnAtATime(caller.subject, () =>
+      origin = await this.chats.oneTurnAtATime(caller.owner, () =>
         this.em.fork().transactional(async (em) => {
-          const chat = await this.repo.findByClientId(em, caller.subject, dto.id, { lock: true });
+          const chat = await this.repo.findByClientId(em, caller.owner, dto.id, { lock: true });
           if (!chat) {
             if (submission.kind !== 'message') throw notFound(dto.id);
             const created = await this.chats.insertChat(em, caller, {
@@ -203,7 +203,7 @@ export class UiChatService {
 
   /** The caller's chat with this client id and agent; another owner's, or another agent's, is not found. */
   private async find(em: EntityManager, caller: Caller, agentName: string, id: string): Promise<ChatRow> {
-    const chat = await this.repo.findByClientId(em, caller.subject, id);
+    const chat = await this.repo.findByClientId(em, caller.owner, id);
     if (!chat || chat.agent !== agentName) throw notFound(id);
     return chat;
   }

@@ -4,6 +4,7 @@ import { MigrationRecordHistory } from './migration-20261201-record-history';
 import { MigrationUserPrincipals } from './migration-20261202-user-principals';
 import { MigrationRelatedFields } from './migration-20261205-related-fields';
 import { MigrationFormulaFields } from './migration-20261203-formula-fields';
+import { MigrationPrincipalOwners } from './migration-20261206-principal-owners';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
 import { MigrationAgents } from './migration-20261122-agents';
@@ -65,6 +66,7 @@ export const MIGRATIONS = [
   MigrationUserPrincipals,
   MigrationFormulaFields,
   MigrationRelatedFields,
+  MigrationPrincipalOwners,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

@@ -94,18 +94,22 @@ export function chatApi(agent: string, durable: boolean): string {
   return `/api/v1/ai/agents/${encodeURIComponent(agent)}/${durable ? 'chats' : 'chat'}`;
 }
 
-/** A chat on the AI SDK's DefaultChatTransport, the key sent as a Bearer token through its `headers`. */
+/**
+ * A chat on the AI SDK's DefaultChatTransport, the key sent as a Bearer token through its `headers`: `bearer()` at
+ * each request, so that a sign-in's access token renewed meanwhile is the one sent (`target.key` by default).
+ */
 export function createChat(
   target: ChatTarget,
   messages: UIMessage[],
   handlers: { onChange: () => void; onError: (error: Error) => void },
+  bearer: () => string = () => target.key,
 ): PlaygroundChat {
   return new PlaygroundChat({
     id: target.id,
     messages,
     transport: new DefaultChatTransport<UIMessage>({
       api: chatApi(target.agent, target.durable),
-      headers: { Authorization: `Bearer ${target.key}` },
+      headers: () => ({ Authorization: `Bearer ${bearer()}` }),
       // The stateless route answers JSON unless asked for the UI message stream.
       body: target.durable ? undefined : { stream: true },
     }),

@@ -24,7 +24,8 @@ export class ChangeFeed {
   readonly ready = new Promise<void>((resolve) => (this.opened = resolve));
 
   constructor(
-    private readonly key: string,
+    /** The Bearer at each (re)connection: a sign-in's access token may have been renewed since the last one. */
+    private readonly key: () => string,
     private readonly object: string,
     private readonly handlers: { change: (change: Change) => void; state: (state: FeedState) => void },
   ) {
@@ -44,7 +45,7 @@ export class ChangeFeed {
     this.handlers.state(this.failures ? 'reconnecting' : 'connecting');
     let token: string;
     try {
-      token = await streamToken(this.key);
+      token = await streamToken(this.key());
     } catch {
       this.scheduleRetry();
       return;

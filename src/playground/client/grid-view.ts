@@ -238,7 +238,7 @@ export class GridView {
       ...this.views.map((view) => new Option(view.shared ? `${view.label} (shared)` : view.label, view.name)),
     );
     this.el.view.disabled = this.views.length === 0;
-    const feed = new ChangeFeed(key, name, {
+    const feed = new ChangeFeed(() => this.key() ?? key, name, {
       change: (change) => this.applyChange(change),
       state: (state) => {
         this.el.feed.dataset.state = state;

@@ -7,8 +7,17 @@ import { byId, randomId, showError } from './dom';
 import { GridView } from './grid-view';
 import { revertChangeSet } from './history-api';
 import type { ReceiptReplay, ReceiptReplayer } from './receipt-view';
-import { session } from './session';
-import { completeSignIn, issuerHost, signInSettings, startSignIn, type SignInSettings } from './sign-in';
+import { session, type SignInGrant } from './session';
+import {
+  completeSignIn,
+  issuerHost,
+  refreshSignIn,
+  renewalAt,
+  signInSettings,
+  startSignIn,
+  type SignedIn,
+  type SignInSettings,
+} from './sign-in';
 
 const EMPTY_CHAT = 'Ask a question about your data; the tools the agent calls appear as cards you can open.';
 
@@ -36,7 +45,8 @@ function receiptReplayer(): ReceiptReplayer {
   const opened = target;
   if (!opened?.durable) return undefined;
   const path = apiPath('ai', 'agents', opened.agent, 'chats', opened.id, 'receipts', 'replay');
-  return async (toolCallId) => (await apiSend<ReceiptReplay>(opened.key, path, { method: 'POST', body: { toolCallId } })).body;
+  return async (toolCallId) =>
+    (await apiSend<ReceiptReplay>(session.apiKey() ?? opened.key, path, { method: 'POST', body: { toolCallId } })).body;
 }
 
 const view = new ChatView(
@@ -181,17 +191,23 @@ async function openChat(restore: boolean, refusal?: Error): Promise<void> {
   }
   session.setChatId(durable ? id : undefined);
   target = { key, agent, durable, id };
-  const opened = createChat(target, messages, {
-    onChange: scheduleRender,
-    onError: (error) => {
-      scheduleRender();
-      const failure = chatFailure(error);
-      // A refused decision (its proposal expired, or this key may not make the write): fetched again, the chat
-      // shows what became of the proposal (an expired one was answered for the model, whose turn goes on) or
-      // asks again, with the refusal on screen.
-      if (failure instanceof ApiError && failure.code === 'approval_invalid') void openChat(true, failure);
+  const opened = createChat(
+    target,
+    messages,
+    {
+      onChange: scheduleRender,
+      onError: (error) => {
+        scheduleRender();
+        const failure = chatFailure(error);
+        // A refused decision (its proposal expired, or this key may not make the write): fetched again, the chat
+        // shows what became of the proposal (an expired one was answered for the model, whose turn goes on) or
+        // asks again, with the refusal on screen.
+        if (failure instanceof ApiError && failure.code === 'approval_invalid') void openChat(true, failure);
+      },
     },
-  });
+    // A sign-in's token renewed since the chat opened is the one its next request sends.
+    () => session.apiKey() ?? key,
+  );
   chat = opened;
   view.clear(EMPTY_CHAT);
   render();
@@ -230,6 +246,7 @@ async function connect(key: string): Promise<void> {
   const signedIn = session.signedIn();
   el.keyStatus.textContent = signedIn ? `Signed in with ${signedIn}.` : `Using the key ending in …${key.slice(-4)}.`;
   el.signOut.hidden = !signedIn;
+  scheduleRenewal();
   showError(el.chatError, undefined);
   const usable = agents.filter((agent) => agent.active);
   el.agent.replaceChildren(
@@ -242,8 +259,10 @@ async function connect(key: string): Promise<void> {
 }
 
 function forget(): void {
+  clearTimeout(renewal);
   session.setApiKey(undefined);
   session.setSignedIn(undefined);
+  session.setSignInGrant(undefined);
   el.signOut.hidden = true;
   session.setChatId(undefined);
   void chat?.stop();
@@ -263,6 +282,7 @@ el.keyForm.addEventListener('submit', (event) => {
   if (!key) return;
   session.setApiKey(key);
   session.setSignedIn(undefined);
+  session.setSignInGrant(undefined);
   // A new key is another caller: its chats are not the previous key's.
   session.setChatId(undefined);
   el.keyInput.value = '';
@@ -292,6 +312,59 @@ el.question.addEventListener('keydown', (event) => {
 });
 
 let signIn: SignInSettings = { enabled: false };
+/** The server's sign-in settings, asked for once as the page loads. */
+const signInLoaded = signInSettings();
+/** The timer that renews the sign-in's access token before it expires. */
+let renewal: ReturnType<typeof setTimeout> | undefined;
+
+/** Keeps the tab's sign-in: its token and what renews it. */
+function keepSignIn(signedIn: SignedIn): void {
+  const { accessToken, ...grant } = signedIn;
+  session.setApiKey(accessToken);
+  session.setSignInGrant(grant);
+}
+
+/**
+ * Renews the sign-in's access token before it expires: with its refresh token when the provider gave one;
+ * otherwise (or when the provider refuses) the person is asked to sign in again, and signed out once it expired.
+ */
+function scheduleRenewal(): void {
+  clearTimeout(renewal);
+  const grant = session.signInGrant();
+  const at = grant && session.signedIn() ? renewalAt(grant) : undefined;
+  if (!grant || at === undefined) return;
+  renewal = setTimeout(() => void renew(grant), Math.max(0, at - Date.now()));
+}
+
+async function renew(grant: SignInGrant): Promise<void> {
+  const token = session.apiKey();
+  const settings = await signInLoaded;
+  if (!token || !settings.enabled) return;
+  if (grant.refreshToken) {
+    try {
+      const next = await refreshSignIn(settings, { ...grant, accessToken: token });
+      // Signed out, or signed in anew, meanwhile: that wins.
+      if (session.apiKey() !== token) return;
+      keepSignIn(next);
+      scheduleRenewal();
+      return;
+    } catch (error) {
+      showError(el.chatError, error);
+    }
+  }
+  const host = session.signedIn() ?? issuerHost(settings);
+  el.keyStatus.textContent = `Your sign-in with ${host} is about to expire: sign in again to go on.`;
+  el.signIn.hidden = false;
+  const expiresAt = grant.expiresAt ?? Date.now();
+  renewal = setTimeout(
+    () => {
+      if (session.apiKey() !== token) return;
+      forget();
+      showError(el.chatError, new Error(`Your sign-in with ${host} expired: sign in again.`));
+    },
+    Math.max(0, expiresAt - Date.now()),
+  );
+}
 
 el.signIn.addEventListener('click', () => {
   el.signIn.disabled = true;
@@ -314,16 +387,16 @@ async function start(): Promise<void> {
   const returning = new URLSearchParams(location.search).has('state');
   // A plain load does not wait for the sign-in settings.
   if (!returning) resume();
-  signIn = await signInSettings();
+  signIn = await signInLoaded;
   if (signIn.enabled) {
     el.signIn.textContent = `Sign in with ${issuerHost(signIn)}`;
     el.signIn.hidden = false;
   }
   if (!returning) return;
   try {
-    const token = await completeSignIn(signIn);
-    if (token) {
-      session.setApiKey(token);
+    const signedIn = await completeSignIn(signIn);
+    if (signedIn) {
+      keepSignIn(signedIn);
       session.setSignedIn(issuerHost(signIn));
       // Another caller: the previous key's chat is not this user's.
       session.setChatId(undefined);

@@ -1,3 +1,8 @@
+import type { SignedIn } from './sign-in';
+
+/** A sign-in as kept: all but the access token, which is the tab's Bearer (`apiKey`). */
+export type SignInGrant = Omit<SignedIn, 'accessToken'>;
+
 /**
  * What the page keeps for this tab only: sessionStorage, never localStorage or the URL, so the key (or
  * the access token of a sign-in) leaves with the tab and never lands in history, logs or a referrer.
@@ -8,6 +13,7 @@ const KEYS = {
   durable: 'playground.durable',
   chatId: 'playground.chatId',
   signedIn: 'playground.signedIn',
+  signInGrant: 'playground.signIn.grant',
 } as const;
 
 type Entry = keyof typeof KEYS;
@@ -42,4 +48,14 @@ export const session = {
   /** The identity provider's host when the Bearer in use is an access token from signing in there (not a pasted key). */
   signedIn: () => read('signedIn'),
   setSignedIn: (value: string | undefined) => write('signedIn', value),
+  /** How the sign-in's access token is renewed (its refresh token, token endpoint and expiry); none for a pasted key. */
+  signInGrant: (): SignInGrant | undefined => {
+    const raw = read('signInGrant');
+    try {
+      return raw ? (JSON.parse(raw) as SignInGrant) : undefined;
+    } catch {
+      return undefined;
+    }
+  },
+  setSignInGrant: (value: SignInGrant | undefined) => write('signInGrant', value && JSON.stringify(value)),
 };

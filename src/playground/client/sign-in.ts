@@ -3,6 +3,7 @@
  * The page finds the provider's endpoints by OpenID discovery, sends the browser to its authorization
  * endpoint with a code challenge, a state and a nonce, and, back on the playground with a code, exchanges
  * it at the token endpoint for an access token: the Bearer of every API call from then on, as a pasted key.
+ * Before that token expires the page gets another with the refresh token, when the provider gave one.
  */
 
 /** GET /playground/sign-in. */
@@ -31,6 +32,27 @@ interface Pending {
 }
 
 const PENDING = 'playground.signIn.pending';
+
+/** What a sign-in gave: the access token, and what the page needs to get the next one before it expires. */
+export interface SignedIn {
+  accessToken: string;
+  tokenEndpoint: string;
+  /** Absent when the provider gave none: the person signs in again instead. */
+  refreshToken?: string;
+  /** When the access token was received and when it expires (ms since the epoch); absent when the provider did not say. */
+  receivedAt: number;
+  expiresAt?: number;
+}
+
+/** The token endpoint's answer (RFC 6749, section 5.1). */
+interface TokenAnswer {
+  access_token?: string;
+  refresh_token?: string;
+  expires_in?: number;
+  id_token?: string;
+  error?: string;
+  error_description?: string;
+}
 
 /** The settings the server publishes; sign-in off when they cannot be read. */
 export async function signInSettings(): Promise<SignInSettings> {
@@ -126,10 +148,10 @@ function claimsOf(jwt: string): Record<string, unknown> {
 }
 
 /**
- * Back from the provider: the access token for the code in the URL, or undefined when the page was not
- * opened by a redirect of the provider. The code and state leave the address bar either way.
+ * Back from the provider: the tokens for the code in the URL, or undefined when the page was not opened by a
+ * redirect of the provider. The code and state leave the address bar either way.
  */
-export async function completeSignIn(settings: SignInSettings): Promise<string | undefined> {
+export async function completeSignIn(settings: SignInSettings): Promise<SignedIn | undefined> {
   const query = new URLSearchParams(location.search);
   const state = query.get('state');
   if (!state || (!query.has('code') && !query.has('error'))) return undefined;
@@ -149,24 +171,72 @@ export async function completeSignIn(settings: SignInSettings): Promise<string |
     code_verifier: pending.verifier,
   });
   if (settings.resource) body.set('resource', settings.resource);
-  const response = await fetch(pending.tokenEndpoint, {
+  const answer = await askToken(pending.tokenEndpoint, body, 'the code');
+  if (answer.id_token && claimsOf(answer.id_token).nonce !== pending.nonce) {
+    throw new Error('The identity provider answered with another nonce: sign in again');
+  }
+  return signedIn(answer, pending.tokenEndpoint);
+}
+
+/**
+ * The next access token of a sign-in, by its refresh token (RFC 6749, section 6). The provider may give a new
+ * refresh token with it (rotation); otherwise the one used stays good.
+ */
+export async function refreshSignIn(settings: SignInSettings, previous: SignedIn): Promise<SignedIn> {
+  if (!previous.refreshToken || !settings.clientId) throw new Error('This sign-in cannot be refreshed: sign in again');
+  const body = new URLSearchParams({
+    grant_type: 'refresh_token',
+    refresh_token: previous.refreshToken,
+    client_id: settings.clientId,
+  });
+  if (settings.resource) body.set('resource', settings.resource);
+  const next = signedIn(await askToken(previous.tokenEndpoint, body, 'the refresh token'), previous.tokenEndpoint);
+  return { ...next, refreshToken: next.refreshToken ?? previous.refreshToken };
+}
+
+/**
+ * When to get the next token: a minute before the access token expires, but not before half its life is
+ * over (a short-lived token is not renewed at once); undefined when its expiry is unknown.
+ */
+export function renewalAt(grant: Pick<SignedIn, 'receivedAt' | 'expiresAt'>): number | undefined {
+  if (grant.expiresAt === undefined) return undefined;
+  return Math.max(grant.expiresAt - 60_000, grant.receivedAt + (grant.expiresAt - grant.receivedAt) / 2);
+}
+
+async function askToken(tokenEndpoint: string, body: URLSearchParams, what: string): Promise<TokenAnswer> {
+  const response = await fetch(tokenEndpoint, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
     body,
   });
-  const answer = (await response.json().catch(() => ({}))) as {
-    access_token?: string;
-    id_token?: string;
-    error?: string;
-    error_description?: string;
-  };
-  if (!response.ok || !answer.access_token) {
+  const answer = (await response.json().catch(() => ({}))) as TokenAnswer;
+  if (!response.ok || typeof answer.access_token !== 'string') {
     throw new Error(
-      `The identity provider's token endpoint refused the code: ${answer.error_description ?? answer.error ?? response.status}`,
+      `The identity provider's token endpoint refused ${what}: ${answer.error_description ?? answer.error ?? response.status}`,
     );
   }
-  if (answer.id_token && claimsOf(answer.id_token).nonce !== pending.nonce) {
-    throw new Error('The identity provider answered with another nonce: sign in again');
+  return answer;
+}
+
+/** The sign-in a token answer makes: its expiry from `expires_in`, else from the access token's own `exp`. */
+function signedIn(answer: TokenAnswer, tokenEndpoint: string): SignedIn {
+  const accessToken = answer.access_token!;
+  const receivedAt = Date.now();
+  let expiresAt: number | undefined;
+  if (typeof answer.expires_in === 'number' && answer.expires_in > 0) expiresAt = receivedAt + answer.expires_in * 1000;
+  else {
+    try {
+      const exp = claimsOf(accessToken).exp;
+      if (typeof exp === 'number') expiresAt = exp * 1000;
+    } catch {
+      // An opaque access token that says nothing of its expiry: kept until the server refuses it.
+    }
   }
-  return answer.access_token;
+  return {
+    accessToken,
+    tokenEndpoint,
+    receivedAt,
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+    ...(typeof answer.refresh_token === 'string' ? { refreshToken: answer.refresh_token } : {}),
+  };
 }

@@ -20,7 +20,7 @@ const DEAL: ObjectMeta = {
   ],
 };
 
-const CALLER: Caller = { keyId: 'k', role: 'member', subject: 's' };
+const CALLER: Caller = { keyId: 'k', role: 'member', subject: 's', owner: 's' };
 
 /** A data pool that records every SQL statement instead of running it (transactions and reader sessions included). */
 function recordingPool(): { pool: DataPool; statements: string[] } {

@@ -11,7 +11,7 @@ import { offeredDescription } from '../tool.define';
 import { ToolRegistry } from '../tool.registry';
 import { createDataTools, DATA_TOOL_NAMES } from './index';
 
-const CALLER: Caller = { keyId: 'k', role: 'member', subject: 's' };
+const CALLER: Caller = { keyId: 'k', role: 'member', subject: 's', owner: 's' };
 
 /**
  * What the model sees of every data tool. A change here changes the model's behaviour: the
