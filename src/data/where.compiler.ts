@@ -505,7 +505,8 @@ export function compileSearch(object: ObjectMeta, text: string, params: SqlParam
     throw new DomainError('invalid_value', `q is at most ${MAX_SEARCH_LENGTH} characters`, { max: MAX_SEARCH_LENGTH });
   }
   const value = searchFold(`${params.add(containsPattern(text))}::text`);
-  return `(${fields.map((field) => `${searchFold(quoteIdent(field.name))} ILIKE ${value} ${LIKE_ESCAPE}`).join(' OR ')})`;
+  // A computed text field (a concatenation, a value through a lookup) is searched through its SQL.
+  return `(${fields.map((field) => `${searchFold(fieldSql(field, params))} ILIKE ${value} ${LIKE_ESCAPE}`).join(' OR ')})`;
 }
 
 /** ` and <row filter>` for statements that select one record by id (get, update, delete), or ''. */

@@ -230,15 +230,17 @@ export class MetadataService {
       const field = await this.findFieldDefinition(em, object, fieldName);
       if (isRelatedKind(field.type)) {
         const changed = Object.entries(dto).filter(
-          ([key, value]) => value !== undefined && key !== 'label' && key !== 'description',
+          ([key, value]) => value !== undefined && !['label', 'description', 'searchable'].includes(key),
         );
         if (changed.length) {
           throw new DomainError(
             'validation_failed',
-            `Only the label and description of a ${field.type} field ("${fieldName}") can change; delete it and add it again to change its definition`,
+            `Only the label, description and searchable of a ${field.type} field ("${fieldName}") can change; delete it and add it again to change its definition`,
             { field: fieldName, properties: changed.map(([key]) => key) },
           );
         }
+        if (dto.searchable) assertSearchableAllowed(fieldName, field.resultType as FieldType);
+        if (dto.searchable !== undefined) field.searchable = dto.searchable;
         if (dto.label !== undefined) field.label = dto.label;
         if (dto.description !== undefined) field.description = dto.description;
         field.updatedAt = new Date();
@@ -442,10 +444,10 @@ export class MetadataService {
     context: { selfName: string; selfLabel: string; siblings: FieldMeta[] },
   ): Promise<{ field: FieldMeta; stored: StoredRelated }> {
     assertValidName('field', dto.name);
-    if (dto.required || dto.unique || dto.indexed || dto.searchable || dto.options !== undefined || dto.reference !== undefined) {
+    if (dto.required || dto.unique || dto.indexed || dto.options !== undefined || dto.reference !== undefined) {
       throw new DomainError(
         'validation_failed',
-        `A ${dto.type} field ("${dto.name}") is computed when read: it cannot be required, unique, indexed or searchable, nor have options or a reference`,
+        `A ${dto.type} field ("${dto.name}") is computed when read: it cannot be required, unique or indexed, nor have options or a reference`,
         { field: dto.name },
       );
     }
@@ -486,6 +488,11 @@ export class MetadataService {
       description: dto.description ?? null,
       related: relatedMeta(kind, context.selfName, defined.stored),
     };
+    if (dto.searchable) {
+      // Searched by ?q= through its SQL (no index: there is no column to index).
+      assertSearchableAllowed(dto.name, field.type as FieldType);
+      field.searchable = true;
+    }
     return { field, stored: defined.stored };
   }
 

@@ -490,6 +490,44 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
     expect(unchanged.size).toBeNull();
   });
 
+  it("searches (?q=) a concatenation and a value through a lookup, under the key's row filter", async () => {
+    await addField('acct', {
+      name: 'title_list',
+      type: 'rollup',
+      relation: 'opp.acct',
+      function: 'concat',
+      field: 'title',
+      searchable: true,
+    }).expect(201);
+    const bad = await addField('acct', { name: 'bad', type: 'count', relation: 'opp.acct', searchable: true });
+    expect([bad.status, errorOf(bad).code]).toEqual([400, 'invalid_searchable']);
+    await t.http.patch('/api/v1/objects/opp/fields/acct_region').set(asAdmin(t)).send({ searchable: true }).expect(200);
+    for (const [key, where] of [
+      [t.adminKey, 'true'],
+      [alice, `o.owner = 'alice'`],
+    ] as const) {
+      const found = await all(key, 'acct', { q: 't1' });
+      const want = await t.sql<{ id: string }>(
+        `select a.id::text as id from data.acct a
+          where exists (select 1 from data.opp o where o.acct = a.id and ${where} and o.title ilike '%t1%') order by a.id`,
+      );
+      expect({ admin: key === t.adminKey, ids: found.map((r) => r.id) }).toEqual({
+        admin: key === t.adminKey,
+        ids: want.map((r) => r.id),
+      });
+      expect(want.length).toBeGreaterThan(0);
+    }
+    const north = await all(t.adminKey, 'opp', { q: 'NOR' });
+    const wantNorth = await t.sql<{ id: string }>(
+      `select o.id::text as id from data.opp o join data.acct a on a.id = o.acct where a.region = 'north' order by o.id`,
+    );
+    expect(north.map((r) => r.id)).toEqual(wantNorth.map((r) => r.id));
+    // Hidden from a key, a searchable computed field is not searched for it.
+    const noneFor = await list(acctOnly, 'acct', { q: 't1' });
+    expect([noneFor.status, errorOf(noneFor).code]).toEqual([400, 'search_not_available']);
+    await t.http.delete('/api/v1/objects/acct/fields/title_list').set(asAdmin(t)).expect(204);
+  });
+
   it('refuses definitions that do not fit, with clear codes', async () => {
     const cases: Array<[Row, number, string]> = [
       [{ type: 'rollup', relation: 'opp.acct', function: 'sum', field: 'title' }, 400, 'invalid_rollup_function'],
