@@ -7,6 +7,22 @@ export interface FieldSummary {
   type: string;
   /** The allowed values of a select field. */
   options?: string[];
+  /** The object a lookup field points at. */
+  reference?: string;
+  /** Computed fields (formula, rollup, count, lookup_value): the type their value reads as. */
+  resultType?: string;
+  /** A formula's expression, its fields written `{name}`. */
+  expression?: string;
+  /** A rollup's or count's relation: `<object>.<its lookup pointing here>`. */
+  relation?: string;
+  /** A rollup's function (sum, avg, count, ...). */
+  function?: string;
+  /** The field a rollup reads of the related records, or the field of the target a lookup_value shows. */
+  field?: string;
+  /** A rollup's or count's condition on the related records (a `where`). */
+  filter?: unknown;
+  /** The lookup field a lookup_value reads through. */
+  through?: string;
 }
 
 export interface ObjectDescription {
@@ -50,6 +66,25 @@ export interface GridQuery {
   where?: string;
   orderBy?: OrderBy[];
   limit: number;
+}
+
+/**
+ * Some fields of the records with these ids, those of them the key may read (at most one page): what a grid
+ * reads again when the values it shows were computed from records that changed since.
+ */
+export async function readRecordFields(
+  key: string,
+  object: string,
+  ids: string[],
+  fields: string[],
+  signal?: AbortSignal,
+): Promise<GridRecord[]> {
+  const params = new URLSearchParams({
+    where: JSON.stringify({ id: { $in: ids } }),
+    fields: ['id', ...fields.filter((name) => name !== 'id')].join(','),
+    limit: String(ids.length),
+  });
+  return (await apiGet<RecordPage>(key, `${records(object)}?${params}`, signal)).records;
 }
 
 /** A record with its version, as sent in ETag and sent back in If-Match. */

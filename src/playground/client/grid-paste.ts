@@ -16,7 +16,8 @@ const MAX_ROWS = 1000;
 
 /**
  * Rows copied from a spreadsheet, pasted at a cell: its row and those below are updated, rows past the page's
- * last are created (all of them when pasted into the new row), each pasted column going to the grid's columns from the cell's onwards. All of it is one
+ * last are created (all of them when pasted into the new row), each pasted column going to the grid's columns from the
+ * cell's onwards (those over a computed column skipped: its values are the server's). All of it is one
  * batch request, all or nothing, so a bad value leaves every record as it was (the error names its row).
  * Updates carry no If-Match: the list of records has no versions, and a paste is a deliberate overwrite.
  */
@@ -28,20 +29,30 @@ export async function pasteRows(ctx: PasteContext, anchor: HTMLTableCellElement,
   const width = Math.max(...lines.map((line) => line.length));
   const targets = columns.slice(first, first + width);
   if (targets.length < width) throw new Error(`The rows have ${width} columns; only ${targets.length} follow this cell`);
-  const fixed = targets.find((column) => !column.editable);
+  const fixed = targets.find((column) => !column.editable && !column.computed);
   if (fixed) throw new Error(`The column ${fixed.label} cannot be written: paste into field columns`);
+  // Computed columns are the server's to fill: what is pasted over them is skipped, not sent to be refused.
+  const written = targets.flatMap((column, index) => (column.computed ? [] : [index]));
+  const skipped = targets.filter((column) => column.computed).map((column) => column.label);
+  if (!written.length)
+    throw new Error(`Nothing pasted: ${skipped.join(', ')} ${skipped.length === 1 ? 'is' : 'are'} computed, read-only`);
 
   const rows = ctx.table.rows();
   const start = ctx.table.isNew(anchor) ? rows.length : (anchor.parentElement as HTMLTableRowElement).sectionRowIndex;
-  const operations: BatchOperation[] = lines.map((line, index) => {
-    const values = Object.fromEntries(
-      line.map((text, column) => [targets[column].name, valueFromText(targets[column].type ?? 'text', text)]),
-    );
-    const row = rows[start + index];
-    return row && !row.classList.contains('deleted')
-      ? { op: 'update', id: row.dataset.id!, record: values }
-      : { op: 'create', record: values };
-  });
+  const operations = lines
+    .map((line, index): BatchOperation => {
+      const values = Object.fromEntries(
+        written
+          .filter((column) => column < line.length)
+          .map((column) => [targets[column].name, valueFromText(targets[column].type ?? 'text', line[column])]),
+      );
+      const row = rows[start + index];
+      return row && !row.classList.contains('deleted')
+        ? { op: 'update', id: row.dataset.id!, record: values }
+        : { op: 'create', record: values };
+    })
+    .filter((operation) => Object.keys(operation.record).length > 0); // a line only over computed columns: nothing to write
+  if (!operations.length) throw new Error('Nothing pasted: every pasted value was over a computed column');
   const { results, changeSetId } = await batchRecords(ctx.key, ctx.object, operations);
   ctx.wrote(changeSetId);
 
@@ -64,7 +75,9 @@ export async function pasteRows(ctx: PasteContext, anchor: HTMLTableCellElement,
     }
   });
   const updated = results.length - created;
-  return `Pasted ${plural(results.length, 'row')} in one batch: ${updated} updated, ${created} created.`;
+  const summary = `Pasted ${plural(results.length, 'row')} in one batch: ${updated} updated, ${created} created.`;
+  if (!skipped.length) return summary;
+  return `${summary} Skipped the computed column${skipped.length === 1 ? '' : 's'} ${skipped.join(', ')}.`;
 }
 
 function plural(count: number, noun: string): string {

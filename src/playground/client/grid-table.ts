@@ -1,4 +1,5 @@
 import type { FieldSummary, GridRecord, OrderBy } from './grid-api';
+import { computedText, isComputedField } from './grid-computed';
 import { cellText } from './grid-values';
 
 /** Longest value shown in a cell; the full value is in the cell's title. */
@@ -11,9 +12,11 @@ const READ_ONLY = new Set(['id', 'created_at', 'updated_at']);
 export interface Column {
   name: string;
   label: string;
-  /** The field's type; undefined for the record's own columns (id). */
+  /** The field's type (a computed field's: the type of its value); undefined for the record's own columns (id). */
   type?: string;
   editable: boolean;
+  /** A computed field (formula, rollup, count, lookup_value): how its value is computed, in words. Never written. */
+  computed?: string;
   /** What a select field's editor offers. */
   options?: string[];
 }
@@ -27,6 +30,10 @@ export function gridColumns(fields: FieldSummary[], viewFields: string[] | undef
     ...names.map((name) => {
       const field = byName.get(name);
       const options = field?.type === 'select' && field.options?.length ? { options: field.options } : {};
+      if (field && isComputedField(field)) {
+        const computed = computedText(field, fields) ?? field.type;
+        return { name, label: field.label || name, type: field.resultType, editable: false, computed };
+      }
       return { name, label: field?.label || name, type: field?.type, editable: !!field && !READ_ONLY.has(name), ...options };
     }),
   ];
@@ -93,6 +100,16 @@ export class GridTable {
       button.append(arrow);
       button.addEventListener('click', () => this.onSort(column.name));
       th.append(button);
+      if (column.computed) {
+        th.classList.add('computed');
+        button.title = `${column.computed} (read-only)`;
+        const mark = document.createElement('span');
+        mark.className = 'computed-mark';
+        mark.setAttribute('aria-hidden', 'true');
+        mark.textContent = 'ƒ ';
+        button.setAttribute('aria-description', 'computed, read-only');
+        button.prepend(mark);
+      }
       row.append(th);
     }
     this.table.tHead!.replaceChildren(row);
@@ -106,6 +123,7 @@ export class GridTable {
       const td = document.createElement('td');
       td.dataset.field = column.name;
       td.tabIndex = -1;
+      if (column.computed) td.classList.add('computed');
       blank.append(td);
     }
     blank.cells[0].textContent = 'New';
@@ -135,12 +153,15 @@ export class GridTable {
     return this.columns[cell.cellIndex];
   }
 
-  /** Shows a value in a cell (long values cut, whole in the title). */
+  /** Shows a value in a cell (long values cut, whole in the title; a computed value's title says how it is computed). */
   setCell(cell: HTMLTableCellElement, value: unknown): void {
     const text = cellText(value);
     const long = text.length > MAX_CELL_CHARS;
     cell.textContent = long ? `${text.slice(0, MAX_CELL_CHARS)}…` : text;
-    if (long) cell.title = text;
+    const computed =
+      this.columns[cell.cellIndex]?.name === cell.dataset.field ? this.columns[cell.cellIndex].computed : undefined;
+    const title = [long ? text : '', computed ? `Computed, read-only: ${computed}` : ''].filter(Boolean).join('\n');
+    if (title) cell.title = title;
     else cell.removeAttribute('title');
   }
 
@@ -178,8 +199,10 @@ export class GridTable {
       td.dataset.field = column.name;
       td.tabIndex = -1;
       if (column.editable) td.classList.add('editable');
-      this.setCell(td, record[column.name]);
+      if (column.computed) td.classList.add('computed');
+      if (column.type) td.dataset.type = column.type;
       tr.append(td);
+      this.setCell(td, record[column.name]);
     }
     return tr;
   }

@@ -13,9 +13,11 @@ import {
   type RecordPage,
   type ViewSummary,
 } from './grid-api';
+import { computedDependencies, isComputedField } from './grid-computed';
 import { GridEditing } from './grid-edit';
 import { ChangeFeed, type FeedState } from './grid-feed';
 import { pasteRows } from './grid-paste';
+import { RelatedFeeds } from './grid-related';
 import { conflictList, conflictsOf, HistoryPanel, TrashPanel, type HistoryElements, type TrashElements } from './grid-history';
 import { gridColumns, GridTable } from './grid-table';
 import { ownChangeSets, revertChangeSet } from './history-api';
@@ -78,6 +80,8 @@ export class GridView {
   private total?: { count: number; exact: boolean };
   private loading?: AbortController;
   private feed?: ChangeFeed;
+  /** The feeds of the other objects the computed fields read, and the rows they bring up to date. */
+  private related?: RelatedFeeds;
   /** Bumped by every open, so that a slower earlier one gives way. */
   private openings = 0;
   private readonly table: GridTable;
@@ -177,6 +181,8 @@ export class GridView {
     this.loading?.abort();
     this.feed?.stop();
     this.feed = undefined;
+    this.related?.stop();
+    this.related = undefined;
     this.el.object.replaceChildren();
     this.el.object.disabled = true;
     this.el.view.replaceChildren();
@@ -218,6 +224,8 @@ export class GridView {
     const opening = ++this.openings;
     this.feed?.stop();
     this.feed = undefined;
+    this.related?.stop();
+    this.related = undefined;
     this.sort = undefined;
     this.forgetObject();
     this.el.undoButton.disabled = false;
@@ -246,9 +254,26 @@ export class GridView {
       },
     });
     this.feed = feed;
-    // The stream follows changes from when it opens: read the page after that, so that no write falls in between.
+    // Computed values read from other objects (rollups, counts, lookup values) change with their records too.
+    const computed = fields.filter(isComputedField).map((field) => field.name);
+    const dependencies = computedDependencies(fields, computed);
+    if (dependencies.size) {
+      this.related = new RelatedFeeds(
+        {
+          key: this.key,
+          object: name,
+          rows: () => this.records,
+          fields: () => this.table.columns.filter((column) => column.computed).map((column) => column.name),
+          refreshed: (records) => this.showComputed(records),
+        },
+        dependencies,
+        key,
+      );
+    }
+    // The streams follow changes from when they open: read the page after that, so that no write falls in between.
     // A stream that cannot open (yet) does not keep the records from showing.
-    await Promise.race([feed.ready, new Promise((resolve) => setTimeout(resolve, FEED_WAIT_MS))]);
+    const ready = Promise.all([feed.ready, this.related?.ready]);
+    await Promise.race([ready, new Promise((resolve) => setTimeout(resolve, FEED_WAIT_MS))]);
     if (opening !== this.openings) return;
     await this.load();
   }
@@ -451,6 +476,7 @@ export class GridView {
       return;
     }
     if (!change.record) return;
+    const before = this.records.get(change.id);
     this.records.set(change.id, change.record);
     for (const field of change.changedFields) {
       const cell = this.table.cell(row, field);
@@ -458,6 +484,41 @@ export class GridView {
       this.table.setCell(cell, change.record[field]);
       if (change.actor !== 'self') this.table.flash(cell);
     }
+    // Computed values are not written, so no change names them: they come with the record, as computed now.
+    for (const column of this.table.columns) {
+      if (!column.computed || change.changedFields.includes(column.name) || !(column.name in change.record)) continue;
+      this.showComputedCell(row, column.name, before?.[column.name], change.record[column.name]);
+    }
+  }
+
+  /** Fresh computed values of rows on the page (read again after records they are computed from changed). */
+  private showComputed(records: GridRecord[]): void {
+    for (const fresh of records) {
+      const row = this.table.rowOf(fresh.id);
+      const known = this.records.get(fresh.id);
+      if (!row || !known || row.classList.contains('deleted')) continue;
+      this.records.set(fresh.id, { ...known, ...fresh });
+      for (const column of this.table.columns) {
+        if (column.computed && column.name in fresh)
+          this.showComputedCell(row, column.name, known[column.name], fresh[column.name]);
+      }
+    }
+  }
+
+  /** A computed cell shows its value as computed now, lit up when it changed. */
+  private showComputedCell(row: HTMLTableRowElement, field: string, before: unknown, after: unknown): void {
+    const cell = this.table.cell(row, field);
+    if (!cell) return;
+    this.table.setCell(cell, after);
+    if (JSON.stringify(before) !== JSON.stringify(after)) this.table.flash(cell);
+  }
+
+  /** A computed cell asked to be edited: it says why it cannot be. */
+  private refuseEdit(cell: HTMLTableCellElement): boolean {
+    const column = this.table.column(cell);
+    if (!column?.computed || this.table.isNew(cell)) return false;
+    this.el.status.textContent = `${column.label} is computed (${column.computed}): it cannot be edited.`;
+    return true;
   }
 
   private listenToCells(): void {
@@ -477,7 +538,7 @@ export class GridView {
     });
     body.addEventListener('dblclick', (event) => {
       const cell = cellOf(event.target);
-      if (cell) this.editing.start(cell);
+      if (cell && !this.refuseEdit(cell)) this.editing.start(cell);
     });
     body.addEventListener('keydown', (event) => {
       const cell = cellOf(event.target);
@@ -495,11 +556,11 @@ export class GridView {
         if (next) this.table.activate(next);
       } else if (event.key === 'Enter' || event.key === 'F2') {
         event.preventDefault();
-        this.editing.start(cell);
+        if (!this.refuseEdit(cell)) this.editing.start(cell);
       } else if (event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey) {
         // Typing over a cell replaces its value, as in a spreadsheet.
         event.preventDefault();
-        this.editing.start(cell, event.key);
+        if (!this.refuseEdit(cell)) this.editing.start(cell, event.key);
       }
     });
     body.addEventListener('paste', (event) => {

@@ -1,0 +1,165 @@
+import type { Change, FieldSummary } from './grid-api';
+
+/** The kinds of field whose value the server computes when it is read: never written, shown read-only. */
+const COMPUTED_TYPES = new Set(['formula', 'rollup', 'count', 'lookup_value']);
+
+export function isComputedField(field: Pick<FieldSummary, 'type'> | undefined): boolean {
+  return !!field && COMPUTED_TYPES.has(field.type);
+}
+
+/** The fields a formula's expression names (`{name}`), text literals left out. */
+export function formulaFieldNames(expression: string): string[] {
+  const names = new Set<string>();
+  let at = 0;
+  while (at < expression.length) {
+    const char = expression[at];
+    if (char === '"' || char === "'") {
+      at++;
+      while (at < expression.length && expression[at] !== char) at += expression[at] === '\\' ? 2 : 1;
+      at++;
+    } else if (char === '{') {
+      const end = expression.indexOf('}', at);
+      if (end < 0) break;
+      const name = expression.slice(at + 1, end).trim();
+      if (name) names.add(name);
+      at = end + 1;
+    } else {
+      at++;
+    }
+  }
+  return [...names];
+}
+
+/** The related object of a rollup's or count's relation (`deal.account` → deal, account). */
+function relationParts(relation: string | undefined): { object: string; via: string } | undefined {
+  const [object, via, ...rest] = (relation ?? '').split('.');
+  return object && via && !rest.length ? { object, via } : undefined;
+}
+
+/** A `where` as a short text: `status = open and amount > 100`. */
+function whereText(where: unknown): string {
+  if (typeof where !== 'object' || where === null || Array.isArray(where)) return JSON.stringify(where);
+  const OPERATORS: Record<string, string> = {
+    $eq: '=',
+    $ne: '≠',
+    $gt: '>',
+    $gte: '≥',
+    $lt: '<',
+    $lte: '≤',
+    $in: 'in',
+    $nin: 'not in',
+    $contains: 'contains',
+    $startsWith: 'starts with',
+    $endsWith: 'ends with',
+  };
+  const value = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+  const parts = Object.entries(where as Record<string, unknown>).map(([key, condition]) => {
+    if (key === '$and' || key === '$or') {
+      const list = Array.isArray(condition) ? condition : [];
+      return `(${list.map(whereText).join(key === '$and' ? ' and ' : ' or ')})`;
+    }
+    if (key === '$not') return `not (${whereText(condition)})`;
+    if (typeof condition !== 'object' || condition === null || Array.isArray(condition)) return `${key} = ${value(condition)}`;
+    return Object.entries(condition as Record<string, unknown>)
+      .map(([op, operand]) =>
+        op === '$null' ? `${key} is ${operand ? '' : 'not '}empty` : `${key} ${OPERATORS[op] ?? op} ${value(operand)}`,
+      )
+      .join(' and ');
+  });
+  return parts.join(' and ');
+}
+
+/**
+ * How the server computes a field, in words, for the column's tooltip: the formula's expression, "sum of
+ * deal.amount where status = open", "industry of the account that account points at". Undefined for a stored field.
+ */
+export function computedText(field: FieldSummary, fields: FieldSummary[]): string | undefined {
+  if (!isComputedField(field)) return undefined;
+  const where = field.filter === undefined || field.filter === null ? '' : ` where ${whereText(field.filter)}`;
+  switch (field.type) {
+    case 'formula':
+      return `Formula: ${field.expression ?? '?'}`;
+    case 'rollup': {
+      const relation = relationParts(field.relation);
+      const object = relation?.object ?? field.relation ?? '?';
+      const of = field.field ? `${object}.${field.field}` : `${object} records`;
+      return `Rollup: ${field.function ?? '?'} of ${of}${relation ? ` (by ${relation.via})` : ''}${where}`;
+    }
+    case 'count': {
+      const relation = relationParts(field.relation);
+      return `Count: number of ${relation?.object ?? field.relation ?? '?'} records${relation ? ` (by ${relation.via})` : ''}${where}`;
+    }
+    default: {
+      const target = fields.find((other) => other.name === field.through)?.reference;
+      return `Lookup: ${field.field ?? '?'} of the ${target ?? 'record'} that ${field.through ?? '?'} points at`;
+    }
+  }
+}
+
+/** One way a change of another object's record makes computed values of the grid's rows out of date. */
+export type Dependency =
+  /** A rollup or count: the changed record's lookup `via` names the row (a record moved or deleted: any row). */
+  | { kind: 'children'; object: string; via: string }
+  /** A lookup_value: the rows whose lookup `through` names the changed record. */
+  | { kind: 'target'; object: string; through: string };
+
+/**
+ * What the shown computed fields read of other objects, by object: their rollups', counts' and lookup values'
+ * relations, and those of the computed fields the shown formulas read (at any depth within this object).
+ */
+export function computedDependencies(fields: FieldSummary[], shown: string[]): Map<string, Dependency[]> {
+  const byName = new Map(fields.map((field) => [field.name, field]));
+  const seen = new Set<string>();
+  const dependencies = new Map<string, Dependency[]>();
+  const add = (dependency: Dependency) => {
+    const list = dependencies.get(dependency.object) ?? [];
+    if (!list.some((other) => JSON.stringify(other) === JSON.stringify(dependency))) list.push(dependency);
+    dependencies.set(dependency.object, list);
+  };
+  const visit = (name: string) => {
+    const field = byName.get(name);
+    if (seen.has(name) || !isComputedField(field)) return;
+    seen.add(name);
+    if (field!.type === 'formula') {
+      for (const input of formulaFieldNames(field!.expression ?? '')) visit(input);
+    } else if (field!.type === 'lookup_value') {
+      const target = field!.through ? byName.get(field!.through)?.reference : undefined;
+      if (target && field!.through) add({ kind: 'target', object: target, through: field!.through });
+    } else {
+      const relation = relationParts(field!.relation);
+      if (relation) add({ kind: 'children', object: relation.object, via: relation.via });
+    }
+  };
+  for (const name of shown) visit(name);
+  return dependencies;
+}
+
+/**
+ * The rows (of those shown, with the lookups they hold) whose computed values a change of a record of another
+ * object may have changed: all of them when it cannot tell (a child deleted, or moved to another parent).
+ */
+export function affectedRows(
+  change: Change,
+  dependencies: Dependency[],
+  rows: ReadonlyMap<string, Record<string, unknown>>,
+): string[] {
+  const affected = new Set<string>();
+  for (const dependency of dependencies) {
+    if (dependency.kind === 'children') {
+      // A delete carries no record, and a move leaves the former parent unknown: every row shown may be it.
+      if (!change.record || change.op === 'delete' || (change.op === 'update' && change.changedFields.includes(dependency.via))) {
+        return [...rows.keys()];
+      }
+      const parent = idOf(change.record[dependency.via]);
+      if (parent !== undefined && rows.has(parent)) affected.add(parent);
+    } else {
+      for (const [id, row] of rows) if (idOf(row[dependency.through]) === change.id) affected.add(id);
+    }
+  }
+  return [...affected];
+}
+
+/** A lookup's value as a record id (ids come as text, or as numbers), or undefined without one. */
+function idOf(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
+}
