@@ -99,9 +99,20 @@ export function computedText(field: FieldSummary, fields: FieldSummary[]): strin
 /** One way a change of another object's record makes computed values of the grid's rows out of date. */
 export type Dependency =
   /** A rollup or count: the changed record's lookup `via` names the row (a record moved or deleted: any row). */
-  | { kind: 'children'; object: string; via: string }
+  | { kind: 'children'; object: string; via: string; reads?: string }
   /** A lookup_value: the rows whose lookup `through` names the changed record. */
-  | { kind: 'target'; object: string; through: string };
+  | { kind: 'target'; object: string; through: string; reads?: string }
+  /** A value computed further away (a lookup value of a rollup, a rollup of lookup values): any row may change. */
+  | { kind: 'any'; object: string };
+
+/** How many objects away from the grid's values computed from values computed elsewhere are followed. */
+const MAX_DEPTH = 3;
+
+function addDependency(dependencies: Map<string, Dependency[]>, dependency: Dependency): void {
+  const list = dependencies.get(dependency.object) ?? [];
+  if (!list.some((other) => JSON.stringify(other) === JSON.stringify(dependency))) list.push(dependency);
+  dependencies.set(dependency.object, list);
+}
 
 /**
  * What the shown computed fields read of other objects, by object: their rollups', counts' and lookup values'
@@ -111,27 +122,64 @@ export function computedDependencies(fields: FieldSummary[], shown: string[]): M
   const byName = new Map(fields.map((field) => [field.name, field]));
   const seen = new Set<string>();
   const dependencies = new Map<string, Dependency[]>();
-  const add = (dependency: Dependency) => {
-    const list = dependencies.get(dependency.object) ?? [];
-    if (!list.some((other) => JSON.stringify(other) === JSON.stringify(dependency))) list.push(dependency);
-    dependencies.set(dependency.object, list);
-  };
   const visit = (name: string) => {
     const field = byName.get(name);
-    if (seen.has(name) || !isComputedField(field)) return;
+    if (seen.has(name) || !field || !isComputedField(field)) return;
     seen.add(name);
-    if (field!.type === 'formula') {
-      for (const input of formulaFieldNames(field!.expression ?? '')) visit(input);
-    } else if (field!.type === 'lookup_value') {
-      const target = field!.through ? byName.get(field!.through)?.reference : undefined;
-      if (target && field!.through) add({ kind: 'target', object: target, through: field!.through });
+    const reads = field.field ? { reads: field.field } : {};
+    if (field.type === 'formula') {
+      for (const input of formulaFieldNames(field.expression ?? '')) visit(input);
+    } else if (field.type === 'lookup_value') {
+      const target = field.through ? byName.get(field.through)?.reference : undefined;
+      if (target && field.through)
+        addDependency(dependencies, { kind: 'target', object: target, through: field.through, ...reads });
     } else {
-      const relation = relationParts(field!.relation);
-      if (relation) add({ kind: 'children', object: relation.object, via: relation.via });
+      const relation = relationParts(field.relation);
+      if (relation) addDependency(dependencies, { kind: 'children', object: relation.object, via: relation.via, ...reads });
     }
   };
   for (const name of shown) visit(name);
   return dependencies;
+}
+
+/**
+ * The objects whose changes may change the shown computed values, with how: those the fields read directly
+ * (computedDependencies), and, when what they read there is itself computed from further records (a lookup value
+ * of a rollup, a rollup of lookup values), those further objects too, up to MAX_DEPTH away, where any change may
+ * touch any row. `describe` gives another object's fields as the key sees them (a refusal: not followed).
+ */
+export async function followedObjects(
+  fields: FieldSummary[],
+  shown: string[],
+  describe: (object: string) => Promise<FieldSummary[]>,
+): Promise<Map<string, Dependency[]>> {
+  const followed = computedDependencies(fields, shown);
+  const reads = (dependencies: Map<string, Dependency[]>) =>
+    [...dependencies.values()]
+      .flat()
+      .flatMap((dependency) =>
+        dependency.kind !== 'any' && dependency.reads ? [{ object: dependency.object, field: dependency.reads }] : [],
+      );
+  const visited = new Set<string>();
+  let frontier = reads(followed);
+  for (let depth = 1; depth < MAX_DEPTH && frontier.length; depth++) {
+    const next: Array<{ object: string; field: string }> = [];
+    for (const { object, field } of frontier) {
+      if (visited.has(`${object}.${field}`)) continue;
+      visited.add(`${object}.${field}`);
+      let related: FieldSummary[];
+      try {
+        related = await describe(object);
+      } catch {
+        continue;
+      }
+      const further = computedDependencies(related, [field]);
+      for (const furtherObject of further.keys()) addDependency(followed, { kind: 'any', object: furtherObject });
+      next.push(...reads(further));
+    }
+    frontier = next;
+  }
+  return followed;
 }
 
 /**
@@ -145,6 +193,7 @@ export function affectedRows(
 ): string[] {
   const affected = new Set<string>();
   for (const dependency of dependencies) {
+    if (dependency.kind === 'any') return [...rows.keys()];
     if (dependency.kind === 'children') {
       // A delete carries no record, and a move leaves the former parent unknown: every row shown may be it.
       if (!change.record || change.op === 'delete' || (change.op === 'update' && change.changedFields.includes(dependency.via))) {

@@ -13,7 +13,7 @@ import {
   type RecordPage,
   type ViewSummary,
 } from './grid-api';
-import { computedDependencies, isComputedField } from './grid-computed';
+import { followedObjects, isComputedField } from './grid-computed';
 import { GridEditing } from './grid-edit';
 import { ChangeFeed, type FeedState } from './grid-feed';
 import { pasteRows } from './grid-paste';
@@ -246,6 +246,19 @@ export class GridView {
       ...this.views.map((view) => new Option(view.shared ? `${view.label} (shared)` : view.label, view.name)),
     );
     this.el.view.disabled = this.views.length === 0;
+    // The objects the computed fields read (and those their inputs are computed from, when they are).
+    const computed = fields.filter(isComputedField).map((field) => field.name);
+    const described = new Map([[name, Promise.resolve(fields)]]);
+    const describe = (object: string) => {
+      if (!described.has(object))
+        described.set(
+          object,
+          describeObject(key, object).then((description) => description.fields),
+        );
+      return described.get(object)!;
+    };
+    const dependencies = await followedObjects(fields, computed, describe);
+    if (opening !== this.openings) return;
     const feed = new ChangeFeed(() => this.key() ?? key, name, {
       change: (change) => this.applyChange(change),
       state: (state) => {
@@ -255,8 +268,6 @@ export class GridView {
     });
     this.feed = feed;
     // Computed values read from other objects (rollups, counts, lookup values) change with their records too.
-    const computed = fields.filter(isComputedField).map((field) => field.name);
-    const dependencies = computedDependencies(fields, computed);
     if (dependencies.size) {
       this.related = new RelatedFeeds(
         {

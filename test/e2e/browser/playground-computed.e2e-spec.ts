@@ -155,6 +155,14 @@ describe('playground: computed fields in the grid', () => {
       through: 'account',
       field: 'name',
     });
+    // A value computed from a value computed from the deals themselves.
+    await addField('deal', {
+      name: 'account_pipeline',
+      label: 'Account pipeline',
+      type: 'lookup_value',
+      through: 'account',
+      field: 'pipeline',
+    });
 
     const create = async (name: string, target: number) =>
       bodyOf<{ id: string }>(
@@ -342,6 +350,24 @@ describe('playground: computed fields in the grid', () => {
       else if (row.account === beta) expect(row.name).not.toBe('Acme Renamed');
     }
     expect(shown.some((row) => row.account === beta)).toBe(true);
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it('updates a lookup value of a rollup on every row of the account when another of its deals changes', async () => {
+    const first = await createDeal('Sibling one', beta, 1);
+    const second = await createDeal('Sibling two', beta, 2);
+    await openGrid('deal');
+    const pipeline = async () => String((await accounts()).get(beta)!.pipeline);
+    const before = await pipeline();
+    await cellShows(first, 'account_pipeline', before);
+    await cellShows(second, 'account_pipeline', before);
+
+    // A third deal of Beta's: the account's pipeline changes, and with it what both deals on the page read of it.
+    await createDeal('Sibling three', beta, 1000);
+    const after = await pipeline();
+    expect(after).toBe(String(Number(before) + 1000));
+    await cellShows(first, 'account_pipeline', after);
+    await cellShows(second, 'account_pipeline', after);
     expect(consoleErrors).toEqual([]);
   });
 });
