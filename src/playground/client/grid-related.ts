@@ -6,6 +6,8 @@ import { ChangeFeed } from './grid-feed';
 const DEBOUNCE_MS = 250;
 /** Most rows one read asks for (a page is 25, but pasted rows join it). */
 const MAX_ROWS_PER_READ = 100;
+/** Most objects followed for one grid (besides its own object's feed). */
+const MAX_FEEDS = 6;
 
 /** What following related objects needs of the grid around it. */
 export interface RelatedContext {
@@ -39,7 +41,8 @@ export class RelatedFeeds {
     dependencies: Map<string, Dependency[]>,
     fallbackKey: string,
   ) {
-    for (const [object, list] of dependencies) {
+    // Each feed is one of the key's event streams, of which the server allows a few: the nearest objects first.
+    for (const [object, list] of [...dependencies].slice(0, MAX_FEEDS)) {
       this.feeds.push(
         new ChangeFeed(() => this.ctx.key() ?? fallbackKey, object, {
           change: (change) => this.schedule(affectedRows(change, list, this.ctx.rows())),

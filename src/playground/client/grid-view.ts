@@ -250,12 +250,12 @@ export class GridView {
     const computed = fields.filter(isComputedField).map((field) => field.name);
     const described = new Map([[name, Promise.resolve(fields)]]);
     const describe = (object: string) => {
-      if (!described.has(object))
-        described.set(
-          object,
-          describeObject(key, object).then((description) => description.fields),
-        );
-      return described.get(object)!;
+      let fieldsOf = described.get(object);
+      if (!fieldsOf) {
+        fieldsOf = describeObject(key, object).then((description) => description.fields);
+        described.set(object, fieldsOf);
+      }
+      return fieldsOf;
     };
     const dependencies = await followedObjects(fields, computed, describe);
     if (opening !== this.openings) return;
