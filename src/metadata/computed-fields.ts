@@ -18,8 +18,10 @@ import {
 /**
  * Computed fields, one entry per kind: `formula` (an expression over the record's fields), `rollup` and
  * `count` (over the records of another object whose lookup points here) and `lookup_value` (a field of
- * the record a lookup points at). None has a column; each is computed when read, as one SQL expression
- * wherever a field is used. Each entry holds what the rest of the engine asks of a kind:
+ * the record a lookup points at). Each is computed when read, as one SQL expression wherever a field is
+ * used; a rollup or count defined with `stored: true` also has a column, kept up to date by triggers
+ * (stored-fields.ts), which its `sql` reads for a caller whose view of the related object is the whole
+ * object (servesStored). Each entry holds what the rest of the engine asks of a kind:
  *
  * - `define`: the definition checked (400 with a code) and turned into its metadata;
  * - `inputs`: the fields it reads (`object.field`), for cycles and for `field_in_use`;
@@ -40,7 +42,7 @@ export function computedKind(field: Pick<FieldMeta, 'formula' | 'related'>): Com
   return field.related?.kind;
 }
 
-/** A field with no column: never written, computed when read. */
+/** A computed field: never written by a client; computed when read (or, stored, kept by triggers). */
 export function isComputed(field: Pick<FieldMeta, 'formula' | 'related'>): boolean {
   return computedKind(field) !== undefined;
 }
