@@ -1,5 +1,5 @@
 import { ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import { storedInputColumns, storedNames, storedTriggerDdl } from '../metadata/stored-fields';
+import { storedGroupDdl, storedInputColumns, storedNames } from '../metadata/stored-fields';
 import { inlineParams, storedValue } from './formula.compiler';
 import './where.compiler';
 import { field } from '../../test/support/metadata-fixtures';
@@ -44,10 +44,10 @@ describe('stored rollup and count values', () => {
   });
 
   it("watches the lookup, the rolled-up field and the filter's fields; names stay within Postgres' 63 bytes", () => {
-    expect(storedInputColumns(openTotal)).toEqual(['account', 'amount', 'stage']);
-    const names = storedNames('a'.repeat(63), 'b'.repeat(63));
+    expect(storedInputColumns([openTotal])).toEqual(['account', 'amount', 'stage']);
+    const names = storedNames('a'.repeat(63), 'b'.repeat(63), 'c'.repeat(63));
     expect(Object.values(names).every((name) => name.length <= 63)).toBe(true);
-    const ddl = storedTriggerDdl('account', openTotal, deal).join('\n');
+    const ddl = storedGroupDdl({ self: 'account', target: deal, via: 'account', fields: [openTotal] }).join('\n');
     expect(ddl).toContain('for no key update');
     expect(ddl).toContain('after update on "data"."deal" referencing old table as old_rows new table as new_rows');
     expect(ddl).toContain('before insert on "data"."account"');

@@ -3,8 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { runSql } from '../database/sql';
 import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sql-identifier';
 import { indexName } from './metadata.naming';
-import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType, ObjectMeta } from './object-metadata.types';
-import { dropStoredTriggerDdl, storedTriggerDdl } from './stored-fields';
+import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
+import { StoredGroup, storedGroupDdl } from './stored-fields';
 
 export interface ObjectSummary {
   name: string;
@@ -106,18 +106,14 @@ export class MetadataRepository {
     await this.createIndexes(em, objectName, field);
   }
 
-  /** A stored rollup's or count's triggers on the related table (stored-fields.ts), replacing any it had. */
-  async installStoredTriggers(em: EntityManager, objectName: string, field: FieldMeta, target: ObjectMeta): Promise<void> {
-    for (const statement of storedTriggerDdl(objectName, field, target)) await runSql(em, statement);
+  /** A group of stored fields' triggers (stored-fields.ts), replacing those it had; none without a field left. */
+  async installStoredTriggers(em: EntityManager, group: StoredGroup): Promise<void> {
+    for (const statement of storedGroupDdl(group)) await runSql(em, statement);
   }
 
   /** Holds off the table's writers until this transaction ends (what creating its triggers takes anyway). */
   async lockForTriggers(em: EntityManager, objectName: string): Promise<void> {
     await runSql(em, `lock table ${objectTable(objectName)} in share row exclusive mode`);
-  }
-
-  async dropStoredTriggers(em: EntityManager, objectName: string, fieldName: string, targetName: string): Promise<void> {
-    for (const statement of dropStoredTriggerDdl(objectName, fieldName, targetName)) await runSql(em, statement);
   }
 
   /** Drops a field's column (its indexes and foreign key go with it). */

@@ -22,6 +22,7 @@ import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateF
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
+import { storedGroupOf } from './stored-fields';
 import { assertValidName } from './metadata.naming';
 import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
@@ -391,7 +392,12 @@ export class MetadataService {
       }
       const stored = isRelatedKind(field.type) ? (field.computed as unknown as StoredRelated | null) : null;
       if (stored?.stored) {
-        await this.repo.dropStoredTriggers(em, objectName, fieldName, stored.target);
+        // The rest of its group keeps its triggers, rebuilt without it (the related table's writers locked first).
+        await this.repo.lockForTriggers(em, stored.target);
+        const self = await this.loadObject(objectName, em);
+        const meta = findField(self, fieldName);
+        const group = storedGroupOf(objectName, meta, self.fields, await this.loadObject(stored.target, em));
+        await this.repo.installStoredTriggers(em, { ...group, fields: group.fields.filter((f) => f.name !== fieldName) });
         await this.repo.dropColumn(em, objectName, fieldName);
       }
       if (field.type !== 'formula' && !isRelatedKind(field.type)) await this.repo.dropColumn(em, objectName, fieldName);
@@ -451,7 +457,7 @@ export class MetadataService {
       // commit on, every write of a related record keeps the value right; the fill job does the records there were.
       await this.repo.addColumn(em, object.name, { ...field, related: undefined, type: field.type });
       const target = await this.loadObject(field.related.target, em);
-      await this.repo.installStoredTriggers(em, object.name, field, target);
+      await this.repo.installStoredTriggers(em, storedGroupOf(object.name, field, context.siblings, target));
       stored.filled = await this.repo.isEmpty(em, object.name);
       field.related.filled = stored.filled;
     }

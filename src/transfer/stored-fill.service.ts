@@ -112,7 +112,7 @@ export class StoredFillService implements OnModuleInit, OnApplicationShutdown {
       );
       if (!locked.length) return undefined;
       const ids = locked.map((row) => row.id);
-      const written = await runSql(em, `${recomputeSql(objectName, field, target, '$1::uuid[]')} returning 1`, [ids]);
+      const written = await runSql(em, `${recomputeSql(objectName, [field], target, '$1::uuid[]')} returning 1`, [ids]);
       return { last: ids[ids.length - 1], read: ids.length, written: written.length };
     });
   }
