@@ -404,6 +404,11 @@ function aggregateSql(fn: RollupFunction, value: string, type: FieldMeta['type']
   }
 }
 
+/** How the value is kept, as describe_object says it (a stored one reads the same as computed). */
+function howKept(meta: RelatedMeta): string {
+  return meta.stored ? 'Stored, kept up to date as the related records change' : 'Computed when read';
+}
+
 function relationText(meta: RelatedMeta): string {
   const filtered = meta.filter ? ` matching ${JSON.stringify(meta.filter)}` : '';
   return `the ${meta.target} records whose ${meta.via} is this record${filtered} (only those the caller may read)`;
@@ -457,7 +462,7 @@ export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
     explain(field) {
       const meta = field.related!;
       const none = ['sum', 'count', 'count_distinct'].includes(meta.function!) ? '0' : 'null';
-      return `Computed when read: ${meta.function}${meta.field ? ` of ${meta.field}` : ''} over ${relationText(meta)}; ${none} when there are none`;
+      return `${howKept(meta)}: ${meta.function}${meta.field ? ` of ${meta.field}` : ''} over ${relationText(meta)}; ${none} when there are none`;
     },
   },
   count: {
@@ -470,7 +475,7 @@ export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
       return `(select count(*) from ${parts.from} where ${pointingHere(field.related!, parts)})`;
     },
     describe: describeRelation,
-    explain: (field) => `Computed when read: the number of ${relationText(field.related!)}`,
+    explain: (field) => `${howKept(field.related!)}: the number of ${relationText(field.related!)}`,
   },
   lookup_value: {
     define: (def, ctx) => DEFINE.lookup_value(def, ctx),
