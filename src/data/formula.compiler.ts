@@ -1,7 +1,7 @@
 import { DomainError } from '../common/domain-error';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { computedSql, isComputed, type RelatedSqlParts } from '../metadata/computed-fields';
+import { computedSql, isComputed, registerStoredValueSql, type RelatedSqlParts } from '../metadata/computed-fields';
 import type { FormulaNode, FormulaResultType, FormulaValueType } from '../metadata/formula';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
@@ -24,8 +24,48 @@ export function fieldSql(field: FieldMeta, params?: SqlParams, tableAlias?: stri
   return computedSql(field, {
     expression: (formula) => formulaSql(formula, params, tableAlias),
     related: (related) => relatedParts(related, params, tableAlias),
+    column: (stored) => qualified(tableAlias, stored.name),
   });
 }
+
+/**
+ * A stored rollup's or count's value over every related record (the whole `target`, no caller's row filter),
+ * for the record aliased `outerAlias`, with its bound values written as literals: what the triggers and the
+ * fill job store (metadata/stored-fields.ts). Only metadata-checked filter values become literals.
+ */
+export function storedValue(field: FieldMeta, target: ObjectMeta, outerAlias: string): string {
+  const params = new SqlParams();
+  const computed: FieldMeta = {
+    ...field,
+    related: { ...field.related!, stored: false, filled: false, scope: { ...target, rowFilter: undefined } },
+  };
+  return inlineParams(fieldSql(computed, params, outerAlias), params.values);
+}
+
+/** A bound value as a SQL literal (text quoted with '' doubled; arrays as ARRAY[...]). */
+function sqlLiteral(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error('a non-finite number cannot be written inline');
+    return `(${String(value)})`;
+  }
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (Array.isArray(value)) return value.length ? `array[${value.map(sqlLiteral).join(', ')}]` : `'{}'`;
+  const text = value instanceof Date ? value.toISOString() : typeof value === 'string' ? value : JSON.stringify(value);
+  if (text.includes('\u0000')) throw new Error('text with NUL cannot be written inline');
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+/** `$n` placeholders replaced by their values as literals, in one pass (a literal is never read again). */
+export function inlineParams(sql: string, values: readonly unknown[]): string {
+  return sql.replace(/\$(\d+)/g, (_match, n: string) => {
+    const index = Number(n) - 1;
+    if (index < 0 || index >= values.length) throw new Error(`no value for $${n}`);
+    return sqlLiteral(values[index]);
+  });
+}
+
+registerStoredValueSql(storedValue);
 
 /** A formula's expression with its result type. */
 function formulaSql(field: FieldMeta, params: SqlParams, tableAlias?: string): string {

@@ -153,7 +153,7 @@ describe('computed fields', () => {
   });
 
   it('aggregates nothing as 0 for counts and sums and null otherwise', () => {
-    const sql = (f: FieldMeta) => computedSql(f, { expression: () => 'EXPR', related: () => parts });
+    const sql = (f: FieldMeta) => computedSql(f, { expression: () => 'EXPR', related: () => parts, column: () => 'COLUMN' });
     const parts: RelatedSqlParts = {
       from: '"data"."deal" as "r"',
       outer: (c) => `"o"."${c}"`,
@@ -188,7 +188,7 @@ describe('computed fields', () => {
     expect(await codeOf(() => define({ function: 'sum', field: 'zzz' }))).toBe('unknown_field');
     expect(await codeOf(() => define({ relation: 'deal.title', function: 'count' }))).toBe('invalid_computed_field');
     expect(await codeOf(() => define({ relation: 'ghost.account', function: 'count' }))).toBe('unknown_reference');
-    expect(await codeOf(() => define({ function: 'count', stored: true }))).toBe('stored_not_supported');
+    expect((await define({ function: 'count', stored: true })).stored).toMatchObject({ stored: true, filled: false });
     expect(await codeOf(() => define({ function: 'count', through: 'x' }))).toBe('invalid_computed_field');
   });
 

@@ -18,8 +18,10 @@ import {
 /**
  * Computed fields, one entry per kind: `formula` (an expression over the record's fields), `rollup` and
  * `count` (over the records of another object whose lookup points here) and `lookup_value` (a field of
- * the record a lookup points at). None has a column; each is computed when read, as one SQL expression
- * wherever a field is used. Each entry holds what the rest of the engine asks of a kind:
+ * the record a lookup points at). Each is computed when read, as one SQL expression wherever a field is
+ * used; a rollup or count defined with `stored: true` also has a column, kept up to date by triggers
+ * (stored-fields.ts), which its `sql` reads for a caller whose view of the related object is the whole
+ * object (servesStored). Each entry holds what the rest of the engine asks of a kind:
  *
  * - `define`: the definition checked (400 with a code) and turned into its metadata;
  * - `inputs`: the fields it reads (`object.field`), for cycles and for `field_in_use`;
@@ -40,7 +42,7 @@ export function computedKind(field: Pick<FieldMeta, 'formula' | 'related'>): Com
   return field.related?.kind;
 }
 
-/** A field with no column: never written, computed when read. */
+/** A computed field: never written by a client; computed when read (or, stored, kept by triggers). */
 export function isComputed(field: Pick<FieldMeta, 'formula' | 'related'>): boolean {
   return computedKind(field) !== undefined;
 }
@@ -72,6 +74,9 @@ export interface StoredRelated {
   filter?: Record<string, unknown>;
   target: string;
   via: string;
+  /** rollup and count: kept in a column (see RelatedMeta.stored), and whether every record's value is filled in. */
+  stored?: boolean;
+  filled?: boolean;
 }
 
 /** How a definition reads other objects while it is checked (the metadata write's own transaction). */
@@ -228,16 +233,32 @@ const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContex
   },
 };
 
-/** Checks a rollup, count or lookup_value definition; `stored: true` is refused (computed when read only, for now). */
+/**
+ * Checks a rollup, count or lookup_value definition. `stored: true` (rollup and count over plain fields of the
+ * related object) keeps the value in a column: see stored-fields.ts for how it is kept up to date.
+ */
 export async function defineRelated(def: RelatedDefinition, ctx: DefinitionContext): Promise<DefinedRelated> {
-  if (def.stored) {
+  const defined = await COMPUTED_KINDS[def.type].define!(def, ctx);
+  if (!def.stored) return defined;
+  if (def.type === 'lookup_value') {
     throw new DomainError(
       'stored_not_supported',
-      `"${def.name}": stored computed fields are not available yet; leave out "stored" to compute it when read`,
-      { field: def.name },
+      `"${def.name}": only rollup and count fields can be stored; leave out "stored" to compute it when read`,
+      { field: def.name, storable: ['rollup', 'count'] },
     );
   }
-  return COMPUTED_KINDS[def.type].define!(def, ctx);
+  const target = await ctx.load(defined.stored.target);
+  const computedInput = [...relationInputs({ related: relatedMeta(def.type, ctx.self.name, defined.stored) } as FieldMeta)]
+    .map((ref) => target?.fields.find((f) => f.name === ref.field))
+    .find((f) => f !== undefined && isComputed(f));
+  if (computedInput) {
+    throw new DomainError(
+      'stored_not_supported',
+      `"${def.name}": a stored ${def.type} reads plain fields of "${defined.stored.target}" only; "${computedInput.name}" is computed. Leave out "stored" to compute it when read`,
+      { field: def.name, input: computedInput.name },
+    );
+  }
+  return { ...defined, stored: { ...defined.stored, stored: true, filled: false } };
 }
 
 /** The RelatedMeta of a stored definition of a field of `self`. */
@@ -246,6 +267,10 @@ export function relatedMeta(kind: RelatedKind, self: string, stored: StoredRelat
   if (stored.field !== undefined) meta.field = stored.field;
   if (stored.function !== undefined) meta.function = stored.function;
   if (stored.filter !== undefined) meta.filter = stored.filter;
+  if (stored.stored) {
+    meta.stored = true;
+    meta.filled = stored.filled === true;
+  }
   return meta;
 }
 
@@ -297,6 +322,8 @@ export interface ComputedSqlCompiler {
   expression(field: FieldMeta): string;
   /** The parts of a subquery over the caller's view of the related object. */
   related(field: FieldMeta): RelatedSqlParts;
+  /** The field's own column (a stored rollup or count), under the outer record's alias. */
+  column(field: FieldMeta): string;
 }
 
 /** One computed kind: everything the engine, access and the tools ask of it. */
@@ -340,6 +367,16 @@ function relatedView(objectName: string, field: FieldMeta, lens: FieldLens): Fie
   return scope ? { ...field, related: { ...meta, scope } } : null;
 }
 
+/**
+ * Whether a stored rollup or count reads its column: once filled, and only for a caller whose view of the
+ * related object is the whole object (no row filter; a hidden input already hides the field, see relatedView).
+ * Any other caller gets it computed under its own access, so a stored total never shows what a row filter hides.
+ */
+export function servesStored(field: FieldMeta): boolean {
+  const meta = field.related;
+  return meta?.stored === true && meta.filled === true && meta.scope !== undefined && meta.scope.rowFilter === undefined;
+}
+
 /** The rows of the related object that point here, and the caller's and the definition's conditions. */
 function pointingHere(meta: RelatedMeta, parts: RelatedSqlParts): string {
   return [`${parts.inner(meta.via)} = ${parts.outer('id')}`, ...parts.conditions].join(' and ');
@@ -367,6 +404,11 @@ function aggregateSql(fn: RollupFunction, value: string, type: FieldMeta['type']
   }
 }
 
+/** How the value is kept, as describe_object says it (a stored one reads the same as computed). */
+function howKept(meta: RelatedMeta): string {
+  return meta.stored ? 'Stored, kept up to date as the related records change' : 'Computed when read';
+}
+
 function relationText(meta: RelatedMeta): string {
   const filtered = meta.filter ? ` matching ${JSON.stringify(meta.filter)}` : '';
   return `the ${meta.target} records whose ${meta.via} is this record${filtered} (only those the caller may read)`;
@@ -379,6 +421,10 @@ function describeRelation(field: FieldMeta): Record<string, unknown> {
   if (meta.field) out.field = meta.field;
   if (meta.filter) out.filter = meta.filter;
   out.resultType = field.type;
+  if (meta.stored) {
+    out.stored = true;
+    out.filled = meta.filled === true;
+  }
   return out;
 }
 
@@ -406,6 +452,7 @@ export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
     inputs: (_objectName, field) => relationInputs(field),
     view: relatedView,
     sql(field, compiler) {
+      if (servesStored(field)) return compiler.column(field);
       const meta = field.related!;
       const parts = compiler.related(field);
       const value = meta.function === 'count' && !meta.field ? '*' : parts.value(meta.field!);
@@ -415,7 +462,7 @@ export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
     explain(field) {
       const meta = field.related!;
       const none = ['sum', 'count', 'count_distinct'].includes(meta.function!) ? '0' : 'null';
-      return `Computed when read: ${meta.function}${meta.field ? ` of ${meta.field}` : ''} over ${relationText(meta)}; ${none} when there are none`;
+      return `${howKept(meta)}: ${meta.function}${meta.field ? ` of ${meta.field}` : ''} over ${relationText(meta)}; ${none} when there are none`;
     },
   },
   count: {
@@ -423,11 +470,12 @@ export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
     inputs: (_objectName, field) => relationInputs(field),
     view: relatedView,
     sql(field, compiler) {
+      if (servesStored(field)) return compiler.column(field);
       const parts = compiler.related(field);
       return `(select count(*) from ${parts.from} where ${pointingHere(field.related!, parts)})`;
     },
     describe: describeRelation,
-    explain: (field) => `Computed when read: the number of ${relationText(field.related!)}`,
+    explain: (field) => `${howKept(field.related!)}: the number of ${relationText(field.related!)}`,
   },
   lookup_value: {
     define: (def, ctx) => DEFINE.lookup_value(def, ctx),
@@ -530,4 +578,24 @@ export function readsOtherRecords(object: ObjectMeta, field: FieldMeta): boolean
 export function definitionView(object: ObjectMeta): ObjectMeta {
   if (!object.fields.some(isComputed)) return object;
   return { ...object, fields: object.fields.map((f) => (isComputed(f) ? { ...f, formula: undefined, related: undefined } : f)) };
+}
+
+// ---------------------------------------------------------------- stored values
+
+type StoredValueSql = (field: FieldMeta, target: ObjectMeta, outerAlias: string) => string;
+let storedValue: StoredValueSql | undefined;
+
+/** The data engine registers how a stored field's value is computed over the whole related object (formula.compiler.ts). */
+export function registerStoredValueSql(compile: StoredValueSql): void {
+  storedValue = compile;
+}
+
+/**
+ * A stored rollup's or count's value recomputed for the record aliased `outerAlias` (an engine alias, `"__name"`)
+ * over every related record (no caller, no row filter), its filter's values written inline: the body of a
+ * trigger and the fill job's statement, which take no bind parameters.
+ */
+export function storedValueSql(field: FieldMeta, target: ObjectMeta, outerAlias: string): string {
+  if (!storedValue) throw new Error('no stored value compiler registered');
+  return storedValue(field, target, outerAlias);
 }

@@ -110,7 +110,11 @@ export class CreateFieldDto {
   @IsOptional()
   filter?: Record<string, unknown>;
 
-  @ApiPropertyOptional({ description: 'Computed fields: stored values are not available yet (refused)' })
+  @ApiPropertyOptional({
+    description:
+      'rollup and count: keep the value in a column, updated in the same transaction as every write of a related record, ' +
+      'so it can be `indexed`; an object with records is filled by a job (`fillJobId`)',
+  })
   @IsOptional()
   @IsBoolean()
   stored?: boolean;
@@ -195,6 +199,11 @@ export class FieldResponse {
   @ApiPropertyOptional() field?: string;
   @ApiPropertyOptional({ enum: ROLLUP_FUNCTIONS }) function?: RollupFunction;
   @ApiPropertyOptional() filter?: Record<string, unknown>;
+  @ApiPropertyOptional({ description: 'rollup and count: the value is kept in a column' }) stored?: boolean;
+  @ApiPropertyOptional({ description: 'stored: every record holds its value (until then it is computed when read)' })
+  filled?: boolean;
+  @ApiPropertyOptional({ description: 'stored, added to an object with records: the job filling it (GET /api/v1/jobs/:id)' })
+  fillJobId?: string;
 }
 
 export class ObjectResponse {

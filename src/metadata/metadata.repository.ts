@@ -4,6 +4,7 @@ import { runSql } from '../database/sql';
 import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sql-identifier';
 import { indexName } from './metadata.naming';
 import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
+import { StoredGroup, storedGroupDdl } from './stored-fields';
 
 export interface ObjectSummary {
   name: string;
@@ -103,6 +104,16 @@ export class MetadataRepository {
       );
     }
     await this.createIndexes(em, objectName, field);
+  }
+
+  /** A group of stored fields' triggers (stored-fields.ts), replacing those it had; none without a field left. */
+  async installStoredTriggers(em: EntityManager, group: StoredGroup): Promise<void> {
+    for (const statement of storedGroupDdl(group)) await runSql(em, statement);
+  }
+
+  /** Holds off the table's writers until this transaction ends (what creating its triggers takes anyway). */
+  async lockForTriggers(em: EntityManager, objectName: string): Promise<void> {
+    await runSql(em, `lock table ${objectTable(objectName)} in share row exclusive mode`);
   }
 
   /** Drops a field's column (its indexes and foreign key go with it). */

@@ -22,6 +22,7 @@ import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateF
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
+import { storedGroupOf } from './stored-fields';
 import { assertValidName } from './metadata.naming';
 import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
@@ -50,6 +51,8 @@ export class MetadataService {
     private readonly audit: AuditLog,
     private readonly dependents: MetadataDependents,
   ) {}
+
+  private storedFill?: (objectName: string, fieldName: string, actor?: AuditActor) => Promise<string>;
 
   /** Forgets every cached definition (after a write, or when a query met a schema that moved on). */
   invalidate(): void {
@@ -201,7 +204,7 @@ export class MetadataService {
   }
 
   async addField(objectName: string, dto: CreateFieldDto, actor?: AuditActor): Promise<FieldResponse> {
-    return this.write({ actor, action: 'field.create', target: `${objectName}.${dto.name}` }, async (em) => {
+    const response = await this.write({ actor, action: 'field.create', target: `${objectName}.${dto.name}` }, async (em) => {
       const object = await this.findDefinition(em, objectName);
       assertValidName('field', dto.name);
       const count = await em.count(FieldDefinitionEntity, { objectId: object.id });
@@ -221,6 +224,32 @@ export class MetadataService {
       object.updatedAt = new Date();
       await em.flush();
       return toFieldResponse(findField(await this.loadObject(objectName, em), dto.name));
+    });
+    // A stored field added to an object with records is filled by a job, started once its triggers are committed.
+    if (response.stored && response.filled === false && this.storedFill) {
+      response.fillJobId = await this.storedFill(objectName, dto.name, actor);
+    }
+    return response;
+  }
+
+  /**
+   * How a stored field's fill job is started (registered by the job runner, which sits above metadata):
+   * answers the job's id; the job calls markFilled when every record holds its value.
+   */
+  registerStoredFill(start: (objectName: string, fieldName: string, actor?: AuditActor) => Promise<string>): void {
+    this.storedFill = start;
+  }
+
+  /** A stored field's records all hold their value: reads use its column from now on. */
+  async markFilled(objectName: string, fieldName: string): Promise<void> {
+    await this.write({ action: 'field.fill', target: `${objectName}.${fieldName}` }, async (em) => {
+      const object = await this.findDefinition(em, objectName);
+      const field = await this.findFieldDefinition(em, object, fieldName);
+      const stored = field.computed as unknown as StoredRelated | null;
+      if (!stored?.stored) return;
+      field.computed = { ...stored, filled: true };
+      field.updatedAt = new Date();
+      await em.flush();
     });
   }
 
@@ -361,6 +390,16 @@ export class MetadataService {
           { formulas, computed, metrics, views },
         );
       }
+      const stored = isRelatedKind(field.type) ? (field.computed as unknown as StoredRelated | null) : null;
+      if (stored?.stored) {
+        // The rest of its group keeps its triggers, rebuilt without it (the related table's writers locked first).
+        await this.repo.lockForTriggers(em, stored.target);
+        const self = await this.loadObject(objectName, em);
+        const meta = findField(self, fieldName);
+        const group = storedGroupOf(objectName, meta, self.fields, await this.loadObject(stored.target, em));
+        await this.repo.installStoredTriggers(em, { ...group, fields: group.fields.filter((f) => f.name !== fieldName) });
+        await this.repo.dropColumn(em, objectName, fieldName);
+      }
       if (field.type !== 'formula' && !isRelatedKind(field.type)) await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();
@@ -410,6 +449,18 @@ export class MetadataService {
         `"${object.name}" has records; add "${field.name}" as optional, fill it, then make it required`,
       );
     }
+    if (field.related?.stored && stored) {
+      // The related table's writers first (they lock parents from their triggers and their lookup's foreign key),
+      // then the parent's: the order every writer takes them in, so adding the field never deadlocks with one.
+      await this.repo.lockForTriggers(em, field.related.target);
+      // The column first (its ACCESS EXCLUSIVE lock keeps writers out until commit), then the triggers: from the
+      // commit on, every write of a related record keeps the value right; the fill job does the records there were.
+      await this.repo.addColumn(em, object.name, { ...field, related: undefined, type: field.type });
+      const target = await this.loadObject(field.related.target, em);
+      await this.repo.installStoredTriggers(em, storedGroupOf(object.name, field, context.siblings, target));
+      stored.filled = await this.repo.isEmpty(em, object.name);
+      field.related.filled = stored.filled;
+    }
     const now = new Date();
     em.create(FieldDefinitionEntity, {
       id: randomUUID(),
@@ -444,10 +495,10 @@ export class MetadataService {
     context: { selfName: string; selfLabel: string; siblings: FieldMeta[] },
   ): Promise<{ field: FieldMeta; stored: StoredRelated }> {
     assertValidName('field', dto.name);
-    if (dto.required || dto.unique || dto.indexed || dto.options !== undefined || dto.reference !== undefined) {
+    if (dto.required || dto.unique || (dto.indexed && !dto.stored) || dto.options !== undefined || dto.reference !== undefined) {
       throw new DomainError(
         'validation_failed',
-        `A ${dto.type} field ("${dto.name}") is computed when read: it cannot be required, unique or indexed, nor have options or a reference`,
+        `A ${dto.type} field ("${dto.name}") is computed: it cannot be required or unique, nor have options or a reference, and only a stored one can be indexed`,
         { field: dto.name },
       );
     }
@@ -484,7 +535,7 @@ export class MetadataService {
       type: defined.type,
       required: false,
       unique: false,
-      indexed: false,
+      indexed: defined.stored.stored === true && dto.indexed === true,
       description: dto.description ?? null,
       related: relatedMeta(kind, context.selfName, defined.stored),
     };
@@ -741,7 +792,7 @@ function formulaField(dto: CreateFieldDto, siblings: FieldMeta[]): FieldMeta {
   if (dto.stored) {
     throw new DomainError(
       'stored_not_supported',
-      `"${dto.name}": stored computed fields are not available yet; leave out "stored" to compute it when read`,
+      `"${dto.name}": only rollup and count fields can be stored; leave out "stored" to compute the formula when read`,
       { field: dto.name },
     );
   }

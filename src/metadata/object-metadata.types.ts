@@ -99,6 +99,13 @@ export interface RelatedMeta {
   field?: string;
   /** rollup only. */
   function?: RollupFunction;
+  /**
+   * rollup and count with `stored: true`: the value is also kept in a column of `self` (same name), kept up to
+   * date by triggers on `target`'s table. `filled` once every existing record's column holds its value (a job);
+   * until then, and for a caller whose view of `target` is restricted, it is computed when read.
+   */
+  stored?: boolean;
+  filled?: boolean;
   /** rollup and count: only the related records this `where` matches. */
   filter?: Record<string, unknown>;
   /**

@@ -13,6 +13,9 @@ export interface RowError {
 
 export type JobStatus = 'running' | 'done' | 'failed' | 'cancelled';
 
+/** What a job does: a CSV import, or filling a stored computed field's column (StoredFillService). */
+export type JobKind = 'import' | 'stored_fill';
+
 /** How a job ended: all its rows handled, stopped by a failure, or cancelled by its key or an admin. */
 export type JobEnding = { status: 'done' } | { status: 'failed'; failure: JobFailure } | { status: 'cancelled' };
 
@@ -24,6 +27,7 @@ export interface JobFailure {
 
 export interface JobRow {
   id: string;
+  kind: JobKind;
   keyId: string;
   objectName: string;
   status: JobStatus;
@@ -58,7 +62,7 @@ interface JobDatabase {
   jobs: {
     id: string;
     key_id: string;
-    kind: string;
+    kind: JobKind;
     object_name: string;
     status: JobStatus;
     dry_run: boolean;
@@ -80,13 +84,20 @@ interface JobDatabase {
 export class JobRepository {
   constructor(private readonly em: EntityManager) {}
 
-  async create(job: { id: string; keyId: string; objectName: string; dryRun: boolean; atomic: boolean }): Promise<void> {
+  async create(job: {
+    id: string;
+    keyId: string;
+    objectName: string;
+    dryRun: boolean;
+    atomic: boolean;
+    kind?: JobKind;
+  }): Promise<void> {
     await this.db()
       .insertInto('jobs')
       .values({
         id: job.id,
         key_id: job.keyId,
-        kind: 'import',
+        kind: job.kind ?? 'import',
         object_name: job.objectName,
         status: 'running',
         dry_run: job.dryRun,
@@ -193,6 +204,7 @@ export class JobRepository {
 function toJobRow(row: Selectable<JobDatabase['jobs']>): JobRow {
   return {
     id: row.id,
+    kind: row.kind,
     keyId: row.key_id,
     objectName: row.object_name,
     status: row.status,

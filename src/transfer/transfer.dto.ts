@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { ERRORS } from '../common/error-codes';
-import type { JobRow } from './job.repository';
+import type { JobKind, JobRow } from './job.repository';
 
 export class ImportQueryDto {
   @ApiPropertyOptional({
@@ -89,7 +89,12 @@ export class JobFailureResponse {
 
 export class JobResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ enum: ['import'] }) kind: 'import';
+  @ApiProperty({
+    enum: ['import', 'stored_fill'],
+    description:
+      'import: a CSV import; stored_fill: filling a stored computed field (rowsRead: records done, rowsWritten: values written)',
+  })
+  kind: JobKind;
   @ApiProperty() objectName: string;
   @ApiProperty({
     enum: ['running', 'done', 'failed', 'cancelled'],
@@ -122,7 +127,7 @@ export class JobResponse {
 export function toJobResponse(job: JobRow): JobResponse {
   return {
     id: job.id,
-    kind: 'import',
+    kind: job.kind,
     objectName: job.objectName,
     status: job.status,
     dryRun: job.dryRun,

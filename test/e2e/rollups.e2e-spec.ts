@@ -544,7 +544,7 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
       [{ type: 'count', relation: 'opp.acct', filter: { amount: { $gt: 'many' } } }, 400, 'invalid_value'],
       [{ type: 'count', relation: 'opp.acct', filter: { acct_total: { $gt: 1 } } }, 400, 'invalid_computed_field'],
       [{ type: 'count', relation: 'opp.acct', field: 'amount' }, 400, 'invalid_computed_field'],
-      [{ type: 'count', relation: 'opp.acct', stored: true }, 400, 'stored_not_supported'],
+      [{ type: 'count', relation: 'opp.acct', indexed: true }, 400, 'validation_failed'],
       [{ type: 'lookup_value', through: 'name', field: 'x' }, 400, 'invalid_computed_field'],
       [{ type: 'count', relation: 'opp.acct', required: true }, 400, 'validation_failed'],
       [{ type: 'formula', expression: '1', resultType: 'number', stored: true }, 400, 'stored_not_supported'],
@@ -553,6 +553,14 @@ describe('rollup, count and lookup_value fields: computed when read', () => {
       const res = await addField('acct', { name: 'bad', ...spec });
       expect({ spec, status: res.status, code: errorOf(res).code }).toEqual({ spec, status, code });
     }
+    const storedLookup = await addField('opp', {
+      name: 'bad',
+      type: 'lookup_value',
+      through: 'acct',
+      field: 'region',
+      stored: true,
+    });
+    expect([storedLookup.status, errorOf(storedLookup).code]).toEqual([400, 'stored_not_supported']);
     const lookup = await addField('opp', { name: 'bad', type: 'lookup_value', through: 'acct', field: 'nope' });
     expect([lookup.status, errorOf(lookup).code]).toEqual([400, 'unknown_field']);
     // The admin API shows a definition as written, with its derived result type.
