@@ -1,5 +1,5 @@
 import { ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import { storedGroupDdl, storedInputColumns, storedNames } from '../metadata/stored-fields';
+import { dollarQuoted, storedGroupDdl, storedInputColumns, storedNames } from '../metadata/stored-fields';
 import { inlineParams, storedValue } from './formula.compiler';
 import './where.compiler';
 import { field } from '../../test/support/metadata-fixtures';
@@ -51,5 +51,16 @@ describe('stored rollup and count values', () => {
     expect(ddl).toContain('for no key update');
     expect(ddl).toContain('after update on "data"."deal" referencing old table as old_rows new table as new_rows');
     expect(ddl).toContain('before insert on "data"."account"');
+  });
+});
+
+describe('dollarQuoted', () => {
+  it('quotes a body with a tag the body does not contain, so a value holding a tag cannot end it', () => {
+    const body = "begin perform 'x$stored$; drop table data.deal; $stored$'; end";
+    const quoted = dollarQuoted(body);
+    const tag = /^\$[a-z0-9_]+\$/.exec(quoted)![0];
+    expect(quoted).toBe(`${tag}${body}${tag}`);
+    expect(body.includes(tag)).toBe(false);
+    expect(tag).not.toBe('$stored$');
   });
 });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
 import { storedValueSql, whereFieldNames } from './computed-fields';
 import type { FieldMeta, ObjectMeta } from './object-metadata.types';
@@ -161,8 +161,8 @@ begin
 end`;
   return [
     ...dropStoredGroupDdl(self, target.name, viaName),
-    `create function ${fn}() returns trigger language plpgsql volatile as $stored$${body}$stored$`,
-    `create function ${parentFn}() returns trigger language plpgsql volatile as $stored$${parentBody}$stored$`,
+    `create function ${fn}() returns trigger language plpgsql volatile as ${dollarQuoted(body)}`,
+    `create function ${parentFn}() returns trigger language plpgsql volatile as ${dollarQuoted(parentBody)}`,
     `create trigger ${quoteIdent(names.parent)} before insert on ${parentTable} for each row execute function ${parentFn}()`,
     `create trigger ${quoteIdent(names.insert)} after insert on ${childTable} referencing new table as new_rows for each statement execute function ${fn}()`,
     `create trigger ${quoteIdent(names.update)} after update on ${childTable} referencing old table as old_rows new table as new_rows for each statement execute function ${fn}()`,
@@ -182,4 +182,15 @@ export function dropStoredGroupDdl(self: string, targetName: string, via: string
     `drop function if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.fn)}()`,
     `drop function if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.parentFn)}()`,
   ];
+}
+
+/**
+ * A function body in dollar quotes whose tag the body does not contain: a filter value of the definition is written
+ * into the body as a literal, and one holding a fixed tag (`$stored$`) would end the body early.
+ */
+export function dollarQuoted(body: string): string {
+  for (;;) {
+    const tag = `$stored_${randomBytes(6).toString('hex')}$`;
+    if (!body.includes(tag)) return `${tag}${body}${tag}`;
+  }
 }
