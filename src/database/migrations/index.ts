@@ -3,6 +3,7 @@ import { MigrationAgentBuiltins } from './migration-20261130-agent-builtins';
 import { MigrationRecordHistory } from './migration-20261201-record-history';
 import { MigrationUserPrincipals } from './migration-20261202-user-principals';
 import { MigrationFormulaFields } from './migration-20261203-formula-fields';
+import { MigrationWebhooks } from './migration-20261204-webhooks';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
 import { MigrationAgents } from './migration-20261122-agents';
@@ -63,6 +64,7 @@ export const MIGRATIONS = [
   MigrationRecordHistory,
   MigrationUserPrincipals,
   MigrationFormulaFields,
+  MigrationWebhooks,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */

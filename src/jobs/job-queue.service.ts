@@ -1,0 +1,187 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { CompiledQuery } from 'kysely';
+import { PgBoss, type Db, type JobInsert, type JobWithMetadata, type Queue, type WorkOptions } from 'pg-boss';
+import { APP_CONFIG, type AppConfig } from '../config/app-config';
+import type { DataSession } from '../database/data-pool';
+import { DATABASE_URL } from '../database/database.constants';
+import { JOB_QUEUE_SCHEMA } from '../database/migrations/migration-20261204-webhooks';
+
+/** Connections of the queue's own pool (fetching, completing, maintenance) on each replica. */
+const JOB_POOL_SIZE = 4;
+/** How long a shutdown waits for the jobs in flight before it leaves them to their lease, milliseconds. */
+const STOP_TIMEOUT_MS = 5_000;
+
+/** A job as its handler sees it: its data, and which attempt this is (0 = the first). */
+export type QueuedJob<T> = Pick<JobWithMetadata<T>, 'id' | 'data' | 'retryCount' | 'retryLimit' | 'createdOn' | 'signal'>;
+
+/** One kind of job: its queue (policy, retries, lease) and how this replica works it. */
+export interface JobDefinition<T> {
+  queue: Omit<Queue, 'name'> & { name: string };
+  /** Concurrency per group (`group.id` of a job: an owner), across every replica. */
+  groupConcurrency?: number;
+  /**
+   * Runs one job. Resolving completes it; throwing fails this attempt, which pg-boss retries with the
+   * queue's backoff until its retryLimit, then leaves `failed`. A replica that dies mid-job leaves it
+   * active until its lease (expireInSeconds) runs out; then it is retried like a failed attempt.
+   */
+  handler: (job: QueuedJob<T>) => Promise<void>;
+}
+
+/** A queue's state for /metrics and readiness. */
+export interface JobQueueStats {
+  queue: string;
+  /** Jobs waiting to run: new, deferred, or waiting for their retry. */
+  queued: number;
+  active: number;
+  /** Jobs that failed their last attempt and are kept (the queue's retention). */
+  failed: number;
+  /** Age of the oldest job waiting to run, seconds (0: none waits). */
+  oldestQueuedSeconds: number;
+}
+
+/**
+ * The Postgres job queue (pg-boss) of every replica: each replica works every queue, a job runs on one
+ * of them at a time (claimed with SKIP LOCKED), a lease (expireInSeconds) hands a dead replica's job to
+ * another, failed attempts are retried with backoff. Its tables are created by the migrations
+ * (migration-20261204-webhooks); pg-boss only keeps them up to date.
+ *
+ * Features define their jobs (`define`) while the app is made; the queue starts working them once the
+ * app is bootstrapped and stops at shutdown, giving jobs in flight STOP_TIMEOUT_MS to end.
+ */
+@Injectable()
+export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(JobQueue.name);
+  private readonly boss: PgBoss;
+  private readonly definitions: JobDefinition<never>[] = [];
+  private running = false;
+  /** Failed attempts seen by this replica's workers since start, by queue. */
+  private readonly failures = new Map<string, number>();
+
+  constructor(
+    @Inject(DATABASE_URL) databaseUrl: string,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.boss = new PgBoss({
+      connectionString: databaseUrl,
+      schema: JOB_QUEUE_SCHEMA,
+      max: JOB_POOL_SIZE,
+      application_name: 'data-copilot:jobs',
+      // The migrations created the schema; pg-boss upgrades it itself only after an upgrade of the package.
+      createSchema: false,
+      migrate: true,
+      schedule: false,
+      useListenNotify: true,
+      registerInstance: false,
+      openTelemetry: { enabled: false },
+    });
+    this.boss.on('error', (error: Error) => this.logger.warn({ msg: 'job queue error', error: error.message }));
+  }
+
+  /** Works `definition`'s jobs once the app is bootstrapped. Call it while the app is made (a constructor, onModuleInit). */
+  define<T>(definition: JobDefinition<T>): void {
+    this.definitions.push(definition);
+  }
+
+  /** True while this replica's workers run. */
+  get active(): boolean {
+    return this.running;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.boss.start();
+    for (const { queue } of this.definitions) {
+      const { name, ...options } = queue;
+      await this.boss.createQueue(name, options);
+      // A queue made by an older build keeps its policy; its retries and lease follow this build's settings.
+      await this.boss.updateQueue(name, {
+        retryLimit: options.retryLimit,
+        retryDelay: options.retryDelay,
+        retryBackoff: options.retryBackoff,
+        retryDelayMax: options.retryDelayMax,
+        expireInSeconds: options.expireInSeconds,
+        retentionSeconds: options.retentionSeconds,
+        notify: options.notify,
+      });
+    }
+    for (const definition of this.definitions) await this.work(definition);
+    this.running = true;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.running = false;
+    // Jobs still running after the timeout keep their claim until their lease ends, then another replica retries them.
+    await this.boss.stop({ graceful: true, close: true, timeout: STOP_TIMEOUT_MS }).catch((error: Error) => {
+      this.logger.warn({ msg: 'job queue stop failed', error: error.message });
+    });
+  }
+
+  /**
+   * Adds jobs; with `session` (a transaction of the data pool), in that transaction: they exist only
+   * if it commits. Jobs of a `key_strict_fifo` queue with one singletonKey run in order of (creation
+   * time, id): give ids that sort in the order they must run.
+   */
+  async insert(queue: string, jobs: JobInsert[], session?: DataSession): Promise<void> {
+    if (!jobs.length) return;
+    await this.boss.insert(queue, jobs, session ? { db: sessionDb(session) } : {});
+  }
+
+  /** Each defined queue's counts, read now. */
+  async stats(): Promise<JobQueueStats[]> {
+    const names = this.definitions.map((d) => d.queue.name);
+    if (!names.length) return [];
+    const queues = await this.boss.getQueues(names);
+    const { rows } = await this.boss
+      .getDb()
+      .executeSql(
+        `select "name", extract(epoch from now() - min("created_on"))::float8 as "age" from ${JOB_QUEUE_SCHEMA}."job" ` +
+          `where "name" = any($1) and "state" < 'active' group by "name"`,
+        [names],
+      );
+    const ages = new Map((rows as { name: string; age: number }[]).map((r) => [r.name, r.age]));
+    return queues.map((q) => ({
+      queue: q.name,
+      queued: q.queuedCount,
+      active: q.activeCount,
+      failed: q.failedCount,
+      oldestQueuedSeconds: Math.max(0, ages.get(q.name) ?? 0),
+    }));
+  }
+
+  /** Failed attempts this replica's workers saw since start, by queue. */
+  failedAttempts(): ReadonlyMap<string, number> {
+    return this.failures;
+  }
+
+  private async work(definition: JobDefinition<never>): Promise<void> {
+    const name = definition.queue.name;
+    const options = {
+      includeMetadata: true as const,
+      batchSize: 1,
+      localConcurrency: this.config.jobConcurrency,
+      pollingIntervalSeconds: Math.max(0.5, this.config.jobPollIntervalMs / 1000),
+      // A NOTIFY wakes workers for new jobs only: a job that becomes runnable later (the next of a key whose
+      // job just completed, a retry after its delay) is found by the poll, so it keeps its pace.
+      notifyPollingIntervalSeconds: Math.max(0.5, this.config.jobPollIntervalMs / 1000),
+      groupConcurrency: definition.groupConcurrency,
+    } satisfies WorkOptions;
+    await this.boss.work<never, void, typeof options>(name, options, async (jobs: JobWithMetadata<never>[]) => {
+      for (const job of jobs) {
+        try {
+          await definition.handler(job);
+        } catch (error) {
+          this.failures.set(name, (this.failures.get(name) ?? 0) + 1);
+          throw error;
+        }
+      }
+    });
+  }
+}
+
+/** A data pool session as pg-boss's database: its statements run in the session's transaction. */
+function sessionDb(session: DataSession): Db {
+  return {
+    executeSql: async (text: string, values?: unknown[]) => ({
+      rows: await session.query(CompiledQuery.raw(text, values ?? [])),
+    }),
+  };
+}

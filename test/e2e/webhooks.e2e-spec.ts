@@ -1,0 +1,285 @@
+import type {
+  DeliveriesResponse,
+  DeliveryResponse,
+  WebhookCreatedResponse,
+  WebhookResponse,
+  WebhooksResponse,
+} from '../../src/webhooks/webhook.dto';
+import { eventually } from '../support/chat-helpers';
+import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
+import { bodyOf, errorOf, idOf } from '../support/responses';
+import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { WebhookReceiver, type ReceivedWebhook } from '../support/webhook-receiver';
+
+/** Fast retries and polls, so that a test sees a retry within seconds; the receiver runs on 127.0.0.1. */
+const WEBHOOK_ENV = {
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+  WEBHOOK_RETRY_DELAY_S: '1',
+  WEBHOOK_RETRY_DELAY_MAX_S: '2',
+  WEBHOOK_TIMEOUT_MS: '3000',
+  JOB_POLL_INTERVAL_MS: '500',
+  EVENTS_POLL_INTERVAL_MS: '200',
+};
+
+/** Each record's deliveries, in the order they were received: [record id, [op, cursor][]]. */
+function byRecord(received: ReceivedWebhook[]): Map<string, [string, bigint][]> {
+  const records = new Map<string, [string, bigint][]>();
+  for (const r of received) {
+    const list = records.get(r.body.data.id) ?? [];
+    list.push([r.body.data.op, BigInt(r.body.data.cursor)]);
+    records.set(r.body.data.id, list);
+  }
+  return records;
+}
+
+describe('webhooks: signed deliveries of record changes', () => {
+  let t: TestApp;
+  const receiver = new WebhookReceiver();
+  let member: string;
+  let otherMember: string;
+
+  const subscribe = async (path: string, body: Record<string, unknown>, key = member) => {
+    const created = bodyOf<WebhookCreatedResponse>(
+      await t.http
+        .post('/api/v1/webhooks')
+        .set(bearer(key))
+        .send({ url: receiver.url(path), ...body })
+        .expect(201),
+    );
+    receiver.trust(path, created.secret);
+    return created;
+  };
+  const create = async (object: string, record: Record<string, unknown>, key = member) =>
+    idOf(await t.http.post(`/api/v1/objects/${object}/records`).set(bearer(key)).send(record).expect(201));
+  const update = async (object: string, id: string, patch: Record<string, unknown>, key = member) =>
+    t.http.patch(`/api/v1/objects/${object}/records/${id}`).set(bearer(key)).send(patch).expect(200);
+  const remove = async (object: string, id: string, key = member) =>
+    t.http.delete(`/api/v1/objects/${object}/records/${id}`).set(bearer(key)).expect(204);
+  const deliveries = async (webhookId: string, key = member) =>
+    bodyOf<DeliveriesResponse>(await t.http.get(`/api/v1/webhooks/${webhookId}/deliveries`).set(bearer(key)).expect(200))
+      .deliveries;
+  const webhook = async (webhookId: string, key = member) =>
+    bodyOf<WebhookResponse>(await t.http.get(`/api/v1/webhooks/${webhookId}`).set(bearer(key)).expect(200));
+
+  beforeAll(async () => {
+    await receiver.start();
+    t = await startTestApp({ env: WEBHOOK_ENV });
+    await createObject(t, 'item', [fieldSpec('sku', 'text', { required: true }), fieldSpec('qty', 'integer')]);
+    await createObject(t, 'deal', [fieldSpec('name', 'text'), fieldSpec('owner', 'text'), fieldSpec('amount', 'number')]);
+    await t.http
+      .post('/api/v1/policies')
+      .set(asAdmin(t))
+      .send({ name: 'own-deals', objects: { deal: { read: true, rowFilter: { owner: '$subject' }, hiddenFields: ['amount'] } } })
+      .expect(201);
+    member = (await createApiKey(t, { name: 'hooks', role: 'member' })).secret;
+    otherMember = (await createApiKey(t, { name: 'other', role: 'member' })).secret;
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.stop();
+  });
+
+  it('delivers creates, updates and deletes, signed per Standard Webhooks, with the change as the owner reads it', async () => {
+    const hook = await subscribe('/all', { objects: ['item'], events: ['create', 'update', 'delete'] });
+    expect(hook.secret).toMatch(/^whsec_/);
+    const id = await create('item', { sku: 'a-1', qty: 1 });
+    await update('item', id, { qty: 2 });
+    await remove('item', id);
+    await eventually(() => receiver.to('/all').length === 3, 20_000);
+    const got = receiver.to('/all');
+    expect(got.map((r) => r.body.type)).toEqual(['record.created', 'record.updated', 'record.deleted']);
+    expect(got.map((r) => r.body.data.id)).toEqual([id, id, id]);
+    expect(got[0].body.data.record).toMatchObject({ sku: 'a-1', qty: 1 });
+    expect(got[1].body.data).toMatchObject({ op: 'update', changedFields: ['qty'], record: { qty: 2 } });
+    expect(got[2].body.data.record).toBeUndefined();
+    expect(receiver.rejected).toEqual([]);
+    const log = await deliveries(hook.id);
+    expect(log).toHaveLength(3);
+    for (const entry of log) expect(entry).toMatchObject({ status: 'succeeded', attempts: 1, responseStatus: 204, error: null });
+    // The webhook-id header is the delivery's id.
+    expect(new Set(got.map((r) => r.id))).toEqual(new Set(log.map((d) => d.id)));
+    // The secret is shown once: never in what GET answers.
+    expect(JSON.stringify(await webhook(hook.id))).not.toContain(hook.secret);
+  });
+
+  it('delivers only the subscribed event kinds of records matching its where', async () => {
+    await subscribe('/filtered', { objects: ['item'], events: ['update'], where: { qty: { $gt: 10 } } });
+    const id = await create('item', { sku: 'f-1', qty: 20 }); // a create: not subscribed
+    await update('item', id, { qty: 30 }); // matches
+    await update('item', id, { qty: 5 }); // outside the where
+    await update('item', id, { qty: 40 }); // matches: the last one of this record
+    const other = await create('item', { sku: 'f-2', qty: 1 });
+    await update('item', other, { qty: 2 }); // outside the where
+    await eventually(() => receiver.to('/filtered').some((r) => r.body.data.record?.qty === 40), 20_000);
+    expect(receiver.to('/filtered').map((r) => [r.body.type, r.body.data.id, r.body.data.record?.qty])).toEqual([
+      ['record.updated', id, 30],
+      ['record.updated', id, 40],
+    ]);
+  });
+
+  it("never sends a row outside the owner's row filter nor a hidden field, also when a row moves out of the filter", async () => {
+    const alice = await createApiKey(t, { name: 'alice', role: 'member', subject: 'alice', policies: ['own-deals'] });
+    const hook = await subscribe('/alice', { objects: ['deal'], events: ['create', 'update', 'delete'] }, alice.secret);
+    const admin = t.adminKey;
+    const mine = await create('deal', { name: 'mine', owner: 'alice', amount: 100 }, admin);
+    const bobs = await create('deal', { name: 'bobs', owner: 'bob', amount: 200 }, admin);
+    await update('deal', mine, { amount: 150 }, admin); // only a hidden field: an update with no visible field
+    await update('deal', mine, { owner: 'bob' }, admin); // leaves alice's rows: not sent
+    await update('deal', bobs, { name: 'still bobs' }, admin);
+    await remove('deal', bobs, admin);
+    const last = await create('deal', { name: 'last', owner: 'alice', amount: 1 }, admin);
+    // Changes are queued in feed order: once the last one is queued and nothing is pending, every earlier one was handled.
+    await eventually(async () => {
+      const log = await deliveries(hook.id, alice.secret);
+      return log.some((d) => d.recordId === last) && log.every((d) => d.status !== 'pending');
+    }, 20_000);
+    const got = receiver.to('/alice');
+    for (const r of got) {
+      expect(JSON.stringify(r.body)).not.toContain('amount');
+      expect(r.body.data.record?.owner ?? 'alice').toBe('alice');
+      expect(r.body.data.id).not.toBe(bobs);
+    }
+    expect(got.filter((r) => r.body.data.id === mine).map((r) => r.body.type)).toEqual(['record.created', 'record.updated']);
+    expect(got.find((r) => r.body.data.id === mine && r.body.type === 'record.updated')?.body.data.changedFields).toEqual([]);
+    expect((await deliveries(hook.id, alice.secret)).every((d) => d.status === 'succeeded')).toBe(true);
+  });
+
+  it('refuses objects, events and where filters the owner may not use', async () => {
+    const alice = await createApiKey(t, { name: 'alice-2', role: 'member', subject: 'alice', policies: ['own-deals'] });
+    const post = (body: Record<string, unknown>, key = member) =>
+      t.http
+        .post('/api/v1/webhooks')
+        .set(bearer(key))
+        .send({ url: receiver.url('/nope'), events: ['create'], ...body });
+    const unknown = await post({ objects: ['nothing'] });
+    expect([unknown.status, errorOf(unknown).code]).toEqual([404, 'object_not_found']);
+    const unreadable = await post({ objects: ['item'] }, alice.secret);
+    expect([unreadable.status, errorOf(unreadable).code]).toEqual([404, 'object_not_found']);
+    const hidden = await post({ objects: ['deal'], where: { amount: { $gt: 1 } } }, alice.secret);
+    expect([hidden.status, errorOf(hidden).code]).toEqual([400, 'unknown_field']);
+    const badEvent = await post({ objects: ['item'], events: ['insert'] });
+    expect([badEvent.status, errorOf(badEvent).code]).toEqual([400, 'validation_failed']);
+    const badWhere = await post({ objects: ['item'], where: { qty: { $like: 1 } } });
+    expect(badWhere.status).toBe(400);
+    const badUrl = await post({ objects: ['item'], url: 'ftp://example.com/' });
+    expect([badUrl.status, errorOf(badUrl).code]).toEqual([400, 'webhook_url_refused']);
+  });
+
+  it('delivers every event once the receiver is back after failing and being down, in order per record, none twice after a success', async () => {
+    const hook = await subscribe('/flaky', { objects: ['item'], events: ['create', 'update', 'delete'] });
+    receiver.mode = 'fail';
+    const a = await create('item', { sku: 'x-1', qty: 1 });
+    const b = await create('item', { sku: 'x-2', qty: 1 });
+    await update('item', a, { qty: 2 });
+    await update('item', b, { qty: 2 });
+    await update('item', a, { qty: 3 });
+    await remove('item', b);
+    // Answered 500 (each a failed attempt, retried with backoff)...
+    await eventually(() => receiver.failed.filter((r) => r.path === '/flaky').length >= 3, 20_000);
+    // ... then not listening at all (connections refused) ...
+    await receiver.stop();
+    await eventually(async () => (await deliveries(hook.id)).some((d) => d.error?.includes('ECONNREFUSED') ?? false), 20_000);
+    // ... then back.
+    receiver.mode = 'ok';
+    await receiver.start();
+    await eventually(() => receiver.to('/flaky').length >= 6, 30_000);
+    const got = receiver.to('/flaky');
+    expect(new Set(got.map((r) => r.id)).size).toBe(got.length);
+    const records = byRecord(got);
+    expect(records.get(a)?.map(([op]) => op)).toEqual(['create', 'update', 'update']);
+    expect(records.get(b)?.map(([op]) => op)).toEqual(['create', 'update', 'delete']);
+    for (const list of records.values()) {
+      const cursors = list.map(([, cursor]) => cursor);
+      expect([...cursors].sort((x, y) => (x < y ? -1 : 1))).toEqual(cursors);
+    }
+    const log = await deliveries(hook.id);
+    expect(log).toHaveLength(6);
+    expect(log.every((d) => d.status === 'succeeded')).toBe(true);
+    expect(log.some((d) => d.attempts > 1)).toBe(true);
+    expect((await webhook(hook.id)).failingSince).toBeUndefined();
+  });
+
+  it('keeps a delivery log, and redelivers one delivery with the same webhook-id', async () => {
+    const hook = await subscribe('/redeliver', { objects: ['item'], events: ['create'] });
+    const id = await create('item', { sku: 'r-1' });
+    await eventually(async () => (await deliveries(hook.id))[0]?.status === 'succeeded', 20_000);
+    expect(receiver.to('/redeliver')).toHaveLength(1);
+    const [first] = await deliveries(hook.id);
+    expect(first).toMatchObject({ type: 'record.created', object: 'item', recordId: id, status: 'succeeded', attempts: 1 });
+    expect(typeof first.durationMs).toBe('number');
+    const again = await t.http
+      .post(`/api/v1/webhooks/${hook.id}/deliveries/${first.id}/redeliver`)
+      .set(bearer(member))
+      .expect(202);
+    expect(bodyOf<DeliveryResponse>(again)).toMatchObject({ id: first.id, status: 'pending', attempts: 0 });
+    await eventually(() => receiver.to('/redeliver').length === 2, 20_000);
+    expect(receiver.to('/redeliver').map((r) => r.id)).toEqual([first.id, first.id]);
+    await eventually(async () => (await deliveries(hook.id))[0].status === 'succeeded', 10_000);
+    const unknown = await t.http
+      .post(`/api/v1/webhooks/${hook.id}/deliveries/00000000-0000-0000-0000-000000000000/redeliver`)
+      .set(bearer(member));
+    expect([unknown.status, errorOf(unknown).code]).toEqual([404, 'delivery_not_found']);
+    const failing = await t.http.get(`/api/v1/webhooks/${hook.id}/deliveries?status=failed`).set(bearer(member)).expect(200);
+    expect(bodyOf<DeliveriesResponse>(failing).deliveries).toEqual([]);
+  });
+
+  it('lets a member see and change only its own webhooks; admins see every one', async () => {
+    const mine = await subscribe('/owned', { objects: ['item'], events: ['create'] });
+    const theirs = await subscribe('/theirs', { objects: [], events: [] }, otherMember);
+    for (const res of [
+      await t.http.get(`/api/v1/webhooks/${mine.id}`).set(bearer(otherMember)),
+      await t.http.patch(`/api/v1/webhooks/${mine.id}`).set(bearer(otherMember)).send({ description: 'mine now' }),
+      await t.http.delete(`/api/v1/webhooks/${mine.id}`).set(bearer(otherMember)),
+      await t.http.get(`/api/v1/webhooks/${mine.id}/deliveries`).set(bearer(otherMember)),
+    ]) {
+      expect([res.status, errorOf(res).code]).toEqual([404, 'webhook_not_found']);
+    }
+    const listed = bodyOf<WebhooksResponse>(await t.http.get('/api/v1/webhooks').set(bearer(otherMember)).expect(200));
+    expect(listed.webhooks.map((w) => w.id)).toEqual([theirs.id]);
+    const all = bodyOf<WebhooksResponse>(await t.http.get('/api/v1/webhooks').set(asAdmin(t)).expect(200));
+    expect(all.webhooks.map((w) => w.id)).toEqual(expect.arrayContaining([mine.id, theirs.id]));
+    const patched = await t.http
+      .patch(`/api/v1/webhooks/${mine.id}`)
+      .set(bearer(member))
+      .send({ description: 'ours', events: ['update'] });
+    expect(bodyOf<WebhookResponse>(patched)).toMatchObject({ description: 'ours', events: ['update'], status: 'active' });
+    await t.http.delete(`/api/v1/webhooks/${mine.id}`).set(bearer(member)).expect(204);
+    await t.http.get(`/api/v1/webhooks/${mine.id}`).set(bearer(member)).expect(404);
+  });
+
+  it("disables a webhook whose owner's key is revoked, and sends it nothing more", async () => {
+    const owner = await createApiKey(t, { name: 'leaving', role: 'member' });
+    const hook = await subscribe('/revoked', { objects: ['item'], events: ['create'] }, owner.secret);
+    await t.http.delete(`/api/v1/api-keys/${owner.id}`).set(asAdmin(t)).expect(204);
+    await create('item', { sku: 'after-revoke' });
+    await eventually(async () => (await webhook(hook.id, t.adminKey)).status === 'disabled', 20_000);
+    expect((await webhook(hook.id, t.adminKey)).disabledReason).toMatch(/revoked/);
+    expect(receiver.to('/revoked')).toEqual([]);
+  });
+});
+
+describe('webhooks: safe targets (WEBHOOK_ALLOW_PRIVATE unset)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    await createObject(t, 'item', [fieldSpec('sku', 'text')]);
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    'http://127.0.0.1:8080/hook',
+    'http://localhost/hook',
+    'http://[::1]/hook',
+    'http://[::ffff:127.0.0.1]/hook',
+    'http://169.254.169.254/latest/meta-data',
+    'http://10.0.0.5/hook',
+    'http://[fe80::1]/hook',
+  ])('refuses %s with 400 webhook_url_refused', async (url) => {
+    const res = await t.http
+      .post('/api/v1/webhooks')
+      .set(asAdmin(t))
+      .send({ url, objects: ['item'], events: ['create'] });
+    expect([res.status, errorOf(res).code]).toEqual([400, 'webhook_url_refused']);
+  });
+});
