@@ -147,6 +147,17 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
     }));
   }
 
+  /** The queue's tables answer (3 s at most). */
+  async ping(): Promise<boolean> {
+    const timeout = new Promise<boolean>((resolve) => setTimeout(resolve, 3_000, false).unref());
+    const query = this.boss
+      .getDb()
+      .executeSql(`select 1 from ${JOB_QUEUE_SCHEMA}."version" limit 1`)
+      .then(() => true)
+      .catch(() => false);
+    return Promise.race([query, timeout]);
+  }
+
   /** Failed attempts this replica's workers saw since start, by queue. */
   failedAttempts(): ReadonlyMap<string, number> {
     return this.failures;

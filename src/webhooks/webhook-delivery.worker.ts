@@ -7,6 +7,7 @@ import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { AccessService } from '../governance/access.service';
 import { JobQueue, type QueuedJob } from '../jobs/job-queue.service';
+import { PrometheusService } from '../observability/prometheus.service';
 import { postOnce, type AttemptResult } from './webhook-sender';
 import { resolveTarget } from './webhook-target';
 import { DELIVERY_QUEUE, type DeliveryJobData } from './webhook-jobs';
@@ -50,6 +51,7 @@ export class WebhookDeliveryWorker {
     private readonly changes: ChangesService,
     private readonly access: AccessService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: PrometheusService,
     jobs: JobQueue,
   ) {
     jobs.define<DeliveryJobData>({
@@ -77,7 +79,7 @@ export class WebhookDeliveryWorker {
     const webhook = await this.repo.find(delivery.webhookId);
     if (!webhook) return;
     if (webhook.status !== 'active') {
-      await this.repo.settle(
+      await this.settle(
         delivery.id,
         'failed',
         `Not sent: the webhook is disabled (${webhook.disabledReason ?? 'no reason given'})`,
@@ -90,7 +92,7 @@ export class WebhookDeliveryWorker {
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       await this.repo.disable(webhook.id, "The owner's API key was revoked");
-      await this.repo.settle(delivery.id, 'failed', "Not sent: the owner's API key was revoked");
+      await this.settle(delivery.id, 'failed', "Not sent: the owner's API key was revoked");
       return;
     }
     const change = await this.readAsOwner(owner, webhook, delivery);
@@ -98,13 +100,15 @@ export class WebhookDeliveryWorker {
 
     const attempt = await this.repo.startAttempt(delivery.id);
     if (attempt > this.config.webhookMaxAttempts || delivery.ageSeconds >= this.config.webhookMaxAgeHours * 3600) {
-      await this.repo.settle(delivery.id, 'failed', delivery.error ?? 'No attempt succeeded in time');
+      await this.settle(delivery.id, 'failed', delivery.error ?? 'No attempt succeeded in time');
       return;
     }
     const result = await this.attempt(webhook, delivery, change);
+    this.metrics.observeWebhookAttempt(result.ok);
     if (result.ok) {
       await this.repo.recordAttempt(delivery.id, { status: 'succeeded', ...outcome(result) });
       await this.repo.succeeded(webhook.id);
+      this.metrics.observeWebhookDelivery('succeeded');
       return;
     }
     const disabled = await this.repo.failed(webhook.id, this.config.webhookDisableAfterHours);
@@ -114,6 +118,7 @@ export class WebhookDeliveryWorker {
       delivery.ageSeconds >= this.config.webhookMaxAgeHours * 3600 ||
       job.retryCount >= job.retryLimit;
     await this.repo.recordAttempt(delivery.id, { status: final ? 'failed' : 'pending', ...outcome(result) });
+    if (final) this.metrics.observeWebhookDelivery('failed');
     // The last attempt completes the job (the record's next change may go); any other is retried with backoff.
     if (!final) throw new AttemptFailed(result.error ?? 'The attempt failed');
   }
@@ -131,7 +136,7 @@ export class WebhookDeliveryWorker {
       });
       const [change] = page.changes;
       if (change?.cursor === delivery.cursor) return change;
-      await this.repo.settle(
+      await this.settle(
         delivery.id,
         'skipped',
         'Not sent: the owner may no longer read this change (or it no longer matches the where)',
@@ -139,9 +144,15 @@ export class WebhookDeliveryWorker {
     } catch (error) {
       if (!(error instanceof DomainError) || error.code === 'database_busy' || error.code === 'query_timeout') throw error;
       await this.repo.disable(webhook.id, `The owner can no longer follow "${delivery.object}": ${error.message}`);
-      await this.repo.settle(delivery.id, 'failed', `Not sent: ${error.message}`);
+      await this.settle(delivery.id, 'failed', `Not sent: ${error.message}`);
     }
     return undefined;
+  }
+
+  /** A delivery ended without (another) attempt. */
+  private async settle(deliveryId: string, status: 'failed' | 'skipped', error: string): Promise<void> {
+    await this.repo.settle(deliveryId, status, error);
+    this.metrics.observeWebhookDelivery(status);
   }
 
   private async attempt(webhook: WebhookRow, delivery: DeliveryRow, change: ChangeResponse): Promise<AttemptResult> {

@@ -9,6 +9,7 @@ import { eventually } from '../support/chat-helpers';
 import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { Scrape } from '../support/prometheus';
 import { WebhookReceiver, type ReceivedWebhook } from '../support/webhook-receiver';
 
 /** Fast retries and polls, so that a test sees a retry within seconds; the receiver runs on 127.0.0.1. */
@@ -144,6 +145,46 @@ describe('webhooks: signed deliveries of record changes', () => {
     expect((await deliveries(hook.id, alice.secret)).every((d) => d.status === 'succeeded')).toBe(true);
   });
 
+  it("filters a delivery by the owner's access when it is sent, not when the change was made", async () => {
+    await t.http
+      .post('/api/v1/policies')
+      .set(asAdmin(t))
+      .send({ name: 'deal-reader', objects: { deal: { read: true } } })
+      .expect(201);
+    const carol = await createApiKey(t, { name: 'carol', role: 'member', subject: 'carol', policies: ['deal-reader'] });
+    const hook = await subscribe('/carol', { objects: ['deal'], events: ['create'] }, carol.secret);
+    receiver.failing.add('/carol');
+    const id = await create('deal', { name: 'later', owner: 'zed', amount: 7 }, t.adminKey);
+    await eventually(() => receiver.failed.some((r) => r.path === '/carol' && r.body.data.id === id), 20_000);
+    expect(receiver.failed.find((r) => r.path === '/carol')?.body.data.record).toMatchObject({ amount: 7 });
+    // While it waits for its retry, the owner's policy hides the field.
+    await t.http
+      .put('/api/v1/policies/deal-reader')
+      .set(asAdmin(t))
+      .send({ objects: { deal: { read: true, hiddenFields: ['amount'] } } })
+      .expect(200);
+    receiver.failing.delete('/carol');
+    await eventually(() => receiver.to('/carol').length === 1, 20_000);
+    const [sent] = receiver.to('/carol');
+    expect(sent.body.data.record).toMatchObject({ id, name: 'later' });
+    expect(JSON.stringify(sent.body)).not.toContain('amount');
+    // And once its row filter excludes the record, a pending delivery is skipped, not sent.
+    receiver.failing.add('/carol');
+    const other = await create('deal', { name: 'gone soon', owner: 'zed' }, t.adminKey);
+    await eventually(() => receiver.failed.some((r) => r.path === '/carol' && r.body.data.id === other), 20_000);
+    await t.http
+      .put('/api/v1/policies/deal-reader')
+      .set(asAdmin(t))
+      .send({ objects: { deal: { read: true, hiddenFields: ['amount'], rowFilter: { owner: 'nobody' } } } })
+      .expect(200);
+    receiver.failing.delete('/carol');
+    await eventually(
+      async () => (await deliveries(hook.id, carol.secret)).some((d) => d.recordId === other && d.status === 'skipped'),
+      20_000,
+    );
+    expect(receiver.to('/carol').map((r) => r.body.data.id)).toEqual([id]);
+  });
+
   it('refuses objects, events and where filters the owner may not use', async () => {
     const alice = await createApiKey(t, { name: 'alice-2', role: 'member', subject: 'alice', policies: ['own-deals'] });
     const post = (body: Record<string, unknown>, key = member) =>
@@ -197,6 +238,21 @@ describe('webhooks: signed deliveries of record changes', () => {
     expect(log.every((d) => d.status === 'succeeded')).toBe(true);
     expect(log.some((d) => d.attempts > 1)).toBe(true);
     expect((await webhook(hook.id)).failingSince).toBeUndefined();
+    // /metrics shows the queue and the failures.
+    const metrics = new Scrape((await t.http.get('/metrics').expect(200)).text);
+    const queue = { queue: 'webhook-deliveries' };
+    expect(metrics.samples('datacopilot_job_queue_jobs', queue).map((s) => s.labels?.state)).toEqual(
+      expect.arrayContaining(['queued', 'active', 'failed']),
+    );
+    expect(metrics.samples('datacopilot_job_queue_oldest_job_age_seconds', queue)).toHaveLength(1);
+    expect(metrics.value('datacopilot_job_attempt_failures_total', queue)).toBeGreaterThan(0);
+    expect(metrics.value('datacopilot_webhook_attempts_total', { outcome: 'failed' })).toBeGreaterThan(0);
+    expect(metrics.value('datacopilot_webhook_deliveries_total', { status: 'succeeded' })).toBeGreaterThanOrEqual(6);
+  });
+
+  it('reports the job queue on /health/ready', async () => {
+    const ready = bodyOf<{ checks: { jobQueue: string } }>(await t.http.get('/health/ready').expect(200));
+    expect(ready.checks.jobQueue).toBe('ok');
   });
 
   it('keeps a delivery log, and redelivers one delivery with the same webhook-id', async () => {
@@ -281,5 +337,74 @@ describe('webhooks: safe targets (WEBHOOK_ALLOW_PRIVATE unset)', () => {
       .set(asAdmin(t))
       .send({ url, objects: ['item'], events: ['create'] });
     expect([res.status, errorOf(res).code]).toEqual([400, 'webhook_url_refused']);
+  });
+});
+
+describe('webhooks: final failures', () => {
+  let t: TestApp;
+  const receiver = new WebhookReceiver();
+
+  beforeAll(async () => {
+    await receiver.start();
+    t = await startTestApp({ env: { ...WEBHOOK_ENV, WEBHOOK_MAX_ATTEMPTS: '2' } });
+    await createObject(t, 'item', [fieldSpec('sku', 'text')]);
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.stop();
+  });
+
+  const deliveries = async (id: string) =>
+    bodyOf<DeliveriesResponse>(await t.http.get(`/api/v1/webhooks/${id}/deliveries`).set(asAdmin(t)).expect(200)).deliveries;
+
+  it("fails a delivery after WEBHOOK_MAX_ATTEMPTS, then sends the record's next change", async () => {
+    const hook = bodyOf<WebhookCreatedResponse>(
+      await t.http
+        .post('/api/v1/webhooks')
+        .set(asAdmin(t))
+        .send({ url: receiver.url('/x'), objects: ['item'], events: ['create', 'update'] })
+        .expect(201),
+    );
+    receiver.trust('/x', hook.secret);
+    receiver.mode = 'fail';
+    const id = idOf(await t.http.post('/api/v1/objects/item/records').set(asAdmin(t)).send({ sku: 'a' }).expect(201));
+    await eventually(async () => (await deliveries(hook.id)).some((d) => d.status === 'failed'), 20_000);
+    const [failed] = await deliveries(hook.id);
+    expect(failed).toMatchObject({ type: 'record.created', status: 'failed', attempts: 2, responseStatus: 500 });
+    expect(failed.error).toContain('500');
+    expect(receiver.failed.filter((r) => r.id === failed.id)).toHaveLength(2);
+    receiver.mode = 'ok';
+    await t.http.patch(`/api/v1/objects/item/records/${id}`).set(asAdmin(t)).send({ sku: 'b' }).expect(200);
+    await eventually(() => receiver.to('/x').length === 1, 20_000);
+    expect(receiver.to('/x')[0].body).toMatchObject({ type: 'record.updated', data: { id, record: { sku: 'b' } } });
+    const webhook = bodyOf<WebhookResponse>(await t.http.get(`/api/v1/webhooks/${hook.id}`).set(asAdmin(t)).expect(200));
+    expect(webhook).toMatchObject({ status: 'active' });
+    expect(webhook.failingSince).toBeUndefined();
+  });
+
+  it('disables a webhook whose every attempt failed for three days, and says why', async () => {
+    const hook = bodyOf<WebhookCreatedResponse>(
+      await t.http
+        .post('/api/v1/webhooks')
+        .set(asAdmin(t))
+        .send({ url: receiver.url('/dead'), objects: ['item'], events: ['create'] })
+        .expect(201),
+    );
+    receiver.trust('/dead', hook.secret);
+    receiver.failing.add('/dead');
+    // As if its failures had begun three days and a minute ago.
+    await t.sql(`update webhooks set failing_since = now() - interval '72 hours 1 minute' where id = $1`, [hook.id]);
+    await t.http.post('/api/v1/objects/item/records').set(asAdmin(t)).send({ sku: 'c' }).expect(201);
+    await eventually(
+      async () => bodyOf<WebhookResponse>(await t.http.get(`/api/v1/webhooks/${hook.id}`).set(asAdmin(t))).status === 'disabled',
+      20_000,
+    );
+    const disabled = bodyOf<WebhookResponse>(await t.http.get(`/api/v1/webhooks/${hook.id}`).set(asAdmin(t)).expect(200));
+    expect(disabled.disabledReason).toBe('Every delivery attempt failed for 72 hours');
+    expect((await deliveries(hook.id))[0]).toMatchObject({ status: 'failed', attempts: 1 });
+    // Enabled again by its owner: active, its failures forgotten.
+    const enabled = await t.http.patch(`/api/v1/webhooks/${hook.id}`).set(asAdmin(t)).send({ status: 'active' }).expect(200);
+    expect(bodyOf<WebhookResponse>(enabled)).toMatchObject({ status: 'active' });
+    expect(bodyOf<WebhookResponse>(enabled).disabledReason).toBeUndefined();
   });
 });

@@ -19,7 +19,7 @@ export interface ReceivedWebhook {
  * A webhook receiver on 127.0.0.1, as a customer would run one: every request's signature is verified
  * with the Standard Webhooks library (`Webhook.verify`) against the secrets it was told; a request that
  * fails verification is answered 401 and counted in `rejected`. `mode` makes it fail on purpose:
- * `fail` answers 500, and `stop()` closes the port (connections refused) until `start()` again.
+ * `fail` answers 500 (so do the paths in `failing`), and `stop()` closes the port (connections refused) until `start()` again.
  */
 export class WebhookReceiver {
   /** Verified requests answered 2xx, in the order they arrived. */
@@ -28,6 +28,8 @@ export class WebhookReceiver {
   readonly failed: ReceivedWebhook[] = [];
   readonly rejected: string[] = [];
   mode: 'ok' | 'fail' = 'ok';
+  /** Paths answered 500 whatever the mode. */
+  readonly failing = new Set<string>();
   private readonly secrets = new Map<string, Webhook>();
   private server?: http.Server;
   private port = 0;
@@ -83,7 +85,7 @@ export class WebhookReceiver {
       return;
     }
     const received: ReceivedWebhook = { path, id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], body: parsed };
-    if (this.mode === 'fail') {
+    if (this.mode === 'fail' || this.failing.has(path)) {
       this.failed.push(received);
       res.writeHead(500).end('receiver failing on purpose');
       return;
