@@ -154,7 +154,7 @@ export interface AppConfig {
   webhookDisableAfterHours: number;
   /** Deliveries of one owner's webhooks in flight at once, across every replica: one key cannot starve the others. */
   webhookOwnerConcurrency: number;
-  /** Jobs this replica works at once (webhook deliveries and every other job of the queue). */
+  /** Jobs of each queue this replica works at once (each a worker of its own that polls when idle). */
   jobConcurrency: number;
   /** How often an idle worker of the job queue looks for jobs (a new job's NOTIFY wakes it sooner), milliseconds. */
   jobPollIntervalMs: number;
@@ -492,7 +492,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookRetryDelayMaxS: int(env, 'WEBHOOK_RETRY_DELAY_MAX_S', 3_600, 1, 86_400),
     webhookDisableAfterHours: int(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 72, 1, 24 * 365),
     webhookOwnerConcurrency: int(env, 'WEBHOOK_OWNER_CONCURRENCY', 4, 1, 1_000),
-    jobConcurrency: int(env, 'JOB_CONCURRENCY', 16, 1, 1_000),
+    jobConcurrency: int(env, 'JOB_CONCURRENCY', 4, 1, 1_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 2_000, 500, 600_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),

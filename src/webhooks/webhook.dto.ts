@@ -73,7 +73,12 @@ export class UpdateWebhookDto {
   @IsIn(WEBHOOK_EVENTS, { each: true, message: 'each value in events must be one of create, update, delete' })
   events?: ChangeOp[];
 
-  @ApiPropertyOptional({ allOf: [schemaRef('Where')], nullable: true, description: 'null removes the filter' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    nullable: true,
+    description: 'A where filter (as in the records API), or null to remove it',
+  })
   @IsOptional()
   @ValidateIf((_o, value) => value !== null)
   @IsObject()

@@ -22,7 +22,6 @@ import {
   WebhooksResponse,
 } from './webhook.dto';
 import { WebhookRepository, type WebhookRow } from './webhook.repository';
-import { WebhookDispatcher } from './webhook-dispatcher';
 
 /**
  * Webhooks as their owners manage them: a member sees and changes only its own key's webhooks (any other
@@ -36,7 +35,6 @@ export class WebhooksService {
     private readonly changes: ChangesService,
     private readonly access: AccessService,
     private readonly jobs: JobQueue,
-    private readonly dispatcher: WebhookDispatcher,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -168,10 +166,5 @@ export class WebhooksService {
 
   private async startCursors(objects: string[]): Promise<{ object: string; cursor: string }[]> {
     return Promise.all(objects.map(async (object) => ({ object, cursor: await this.changes.latestCursor(object) })));
-  }
-
-  /** Runs a dispatch now (tests, and after a change of what a webhook follows). */
-  wake(): void {
-    this.dispatcher.wake();
   }
 }
