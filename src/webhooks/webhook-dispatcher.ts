@@ -101,7 +101,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         const { webhook } = locked;
         let owner;
         try {
-          owner = await this.access.keyCaller(webhook.ownerKeyId, { fresh: true });
+          // This replica's cache of keys, cleared on every replica when a key is revoked; each attempt checks afresh.
+          owner = await this.access.keyCaller(webhook.ownerKeyId);
         } catch (error) {
           if (!(error instanceof DomainError)) throw error;
           await this.repo.disable(webhook.id, "The owner's API key was revoked", tx);

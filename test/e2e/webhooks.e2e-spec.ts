@@ -340,13 +340,13 @@ describe('webhooks: safe targets (WEBHOOK_ALLOW_PRIVATE unset)', () => {
   });
 });
 
-describe('webhooks: final failures', () => {
+describe('webhooks: final failures and owner concurrency', () => {
   let t: TestApp;
   const receiver = new WebhookReceiver();
 
   beforeAll(async () => {
     await receiver.start();
-    t = await startTestApp({ env: { ...WEBHOOK_ENV, WEBHOOK_MAX_ATTEMPTS: '2' } });
+    t = await startTestApp({ env: { ...WEBHOOK_ENV, WEBHOOK_MAX_ATTEMPTS: '2', WEBHOOK_OWNER_CONCURRENCY: '1' } });
     await createObject(t, 'item', [fieldSpec('sku', 'text')]);
   });
   afterAll(async () => {
@@ -406,5 +406,34 @@ describe('webhooks: final failures', () => {
     const enabled = await t.http.patch(`/api/v1/webhooks/${hook.id}`).set(asAdmin(t)).send({ status: 'active' }).expect(200);
     expect(bodyOf<WebhookResponse>(enabled)).toMatchObject({ status: 'active' });
     expect(bodyOf<WebhookResponse>(enabled).disabledReason).toBeUndefined();
+  });
+
+  it("bounds one owner's deliveries in flight (WEBHOOK_OWNER_CONCURRENCY) without holding up another owner's", async () => {
+    const slow = await createApiKey(t, { name: 'slow-owner', role: 'member' });
+    const quick = await createApiKey(t, { name: 'quick-owner', role: 'member' });
+    const hookOf = async (key: string, path: string) => {
+      const created = bodyOf<WebhookCreatedResponse>(
+        await t.http
+          .post('/api/v1/webhooks')
+          .set(bearer(key))
+          .send({ url: receiver.url(path), objects: ['item'], events: ['create'] })
+          .expect(201),
+      );
+      receiver.trust(path, created.secret);
+      return created;
+    };
+    await hookOf(slow.secret, '/slow');
+    const quickHook = await hookOf(quick.secret, '/quick');
+    receiver.hold('/slow');
+    // Two records: two keys of the queue, which nothing but the owner's bound keeps from running side by side.
+    await t.http.post('/api/v1/objects/item/records').set(asAdmin(t)).send({ sku: 's-1' }).expect(201);
+    await t.http.post('/api/v1/objects/item/records').set(asAdmin(t)).send({ sku: 's-2' }).expect(201);
+    await eventually(() => receiver.held('/slow') === 1, 20_000);
+    // The other owner's deliveries go on meanwhile (they were queued with the two above)...
+    await eventually(async () => (await deliveries(quickHook.id)).filter((d) => d.status === 'succeeded').length === 2, 20_000);
+    // ... while the slow owner still has its one delivery in flight, the second waiting for it.
+    expect(receiver.held('/slow')).toBe(1);
+    receiver.release('/slow');
+    await eventually(() => receiver.to('/slow').length === 2, 20_000);
   });
 });

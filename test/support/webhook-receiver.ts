@@ -30,6 +30,8 @@ export class WebhookReceiver {
   mode: 'ok' | 'fail' = 'ok';
   /** Paths answered 500 whatever the mode. */
   readonly failing = new Set<string>();
+  /** Paths whose requests are held unanswered until `release`; the requests held so far, by path. */
+  private readonly holding = new Map<string, (() => void)[]>();
   private readonly secrets = new Map<string, Webhook>();
   private server?: http.Server;
   private port = 0;
@@ -62,6 +64,23 @@ export class WebhookReceiver {
     this.secrets.set(path, new Webhook(secret));
   }
 
+  /** Holds the requests to `path` unanswered (their connection open) until `release(path)`. */
+  hold(path: string): void {
+    this.holding.set(path, []);
+  }
+
+  /** Requests to `path` held now. */
+  held(path: string): number {
+    return this.holding.get(path)?.length ?? 0;
+  }
+
+  /** Answers the held requests of `path` (and stops holding new ones). */
+  release(path: string): void {
+    const waiting = this.holding.get(path) ?? [];
+    this.holding.delete(path);
+    for (const answer of waiting) answer();
+  }
+
   /** Accepted deliveries to `path`. */
   to(path: string): ReceivedWebhook[] {
     return this.accepted.filter((r) => r.path === path);
@@ -90,7 +109,12 @@ export class WebhookReceiver {
       res.writeHead(500).end('receiver failing on purpose');
       return;
     }
-    this.accepted.push(received);
-    res.writeHead(204).end();
+    const answer = () => {
+      this.accepted.push(received);
+      res.writeHead(204).end();
+    };
+    const held = this.holding.get(path);
+    if (held) held.push(answer);
+    else answer();
   }
 }
