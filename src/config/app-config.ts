@@ -152,7 +152,7 @@ export interface AppConfig {
   webhookRetryDelayMaxS: number;
   /** A webhook whose every attempt failed for this long is disabled, hours. */
   webhookDisableAfterHours: number;
-  /** Deliveries of one owner's webhooks in flight at once, across every replica: one key cannot starve the others. */
+  /** Deliveries of one owner's webhooks each replica has in flight at once (below JOB_CONCURRENCY): one key cannot starve the others. */
   webhookOwnerConcurrency: number;
   /** Jobs of each queue this replica works at once (each a worker of its own that polls when idle). */
   jobConcurrency: number;
@@ -491,8 +491,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookRetryDelayS: int(env, 'WEBHOOK_RETRY_DELAY_S', 30, 1, 86_400),
     webhookRetryDelayMaxS: int(env, 'WEBHOOK_RETRY_DELAY_MAX_S', 3_600, 1, 86_400),
     webhookDisableAfterHours: int(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 72, 1, 24 * 365),
-    webhookOwnerConcurrency: int(env, 'WEBHOOK_OWNER_CONCURRENCY', 4, 1, 1_000),
-    jobConcurrency: int(env, 'JOB_CONCURRENCY', 4, 1, 1_000),
+    webhookOwnerConcurrency: int(env, 'WEBHOOK_OWNER_CONCURRENCY', 2, 1, 1_000),
+    jobConcurrency: int(env, 'JOB_CONCURRENCY', 8, 1, 1_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 2_000, 500, 600_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),

@@ -17,7 +17,13 @@ export type QueuedJob<T> = Pick<JobWithMetadata<T>, 'id' | 'data' | 'retryCount'
 /** One kind of job: its queue (policy, retries, lease) and how this replica works it. */
 export interface JobDefinition<T> {
   queue: Omit<Queue, 'name'> & { name: string };
-  /** Concurrency per group (`group.id` of a job: an owner), across every replica. */
+  /**
+   * Jobs of one group (`group.id` of a job: an owner) each replica runs at once, of its JOB_CONCURRENCY:
+   * the others stay free for other groups. Strict: pg-boss counts them in memory, leaves groups at their
+   * limit out of its fetches and puts back, unchanged, a job fetched past it. (pg-boss's cluster-wide
+   * `groupConcurrency` is not used: it counts active jobs when each fetch runs, so concurrent fetches,
+   * even of one replica, can pass it together; it cannot be combined with the strict one.)
+   */
   groupConcurrency?: number;
   /**
    * Runs one job. Resolving completes it; throwing fails this attempt, which pg-boss retries with the
@@ -173,7 +179,7 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       // A NOTIFY wakes workers for new jobs only: a job that becomes runnable later (the next of a key whose
       // job just completed, a retry after its delay) is found by the poll, so it keeps its pace.
       notifyPollingIntervalSeconds: Math.max(0.5, this.config.jobPollIntervalMs / 1000),
-      groupConcurrency: definition.groupConcurrency,
+      localGroupConcurrency: definition.groupConcurrency,
     } satisfies WorkOptions;
     await this.boss.work<never, void, typeof options>(name, options, async (jobs: JobWithMetadata<never>[]) => {
       for (const job of jobs) {
