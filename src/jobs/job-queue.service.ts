@@ -8,6 +8,8 @@ import { JOB_QUEUE_SCHEMA } from '../database/migrations/migration-20261204-webh
 
 /** Connections of the queue's own pool (fetching, completing, maintenance) on each replica. */
 const JOB_POOL_SIZE = 4;
+/** After a job, the wake-up that fetches the next job of its key comes this much later (once the job is settled). */
+const SETTLE_WAKE_MS = 50;
 /** How long a shutdown waits for the jobs in flight before it leaves them to their lease, milliseconds. */
 const STOP_TIMEOUT_MS = 5_000;
 
@@ -59,6 +61,8 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(JobQueue.name);
   private readonly boss: PgBoss;
   private readonly definitions: JobDefinition<never>[] = [];
+  /** The id work() returned for each queue on this replica, for notifyWorker. */
+  private readonly workerIds = new Map<string, string[]>();
   private running = false;
   /** Failed attempts seen by this replica's workers since start, by queue. */
   private readonly failures = new Map<string, number>();
@@ -76,7 +80,9 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       createSchema: false,
       migrate: true,
       schedule: false,
-      useListenNotify: true,
+      // No LISTEN connection and no NOTIFY inside the transactions that add jobs (they would serialise those
+      // commits, as they would any write's): a replica wakes its own workers (`wake`), the others poll.
+      useListenNotify: false,
       registerInstance: false,
       openTelemetry: { enabled: false },
     });
@@ -106,7 +112,6 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
         retryDelayMax: options.retryDelayMax,
         expireInSeconds: options.expireInSeconds,
         retentionSeconds: options.retentionSeconds,
-        notify: options.notify,
       });
     }
     for (const definition of this.definitions) await this.work(definition);
@@ -129,6 +134,16 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
   async insert(queue: string, jobs: JobInsert[], session?: DataSession): Promise<void> {
     if (!jobs.length) return;
     await this.boss.insert(queue, jobs, session ? { db: sessionDb(session) } : {});
+  }
+
+  /**
+   * Makes a worker of `queue` on this replica fetch now rather than at its next poll (pg-boss wakes the
+   * first worker of a work() call; the others keep polling): after a commit that added jobs, or after a job
+   * completed (the next job of its key may run).
+   */
+  wake(queue: string): void {
+    if (!this.running) return;
+    for (const id of this.workerIds.get(queue) ?? []) this.boss.notifyWorker(id);
   }
 
   /** Each defined queue's counts, read now. */
@@ -169,6 +184,7 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
     return this.failures;
   }
 
+  /** JOB_CONCURRENCY workers of the queue, one job each at a time; the group limit counted across them. */
   private async work(definition: JobDefinition<never>): Promise<void> {
     const name = definition.queue.name;
     const options = {
@@ -176,21 +192,22 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       batchSize: 1,
       localConcurrency: this.config.jobConcurrency,
       pollingIntervalSeconds: Math.max(0.5, this.config.jobPollIntervalMs / 1000),
-      // A NOTIFY wakes workers for new jobs only: a job that becomes runnable later (the next of a key whose
-      // job just completed, a retry after its delay) is found by the poll, so it keeps its pace.
-      notifyPollingIntervalSeconds: Math.max(0.5, this.config.jobPollIntervalMs / 1000),
       localGroupConcurrency: definition.groupConcurrency,
     } satisfies WorkOptions;
-    await this.boss.work<never, void, typeof options>(name, options, async (jobs: JobWithMetadata<never>[]) => {
+    const id = await this.boss.work<never, void, typeof options>(name, options, async (jobs: JobWithMetadata<never>[]) => {
       for (const job of jobs) {
         try {
           await definition.handler(job);
         } catch (error) {
           this.failures.set(name, (this.failures.get(name) ?? 0) + 1);
           throw error;
+        } finally {
+          // Settled once this returns: the next job of its key is fetchable a moment later.
+          setTimeout(() => this.wake(name), SETTLE_WAKE_MS).unref();
         }
       }
     });
+    this.workerIds.set(name, [id]);
   }
 }
 

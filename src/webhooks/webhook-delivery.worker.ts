@@ -65,7 +65,6 @@ export class WebhookDeliveryWorker {
         // The lease: an attempt takes WEBHOOK_TIMEOUT_MS at most; a job active much longer lost its replica.
         expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + 60,
         retentionSeconds: (config.webhookMaxAgeHours + 24) * 3600,
-        notify: true,
       },
       groupConcurrency: config.webhookOwnerConcurrency,
       handler: (job) => this.run(job),

@@ -141,6 +141,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
         return { done: page.read < DISPATCH_PAGE, queued: inserted.length };
       });
       queued += step.queued;
+      if (step.queued) this.jobs.wake(DELIVERY_QUEUE);
       if (step.done) break;
     }
     return queued;

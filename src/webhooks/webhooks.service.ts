@@ -139,6 +139,7 @@ export class WebhooksService {
         tx,
       );
     });
+    this.jobs.wake(DELIVERY_QUEUE);
     return toDeliveryResponse((await this.repo.findDelivery(id, deliveryId))!);
   }
 
