@@ -26,6 +26,8 @@ import { SeedModule } from './seed/seed.module';
 import { ToolsModule } from './tools/tools.module';
 import { TransferModule } from './transfer/transfer.module';
 import { ViewsModule } from './views/views.module';
+import { JobsModule } from './jobs/jobs.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({})
 export class AppModule {
@@ -44,6 +46,8 @@ export class AppModule {
         TransferModule,
         ChangesModule,
         HistoryModule,
+        JobsModule,
+        WebhooksModule,
         ViewsModule,
         SemanticMetricsModule,
         SeedModule,

@@ -2,7 +2,7 @@ import { CompiledQuery } from 'kysely';
 import { ADVISORY_LOCK } from '../database/advisory-locks';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { compileRowFilter } from '../data/where.compiler';
+import { compileRowFilter, compileWhere } from '../data/where.compiler';
 import { fieldSql } from '../data/formula.compiler';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 
@@ -33,11 +33,15 @@ export interface ChangeRow {
  * view of its record: the snapshot read back as a row of the object's table (jsonb_populate_record,
  * so a field added since is null and one dropped since is gone), only the reader's fields selected,
  * and `__visible` = the reader's row filter over it. Changes the reader may not see still come back
- * (not visible): they advance its cursor, so a page of them is not read again.
+ * (not visible): they advance its cursor, so a page of them is not read again. A `where` (a webhook's,
+ * compiled by the where compiler against the reader's view) narrows what is visible further.
  */
-export function compileChangePage(object: ObjectMeta, after: string, limit: number): CompiledQuery<ChangeRow> {
+export function compileChangePage(object: ObjectMeta, after: string, limit: number, where?: unknown): CompiledQuery<ChangeRow> {
   const params = new SqlParams();
-  const filter = compileRowFilter(object, params, { tableAlias: SNAPSHOT_ROW, asValue: true }) ?? 'TRUE';
+  const rowFilter = compileRowFilter(object, params, { tableAlias: SNAPSHOT_ROW, asValue: true });
+  const own =
+    where === undefined || where === null ? undefined : compileWhere(object, where, params, { tableAlias: SNAPSHOT_ROW });
+  const filter = own ? `(${rowFilter ?? 'TRUE'} AND COALESCE(${own}, FALSE))` : (rowFilter ?? 'TRUE');
   const projection = object.fields.map((f, i) => `${fieldSql(f, params, SNAPSHOT_ROW)} as "${fieldAlias(i)}"`);
   const view =
     `select ${[...projection, `${filter} as "${VISIBLE_ALIAS}"`].join(', ')} ` +

@@ -137,6 +137,32 @@ export class ChangesService {
   }
 
   /**
+   * The changes of `objectName` after `after` that `caller` may read and that match `where` (a
+   * filter of the where compiler, against the caller's view of the object), for a follower outside a
+   * request (a webhook reads as its owner): the caller's access as it is now, every time.
+   * `nextCursor` passes the changes it may not see too.
+   */
+  async follow(
+    caller: Caller,
+    objectName: string,
+    query: { after: string; limit: number; where?: unknown },
+  ): Promise<{ changes: ChangeResponse[]; nextCursor: string; read: number }> {
+    const object = await this.access.view(caller, objectName, 'read');
+    return this.read(caller, object, query.after, query.limit, { key: caller.keyId }, query.where);
+  }
+
+  /** Checks that `where` compiles against the caller's view of the object (unknown_field, invalid_where otherwise). */
+  async checkWhere(caller: Caller, objectName: string, where: unknown): Promise<void> {
+    const object = await this.access.view(caller, objectName, 'read');
+    compileChangePage(object, '0', 1, where);
+  }
+
+  /** The object's latest cursor now: where a follower that starts now begins. */
+  latestCursor(objectName: string): Promise<string> {
+    return this.latest(objectName, {});
+  }
+
+  /**
    * Keeps the feed to CHANGE_RETENTION_DAYS and history to HISTORY_RETENTION_DAYS: moves the feed's
    * horizons, cuts updates out of the feed to the fields they set, deletes what history no longer keeps.
    * Each step in batches of its own statement, so writers never wait on it. What it did, by step.
@@ -162,8 +188,9 @@ export class ChangesService {
     after: string,
     limit: number,
     options: DataCallOptions,
+    where?: unknown,
   ): Promise<ReadPage> {
-    const rows = await this.pool.session(options).query(compileChangePage(object, after, limit));
+    const rows = await this.pool.session(options).query(compileChangePage(object, after, limit, where));
     const visibleFields = new Set(object.fields.map((f) => f.name));
     const changes = rows.filter((row) => row[VISIBLE_ALIAS]).map((row) => toChange(caller, object, row, visibleFields));
     return { changes, nextCursor: rows.length ? rows[rows.length - 1].cursor : after, read: rows.length };

@@ -79,6 +79,9 @@ export const ERRORS = {
   // A change set that does not exist or that the caller may not see; a version a record's history does not hold.
   change_set_not_found: HttpStatus.NOT_FOUND,
   version_not_found: HttpStatus.NOT_FOUND,
+  // A webhook that does not exist or that the caller does not own (admins see every one); a delivery not of it.
+  webhook_not_found: HttpStatus.NOT_FOUND,
+  delivery_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
@@ -177,6 +180,11 @@ export const ERRORS = {
   invalid_message: HttpStatus.BAD_REQUEST,
   // An AI SDK trigger a durable chat does not take (regenerate-message: its history is append-only).
   unsupported_trigger: HttpStatus.BAD_REQUEST,
+  // A webhook URL that is not http(s), does not resolve, or points at a private, loopback or link-local address
+  // (refused unless WEBHOOK_ALLOW_PRIVATE=true).
+  webhook_url_refused: HttpStatus.BAD_REQUEST,
+  // A delivery that is still waiting for an attempt cannot be redelivered.
+  delivery_pending: HttpStatus.CONFLICT,
   invalid_dynamic_tools: HttpStatus.BAD_REQUEST,
   invalid_tool_results: HttpStatus.BAD_REQUEST,
   invalid_arguments: HttpStatus.BAD_REQUEST,

@@ -96,6 +96,25 @@ describe('loadConfig', () => {
     expect(configErrorOf({ LLM_CONTEXT_TOKENS: '128k' }).variable).toBe('LLM_CONTEXT_TOKENS');
   });
 
+  it('refuses private webhook targets and bounds webhook retries by default, as set otherwise', () => {
+    expect(loadConfig({})).toMatchObject({
+      webhookAllowPrivate: false,
+      webhookMaxAttempts: 30,
+      webhookMaxAgeHours: 24,
+      webhookTimeoutMs: 10_000,
+      webhookDisableAfterHours: 72,
+      webhookOwnerConcurrency: 2,
+      jobConcurrency: 8,
+    });
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_MAX_ATTEMPTS: '5', WEBHOOK_TIMEOUT_MS: '2000' })).toMatchObject({
+      webhookAllowPrivate: true,
+      webhookMaxAttempts: 5,
+      webhookTimeoutMs: 2000,
+    });
+    expect(configErrorOf({ WEBHOOK_MAX_ATTEMPTS: '0' }).variable).toBe('WEBHOOK_MAX_ATTEMPTS');
+    expect(configErrorOf({ WEBHOOK_ALLOW_PRIVATE: 'maybe' }).variable).toBe('WEBHOOK_ALLOW_PRIVATE');
+  });
+
   it('protects the metrics with METRICS_TOKEN only when it is set', () => {
     expect(loadConfig({}).metricsToken).toBeUndefined();
     expect(loadConfig({ METRICS_TOKEN: '  ' }).metricsToken).toBeUndefined();

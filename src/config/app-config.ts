@@ -138,6 +138,26 @@ export interface AppConfig {
   quotaTokensPerKeyDay?: number;
   /** Model tokens one agent may use per UTC day (every key together); undefined: unlimited. */
   quotaTokensPerAgentDay?: number;
+  /** Webhook targets on private, loopback and link-local addresses are allowed (tests, internal networks). */
+  webhookAllowPrivate: boolean;
+  /** Attempts of one webhook delivery before it is `failed` (it also fails once it is WEBHOOK_MAX_AGE_HOURS old). */
+  webhookMaxAttempts: number;
+  /** A delivery still not delivered after this long is `failed`, hours. */
+  webhookMaxAgeHours: number;
+  /** Time one delivery attempt has for the connection, the request and the response, milliseconds. */
+  webhookTimeoutMs: number;
+  /** Delay before the first retry of a failed attempt, doubled (with jitter) for each next one, seconds. */
+  webhookRetryDelayS: number;
+  /** The longest delay between two attempts, seconds. */
+  webhookRetryDelayMaxS: number;
+  /** A webhook whose every attempt failed for this long is disabled, hours. */
+  webhookDisableAfterHours: number;
+  /** Deliveries of one owner's webhooks each replica has in flight at once (below JOB_CONCURRENCY): one key cannot starve the others. */
+  webhookOwnerConcurrency: number;
+  /** Jobs of each queue this replica works at once (each a worker of its own that polls when idle). */
+  jobConcurrency: number;
+  /** How often an idle worker of the job queue looks for jobs (a new job's NOTIFY wakes it sooner), milliseconds. */
+  jobPollIntervalMs: number;
   /** Requests one member API key may make per minute (admin keys are not limited); 0: no limit. */
   rateLimitPerMinute: number;
   /** Requests with a wrong API key or stream token one client address may make per minute before it gets 429; 0: no limit. */
@@ -466,6 +486,16 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metricsToken: str(env, 'METRICS_TOKEN'),
     quotaTokensPerKeyDay: optionalInt(env, 'QUOTA_TOKENS_PER_KEY_DAY', 0, Number.MAX_SAFE_INTEGER),
     quotaTokensPerAgentDay: optionalInt(env, 'QUOTA_TOKENS_PER_AGENT_DAY', 0, Number.MAX_SAFE_INTEGER),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 30, 1, 1_000),
+    webhookMaxAgeHours: int(env, 'WEBHOOK_MAX_AGE_HOURS', 24, 1, 24 * 30),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookRetryDelayS: int(env, 'WEBHOOK_RETRY_DELAY_S', 30, 1, 86_400),
+    webhookRetryDelayMaxS: int(env, 'WEBHOOK_RETRY_DELAY_MAX_S', 3_600, 1, 86_400),
+    webhookDisableAfterHours: int(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 72, 1, 24 * 365),
+    webhookOwnerConcurrency: int(env, 'WEBHOOK_OWNER_CONCURRENCY', 2, 1, 1_000),
+    jobConcurrency: int(env, 'JOB_CONCURRENCY', 8, 1, 1_000),
+    jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 2_000, 500, 600_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),
     oidcIssuers: issuers,

@@ -22,6 +22,13 @@ export class ReadinessChecks {
   worker: 'ok' | 'stopped' | 'disabled';
 
   @ApiProperty({
+    enum: ['ok', 'stopped', 'unreachable'],
+    description:
+      'The job queue (webhook deliveries): `ok` when its workers run and its tables answer, `stopped` while shutting down, `unreachable` when its tables do not answer',
+  })
+  jobQueue: 'ok' | 'stopped' | 'unreachable';
+
+  @ApiProperty({
     enum: ['ok', 'lagging', 'down', 'disabled'],
     description:
       'The read replica (DATABASE_READ_URL) at its last lag check: `lagging` above READ_MAX_LAG_MS, `down` when unreachable; ' +

@@ -4,6 +4,7 @@ import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { DataPool } from '../database/data-pool';
 import { MIGRATIONS, migrationNames } from '../database/migrations';
+import { JobQueue } from '../jobs/job-queue.service';
 import type { HealthResponse, ReadinessChecks, ReadinessResponse } from './health.dto';
 import { HealthRepository } from './health.repository';
 
@@ -16,6 +17,7 @@ export class HealthService {
     private readonly repo: HealthRepository,
     private readonly worker: ChatWorker,
     private readonly data: DataPool,
+    private readonly jobs: JobQueue,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -44,12 +46,18 @@ export class HealthService {
   /**
    * Ready for traffic: the database answers (its own connection, 3 s at most), every migration of
    * this build is recorded there (extra ones of a newer replica are fine), and the chat worker runs
-   * when CHAT_WORKER_ENABLED. Otherwise 503 `not_ready` naming the checks that failed. The read
+   * when CHAT_WORKER_ENABLED, the job queue's workers run and its tables answer. Otherwise 503 `not_ready` naming the checks that failed. The read
    * replica is reported as last checked (no I/O here), never a failure: the primary serves its reads.
    */
   async ready(): Promise<ReadinessResponse> {
     const replica = this.data.readReplica()?.status;
-    const checks: ReadinessChecks = { database: 'ok', migrations: 'ok', worker: 'ok', readReplica: replica?.state ?? 'disabled' };
+    const checks: ReadinessChecks = {
+      database: 'ok',
+      migrations: 'ok',
+      worker: 'ok',
+      jobQueue: 'ok',
+      readReplica: replica?.state ?? 'disabled',
+    };
     let pendingMigrations: string[] = [];
     try {
       const applied = new Set(await this.repo.appliedMigrationNames());
@@ -60,6 +68,8 @@ export class HealthService {
       checks.database = 'unreachable';
       checks.migrations = 'unknown';
     }
+    if (!this.jobs.active) checks.jobQueue = 'stopped';
+    else if (!(await this.jobs.ping())) checks.jobQueue = 'unreachable';
     if (!this.config.chatWorkerEnabled) checks.worker = 'disabled';
     else if (!this.worker.active) checks.worker = 'stopped';
 

@@ -26,6 +26,18 @@ export interface PoolStats {
   waiting: number;
 }
 
+/** One queue of the job queue as scraped (JobQueue.stats, with this replica's failed attempts). */
+export interface JobQueueMetrics {
+  queue: string;
+  queued: number;
+  active: number;
+  /** Jobs that failed for good and are kept. */
+  failed: number;
+  oldestQueuedSeconds: number;
+  /** Failed attempts of this replica's workers since start. */
+  failedAttempts: number;
+}
+
 /** The labels of one model call. */
 export interface ModelCallObservation {
   agent?: string;
@@ -164,6 +176,43 @@ export class PrometheusService {
     collect: () => this.collectReadFallbacks(),
   });
 
+  private jobQueueSource?: () => Promise<JobQueueMetrics[]>;
+  /** One read of the job queue serves the three metrics of one scrape (they are collected at once). */
+  private jobQueueRead?: { at: number; read: Promise<JobQueueMetrics[] | undefined> };
+  private readonly jobQueueJobs: Gauge<'queue' | 'state'> = new Gauge({
+    name: `${PREFIX}job_queue_jobs`,
+    help: 'Jobs of the Postgres job queue by queue and state: queued (waiting to run, retries included), active, failed (for good, kept)',
+    labelNames: ['queue', 'state'] as const,
+    registers: [this.registry],
+    collect: () => this.collectJobQueues(),
+  });
+  private readonly jobQueueOldest: Gauge<'queue'> = new Gauge({
+    name: `${PREFIX}job_queue_oldest_job_age_seconds`,
+    help: 'Age of the oldest job waiting to run, by queue (0: none waits)',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+    collect: () => this.collectJobQueueAges(),
+  });
+  private readonly jobAttemptFailures: Counter<'queue'> = new Counter({
+    name: `${PREFIX}job_attempt_failures_total`,
+    help: "Failed attempts of jobs on this replica's workers, by queue (each is retried with backoff until its limit)",
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+    collect: () => this.collectJobAttemptFailures(),
+  });
+  private readonly webhookAttempts: Counter<'outcome'> = new Counter({
+    name: `${PREFIX}webhook_attempts_total`,
+    help: 'Webhook delivery attempts of this replica by outcome: ok (2xx), failed (an error, a timeout or another status)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly webhookDeliveries: Counter<'status'> = new Counter({
+    name: `${PREFIX}webhook_deliveries_total`,
+    help: 'Webhook deliveries settled on this replica by status: succeeded, failed (no attempt succeeded in time), skipped (no longer readable by the owner)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
   /** `token`: METRICS_TOKEN, when scrapes must present it. */
   constructor(private readonly token?: string) {}
 
@@ -235,6 +284,19 @@ export class PrometheusService {
     this.chatStatusSource = source;
   }
 
+  /** Where the job queue's gauges read their numbers when scraped. */
+  collectJobQueue(source: () => Promise<JobQueueMetrics[]>): void {
+    this.jobQueueSource = source;
+  }
+
+  observeWebhookAttempt(ok: boolean): void {
+    this.webhookAttempts.inc({ outcome: ok ? 'ok' : 'failed' });
+  }
+
+  observeWebhookDelivery(status: 'succeeded' | 'failed' | 'skipped'): void {
+    this.webhookDeliveries.inc({ status });
+  }
+
   /** Where a pool's gauge reads its numbers when scraped (undefined: the pool is not open yet). */
   collectPool(pool: PoolName, source: () => Promise<PoolStats | undefined>): void {
     this.poolSources.set(pool, source);
@@ -249,6 +311,45 @@ export class PrometheusService {
     this.readReplicaLag.reset();
     const stats = this.readReplicaSource?.();
     if (stats) this.readReplicaLag.set(stats.lagMs === null ? NaN : stats.lagMs / 1000);
+  }
+
+  /** The job queue as read for this scrape (undefined: not readable now). */
+  private readJobQueues(): Promise<JobQueueMetrics[] | undefined> {
+    const now = Date.now();
+    if (this.jobQueueRead && now - this.jobQueueRead.at < 1_000) return this.jobQueueRead.read;
+    const source = this.jobQueueSource;
+    const read = source
+      ? source().catch((error: Error) => {
+          // A scrape still answers when the database is slow or gone: without these metrics.
+          this.logger.warn({ msg: 'could not read the job queue', error: error.message });
+          return undefined;
+        })
+      : Promise.resolve(undefined);
+    this.jobQueueRead = { at: now, read };
+    return read;
+  }
+
+  private async collectJobQueues(): Promise<void> {
+    const queues = await this.readJobQueues();
+    this.jobQueueJobs.reset();
+    for (const q of queues ?? []) {
+      this.jobQueueJobs.set({ queue: q.queue, state: 'queued' }, q.queued);
+      this.jobQueueJobs.set({ queue: q.queue, state: 'active' }, q.active);
+      this.jobQueueJobs.set({ queue: q.queue, state: 'failed' }, q.failed);
+    }
+  }
+
+  private async collectJobQueueAges(): Promise<void> {
+    const queues = await this.readJobQueues();
+    this.jobQueueOldest.reset();
+    for (const q of queues ?? []) this.jobQueueOldest.set({ queue: q.queue }, q.oldestQueuedSeconds);
+  }
+
+  /** The counter is kept by the queue's workers: set from their count when scraped. */
+  private async collectJobAttemptFailures(): Promise<void> {
+    const queues = await this.readJobQueues();
+    this.jobAttemptFailures.reset();
+    for (const q of queues ?? []) this.jobAttemptFailures.inc({ queue: q.queue }, q.failedAttempts);
   }
 
   /** The counter is kept by the data engine: set from its count when scraped. */

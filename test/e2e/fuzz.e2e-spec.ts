@@ -6,7 +6,8 @@ import type { ErrorBody } from '../../src/common/http-exception.filter';
 import { FIELD_TYPES } from '../../src/metadata/object-metadata.types';
 import type { ToolListResponse } from '../../src/tools/tools.dto';
 import { startAppWithMockLlm } from '../support/agent-fixtures';
-import { hasStatus, waitForChat } from '../support/chat-helpers';
+import type { DeliveriesResponse } from '../../src/webhooks/webhook.dto';
+import { eventually, hasStatus, waitForChat } from '../support/chat-helpers';
 import {
   aggregationsArb,
   brokenJsonText,
@@ -80,6 +81,9 @@ const TARGETS = [
   'PUT /api/v1/identity/mapping',
   'POST /api/v1/identity/revocations',
   'PATCH /api/v1/identity/users/{id}',
+  'POST /api/v1/webhooks',
+  'PATCH /api/v1/webhooks/{id}',
+  'POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver',
 ] as const;
 type Target = (typeof TARGETS)[number];
 
@@ -96,6 +100,18 @@ const NEVER_ACCEPTED: ReadonlySet<Target> = new Set([
   'POST /api/v1/chats/{id}/receipts/replay',
   'POST /api/v1/ai/agents/{agentName}/chats/{id}/receipts/replay',
 ]);
+
+/**
+ * Webhook URLs: a closed port on the loopback (deliveries fail at once, never leave the machine; the fuzzed app
+ * allows private addresses for it), and URLs that are refused.
+ */
+const WEBHOOK_URLS = [
+  'http://127.0.0.1:9/fuzz',
+  'http://[::1]:9/fuzz',
+  'ftp://127.0.0.1/x',
+  'not a url',
+  'http://u:p@127.0.0.1:9/',
+];
 
 /** An even share of the total for each target; the first ones take the remainder. */
 const runsOf = (index: number) => Math.floor(TOTAL_RUNS / TARGETS.length) + (index < TOTAL_RUNS % TARGETS.length ? 1 : 0);
@@ -130,6 +146,9 @@ interface World {
   versions: string[];
   trashed: Record<string, string[]>;
   changeSets: string[];
+  /** A webhook (of the admin key) on fuzz_parent and one of its deliveries, failed (its receiver refuses connections). */
+  webhookId: string;
+  deliveryId: string;
 }
 
 const ITEM_FIELDS = [
@@ -253,6 +272,14 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
     ...metadataHints,
     expression: rarely(fc.oneof(fc.string({ maxLength: 20 }), nastyString)),
     resultType: rarely(fc.constantFrom('number', 'text', 'date', 'nope')),
+  };
+  /** Webhook bodies: URLs of every kind (only IP literals: no DNS), the objects and events there are and some there are not. */
+  const webhookHints: ShapeHints = {
+    url: pick(WEBHOOK_URLS),
+    objects: fc.subarray(['fuzz_item', 'fuzz_parent', 'nope']),
+    events: fc.subarray(['create', 'update', 'delete', 'insert']),
+    where: fc.oneof(whereArb(itemFields, allIds), fc.constant(null)),
+    status: pick(['active', 'disabled', 'nope']),
   };
   const contextHints: ShapeHints = { objectName: fc.oneof(pick(objectNames), identifier) };
   const validField = validFieldArb(FIELD_TYPES, objectNames);
@@ -713,6 +740,37 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
       fc.constant('/api/v1/identity/revocations'),
       bodyFor(schemaOf('POST /api/v1/identity/revocations')),
     ),
+    'POST /api/v1/webhooks': request(
+      'POST',
+      fc.constant('/api/v1/webhooks'),
+      validOr(
+        fc.record(
+          {
+            url: pick(WEBHOOK_URLS.slice(0, 2)),
+            objects: fc.subarray(['fuzz_item', 'fuzz_parent']),
+            events: fc.subarray(['create', 'update', 'delete']),
+            where: whereArb(itemFields, allIds),
+            description: fc.string({ maxLength: 40 }),
+          },
+          { requiredKeys: ['url', 'objects', 'events'] },
+        ),
+        bodyFor(schemaOf('POST /api/v1/webhooks'), webhookHints),
+      ),
+    ),
+    'PATCH /api/v1/webhooks/{id}': overValues([world.webhookId], (id) =>
+      request(
+        'PATCH',
+        id.map((i) => url('/api/v1/webhooks/', i)),
+        bodyFor(schemaOf('PATCH /api/v1/webhooks/{id}'), webhookHints),
+      ),
+    ),
+    'POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver': overValues([world.deliveryId], (delivery) =>
+      request(
+        'POST',
+        delivery.map((d) => url('/api/v1/webhooks/', world.webhookId, '/deliveries/', d, '/redeliver')),
+        oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
+      ),
+    ),
     'PATCH /api/v1/identity/users/{id}': request(
       'PATCH',
       fc.oneof(fc.uuid(), strangePathValue).map((id) => url('/api/v1/identity/users/', id)),
@@ -1095,7 +1153,15 @@ describe('fuzzing every body-taking route (fast-check)', () => {
 
   beforeAll(async () => {
     ({ t, llm } = await startAppWithMockLlm({
-      env: { LOG_LEVEL: 'warn', CHAT_POLL_INTERVAL_MS: '500', CHAT_HEARTBEAT_INTERVAL_MS: '500' },
+      env: {
+        LOG_LEVEL: 'warn',
+        CHAT_POLL_INTERVAL_MS: '500',
+        CHAT_HEARTBEAT_INTERVAL_MS: '500',
+        // Webhooks to a closed port of the loopback: one attempt each, failed at once.
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        WEBHOOK_MAX_ATTEMPTS: '1',
+        JOB_POLL_INTERVAL_MS: '500',
+      },
       logDestination,
     }));
     // Every model call is answered at once and the step re-queues itself, so any number of calls works.
@@ -1194,7 +1260,19 @@ describe('fuzzing every body-taking route (fast-check)', () => {
       trashed.push(String(made.id));
       changeSets.push(String((await post('/api/v1/objects/fuzz_parent/records', { title: `revertable ${i}` })).changeSetId));
     }
+    const webhookId = String(
+      (await post('/api/v1/webhooks', { url: WEBHOOK_URLS[0], objects: ['fuzz_parent'], events: ['create'] })).id,
+    );
+    await post('/api/v1/objects/fuzz_parent/records', { title: 'webhook' });
+    let deliveryId = '';
+    await eventually(async () => {
+      const log = await t.http.get(`/api/v1/webhooks/${webhookId}/deliveries?status=failed`).set(bearer(t.adminKey)).expect(200);
+      deliveryId = bodyOf<DeliveriesResponse>(log).deliveries[0]?.id ?? '';
+      return deliveryId !== '';
+    }, 20_000);
     world = {
+      webhookId,
+      deliveryId,
       restorable,
       versions: bodyOf<{ versions: Array<{ version: string }> }>(history).versions.map((v) => v.version),
       trashed: { fuzz_item: [], fuzz_parent: trashed },

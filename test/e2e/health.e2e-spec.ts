@@ -25,7 +25,7 @@ describe('health and docs', () => {
       expect((await t.http.get('/health/live').expect(200)).body).toEqual({ status: 'ok' });
       expect(bodyOf<ReadinessResponse>(await t.http.get('/health/ready').expect(200))).toEqual({
         status: 'ok',
-        checks: { database: 'ok', migrations: 'ok', worker: 'ok', readReplica: 'disabled' },
+        checks: { database: 'ok', migrations: 'ok', worker: 'ok', jobQueue: 'ok', readReplica: 'disabled' },
       });
     });
 
@@ -37,7 +37,7 @@ describe('health and docs', () => {
         expect(errorOf<NotReady>(res)).toMatchObject({
           code: 'not_ready',
           details: {
-            checks: { database: 'ok', migrations: 'pending', worker: 'ok', readReplica: 'disabled' },
+            checks: { database: 'ok', migrations: 'pending', worker: 'ok', jobQueue: 'ok', readReplica: 'disabled' },
             pendingMigrations: [last.name],
           },
         });

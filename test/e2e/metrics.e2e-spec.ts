@@ -142,7 +142,7 @@ describe('an app with METRICS_TOKEN and no chat worker', () => {
     const res = await t.http.get('/health/ready').expect(200);
     expect(bodyOf<ReadinessResponse>(res)).toEqual({
       status: 'ok',
-      checks: { database: 'ok', migrations: 'ok', worker: 'disabled', readReplica: 'disabled' },
+      checks: { database: 'ok', migrations: 'ok', worker: 'disabled', jobQueue: 'ok', readReplica: 'disabled' },
     });
   });
 });

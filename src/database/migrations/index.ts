@@ -5,6 +5,7 @@ import { MigrationUserPrincipals } from './migration-20261202-user-principals';
 import { MigrationRelatedFields } from './migration-20261205-related-fields';
 import { MigrationFormulaFields } from './migration-20261203-formula-fields';
 import { MigrationPrincipalOwners } from './migration-20261206-principal-owners';
+import { MigrationWebhooks } from './migration-20261204-webhooks';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
 import { MigrationAgents } from './migration-20261122-agents';
@@ -65,6 +66,7 @@ export const MIGRATIONS = [
   MigrationRecordHistory,
   MigrationUserPrincipals,
   MigrationFormulaFields,
+  MigrationWebhooks,
   MigrationRelatedFields,
   MigrationPrincipalOwners,
 ];

@@ -1,0 +1,91 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { PinnedTarget } from './webhook-target';
+
+/** Most bytes of a receiver's response body that are read and kept. */
+export const MAX_RESPONSE_BODY_BYTES = 1024;
+
+/** What one attempt got: a status (none when no response came), the start of its body, how long it took. */
+export interface AttemptResult {
+  ok: boolean;
+  status?: number;
+  body?: string;
+  durationMs: number;
+  error?: string;
+}
+
+/**
+ * POSTs `body` to the pinned address of `target`: the connection goes to `target.address` whatever DNS
+ * says now (the Host header and TLS name stay the URL's host), redirects are not followed (a 3xx is a
+ * failed attempt), and the whole attempt, connection to response, has `timeoutMs`. At most
+ * MAX_RESPONSE_BODY_BYTES of the response are read. Never throws.
+ */
+export function postOnce(
+  target: PinnedTarget,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<AttemptResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const pinned: LookupFunction = (_host, options, callback) => {
+    if ((options as { all?: boolean }).all) {
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [
+        { address: target.address, family: target.family },
+      ]);
+    } else {
+      callback(null, target.address, target.family);
+    }
+  };
+  return new Promise<AttemptResult>((resolve) => {
+    let settled = false;
+    const finish = (result: Omit<AttemptResult, 'durationMs'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ ...result, durationMs: elapsed() });
+    };
+    const transport = target.url.protocol === 'https:' ? https : http;
+    const request = transport.request(
+      target.url,
+      {
+        method: 'POST',
+        lookup: pinned,
+        agent: false,
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const done = () => {
+          const status = response.statusCode ?? 0;
+          const text = Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BODY_BYTES).toString('utf8');
+          const ok = status >= 200 && status < 300;
+          finish({ ok, status, body: text, error: ok ? undefined : describeStatus(status) });
+          response.destroy();
+        };
+        response.on('data', (chunk: Buffer) => {
+          if (size < MAX_RESPONSE_BODY_BYTES) chunks.push(chunk);
+          size += chunk.length;
+          if (size >= MAX_RESPONSE_BODY_BYTES) done();
+        });
+        response.on('end', done);
+        response.on('error', done);
+      },
+    );
+    const timer = setTimeout(() => {
+      finish({ ok: false, error: `No response within ${timeoutMs} ms` });
+      request.destroy();
+    }, timeoutMs);
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      finish({ ok: false, error: error.code ? `${error.code}: ${error.message}` : error.message }),
+    );
+    request.end(body);
+  });
+}
+
+function describeStatus(status: number): string {
+  if (status >= 300 && status < 400) return `The receiver answered ${status} (redirects are not followed)`;
+  return `The receiver answered ${status}`;
+}
