@@ -3,6 +3,7 @@ import { MigrationAgentBuiltins } from './migration-20261130-agent-builtins';
 import { MigrationRecordHistory } from './migration-20261201-record-history';
 import { MigrationUserPrincipals } from './migration-20261202-user-principals';
 import { MigrationFormulaFields } from './migration-20261203-formula-fields';
+import { MigrationSchedules } from './migration-20261207-schedules';
 import { MigrationWebhooks } from './migration-20261204-webhooks';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
@@ -65,6 +66,7 @@ export const MIGRATIONS = [
   MigrationUserPrincipals,
   MigrationFormulaFields,
   MigrationWebhooks,
+  MigrationSchedules,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
