@@ -49,6 +49,7 @@ export class MigrationSchedules extends Migration {
     this.addSql(`create table "schedule_deliveries" (
       "id" uuid primary key,
       "run_id" uuid not null references "schedule_runs" ("id") on delete cascade,
+      "position" integer not null,
       "kind" varchar(16) not null,
       "target" text not null,
       "status" varchar(16) not null default 'pending',
@@ -59,7 +60,7 @@ export class MigrationSchedules extends Migration {
       "created_at" timestamptz not null default now(),
       "delivered_at" timestamptz null
     )`);
-    this.addSql(`create index "schedule_deliveries_run_idx" on "schedule_deliveries" ("run_id", "created_at")`);
+    this.addSql(`create index "schedule_deliveries_run_idx" on "schedule_deliveries" ("run_id", "position")`);
     this.addSql(`create table "schedule_alert_states" (
       "schedule_id" uuid not null references "schedules" ("id") on delete cascade,
       "dimension" text not null,
