@@ -78,6 +78,17 @@ export class ScheduleDeliveryWorker {
       });
       return;
     }
+    if (delivery.kind === 'webhook') {
+      // A webhook deleted or disabled since: no attempt can succeed, so none is retried.
+      const webhook = await this.webhooks.targetOf(delivery.target, delivery.ownerKeyId);
+      if (webhook?.status !== 'active') {
+        await this.repo.recordAttempt(delivery.id, {
+          status: 'failed',
+          error: webhook ? 'Not sent: the webhook is disabled' : 'Not sent: the webhook was deleted',
+        });
+        return;
+      }
+    }
     const attempt = await this.repo.startAttempt(delivery.id);
     let result: { ok: boolean; status?: number; error?: string };
     if (delivery.kind === 'webhook') {

@@ -25,6 +25,7 @@ const DEFINITION_ERRORS: ErrorCode[] = [
   'agent_inactive',
   'agent_forbidden',
   'metric_not_found',
+  'invalid_metric_query',
   'webhook_not_found',
   ...WHERE_ERRORS,
   ...DATA_ERRORS,
