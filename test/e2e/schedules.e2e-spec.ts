@@ -469,6 +469,10 @@ describe('schedules: owners, access and replicas', () => {
       [runs.map((r) => r.id)],
     );
     expect(Number(jobs.n)).toBe(4);
+    // The replicas' own timers find a due tick too, with nobody calling tick().
+    await a.sql(`update "schedules" set "next_run_at" = now() - interval '1 second' where "id" = $1`, [alert.id]);
+    await eventually(async () => (await h.runs(alert.id, key)).filter((r) => FINAL.has(r.status)).length === 5, 30_000);
+    expect(new Set((await h.runs(alert.id, key)).map((r) => r.tickAt)).size).toBe(5);
     // The next tick is an hour after the missed one it ran for, in the future: missed ticks were not caught up.
     const [next] = await a.sql<{ ahead: boolean }>(
       `select "next_run_at" > now() and "next_run_at" <= now() + interval '1 hour' as ahead from "schedules" where "id" = $1`,
