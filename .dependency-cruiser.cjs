@@ -25,7 +25,7 @@ const LAYERS = [
   ['agents'],
   ['runtime', 'writes'],
   ['chats', 'openai-compat', 'mcp', 'records', 'seed', 'playground'],
-  ['charts', 'health', 'approvals'],
+  ['charts', 'health', 'approvals', 'schedules'],
   ['app'],
 ];
 

@@ -28,6 +28,7 @@ import { TransferModule } from './transfer/transfer.module';
 import { ViewsModule } from './views/views.module';
 import { JobsModule } from './jobs/jobs.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
+import { SchedulesModule } from './schedules/schedules.module';
 
 @Module({})
 export class AppModule {
@@ -48,6 +49,7 @@ export class AppModule {
         HistoryModule,
         JobsModule,
         WebhooksModule,
+        SchedulesModule,
         ViewsModule,
         SemanticMetricsModule,
         SeedModule,

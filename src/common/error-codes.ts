@@ -82,6 +82,8 @@ export const ERRORS = {
   // A webhook that does not exist or that the caller does not own (admins see every one); a delivery not of it.
   webhook_not_found: HttpStatus.NOT_FOUND,
   delivery_not_found: HttpStatus.NOT_FOUND,
+  // A schedule that does not exist or that the caller does not own (admins see every one).
+  schedule_not_found: HttpStatus.NOT_FOUND,
 
   // Conflicts with the current state.
   object_exists: HttpStatus.CONFLICT,
@@ -183,6 +185,12 @@ export const ERRORS = {
   // A webhook URL that is not http(s), does not resolve, or points at a private, loopback or link-local address
   // (refused unless WEBHOOK_ALLOW_PRIVATE=true).
   webhook_url_refused: HttpStatus.BAD_REQUEST,
+  // A schedule's cron that is not 5 fields a cron parser accepts; a time zone that is not an IANA zone; a schedule
+  // otherwise unusable (neither or both of cron and every, an interval below SCHEDULE_MIN_INTERVAL_S, a condition the
+  // metric cannot take).
+  invalid_cron: HttpStatus.BAD_REQUEST,
+  invalid_timezone: HttpStatus.BAD_REQUEST,
+  invalid_schedule: HttpStatus.BAD_REQUEST,
   // A delivery that is still waiting for an attempt cannot be redelivered.
   delivery_pending: HttpStatus.CONFLICT,
   invalid_dynamic_tools: HttpStatus.BAD_REQUEST,

@@ -154,6 +154,16 @@ export interface AppConfig {
   webhookDisableAfterHours: number;
   /** Deliveries of one owner's webhooks each replica has in flight at once (below JOB_CONCURRENCY): one key cannot starve the others. */
   webhookOwnerConcurrency: number;
+  /** Where schedule emails are sent (`smtp://user:pass@host:587`, `smtps://...`); unset: email deliveries fail with `email_not_configured`. */
+  smtpUrl?: string;
+  /** The From address of schedule emails. */
+  smtpFrom: string;
+  /** How often each replica looks for schedules whose next tick is due, milliseconds. */
+  schedulePollIntervalMs: number;
+  /** The shortest interval (`every`) a schedule may have, seconds. */
+  scheduleMinIntervalS: number;
+  /** How long a scheduled question waits for its chat's answer before the run fails, seconds. */
+  scheduleQuestionTimeoutS: number;
   /** Jobs of each queue this replica works at once (each a worker of its own that polls when idle). */
   jobConcurrency: number;
   /** How often an idle worker of the job queue looks for jobs (a new job's NOTIFY wakes it sooner), milliseconds. */
@@ -494,6 +504,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookRetryDelayMaxS: int(env, 'WEBHOOK_RETRY_DELAY_MAX_S', 3_600, 1, 86_400),
     webhookDisableAfterHours: int(env, 'WEBHOOK_DISABLE_AFTER_HOURS', 72, 1, 24 * 365),
     webhookOwnerConcurrency: int(env, 'WEBHOOK_OWNER_CONCURRENCY', 2, 1, 1_000),
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    smtpFrom: str(env, 'SMTP_FROM') ?? 'data-copilot@localhost',
+    schedulePollIntervalMs: int(env, 'SCHEDULE_POLL_INTERVAL_MS', 5_000, 100, 600_000),
+    scheduleMinIntervalS: int(env, 'SCHEDULE_MIN_INTERVAL_S', 60, 60, 86_400),
+    scheduleQuestionTimeoutS: int(env, 'SCHEDULE_QUESTION_TIMEOUT_S', 300, 5, 3_600),
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 8, 1, 1_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 2_000, 500, 600_000),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import type { Caller } from '../auth/caller';
 import { ChangesService } from '../changes/changes.service';
 import { DomainError } from '../common/domain-error';
@@ -8,6 +9,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { AccessService } from '../governance/access.service';
 import { JobQueue } from '../jobs/job-queue.service';
 import { cursorOrderedId, DELIVERY_QUEUE, recordKey, type DeliveryJobData } from './webhook-jobs';
+import { postOnce, type AttemptResult } from './webhook-sender';
 import { resolveTarget } from './webhook-target';
 import {
   CreateWebhookDto,
@@ -141,6 +143,39 @@ export class WebhooksService {
     });
     this.jobs.wake(DELIVERY_QUEUE);
     return toDeliveryResponse((await this.repo.findDelivery(id, deliveryId))!);
+  }
+
+  /** A webhook as a target of other deliveries (schedules): its id and status, when `ownerKeyId` owns it. */
+  async targetOf(id: string, ownerKeyId: string): Promise<Pick<WebhookRow, 'id' | 'status'> | undefined> {
+    const webhook = isUuid(id) ? await this.repo.find(id) : undefined;
+    return webhook && webhook.ownerKeyId === ownerKeyId ? { id: webhook.id, status: webhook.status } : undefined;
+  }
+
+  /**
+   * One attempt of another kind of event (a schedule's): `body` signed like record events (Standard
+   * Webhooks, `messageId` as webhook-id, the same on retries), posted to the webhook's checked and
+   * pinned target. A deleted or disabled webhook is a failed attempt. Never throws.
+   */
+  async sendSigned(id: string, messageId: string, body: string): Promise<AttemptResult> {
+    const webhook = isUuid(id) ? await this.repo.find(id) : undefined;
+    if (!webhook) return { ok: false, durationMs: 0, error: 'The webhook was deleted' };
+    if (webhook.status !== 'active') {
+      return { ok: false, durationMs: 0, error: `The webhook is disabled (${webhook.disabledReason ?? 'no reason given'})` };
+    }
+    let target;
+    try {
+      target = await resolveTarget(webhook.url, this.config.webhookAllowPrivate);
+    } catch (error) {
+      return { ok: false, durationMs: 0, error: (error as Error).message };
+    }
+    const now = new Date();
+    const headers = {
+      'webhook-id': messageId,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': new Webhook(webhook.secret).sign(messageId, now, body),
+      'user-agent': 'data-copilot-webhooks',
+    };
+    return postOnce(target, headers, body, this.config.webhookTimeoutMs);
   }
 
   /** The webhook, when the caller may manage it; webhook_not_found otherwise. */

@@ -84,6 +84,9 @@ const TARGETS = [
   'POST /api/v1/webhooks',
   'PATCH /api/v1/webhooks/{id}',
   'POST /api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver',
+  'POST /api/v1/schedules',
+  'PATCH /api/v1/schedules/{id}',
+  'POST /api/v1/schedules/{id}/run',
 ] as const;
 type Target = (typeof TARGETS)[number];
 
@@ -149,6 +152,8 @@ interface World {
   /** A webhook (of the admin key) on fuzz_parent and one of its deliveries, failed (its receiver refuses connections). */
   webhookId: string;
   deliveryId: string;
+  /** A schedule of the admin key: an hourly question to fuzz_agent, delivered to the webhook. */
+  scheduleId: string;
 }
 
 const ITEM_FIELDS = [
@@ -279,6 +284,37 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
     objects: fc.subarray(['fuzz_item', 'fuzz_parent', 'nope']),
     events: fc.subarray(['create', 'update', 'delete', 'insert']),
     where: fc.oneof(whereArb(itemFields, allIds), fc.constant(null)),
+    status: pick(['active', 'disabled', 'nope']),
+  };
+  /** Schedule bodies: timings, zones, agents, targets and conditions that exist and some that do not. */
+  const scheduleAction = fc.oneof(
+    fc.record(
+      { type: fc.constant('question'), agent: pick([...world.agents, 'nope']), message: fc.string({ maxLength: 40 }) },
+      { requiredKeys: ['type'] },
+    ),
+    fc.record(
+      {
+        type: fc.constant('metric_alert'),
+        metric: pick(['nope', 'fuzz_metric']),
+        groupBy: fc.subarray(['title', 'nope']),
+        where: whereArb(itemFields, allIds),
+        condition: fc.record({ op: pick(['>', '<=', 'change_pct_gt', '!=']), value: fc.double(), period: pick(['day', 'year']) }),
+      },
+      { requiredKeys: ['type'] },
+    ),
+  );
+  const scheduleHints: ShapeHints = {
+    every: pick(['15m', '1h', '1d', '30s', '0m', 'soon']),
+    cron: pick(['0 9 * * 1-5', '*/5 * * * *', '61 * * * *', '0 0 9 * * 1', 'nope']),
+    timezone: pick(['UTC', 'Europe/Paris', 'Mars/Olympus', '']),
+    action: scheduleAction,
+    deliver: fc.array(
+      fc.oneof(
+        fc.record({ webhook: pick([world.webhookId, '00000000-0000-4000-8000-000000000000', 'nope']) }),
+        fc.record({ email: pick(['ops@example.com', 'nope', '']) }),
+      ),
+      { maxLength: 3 },
+    ),
     status: pick(['active', 'disabled', 'nope']),
   };
   const contextHints: ShapeHints = { objectName: fc.oneof(pick(objectNames), identifier) };
@@ -755,6 +791,38 @@ function generators(world: World, routes: Map<Target, BodyRoute>): Record<Target
           { requiredKeys: ['url', 'objects', 'events'] },
         ),
         bodyFor(schemaOf('POST /api/v1/webhooks'), webhookHints),
+      ),
+    ),
+    'POST /api/v1/schedules': request(
+      'POST',
+      fc.constant('/api/v1/schedules'),
+      validOr(
+        fc.record(
+          {
+            name: fc.string({ minLength: 1, maxLength: 40 }),
+            every: scheduleHints.every,
+            timezone: scheduleHints.timezone,
+            action: scheduleAction,
+            deliver: scheduleHints.deliver,
+          },
+          { requiredKeys: ['name', 'action', 'deliver'] },
+        ),
+        bodyFor(schemaOf('POST /api/v1/schedules'), scheduleHints),
+      ),
+    ),
+    'PATCH /api/v1/schedules/{id}': overValues([world.scheduleId], (id) =>
+      request(
+        'PATCH',
+        id.map((i) => url('/api/v1/schedules/', i)),
+        bodyFor(schemaOf('PATCH /api/v1/schedules/{id}'), scheduleHints),
+      ),
+    ),
+    'POST /api/v1/schedules/{id}/run': overValues([world.scheduleId], (id) =>
+      request(
+        'POST',
+        id.map((i) => url('/api/v1/schedules/', i, '/run')),
+        // The route takes no body: none, or anything.
+        oneIn(2, fc.oneof(nastyValue, brokenJsonText)),
       ),
     ),
     'PATCH /api/v1/webhooks/{id}': overValues([world.webhookId], (id) =>
@@ -1270,9 +1338,20 @@ describe('fuzzing every body-taking route (fast-check)', () => {
       deliveryId = bodyOf<DeliveriesResponse>(log).deliveries[0]?.id ?? '';
       return deliveryId !== '';
     }, 20_000);
+    const scheduleId = String(
+      (
+        await post('/api/v1/schedules', {
+          name: 'fuzz',
+          every: '1h',
+          action: { type: 'question', agent: 'fuzz_agent', message: 'How many items?' },
+          deliver: [{ webhook: webhookId }],
+        })
+      ).id,
+    );
     world = {
       webhookId,
       deliveryId,
+      scheduleId,
       restorable,
       versions: bodyOf<{ versions: Array<{ version: string }> }>(history).versions.map((v) => v.version),
       trashed: { fuzz_item: [], fuzz_parent: trashed },
