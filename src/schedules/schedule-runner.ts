@@ -151,7 +151,7 @@ export class ScheduleRunner {
         grounding: answer?.metadata?.grounding ?? null,
       },
     };
-    await this.finish(schedule, run, event);
+    await this.finish(schedule, run, () => Promise.resolve({ event }));
   }
 
   private async alert(owner: Caller, schedule: ScheduleRow, run: RunRow, action: AlertAction): Promise<void> {
@@ -170,50 +170,46 @@ export class ScheduleRunner {
     } else {
       rows = evaluate(action.metric, groupBy, action.condition, (await query({})).rows);
     }
-    const before = await this.repo.alertStates(schedule.id);
-    const fired = newlyFired(rows, before).map((row) => ({
-      ...row.dimensions,
-      [action.metric]: row.value,
-      ...(row.previous !== undefined && { previous: row.previous, changePct: row.changePct }),
-    }));
-    const event: ScheduleEvent | undefined = fired.length
-      ? {
-          type: 'alert.fired',
-          timestamp: new Date().toISOString(),
-          data: {
-            schedule: { id: schedule.id, name: schedule.name },
-            metric: action.metric,
-            condition: action.condition,
-            rows: fired,
-          },
-        }
-      : undefined;
-    await this.finish(
-      schedule,
-      run,
-      event,
-      async (tx) => {
-        await this.repo.saveAlertStates(
-          tx,
-          schedule.id,
-          rows.map((r) => ({ dimension: r.key, holds: r.holds })),
-        );
-      },
-      fired,
-    );
+    await this.finish(schedule, run, async (tx) => {
+      const before = await this.repo.lockAlertStates(tx, schedule.id);
+      const fired = newlyFired(rows, before).map((row) => ({
+        ...row.dimensions,
+        [action.metric]: row.value,
+        ...(row.previous !== undefined && { previous: row.previous, changePct: row.changePct }),
+      }));
+      await this.repo.saveAlertStates(
+        tx,
+        schedule.id,
+        rows.map((r) => ({ dimension: r.key, holds: r.holds })),
+      );
+      const event: ScheduleEvent | undefined = fired.length
+        ? {
+            type: 'alert.fired',
+            timestamp: new Date().toISOString(),
+            data: {
+              schedule: { id: schedule.id, name: schedule.name },
+              metric: action.metric,
+              condition: action.condition,
+              rows: fired,
+            },
+          }
+        : undefined;
+      return { event, fired };
+    });
   }
 
-  /** Ends the run as succeeded: its event stored, one delivery (and its job) per target, in one transaction. */
+  /**
+   * Ends the run as succeeded in one transaction: what `outcome` decides in it (the event to deliver, an alert's
+   * newly fired rows), the run, one delivery (and its job) per target.
+   */
   private async finish(
     schedule: ScheduleRow,
     run: RunRow,
-    event: ScheduleEvent | undefined,
-    also?: (tx: DataSession) => Promise<void>,
-    fired?: Record<string, unknown>[],
+    outcome: (tx: DataSession) => Promise<{ event?: ScheduleEvent; fired?: Record<string, unknown>[] }>,
   ): Promise<void> {
-    const deliveries = event ? schedule.deliver.map((target) => ({ id: randomUUID(), ...kindOf(target) })) : [];
     await this.repo.transaction(async (tx) => {
-      await also?.(tx);
+      const { event, fired } = await outcome(tx);
+      const deliveries = event ? schedule.deliver.map((target) => ({ id: randomUUID(), ...kindOf(target) })) : [];
       await this.repo.finishRun(run.id, { status: 'succeeded', fired, payload: event }, tx);
       await this.repo.insertDeliveries(tx, run.id, deliveries);
       await this.jobs.insert(

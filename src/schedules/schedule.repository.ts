@@ -257,16 +257,19 @@ export class ScheduleRepository {
     );
   }
 
-  /** Whether each dimension value's condition held at the alert's last run, by dimension key. */
-  async alertStates(scheduleId: string): Promise<Map<string, boolean>> {
-    const rows = await this.pool
-      .session()
-      .query(
-        raw<{ dimension: string; holds: boolean }>(
-          `select "dimension", "holds" from "schedule_alert_states" where "schedule_id" = $1`,
-          [scheduleId],
-        ),
-      );
+  /**
+   * Whether each dimension value's condition held at the alert's last run, by dimension key, read under a lock
+   * on the schedule held until `session` ends: two runs of one alert (a run now beside a tick, a retry beside a
+   * late tick) take turns, so the second sees what the first stored and does not fire the same rows again.
+   */
+  async lockAlertStates(session: DataSession, scheduleId: string): Promise<Map<string, boolean>> {
+    await session.query(raw(`select 1 from "schedules" where "id" = $1 for no key update`, [scheduleId]));
+    const rows = await session.query(
+      raw<{ dimension: string; holds: boolean }>(
+        `select "dimension", "holds" from "schedule_alert_states" where "schedule_id" = $1`,
+        [scheduleId],
+      ),
+    );
     return new Map(rows.map((r) => [r.dimension, r.holds]));
   }
 
