@@ -115,6 +115,16 @@ describe('loadConfig', () => {
     expect(configErrorOf({ WEBHOOK_ALLOW_PRIVATE: 'maybe' }).variable).toBe('WEBHOOK_ALLOW_PRIVATE');
   });
 
+  it('leases jobs 60 s beyond their work and looks for ended leases every 60 s by default, as set otherwise', () => {
+    expect(loadConfig({})).toMatchObject({ jobLeaseMarginS: 60, jobSuperviseIntervalS: 60 });
+    expect(loadConfig({ JOB_LEASE_MARGIN_S: '5', JOB_SUPERVISE_INTERVAL_S: '2' })).toMatchObject({
+      jobLeaseMarginS: 5,
+      jobSuperviseIntervalS: 2,
+    });
+    expect(configErrorOf({ JOB_LEASE_MARGIN_S: '0' }).variable).toBe('JOB_LEASE_MARGIN_S');
+    expect(configErrorOf({ JOB_SUPERVISE_INTERVAL_S: '3601' }).variable).toBe('JOB_SUPERVISE_INTERVAL_S');
+  });
+
   it('protects the metrics with METRICS_TOKEN only when it is set', () => {
     expect(loadConfig({}).metricsToken).toBeUndefined();
     expect(loadConfig({ METRICS_TOKEN: '  ' }).metricsToken).toBeUndefined();

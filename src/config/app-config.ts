@@ -168,6 +168,14 @@ export interface AppConfig {
   jobConcurrency: number;
   /** How often an idle worker of the job queue looks for jobs (a new job's NOTIFY wakes it sooner), milliseconds. */
   jobPollIntervalMs: number;
+  /**
+   * A job's lease beyond the longest its work may take (a delivery attempt: WEBHOOK_TIMEOUT_MS; a question
+   * run: SCHEDULE_QUESTION_TIMEOUT_S, plus the margin twice), seconds: a job active longer lost its replica
+   * and is retried.
+   */
+  jobLeaseMarginS: number;
+  /** How often each replica's queue looks for jobs whose lease ended (and refreshes its counts), seconds. */
+  jobSuperviseIntervalS: number;
   /** Requests one member API key may make per minute (admin keys are not limited); 0: no limit. */
   rateLimitPerMinute: number;
   /** Requests with a wrong API key or stream token one client address may make per minute before it gets 429; 0: no limit. */
@@ -511,6 +519,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     scheduleQuestionTimeoutS: int(env, 'SCHEDULE_QUESTION_TIMEOUT_S', 300, 5, 3_600),
     jobConcurrency: int(env, 'JOB_CONCURRENCY', 8, 1, 1_000),
     jobPollIntervalMs: int(env, 'JOB_POLL_INTERVAL_MS', 2_000, 500, 600_000),
+    jobLeaseMarginS: int(env, 'JOB_LEASE_MARGIN_S', 60, 1, 3_600),
+    jobSuperviseIntervalS: int(env, 'JOB_SUPERVISE_INTERVAL_S', 60, 1, 3_600),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 1200, 0, 10_000_000),
     authFailuresPerMinute: int(env, 'AUTH_FAILURES_PER_MINUTE', 30, 0, 10_000_000),
     oidcIssuers: issuers,

@@ -84,6 +84,9 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       // commits, as they would any write's): a replica wakes its own workers (`wake`), the others poll.
       useListenNotify: false,
       registerInstance: false,
+      // Expired leases are found by the supervisor's monitor pass: both at JOB_SUPERVISE_INTERVAL_S.
+      superviseIntervalSeconds: config.jobSuperviseIntervalS,
+      monitorIntervalSeconds: config.jobSuperviseIntervalS,
       openTelemetry: { enabled: false },
     });
     this.boss.on('error', (error: Error) => this.logger.warn({ msg: 'job queue error', error: error.message }));

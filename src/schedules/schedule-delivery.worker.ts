@@ -42,7 +42,7 @@ export class ScheduleDeliveryWorker {
         retryDelay: config.webhookRetryDelayS,
         retryBackoff: true,
         retryDelayMax: config.webhookRetryDelayMaxS,
-        expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + 60,
+        expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + config.jobLeaseMarginS,
         retentionSeconds: (config.webhookMaxAgeHours + 24) * 3600,
         notify: true,
       },

@@ -75,7 +75,8 @@ export class ScheduleRunner {
         retryDelay: 5,
         retryBackoff: true,
         retryDelayMax: 60,
-        expireInSeconds: config.scheduleQuestionTimeoutS + 120,
+        // The wait for the answer, then reading it and ending the run: twice the margin beyond the wait.
+        expireInSeconds: config.scheduleQuestionTimeoutS + 2 * config.jobLeaseMarginS,
         retentionSeconds: 7 * 86_400,
         notify: true,
       },
@@ -117,14 +118,19 @@ export class ScheduleRunner {
   }
 
   private async ask(owner: Caller, schedule: ScheduleRow, run: RunRow, action: QuestionAction): Promise<void> {
+    // The chat's id is stored on the run before the chat is made: a replica that dies in between leaves
+    // the id, and the retry makes the chat under it rather than a second chat (a second turn) for one run.
     let chatId = run.chatId;
     if (!chatId) {
-      const chat = await this.chats.create(owner, { agent: action.agent, message: action.message, title: schedule.name });
-      chatId = chat.id;
+      chatId = randomUUID();
       await this.repo.setChat(run.id, chatId);
     }
+    let chat = await this.chats.view(owner, chatId).catch((error: unknown) => {
+      if (error instanceof DomainError && error.code === 'chat_not_found') return undefined;
+      throw error;
+    });
+    chat ??= await this.chats.create(owner, { agent: action.agent, message: action.message, title: schedule.name }, chatId);
     const deadline = Date.now() + this.config.scheduleQuestionTimeoutS * 1000;
-    let chat = await this.chats.view(owner, chatId);
     while (IN_PROGRESS.has(chat.status) && Date.now() < deadline) {
       await sleep(CHAT_POLL_MS);
       chat = await this.chats.view(owner, chatId);

@@ -63,7 +63,7 @@ export class WebhookDeliveryWorker {
         retryBackoff: true,
         retryDelayMax: config.webhookRetryDelayMaxS,
         // The lease: an attempt takes WEBHOOK_TIMEOUT_MS at most; a job active much longer lost its replica.
-        expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + 60,
+        expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + config.jobLeaseMarginS,
         retentionSeconds: (config.webhookMaxAgeHours + 24) * 3600,
       },
       groupConcurrency: config.webhookOwnerConcurrency,

@@ -27,11 +27,16 @@ export class WebhookReceiver {
   /** Requests answered 500 on purpose (mode `fail`), verified too. */
   readonly failed: ReceivedWebhook[] = [];
   readonly rejected: string[] = [];
+  /** Every verified request as it arrived, answered or not (a redelivery shows here twice). */
+  readonly arrived: ReceivedWebhook[] = [];
+  /** Held requests whose sender was gone (the connection closed) when they were to be answered: never answered. */
+  readonly abandoned: ReceivedWebhook[] = [];
   mode: 'ok' | 'fail' = 'ok';
   /** Paths answered 500 whatever the mode. */
   readonly failing = new Set<string>();
   /** Paths whose requests are held unanswered until `release`; the requests held so far, by path. */
   private readonly holding = new Map<string, (() => void)[]>();
+  private readonly holdOne = new Set<string>();
   private readonly secrets = new Map<string, Webhook>();
   private server?: http.Server;
   private port = 0;
@@ -74,10 +79,17 @@ export class WebhookReceiver {
     return this.holding.get(path)?.length ?? 0;
   }
 
+  /** Holds the next request to `path` only (until `release(path)`); the ones after it are answered. */
+  holdNext(path: string): void {
+    this.holding.set(path, []);
+    this.holdOne.add(path);
+  }
+
   /** Answers the held requests of `path` (and stops holding new ones). */
   release(path: string): void {
     const waiting = this.holding.get(path) ?? [];
     this.holding.delete(path);
+    this.holdOne.delete(path);
     for (const answer of waiting) answer();
   }
 
@@ -104,17 +116,24 @@ export class WebhookReceiver {
       return;
     }
     const received: ReceivedWebhook = { path, id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], body: parsed };
+    this.arrived.push(received);
     if (this.mode === 'fail' || this.failing.has(path)) {
       this.failed.push(received);
       res.writeHead(500).end('receiver failing on purpose');
       return;
     }
+    let gone = false;
+    res.on('close', () => (gone = !res.writableEnded));
     const answer = () => {
+      if (gone || res.destroyed) {
+        this.abandoned.push(received);
+        return;
+      }
       this.accepted.push(received);
       res.writeHead(204).end();
     };
     const held = this.holding.get(path);
-    if (held) held.push(answer);
+    if (held && !(this.holdOne.has(path) && held.length > 0)) held.push(answer);
     else answer();
   }
 }

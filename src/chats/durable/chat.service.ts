@@ -67,8 +67,11 @@ export class ChatService {
     });
   }
 
-  /** Admitted (AgentRuntime.admit: key, agent, tools, LLM endpoint, quota) before anything is stored. */
-  async create(caller: Caller, dto: CreateChatDto): Promise<ChatResponse> {
+  /**
+   * Admitted (AgentRuntime.admit: key, agent, tools, LLM endpoint, quota) before anything is stored.
+   * `id`: the chat's id, chosen by a caller that stored it beforehand (a scheduled question's run).
+   */
+  async create(caller: Caller, dto: CreateChatDto, id?: string): Promise<ChatResponse> {
     const { agent, dynamicTools } = await this.runtime.admit({
       caller,
       agentName: dto.agent,
@@ -77,6 +80,7 @@ export class ChatService {
     // One statement, a transaction of its own: admission, the chat, its message and their events.
     const { chat } = await this.oneTurnAtATime(caller.owner, () =>
       this.insertChat(this.em.fork(), caller, {
+        id,
         agent: agent.name,
         message: dto.message,
         title: dto.title,
