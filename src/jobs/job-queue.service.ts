@@ -79,6 +79,8 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       // The migrations created the schema; pg-boss upgrades it itself only after an upgrade of the package.
       createSchema: false,
       migrate: true,
+      // How fresh the ready counts are that let busy workers fetch back to back (burstWhenReadyExceeds).
+      queueCacheIntervalSeconds: 2,
       schedule: false,
       // No LISTEN connection and no NOTIFY inside the transactions that add jobs (they would serialise those
       // commits, as they would any write's): a replica wakes its own workers (`wake`), the others poll.
@@ -196,6 +198,9 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       localConcurrency: this.config.jobConcurrency,
       pollingIntervalSeconds: Math.max(0.5, this.config.jobPollIntervalMs / 1000),
       localGroupConcurrency: definition.groupConcurrency,
+      // While a backlog waits, a worker that just got a job fetches the next at once instead of waiting out
+      // its poll: only the first worker of a work() call can be woken (wake), the others would poll.
+      burstWhenReadyExceeds: 1,
     } satisfies WorkOptions;
     const id = await this.boss.work<never, void, typeof options>(name, options, async (jobs: JobWithMetadata<never>[]) => {
       for (const job of jobs) {
