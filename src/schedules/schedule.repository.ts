@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
 import { DataPool, type DataSession } from '../database/data-pool';
 import type { DeliverTarget, RunStatus, ScheduleAction, ScheduleDeliveryStatus, ScheduleStatus } from './schedule.dto';
+import { columnSets } from '../database/column-sets';
 
 export interface ScheduleRow {
   id: string;
@@ -131,12 +132,8 @@ export class ScheduleRepository {
       nextRunAt?: Date | null;
     },
   ): Promise<void> {
-    const sets: string[] = [];
     const values: unknown[] = [id];
-    const set = (column: string, value: unknown, cast = '') => {
-      values.push(value);
-      sets.push(`"${column}" = $${values.length}${cast}`);
-    };
+    const { sets, set } = columnSets(values);
     if (patch.name !== undefined) set('name', patch.name);
     if (patch.cron !== undefined) set('cron', patch.cron);
     if (patch.everySeconds !== undefined) set('every_seconds', patch.everySeconds);

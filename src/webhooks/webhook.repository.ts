@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CompiledQuery } from 'kysely';
 import { DataPool, type DataSession } from '../database/data-pool';
 import type { ChangeOp } from '../data/change-outbox';
+import { columnSets } from '../database/column-sets';
 
 export type WebhookStatus = 'active' | 'disabled';
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'skipped';
@@ -153,12 +154,8 @@ export class WebhookRepository {
     id: string,
     patch: Partial<Pick<WebhookRow, 'url' | 'objects' | 'events' | 'where' | 'description' | 'status'>>,
   ): Promise<void> {
-    const sets: string[] = [];
     const values: unknown[] = [id];
-    const set = (column: string, value: unknown, cast = '') => {
-      values.push(value);
-      sets.push(`"${column}" = $${values.length}${cast}`);
-    };
+    const { sets, set } = columnSets(values);
     if (patch.url !== undefined) set('url', patch.url);
     if (patch.objects !== undefined) set('objects', patch.objects);
     if (patch.events !== undefined) set('events', patch.events);
