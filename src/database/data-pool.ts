@@ -13,11 +13,11 @@ import { ReadReplica, ReadReplicaStatus, ReplicaUnavailable, type ReadFallbackRe
 
 /**
  * How the data engine's connections show up in pg_stat_activity: `data` and `reader` (the data tools'
- * SELECT-only connections), with `-replica` on the read replica.
+ * SELECT-only connections), `system` (the server's own background lookups), with `-replica` on the read replica.
  */
 export const DATA_POOL_APPLICATION_NAMES = {
-  primary: { data: 'data-copilot:data', readers: 'data-copilot:reader' },
-  replica: { data: 'data-copilot:data-replica', readers: 'data-copilot:reader-replica' },
+  primary: { data: 'data-copilot:data', readers: 'data-copilot:reader', system: 'data-copilot:system' },
+  replica: { data: 'data-copilot:data-replica', readers: 'data-copilot:reader-replica', system: 'data-copilot:system-replica' },
 } as const;
 
 /**
@@ -93,14 +93,19 @@ interface GatedPool {
   gate: Semaphore;
 }
 
-/** The data engine's two pools, and the data tools' (reader role) connections. */
-export type DataPoolKind = 'data' | 'readers';
+/**
+ * The data engine's pools: requests' (`data`), the data tools' (reader role) and the server's own background
+ * lookups (`system`: webhook cursors), apart so that they neither wait behind requests nor pass for them in
+ * pg_stat_activity.
+ */
+export type DataPoolKind = 'data' | 'readers' | 'system';
 
 /** One database server's pools: the primary's, or the read replica's (DATABASE_READ_URL). */
 interface Server {
   name: 'primary' | 'replica';
   data: GatedPool;
   readers: GatedPool;
+  system: GatedPool;
 }
 
 /**
@@ -173,6 +178,7 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
       name,
       data: open(url, DATA_POOL_APPLICATION_NAMES[name].data),
       readers: open(url, DATA_POOL_APPLICATION_NAMES[name].readers),
+      system: open(url, DATA_POOL_APPLICATION_NAMES[name].system),
     });
     this.primary = server('primary', databaseUrl);
     const readUrl = config.databaseReadUrl;
@@ -189,7 +195,7 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await this.replica?.watch.stop();
     const servers = this.replica ? [this.primary, this.replica] : [this.primary];
-    await Promise.all(servers.flatMap((server) => [server.data.pool.end(), server.readers.pool.end()]));
+    await Promise.all(servers.flatMap((server) => [server.data.pool.end(), server.readers.pool.end(), server.system.pool.end()]));
   }
 
   /**
@@ -229,6 +235,15 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
       inTransaction: false,
       query: <T>(query: CompiledQuery<T>) =>
         this.withClient(this.primary, 'data', options, (client, lease) => this.execute(client, query, signal, lease)),
+    };
+  }
+
+  /** Like session, on the primary's `system` connections: the server's own frequent lookups, not a request's. */
+  systemSession(): DataSession {
+    return {
+      inTransaction: false,
+      query: <T>(query: CompiledQuery<T>) =>
+        this.withClient(this.primary, 'system', {}, (client, lease) => this.execute(client, query, undefined, lease)),
     };
   }
 

@@ -185,8 +185,9 @@ export class WebhookRepository {
 
   /** Every (active webhook, object) whose cursor the dispatcher follows. */
   activeCursors(): Promise<{ webhookId: string; object: string }[]> {
+    // After every commit, on every replica: on the server's own connections, not a request's.
     return this.pool
-      .session()
+      .systemSession()
       .query(
         raw<{ webhookId: string; object: string }>(
           `select c."webhook_id"::text as "webhookId", c."object" from "webhook_cursors" c ` +

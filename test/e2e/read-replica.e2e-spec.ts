@@ -51,7 +51,9 @@ describe('reads on a streaming read replica (DATABASE_READ_URL)', () => {
 
   async function statements(server: Server, since: Partial<Record<Server, string>>, pool?: 'data' | 'readers'): Promise<number> {
     if (since[server] === undefined) return 0;
-    const names = pool ? [DATA_POOL_APPLICATION_NAMES[server][pool]] : Object.values(DATA_POOL_APPLICATION_NAMES[server]);
+    // The requests' pools, not the server's own background lookups (`system`).
+    const { data, readers } = DATA_POOL_APPLICATION_NAMES[server];
+    const names = pool ? [DATA_POOL_APPLICATION_NAMES[server][pool]] : [data, readers];
     const [{ n }] = await pair.sql<{ n: number }>(
       server,
       'select count(*)::int as n from pg_stat_activity where application_name = any($1) and query_start >= $2::timestamptz',
