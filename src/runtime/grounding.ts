@@ -246,9 +246,10 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
     }
   }
   // "down 8.2 points" after 54.9% and 46.7%: a figure worked out from two of its sentence that hold.
+  const claimAt = new Map(claims.map(({ figure }) => [figure.index, figure]));
   const operands: Operand[] = [
     ...bound.flatMap(({ index, cell }) => {
-      const figure = cell && claims.find((c) => c.figure.index === index)?.figure;
+      const figure = cell && claimAt.get(index);
       if (!cell || !figure) return [];
       const exact = cell.meaning.kind === 'ratio' && figure.percent ? cell.value * 100 : cell.value;
       const shown = valueOf(figure);
@@ -275,7 +276,7 @@ export function groundAnswer(answer: string, sources: readonly GroundingSource[]
   for (const operand of operands) operand.base = COMPARED_WITH.test(answer.slice(Math.max(0, operand.index - 30), operand.index));
   for (const entry of entries) {
     if (entry.unsupported?.reason !== 'no_such_value') continue;
-    const figure = claims.find((c) => c.figure.index === entry.index)?.figure;
+    const figure = claimAt.get(entry.index);
     const sentence = figure && scopes.sentenceAt(figure.index);
     if (!figure || !sentence) continue;
     const inSentence = operands.filter((o) => o.index >= sentence.start && o.index < sentence.end);

@@ -3,14 +3,12 @@ import { DomainError } from '../common/domain-error';
 import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { AccessService } from '../governance/access.service';
 import { JobQueue, type QueuedJob } from '../jobs/job-queue.service';
+import { deliveryQueueSettings } from '../webhooks/webhook-jobs';
 import { WebhooksService } from '../webhooks/webhooks.service';
 import type { ScheduleEvent } from './schedule-runner';
 import { SCHEDULE_DELIVERY_QUEUE, type ScheduleDeliveryJobData } from './schedule-jobs';
 import { ScheduleMailer, type Email } from './schedule-mailer';
 import { ScheduleRepository } from './schedule.repository';
-
-/** Retries pg-boss allows beyond WEBHOOK_MAX_ATTEMPTS: attempts of replicas that died mid-attempt (already counted). */
-const RETRY_SLACK = 3;
 
 /** Why an attempt failed, so that the queue retries it (the delivery row holds the details). */
 class AttemptFailed extends Error {}
@@ -38,12 +36,7 @@ export class ScheduleDeliveryWorker {
     jobs.define<ScheduleDeliveryJobData>({
       queue: {
         name: SCHEDULE_DELIVERY_QUEUE,
-        retryLimit: config.webhookMaxAttempts - 1 + RETRY_SLACK,
-        retryDelay: config.webhookRetryDelayS,
-        retryBackoff: true,
-        retryDelayMax: config.webhookRetryDelayMaxS,
-        expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + config.jobLeaseMarginS,
-        retentionSeconds: (config.webhookMaxAgeHours + 24) * 3600,
+        ...deliveryQueueSettings(config),
         notify: true,
       },
       groupConcurrency: config.webhookOwnerConcurrency,

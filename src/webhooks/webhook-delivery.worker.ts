@@ -10,11 +10,8 @@ import { JobQueue, type QueuedJob } from '../jobs/job-queue.service';
 import { PrometheusService } from '../observability/prometheus.service';
 import { postOnce, type AttemptResult } from './webhook-sender';
 import { resolveTarget } from './webhook-target';
-import { DELIVERY_QUEUE, type DeliveryJobData } from './webhook-jobs';
+import { DELIVERY_QUEUE, deliveryQueueSettings, type DeliveryJobData } from './webhook-jobs';
 import { WebhookRepository, type DeliveryRow, type WebhookRow } from './webhook.repository';
-
-/** Retries pg-boss allows beyond WEBHOOK_MAX_ATTEMPTS: attempts of replicas that died mid-attempt (already counted). */
-const RETRY_SLACK = 3;
 
 /** The type of a record event, by the change's op. */
 const EVENT_TYPES = { create: 'record.created', update: 'record.updated', delete: 'record.deleted' } as const;
@@ -58,13 +55,7 @@ export class WebhookDeliveryWorker {
       queue: {
         name: DELIVERY_QUEUE,
         policy: 'key_strict_fifo',
-        retryLimit: config.webhookMaxAttempts - 1 + RETRY_SLACK,
-        retryDelay: config.webhookRetryDelayS,
-        retryBackoff: true,
-        retryDelayMax: config.webhookRetryDelayMaxS,
-        // The lease: an attempt takes WEBHOOK_TIMEOUT_MS at most; a job active much longer lost its replica.
-        expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + config.jobLeaseMarginS,
-        retentionSeconds: (config.webhookMaxAgeHours + 24) * 3600,
+        ...deliveryQueueSettings(config),
       },
       groupConcurrency: config.webhookOwnerConcurrency,
       handler: (job) => this.run(job),

@@ -1,7 +1,27 @@
 import { randomBytes } from 'node:crypto';
+import type { AppConfig } from '../config/app-config';
 
 /** The job queue of webhook deliveries. */
 export const DELIVERY_QUEUE = 'webhook-deliveries';
+
+/** Retries pg-boss allows beyond WEBHOOK_MAX_ATTEMPTS: attempts of replicas that died mid-attempt (already counted). */
+const RETRY_SLACK = 3;
+
+/**
+ * The retry, lease and retention settings of a queue of signed deliveries (record events, schedule events): retried
+ * with backoff up to WEBHOOK_MAX_ATTEMPTS; an attempt takes WEBHOOK_TIMEOUT_MS at most, so a job active much longer
+ * lost its replica.
+ */
+export function deliveryQueueSettings(config: AppConfig) {
+  return {
+    retryLimit: config.webhookMaxAttempts - 1 + RETRY_SLACK,
+    retryDelay: config.webhookRetryDelayS,
+    retryBackoff: true,
+    retryDelayMax: config.webhookRetryDelayMaxS,
+    expireInSeconds: Math.ceil(config.webhookTimeoutMs / 1000) + config.jobLeaseMarginS,
+    retentionSeconds: (config.webhookMaxAgeHours + 24) * 3600,
+  };
+}
 
 /** What a delivery job carries: only the delivery's id; everything else is read when it runs. */
 export interface DeliveryJobData {
