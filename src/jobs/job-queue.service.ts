@@ -64,6 +64,9 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
   /** The id work() returned for each queue on this replica, for notifyWorker. */
   private readonly workerIds = new Map<string, string[]>();
   private running = false;
+  /** Resolves once pg-boss started (onApplicationBootstrap): sends before it wait for it. */
+  private readonly started: Promise<void>;
+  private markStarted!: () => void;
   /** Failed attempts seen by this replica's workers since start, by queue. */
   private readonly failures = new Map<string, number>();
 
@@ -91,6 +94,7 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       monitorIntervalSeconds: config.jobSuperviseIntervalS,
       openTelemetry: { enabled: false },
     });
+    this.started = new Promise((resolve) => (this.markStarted = resolve));
     this.boss.on('error', (error: Error) => this.logger.warn({ msg: 'job queue error', error: error.message }));
   }
 
@@ -106,6 +110,7 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
 
   async onApplicationBootstrap(): Promise<void> {
     await this.boss.start();
+    this.markStarted();
     for (const { queue } of this.definitions) {
       const { name, ...options } = queue;
       await this.boss.createQueue(name, options);
@@ -139,6 +144,18 @@ export class JobQueue implements OnApplicationBootstrap, OnApplicationShutdown {
   async insert(queue: string, jobs: JobInsert[], session?: DataSession): Promise<void> {
     if (!jobs.length) return;
     await this.boss.insert(queue, jobs, session ? { db: sessionDb(session) } : {});
+  }
+
+  /**
+   * Adds one job; answers its id, or null when the queue's policy dropped it (an `exclusive` queue already
+   * holds a job of its singletonKey, queued or running).
+   */
+  async send(queue: string, data: object, options: { id?: string; singletonKey?: string } = {}): Promise<string | null> {
+    // A feature's own bootstrap may run before the queue's: its jobs go in once the queue is up.
+    await this.started;
+    const id = await this.boss.send(queue, data, options);
+    if (id) this.wake(queue);
+    return id;
   }
 
   /**

@@ -77,6 +77,8 @@ export interface StoredRelated {
   /** rollup and count: kept in a column (see RelatedMeta.stored), and whether every record's value is filled in. */
   stored?: boolean;
   filled?: boolean;
+  /** Its fill job was cancelled: it stays computed when read, and no fill starts again by itself. */
+  fillCancelled?: boolean;
 }
 
 /** How a definition reads other objects while it is checked (the metadata write's own transaction). */

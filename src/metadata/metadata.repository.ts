@@ -111,6 +111,30 @@ export class MetadataRepository {
     for (const statement of storedGroupDdl(group)) await runSql(em, statement);
   }
 
+  /**
+   * What the database holds of stored-field triggers: the body of each of `functions` that exists (in the data
+   * schema), and which of `triggers` exist.
+   */
+  async storedTriggerState(
+    em: EntityManager,
+    functions: string[],
+    triggers: string[],
+  ): Promise<{ bodies: Map<string, string>; triggers: Set<string> }> {
+    const bodies = await runSql<{ name: string; body: string }>(
+      em,
+      `select p.proname as "name", p.prosrc as "body" from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+       where n.nspname = $1 and p.proname = any($2)`,
+      [DATA_SCHEMA, functions],
+    );
+    const found = await runSql<{ name: string }>(
+      em,
+      `select t.tgname as "name" from pg_trigger t join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = $1 and not t.tgisinternal and t.tgname = any($2)`,
+      [DATA_SCHEMA, triggers],
+    );
+    return { bodies: new Map(bodies.map((r) => [r.name, r.body])), triggers: new Set(found.map((r) => r.name)) };
+  }
+
   /** Holds off the table's writers until this transaction ends (what creating its triggers takes anyway). */
   async lockForTriggers(em: EntityManager, objectName: string): Promise<void> {
     await runSql(em, `lock table ${objectTable(objectName)} in share row exclusive mode`);

@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../common/domain-error';
 import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
@@ -22,7 +22,7 @@ import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateF
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
-import { storedGroupOf } from './stored-fields';
+import { type StoredGroup, storedGroupBodies, storedGroupOf, storedNames } from './stored-fields';
 import { assertValidName } from './metadata.naming';
 import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
@@ -43,7 +43,9 @@ import {
  * its DDL commit in one transaction: a failed statement leaves both as they were.
  */
 @Injectable()
-export class MetadataService {
+export class MetadataService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(MetadataService.name);
+
   constructor(
     private readonly em: EntityManager,
     private readonly cache: MetadataCache,
@@ -53,6 +55,10 @@ export class MetadataService {
   ) {}
 
   private storedFill?: (objectName: string, fieldName: string, actor?: AuditActor) => Promise<string>;
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.repairStoredTriggers();
+  }
 
   /** Forgets every cached definition (after a write, or when a query met a schema that moved on). */
   invalidate(): void {
@@ -240,17 +246,100 @@ export class MetadataService {
     this.storedFill = start;
   }
 
-  /** A stored field's records all hold their value: reads use its column from now on. */
-  async markFilled(objectName: string, fieldName: string): Promise<void> {
-    await this.write({ action: 'field.fill', target: `${objectName}.${fieldName}` }, async (em) => {
-      const object = await this.findDefinition(em, objectName);
-      const field = await this.findFieldDefinition(em, object, fieldName);
-      const stored = field.computed as unknown as StoredRelated | null;
-      if (!stored?.stored) return;
-      field.computed = { ...stored, filled: true };
-      field.updatedAt = new Date();
-      await em.flush();
+  /**
+   * A stored field's fill ended: `filled`, its records all hold their value and reads use its column from now on;
+   * `cancelled`, it stays computed when read and no replica starts its fill again (fieldsToFill).
+   */
+  async endFill(objectName: string, fieldName: string, outcome: 'filled' | 'cancelled'): Promise<void> {
+    await this.write(
+      { action: outcome === 'filled' ? 'field.fill' : 'field.fill_cancel', target: `${objectName}.${fieldName}` },
+      async (em) => {
+        const object = await this.findDefinition(em, objectName);
+        const field = await this.findFieldDefinition(em, object, fieldName);
+        const stored = field.computed as unknown as StoredRelated | null;
+        if (!stored?.stored || stored.filled) return;
+        field.computed =
+          outcome === 'filled' ? { ...stored, filled: true, fillCancelled: undefined } : { ...stored, fillCancelled: true };
+        field.updatedAt = new Date();
+        await em.flush();
+      },
+    );
+  }
+
+  /**
+   * Rebuilds the triggers of every stored-field group whose functions or triggers differ from what this build
+   * generates (stored-fields.ts): after an upgrade that changed the generated SQL, or a trigger dropped by hand.
+   * Each replica checks at boot; a rebuild takes the metadata lock and checks again, so one replica does it.
+   * Answers how many groups were rebuilt.
+   */
+  async repairStoredTriggers(): Promise<number> {
+    const stale = async (em: EntityManager): Promise<StoredGroup[]> => {
+      const groups = await this.storedGroups(em);
+      if (!groups.length) return [];
+      const names = groups.map((g) => storedNames(g.self, g.target.name, g.via));
+      const state = await this.repo.storedTriggerState(
+        em,
+        names.flatMap((n) => [n.fn, n.parentFn]),
+        names.flatMap((n) => [n.insert, n.update, n.del, n.parent]),
+      );
+      return groups.filter((group, i) => {
+        const n = names[i];
+        const bodies = storedGroupBodies(group);
+        return (
+          state.bodies.get(n.fn) !== bodies.fn ||
+          state.bodies.get(n.parentFn) !== bodies.parentFn ||
+          ![n.insert, n.update, n.del, n.parent].every((t) => state.triggers.has(t))
+        );
+      });
+    };
+    if (!(await stale(this.em.fork())).length) return 0;
+    return this.em.fork().transactional(async (em) => {
+      await lockForTransaction(em, ADVISORY_LOCK.metadata);
+      const groups = await stale(em);
+      for (const group of groups) {
+        // The order every writer takes the locks in (see addFieldInTransaction): children first, then parents.
+        await this.repo.lockForTriggers(em, group.target.name);
+        await this.repo.lockForTriggers(em, group.self);
+        await this.repo.installStoredTriggers(em, group);
+        this.logger.log(`rebuilt the triggers of the stored fields of "${group.self}" over "${group.target.name}.${group.via}"`);
+      }
+      return groups.length;
     });
+  }
+
+  /** Every group of stored fields (one set of triggers each), as the definitions say now. */
+  private async storedGroups(em: EntityManager): Promise<StoredGroup[]> {
+    const groups = new Map<string, StoredGroup>();
+    for (const summary of await this.listObjects(em)) {
+      const object = await this.loadObject(summary.name, em);
+      for (const field of object.fields) {
+        const meta = field.related;
+        if (!meta?.stored) continue;
+        const key = JSON.stringify([object.name, meta.target, meta.via]);
+        const group = groups.get(key);
+        if (group) group.fields.push(field);
+        else
+          groups.set(key, { self: object.name, target: await this.loadObject(meta.target, em), via: meta.via, fields: [field] });
+      }
+    }
+    return [...groups.values()];
+  }
+
+  /**
+   * Stored fields whose fill has not ended (not filled, not cancelled): a fill cut off by a stop that could not
+   * hand it on, or never started (the server stopped between the field's commit and its job), started again at boot.
+   */
+  async fieldsToFill(): Promise<Array<{ object: string; field: string }>> {
+    const em = this.em.fork();
+    const fields = await em.find(FieldDefinitionEntity, { type: { $in: ['rollup', 'count'] } });
+    const pending = fields.filter((f) => {
+      const stored = f.computed as unknown as StoredRelated | null;
+      return stored?.stored === true && !stored.filled && !stored.fillCancelled;
+    });
+    if (!pending.length) return [];
+    const objects = await em.find(ObjectDefinitionEntity, { id: { $in: [...new Set(pending.map((f) => f.objectId))] } });
+    const names = new Map(objects.map((o) => [o.id, o.name]));
+    return pending.flatMap((f) => (names.has(f.objectId) ? [{ object: names.get(f.objectId)!, field: f.name }] : []));
   }
 
   async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto, actor?: AuditActor): Promise<FieldResponse> {

@@ -102,14 +102,10 @@ export function recomputeSql(self: string, fields: FieldMeta[], target: ObjectMe
 
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
-/** The DDL that installs (or replaces) a group's functions and triggers; with no field left, drops them. */
-export function storedGroupDdl(group: StoredGroup): string[] {
+/** The bodies of a group's two trigger functions (plpgsql): what its DDL installs, and what a boot compares. */
+export function storedGroupBodies(group: StoredGroup): { fn: string; parentFn: string } {
   const { self, target, via: viaName, fields } = group;
-  if (!fields.length) return dropStoredGroupDdl(self, target.name, viaName);
-  const names = storedNames(self, target.name, viaName);
   const via = quoteIdent(viaName);
-  const fn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.fn)}`;
-  const childTable = objectTable(target.name);
   const parentTable = objectTable(self);
   const inputs = storedInputColumns(fields).map(quoteIdent);
   const changed = `row(${inputs.map((c) => `o.${c}`).join(', ')}) is distinct from row(${inputs.map((c) => `n.${c}`).join(', ')})`;
@@ -152,13 +148,25 @@ begin
 end`;
   // A parent written as a new row (a create, a restore from the trash, an import) gets its values as it is
   // written: its related records may have changed since a snapshot of it was taken.
-  const parentFn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.parentFn)}`;
   const parentBody = `
 begin
   select ${fields.map((f) => storedValueSql(f, target, '"__p"')).join(', ')}
     into ${fields.map((f) => `NEW.${quoteIdent(f.name)}`).join(', ')} from (select NEW."id" as "id") as "__p";
   return NEW;
 end`;
+  return { fn: body, parentFn: parentBody };
+}
+
+/** The DDL that installs (or replaces) a group's functions and triggers; with no field left, drops them. */
+export function storedGroupDdl(group: StoredGroup): string[] {
+  const { self, target, via: viaName, fields } = group;
+  if (!fields.length) return dropStoredGroupDdl(self, target.name, viaName);
+  const names = storedNames(self, target.name, viaName);
+  const fn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.fn)}`;
+  const parentFn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.parentFn)}`;
+  const childTable = objectTable(target.name);
+  const parentTable = objectTable(self);
+  const { fn: body, parentFn: parentBody } = storedGroupBodies(group);
   return [
     ...dropStoredGroupDdl(self, target.name, viaName),
     `create function ${fn}() returns trigger language plpgsql volatile as ${dollarQuoted(body)}`,

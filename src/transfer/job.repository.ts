@@ -28,7 +28,8 @@ export interface JobFailure {
 export interface JobRow {
   id: string;
   kind: JobKind;
-  keyId: string;
+  /** The key that started it; null for a job the server started itself (admins only see it). */
+  keyId: string | null;
   objectName: string;
   status: JobStatus;
   dryRun: boolean;
@@ -61,7 +62,7 @@ export const JOB_STALE_SECONDS = 60;
 interface JobDatabase {
   jobs: {
     id: string;
-    key_id: string;
+    key_id: string | null;
     kind: JobKind;
     object_name: string;
     status: JobStatus;
@@ -86,7 +87,7 @@ export class JobRepository {
 
   async create(job: {
     id: string;
-    keyId: string;
+    keyId: string | null;
     objectName: string;
     dryRun: boolean;
     atomic: boolean;
@@ -165,6 +166,31 @@ export class JobRepository {
       .returning(['id', sql<boolean>`cancel_requested_at is not null`.as('cancel_requested')])
       .execute();
     return rows.filter((row) => row.cancel_requested).map((row) => row.id);
+  }
+
+  /**
+   * A job taken up again by another attempt (a fill handed on by a replica that stopped or died): running again,
+   * unless it ended meanwhile (done, cancelled, or failed other than by losing its process). Answers whether it runs.
+   */
+  async resume(id: string): Promise<boolean> {
+    const row = await this.db()
+      .updateTable('jobs')
+      .set({ status: 'running', failure: null, heartbeat_at: sql`now()`, finished_at: sql`null` } as never)
+      .where('id', '=', id)
+      .where((eb) =>
+        eb.or([
+          eb('status', '=', 'running'),
+          eb.and([eb('status', '=', 'failed'), eb(sql<string>`failure->>'code'`, '=', 'internal_error')]),
+        ]),
+      )
+      .returning('id')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** A job that never ran (its work was already queued under another job). */
+  async remove(id: string): Promise<void> {
+    await this.db().deleteFrom('jobs').where('id', '=', id).execute();
   }
 
   async finish(id: string, progress: JobProgress, ending: JobEnding): Promise<void> {

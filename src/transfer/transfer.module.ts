@@ -3,6 +3,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { DataModule } from '../data/data.module';
 import { GovernanceModule } from '../governance/governance.module';
+import { JobsModule } from '../jobs/jobs.module';
 import { MetadataModule } from '../metadata/metadata.module';
 import { ExportService } from './export.service';
 import { ExportSlots } from './export-slots.service';
@@ -14,7 +15,7 @@ import { JobsController, TransferController } from './transfer.controller';
 
 /** CSV in and out: imports as jobs with progress, streamed exports. */
 @Module({
-  imports: [AuthModule, DataModule, GovernanceModule, MetadataModule, ViewsModule],
+  imports: [AuthModule, DataModule, GovernanceModule, JobsModule, MetadataModule, ViewsModule],
   controllers: [TransferController, JobsController],
   providers: [ImportService, ExportService, ExportSlots, JobsService, JobRepository, StoredFillService],
 })

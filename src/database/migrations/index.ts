@@ -5,6 +5,7 @@ import { MigrationUserPrincipals } from './migration-20261202-user-principals';
 import { MigrationRelatedFields } from './migration-20261205-related-fields';
 import { MigrationFormulaFields } from './migration-20261203-formula-fields';
 import { MigrationPrincipalOwners } from './migration-20261206-principal-owners';
+import { MigrationSystemJobs } from './migration-20261209-system-jobs';
 import { MigrationSchedules } from './migration-20261207-schedules';
 import { MigrationWebhooks } from './migration-20261204-webhooks';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
@@ -71,6 +72,7 @@ export const MIGRATIONS = [
   MigrationRelatedFields,
   MigrationPrincipalOwners,
   MigrationSchedules,
+  MigrationSystemJobs,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
