@@ -4,7 +4,7 @@ import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { fieldTypeOf } from '../metadata/field-types';
+import { fieldTypeOf, FLOAT_COLUMN } from '../metadata/field-types';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import {
   AGGREGATE_FUNCTIONS,
@@ -337,7 +337,7 @@ function aggregateSql(object: ObjectMeta, a: MeasureSpec): string {
   const column = quoteIdent(field.name);
   // A double precision sum fails past 1.8e308 and rounds; as numeric it is exact and cannot overflow.
   // Through text, because a direct float8 → numeric cast keeps only 15 significant digits of each value.
-  const exact = field.type === 'number' ? `${column}::text::numeric` : column;
+  const exact = fieldTypeOf(field.type).column === FLOAT_COLUMN ? `${column}::text::numeric` : column;
   switch (a.function) {
     case 'count':
       return `count(${column})`;

@@ -1,6 +1,6 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
-import { fieldTypeOf } from './field-types';
+import { decimalScale, fieldTypeOf, FLOAT_COLUMN } from './field-types';
 import { formulaInputs } from './formula';
 import {
   type FieldMeta,
@@ -168,7 +168,7 @@ function rollupType(fn: RollupFunction, field: FieldMeta | undefined, def: Relat
       { field: def.name, function: fn, fieldType: type },
     );
   }
-  if (fn === 'avg') return type === 'integer' || type === 'number' ? 'number' : type;
+  if (fn === 'avg') return entry.averageType ?? type;
   return entry.family === 'text' ? 'text' : type;
 }
 
@@ -381,11 +381,14 @@ function aggregateSql(fn: RollupFunction, value: string, type: FieldMeta['type']
       return `count(distinct ${value})`;
     case 'sum':
       // Nothing to add up is 0.
-      return type === 'number' ? `coalesce(sum(${value}), 0)::double precision` : `coalesce(sum(${value}), 0)`;
-    case 'avg':
-      if (type === 'currency') return `round(avg(${value}), 2)`;
-      if (type === 'percent') return `round(avg(${value}), 4)`;
-      return `avg(${value})::double precision`;
+      return fieldTypeOf(type).column === FLOAT_COLUMN
+        ? `coalesce(sum(${value}), 0)::double precision`
+        : `coalesce(sum(${value}), 0)`;
+    case 'avg': {
+      // An exact decimal keeps its scale; any other average is a float.
+      const scale = decimalScale(type);
+      return scale === undefined ? `avg(${value})::double precision` : `round(avg(${value}), ${scale})`;
+    }
     case 'min':
     case 'max':
       return `${fn}(${value})`;

@@ -1,12 +1,14 @@
 import { DomainError } from '../common/domain-error';
 import {
   bindCastOf,
+  decimalScale,
   FIELD_COLUMN_TYPES,
   FIELD_OPERATORS,
   FIELD_TYPE_REGISTRY,
   FIELD_TYPES,
   type FieldTypeEntry,
   fieldIndex,
+  fieldSummary,
   fieldTypeOf,
   isFieldType,
   listTypes,
@@ -143,6 +145,21 @@ describe('the field type registry', () => {
     expect(integer.decode('9007199254740993')).toBe('9007199254740993');
     expect(boolean.fromCell(field('boolean'), 'Yes')).toBe(true);
     expect(FIELD_TYPE_REGISTRY.text).not.toHaveProperty('fromCell');
+  });
+
+  it('says what an average reads as and what its numbers are', () => {
+    const averages = Object.fromEntries(NUMERIC_TYPES.map((type) => [type, fieldTypeOf(type).averageType ?? type]));
+    expect(averages).toEqual({ number: 'number', currency: 'currency', percent: 'percent', integer: 'number' });
+    const figures = Object.fromEntries(NUMERIC_TYPES.map((type) => [type, fieldTypeOf(type).figure]));
+    expect(figures).toEqual({ number: 'number', currency: 'money', percent: 'percent', integer: 'count' });
+    expect(fieldTypeOf('date').figure).toBeUndefined();
+    expect([decimalScale('currency'), decimalScale('percent'), decimalScale('number')]).toEqual([2, 4, undefined]);
+  });
+
+  it('sums a field up in a few words for the agents', () => {
+    expect(fieldSummary({ type: 'lookup', reference: 'account' })).toBe('lookup → account');
+    expect(fieldSummary({ type: 'select', options: ['open', 'won'] })).toBe('select: open | won');
+    expect(fieldSummary({ type: 'currency' })).toBe('currency');
   });
 
   it('knows its own types and nothing else', () => {

@@ -77,6 +77,9 @@ export type ValueShape = 'scalar' | 'set' | 'document';
 /** Aggregate functions that depend on the type (count and count_distinct take any field). */
 export type TypedMeasure = 'sum' | 'avg' | 'min' | 'max';
 
+/** What a field's numbers are, for the unit an answer states them in (grounding). */
+export type FigureKind = 'money' | 'percent' | 'count' | 'number';
+
 export interface FieldTypeEntry {
   /** Postgres column type; absent for a type without a column of its own. */
   column?: string;
@@ -102,6 +105,10 @@ export interface FieldTypeEntry {
   operators: readonly FieldOperator[];
   /** Aggregate functions it accepts beyond count and count_distinct. */
   measures: readonly TypedMeasure[];
+  /** The type an average of it reads as (an average of whole numbers is not one); absent: its own. */
+  averageType?: 'number';
+  /** What its numbers are; absent: not known. */
+  figure?: FigureKind;
   /** The value type a formula reads it as; absent when an expression cannot read it. */
   formula?: FormulaValueType;
   /** Validates an input value (API, where operand, CSV cell read) and returns what to bind. */
@@ -114,6 +121,8 @@ export interface FieldTypeEntry {
   cellAsJson?: true;
 }
 
+/** A float column: its sums and exact values need casts of their own (see FLOAT_COLUMN's readers). */
+export const FLOAT_COLUMN = 'double precision';
 const CURRENCY_COLUMN = 'numeric(18,2)';
 const PERCENT_COLUMN = 'numeric(9,4)';
 
@@ -173,11 +182,18 @@ export const FIELD_TYPE_REGISTRY = {
   email: { ...text, encode: encodeEmail },
   url: { ...text, encode: encodeUrl },
   phone: text,
-  number: { ...numeric, column: 'double precision', encode: numberEncoder('double precision') },
+  number: {
+    ...numeric,
+    column: FLOAT_COLUMN,
+    averageType: 'number',
+    figure: 'number',
+    encode: numberEncoder(FLOAT_COLUMN),
+  },
   // Money and percentages are exact decimals, never floats.
-  currency: { ...numeric, column: CURRENCY_COLUMN, encode: numberEncoder(CURRENCY_COLUMN) },
-  percent: { ...numeric, column: PERCENT_COLUMN, encode: numberEncoder(PERCENT_COLUMN) },
-  integer: { ...numeric, column: 'bigint', encode: encodeInteger, decode: decodeInteger },
+  currency: { ...numeric, column: CURRENCY_COLUMN, figure: 'money', encode: numberEncoder(CURRENCY_COLUMN) },
+  percent: { ...numeric, column: PERCENT_COLUMN, figure: 'percent', encode: numberEncoder(PERCENT_COLUMN) },
+  // Whole numbers of things (employees, seats, minutes): no amount of money, no percentage.
+  integer: { ...numeric, column: 'bigint', averageType: 'number', figure: 'count', encode: encodeInteger, decode: decodeInteger },
   boolean: {
     column: 'boolean',
     family: 'boolean',
@@ -315,6 +331,23 @@ export function bindCastOf(type: FieldType | 'uuid'): string {
   const column = fieldTypeOf(type).column;
   if (column === undefined) throw new Error(`Field type ${type} has no column to bind a value of`);
   return column.replace(/\(.*\)$/, '');
+}
+
+/** The scale of an exact-decimal type's column (`numeric(18,2)`: 2), which its averages are rounded to. */
+export function decimalScale(type: FieldType | 'uuid'): number | undefined {
+  const match = /^numeric\(\d+,(\d+)\)$/.exec(fieldTypeOf(type).column ?? '');
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * A field in a few words, as the agents' context lists it: its type, with the options it takes or the
+ * object it references.
+ */
+export function fieldSummary(field: { type: string; reference?: string; options?: string[] }): string {
+  if (field.reference !== undefined && isFieldType(field.type) && fieldTypeOf(field.type).takes.reference) {
+    return `${field.type} → ${field.reference}`;
+  }
+  return field.options ? `${field.type}: ${field.options.join(' | ')}` : field.type;
 }
 
 /** "a and b", "a, b and c": the types listed in a message. */
