@@ -2,18 +2,6 @@ import { bindCastOf, fieldTypeOf } from '../metadata/field-types';
 import { type EncodeContext, roleOf } from '../metadata/field-values';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
-export {
-  describeValue,
-  type EncodeContext,
-  indexedValueLimitError,
-  MAX_JSON_DEPTH,
-  MAX_JSON_LENGTH,
-  MAX_MULTISELECT_ITEMS,
-  MAX_PATTERN_LENGTH,
-  MAX_TEXT_LENGTH,
-  parseTextArray,
-} from '../metadata/field-values';
-
 /**
  * Converts JSON values to the values bound to Postgres (encode) and pg results back to JSON (decode),
  * through the codec of each field's type (metadata/field-types.ts; the table of what each returns is in

@@ -2,7 +2,7 @@ import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { fieldTypeOf } from '../metadata/field-types';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { describeValue } from './field-value.codec';
+import { describeValue } from '../metadata/field-values';
 import { SqlParams } from '../database/sql-params';
 import { fieldSql, selectSql } from './formula.compiler';
 import { clip, requireField } from './where.compiler';

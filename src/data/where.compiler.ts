@@ -4,7 +4,8 @@ import { quoteIdent, searchFold } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { FIELD_OPERATORS, type FieldOperator, fieldTypeOf } from '../metadata/field-types';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
+import { describeValue } from '../metadata/field-values';
+import { bindCast, encodeFieldValue } from './field-value.codec';
 import { fieldSql, useFilterCompiler } from './formula.compiler';
 import { definitionView, registerFilterCheck } from '../metadata/computed-fields';
 
@@ -36,8 +37,6 @@ import { definitionView, registerFilterCheck } from '../metadata/computed-fields
  * caller's subject) and `"$attr.<name>"` (one of the caller's attributes) as an operand or an item of
  * one. They are resolved from the caller and bound like any other value, never spliced into the SQL.
  */
-
-export { FIELD_OPERATORS, type FieldOperator } from '../metadata/field-types';
 
 export const LOGICAL_OPERATORS = ['$and', '$or', '$not'] as const;
 

@@ -29,11 +29,11 @@ import type { FormulaValueType } from './formula.types';
 
 /**
  * The registry of stored field types: one entry per type holds everything the engine asks of it (its
- * column, family, definition rules, index, value codec, where operators, aggregates, sorting, grouping,
- * search and formula type), and every caller asks the entry instead of switching on type names.
- * Adding a type: this entry + 2 files (the API's type union in the playground client's field-values
- * reader, src/playground/client/grid-values.ts, which runs in the browser and cannot import this file; and
- * a where test when the type adds its own SQL shape).
+ * column, family, definition rules, index, value codec, CSV reading, where operators, aggregates,
+ * sorting, grouping, search, formula and figure kind), and every caller asks the entry instead of
+ * switching on type names.
+ * Adding a type: this entry + 2 files (README.md's list of field types, and the playground's
+ * src/playground/client/grid-values.ts, which runs in the browser and keeps its own list of numeric types).
  *
  * Layout: this file is the metadata layer, below the data engine, so an entry names what its SQL is like
  * (`shape`, `family`) and the data engine's compilers hold that SQL once per shape; the codec's functions
@@ -274,7 +274,7 @@ export const FIELD_TYPE_REGISTRY = {
 export type FieldType = keyof typeof FIELD_TYPE_REGISTRY;
 
 /** Field types an object may have: the registry's entries. */
-export const FIELD_TYPES = Object.keys(FIELD_TYPE_REGISTRY) as FieldType[];
+export const FIELD_TYPES: readonly FieldType[] = Object.keys(FIELD_TYPE_REGISTRY) as FieldType[];
 
 /** The type of the system field `id`: a UUID that clients filter and sort on but never define. */
 const SYSTEM_UUID: FieldTypeEntry = { ...FIELD_TYPE_REGISTRY.lookup, takes: {}, alwaysIndexed: undefined };

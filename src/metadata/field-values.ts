@@ -326,7 +326,7 @@ function isJsonValue(value: unknown, depth: number): boolean {
 }
 
 /** Throws the invalid_value error; the message names the field, what it expects and what it got. */
-function fail(
+export function fail(
   field: CodecField,
   context: EncodeContext,
   expected: string,

@@ -18,7 +18,15 @@ import {
   type StoredRelated,
 } from './computed-fields';
 import { MetadataCache } from './metadata.cache';
-import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
+import {
+  CreateFieldDto,
+  CreateObjectDto,
+  DEFINITION_TYPES,
+  FieldResponse,
+  ObjectResponse,
+  UpdateFieldDto,
+  UpdateObjectDto,
+} from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
@@ -28,7 +36,6 @@ import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
 import { fieldTypeOf, fieldTypesWhere, isFieldType, listTypes } from './field-types';
 import {
-  FIELD_TYPES,
   FieldMeta,
   RELATED_KINDS,
   FieldType,
@@ -650,7 +657,7 @@ export class MetadataService {
     assertValidName('field', dto.name);
     if (!isFieldType(dto.type)) {
       throw new DomainError('invalid_field_type', `Unknown field type "${String(dto.type)}"`, {
-        availableTypes: [...FIELD_TYPES, 'formula', ...RELATED_KINDS],
+        availableTypes: DEFINITION_TYPES,
       });
     }
     const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
