@@ -4,7 +4,8 @@ import { CompiledQuery } from 'kysely';
 import { DomainError } from '../common/domain-error';
 import { IDENTIFIER_PATTERN, objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { FieldMeta, NUMERIC_TYPES, ObjectMeta, TEMPORAL_TYPES, TEXT_TYPES } from '../metadata/object-metadata.types';
+import { fieldTypeOf, FLOAT_COLUMN } from '../metadata/field-types';
+import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import {
   AGGREGATE_FUNCTIONS,
   AggregatePlan,
@@ -170,7 +171,7 @@ function resolveLookup(
     throw new DomainError('invalid_group_by', `"${field.name}" is not a lookup field of "${object.name}"`, { field: field.name });
   }
   const targetField = requireField(target, lookup.field);
-  if (targetField.type === 'json' || targetField.type === 'textarea') {
+  if (!fieldTypeOf(targetField.type).groups) {
     throw new DomainError('invalid_group_by', `Cannot group by ${targetField.type} field "${target.name}.${targetField.name}"`);
   }
   return { field, target, targetField };
@@ -184,7 +185,7 @@ function timeBucketSql(object: ObjectMeta, bucket: TimeBucket, params: SqlParams
     });
   }
   const field = requireField(object, bucket.field);
-  if (!TEMPORAL_TYPES.includes(field.type as never)) {
+  if (fieldTypeOf(field.type).family !== 'temporal') {
     throw new DomainError('invalid_group_by', `Time buckets need a date or datetime field; "${field.name}" is ${field.type}`);
   }
   const column = fieldSql(field, params, BASE_ALIAS);
@@ -263,10 +264,11 @@ function checkMeasure(object: ObjectMeta, input: MeasureSpec | RatioSpec): Measu
     return spec;
   }
   const field = requireField(object, input.field);
-  if ((fn === 'sum' || fn === 'avg') && !NUMERIC_TYPES.includes(field.type as never)) {
+  const measures: readonly string[] = fieldTypeOf(field.type).measures;
+  if ((fn === 'sum' || fn === 'avg') && !measures.includes(fn)) {
     throw new DomainError('invalid_aggregation', `${fn} needs a numeric field; "${field.name}" is ${field.type}`);
   }
-  if ((fn === 'min' || fn === 'max') && !isOrderable(field)) {
+  if ((fn === 'min' || fn === 'max') && !measures.includes(fn)) {
     throw new DomainError('invalid_aggregation', `${fn} is not defined for ${field.type} field "${field.name}"`);
   }
   spec.field = field.name;
@@ -293,14 +295,6 @@ function checkAlias(alias: unknown): string {
   return alias;
 }
 
-function isOrderable(field: FieldMeta): boolean {
-  return (
-    NUMERIC_TYPES.includes(field.type as never) ||
-    TEMPORAL_TYPES.includes(field.type as never) ||
-    TEXT_TYPES.includes(field.type as never)
-  );
-}
-
 function parseGroupByNames(input: unknown): string[] {
   if (input === undefined || input === null) return [];
   const names = typeof input === 'string' ? [input] : input;
@@ -316,7 +310,7 @@ function parseGroupBy(object: ObjectMeta, names: string[], extra = 0): FieldMeta
   }
   const fields = [...new Set(names)].map((name) => requireField(object, name));
   for (const field of fields) {
-    if (field.type === 'json' || field.type === 'textarea') {
+    if (!fieldTypeOf(field.type).groups) {
       throw new DomainError('invalid_group_by', `Cannot group by ${field.type} field "${field.name}"`);
     }
   }
@@ -343,7 +337,7 @@ function aggregateSql(object: ObjectMeta, a: MeasureSpec): string {
   const column = quoteIdent(field.name);
   // A double precision sum fails past 1.8e308 and rounds; as numeric it is exact and cannot overflow.
   // Through text, because a direct float8 → numeric cast keeps only 15 significant digits of each value.
-  const exact = field.type === 'number' ? `${column}::text::numeric` : column;
+  const exact = fieldTypeOf(field.type).column === FLOAT_COLUMN ? `${column}::text::numeric` : column;
   switch (a.function) {
     case 'count':
       return `count(${column})`;

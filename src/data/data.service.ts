@@ -10,6 +10,7 @@ import { UNDEFINED_COLUMN, UNDEFINED_TABLE, sqlState } from '../common/pg-errors
 import { AccessService, SYSTEM_CALLER } from '../governance/access.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import { MetadataService } from '../metadata/metadata.service';
+import { fieldTypeOf } from '../metadata/field-types';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { compileAggregate, compileAggregatePlan, decodeAggregateRows } from './aggregate.compiler';
 import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord } from './data.types';
@@ -210,8 +211,8 @@ export class DataService {
     return this.withObject(caller, objectName, 'read', scope, async (object, session) => {
       const field = requireField(object, fieldName);
       const rows = await session.query(compileFieldValues(object, field, query));
-      // A multiselect's values are its options (text); other values decode as the field's.
-      const decoded = field.type === 'multiselect' ? undefined : { ...object, fields: [field] };
+      // A set's values are its options (text); other values decode as the field's.
+      const decoded = fieldTypeOf(field.type).shape === 'set' ? undefined : { ...object, fields: [field] };
       return rows.map((row) => ({
         value: decoded ? decodeRow(decoded, { [field.name]: row.value })[field.name] : row.value,
         count: Number(row.count),

@@ -1,17 +1,8 @@
 import fc from 'fast-check';
 import { DomainError } from '../common/domain-error';
 import { FieldMeta, MAX_INDEXED_TEXT_BYTES, ObjectMeta, SYSTEM_FIELDS } from '../metadata/object-metadata.types';
-import {
-  MAX_JSON_LENGTH,
-  MAX_PATTERN_LENGTH,
-  MAX_TEXT_LENGTH,
-  bindCast,
-  decodeRow,
-  decodeRowsInPlace,
-  encodeFieldValue,
-  fieldDecoder,
-  parseTextArray,
-} from './field-value.codec';
+import { MAX_JSON_LENGTH, MAX_PATTERN_LENGTH, MAX_TEXT_LENGTH, parseTextArray } from '../metadata/field-values';
+import { bindCast, decodeRow, decodeRowsInPlace, encodeFieldValue, fieldDecoder } from './field-value.codec';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 
 const f = {

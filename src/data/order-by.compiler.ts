@@ -1,7 +1,8 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
+import { fieldTypeOf } from '../metadata/field-types';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { describeValue } from './field-value.codec';
+import { describeValue } from '../metadata/field-values';
 import { SqlParams } from '../database/sql-params';
 import { fieldSql, selectSql } from './formula.compiler';
 import { clip, requireField } from './where.compiler';
@@ -10,9 +11,6 @@ import { clip, requireField } from './where.compiler';
 export const DEFAULT_MAX_ORDER_BY_FIELDS = 5;
 /** Most names accepted in one `fields` selection (duplicates included), so parsing stays bounded. */
 export const MAX_PROJECTION_ITEMS = 500;
-
-/** Sorting a jsonb document or an array of options has no meaning a user would expect. */
-const UNSORTABLE_TYPES: readonly FieldMeta['type'][] = ['json', 'multiselect'];
 
 const ORDER_BY_SHAPE = 'orderBy expects [{"field": "amount", "order": "desc"}] (order: "asc" or "desc", default "asc")';
 
@@ -85,11 +83,11 @@ function parseItem(object: ObjectMeta, item: unknown): OrderTerm {
   }
   if (typeof item.field !== 'string') throw invalidOrderBy(`${ORDER_BY_SHAPE}; "field" must be a field name`);
   const field = requireField(object, item.field);
-  if (UNSORTABLE_TYPES.includes(field.type)) {
+  if (!fieldTypeOf(field.type).sorts) {
     throw invalidOrderBy(`Field "${field.name}" (${field.type}) cannot be sorted`, {
       field: field.name,
       type: field.type,
-      sortableFields: object.fields.filter((f) => !UNSORTABLE_TYPES.includes(f.type)).map((f) => f.name),
+      sortableFields: object.fields.filter((f) => fieldTypeOf(f.type).sorts).map((f) => f.name),
     });
   }
   const order = item.order === undefined || item.order === null ? 'asc' : item.order;

@@ -12,7 +12,8 @@ import {
 import type { DataSession } from '../database/data-pool';
 import { indexName } from '../metadata/metadata.naming';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { encodeFieldValue, indexedValueLimitError } from './field-value.codec';
+import { indexedValueLimitError } from '../metadata/field-values';
+import { encodeFieldValue } from './field-value.codec';
 import type { ChangeCapture } from './change-outbox';
 import { compileClearReferences, compileDelete, compileFindOne, IN_SCOPE_ALIAS } from './records.compiler';
 import { clip, requireField } from './where.compiler';

@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import { BEFORE_ALIAS, type ChangeCapture, ROW_ALIAS, SNAPSHOT_SELECT, withChangeOutbox } from './change-outbox';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
+import { fieldTypeOf } from '../metadata/field-types';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import { FindQuery, MAX_ENGINE_LIMIT } from './data.types';
 import { bindCast } from './field-value.codec';
@@ -555,12 +556,12 @@ export interface FieldValuesQuery {
 export function compileFieldValues(object: ObjectMeta, field: FieldMeta, query: FieldValuesQuery): CompiledQuery<Row> {
   const params = new SqlParams();
   const column = fieldSql(field, params);
-  const from =
-    field.type === 'multiselect'
-      ? `${objectTable(object.name)} cross join lateral unnest(${column}) as "__v"("__value")`
-      : objectTable(object.name);
+  const set = fieldTypeOf(field.type).shape === 'set';
+  const from = set
+    ? `${objectTable(object.name)} cross join lateral unnest(${column}) as "__v"("__value")`
+    : objectTable(object.name);
   // Field names cannot hold "__", so the element column cannot shadow a field the where names.
-  const value = field.type === 'multiselect' ? '"__v"."__value"' : column;
+  const value = set ? '"__v"."__value"' : column;
   let where = compileScopedWhere(object, query.where, params);
   if (query.contains !== undefined && query.contains !== '') {
     where = `${where} and ${value}::text ILIKE ${params.add(containsPattern(query.contains))} ${LIKE_ESCAPE}`;

@@ -2,8 +2,10 @@ import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { quoteIdent, searchFold } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
+import { FIELD_OPERATORS, type FieldOperator, fieldTypeOf } from '../metadata/field-types';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import { bindCast, describeValue, encodeFieldValue } from './field-value.codec';
+import { describeValue } from '../metadata/field-values';
+import { bindCast, encodeFieldValue } from './field-value.codec';
 import { fieldSql, useFilterCompiler } from './formula.compiler';
 import { definitionView, registerFilterCheck } from '../metadata/computed-fields';
 
@@ -25,34 +27,16 @@ import { definitionView, registerFilterCheck } from '../metadata/computed-fields
  *   - Ordering operators ($gt $gte $lt $lte $between) work on numbers, dates and date-times, and on
  *     text-like fields as alphabetical ranges in the database collation. $between is inclusive; a low
  *     bound above the high bound matches nothing.
- *   - multiselect: $contains = has the option(s) (`@>`), $in = has any of them (`&&`), $eq = exactly this
- *     set, regardless of order (`@>` and `<@`).
- *   - json: only $eq/$ne (jsonb equality, key order insensitive) and $null.
- *   - boolean and uuid/lookup: equality only.
+ *   - The operators each type accepts are its registry entry's (metadata/field-types.ts); the SQL is
+ *     chosen by the entry's shape. A set of options (multiselect): $contains = has the option(s) (`@>`),
+ *     $in = has any of them (`&&`), $eq = exactly this set, regardless of order (`@>` and `<@`).
+ *     A document (json): $eq/$ne (jsonb equality, key order insensitive; an array is one value) and $null.
  * Every bound value carries a cast from `bindCast` (`$1::numeric`, `$2::timestamptz`, `$3::uuid[]`, ...).
  *
  * Access policies' row filters (and only they, through `placeholders`) may use `"$subject"` (the
  * caller's subject) and `"$attr.<name>"` (one of the caller's attributes) as an operand or an item of
  * one. They are resolved from the caller and bound like any other value, never spliced into the SQL.
  */
-
-export const FIELD_OPERATORS = [
-  '$eq',
-  '$ne',
-  '$gt',
-  '$gte',
-  '$lt',
-  '$lte',
-  '$in',
-  '$nin',
-  '$between',
-  '$contains',
-  '$notContains',
-  '$startsWith',
-  '$endsWith',
-  '$null',
-] as const;
-export type FieldOperator = (typeof FIELD_OPERATORS)[number];
 
 export const LOGICAL_OPERATORS = ['$and', '$or', '$not'] as const;
 
@@ -63,30 +47,6 @@ export const MAX_WHERE_CONDITIONS = 200;
 /** Most items in one $in / $nin list. */
 export const MAX_IN_VALUES = 1000;
 
-const EQUALITY: FieldOperator[] = ['$eq', '$ne', '$in', '$nin', '$null'];
-const ORDERING: FieldOperator[] = ['$gt', '$gte', '$lt', '$lte', '$between'];
-const PATTERN: FieldOperator[] = ['$contains', '$notContains', '$startsWith', '$endsWith'];
-
-const ALLOWED: Record<FieldMeta['type'], readonly FieldOperator[]> = {
-  text: [...EQUALITY, ...ORDERING, ...PATTERN],
-  textarea: [...EQUALITY, ...ORDERING, ...PATTERN],
-  email: [...EQUALITY, ...ORDERING, ...PATTERN],
-  url: [...EQUALITY, ...ORDERING, ...PATTERN],
-  phone: [...EQUALITY, ...ORDERING, ...PATTERN],
-  select: [...EQUALITY, ...ORDERING, ...PATTERN],
-  number: [...EQUALITY, ...ORDERING],
-  currency: [...EQUALITY, ...ORDERING],
-  percent: [...EQUALITY, ...ORDERING],
-  integer: [...EQUALITY, ...ORDERING],
-  date: [...EQUALITY, ...ORDERING],
-  datetime: [...EQUALITY, ...ORDERING],
-  boolean: EQUALITY,
-  lookup: EQUALITY,
-  uuid: EQUALITY,
-  multiselect: [...EQUALITY, '$contains', '$notContains'],
-  json: ['$eq', '$ne', '$null'],
-};
-
 const COMPARISON_SQL: Partial<Record<FieldOperator, string>> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
 
 /** ESCAPE clause for ILIKE; E'' syntax so it means one backslash whatever standard_conforming_strings says. */
@@ -94,7 +54,7 @@ export const LIKE_ESCAPE = "ESCAPE E'\\\\'";
 
 /** Operators a where condition may use on this field, in canonical order (shown to callers in errors). */
 export function operatorsForField(field: Pick<FieldMeta, 'type'>): FieldOperator[] {
-  const allowed = ALLOWED[field.type];
+  const allowed = fieldTypeOf(field.type).operators;
   return FIELD_OPERATORS.filter((operator) => allowed.includes(operator));
 }
 
@@ -235,7 +195,7 @@ function checkOperator(field: FieldMeta, operator: string, object: ObjectMeta): 
   const availableOperators = operatorsForField(field);
   if (!(FIELD_OPERATORS as readonly string[]).includes(operator)) {
     const hint =
-      field.type === 'json' && !operator.startsWith('$')
+      fieldTypeOf(field.type).shape === 'document' && !operator.startsWith('$')
         ? `; to compare a json field with an object use {"${field.name}": {"$eq": {...}}}`
         : `; use one of ${availableOperators.join(', ')}`;
     throw new DomainError('unknown_field', `Unknown operator "${clip(operator)}" on field "${field.name}"${hint}`, {
@@ -313,7 +273,7 @@ function compileResolved(
     case '$notContains':
     case '$startsWith':
     case '$endsWith':
-      return field.type === 'multiselect'
+      return fieldTypeOf(field.type).shape === 'set'
         ? compileHasOptions(field, operator, operand, column, state)
         : compileLike(field, operator, operand, column, state);
     case '$null':
@@ -340,11 +300,12 @@ function compileEquality(
   state: CompileState,
 ): string {
   if (operand === null) return `${column} ${operator === '$eq' ? 'IS NULL' : 'IS NOT NULL'}`;
-  if (Array.isArray(operand) && field.type !== 'multiselect' && field.type !== 'json') {
+  const shape = fieldTypeOf(field.type).shape;
+  if (Array.isArray(operand) && shape === 'scalar') {
     throw invalidOperand(field, operator, 'a single value (use $in / $nin to match any of several values)', operand);
   }
   const value = bind(field, operator, operand, state);
-  if (field.type === 'multiselect') {
+  if (shape === 'set') {
     // Same set of options in any order; COALESCE makes $ne keep rows whose value is NULL.
     const sameSet = `(${column} @> ${value} AND ${column} <@ ${value})`;
     return operator === '$eq' ? sameSet : `NOT COALESCE(${sameSet}, FALSE)`;
@@ -380,9 +341,10 @@ function compileIn(field: FieldMeta, operator: '$in' | '$nin', operand: unknown,
   const withNull = values.length < operand.length;
   if (values.length === 0) return `${column} ${operator === '$in' ? 'IS NULL' : 'IS NOT NULL'}`;
 
-  const list = `${state.params.add(values)}::${bindCast(field)}${field.type === 'multiselect' ? '' : '[]'}`;
-  // multiselect: the record has any of the options (overlap), not "equals one of them".
-  const matches = field.type === 'multiselect' ? `${column} && ${list}` : `${column} = ANY(${list})`;
+  const set = fieldTypeOf(field.type).shape === 'set';
+  const list = `${state.params.add(values)}::${bindCast(field)}${set ? '' : '[]'}`;
+  // A set of options: the record has any of them (overlap), not "equals one of them".
+  const matches = set ? `${column} && ${list}` : `${column} = ANY(${list})`;
   if (operator === '$in') return withNull ? `(${matches} OR ${column} IS NULL)` : matches;
   return withNull ? `(${column} IS NOT NULL AND NOT (${matches}))` : `(${column} IS NULL OR NOT (${matches}))`;
 }

@@ -1,18 +1,15 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
+import { decimalScale, fieldTypeOf, FLOAT_COLUMN } from './field-types';
 import { formulaInputs } from './formula';
 import {
   type FieldMeta,
-  type FieldType,
-  NUMERIC_TYPES,
   type ObjectMeta,
   RELATED_KINDS,
   type RelatedKind,
   type RelatedMeta,
   ROLLUP_FUNCTIONS,
   type RollupFunction,
-  TEMPORAL_TYPES,
-  TEXT_TYPES,
 } from './object-metadata.types';
 
 /**
@@ -163,24 +160,18 @@ function checkedFilter(def: RelatedDefinition, target: ObjectMeta): Record<strin
 function rollupType(fn: RollupFunction, field: FieldMeta | undefined, def: RelatedDefinition): FieldMeta['type'] {
   if (fn === 'count' || fn === 'count_distinct') return 'integer';
   const type = field!.type;
-  const numeric = NUMERIC_TYPES.includes(type as FieldType);
-  const fits: Record<Exclude<RollupFunction, 'count' | 'count_distinct'>, boolean> = {
-    sum: numeric,
-    avg: numeric,
-    min: numeric || TEMPORAL_TYPES.includes(type as FieldType) || TEXT_TYPES.includes(type as FieldType),
-    max: numeric || TEMPORAL_TYPES.includes(type as FieldType) || TEXT_TYPES.includes(type as FieldType),
-    concat: TEXT_TYPES.includes(type as FieldType),
-  };
-  if (!fits[fn]) {
+  const entry = fieldTypeOf(type);
+  const measures: readonly string[] = entry.measures;
+  const fits = fn === 'concat' ? entry.family === 'text' : measures.includes(fn);
+  if (!fits) {
     throw new DomainError(
       'invalid_rollup_function',
       `${fn} cannot roll up "${field!.name}" (${type}): sum and avg need a number, min and max a number, date or text, concat a text`,
       { field: def.name, function: fn, fieldType: type },
     );
   }
-  if (fn === 'avg') return type === 'integer' || type === 'number' ? 'number' : type;
-  if (TEXT_TYPES.includes(type as FieldType)) return 'text';
-  return type;
+  if (fn === 'avg') return entry.averageType ?? type;
+  return entry.family === 'text' ? 'text' : type;
 }
 
 const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContext) => Promise<DefinedRelated>> = {
@@ -230,7 +221,7 @@ const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContex
       throw invalid(`A lookup_value cannot show a ${field.type} field ("${field.name}")`, { field: def.name });
     }
     // A select's value reads as text: its options belong to the other object's field.
-    const type = TEXT_TYPES.includes(field.type as FieldType) ? 'text' : field.type;
+    const type = fieldTypeOf(field.type).family === 'text' ? 'text' : field.type;
     return { type, stored: { through, field: field.name, target: target.name, via: through } };
   },
 };
@@ -392,11 +383,14 @@ function aggregateSql(fn: RollupFunction, value: string, type: FieldMeta['type']
       return `count(distinct ${value})`;
     case 'sum':
       // Nothing to add up is 0.
-      return type === 'number' ? `coalesce(sum(${value}), 0)::double precision` : `coalesce(sum(${value}), 0)`;
-    case 'avg':
-      if (type === 'currency') return `round(avg(${value}), 2)`;
-      if (type === 'percent') return `round(avg(${value}), 4)`;
-      return `avg(${value})::double precision`;
+      return fieldTypeOf(type).column === FLOAT_COLUMN
+        ? `coalesce(sum(${value}), 0)::double precision`
+        : `coalesce(sum(${value}), 0)`;
+    case 'avg': {
+      // An exact decimal keeps its scale; any other average is a float.
+      const scale = decimalScale(type);
+      return scale === undefined ? `avg(${value})::double precision` : `round(avg(${value}), ${scale})`;
+    }
     case 'min':
     case 'max':
       return `${fn}(${value})`;

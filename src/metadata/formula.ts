@@ -9,7 +9,8 @@ import {
   type FormulaResultType,
   type FormulaValueType,
 } from './formula.types';
-import { type FieldMeta, type FieldType, NUMERIC_TYPES, TEXT_TYPES } from './object-metadata.types';
+import { fieldTypeOf } from './field-types';
+import type { FieldMeta } from './object-metadata.types';
 
 export * from './formula.types';
 
@@ -60,10 +61,7 @@ const FUNCTIONS: Record<FormulaFunction, { min: number; max: number }> = {
 
 /** The value type a field reads as inside an expression; undefined for types an expression cannot use. */
 export function valueTypeOf(type: FieldMeta['type']): FormulaValueType | undefined {
-  if (NUMERIC_TYPES.includes(type as FieldType)) return 'number';
-  if (TEXT_TYPES.includes(type as FieldType) || type === 'lookup' || type === 'uuid') return 'text';
-  if (type === 'boolean' || type === 'date' || type === 'datetime') return type;
-  return undefined;
+  return fieldTypeOf(type).formula;
 }
 
 /** The value type of a result type. */

@@ -3,7 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { runSql } from '../database/sql';
 import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sql-identifier';
 import { indexName } from './metadata.naming';
-import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
+import { fieldTypeOf } from './field-types';
+import { FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
 import { StoredGroup, storedGroupDdl } from './stored-fields';
 
 export interface ObjectSummary {
@@ -91,12 +92,14 @@ export class MetadataRepository {
 
   /** Adds one field: the column, its foreign key, its indexes. */
   async addColumn(em: EntityManager, objectName: string, field: FieldMeta): Promise<void> {
-    const type = FIELD_COLUMN_TYPES[field.type as FieldType];
+    const type = fieldTypeOf(field.type).column;
+    // A type without a column of its own keeps its values elsewhere (its own tables).
+    if (type === undefined) return;
     await runSql(
       em,
       `alter table ${objectTable(objectName)} add column ${quoteIdent(field.name)} ${type}${field.required ? ' not null' : ''}`,
     );
-    if (field.type === 'lookup' && field.reference) {
+    if (fieldTypeOf(field.type).takes.reference && field.reference) {
       await runSql(
         em,
         `alter table ${objectTable(objectName)} add constraint ${quoteIdent(indexName(objectName, field.name, 'fk'))} ` +
@@ -230,7 +233,7 @@ export class MetadataRepository {
   ): Promise<boolean> {
     const column = quoteIdent(field.name);
     const sql =
-      field.type === 'multiselect'
+      fieldTypeOf(field.type).shape === 'set'
         ? `select 1 from ${objectTable(objectName)} t, unnest(t.${column}) as o(option) where octet_length(o.option) > $1 limit 1`
         : `select 1 from ${objectTable(objectName)} t where octet_length(t.${column}) > $1 limit 1`;
     return (await runSql(em, sql, [maxBytes])).length > 0;
@@ -245,7 +248,7 @@ export class MetadataRepository {
   ): Promise<Record<string, number>> {
     const column = quoteIdent(field.name);
     const sql =
-      field.type === 'multiselect'
+      fieldTypeOf(field.type).shape === 'set'
         ? `select o.option, count(*) as n from ${objectTable(objectName)} t, unnest(t.${column}) as o(option)
             where o.option = any($1::text[]) group by o.option`
         : `select t.${column} as option, count(*) as n from ${objectTable(objectName)} t where t.${column} = any($1::text[]) group by 1`;

@@ -18,7 +18,15 @@ import {
   type StoredRelated,
 } from './computed-fields';
 import { MetadataCache } from './metadata.cache';
-import { CreateFieldDto, CreateObjectDto, FieldResponse, ObjectResponse, UpdateFieldDto, UpdateObjectDto } from './metadata.dto';
+import {
+  CreateFieldDto,
+  CreateObjectDto,
+  DEFINITION_TYPES,
+  FieldResponse,
+  ObjectResponse,
+  UpdateFieldDto,
+  UpdateObjectDto,
+} from './metadata.dto';
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
@@ -26,8 +34,8 @@ import { type StoredGroup, storedGroupBodies, storedGroupOf, storedNames } from 
 import { assertValidName } from './metadata.naming';
 import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
+import { fieldTypeOf, fieldTypesWhere, isFieldType, listTypes } from './field-types';
 import {
-  FIELD_TYPES,
   FieldMeta,
   RELATED_KINDS,
   FieldType,
@@ -35,7 +43,6 @@ import {
   MAX_INDEXED_TEXT_BYTES,
   ObjectMeta,
   SYSTEM_FIELDS,
-  TEXT_TYPES,
 } from './object-metadata.types';
 
 /**
@@ -378,12 +385,7 @@ export class MetadataService implements OnApplicationBootstrap {
       }
       const type = field.type as FieldType;
       if (dto.options !== undefined) {
-        if (type !== 'select' && type !== 'multiselect') {
-          throw new DomainError(
-            'unexpected_options',
-            `Only select and multiselect fields have options; "${fieldName}" is ${type}`,
-          );
-        }
+        if (!fieldTypeOf(type).takes.options) throw unexpectedOptions(fieldName, type);
         if (!dto.options.length) throw new DomainError('missing_options', `Field "${fieldName}" of type ${type} needs options`);
         const options = validateOptions(fieldName, dto.options);
         const removed = (field.options ?? []).filter((option) => !options.includes(option));
@@ -415,7 +417,7 @@ export class MetadataService implements OnApplicationBootstrap {
       if (unique !== field.unique || indexed !== field.indexed) {
         assertUniqueAllowed(fieldName, type, unique);
         // Checked first, with the limit that writes to the field will have from now on.
-        const limited = (unique || indexed) && (TEXT_TYPES.includes(type) || type === 'multiselect');
+        const limited = (unique || indexed) && fieldTypeOf(type).indexBytes;
         if (limited && (await this.repo.hasValueLongerThan(em, objectName, { name: fieldName, type }, MAX_INDEXED_TEXT_BYTES))) {
           throw valuesTooLong(objectName, fieldName);
         }
@@ -742,9 +744,9 @@ export class MetadataService implements OnApplicationBootstrap {
   /** Checks one field definition against the rules of its type; returns the normalised field. */
   private async validateField(em: EntityManager, dto: CreateFieldDto, selfName: string): Promise<FieldMeta> {
     assertValidName('field', dto.name);
-    if (!(FIELD_TYPES as readonly string[]).includes(dto.type)) {
+    if (!isFieldType(dto.type)) {
       throw new DomainError('invalid_field_type', `Unknown field type "${String(dto.type)}"`, {
-        availableTypes: [...FIELD_TYPES, 'formula', ...RELATED_KINDS],
+        availableTypes: DEFINITION_TYPES,
       });
     }
     const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
@@ -763,7 +765,8 @@ export class MetadataService implements OnApplicationBootstrap {
         `Only formula fields have an expression and a resultType; "${dto.name}" is ${dto.type}`,
       );
     }
-    const type = dto.type as FieldType;
+    const type = dto.type;
+    const takes = fieldTypeOf(type).takes;
     const field: FieldMeta = {
       name: dto.name,
       label: dto.label,
@@ -773,16 +776,13 @@ export class MetadataService implements OnApplicationBootstrap {
       indexed: dto.indexed ?? false,
       description: dto.description ?? null,
     };
-    if (dto.type === 'select' || dto.type === 'multiselect') {
+    if (takes.options) {
       if (!dto.options?.length) throw new DomainError('missing_options', `Field "${dto.name}" of type ${dto.type} needs options`);
       field.options = validateOptions(dto.name, dto.options);
     } else if (dto.options !== undefined) {
-      throw new DomainError(
-        'unexpected_options',
-        `Only select and multiselect fields have options; "${dto.name}" is ${dto.type}`,
-      );
+      throw unexpectedOptions(dto.name, type);
     }
-    if (dto.type === 'lookup') {
+    if (takes.reference) {
       if (!dto.reference) throw new DomainError('missing_reference', `Lookup field "${dto.name}" needs a reference object`);
       const exists =
         dto.reference === selfName ||
@@ -795,7 +795,10 @@ export class MetadataService implements OnApplicationBootstrap {
       }
       field.reference = dto.reference;
     } else if (dto.reference !== undefined) {
-      throw new DomainError('unexpected_reference', `Only lookup fields have a reference; "${dto.name}" is ${dto.type}`);
+      throw new DomainError(
+        'unexpected_reference',
+        `Only ${listTypes(fieldTypesWhere((entry) => entry.takes.reference === true))} fields have a reference; "${dto.name}" is ${type}`,
+      );
     }
     assertUniqueAllowed(dto.name, type, field.unique);
     if (dto.searchable) {
@@ -848,7 +851,7 @@ function valuesTooLong(objectName: string, fieldName: string): DomainError {
 }
 
 function assertUniqueAllowed(fieldName: string, type: FieldType, unique: boolean): void {
-  if (unique && (type === 'multiselect' || type === 'json' || type === 'boolean')) {
+  if (unique && !fieldTypeOf(type).unique) {
     throw new DomainError('invalid_unique', `A ${type} field ("${fieldName}") cannot be unique`);
   }
 }
@@ -858,12 +861,19 @@ function named(kind: string, names: string[]): string[] {
   return names.length ? [`${kind}${names.length > 1 ? 's' : ''} ${names.join(', ')}`] : [];
 }
 
-/** Search folds text: only text-like fields (select included) can be searched. */
+function unexpectedOptions(fieldName: string, type: FieldType): DomainError {
+  return new DomainError(
+    'unexpected_options',
+    `Only ${listTypes(fieldTypesWhere((entry) => entry.takes.options === true))} fields have options; "${fieldName}" is ${type}`,
+  );
+}
+
+/** Search folds text: only the types whose entry says so (text-like, select included) can be searched. */
 function assertSearchableAllowed(fieldName: string, type: FieldType): void {
-  if (!TEXT_TYPES.includes(type)) {
+  if (!fieldTypeOf(type).searchable) {
     throw new DomainError(
       'invalid_searchable',
-      `Only text-like fields (${TEXT_TYPES.join(', ')}) can be searchable; "${fieldName}" is ${type}`,
+      `Only text-like fields (${fieldTypesWhere((entry) => entry.searchable).join(', ')}) can be searchable; "${fieldName}" is ${type}`,
       { field: fieldName, type },
     );
   }

@@ -1,58 +1,20 @@
 import type { FormulaNode, FormulaResultType } from './formula.types';
 
-/** Field types an object may have. Each maps to one Postgres column type (see FIELD_COLUMN_TYPES). */
-export const FIELD_TYPES = [
-  'text',
-  'textarea',
-  'email',
-  'url',
-  'phone',
-  'number',
-  'currency',
-  'percent',
-  'integer',
-  'boolean',
-  'date',
-  'datetime',
-  'select',
-  'multiselect',
-  'lookup',
-  'json',
-] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
+import type { FieldType } from './field-types';
+
+export {
+  FIELD_COLUMN_TYPES,
+  FIELD_TYPES,
+  fieldIndex,
+  type FieldType,
+  NUMERIC_TYPES,
+  TEMPORAL_TYPES,
+  TEXT_TYPES,
+} from './field-types';
+export { MAX_INDEXED_TEXT_BYTES } from './field-values';
 
 /** Fields per object: far below Postgres' 1,600 columns, far above any sane spreadsheet. */
 export const MAX_FIELDS = 500;
-
-/** Postgres column type of each field type. Money and percentages are exact decimals, never floats. */
-export const FIELD_COLUMN_TYPES: Record<FieldType, string> = {
-  text: 'text',
-  textarea: 'text',
-  email: 'text',
-  url: 'text',
-  phone: 'text',
-  number: 'double precision',
-  currency: 'numeric(18,2)',
-  percent: 'numeric(9,4)',
-  integer: 'bigint',
-  boolean: 'boolean',
-  date: 'date',
-  datetime: 'timestamptz',
-  select: 'text',
-  multiselect: 'text[]',
-  lookup: 'uuid',
-  json: 'jsonb',
-};
-
-/**
- * Longest value, in UTF-8 bytes, of a text-like (or multiselect option) field that is indexed or unique.
- * An index entry must fit in a third of a page (about 2,700 bytes); a longer one fails with SQLSTATE 54000.
- */
-export const MAX_INDEXED_TEXT_BYTES = 2_000;
-
-export const TEXT_TYPES: readonly FieldType[] = ['text', 'textarea', 'email', 'url', 'phone', 'select'];
-export const NUMERIC_TYPES: readonly FieldType[] = ['number', 'currency', 'percent', 'integer'];
-export const TEMPORAL_TYPES: readonly FieldType[] = ['date', 'datetime'];
 
 /**
  * A formula field (definition type `formula`): no column, its value computed when read from `expression`.
@@ -158,18 +120,6 @@ export interface ObjectRowFilter {
   filters: Record<string, unknown>[];
   subject: string;
   attributes: Readonly<Record<string, string | number>>;
-}
-
-/**
- * The index a field's column gets (MetadataRepository.createIndexes), which an order by the field can
- * read: `unique`, a unique B-tree on the field and a partial one on (field, id) over its empty rows;
- * `field-id`, a B-tree on (field, id) (`indexed` and lookup fields), the records API's order with its
- * tiebreaker; `gin` for an indexed multiselect or json (no order); none.
- */
-export function fieldIndex(field: Pick<FieldMeta, 'type' | 'unique' | 'indexed'>): 'unique' | 'field-id' | 'gin' | undefined {
-  if (field.unique) return 'unique';
-  if (!field.indexed && field.type !== 'lookup') return undefined;
-  return field.type === 'multiselect' || field.type === 'json' ? 'gin' : 'field-id';
 }
 
 /** System columns every object table has. */

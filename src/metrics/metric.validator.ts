@@ -4,7 +4,8 @@ import { SqlParams } from '../database/sql-params';
 import { AGGREGATE_FUNCTIONS, type AggregateFunction } from '../data/data.types';
 import { clip, compileWhere } from '../data/where.compiler';
 import { definitionView } from '../metadata/computed-fields';
-import { NUMERIC_TYPES, TEMPORAL_TYPES, TEXT_TYPES, type FieldMeta, type ObjectMeta } from '../metadata/object-metadata.types';
+import { fieldTypeOf } from '../metadata/field-types';
+import { type FieldMeta, type ObjectMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition, MetricMeasure } from './metric.types';
 
 /** What a metric write checks a definition against (read in the write's transaction). */
@@ -82,7 +83,7 @@ export async function checkMetric(input: MetricDefinition, catalog: MetricCatalo
       if (
         (metric.measure?.function === 'min' || metric.measure?.function === 'max') &&
         field &&
-        !NUMERIC_TYPES.includes(field.type as never)
+        fieldTypeOf(field.type).family !== 'numeric'
       ) {
         throw invalid(
           part,
@@ -95,7 +96,7 @@ export async function checkMetric(input: MetricDefinition, catalog: MetricCatalo
 
   if (input.timeField !== undefined) {
     const field = findField(object, input.timeField, 'timeField');
-    if (!TEMPORAL_TYPES.includes(field.type as never)) {
+    if (fieldTypeOf(field.type).family !== 'temporal') {
       throw invalid('timeField', `timeField "${field.name}" is ${field.type}; it must be a date or datetime field`);
     }
     use(object, field);
@@ -108,7 +109,7 @@ export async function checkMetric(input: MetricDefinition, catalog: MetricCatalo
       throw invalid('dimensions', `Dimension "${clip(dimension)}" has more than one dot; use "field" or "lookup.field"`);
     const field = findField(object, first, 'dimensions');
     if (second === undefined) {
-      if (field.type === 'json' || field.type === 'textarea') {
+      if (!fieldTypeOf(field.type).groups) {
         throw invalid('dimensions', `Dimension "${field.name}" is a ${field.type} field, which cannot be grouped by`);
       }
       use(object, field);
@@ -123,7 +124,7 @@ export async function checkMetric(input: MetricDefinition, catalog: MetricCatalo
           availableFields: target?.fields.map((f) => f.name),
         });
       }
-      if (targetField.type === 'json' || targetField.type === 'textarea') {
+      if (!fieldTypeOf(targetField.type).groups) {
         throw invalid('dimensions', `Dimension "${dimension}" is a ${targetField.type} field, which cannot be grouped by`);
       }
       use(object, field);
@@ -152,11 +153,11 @@ function checkMeasure(object: ObjectMeta, input: unknown, use: (o: ObjectMeta, f
   }
   if (typeof input.field !== 'string') throw invalid('measure.field', 'measure.field must be a field name');
   const field = findField(object, input.field, 'measure.field');
-  if ((fn === 'sum' || fn === 'avg') && !NUMERIC_TYPES.includes(field.type as never)) {
+  const measures: readonly string[] = fieldTypeOf(field.type).measures;
+  if ((fn === 'sum' || fn === 'avg') && !measures.includes(fn)) {
     throw invalid('measure.field', `${fn} needs a numeric field; "${field.name}" is ${field.type}`);
   }
-  const orderable = [...NUMERIC_TYPES, ...TEMPORAL_TYPES, ...TEXT_TYPES].includes(field.type as never);
-  if ((fn === 'min' || fn === 'max') && !orderable) {
+  if ((fn === 'min' || fn === 'max') && !measures.includes(fn)) {
     throw invalid('measure.field', `${fn} is not defined for ${field.type} field "${field.name}"`);
   }
   use(object, field);

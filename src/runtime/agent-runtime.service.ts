@@ -9,6 +9,7 @@ import { LlmService } from '../llm/llm.service';
 import { LlmMessage, LlmTool, LlmToolChoice } from '../llm/llm.types';
 import { AccessService } from '../governance/access.service';
 import { UsageService } from '../governance/usage.service';
+import { fieldSummary } from '../metadata/field-types';
 import { ObjectMeta } from '../metadata/object-metadata.types';
 import { toOpenAiTool } from '../tools/tool.define';
 import { mayUseObject } from '../tools/tool.middlewares';
@@ -228,14 +229,7 @@ export class AgentRuntime {
       return undefined;
     }
     const fields = object.fields.map((field) => {
-      const details = [
-        field.type === 'lookup'
-          ? `lookup → ${field.reference}`
-          : field.options
-            ? `${field.type}: ${field.options.join(' | ')}`
-            : field.type,
-        field.required && !field.system ? 'required' : undefined,
-      ].filter(Boolean);
+      const details = [fieldSummary(field), field.required && !field.system ? 'required' : undefined].filter(Boolean);
       return `- ${field.name} (${details.join(', ')})`;
     });
     return `Schema of ${object.name} (${object.label}):\n${fields.join('\n')}`;

@@ -4,6 +4,7 @@
  * (an owner, a stage, a period), including the filter the call applied. Text that only describes
  * the data (object and metric definitions) is kept apart: it is never evidence.
  */
+import { fieldTypeOf } from '../metadata/field-types';
 import type { FieldMeta } from '../metadata/object-metadata.types';
 import type { MetricDefinition } from '../metrics/metric.types';
 import type { ToolResultKind } from '../tools/tool.types';
@@ -234,15 +235,12 @@ export interface ColumnCatalog {
 /** What a field's numbers are. */
 function fieldMeaning(field: FieldMeta | undefined): ColumnMeaning {
   if (!field) return { kind: 'any' };
-  if (field.type === 'currency') {
+  const kind = fieldTypeOf(field.type).figure;
+  if (kind === 'money') {
     const currency = currencyCodeIn(field.description);
-    return currency ? { kind: 'money', currency } : { kind: 'money' };
+    return currency ? { kind, currency } : { kind };
   }
-  if (field.type === 'percent') return { kind: 'percent' };
-  // Whole numbers of things (employees, seats, minutes): no amount of money, no percentage.
-  if (field.type === 'integer') return { kind: 'count' };
-  if (field.type === 'number') return { kind: 'number' };
-  return { kind: 'any' };
+  return { kind: kind ?? 'any' };
 }
 
 /** What a metric's numbers are, with its filter as the context of every number. */

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import type { JsonSchema } from './openapi-routes';
-import { FIELD_OPERATORS } from '../../src/data/where.compiler';
+import { FIELD_OPERATORS } from '../../src/metadata/field-types';
 
 /**
  * A JSON fragment that JSON.stringify cannot write (`1e999`, `-0`, a 30-digit integer), spliced into
