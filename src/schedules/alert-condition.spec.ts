@@ -75,4 +75,29 @@ describe('metric alert conditions', () => {
       previous: { from: '2026-01-01', to: '2026-01-31' },
     });
   });
+
+  it("takes the periods in the schedule's time zone: its yesterday, week and month", () => {
+    // 23:30 UTC on Sunday 2026-03-01 is already Monday 2026-03-02 in Tokyo, still Sunday in New York.
+    const now = new Date('2026-03-01T23:30:00Z');
+    expect(comparedPeriods('day', now, 'Asia/Tokyo')).toEqual({
+      current: { from: '2026-03-01', to: '2026-03-01' },
+      previous: { from: '2026-02-28', to: '2026-02-28' },
+    });
+    expect(comparedPeriods('day', now, 'America/New_York')).toEqual({
+      current: { from: '2026-02-28', to: '2026-02-28' },
+      previous: { from: '2026-02-27', to: '2026-02-27' },
+    });
+    // Monday in Tokyo: last week (Mon 23 Feb .. Sun 1 Mar) is complete there; not yet in New York.
+    expect(comparedPeriods('week', now, 'Asia/Tokyo').current).toEqual({ from: '2026-02-23', to: '2026-03-01' });
+    expect(comparedPeriods('week', now, 'America/New_York').current).toEqual({ from: '2026-02-16', to: '2026-02-22' });
+    // The first of the month in Tokyo: February is complete there; in UTC it is still the 1st of March.
+    expect(comparedPeriods('month', new Date('2026-02-28T16:00:00Z'), 'Asia/Tokyo').current).toEqual({
+      from: '2026-02-01',
+      to: '2026-02-28',
+    });
+    expect(comparedPeriods('month', new Date('2026-02-28T16:00:00Z')).current).toEqual({
+      from: '2026-01-01',
+      to: '2026-01-31',
+    });
+  });
 });

@@ -91,16 +91,19 @@ export function newlyFired(rows: readonly EvaluatedRow[], before: ReadonlyMap<st
   return rows.filter((row) => row.holds && before.get(row.key) !== true);
 }
 
-/** Days "YYYY-MM-DD" (UTC, inclusive) of the last complete period before `now` and of the one before it. */
+/**
+ * Days "YYYY-MM-DD" (inclusive) of the last complete period before `now` and of the one before it, in the
+ * schedule's time zone: a daily alert at 09:00 in Tokyo compares Tokyo's yesterday with the day before.
+ */
 export function comparedPeriods(
   period: AlertPeriod,
   now: Date,
+  timeZone = 'UTC',
 ): { current: { from: string; to: string }; previous: { from: string; to: string } } {
   const day = (d: Date) => d.toISOString().slice(0, 10);
+  // Calendar arithmetic on the zone's date, carried in UTC dates (no clock, so no DST step in between).
   const utc = (y: number, m: number, d: number) => new Date(Date.UTC(y, m, d));
-  const y = now.getUTCFullYear();
-  const m = now.getUTCMonth();
-  const d = now.getUTCDate();
+  const { y, m, d } = zonedDate(now, timeZone);
   if (period === 'month') {
     const current = { from: day(utc(y, m - 1, 1)), to: day(utc(y, m, 0)) };
     const previous = { from: day(utc(y, m - 2, 1)), to: day(utc(y, m - 1, 0)) };
@@ -108,10 +111,20 @@ export function comparedPeriods(
   }
   // A week starts on Monday (ISO 8601).
   const length = period === 'week' ? 7 : 1;
-  const start = period === 'week' ? utc(y, m, d - ((now.getUTCDay() + 6) % 7)) : utc(y, m, d);
+  const today = utc(y, m, d);
+  const start = period === 'week' ? utc(y, m, d - ((today.getUTCDay() + 6) % 7)) : today;
   const shift = (date: Date, days: number) => new Date(date.getTime() + days * 86_400_000);
   return {
     current: { from: day(shift(start, -length)), to: day(shift(start, -1)) },
     previous: { from: day(shift(start, -2 * length)), to: day(shift(start, -length - 1)) },
   };
+}
+
+/** The calendar date (month 0-based) `now` falls on in `timeZone` (an IANA name, checked when the schedule was made). */
+function zonedDate(now: Date, timeZone: string): { y: number; m: number; d: number } {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: 'numeric', day: 'numeric' }).formatToParts(
+    now,
+  );
+  const part = (type: Intl.DateTimeFormatPartTypes) => Number(parts.find((p) => p.type === type)!.value);
+  return { y: part('year'), m: part('month') - 1, d: part('day') };
 }

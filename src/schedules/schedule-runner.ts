@@ -170,7 +170,7 @@ export class ScheduleRunner {
       );
     let rows: EvaluatedRow[];
     if (action.condition.op === 'change_pct_gt') {
-      const periods = comparedPeriods(action.condition.period ?? 'day', new Date());
+      const periods = comparedPeriods(action.condition.period ?? 'day', new Date(), schedule.timezone);
       const [current, previous] = [await query(periods.current), await query(periods.previous)];
       rows = evaluate(action.metric, groupBy, action.condition, current.rows, previous.rows);
     } else {
