@@ -209,6 +209,8 @@ export const ERRORS = {
   invalid_rollup_function: HttpStatus.BAD_REQUEST,
   /** `stored: true` on a computed field: only computed when read, for now. */
   stored_not_supported: HttpStatus.BAD_REQUEST,
+  /** A links field's `inverse` name that the target object already has. */
+  invalid_inverse: HttpStatus.BAD_REQUEST,
   unsupported_operand: HttpStatus.BAD_REQUEST,
   // visualize: no earlier data result of the turn has this call id; a column not in its rows, or text as a measure.
   unknown_chart_source: HttpStatus.BAD_REQUEST,

@@ -1,6 +1,7 @@
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { isUuid } from '../common/uuid';
+import { encodeLinkOperand } from './links.values';
 import { FIELD_COLUMN_TYPES, FieldMeta, MAX_INDEXED_TEXT_BYTES, ObjectMeta } from '../metadata/object-metadata.types';
 
 /**
@@ -109,6 +110,8 @@ export function encodeFieldValue(field: FieldMeta, value: unknown, context: Enco
       return text;
     }
     case 'multiselect':
+      // A links field reads as a set of ids (metadata/links-fields.ts).
+      if (field.related?.kind === 'links') return encodeLinkOperand(field, value, context.operator);
       return encodeMultiselect(field, value, context, role);
     case 'number':
     case 'currency':

@@ -5,6 +5,7 @@ import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sq
 import { indexName } from './metadata.naming';
 import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
 import { StoredGroup, storedGroupDdl } from './stored-fields';
+import { dropLinkTableDdl, linkTableDdl } from './links-fields';
 
 export interface ObjectSummary {
   name: string;
@@ -57,6 +58,15 @@ export class MetadataRepository {
       [objectName],
     );
     return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
+  }
+
+  /** A links field's join table (links-fields.ts). */
+  async createLinkTable(em: EntityManager, table: string, source: string, target: string): Promise<void> {
+    for (const statement of linkTableDdl(table, source, target)) await runSql(em, statement);
+  }
+
+  async dropLinkTable(em: EntityManager, table: string): Promise<void> {
+    await runSql(em, dropLinkTableDdl(table));
   }
 
   /** The object's table with its system columns. */

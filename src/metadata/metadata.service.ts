@@ -23,6 +23,7 @@ import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
 import { storedGroupOf } from './stored-fields';
+import { linkSides } from './links-fields';
 import { assertValidName } from './metadata.naming';
 import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
@@ -194,6 +195,10 @@ export class MetadataService {
           `Object "${name}" is referenced by ${referencing.map((r) => `${r.object}.${r.field}`).join(', ')}`,
           { referencedBy: referencing },
         );
+      }
+      // Its own links' join tables (links into it from elsewhere were refused above) go first: they reference its table.
+      for (const field of (await this.loadObject(name, em)).fields) {
+        if (field.related?.kind === 'links' && field.related.link) await this.repo.dropLinkTable(em, field.related.link.table);
       }
       await this.repo.dropTable(em, name);
       await this.dependents.droppingObject(em, name);
@@ -400,6 +405,7 @@ export class MetadataService {
         await this.repo.installStoredTriggers(em, { ...group, fields: group.fields.filter((f) => f.name !== fieldName) });
         await this.repo.dropColumn(em, objectName, fieldName);
       }
+      if (field.type === 'links' && stored) await this.dropLinks(em, stored);
       if (field.type !== 'formula' && !isRelatedKind(field.type)) await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();
@@ -482,6 +488,7 @@ export class MetadataService {
       createdAt: now,
       updatedAt: now,
     });
+    if (field.related?.kind === 'links') await this.addLinkTable(em, object.name, field);
     if (isComputed(field)) return field;
     await this.repo.addColumn(em, object.name, field);
     if (field.searchable) await this.repo.createSearchIndex(em, object.name, field.name);
@@ -495,10 +502,18 @@ export class MetadataService {
     context: { selfName: string; selfLabel: string; siblings: FieldMeta[] },
   ): Promise<{ field: FieldMeta; stored: StoredRelated }> {
     assertValidName('field', dto.name);
-    if (dto.required || dto.unique || (dto.indexed && !dto.stored) || dto.options !== undefined || dto.reference !== undefined) {
+    const links = dto.type === 'links';
+    if (
+      dto.required ||
+      dto.unique ||
+      (dto.indexed && !dto.stored) ||
+      dto.options !== undefined ||
+      (dto.reference !== undefined && !links) ||
+      (dto.inverse !== undefined && !links)
+    ) {
       throw new DomainError(
         'validation_failed',
-        `A ${dto.type} field ("${dto.name}") is computed: it cannot be required or unique, nor have options or a reference, and only a stored one can be indexed`,
+        `A ${dto.type} field ("${dto.name}") has no column: it cannot be required or unique, nor have options (nor a reference or an inverse, except links), and only a stored one can be indexed`,
         { field: dto.name },
       );
     }
@@ -523,6 +538,8 @@ export class MetadataService {
         function: dto.function,
         filter: dto.filter,
         stored: dto.stored,
+        reference: dto.reference,
+        inverse: dto.inverse,
       },
       {
         self,
@@ -545,6 +562,70 @@ export class MetadataService {
       field.searchable = true;
     }
     return { field, stored: defined.stored };
+  }
+
+  /**
+   * A new links field's join table, and its inverse field on the target (the same table read the other way),
+   * in the field's transaction.
+   */
+  private async addLinkTable(em: EntityManager, selfName: string, field: FieldMeta): Promise<void> {
+    const meta = field.related!;
+    await this.repo.createLinkTable(em, meta.link!.table, selfName, meta.target);
+    if (!meta.inverse) return;
+    const target = await this.findDefinition(em, meta.target);
+    // Flushed first: the inverse's position comes after every field of the target, this new one included.
+    await em.flush();
+    const last = await em.findOne(FieldDefinitionEntity, { objectId: target.id }, { orderBy: { position: 'desc' } });
+    const inverse: StoredRelated = {
+      target: selfName,
+      via: meta.inverse,
+      link: linkSides(meta.link!.table).inverse,
+      inverse: field.name,
+    };
+    const now = new Date();
+    em.create(FieldDefinitionEntity, {
+      id: randomUUID(),
+      objectId: target.id,
+      name: meta.inverse,
+      label: meta.inverse,
+      type: 'links',
+      expression: null,
+      resultType: field.type,
+      computed: { ...inverse },
+      required: false,
+      unique: false,
+      indexed: false,
+      searchable: false,
+      description: null,
+      options: null,
+      reference: null,
+      position: (last?.position ?? -1) + 1,
+      createdAt: now,
+      updatedAt: now,
+    });
+    target.updatedAt = now;
+  }
+
+  /** Drops a links field's join table and its inverse (refused, as the field itself, while a computed field reads the inverse). */
+  private async dropLinks(em: EntityManager, stored: StoredRelated): Promise<void> {
+    if (stored.inverse) {
+      const computed = await this.computedUsers(em, (ref) => ref.object === stored.target && ref.field === stored.inverse, {
+        object: stored.target,
+        field: stored.inverse,
+      });
+      if (computed.length) {
+        throw new DomainError(
+          'field_in_use',
+          `Field "${stored.target}.${stored.inverse}", the inverse of this links field, is used by ${named('computed field', computed).join('')}; change or delete ${computed.length > 1 ? 'them' : 'it'} first`,
+          { formulas: [], computed, metrics: [], views: [] },
+        );
+      }
+      const target = await this.findDefinition(em, stored.target);
+      const inverse = await em.findOne(FieldDefinitionEntity, { objectId: target.id, name: stored.inverse });
+      if (inverse) em.remove(inverse);
+      target.updatedAt = new Date();
+    }
+    await this.repo.dropLinkTable(em, stored.link!.table);
   }
 
   /**
@@ -658,11 +739,13 @@ export class MetadataService {
         availableTypes: [...FIELD_TYPES, 'formula', ...RELATED_KINDS],
       });
     }
-    const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
+    const stray = (['relation', 'through', 'field', 'function', 'filter', 'inverse'] as const).find(
+      (key) => dto[key] !== undefined,
+    );
     if (stray) {
       throw new DomainError(
         'validation_failed',
-        `Only rollup, count and lookup_value fields have "${stray}"; "${dto.name}" is ${dto.type}`,
+        `Only computed fields (rollup, count, lookup_value) and links fields (inverse) have "${stray}"; "${dto.name}" is ${dto.type}`,
       );
     }
     if (dto.stored !== undefined) {
@@ -796,7 +879,9 @@ function formulaField(dto: CreateFieldDto, siblings: FieldMeta[]): FieldMeta {
       { field: dto.name },
     );
   }
-  const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
+  const stray = (['relation', 'through', 'field', 'function', 'filter', 'inverse'] as const).find(
+    (key) => dto[key] !== undefined,
+  );
   if (stray) throw new DomainError('validation_failed', `A formula field ("${dto.name}") has no "${stray}"`);
   if (dto.required || dto.unique || dto.indexed || dto.searchable || dto.options !== undefined || dto.reference !== undefined) {
     throw formulaNotStored(dto.name);
