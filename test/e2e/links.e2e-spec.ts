@@ -216,6 +216,18 @@ describe('links fields: many to many between records', () => {
     );
     expect(described.result.fields.map((f) => f.name)).toContain('title');
     expect(described.result.fields.map((f) => f.name)).not.toContain('members');
+    const full = bodyOf<{ result: DescribeObjectResult }>(
+      await t.http
+        .post('/api/v1/ai/tools/describe_object/execute')
+        .set(asAdmin(t))
+        .send({ arguments: { objectName: 'proj' } })
+        .expect(200),
+    );
+    expect(full.result.fields.find((f) => f.name === 'members')).toMatchObject({
+      type: 'links',
+      reference: 'person',
+      inverse: 'projects',
+    });
     const csv = await t.http.get('/api/v1/objects/proj/records/export.csv').set(bearer(projOnly)).expect(200);
     expect(csv.text.split(/\r?\n/)[0]).not.toContain('members');
     expect(errorOf(await list(projOnly, 'proj', { where: { members: { $null: true } } }).expect(400)).code).toBe('unknown_field');
@@ -336,6 +348,21 @@ describe('links fields: many to many between records', () => {
       { op: 'update', id: people[8], changedFields: ['projects'] },
       { op: 'update', id: people[8], changedFields: ['projects'] },
     ]);
+  });
+
+  it('refuses to revert a change set that changed links, which history does not keep, and leaves everything as it is', async () => {
+    const res = await patch(t.adminKey, 'proj', projEmpty, { title: 'renamed', members: [people[9]] }).expect(200);
+    const { changeSetId } = bodyOf<{ changeSetId: string }>(res);
+    const refused = await t.http.post(`/api/v1/change-sets/${changeSetId}/revert`).set(asAdmin(t)).expect(409);
+    expect(errorOf(refused)).toMatchObject({ code: 'revert_not_supported', details: { fields: ['members'] } });
+    expect(await get(t.adminKey, 'proj', projEmpty)).toMatchObject({ title: 'renamed', members: [people[9]] });
+    // A change set without links still reverts.
+    const plain = await patch(t.adminKey, 'proj', projEmpty, { title: 'again' }).expect(200);
+    await t.http
+      .post(`/api/v1/change-sets/${bodyOf<{ changeSetId: string }>(plain).changeSetId}/revert`)
+      .set(asAdmin(t))
+      .expect(200);
+    expect(await get(t.adminKey, 'proj', projEmpty)).toMatchObject({ title: 'renamed', members: [people[9]] });
   });
 
   it('refuses bad definitions with a code', async () => {
