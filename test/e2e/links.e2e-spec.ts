@@ -252,8 +252,27 @@ describe('links fields: many to many between records', () => {
     expect(none.length).toBeGreaterThan(0);
     const both = await all(t.adminKey, 'proj', { where: { members: { $contains: [people[1], people[3]] } } });
     expect(both.map((r) => r.id)).toEqual([projB]);
+    const any = await all(t.adminKey, 'proj', { where: { members: { $in: [people[3], people[6]] } } });
+    const expectedAny = await t.sql<{ id: string }>(
+      `select distinct source_id::text as id from data_links."${table}" where target_id = any($1::uuid[]) order by 1`,
+      [[people[3], people[6]]],
+    );
+    expect(any.map((r) => r.id)).toEqual(expectedAny.map((r) => r.id));
+    expect(any.length).toBeGreaterThan(0);
+    const current = (await get(t.adminKey, 'proj', projB)).members as string[];
+    const exact = await all(t.adminKey, 'proj', { where: { members: { $eq: [...current].reverse() } } });
+    expect(exact.map((r) => r.id)).toEqual([projB]);
+    const bad = await list(t.adminKey, 'proj', { where: { members: { $contains: 'not-an-id' } } }).expect(400);
+    expect(errorOf(bad).code).toBe('invalid_value');
     const sorted = await list(t.adminKey, 'proj', { orderBy: [{ field: 'members' }] });
     expect(sorted.status).toBe(400);
+    // Batches do not write links.
+    const batch = await t.http
+      .post('/api/v1/objects/proj/records/batch')
+      .set(asAdmin(t))
+      .send({ operations: [{ op: 'update', id: projB, record: { members: [] } }] });
+    expect(JSON.stringify(batch.body)).toContain('read_only_field');
+    expect((await get(t.adminKey, 'proj', projB)).members).toEqual(current);
   });
 
   it('rolls up and counts through links as SQL written by hand does, and under a row filter only over visible rows', async () => {
@@ -391,5 +410,24 @@ describe('links fields: many to many between records', () => {
     const person = bodyOf<ObjectResponse>(await t.http.get('/api/v1/objects/person').set(asAdmin(t)).expect(200));
     expect(person.fields.map((f) => f.name)).not.toContain('projects');
     expect(await t.sql(`select 1 from pg_tables where schemaname = 'data_links' and tablename = $1`, [table])).toHaveLength(0);
+  });
+
+  it('keeps an object a links field points at from being deleted, and drops the join tables of an object deleted', async () => {
+    await createObject(t, 'tag', [fieldSpec('label', 'text')]);
+    await addField('proj', { name: 'tags', type: 'links', reference: 'tag' }).expect(201);
+    const inUse = await t.http.delete('/api/v1/objects/tag').set(asAdmin(t)).expect(409);
+    expect(errorOf(inUse).code).toBe('object_in_use');
+    const tag = idOf(await t.http.post('/api/v1/objects/tag/records').set(asAdmin(t)).send({ label: 'x' }).expect(201));
+    await patch(t.adminKey, 'proj', projA, { tags: [tag] }).expect(200);
+    const [{ tagTable }] = await t.sql<{ tagTable: string }>(
+      `select f.computed->'link'->>'table' as "tagTable" from field_definitions f join object_definitions o on o.id = f.object_id
+        where o.name = 'proj' and f.name = 'tags'`,
+    );
+    // A record deleted takes its links with it.
+    await t.http.delete(`/api/v1/objects/tag/records/${tag}`).set(asAdmin(t)).expect(204);
+    expect((await get(t.adminKey, 'proj', projA)).tags).toEqual([]);
+    await t.http.delete('/api/v1/objects/proj').set(asAdmin(t)).expect(204);
+    expect(await t.sql(`select 1 from pg_tables where schemaname = 'data_links' and tablename = $1`, [tagTable])).toHaveLength(0);
+    await t.http.delete('/api/v1/objects/tag').set(asAdmin(t)).expect(204);
   });
 });
