@@ -4,6 +4,7 @@ import type { DataSession } from '../database/data-pool';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { isLinks, linkTableSql } from '../metadata/links-fields';
+import { LINK_CHANGE_SET_SETTING, LINK_KEY_SETTING } from '../metadata/links-stored';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import type { ChangeCapture } from './change-outbox';
 import { linkIds } from './links.values';
@@ -112,6 +113,15 @@ export async function applyLinkWrites(
   writes: readonly LinkWrite[],
   capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
 ): Promise<void> {
+  if (!writes.length) return;
+  // Stored rollups through links (their join table's triggers) log their changes under this write's set and key.
+  const settings = new SqlParams();
+  await session.query(
+    settings.query(
+      `select set_config(${settings.add(LINK_CHANGE_SET_SETTING)}, ${settings.add(capture.changeSet.id)}, true), ` +
+        `set_config(${settings.add(LINK_KEY_SETTING)}, ${settings.add(capture.keyId)}, true)`,
+    ),
+  );
   for (const write of writes) {
     const changed = new Set<string>();
     const meta = write.field.related!;

@@ -274,12 +274,10 @@ const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContex
 export async function defineRelated(def: RelatedDefinition, ctx: DefinitionContext): Promise<DefinedRelated> {
   const defined = await COMPUTED_KINDS[def.type].define!(def, ctx);
   if (!def.stored) return defined;
-  if (def.type === 'links' || defined.stored.link) {
-    throw new DomainError(
-      'stored_not_supported',
-      `"${def.name}": a ${def.type} ${def.type === 'links' ? 'field' : 'through a links field'} cannot be stored (no trigger keeps it up to date as links change); leave out "stored" to compute it when read`,
-      { field: def.name },
-    );
+  if (def.type === 'links') {
+    throw new DomainError('stored_not_supported', `"${def.name}": a links field has no value to store; leave out "stored"`, {
+      field: def.name,
+    });
   }
   if (def.type === 'lookup_value') {
     throw new DomainError(
@@ -290,6 +288,8 @@ export async function defineRelated(def: RelatedDefinition, ctx: DefinitionConte
   }
   const target = await ctx.load(defined.stored.target);
   const computedInput = [...relationInputs({ related: relatedMeta(def.type, ctx.self.name, defined.stored) } as FieldMeta)]
+    // Through links, the links field itself is this object's (its join table has triggers of its own: links-stored.ts).
+    .filter((ref) => !(defined.stored.link && ref.object === ctx.self.name && ref.field === defined.stored.via))
     .map((ref) => target?.fields.find((f) => f.name === ref.field))
     .find((f) => f !== undefined && isComputed(f));
   if (computedInput) {

@@ -6,6 +6,7 @@ import { indexName } from './metadata.naming';
 import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
 import { StoredGroup, storedGroupDdl } from './stored-fields';
 import { dropLinkTableDdl, linkTableDdl } from './links-fields';
+import { linkStoredGroupDdl } from './links-stored';
 
 export interface ObjectSummary {
   name: string;
@@ -118,7 +119,7 @@ export class MetadataRepository {
 
   /** A group of stored fields' triggers (stored-fields.ts), replacing those it had; none without a field left. */
   async installStoredTriggers(em: EntityManager, group: StoredGroup): Promise<void> {
-    for (const statement of storedGroupDdl(group)) await runSql(em, statement);
+    for (const statement of group.link ? linkStoredGroupDdl(group) : storedGroupDdl(group)) await runSql(em, statement);
   }
 
   /** Holds off the table's writers until this transaction ends (what creating its triggers takes anyway). */

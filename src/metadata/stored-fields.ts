@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
 import { storedValueSql, whereFieldNames } from './computed-fields';
-import type { FieldMeta, ObjectMeta } from './object-metadata.types';
+import type { FieldMeta, LinkTable, ObjectMeta } from './object-metadata.types';
 
 /**
  * Stored rollup and count fields (`stored: true`): the value is a column of the parent object (the one the
@@ -44,6 +44,8 @@ export interface StoredGroup {
   target: ObjectMeta;
   via: string;
   fields: FieldMeta[];
+  /** A group over a links field (`via`): its join table, whose writes the triggers follow (links-stored.ts). */
+  link?: LinkTable;
 }
 
 /** The group a stored field belongs to among `fields` (the parent's fields, the field itself included or not). */
@@ -52,7 +54,9 @@ export function storedGroupOf(self: string, field: FieldMeta, fields: FieldMeta[
   const members = fields.filter(
     (f) => f.related?.stored && f.related.target === meta.target && f.related.via === meta.via && f.name !== field.name,
   );
-  return { self, target, via: meta.via, fields: [...members, field] };
+  const group: StoredGroup = { self, target, via: meta.via, fields: [...members, field] };
+  if (meta.link) group.link = meta.link;
+  return group;
 }
 
 /** The names of a group's functions and triggers (short: Postgres names are at most 63 bytes). */
@@ -113,11 +117,6 @@ export function storedGroupDdl(group: StoredGroup): string[] {
   const parentTable = objectTable(self);
   const inputs = storedInputColumns(fields).map(quoteIdent);
   const changed = `row(${inputs.map((c) => `o.${c}`).join(', ')}) is distinct from row(${inputs.map((c) => `n.${c}`).join(', ')})`;
-  const differs = (i: number) => `w."__o${i}" is distinct from w.${quoteIdent(fields[i].name)}`;
-  const changedFields = `array_remove(array[${fields.map((f, i) => `case when ${differs(i)} then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
-  const unchanged = `array_remove(array[${fields.map((f, i) => `case when not (${differs(i)}) then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
-  const before = `jsonb_build_object(${fields.map((f, i) => `${literal(f.name)}, w."__o${i}"`).join(', ')}) - ${unchanged}`;
-  const helperColumns = `array[${fields.map((_f, i) => `'__o${i}'`).join(', ')}]::text[]`;
   const body = `
 declare
   parents uuid[];
@@ -144,14 +143,42 @@ begin
   -- 2. A new statement, so a fresh snapshot: every child committed before the lock was granted is counted.
   select c."change_set_id", c."key_id" into set_id, set_key from "record_changes" c
     where c."object" = ${literal(target.name)} and c."record_id" = any(children) order by c."id" desc limit 1;
-  with "__w" as (${recomputeSql(self, fields, target, 'parents')} returning "__t".*, ${fields.map((_f, i) => `"__x"."__o${i}"`).join(', ')})
-  insert into "record_changes" ("object", "op", "record_id", "changed_fields", "record", "key_id", "change_set_id", "before")
-  select ${literal(self)}, 'update', w."id", ${changedFields}, to_jsonb(w) - ${helperColumns}, set_key, set_id, ${before}
-  from "__w" w order by w."id";
+  ${recomputeParentsSql(self, fields, target)};
   return null;
 end`;
-  // A parent written as a new row (a create, a restore from the trash, an import) gets its values as it is
-  // written: its related records may have changed since a snapshot of it was taken.
+  return [
+    ...dropStoredGroupDdl(self, target.name, viaName),
+    `create function ${fn}() returns trigger language plpgsql volatile as ${dollarQuoted(body)}`,
+    ...parentTriggerDdl(group),
+    `create trigger ${quoteIdent(names.insert)} after insert on ${childTable} referencing new table as new_rows for each statement execute function ${fn}()`,
+    `create trigger ${quoteIdent(names.update)} after update on ${childTable} referencing old table as old_rows new table as new_rows for each statement execute function ${fn}()`,
+    `create trigger ${quoteIdent(names.del)} after delete on ${childTable} referencing old table as old_rows for each statement execute function ${fn}()`,
+  ];
+}
+
+/**
+ * The statement of a trigger function that recomputes the group's `fields` of the parents in the plpgsql variable
+ * `parents` (locked already) and appends an `update` change of each one whose values changed (`set_id`, `set_key`).
+ */
+export function recomputeParentsSql(self: string, fields: FieldMeta[], target: ObjectMeta): string {
+  const differs = (i: number) => `w."__o${i}" is distinct from w.${quoteIdent(fields[i].name)}`;
+  const changedFields = `array_remove(array[${fields.map((f, i) => `case when ${differs(i)} then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
+  const unchanged = `array_remove(array[${fields.map((f, i) => `case when not (${differs(i)}) then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
+  const before = `jsonb_build_object(${fields.map((f, i) => `${literal(f.name)}, w."__o${i}"`).join(', ')}) - ${unchanged}`;
+  const helperColumns = `array[${fields.map((_f, i) => `'__o${i}'`).join(', ')}]::text[]`;
+  return `with "__w" as (${recomputeSql(self, fields, target, 'parents')} returning "__t".*, ${fields.map((_f, i) => `"__x"."__o${i}"`).join(', ')})
+  insert into "record_changes" ("object", "op", "record_id", "changed_fields", "record", "key_id", "change_set_id", "before")
+  select ${literal(self)}, 'update', w."id", ${changedFields}, to_jsonb(w) - ${helperColumns}, set_key, set_id, ${before}
+  from "__w" w order by w."id"`;
+}
+
+/**
+ * A parent written as a new row (a create, a restore from the trash, an import) gets its values as it is
+ * written: its related records may have changed since a snapshot of it was taken.
+ */
+export function parentTriggerDdl(group: StoredGroup): string[] {
+  const { self, target, fields } = group;
+  const names = storedNames(self, target.name, group.via);
   const parentFn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.parentFn)}`;
   const parentBody = `
 begin
@@ -160,13 +187,8 @@ begin
   return NEW;
 end`;
   return [
-    ...dropStoredGroupDdl(self, target.name, viaName),
-    `create function ${fn}() returns trigger language plpgsql volatile as ${dollarQuoted(body)}`,
     `create function ${parentFn}() returns trigger language plpgsql volatile as ${dollarQuoted(parentBody)}`,
-    `create trigger ${quoteIdent(names.parent)} before insert on ${parentTable} for each row execute function ${parentFn}()`,
-    `create trigger ${quoteIdent(names.insert)} after insert on ${childTable} referencing new table as new_rows for each statement execute function ${fn}()`,
-    `create trigger ${quoteIdent(names.update)} after update on ${childTable} referencing old table as old_rows new table as new_rows for each statement execute function ${fn}()`,
-    `create trigger ${quoteIdent(names.del)} after delete on ${childTable} referencing old table as old_rows for each statement execute function ${fn}()`,
+    `create trigger ${quoteIdent(names.parent)} before insert on ${objectTable(self)} for each row execute function ${parentFn}()`,
   ];
 }
 

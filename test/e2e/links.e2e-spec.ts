@@ -1,4 +1,5 @@
-import type { ObjectResponse } from '../../src/metadata/metadata.dto';
+import type { FieldResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
+import type { JobResponse } from '../../src/transfer/transfer.dto';
 import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-object.tool';
 import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
@@ -52,6 +53,13 @@ describe('links fields: many to many between records', () => {
       .post(`/api/v1/objects/${object}/fields`)
       .set(asAdmin(t))
       .send({ label: spec.name, ...spec });
+  const waitForJob = async (id: string): Promise<JobResponse> => {
+    for (;;) {
+      const job = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${id}`).set(asAdmin(t)).expect(200));
+      if (job.status !== 'running') return job;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
   const stored = async (id: string) => (await t.sql<{ id: string }>(JOIN_SQL(table), [id])).map((r) => r.id);
 
   beforeAll(async () => {
@@ -328,15 +336,62 @@ describe('links fields: many to many between records', () => {
     expect(Number(n)).toBe(2);
   });
 
-  it('refuses stored rollups through links and lookup_value through links, with a code saying why', async () => {
-    const stored = await addField('proj', {
-      name: 'kept_hours',
-      type: 'rollup',
-      relation: 'members',
-      function: 'sum',
-      field: 'hours',
-      stored: true,
-    }).expect(400);
+  it('keeps stored rollups and counts through links up to date as links and linked records change', async () => {
+    const added = bodyOf<FieldResponse>(
+      await addField('proj', {
+        name: 'kept_hours',
+        type: 'rollup',
+        relation: 'members',
+        function: 'sum',
+        field: 'hours',
+        stored: true,
+      }).expect(201),
+    );
+    expect(added).toMatchObject({ stored: true, relation: 'members' });
+    if (added.fillJobId) expect((await waitForJob(added.fillJobId)).status).toBe('done');
+    const count = bodyOf<FieldResponse>(
+      await addField('proj', { name: 'kept_a', type: 'count', relation: 'members', filter: { team: 'a' }, stored: true }).expect(
+        201,
+      ),
+    );
+    if (count.fillJobId) expect((await waitForJob(count.fillJobId)).status).toBe('done');
+    // The columns hold what SQL written by hand computes over the join table, after each kind of write.
+    const mismatches = () =>
+      t.sql(
+        `select p.id, p.kept_hours, p.kept_a from data.proj p
+          where p.kept_hours is distinct from (select coalesce(sum(x.hours), 0) from data_links."${table}" j join data.person x on x.id = j.target_id where j.source_id = p.id)
+             or p.kept_a is distinct from (select count(*) from data_links."${table}" j join data.person x on x.id = j.target_id where j.source_id = p.id and x.team = 'a')`,
+      );
+    expect(await mismatches()).toEqual([]);
+    await patch(t.adminKey, 'proj', projEmpty, { members: [people[0], people[1]] }).expect(200);
+    expect(await mismatches()).toEqual([]);
+    await patch(t.adminKey, 'proj', projEmpty, { members: { $add: [people[4]], $remove: [people[0]] } }).expect(200);
+    expect(await mismatches()).toEqual([]);
+    await patch(t.adminKey, 'person', people[5], { projects: { $add: [projEmpty] } }).expect(200);
+    await patch(t.adminKey, 'person', people[4], { hours: 100, team: 'b' }).expect(200);
+    expect(await mismatches()).toEqual([]);
+    await Promise.all(people.slice(6, 10).map((id) => patch(t.adminKey, 'proj', projA, { members: { $add: [id] } }).expect(200)));
+    expect(await mismatches()).toEqual([]);
+    const [{ kept }] = await t.sql<{ kept: number }>(`select kept_hours as kept from data.proj where id = $1`, [projEmpty]);
+    expect((await get(t.adminKey, 'proj', projEmpty)).kept_hours).toBe(kept);
+    expect(kept).toBe(20 + 100 + 1);
+    // A key under a row filter reads it computed over what it may read, never the stored total.
+    expect((await get(teamA, 'proj', projEmpty)).kept_hours).toBe(1);
+    // A linked record deleted: its links go, and the totals with them.
+    const temp = idOf(
+      await t.http.post('/api/v1/objects/person/records').set(asAdmin(t)).send({ name: 'Tmp', team: 'a', hours: 50 }),
+    );
+    await patch(t.adminKey, 'proj', projEmpty, { members: { $add: [temp] } }).expect(200);
+    expect((await get(t.adminKey, 'proj', projEmpty)).kept_hours).toBe(171);
+    await t.http.delete(`/api/v1/objects/person/records/${temp}`).set(asAdmin(t)).expect(204);
+    expect(await mismatches()).toEqual([]);
+    expect((await get(t.adminKey, 'proj', projEmpty)).kept_hours).toBe(121);
+    for (const name of ['kept_hours', 'kept_a'])
+      await t.http.delete(`/api/v1/objects/proj/fields/${name}`).set(asAdmin(t)).expect(204);
+  });
+
+  it('refuses a stored links field and a lookup_value through links, with a code saying why', async () => {
+    const stored = await addField('proj', { name: 'more', type: 'links', reference: 'person', stored: true }).expect(400);
     expect(errorOf(stored).code).toBe('stored_not_supported');
     const value = await addField('proj', { name: 'member_name', type: 'lookup_value', through: 'members', field: 'name' }).expect(
       400,
