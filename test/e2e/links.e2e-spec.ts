@@ -274,6 +274,16 @@ describe('links fields: many to many between records', () => {
     expect(errorOf(bad).code).toBe('invalid_value');
     const sorted = await list(t.adminKey, 'proj', { orderBy: [{ field: 'members' }] });
     expect(sorted.status).toBe(400);
+    // The grid's value counts: how many records link to each target.
+    const values = bodyOf<{ values: Array<{ value: string; count: number }> }>(
+      await t.http.get('/api/v1/objects/proj/fields/members/values').set(asAdmin(t)).expect(200),
+    ).values;
+    const counted = await t.sql<{ value: string; count: string }>(
+      `select target_id::text as value, count(*) as count from data_links."${table}" group by 1`,
+    );
+    const byValue = (rows: Array<{ value: string; count: number | string }>) =>
+      Object.fromEntries(rows.map((r) => [r.value, Number(r.count)]));
+    expect(byValue(values)).toEqual(byValue(counted));
     // Batches do not write links.
     const batch = await t.http
       .post('/api/v1/objects/proj/records/batch')
