@@ -4,7 +4,7 @@ import type { DataSession } from '../database/data-pool';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import { isLinks, linkTableSql } from '../metadata/links-fields';
-import { LINK_CHANGE_SET_SETTING, LINK_KEY_SETTING } from '../metadata/links-stored';
+import { LINK_SETTINGS } from '../metadata/links-changes';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import type { ChangeCapture } from './change-outbox';
 import { linkIds } from './links.values';
@@ -104,8 +104,9 @@ export async function checkLinkTargets(session: DataSession, writes: readonly Li
 }
 
 /**
- * Applies the writes to the record `id` (already written in this transaction), and appends an `update` change of
- * each record on the other side whose inverse field changed. Returns nothing: the caller reads the record again.
+ * Applies the writes to the record `id` (already written in this transaction, its change appended). The join
+ * table's triggers append the `update` change of each record on the other side whose inverse field changed
+ * (metadata/links-changes.ts). Returns nothing: the caller reads the record again.
  */
 export async function applyLinkWrites(
   session: DataSession,
@@ -114,16 +115,16 @@ export async function applyLinkWrites(
   capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
 ): Promise<void> {
   if (!writes.length) return;
-  // Stored rollups through links (their join table's triggers) log their changes under this write's set and key.
+  // The join tables' triggers (their changes, stored rollups) log under this write's set and key, this record aside.
   const settings = new SqlParams();
+  const set = (name: string, value: string) => `set_config(${settings.add(name)}, ${settings.add(value)}, true)`;
   await session.query(
     settings.query(
-      `select set_config(${settings.add(LINK_CHANGE_SET_SETTING)}, ${settings.add(capture.changeSet.id)}, true), ` +
-        `set_config(${settings.add(LINK_KEY_SETTING)}, ${settings.add(capture.keyId)}, true)`,
+      `select ${set(LINK_SETTINGS.changeSet, capture.changeSet.id)}, ${set(LINK_SETTINGS.key, capture.keyId)}, ` +
+        set(LINK_SETTINGS.record, id),
     ),
   );
   for (const write of writes) {
-    const changed = new Set<string>();
     const meta = write.field.related!;
     const link = meta.link!;
     const table = linkTableSql(link.table);
@@ -139,8 +140,8 @@ export async function applyLinkWrites(
       const filter = compileRowFilter(scope, params, { tableAlias: 't' });
       // Only links the caller can see: one to a record outside its row filter stays.
       const visible = filter ? ` and ${target} in (select "t"."id" from ${objectTable(scope.name)} as "t" where ${filter})` : '';
-      const sql = `delete from ${table} where ${self} = ${params.add(id)}::uuid and ${kept}${visible} returning ${target}::text as "id"`;
-      for (const row of await session.query<{ id: string }>(params.query(sql))) changed.add(row.id);
+      const sql = `delete from ${table} where ${self} = ${params.add(id)}::uuid and ${kept}${visible}`;
+      await session.query(params.query(sql));
     }
     const adding = write.set ?? write.add ?? [];
     if (adding.length) {
@@ -149,28 +150,10 @@ export async function applyLinkWrites(
       const sql =
         `insert into ${table} (${self}, ${target}) select ${params.add(id)}::uuid, u."id" ` +
         `from unnest(${params.add(adding)}::uuid[]) with ordinality as u("id", "n") order by u."n" ` +
-        `on conflict do nothing returning ${target}::text as "id"`;
-      for (const row of await session.query<{ id: string }>(params.query(sql))) changed.add(row.id);
+        `on conflict do nothing`;
+      await session.query(params.query(sql));
     }
-    if (meta.inverse && changed.size) await appendInverseChanges(session, meta.target, meta.inverse, [...changed], capture);
   }
-}
-
-/** The change feed's `update` of each record on the other side of a link whose inverse field changed (same change set). */
-async function appendInverseChanges(
-  session: DataSession,
-  objectName: string,
-  fieldName: string,
-  ids: string[],
-  capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
-): Promise<void> {
-  const params = new SqlParams();
-  const sql =
-    `insert into "record_changes" ("object", "op", "record_id", "changed_fields", "record", "key_id", "change_set_id", "before") ` +
-    `select ${params.add(objectName)}, 'update', "t"."id", ${params.add([fieldName])}::text[], to_jsonb("t"), ` +
-    `${params.add(capture.keyId)}, ${params.add(capture.changeSet.id)}::uuid, null ` +
-    `from ${objectTable(objectName)} as "t" where "t"."id" = any(${params.add(ids)}::uuid[])`;
-  await session.query(params.query(sql));
 }
 
 /** The caller's view of the target (set by its access for every links field of its view; never absent there). */

@@ -1,5 +1,6 @@
 import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
 import { whereFieldNames } from './computed-fields';
+import { LINK_SETTINGS } from './links-changes';
 import { linkTableSql } from './links-fields';
 import { dollarQuoted, parentTriggerDdl, recomputeParentsSql, type StoredGroup, storedNames } from './stored-fields';
 
@@ -13,14 +14,10 @@ import { dollarQuoted, parentTriggerDdl, recomputeParentsSql, type StoredGroup, 
  * - the target's table, on update of a rolled-up field or a field of a filter: the parents are the records linked
  *   to the updated ones. A target's insert has no links yet; its delete removes its links (the join table's trigger).
  *
- * The change set and key of the parents' changes: those of the links write (data/links.write.ts sets them for its
- * transaction, as `data_copilot.link_change_set` and `data_copilot.link_key`), else of the newest change of the
- * records on either side of the pairs (a delete, appended by its own statement before the cascade).
+ * The change set and key of the parents' changes: those of the links write (LINK_SETTINGS, set for its
+ * transaction), else of the newest change of the records on either side of the pairs (a delete, appended by its
+ * own statement before the cascade).
  */
-
-/** Settings a links write sets for its transaction, read by the triggers. */
-export const LINK_CHANGE_SET_SETTING = 'data_copilot.link_change_set';
-export const LINK_KEY_SETTING = 'data_copilot.link_key';
 
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
@@ -70,8 +67,8 @@ begin
     return null;
   end if;
   perform 1 from ${objectTable(self)} where "id" = any(parents) order by "id" for no key update;
-  set_id := nullif(current_setting(${literal(LINK_CHANGE_SET_SETTING)}, true), '')::uuid;
-  set_key := nullif(current_setting(${literal(LINK_KEY_SETTING)}, true), '');
+  set_id := nullif(current_setting(${literal(LINK_SETTINGS.changeSet)}, true), '')::uuid;
+  set_key := nullif(current_setting(${literal(LINK_SETTINGS.key)}, true), '');
   if set_id is null or TG_ARGV[0] = 'target' then
     select c."change_set_id", c."key_id" into set_id, set_key from "record_changes" c
       where (c."object" = ${literal(target.name)} and c."record_id" = any(children))

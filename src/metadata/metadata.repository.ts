@@ -7,6 +7,7 @@ import { FIELD_COLUMN_TYPES, FieldMeta, fieldIndex, FieldType } from './object-m
 import { StoredGroup, storedGroupDdl } from './stored-fields';
 import { dropLinkTableDdl, linkTableDdl } from './links-fields';
 import { linkStoredGroupDdl } from './links-stored';
+import { dropLinkChangesDdl, linkChangesDdl } from './links-changes';
 
 export interface ObjectSummary {
   name: string;
@@ -62,12 +63,22 @@ export class MetadataRepository {
   }
 
   /** A links field's join table (links-fields.ts). */
-  async createLinkTable(em: EntityManager, table: string, source: string, target: string): Promise<void> {
-    for (const statement of linkTableDdl(table, source, target)) await runSql(em, statement);
+  async createLinkTable(
+    em: EntityManager,
+    table: string,
+    source: { object: string; field: string },
+    target: { object: string; inverse?: string },
+  ): Promise<void> {
+    const statements = [
+      ...linkTableDdl(table, source.object, target.object),
+      ...linkChangesDdl(table, source.object, source.field, target.object, target.inverse),
+    ];
+    for (const statement of statements) await runSql(em, statement);
   }
 
   async dropLinkTable(em: EntityManager, table: string): Promise<void> {
     await runSql(em, dropLinkTableDdl(table));
+    await runSql(em, dropLinkChangesDdl(table));
   }
 
   /** The object's table with its system columns. */

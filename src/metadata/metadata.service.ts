@@ -570,7 +570,12 @@ export class MetadataService {
    */
   private async addLinkTable(em: EntityManager, selfName: string, field: FieldMeta): Promise<void> {
     const meta = field.related!;
-    await this.repo.createLinkTable(em, meta.link!.table, selfName, meta.target);
+    await this.repo.createLinkTable(
+      em,
+      meta.link!.table,
+      { object: selfName, field: field.name },
+      { object: meta.target, inverse: meta.inverse },
+    );
     if (!meta.inverse) return;
     const target = await this.findDefinition(em, meta.target);
     // Flushed first: the inverse's position comes after every field of the target, this new one included.

@@ -432,6 +432,26 @@ describe('links fields: many to many between records', () => {
       { op: 'update', id: people[8], changedFields: ['projects'] },
       { op: 'update', id: people[8], changedFields: ['projects'] },
     ]);
+    // From the other side: the record on this side changes too.
+    const projAgain = await cursor('proj');
+    expect(await stored(projB)).not.toContain(people[8]);
+    await patch(t.adminKey, 'person', people[8], { projects: { $add: [projEmpty, projB] } }).expect(200);
+    const fromPerson = await changes('proj', projAgain);
+    expect(new Set(fromPerson.map((c) => `${c.op} ${c.id} ${c.changedFields.join()}`))).toEqual(
+      new Set([`update ${projEmpty} members`, `update ${projB} members`]),
+    );
+    // A record deleted removes its links: the records it was linked to change.
+    const linked = await t.sql<{ id: string }>(`select source_id::text as id from data_links."${table}" where target_id = $1`, [
+      people[8],
+    ]);
+    expect(linked.length).toBeGreaterThanOrEqual(2);
+    const projBeforeDelete = await cursor('proj');
+    await t.http.delete(`/api/v1/objects/person/records/${people[8]}`).set(asAdmin(t)).expect(204);
+    const afterDelete = await changes('proj', projBeforeDelete);
+    expect(new Set(afterDelete.map((c) => `${c.op} ${c.id} ${c.changedFields.join()}`))).toEqual(
+      new Set(linked.map((r) => `update ${r.id} members`)),
+    );
+    expect((await get(t.adminKey, 'proj', projB)).members).not.toContain(people[8]);
   });
 
   it('refuses to revert a change set that changed links, which history does not keep, and leaves everything as it is', async () => {
