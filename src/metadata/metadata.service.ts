@@ -197,7 +197,16 @@ export class MetadataService {
         );
       }
       // Its own links' join tables (links into it from elsewhere were refused above) go first: they reference its table.
-      for (const field of (await this.loadObject(name, em)).fields) {
+      const own = await this.loadObject(name, em);
+      for (const field of own.fields) {
+        // A stored rollup through its links has triggers on the target's table: they go with it.
+        const meta = field.related;
+        if (meta?.stored && meta.link) {
+          const target = await this.loadObject(meta.target, em);
+          await this.repo.installStoredTriggers(em, { ...storedGroupOf(name, field, own.fields, target), fields: [] });
+        }
+      }
+      for (const field of own.fields) {
         if (field.related?.kind === 'links' && field.related.link) await this.repo.dropLinkTable(em, field.related.link.table);
       }
       await this.repo.dropTable(em, name);

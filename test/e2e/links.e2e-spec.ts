@@ -511,8 +511,22 @@ describe('links fields: many to many between records', () => {
     // A record deleted takes its links with it.
     await t.http.delete(`/api/v1/objects/tag/records/${tag}`).set(asAdmin(t)).expect(204);
     expect((await get(t.adminKey, 'proj', projA)).tags).toEqual([]);
+    // A stored rollup through its links keeps triggers on tag's table, which go with proj.
+    await addField('proj', {
+      name: 'last_tag',
+      type: 'rollup',
+      relation: 'tags',
+      function: 'max',
+      field: 'label',
+      stored: true,
+    }).expect(201);
+    const other = idOf(await t.http.post('/api/v1/objects/tag/records').set(asAdmin(t)).send({ label: 'y' }).expect(201));
+    await patch(t.adminKey, 'proj', projA, { tags: [other] }).expect(200);
+    await patch(t.adminKey, 'tag', other, { label: 'z' }).expect(200);
+    expect((await get(t.adminKey, 'proj', projA)).last_tag).toBe('z');
     await t.http.delete('/api/v1/objects/proj').set(asAdmin(t)).expect(204);
     expect(await t.sql(`select 1 from pg_tables where schemaname = 'data_links' and tablename = $1`, [tagTable])).toHaveLength(0);
+    await patch(t.adminKey, 'tag', other, { label: 'after' }).expect(200);
     await t.http.delete('/api/v1/objects/tag').set(asAdmin(t)).expect(204);
   });
 });
