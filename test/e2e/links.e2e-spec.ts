@@ -122,6 +122,8 @@ describe('links fields: many to many between records', () => {
     // Written on create, in the order given.
     expect((await get(t.adminKey, 'proj', projA)).members).toEqual([people[1], people[0]]);
     expect(await stored(projA)).toEqual([people[1], people[0]]);
+    const page = await all(t.adminKey, 'proj', { fields: 'members' });
+    expect(page.find((r) => r.id === projA)).toEqual({ id: projA, members: [people[1], people[0]] });
     expect((await get(t.adminKey, 'person', people[0])).projects).toEqual([projA]);
     // Written from the other side, read on this one.
     await patch(t.adminKey, 'person', people[3], { projects: { $add: [projB] } }).expect(200);
