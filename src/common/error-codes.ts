@@ -114,6 +114,8 @@ export const ERRORS = {
   job_finished: HttpStatus.CONFLICT,
   // A revert whose records changed since its change set: details.records names each field, expected and current.
   revert_conflict: HttpStatus.CONFLICT,
+  /** A change set that changed links fields: their earlier sets are not kept, so it cannot be reverted. */
+  revert_not_supported: HttpStatus.CONFLICT,
   // A change set with more records than one revert writes (REVERT_MAX_RECORDS).
   change_set_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   // The record changed since the version the client sent in If-Match.
@@ -209,6 +211,8 @@ export const ERRORS = {
   invalid_rollup_function: HttpStatus.BAD_REQUEST,
   /** `stored: true` on a computed field: only computed when read, for now. */
   stored_not_supported: HttpStatus.BAD_REQUEST,
+  /** A links field's `inverse` name that the target object already has. */
+  invalid_inverse: HttpStatus.BAD_REQUEST,
   unsupported_operand: HttpStatus.BAD_REQUEST,
   // visualize: no earlier data result of the turn has this call id; a column not in its rows, or text as a measure.
   unknown_chart_source: HttpStatus.BAD_REQUEST,

@@ -39,6 +39,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
+import { applyLinkWrites, checkLinkTargets, type LinkWrite, takeLinkWrites } from './links.write';
 import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from './change-outbox';
 
 /** Where a data engine call runs. */
@@ -326,14 +327,23 @@ export class DataService {
     scope: DataScope = {},
   ): Promise<VersionedRecord> {
     return this.withObject(caller, objectName, 'update', scope, async (object, session) => {
-      const values = encodeWrite(object, input, 'update');
+      const { rest, links } = takeLinkWrites(object, input, 'update');
+      // Links alone are something to update (the record's version and change event move with them).
+      const values =
+        links.length && !Object.keys(rest as object).length ? new Map<string, unknown>() : encodeWrite(object, rest, 'update');
       if (!isUuid(id)) throw notFound(object.name, id);
       throwFirst(await this.referenceErrors(caller, object, [{ values, id }], session));
       const changeSet = scope.changeSet ?? newChangeSet('api');
-      const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields: [...values.keys()], changeSet };
-      const rows = await this.scopedWrite(caller, object, session, scope, compileUpdate(object, id, values, versions, capture));
-      if (!rows.length) throw await missedWrite(object, id, versions, session);
-      return { ...decodeVersioned(object, rows[0]), changeSetId: changeSet.id };
+      const changedFields = [...values.keys(), ...links.map((l) => l.field.name)];
+      const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields, changeSet };
+      const run = async (tx: DataSession) => {
+        await checkLinkTargets(tx, links);
+        const rows = await this.scopedWrite(caller, object, tx, scope, compileUpdate(object, id, values, versions, capture));
+        if (!rows.length) throw await missedWrite(object, id, versions, tx);
+        return this.withLinksWritten(tx, object, id, rows[0], links, capture);
+      };
+      const written = await this.inTransactionFor(links, caller, session, scope, run);
+      return { ...written, changeSetId: changeSet.id };
     });
   }
 
@@ -505,14 +515,56 @@ export class DataService {
     return this.withObject(caller, objectName, 'create', scope, async (object, session) => {
       if (!inputs.length) return [];
       // The server itself may date what it loads (the sample's history); nobody else sets created_at.
-      const encoded = inputs.map((input) => encodeWrite(object, input, 'insert', caller === SYSTEM_CALLER));
+      // Links are written with a single record (REST, tools); many at once (imports) write none.
+      const { rest, links } = inputs.length === 1 ? takeLinkWrites(object, inputs[0], 'insert') : { rest: undefined, links: [] };
+      const encoded =
+        inputs.length === 1
+          ? [encodeWrite(object, rest, 'insert', caller === SYSTEM_CALLER)]
+          : inputs.map((input) => encodeWrite(object, input, 'insert', caller === SYSTEM_CALLER));
       const writes = encoded.map((values) => ({ values }));
       throwFirst(await this.referenceErrors(caller, object, writes, session));
       const changeSet = scope.changeSet ?? newChangeSet('api');
       const capture: ChangeCapture = { op: 'create', keyId: caller.keyId, changeSet };
-      const rows = await this.scopedWrite(caller, object, session, scope, compileInsert(object, encoded, capture));
-      return rows.map((row) => ({ ...decodeVersioned(object, row), changeSetId: changeSet.id }));
+      const run = async (tx: DataSession): Promise<VersionedRecord[]> => {
+        await checkLinkTargets(tx, links);
+        const rows = await this.scopedWrite(caller, object, tx, scope, compileInsert(object, encoded, capture));
+        if (!links.length) return rows.map((row) => decodeVersioned(object, row));
+        return [await this.withLinksWritten(tx, object, String(rows[0].id), rows[0], links, capture)];
+      };
+      const written = await this.inTransactionFor(links, caller, session, scope, run);
+      return written.map((record) => ({ ...record, changeSetId: changeSet.id }));
     });
+  }
+
+  /** `work` in a transaction when there are links to write with the record (the session's own, if it is one). */
+  private async inTransactionFor<T>(
+    links: readonly LinkWrite[],
+    caller: Caller,
+    session: DataSession,
+    scope: DataScope,
+    work: (tx: DataSession) => Promise<T>,
+  ): Promise<T> {
+    if (!links.length || session.inTransaction) return work(session);
+    return this.pool.transaction(work, poolOptions(caller, scope));
+  }
+
+  /** Writes the links of the record just written (`row`) and answers the record with its links as they now are. */
+  private async withLinksWritten(
+    tx: DataSession,
+    object: ObjectMeta,
+    id: string,
+    row: Record<string, unknown>,
+    links: readonly LinkWrite[],
+    capture: ChangeCapture,
+  ): Promise<VersionedRecord> {
+    const written = decodeVersioned(object, row);
+    if (!links.length) return written;
+    await applyLinkWrites(tx, id, links, capture);
+    const names = links.map((l) => l.field.name);
+    const [current] = await tx.query(compileFindOne({ ...object, rowFilter: undefined }, id, names));
+    const values = decodeRow({ ...object, fields: links.map((l) => l.field) }, current ?? {});
+    for (const name of names) written.record[name] = values[name];
+    return written;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { bindCastOf, fieldTypeOf } from '../metadata/field-types';
 import { type EncodeContext, roleOf } from '../metadata/field-values';
 import { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
+import { encodeLinkOperand } from './links.values';
 
 /**
  * Converts JSON values to the values bound to Postgres (encode) and pg results back to JSON (decode),
@@ -17,6 +18,8 @@ export function bindCast(field: Pick<FieldMeta, 'type'>): string {
 /** Validates one JSON value for `field` and returns what to bind (null is SQL NULL). */
 export function encodeFieldValue(field: FieldMeta, value: unknown, context: EncodeContext = {}): unknown {
   if (value === null) return null;
+  // A links field reads as a set of ids (metadata/links-fields.ts), not of options.
+  if (field.related?.kind === 'links') return encodeLinkOperand(field, value, context.operator);
   return fieldTypeOf(field.type).encode(field, value, context, roleOf(context.operator));
 }
 

@@ -134,6 +134,7 @@ function relatedParts(field: FieldMeta, params: SqlParams, tableAlias?: string):
   if (meta.filter) conditions.push(`(${filters.where(scope, meta.filter, params, { tableAlias: alias })})`);
   return {
     from: `${objectTable(meta.target)} as ${quoteIdent(alias)}`,
+    alias,
     outer: (column) => `${outer}.${quoteIdent(column)}`,
     inner: (column) => `${quoteIdent(alias)}.${quoteIdent(column)}`,
     value: (name) => {

@@ -62,6 +62,12 @@ export function encodeWrite(object: ObjectMeta, input: unknown, mode: 'insert' |
       throw new DomainError('read_only_field', `Field "${name}" is set by the server`);
     }
     const kind = computedKind(field);
+    if (kind === 'links') {
+      // Links are written with one record (create, PATCH: data/links.write.ts), not in batches or imports.
+      throw new DomainError('read_only_field', `Links field "${name}" is written by a record's create or PATCH, not here`, {
+        field: name,
+      });
+    }
     if (kind) {
       throw new DomainError('read_only_field', `Field "${name}" is a ${kind}, computed when read: it cannot be written`, {
         field: name,

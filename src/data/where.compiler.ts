@@ -280,6 +280,8 @@ function compileResolved(
       if (typeof operand !== 'boolean') {
         throw invalidOperand(field, operator, 'true (value is empty) or false (value is set)', operand);
       }
+      // A links value is never null: no links is the empty array.
+      if (field.related?.kind === 'links') return `cardinality(${column}) ${operand ? '=' : '>'} 0`;
       return `${column} ${operand ? 'IS NULL' : 'IS NOT NULL'}`;
   }
 }

@@ -9,6 +9,7 @@ import { deleteRecord, scopedRows } from '../data/record-write';
 import { compileUpdateRaw } from '../data/records.compiler';
 import { etagOf } from '../data/record-version';
 import { AccessService } from '../governance/access.service';
+import { isLinks } from '../metadata/links-fields';
 import { MetadataService } from '../metadata/metadata.service';
 import type { AccessAction } from '../governance/access-policy.types';
 import type { ObjectMeta } from '../metadata/object-metadata.types';
@@ -240,6 +241,16 @@ export class ChangeSetService {
       });
     }
     const deltas = recordDeltas(changes);
+    // Links are not kept in the record's versions, so a revert could not set them back: refused, not half done.
+    const links = new Set((await this.metadata.getObject(view.name)).fields.filter(isLinks).map((f) => f.name));
+    const linked = [...new Set(deltas.flatMap((d) => [...d.fields].filter((f) => links.has(f))))];
+    if (linked.length) {
+      throw new DomainError(
+        'revert_not_supported',
+        `This change set changed links (${linked.join(', ')}), which a revert cannot set back; write them back with a PATCH. Nothing was reverted`,
+        { changeSetId: id, fields: linked },
+      );
+    }
     const ids = deltas.map((d) => d.id);
     const visible = new Set((await session.query(compileVisibleIds(view, ids))).map((r) => r.id));
     if (ids.some((recordId) => !visible.has(recordId))) {

@@ -156,6 +156,7 @@ describe('computed fields', () => {
     const sql = (f: FieldMeta) => computedSql(f, { expression: () => 'EXPR', related: () => parts, column: () => 'COLUMN' });
     const parts: RelatedSqlParts = {
       from: '"data"."deal" as "r"',
+      alias: 'r',
       outer: (c) => `"o"."${c}"`,
       inner: (c) => `"r"."${c}"`,
       value: (n) => `"r"."${n}"`,

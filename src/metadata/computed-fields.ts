@@ -2,8 +2,10 @@ import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { decimalScale, fieldTypeOf, FLOAT_COLUMN } from './field-types';
 import { formulaInputs } from './formula';
+import { defineLinks, LINKS_VALUE_TYPE, linkedCondition, linksValueSql } from './links-fields';
 import {
   type FieldMeta,
+  type LinkTable,
   type ObjectMeta,
   RELATED_KINDS,
   type RelatedKind,
@@ -27,8 +29,8 @@ import {
  * - `describe`: what the admin API and the tools show of its definition.
  *
  * The formula language itself lives in formula.ts (parser, checker) and data/formula.compiler.ts (SQL).
- * A `links` relation (many to many) would be one more kind of `relation` here: a join table in `sql` and
- * the link's two lookups in `inputs`.
+ * `links` (many to many, links-fields.ts) is a kind here too: its value (the linked ids) is a subquery over
+ * its join table and the caller's view of the target; a rollup or count names one as its `relation`.
  */
 
 export type ComputedKind = 'formula' | RelatedKind;
@@ -60,6 +62,9 @@ export interface RelatedDefinition {
   function?: string;
   filter?: unknown;
   stored?: boolean;
+  /** links only: the target object, and the name of the links field it gets pointing back. */
+  reference?: string;
+  inverse?: string;
 }
 
 /** What is kept of a definition (field_definitions.computed): enough to rebuild RelatedMeta without other objects. */
@@ -76,6 +81,10 @@ export interface StoredRelated {
   filled?: boolean;
   /** Its fill job was cancelled: it stays computed when read, and no fill starts again by itself. */
   fillCancelled?: boolean;
+  /** links, and a rollup or count through a links field: the join table (see RelatedMeta.link). */
+  link?: LinkTable;
+  /** links: the target's links field reading the same pairs. */
+  inverse?: string;
 }
 
 /** How a definition reads other objects while it is checked (the metadata write's own transaction). */
@@ -111,14 +120,27 @@ function refuseOthers(def: RelatedDefinition, allowed: readonly string[]): void 
 }
 
 /** `"<object>.<lookup field pointing here>"` resolved: the related object and its lookup. */
-async function resolveRelation(def: RelatedDefinition, ctx: DefinitionContext): Promise<{ target: ObjectMeta; via: FieldMeta }> {
+async function resolveRelation(
+  def: RelatedDefinition,
+  ctx: DefinitionContext,
+): Promise<{ target: ObjectMeta; via: FieldMeta; link?: LinkTable }> {
   const relation = expectString(def, 'relation');
+  const links = ctx.self.fields.find((f) => f.name === relation && f.related?.kind === 'links');
+  if (links) {
+    const meta = links.related!;
+    const target = meta.target === ctx.self.name ? ctx.self : await ctx.load(meta.target);
+    if (!target) throw new DomainError('unknown_reference', `"${relation}" links to "${meta.target}", which does not exist`);
+    return { target, via: links, link: meta.link };
+  }
   const [objectName, lookupName, ...rest] = relation.split('.');
   if (!objectName || !lookupName || rest.length) {
-    throw invalid(`"relation" is written "<object>.<lookup field>" (e.g. "deal.account"); got "${relation}"`, {
-      field: def.name,
-      relation,
-    });
+    throw invalid(
+      `"relation" is written "<object>.<lookup field>" (e.g. "deal.account") or names a links field; got "${relation}"`,
+      {
+        field: def.name,
+        relation,
+      },
+    );
   }
   const target = await ctx.load(objectName);
   if (!target) throw new DomainError('unknown_reference', `"relation" names object "${objectName}", which does not exist`);
@@ -177,7 +199,7 @@ function rollupType(fn: RollupFunction, field: FieldMeta | undefined, def: Relat
 const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContext) => Promise<DefinedRelated>> = {
   async rollup(def, ctx) {
     refuseOthers(def, ['relation', 'field', 'function', 'filter']);
-    const { target, via } = await resolveRelation(def, ctx);
+    const { target, via, link } = await resolveRelation(def, ctx);
     const fn = expectString(def, 'function');
     if (!(ROLLUP_FUNCTIONS as readonly string[]).includes(fn)) {
       throw new DomainError('invalid_rollup_function', `Unknown rollup function "${fn}"`, {
@@ -194,19 +216,26 @@ const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContex
     const filter = checkedFilter(def, target);
     return {
       type,
-      stored: { relation: def.relation, field: field?.name, function: rollup, filter, target: target.name, via: via.name },
+      stored: { relation: def.relation, field: field?.name, function: rollup, filter, target: target.name, via: via.name, link },
     };
   },
   async count(def, ctx) {
     refuseOthers(def, ['relation', 'filter']);
-    const { target, via } = await resolveRelation(def, ctx);
+    const { target, via, link } = await resolveRelation(def, ctx);
     const filter = checkedFilter(def, target);
-    return { type: 'integer', stored: { relation: def.relation, filter, target: target.name, via: via.name } };
+    return { type: 'integer', stored: { relation: def.relation, filter, target: target.name, via: via.name, link } };
   },
   async lookup_value(def, ctx) {
     refuseOthers(def, ['through', 'field']);
     const through = expectString(def, 'through');
     const lookup = ctx.self.fields.find((f) => f.name === through);
+    if (lookup?.related?.kind === 'links') {
+      // Several values for one record: a concat rollup through the links field says how they are joined.
+      throw invalid(
+        `"${through}" is a links field (several records): a lookup_value reads one record; use a rollup with "relation": "${through}" (e.g. "function": "concat")`,
+        { field: def.name, through },
+      );
+    }
     if (!lookup || lookup.type !== 'lookup' || !lookup.reference || isComputed(lookup)) {
       throw invalid(`"through" names a lookup field of "${ctx.self.name}"; "${through}" is not one`, {
         field: def.name,
@@ -224,6 +253,11 @@ const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContex
     const type = fieldTypeOf(field.type).family === 'text' ? 'text' : field.type;
     return { type, stored: { through, field: field.name, target: target.name, via: through } };
   },
+  async links(def, ctx) {
+    refuseOthers(def, []);
+    const { target, link, inverse } = await defineLinks(def, ctx.self, (name) => ctx.load(name));
+    return { type: LINKS_VALUE_TYPE, stored: { target: target.name, via: def.name, link, inverse } };
+  },
 };
 
 /**
@@ -233,6 +267,11 @@ const DEFINE: Record<RelatedKind, (def: RelatedDefinition, ctx: DefinitionContex
 export async function defineRelated(def: RelatedDefinition, ctx: DefinitionContext): Promise<DefinedRelated> {
   const defined = await COMPUTED_KINDS[def.type].define!(def, ctx);
   if (!def.stored) return defined;
+  if (def.type === 'links') {
+    throw new DomainError('stored_not_supported', `"${def.name}": a links field has no value to store; leave out "stored"`, {
+      field: def.name,
+    });
+  }
   if (def.type === 'lookup_value') {
     throw new DomainError(
       'stored_not_supported',
@@ -242,6 +281,8 @@ export async function defineRelated(def: RelatedDefinition, ctx: DefinitionConte
   }
   const target = await ctx.load(defined.stored.target);
   const computedInput = [...relationInputs({ related: relatedMeta(def.type, ctx.self.name, defined.stored) } as FieldMeta)]
+    // Through links, the links field itself is this object's (its join table has triggers of its own: links-stored.ts).
+    .filter((ref) => !(defined.stored.link && ref.object === ctx.self.name && ref.field === defined.stored.via))
     .map((ref) => target?.fields.find((f) => f.name === ref.field))
     .find((f) => f !== undefined && isComputed(f));
   if (computedInput) {
@@ -260,6 +301,8 @@ export function relatedMeta(kind: RelatedKind, self: string, stored: StoredRelat
   if (stored.field !== undefined) meta.field = stored.field;
   if (stored.function !== undefined) meta.function = stored.function;
   if (stored.filter !== undefined) meta.filter = stored.filter;
+  if (stored.link !== undefined) meta.link = stored.link;
+  if (stored.inverse !== undefined) meta.inverse = stored.inverse;
   if (stored.stored) {
     meta.stored = true;
     meta.filled = stored.filled === true;
@@ -299,6 +342,8 @@ export interface FieldLens {
 export interface RelatedSqlParts {
   /** The related table, under a fresh alias. */
   from: string;
+  /** The fresh alias (unquoted), for the subquery's own further aliases. */
+  alias: string;
   /** A column of the outer record (`id`, or this object's lookup). */
   outer(column: string): string;
   /** A field of the related record (a computed one compiled too), under the fresh alias. */
@@ -338,8 +383,14 @@ export interface ComputedKindEntry {
 /** The fields a rollup or count reads: the relation's lookup, the rolled-up field, the filter's fields (all on the target). */
 function relationInputs(field: FieldMeta): FieldRef[] {
   const meta = field.related!;
-  const names = new Set([meta.via, ...(meta.field ? [meta.field] : []), ...whereFieldNames(meta.filter)]);
-  return [...names].map((name) => ({ object: meta.target, field: name }));
+  // Through links: the links field of this object (hidden with it, and kept from being dropped), then the target's fields.
+  const names = new Set([
+    ...(meta.link ? ['id'] : [meta.via]),
+    ...(meta.field ? [meta.field] : []),
+    ...whereFieldNames(meta.filter),
+  ]);
+  const refs = [...names].map((name) => ({ object: meta.target, field: name }));
+  return meta.link ? [{ object: meta.self, field: meta.via }, ...refs] : refs;
 }
 
 /**
@@ -372,7 +423,8 @@ export function servesStored(field: FieldMeta): boolean {
 
 /** The rows of the related object that point here, and the caller's and the definition's conditions. */
 function pointingHere(meta: RelatedMeta, parts: RelatedSqlParts): string {
-  return [`${parts.inner(meta.via)} = ${parts.outer('id')}`, ...parts.conditions].join(' and ');
+  const related = meta.link ? linkedCondition(meta, parts) : `${parts.inner(meta.via)} = ${parts.outer('id')}`;
+  return [related, ...parts.conditions].join(' and ');
 }
 
 function aggregateSql(fn: RollupFunction, value: string, type: FieldMeta['type']): string {
@@ -407,12 +459,13 @@ function howKept(meta: RelatedMeta): string {
 
 function relationText(meta: RelatedMeta): string {
   const filtered = meta.filter ? ` matching ${JSON.stringify(meta.filter)}` : '';
+  if (meta.link) return `the ${meta.target} records linked by ${meta.via}${filtered} (only those the caller may read)`;
   return `the ${meta.target} records whose ${meta.via} is this record${filtered} (only those the caller may read)`;
 }
 
 function describeRelation(field: FieldMeta): Record<string, unknown> {
   const meta = field.related!;
-  const out: Record<string, unknown> = { relation: `${meta.target}.${meta.via}` };
+  const out: Record<string, unknown> = { relation: meta.link ? meta.via : `${meta.target}.${meta.via}` };
   if (meta.function) out.function = meta.function;
   if (meta.field) out.field = meta.field;
   if (meta.filter) out.filter = meta.filter;
@@ -492,6 +545,21 @@ export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
     describe: (field) => ({ through: field.related!.via, field: field.related!.field, resultType: field.type }),
     explain: (field) =>
       `Computed when read: ${field.related!.field} of the ${field.related!.target} record that ${field.related!.via} points at (null without one, or when the caller may not read it)`,
+  },
+  links: {
+    define: (def, ctx) => DEFINE.links(def, ctx),
+    // Reads the target's records: hidden when the caller may not read the target object.
+    inputs: (_objectName, field) => [{ object: field.related!.target, field: 'id' }],
+    view: relatedView,
+    sql: (field, compiler) => linksValueSql(field.related!, compiler.related(field)),
+    describe: (field) => ({
+      reference: field.related!.target,
+      ...(field.related!.inverse ? { inverse: field.related!.inverse } : {}),
+    }),
+    explain: (field) =>
+      `Links to ${field.related!.target} records (many to many): an array of their ids, only those the caller may read. ` +
+      `Written as an array (replaces the set) or {"$add": [ids], "$remove": [ids]}; filter with $null (true: no links), ` +
+      `$contains (linked to all the given ids) or $in (to any of them)`,
   },
 };
 

@@ -75,14 +75,24 @@ export class CreateFieldDto {
   @MaxLength(255, { each: true })
   options?: string[];
 
-  @ApiPropertyOptional({ description: 'Target object name; required for lookup' })
+  @ApiPropertyOptional({ description: 'Target object name; required for lookup and links' })
   @IsOptional()
   @IsString()
   reference?: string;
 
   @ApiPropertyOptional({
+    description:
+      'links only: the name of a links field the target object gets, pointing back (both read and write the same pairs)',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(100)
+  inverse?: string;
+
+  @ApiPropertyOptional({
     example: 'deal.account',
-    description: 'rollup and count: "<object>.<lookup field of that object pointing here>", the related records',
+    description:
+      'rollup and count: "<object>.<lookup field of that object pointing here>" or "<links field of this object>", the related records',
   })
   @IsOptional()
   @IsString()
@@ -192,6 +202,7 @@ export class FieldResponse {
   @ApiPropertyOptional() description?: string;
   @ApiPropertyOptional({ type: [String] }) options?: string[];
   @ApiPropertyOptional() reference?: string;
+  @ApiPropertyOptional({ description: 'links: the links field of the target object reading the same pairs' }) inverse?: string;
   @ApiPropertyOptional({ description: EXPRESSION_DESCRIPTION }) expression?: string;
   @ApiPropertyOptional({ description: 'formula, rollup, count, lookup_value: the type of its value' }) resultType?: string;
   @ApiPropertyOptional() relation?: string;

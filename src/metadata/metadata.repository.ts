@@ -6,6 +6,9 @@ import { indexName } from './metadata.naming';
 import { fieldTypeOf } from './field-types';
 import { FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
 import { StoredGroup, storedGroupDdl } from './stored-fields';
+import { dropLinkTableDdl, linkTableDdl } from './links-fields';
+import { linkStoredGroupDdl } from './links-stored';
+import { dropLinkChangesDdl, linkChangesDdl } from './links-changes';
 
 export interface ObjectSummary {
   name: string;
@@ -60,6 +63,25 @@ export class MetadataRepository {
     return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
   }
 
+  /** A links field's join table (links-fields.ts). */
+  async createLinkTable(
+    em: EntityManager,
+    table: string,
+    source: { object: string; field: string },
+    target: { object: string; inverse?: string },
+  ): Promise<void> {
+    const statements = [
+      ...linkTableDdl(table, source.object, target.object),
+      ...linkChangesDdl(table, source.object, source.field, target.object, target.inverse),
+    ];
+    for (const statement of statements) await runSql(em, statement);
+  }
+
+  async dropLinkTable(em: EntityManager, table: string): Promise<void> {
+    await runSql(em, dropLinkTableDdl(table));
+    await runSql(em, dropLinkChangesDdl(table));
+  }
+
   /** The object's table with its system columns. */
   async createTable(em: EntityManager, objectName: string): Promise<void> {
     await runSql(
@@ -111,7 +133,12 @@ export class MetadataRepository {
 
   /** A group of stored fields' triggers (stored-fields.ts), replacing those it had; none without a field left. */
   async installStoredTriggers(em: EntityManager, group: StoredGroup): Promise<void> {
-    for (const statement of storedGroupDdl(group)) await runSql(em, statement);
+    for (const statement of this.storedTriggerDdl(group)) await runSql(em, statement);
+  }
+
+  /** The DDL of a group of stored fields: over a lookup (stored-fields.ts) or a links field (links-stored.ts). */
+  storedTriggerDdl(group: StoredGroup): string[] {
+    return group.link ? linkStoredGroupDdl(group) : storedGroupDdl(group);
   }
 
   /**

@@ -30,7 +30,8 @@ import {
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
-import { type StoredGroup, storedGroupBodies, storedGroupOf, storedNames } from './stored-fields';
+import { type StoredGroup, storedDdlExpectations, storedGroupOf } from './stored-fields';
+import { linkSides } from './links-fields';
 import { assertValidName } from './metadata.naming';
 import type { FormulaResultType } from './formula';
 import { FieldDefinition, FieldDefinitionEntity, ObjectDefinition, ObjectDefinitionEntity } from './object-definition.entity';
@@ -208,6 +209,19 @@ export class MetadataService implements OnApplicationBootstrap {
           { referencedBy: referencing },
         );
       }
+      // Its own links' join tables (links into it from elsewhere were refused above) go first: they reference its table.
+      const own = await this.loadObject(name, em);
+      for (const field of own.fields) {
+        // A stored rollup through its links has triggers on the target's table: they go with it.
+        const meta = field.related;
+        if (meta?.stored && meta.link) {
+          const target = await this.loadObject(meta.target, em);
+          await this.repo.installStoredTriggers(em, { ...storedGroupOf(name, field, own.fields, target), fields: [] });
+        }
+      }
+      for (const field of own.fields) {
+        if (field.related?.kind === 'links' && field.related.link) await this.repo.dropLinkTable(em, field.related.link.table);
+      }
       await this.repo.dropTable(em, name);
       await this.dependents.droppingObject(em, name);
       await em.nativeDelete(FieldDefinitionEntity, { objectId: object.id });
@@ -283,19 +297,16 @@ export class MetadataService implements OnApplicationBootstrap {
     const stale = async (em: EntityManager): Promise<StoredGroup[]> => {
       const groups = await this.storedGroups(em);
       if (!groups.length) return [];
-      const names = groups.map((g) => storedNames(g.self, g.target.name, g.via));
+      const expected = groups.map((group) => storedDdlExpectations(this.repo.storedTriggerDdl(group)));
       const state = await this.repo.storedTriggerState(
         em,
-        names.flatMap((n) => [n.fn, n.parentFn]),
-        names.flatMap((n) => [n.insert, n.update, n.del, n.parent]),
+        expected.flatMap((e) => [...e.bodies.keys()]),
+        expected.flatMap((e) => e.triggers),
       );
-      return groups.filter((group, i) => {
-        const n = names[i];
-        const bodies = storedGroupBodies(group);
+      return groups.filter((_group, i) => {
+        const { bodies, triggers } = expected[i];
         return (
-          state.bodies.get(n.fn) !== bodies.fn ||
-          state.bodies.get(n.parentFn) !== bodies.parentFn ||
-          ![n.insert, n.update, n.del, n.parent].every((t) => state.triggers.has(t))
+          [...bodies].some(([name, body]) => state.bodies.get(name) !== body) || triggers.some((t) => !state.triggers.has(t))
         );
       });
     };
@@ -325,8 +336,16 @@ export class MetadataService implements OnApplicationBootstrap {
         const key = JSON.stringify([object.name, meta.target, meta.via]);
         const group = groups.get(key);
         if (group) group.fields.push(field);
-        else
-          groups.set(key, { self: object.name, target: await this.loadObject(meta.target, em), via: meta.via, fields: [field] });
+        else {
+          const created: StoredGroup = {
+            self: object.name,
+            target: await this.loadObject(meta.target, em),
+            via: meta.via,
+            fields: [field],
+          };
+          if (meta.link) created.link = meta.link;
+          groups.set(key, created);
+        }
       }
     }
     return [...groups.values()];
@@ -491,6 +510,7 @@ export class MetadataService implements OnApplicationBootstrap {
         await this.repo.installStoredTriggers(em, { ...group, fields: group.fields.filter((f) => f.name !== fieldName) });
         await this.repo.dropColumn(em, objectName, fieldName);
       }
+      if (field.type === 'links' && stored) await this.dropLinks(em, stored);
       if (field.type !== 'formula' && !isRelatedKind(field.type)) await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();
@@ -573,6 +593,7 @@ export class MetadataService implements OnApplicationBootstrap {
       createdAt: now,
       updatedAt: now,
     });
+    if (field.related?.kind === 'links') await this.addLinkTable(em, object.name, field);
     if (isComputed(field)) return field;
     await this.repo.addColumn(em, object.name, field);
     if (field.searchable) await this.repo.createSearchIndex(em, object.name, field.name);
@@ -586,10 +607,18 @@ export class MetadataService implements OnApplicationBootstrap {
     context: { selfName: string; selfLabel: string; siblings: FieldMeta[] },
   ): Promise<{ field: FieldMeta; stored: StoredRelated }> {
     assertValidName('field', dto.name);
-    if (dto.required || dto.unique || (dto.indexed && !dto.stored) || dto.options !== undefined || dto.reference !== undefined) {
+    const links = dto.type === 'links';
+    if (
+      dto.required ||
+      dto.unique ||
+      (dto.indexed && !dto.stored) ||
+      dto.options !== undefined ||
+      (dto.reference !== undefined && !links) ||
+      (dto.inverse !== undefined && !links)
+    ) {
       throw new DomainError(
         'validation_failed',
-        `A ${dto.type} field ("${dto.name}") is computed: it cannot be required or unique, nor have options or a reference, and only a stored one can be indexed`,
+        `A ${dto.type} field ("${dto.name}") has no column: it cannot be required or unique, nor have options (nor a reference or an inverse, except links), and only a stored one can be indexed`,
         { field: dto.name },
       );
     }
@@ -614,6 +643,8 @@ export class MetadataService implements OnApplicationBootstrap {
         function: dto.function,
         filter: dto.filter,
         stored: dto.stored,
+        reference: dto.reference,
+        inverse: dto.inverse,
       },
       {
         self,
@@ -636,6 +667,75 @@ export class MetadataService implements OnApplicationBootstrap {
       field.searchable = true;
     }
     return { field, stored: defined.stored };
+  }
+
+  /**
+   * A new links field's join table, and its inverse field on the target (the same table read the other way),
+   * in the field's transaction.
+   */
+  private async addLinkTable(em: EntityManager, selfName: string, field: FieldMeta): Promise<void> {
+    const meta = field.related!;
+    await this.repo.createLinkTable(
+      em,
+      meta.link!.table,
+      { object: selfName, field: field.name },
+      { object: meta.target, inverse: meta.inverse },
+    );
+    if (!meta.inverse) return;
+    const target = await this.findDefinition(em, meta.target);
+    // Flushed first: the inverse's position comes after every field of the target, this new one included.
+    await em.flush();
+    const last = await em.findOne(FieldDefinitionEntity, { objectId: target.id }, { orderBy: { position: 'desc' } });
+    const inverse: StoredRelated = {
+      target: selfName,
+      via: meta.inverse,
+      link: linkSides(meta.link!.table).inverse,
+      inverse: field.name,
+    };
+    const now = new Date();
+    em.create(FieldDefinitionEntity, {
+      id: randomUUID(),
+      objectId: target.id,
+      name: meta.inverse,
+      label: meta.inverse,
+      type: 'links',
+      expression: null,
+      resultType: field.type,
+      computed: { ...inverse },
+      required: false,
+      unique: false,
+      indexed: false,
+      searchable: false,
+      description: null,
+      options: null,
+      reference: null,
+      position: (last?.position ?? -1) + 1,
+      createdAt: now,
+      updatedAt: now,
+    });
+    target.updatedAt = now;
+  }
+
+  /** Drops a links field's join table and its inverse (refused, as the field itself, while a computed field reads the inverse). */
+  private async dropLinks(em: EntityManager, stored: StoredRelated): Promise<void> {
+    if (stored.inverse) {
+      const computed = await this.computedUsers(em, (ref) => ref.object === stored.target && ref.field === stored.inverse, {
+        object: stored.target,
+        field: stored.inverse,
+      });
+      if (computed.length) {
+        throw new DomainError(
+          'field_in_use',
+          `Field "${stored.target}.${stored.inverse}", the inverse of this links field, is used by ${named('computed field', computed).join('')}; change or delete ${computed.length > 1 ? 'them' : 'it'} first`,
+          { formulas: [], computed, metrics: [], views: [] },
+        );
+      }
+      const target = await this.findDefinition(em, stored.target);
+      const inverse = await em.findOne(FieldDefinitionEntity, { objectId: target.id, name: stored.inverse });
+      if (inverse) em.remove(inverse);
+      target.updatedAt = new Date();
+    }
+    await this.repo.dropLinkTable(em, stored.link!.table);
   }
 
   /**
@@ -749,11 +849,13 @@ export class MetadataService implements OnApplicationBootstrap {
         availableTypes: DEFINITION_TYPES,
       });
     }
-    const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
+    const stray = (['relation', 'through', 'field', 'function', 'filter', 'inverse'] as const).find(
+      (key) => dto[key] !== undefined,
+    );
     if (stray) {
       throw new DomainError(
         'validation_failed',
-        `Only rollup, count and lookup_value fields have "${stray}"; "${dto.name}" is ${dto.type}`,
+        `Only computed fields (rollup, count, lookup_value) and links fields (inverse) have "${stray}"; "${dto.name}" is ${dto.type}`,
       );
     }
     if (dto.stored !== undefined) {
@@ -895,7 +997,9 @@ function formulaField(dto: CreateFieldDto, siblings: FieldMeta[]): FieldMeta {
       { field: dto.name },
     );
   }
-  const stray = (['relation', 'through', 'field', 'function', 'filter'] as const).find((key) => dto[key] !== undefined);
+  const stray = (['relation', 'through', 'field', 'function', 'filter', 'inverse'] as const).find(
+    (key) => dto[key] !== undefined,
+  );
   if (stray) throw new DomainError('validation_failed', `A formula field ("${dto.name}") has no "${stray}"`);
   if (dto.required || dto.unique || dto.indexed || dto.searchable || dto.options !== undefined || dto.reference !== undefined) {
     throw formulaNotStored(dto.name);

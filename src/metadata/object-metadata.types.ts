@@ -40,7 +40,7 @@ export const ROLLUP_FUNCTIONS = ['count', 'sum', 'avg', 'min', 'max', 'count_dis
 export type RollupFunction = (typeof ROLLUP_FUNCTIONS)[number];
 
 /** The computed kinds that read another object: each is one entry of metadata/computed-fields.ts. */
-export const RELATED_KINDS = ['rollup', 'count', 'lookup_value'] as const;
+export const RELATED_KINDS = ['rollup', 'count', 'lookup_value', 'links'] as const;
 export type RelatedKind = (typeof RELATED_KINDS)[number];
 
 /**
@@ -75,6 +75,20 @@ export interface RelatedMeta {
    * row filter and only the fields this one reads. Without it the field is never compiled (fails closed).
    */
   scope?: ObjectMeta;
+  /**
+   * A `links` field (many to many, metadata/links-fields.ts), and a rollup or count whose relation is one: the
+   * join table and which of its columns holds this record's id and which the target's.
+   */
+  link?: LinkTable;
+  /** A `links` field: the links field of `target` that reads the same pairs the other way, if any. */
+  inverse?: string;
+}
+
+/** The join table of a `links` field as one side reads it. */
+export interface LinkTable {
+  table: string;
+  selfColumn: 'source_id' | 'target_id';
+  targetColumn: 'source_id' | 'target_id';
 }
 
 /** One field of an object, as the data engine and tools see it (already validated metadata). */

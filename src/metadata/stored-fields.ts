@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
 import { storedValueSql, whereFieldNames } from './computed-fields';
-import type { FieldMeta, ObjectMeta } from './object-metadata.types';
+import type { FieldMeta, LinkTable, ObjectMeta } from './object-metadata.types';
 
 /**
  * Stored rollup and count fields (`stored: true`): the value is a column of the parent object (the one the
@@ -44,6 +44,8 @@ export interface StoredGroup {
   target: ObjectMeta;
   via: string;
   fields: FieldMeta[];
+  /** A group over a links field (`via`): its join table, whose writes the triggers follow (links-stored.ts). */
+  link?: LinkTable;
 }
 
 /** The group a stored field belongs to among `fields` (the parent's fields, the field itself included or not). */
@@ -52,7 +54,9 @@ export function storedGroupOf(self: string, field: FieldMeta, fields: FieldMeta[
   const members = fields.filter(
     (f) => f.related?.stored && f.related.target === meta.target && f.related.via === meta.via && f.name !== field.name,
   );
-  return { self, target, via: meta.via, fields: [...members, field] };
+  const group: StoredGroup = { self, target, via: meta.via, fields: [...members, field] };
+  if (meta.link) group.link = meta.link;
+  return group;
 }
 
 /** The names of a group's functions and triggers (short: Postgres names are at most 63 bytes). */
@@ -102,18 +106,17 @@ export function recomputeSql(self: string, fields: FieldMeta[], target: ObjectMe
 
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
-/** The bodies of a group's two trigger functions (plpgsql): what its DDL installs, and what a boot compares. */
-export function storedGroupBodies(group: StoredGroup): { fn: string; parentFn: string } {
+/** The DDL that installs (or replaces) a group's functions and triggers; with no field left, drops them. */
+export function storedGroupDdl(group: StoredGroup): string[] {
   const { self, target, via: viaName, fields } = group;
+  if (!fields.length) return dropStoredGroupDdl(self, target.name, viaName);
+  const names = storedNames(self, target.name, viaName);
   const via = quoteIdent(viaName);
+  const fn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.fn)}`;
+  const childTable = objectTable(target.name);
   const parentTable = objectTable(self);
   const inputs = storedInputColumns(fields).map(quoteIdent);
   const changed = `row(${inputs.map((c) => `o.${c}`).join(', ')}) is distinct from row(${inputs.map((c) => `n.${c}`).join(', ')})`;
-  const differs = (i: number) => `w."__o${i}" is distinct from w.${quoteIdent(fields[i].name)}`;
-  const changedFields = `array_remove(array[${fields.map((f, i) => `case when ${differs(i)} then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
-  const unchanged = `array_remove(array[${fields.map((f, i) => `case when not (${differs(i)}) then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
-  const before = `jsonb_build_object(${fields.map((f, i) => `${literal(f.name)}, w."__o${i}"`).join(', ')}) - ${unchanged}`;
-  const helperColumns = `array[${fields.map((_f, i) => `'__o${i}'`).join(', ')}]::text[]`;
   const body = `
 declare
   parents uuid[];
@@ -140,41 +143,52 @@ begin
   -- 2. A new statement, so a fresh snapshot: every child committed before the lock was granted is counted.
   select c."change_set_id", c."key_id" into set_id, set_key from "record_changes" c
     where c."object" = ${literal(target.name)} and c."record_id" = any(children) order by c."id" desc limit 1;
-  with "__w" as (${recomputeSql(self, fields, target, 'parents')} returning "__t".*, ${fields.map((_f, i) => `"__x"."__o${i}"`).join(', ')})
-  insert into "record_changes" ("object", "op", "record_id", "changed_fields", "record", "key_id", "change_set_id", "before")
-  select ${literal(self)}, 'update', w."id", ${changedFields}, to_jsonb(w) - ${helperColumns}, set_key, set_id, ${before}
-  from "__w" w order by w."id";
+  ${recomputeParentsSql(self, fields, target)};
   return null;
 end`;
-  // A parent written as a new row (a create, a restore from the trash, an import) gets its values as it is
-  // written: its related records may have changed since a snapshot of it was taken.
+  return [
+    ...dropStoredGroupDdl(self, target.name, viaName),
+    `create function ${fn}() returns trigger language plpgsql volatile as ${dollarQuoted(body)}`,
+    ...parentTriggerDdl(group),
+    `create trigger ${quoteIdent(names.insert)} after insert on ${childTable} referencing new table as new_rows for each statement execute function ${fn}()`,
+    `create trigger ${quoteIdent(names.update)} after update on ${childTable} referencing old table as old_rows new table as new_rows for each statement execute function ${fn}()`,
+    `create trigger ${quoteIdent(names.del)} after delete on ${childTable} referencing old table as old_rows for each statement execute function ${fn}()`,
+  ];
+}
+
+/**
+ * The statement of a trigger function that recomputes the group's `fields` of the parents in the plpgsql variable
+ * `parents` (locked already) and appends an `update` change of each one whose values changed (`set_id`, `set_key`).
+ */
+export function recomputeParentsSql(self: string, fields: FieldMeta[], target: ObjectMeta): string {
+  const differs = (i: number) => `w."__o${i}" is distinct from w.${quoteIdent(fields[i].name)}`;
+  const changedFields = `array_remove(array[${fields.map((f, i) => `case when ${differs(i)} then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
+  const unchanged = `array_remove(array[${fields.map((f, i) => `case when not (${differs(i)}) then ${literal(f.name)} end`).join(', ')}]::text[], null)`;
+  const before = `jsonb_build_object(${fields.map((f, i) => `${literal(f.name)}, w."__o${i}"`).join(', ')}) - ${unchanged}`;
+  const helperColumns = `array[${fields.map((_f, i) => `'__o${i}'`).join(', ')}]::text[]`;
+  return `with "__w" as (${recomputeSql(self, fields, target, 'parents')} returning "__t".*, ${fields.map((_f, i) => `"__x"."__o${i}"`).join(', ')})
+  insert into "record_changes" ("object", "op", "record_id", "changed_fields", "record", "key_id", "change_set_id", "before")
+  select ${literal(self)}, 'update', w."id", ${changedFields}, to_jsonb(w) - ${helperColumns}, set_key, set_id, ${before}
+  from "__w" w order by w."id"`;
+}
+
+/**
+ * A parent written as a new row (a create, a restore from the trash, an import) gets its values as it is
+ * written: its related records may have changed since a snapshot of it was taken.
+ */
+export function parentTriggerDdl(group: StoredGroup): string[] {
+  const { self, target, fields } = group;
+  const names = storedNames(self, target.name, group.via);
+  const parentFn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.parentFn)}`;
   const parentBody = `
 begin
   select ${fields.map((f) => storedValueSql(f, target, '"__p"')).join(', ')}
     into ${fields.map((f) => `NEW.${quoteIdent(f.name)}`).join(', ')} from (select NEW."id" as "id") as "__p";
   return NEW;
 end`;
-  return { fn: body, parentFn: parentBody };
-}
-
-/** The DDL that installs (or replaces) a group's functions and triggers; with no field left, drops them. */
-export function storedGroupDdl(group: StoredGroup): string[] {
-  const { self, target, via: viaName, fields } = group;
-  if (!fields.length) return dropStoredGroupDdl(self, target.name, viaName);
-  const names = storedNames(self, target.name, viaName);
-  const fn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.fn)}`;
-  const parentFn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.parentFn)}`;
-  const childTable = objectTable(target.name);
-  const parentTable = objectTable(self);
-  const { fn: body, parentFn: parentBody } = storedGroupBodies(group);
   return [
-    ...dropStoredGroupDdl(self, target.name, viaName),
-    `create function ${fn}() returns trigger language plpgsql volatile as ${dollarQuoted(body)}`,
     `create function ${parentFn}() returns trigger language plpgsql volatile as ${dollarQuoted(parentBody)}`,
-    `create trigger ${quoteIdent(names.parent)} before insert on ${parentTable} for each row execute function ${parentFn}()`,
-    `create trigger ${quoteIdent(names.insert)} after insert on ${childTable} referencing new table as new_rows for each statement execute function ${fn}()`,
-    `create trigger ${quoteIdent(names.update)} after update on ${childTable} referencing old table as old_rows new table as new_rows for each statement execute function ${fn}()`,
-    `create trigger ${quoteIdent(names.del)} after delete on ${childTable} referencing old table as old_rows for each statement execute function ${fn}()`,
+    `create trigger ${quoteIdent(names.parent)} before insert on ${objectTable(self)} for each row execute function ${parentFn}()`,
   ];
 }
 
@@ -201,4 +215,21 @@ export function dollarQuoted(body: string): string {
     const tag = `$stored_${randomBytes(6).toString('hex')}$`;
     if (!body.includes(tag)) return `${tag}${body}${tag}`;
   }
+}
+
+/**
+ * What a group's DDL (storedGroupDdl, or links-stored.ts's for a group over a links field) leaves in the
+ * database: the body of each function it creates, by name, and the names of the triggers it creates. A boot
+ * compares them with pg_proc and pg_trigger (MetadataService.repairStoredTriggers).
+ */
+export function storedDdlExpectations(statements: string[]): { bodies: Map<string, string>; triggers: string[] } {
+  const bodies = new Map<string, string>();
+  const triggers: string[] = [];
+  for (const statement of statements) {
+    const fn = /^create function "[^"]+"\."([^"]+)"\(\) [^$]* as (\$stored_[0-9a-f]+\$)([\s\S]*)\2$/.exec(statement);
+    if (fn) bodies.set(fn[1], fn[3]);
+    const trigger = /^create trigger "([^"]+)"/.exec(statement);
+    if (trigger) triggers.push(trigger[1]);
+  }
+  return { bodies, triggers };
 }

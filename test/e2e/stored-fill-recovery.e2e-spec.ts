@@ -189,5 +189,17 @@ describe('stored field fills and triggers across replicas', () => {
       await sql.query<{ total: string }>('select open_total::text as total from data.acct where id = $1', [fresh])
     ).rows[0];
     expect(freshRow.total).toBe('0.00');
+
+    // Triggers that match what the build generates are left alone: the next boot replaces nothing.
+    const oids = async () =>
+      (
+        await sql.query<{ oid: string }>(`select oid::text as oid from pg_proc where proname like $1 order by proname`, [
+          `${childFn}%`,
+        ])
+      ).rows.map((r) => r.oid);
+    const before = await oids();
+    await b.close();
+    b = await startTestApp({ database, env: ENV });
+    expect(await oids()).toEqual(before);
   }, 180_000);
 });

@@ -7,6 +7,7 @@ import { MigrationFormulaFields } from './migration-20261203-formula-fields';
 import { MigrationPrincipalOwners } from './migration-20261206-principal-owners';
 import { MigrationSystemJobs } from './migration-20261209-system-jobs';
 import { MigrationSchedules } from './migration-20261207-schedules';
+import { MigrationLinksFields } from './migration-20261208-links-fields';
 import { MigrationWebhooks } from './migration-20261204-webhooks';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
@@ -72,6 +73,7 @@ export const MIGRATIONS = [
   MigrationRelatedFields,
   MigrationPrincipalOwners,
   MigrationSchedules,
+  MigrationLinksFields,
   MigrationSystemJobs,
 ];
 

@@ -1,7 +1,10 @@
 import type { Change, FieldSummary } from './grid-api';
 
-/** The kinds of field whose value the server computes when it is read: never written, shown read-only. */
-const COMPUTED_TYPES = new Set(['formula', 'rollup', 'count', 'lookup_value']);
+/**
+ * The kinds of field whose value the server computes when it is read: never written, shown read-only. Links (the
+ * ids of linked records) are written through the records API, not typed into a cell: read-only here too.
+ */
+const COMPUTED_TYPES = new Set(['formula', 'rollup', 'count', 'lookup_value', 'links']);
 
 export function isComputedField(field: Pick<FieldSummary, 'type'> | undefined): boolean {
   return !!field && COMPUTED_TYPES.has(field.type);
@@ -89,6 +92,8 @@ export function computedText(field: FieldSummary, fields: FieldSummary[]): strin
       const relation = relationParts(field.relation);
       return `Count: number of ${relation?.object ?? field.relation ?? '?'} records${relation ? ` (by ${relation.via})` : ''}${where}`;
     }
+    case 'links':
+      return `Links: ids of the linked ${field.reference ?? '?'} records (read-only here)`;
     default: {
       const target = fields.find((other) => other.name === field.through)?.reference;
       return `Lookup: ${field.field ?? '?'} of the ${target ?? 'record'} that ${field.through ?? '?'} points at`;

@@ -22,7 +22,7 @@ export interface DescribedField {
   expression?: string;
   /** A computed field: the type of its value (how to filter, sort and aggregate it). */
   resultType?: string;
-  /** rollup and count: the related records, "<object>.<its lookup pointing here>". */
+  /** rollup and count: the related records, "<object>.<its lookup pointing here>" or a links field of this object. */
   relation?: string;
   /** rollup: how the related values are combined. */
   function?: string;
@@ -32,7 +32,9 @@ export interface DescribedField {
   filter?: Record<string, unknown>;
   /** lookup_value: the lookup field whose record's value it shows. */
   through?: string;
-  /** rollup, count and lookup_value: how the value is computed, in a sentence. */
+  /** links: the links field of the `reference` object holding the same pairs the other way. */
+  inverse?: string;
+  /** rollup, count, lookup_value and links: how the value is computed, in a sentence. */
   computed?: string;
 }
 
@@ -54,6 +56,8 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
       'A rollup (relation, function, field, filter), count (relation, filter) or lookup_value (through, field) is ' +
       'computed when read from the related records the caller may read (the computed text says how); read-only, ' +
       'used like a field of its resultType (e.g. sort accounts by a rollup). ' +
+      'A links field (type links, with reference and maybe inverse) holds the ids of the linked reference records ' +
+      '(many to many) the caller may read; filter it with $null, $contains or $in; a rollup or count may name it as relation. ' +
       'System fields id, created_at and updated_at are included (marked system) and can be filtered and sorted on. ' +
       'Call this before query_records, get_record or aggregate_data to use exact field names and option values.',
     parameters: {

@@ -1,0 +1,164 @@
+import { DomainError } from '../common/domain-error';
+import { isPlainObject } from '../common/plain-object';
+import type { DataSession } from '../database/data-pool';
+import { objectTable, quoteIdent } from '../database/sql-identifier';
+import { SqlParams } from '../database/sql-params';
+import { isLinks, linkTableSql } from '../metadata/links-fields';
+import { LINK_SETTINGS } from '../metadata/links-changes';
+import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
+import type { ChangeCapture } from './change-outbox';
+import { linkIds } from './links.values';
+import { compileRowFilter } from './where.compiler';
+
+/**
+ * Writes of links fields (metadata/links-fields.ts): an array replaces the set, `{ "$add": [..], "$remove":
+ * [..] }` (updates) changes it. They run in the record write's transaction, after its statement: the record's
+ * row lock orders concurrent writers of one record, and each pair is a row of its own (`on conflict do
+ * nothing`), so concurrent `$add`s never lose a link.
+ *
+ * Access: the field is in the caller's view only when it may read the target; its `scope` is the caller's view
+ * of the target. An id the caller may not read there is refused exactly like a missing one
+ * (`invalid_reference`); a set or a `$remove` touches only the links the caller can see (the others are kept).
+ */
+
+/** One links field's write. */
+export interface LinkWrite {
+  field: FieldMeta;
+  /** The whole set (as the caller sees it). */
+  set?: string[];
+  add?: string[];
+  remove?: string[];
+}
+
+/**
+ * The links fields' values taken out of a write body: `rest` is what encodeWrite checks (a links field left in
+ * it is refused there as read-only, e.g. in a batch or an import, which do not write links).
+ */
+export function takeLinkWrites(
+  object: ObjectMeta,
+  input: unknown,
+  mode: 'insert' | 'update',
+): { rest: unknown; links: LinkWrite[] } {
+  if (!isPlainObject(input)) return { rest: input, links: [] };
+  const rest: Record<string, unknown> = {};
+  const links: LinkWrite[] = [];
+  for (const [name, value] of Object.entries(input)) {
+    const field = object.fields.find((f) => f.name === name);
+    if (!field || !isLinks(field) || value === undefined) {
+      rest[name] = value;
+      continue;
+    }
+    links.push(linkWrite(field, value, mode));
+  }
+  return { rest, links };
+}
+
+function linkWrite(field: FieldMeta, value: unknown, mode: 'insert' | 'update'): LinkWrite {
+  if (value === null) return { field, set: [] };
+  if (Array.isArray(value)) return { field, set: linkIds(field, value) };
+  if (mode === 'update' && isPlainObject(value)) {
+    const keys = Object.keys(value);
+    if (keys.length && keys.every((key) => key === '$add' || key === '$remove')) {
+      const add = value.$add === undefined ? [] : linkIds(field, value.$add, '$add');
+      const remove = value.$remove === undefined ? [] : linkIds(field, value.$remove, '$remove');
+      return { field, add, remove: remove.filter((id) => !add.includes(id)) };
+    }
+  }
+  throw new DomainError(
+    'invalid_value',
+    `Links field "${field.name}" expects an array of record ids${mode === 'update' ? ' or {"$add": [ids], "$remove": [ids]}' : ''}`,
+    { field: field.name, type: 'links' },
+  );
+}
+
+/** A links value naming no record the caller may read (missing or outside its row filter): one error for both. */
+function invalidLink(field: FieldMeta, ids: string[]): DomainError {
+  return new DomainError(
+    'invalid_reference',
+    `Links field "${field.name}" names ${ids.length > 1 ? 'ids that are' : 'an id that is'} not a "${field.related!.target}" record: ${ids.slice(0, 5).join(', ')}`,
+    { field: field.name },
+  );
+}
+
+/**
+ * Checks every id a write adds (invalid_reference), before anything is written: the caller's view of the
+ * target (`related.scope`, its row filter included) must hold each.
+ */
+export async function checkLinkTargets(session: DataSession, writes: readonly LinkWrite[]): Promise<void> {
+  for (const write of writes) {
+    const ids = [...(write.set ?? []), ...(write.add ?? [])];
+    if (!ids.length) continue;
+    const scope = targetView(write.field);
+    const params = new SqlParams();
+    const filter = compileRowFilter(scope, params, { tableAlias: 't' });
+    const rows = await session.query<{ id: string }>(
+      params.query(
+        `select "t"."id"::text as "id" from ${objectTable(scope.name)} as "t" where "t"."id" = any(${params.add(ids)}::uuid[])` +
+          (filter ? ` and (${filter})` : ''),
+      ),
+    );
+    const found = new Set(rows.map((row) => row.id));
+    const missing = ids.filter((id) => !found.has(id));
+    if (missing.length) throw invalidLink(write.field, missing);
+  }
+}
+
+/**
+ * Applies the writes to the record `id` (already written in this transaction, its change appended). The join
+ * table's triggers append the `update` change of each record on the other side whose inverse field changed
+ * (metadata/links-changes.ts). Returns nothing: the caller reads the record again.
+ */
+export async function applyLinkWrites(
+  session: DataSession,
+  id: string,
+  writes: readonly LinkWrite[],
+  capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
+): Promise<void> {
+  if (!writes.length) return;
+  // The join tables' triggers (their changes, stored rollups) log under this write's set and key, this record aside.
+  const settings = new SqlParams();
+  const set = (name: string, value: string) => `set_config(${settings.add(name)}, ${settings.add(value)}, true)`;
+  await session.query(
+    settings.query(
+      `select ${set(LINK_SETTINGS.changeSet, capture.changeSet.id)}, ${set(LINK_SETTINGS.key, capture.keyId)}, ` +
+        set(LINK_SETTINGS.record, id),
+    ),
+  );
+  for (const write of writes) {
+    const meta = write.field.related!;
+    const link = meta.link!;
+    const table = linkTableSql(link.table);
+    const self = quoteIdent(link.selfColumn);
+    const target = quoteIdent(link.targetColumn);
+    const scope = targetView(write.field);
+    const removing = write.set ?? write.remove ?? [];
+    if (write.set || removing.length) {
+      const params = new SqlParams();
+      const kept = write.set
+        ? `not (${target} = any(${params.add(write.set)}::uuid[]))`
+        : `${target} = any(${params.add(removing)}::uuid[])`;
+      const filter = compileRowFilter(scope, params, { tableAlias: 't' });
+      // Only links the caller can see: one to a record outside its row filter stays.
+      const visible = filter ? ` and ${target} in (select "t"."id" from ${objectTable(scope.name)} as "t" where ${filter})` : '';
+      const sql = `delete from ${table} where ${self} = ${params.add(id)}::uuid and ${kept}${visible}`;
+      await session.query(params.query(sql));
+    }
+    const adding = write.set ?? write.add ?? [];
+    if (adding.length) {
+      const params = new SqlParams();
+      // In the order given: `seq` numbers the rows as they are inserted.
+      const sql =
+        `insert into ${table} (${self}, ${target}) select ${params.add(id)}::uuid, u."id" ` +
+        `from unnest(${params.add(adding)}::uuid[]) with ordinality as u("id", "n") order by u."n" ` +
+        `on conflict do nothing`;
+      await session.query(params.query(sql));
+    }
+  }
+}
+
+/** The caller's view of the target (set by its access for every links field of its view; never absent there). */
+function targetView(field: FieldMeta): ObjectMeta {
+  const scope = field.related?.scope;
+  if (!scope) throw new Error(`links field "${field.name}" written without the caller's view of its target`);
+  return scope;
+}
