@@ -20,7 +20,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
-import { log, sql } from './harness';
+import { log, processCpuMs, sql } from './harness';
 import { HttpClient, percentile } from './load';
 import type { Goal } from './results';
 import type { SectionContext } from './section';
@@ -42,6 +42,8 @@ const WARMUP = 400;
 const WAIT_MS = count('BENCH_WEBHOOK_WAIT_MS', 360_000);
 const SLOW_MIN_MS = 100;
 const SLOW_MAX_MS = 300;
+/** Statements listed per run, most called first. */
+const TOP_STATEMENTS = 8;
 
 type RunName = 'none' | 'five' | 'five, slow receiver';
 
@@ -81,6 +83,12 @@ export interface RunFigures {
   /** Delivery rows by status, and attempts beyond the first, read before the webhooks are deleted. */
   statuses: Record<string, number>;
   retries: number;
+  /** From the first write to the end of the wait: SQL statements run (pg_stat_statements), CPU of the app and of this process, ms. */
+  statements: number;
+  appCpuMs: number;
+  benchCpuMs: number;
+  /** The statements run most often in the run, with their calls. */
+  topStatements: { query: string; calls: number }[];
 }
 
 export interface WebhooksResult {
@@ -207,8 +215,15 @@ async function writes(writers: HttpClient[], total: number, first: number) {
   return { started, wallMs: performance.now() - started, answeredAt, latencies, errors };
 }
 
-export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port' | 'databaseUrl'>): Promise<WebhooksResult> {
-  const { admin, port, databaseUrl } = context;
+export async function webhooksRun(
+  context: Pick<SectionContext, 'admin' | 'port' | 'databaseUrl' | 'db' | 'app'>,
+): Promise<WebhooksResult> {
+  const { admin, port, databaseUrl, db, app } = context;
+  const appCpu = () => (app.pid ? processCpuMs(app.pid) : 0);
+  const benchCpu = () => {
+    const usage = process.cpuUsage();
+    return (usage.user + usage.system) / 1000;
+  };
   await admin.json(
     {
       method: 'POST',
@@ -258,6 +273,8 @@ export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port'
     }
     const first = seq;
     seq += total;
+    await db?.reset();
+    const cpuBefore = { app: appCpu(), bench: benchCpu() };
     const w = await writes(writers, total, first);
     const lastAnswer = Math.max(...w.answeredAt.filter((t) => t !== undefined));
     const expected = hookIds.length * (total - w.errors);
@@ -270,6 +287,8 @@ export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port'
         log(`  ${name}: ${receiver.received.length} of ${expected} deliveries`);
       }
     }
+    const cpu = { app: appCpu() - cpuBefore.app, bench: benchCpu() - cpuBefore.bench };
+    const statements = (await db?.read()) ?? [];
     const received = receiver.received;
     if (received.length < expected) log(`  ${name}: only ${received.length} of ${expected} deliveries within ${WAIT_MS} ms`);
     const statuses: Record<string, number> = {};
@@ -317,14 +336,21 @@ export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port'
       badSignatures: receiver.badSignatures,
       statuses,
       retries,
+      statements: statements.reduce((n, row) => n + row.calls, 0),
+      appCpuMs: cpu.app,
+      benchCpuMs: cpu.bench,
+      topStatements: statements.slice(0, TOP_STATEMENTS).map(({ query, calls }) => ({ query, calls })),
     };
     log(
       `round ${round + 1}, ${name}: ${figures.writesPerSecond.toFixed(0)} writes/s, p95 ${percentile(w.latencies, 95).toFixed(1)} ms` +
         (expected
           ? `; ${received.length}/${expected} deliveries, ${figures.deliveriesPerSecond.toFixed(0)}/s, ` +
             `p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms`
-          : ''),
+          : '') +
+        `; per write: ${(figures.statements / total).toFixed(1)} statements, app CPU ${(cpu.app / total).toFixed(2)} ms, ` +
+        `bench CPU ${(cpu.bench / total).toFixed(2)} ms`,
     );
+    for (const row of figures.topStatements) log(`    ${row.calls} x ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
     return figures;
   };
 
