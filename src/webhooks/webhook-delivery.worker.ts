@@ -1,3 +1,4 @@
+import type { Agent } from 'node:http';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
 import type { Caller } from '../auth/caller';
@@ -8,10 +9,10 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { AccessService } from '../governance/access.service';
 import { JobQueue, type QueuedJob } from '../jobs/job-queue.service';
 import { PrometheusService } from '../observability/prometheus.service';
-import { postOnce, type AttemptResult } from './webhook-sender';
-import { resolveTarget } from './webhook-target';
-import { DELIVERY_QUEUE, deliveryQueueSettings, type DeliveryJobData } from './webhook-jobs';
-import { WebhookRepository, type DeliveryRow, type WebhookRow } from './webhook.repository';
+import { keepAliveAgent, postOnce, type AttemptResult } from './webhook-sender';
+import { resolveTarget, type PinnedTarget } from './webhook-target';
+import { DELIVERY_QUEUE, deliveryIdsOf, deliveryQueueSettings, recordKey, type DeliveryJobData } from './webhook-jobs';
+import { WebhookRepository, type DeliveryOutcome, type DeliveryRow, type WebhookRow } from './webhook.repository';
 
 /** The type of a record event, by the change's op. */
 const EVENT_TYPES = { create: 'record.created', update: 'record.updated', delete: 'record.deleted' } as const;
@@ -23,25 +24,47 @@ export interface WebhookEvent {
   data: ChangeResponse;
 }
 
-/** Why an attempt failed, so that pg-boss retries it (the delivery row holds the details). */
+/** Why a run of a job failed, so that pg-boss retries it (the delivery rows hold the details). */
 class AttemptFailed extends Error {}
 
+/** Records of one object whose changes are read for a job in one page at most this far apart (in cursors); else one by one. */
+const READ_SPAN = 1_000;
+
+/** What one run of a job hands on: a record's deliveries left for a job of its own (of the record's key). */
+interface HandOff {
+  ids: string[];
+  /** Its first delivery's attempt failed in this run: the new job waits for the backoff first. */
+  backoff: boolean;
+}
+
 /**
- * Works the delivery jobs: one attempt per job run. Before each attempt the change is read again as
- * the owner reads it NOW (its key, its row filter and hidden fields, the webhook's where): a change it
- * may no longer see is `skipped`, never sent; an owner revoked disables the webhook. Then the target is
- * resolved and checked (WEBHOOK_ALLOW_PRIVATE), the body signed (Standard Webhooks: the delivery's id is
- * `webhook-id`, the same on every retry, for receivers to deduplicate) and posted to the pinned address.
+ * Works the delivery jobs. A job holds deliveries of one webhook in cursor order: a page of the
+ * dispatcher (the webhook's key: its pages run one at a time, in order), or the deliveries of one record
+ * (the record's key). A run reads the webhook, its owner's access and the changes once, and sends the
+ * deliveries one after the other (each job is one request in flight: WEBHOOK_OWNER_CONCURRENCY bounds the
+ * owner's), on one kept-alive connection to the target resolved and checked (WEBHOOK_ALLOW_PRIVATE) for
+ * this run; their attempts are counted in one statement before the first is made (a replica that dies
+ * during one has still used it) and their outcomes written in one statement after the last.
  *
- * A failed attempt throws, and the queue retries it with exponential backoff (WEBHOOK_RETRY_DELAY_S, at
- * most WEBHOOK_RETRY_DELAY_MAX_S apart) until WEBHOOK_MAX_ATTEMPTS attempts or WEBHOOK_MAX_AGE_HOURS:
- * then the delivery is `failed` and the job completes, so the record's next change goes out (a record's
- * jobs run one at a time, in order). A webhook whose every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS
+ * Before it is sent, the change is read as the owner reads it NOW (its key, its row filter and hidden
+ * fields, the webhook's where): a change it may no longer see is `skipped`, never sent; an owner revoked
+ * disables the webhook. The body is signed (Standard Webhooks: the delivery's id is `webhook-id`, the same
+ * on every retry, for receivers to deduplicate).
+ *
+ * Order per record: in a page, a record with an earlier change still pending in another job (a retry) is
+ * handed on to a job of the record's key, which runs after that one; a record whose attempt fails is
+ * handed on likewise (that job first waits for the backoff), and the page's other records are sent. A job
+ * of one record whose attempt fails is retried by pg-boss with exponential backoff (WEBHOOK_RETRY_DELAY_S,
+ * at most WEBHOOK_RETRY_DELAY_MAX_S apart), the record's later jobs waiting behind it, until
+ * WEBHOOK_MAX_ATTEMPTS attempts or WEBHOOK_MAX_AGE_HOURS: then the delivery is `failed` and the record's
+ * next change goes out. A run stops sending once another attempt might outlast the job's lease (or the
+ * replica stops), handing the rest on. A webhook whose every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS
  * is disabled, with its reason.
  */
 @Injectable()
 export class WebhookDeliveryWorker {
   private readonly logger = new Logger(WebhookDeliveryWorker.name);
+  private readonly settings: ReturnType<typeof deliveryQueueSettings>;
 
   constructor(
     private readonly repo: WebhookRepository,
@@ -49,31 +72,29 @@ export class WebhookDeliveryWorker {
     private readonly access: AccessService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: PrometheusService,
-    jobs: JobQueue,
+    private readonly jobs: JobQueue,
   ) {
+    this.settings = deliveryQueueSettings(config);
     jobs.define<DeliveryJobData>({
       queue: {
         name: DELIVERY_QUEUE,
         policy: 'key_strict_fifo',
-        ...deliveryQueueSettings(config),
+        ...this.settings,
       },
       groupConcurrency: config.webhookOwnerConcurrency,
       handler: (job) => this.run(job),
     });
   }
 
-  /** One attempt of the job's delivery. */
+  /** One run of the job: each of its pending deliveries attempted once, in order, or handed on. */
   async run(job: QueuedJob<DeliveryJobData>): Promise<void> {
-    const delivery = await this.repo.deliveryById(job.data.deliveryId);
-    if (!delivery || delivery.status !== 'pending') return; // deleted with its webhook, or settled by an earlier run
-    const webhook = await this.repo.find(delivery.webhookId);
+    if (job.data.backoff && job.retryCount === 0) throw new AttemptFailed('Waiting for the backoff of the failed attempt');
+    const pending = (await this.repo.deliveriesByIds(deliveryIdsOf(job.data))).filter((d) => d.status === 'pending');
+    if (!pending.length) return; // deleted with their webhook, or settled by an earlier run
+    const webhook = await this.repo.find(pending[0].webhookId);
     if (!webhook) return;
     if (webhook.status !== 'active') {
-      await this.settle(
-        delivery.id,
-        'failed',
-        `Not sent: the webhook is disabled (${webhook.disabledReason ?? 'no reason given'})`,
-      );
+      await this.fail(pending, `Not sent: the webhook is disabled (${webhook.disabledReason ?? 'no reason given'})`);
       return;
     }
     let owner: Caller;
@@ -82,94 +103,250 @@ export class WebhookDeliveryWorker {
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       await this.repo.disable(webhook.id, "The owner's API key was revoked");
-      await this.settle(delivery.id, 'failed', "Not sent: the owner's API key was revoked");
+      await this.fail(pending, "Not sent: the owner's API key was revoked");
       return;
     }
-    const change = await this.readAsOwner(owner, webhook, delivery);
-    if (!change) return;
 
-    const attempt = await this.repo.startAttempt(delivery.id);
-    if (attempt > this.config.webhookMaxAttempts || delivery.ageSeconds >= this.config.webhookMaxAgeHours * 3600) {
-      await this.settle(delivery.id, 'failed', delivery.error ?? 'No attempt succeeded in time');
-      return;
+    const handOffs = new Map<string, HandOff>();
+    if (!job.data.record) {
+      for (const recordId of await this.repo.heldRecords(webhook.id, pending))
+        handOffs.set(recordId, { ids: [], backoff: false });
     }
-    const result = await this.attempt(webhook, delivery, change);
-    this.metrics.observeWebhookAttempt(result.ok);
-    if (result.ok) {
-      await this.repo.recordAttempt(delivery.id, { status: 'succeeded', ...outcome(result) });
-      await this.repo.succeeded(webhook.id);
-      this.metrics.observeWebhookDelivery('succeeded');
-      return;
+    const outcomes: DeliveryOutcome[] = [];
+    const visible = await this.readAsOwner(
+      owner,
+      webhook,
+      pending.filter((d) => !handOffs.has(d.recordId)),
+      outcomes,
+    );
+    if (!visible) return;
+    const attempts = await this.repo.startAttempts([...visible.keys()]);
+    const run = new DeliveryRun(webhook, this.config.webhookTimeoutMs, this.config.webhookAllowPrivate);
+    // Attempts begin while one more would still end within the job's lease (some time was spent before this run).
+    const until = performance.now() + Math.max(0, (this.settings.expireInSeconds - 1) * 1000 - this.config.webhookTimeoutMs);
+    let progressed = false;
+    let retry: string | undefined;
+    let disabled: string | undefined;
+    let succeededSince = false;
+    try {
+      for (const delivery of pending) {
+        const change = visible.get(delivery.id);
+        const handOff = handOffs.get(delivery.recordId);
+        if (retry || handOff) {
+          handOff?.ids.push(delivery.id);
+          if (change) outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
+          continue;
+        }
+        if (!change) continue; // skipped (readAsOwner)
+        if (disabled) {
+          outcomes.push({
+            id: delivery.id,
+            kind: 'settled',
+            status: 'failed',
+            error: `Not sent: the webhook is disabled (${disabled})`,
+          });
+          this.metrics.observeWebhookDelivery('failed');
+          continue;
+        }
+        const attempt = attempts.get(delivery.id) ?? delivery.attempts + 1;
+        const expired = delivery.ageSeconds >= this.config.webhookMaxAgeHours * 3600;
+        if (attempt > this.config.webhookMaxAttempts || expired) {
+          outcomes.push({
+            id: delivery.id,
+            kind: 'settled',
+            status: 'failed',
+            error: delivery.error ?? 'No attempt succeeded in time',
+          });
+          this.metrics.observeWebhookDelivery('failed');
+          progressed = true;
+          continue;
+        }
+        if (progressed && (performance.now() > until || job.signal?.aborted)) {
+          // The rest is handed on: in a job of one record, by retrying this one (the record's later jobs wait behind it).
+          if (job.data.record) retry = 'Continued in a later run';
+          else handOffs.set(delivery.recordId, { ids: [delivery.id], backoff: false });
+          outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
+          continue;
+        }
+        const result = await run.attempt(delivery, change);
+        progressed = true;
+        this.metrics.observeWebhookAttempt(result.ok);
+        if (result.ok) {
+          outcomes.push({ id: delivery.id, kind: 'sent', status: 'succeeded', ...outcome(result) });
+          this.metrics.observeWebhookDelivery('succeeded');
+          succeededSince = true;
+          continue;
+        }
+        if (result.error) {
+          this.logger.debug({
+            msg: 'webhook attempt failed',
+            webhookId: webhook.id,
+            deliveryId: delivery.id,
+            error: result.error,
+          });
+        }
+        // Its failures are counted from its first failure after its last success.
+        if (succeededSince) await this.repo.succeeded(webhook.id);
+        succeededSince = false;
+        if (await this.repo.failed(webhook.id, this.config.webhookDisableAfterHours)) {
+          disabled = `Every delivery attempt failed for ${this.config.webhookDisableAfterHours} hours`;
+        }
+        const final =
+          disabled !== undefined ||
+          attempt >= this.config.webhookMaxAttempts ||
+          expired ||
+          (job.data.record === true && job.retryCount >= job.retryLimit);
+        outcomes.push({ id: delivery.id, kind: 'sent', status: final ? 'failed' : 'pending', ...outcome(result) });
+        if (final) {
+          this.metrics.observeWebhookDelivery('failed');
+        } else if (job.data.record) {
+          retry = result.error ?? 'The attempt failed';
+        } else {
+          handOffs.set(delivery.recordId, { ids: [delivery.id], backoff: true });
+        }
+      }
+    } finally {
+      run.close();
+      await this.repo.recordOutcomes(outcomes);
+      if (succeededSince) await this.repo.succeeded(webhook.id);
     }
-    const disabled = await this.repo.failed(webhook.id, this.config.webhookDisableAfterHours);
-    const final =
-      disabled ||
-      attempt >= this.config.webhookMaxAttempts ||
-      delivery.ageSeconds >= this.config.webhookMaxAgeHours * 3600 ||
-      job.retryCount >= job.retryLimit;
-    await this.repo.recordAttempt(delivery.id, { status: final ? 'failed' : 'pending', ...outcome(result) });
-    if (final) this.metrics.observeWebhookDelivery('failed');
-    // The last attempt completes the job (the record's next change may go); any other is retried with backoff.
-    if (!final) throw new AttemptFailed(result.error ?? 'The attempt failed');
+    await this.handOn(webhook, handOffs);
+    // A failed attempt of a job of one record: pg-boss retries it with backoff, and its later deliveries with it.
+    if (retry) throw new AttemptFailed(retry);
   }
 
   /**
-   * The delivery's change as the owner reads it now: undefined (and the delivery settled) when the
-   * owner may not see it any more, or may not read the object or a field of the webhook's where.
+   * The changes of `deliveries` as the owner reads them now, by delivery id: those it may not see any more
+   * (or that no longer match the where) are `skipped` into `outcomes`. Undefined (and every delivery
+   * settled) when the owner may not read the object or a field of the webhook's where any more.
    */
-  private async readAsOwner(owner: Caller, webhook: WebhookRow, delivery: DeliveryRow): Promise<ChangeResponse | undefined> {
+  private async readAsOwner(
+    owner: Caller,
+    webhook: WebhookRow,
+    deliveries: DeliveryRow[],
+    outcomes: DeliveryOutcome[],
+  ): Promise<Map<string, ChangeResponse> | undefined> {
+    const visible = new Map<string, ChangeResponse>();
     try {
-      const page = await this.changes.follow(owner, delivery.object, {
-        after: (BigInt(delivery.cursor) - 1n).toString(),
-        limit: 1,
-        where: webhook.where,
-      });
-      const [change] = page.changes;
-      if (change?.cursor === delivery.cursor) return change;
-      await this.settle(
-        delivery.id,
-        'skipped',
-        'Not sent: the owner may no longer read this change (or it no longer matches the where)',
-      );
+      for (const [object, ofObject] of groupBy(deliveries, (d) => d.object)) {
+        const found = new Map<string, ChangeResponse>();
+        const first = BigInt(ofObject[0].cursor);
+        const span = BigInt(ofObject[ofObject.length - 1].cursor) - first + 1n;
+        // One page from the first cursor to the last (cursors of one object only grow), unless they lie far apart.
+        const ranges =
+          span <= BigInt(READ_SPAN)
+            ? [{ after: first - 1n, limit: Number(span) }]
+            : ofObject.map((d) => ({ after: BigInt(d.cursor) - 1n, limit: 1 }));
+        for (const range of ranges) {
+          const page = await this.changes.follow(owner, object, {
+            after: range.after.toString(),
+            limit: range.limit,
+            where: webhook.where,
+          });
+          for (const change of page.changes) found.set(change.cursor, change);
+        }
+        for (const delivery of ofObject) {
+          const change = found.get(delivery.cursor);
+          if (change) visible.set(delivery.id, change);
+          else {
+            outcomes.push({
+              id: delivery.id,
+              kind: 'settled',
+              status: 'skipped',
+              error: 'Not sent: the owner may no longer read this change (or it no longer matches the where)',
+            });
+            this.metrics.observeWebhookDelivery('skipped');
+          }
+        }
+      }
+      return visible;
     } catch (error) {
       if (!(error instanceof DomainError) || error.code === 'database_busy' || error.code === 'query_timeout') throw error;
-      await this.repo.disable(webhook.id, `The owner can no longer follow "${delivery.object}": ${error.message}`);
-      await this.settle(delivery.id, 'failed', `Not sent: ${error.message}`);
+      const object = deliveries.find((d) => d.object)?.object ?? '';
+      await this.repo.disable(webhook.id, `The owner can no longer follow "${object}": ${error.message}`);
+      outcomes.length = 0;
+      await this.fail(deliveries, `Not sent: ${error.message}`);
+      return undefined;
     }
-    return undefined;
   }
 
-  /** A delivery ended without (another) attempt. */
-  private async settle(deliveryId: string, status: 'failed' | 'skipped', error: string): Promise<void> {
-    await this.repo.settle(deliveryId, status, error);
-    this.metrics.observeWebhookDelivery(status);
+  /** Deliveries `failed` without an attempt. */
+  private async fail(deliveries: readonly DeliveryRow[], error: string): Promise<void> {
+    await this.repo.recordOutcomes(
+      deliveries.map((d): DeliveryOutcome => ({ id: d.id, kind: 'settled', status: 'failed', error })),
+    );
+    for (let i = 0; i < deliveries.length; i++) this.metrics.observeWebhookDelivery('failed');
   }
 
-  private async attempt(webhook: WebhookRow, delivery: DeliveryRow, change: ChangeResponse): Promise<AttemptResult> {
+  /** Queues each record's handed-on deliveries as a job of the record's key (after this run's outcomes are written). */
+  private async handOn(webhook: WebhookRow, handOffs: Map<string, HandOff>): Promise<void> {
+    const jobs = [...handOffs].filter(([, handOff]) => handOff.ids.length);
+    if (!jobs.length) return;
+    await this.jobs.insert(
+      DELIVERY_QUEUE,
+      jobs.map(([recordId, handOff]) => ({
+        data: { deliveryIds: handOff.ids, record: true, ...(handOff.backoff ? { backoff: true } : {}) } satisfies DeliveryJobData,
+        singletonKey: recordKey(webhook.id, recordId),
+        group: { id: webhook.ownerKeyId },
+        // Its retries are the attempts of each of its deliveries in turn.
+        retryLimit: this.settings.retryLimit * handOff.ids.length,
+      })),
+    );
+    this.jobs.wake(DELIVERY_QUEUE);
+  }
+}
+
+/** The attempts of one run of a job: the webhook's signer, its target resolved once and one kept-alive connection to it. */
+class DeliveryRun {
+  private readonly signer: Webhook;
+  private target?: Promise<PinnedTarget>;
+  private agent?: Agent;
+
+  constructor(
+    private readonly webhook: WebhookRow,
+    private readonly timeoutMs: number,
+    private readonly allowPrivate: boolean,
+  ) {
+    this.signer = new Webhook(webhook.secret);
+  }
+
+  async attempt(delivery: DeliveryRow, change: ChangeResponse): Promise<AttemptResult> {
     let target;
     try {
-      // Resolved and checked at every attempt, and the connection pinned to what was checked.
-      target = await resolveTarget(webhook.url, this.config.webhookAllowPrivate);
+      // Resolved and checked once per run, and the connection pinned to what was checked.
+      target = await (this.target ??= resolveTarget(this.webhook.url, this.allowPrivate));
     } catch (error) {
+      this.target = undefined;
       return { ok: false, durationMs: 0, error: (error as Error).message };
     }
+    this.agent ??= keepAliveAgent(target);
     const event: WebhookEvent = { type: EVENT_TYPES[change.op], timestamp: change.at, data: change };
     const body = JSON.stringify(event);
     const now = new Date();
-    const signature = new Webhook(webhook.secret).sign(delivery.id, now, body);
     const headers = {
       'webhook-id': delivery.id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': signature,
+      'webhook-signature': this.signer.sign(delivery.id, now, body),
       'user-agent': 'data-copilot-webhooks',
     };
-    const result = await postOnce(target, headers, body, this.config.webhookTimeoutMs);
-    if (!result.ok)
-      this.logger.debug({ msg: 'webhook attempt failed', webhookId: webhook.id, deliveryId: delivery.id, error: result.error });
-    return result;
+    return postOnce(target, headers, body, this.timeoutMs, this.agent);
+  }
+
+  close(): void {
+    this.agent?.destroy();
   }
 }
 
 function outcome(result: AttemptResult) {
   return { responseStatus: result.status, responseBody: result.body, durationMs: result.durationMs, error: result.error };
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(key(item));
+    if (group) group.push(item);
+    else groups.set(key(item), [item]);
+  }
+  return groups;
 }

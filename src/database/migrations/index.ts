@@ -6,6 +6,7 @@ import { MigrationRelatedFields } from './migration-20261205-related-fields';
 import { MigrationFormulaFields } from './migration-20261203-formula-fields';
 import { MigrationPrincipalOwners } from './migration-20261206-principal-owners';
 import { MigrationSchedules } from './migration-20261207-schedules';
+import { MigrationPendingDeliveries } from './migration-20261208-pending-deliveries';
 import { MigrationWebhooks } from './migration-20261204-webhooks';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
@@ -71,6 +72,7 @@ export const MIGRATIONS = [
   MigrationRelatedFields,
   MigrationPrincipalOwners,
   MigrationSchedules,
+  MigrationPendingDeliveries,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
