@@ -34,7 +34,7 @@ const HOOKS = 5;
 const UPDATES_PER_RECORD = 4;
 const OBJECT = 'bench_hooks';
 const count = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const WRITES = count('BENCH_WEBHOOK_WRITES', 1_000);
+const WRITES = count('BENCH_WEBHOOK_WRITES', 10_000);
 const SLOW_WRITES = count('BENCH_WEBHOOK_SLOW_WRITES', 150);
 const ROUNDS = count('BENCH_WEBHOOK_ROUNDS', 2);
 const WARMUP = 400;
@@ -437,6 +437,8 @@ export function renderWebhooks(r: WebhooksResult, run: { command: string; date: 
       .map(([status, n]) => `${n} ${status}`)
       .join(', ') || '-';
   const ms1 = (values: number[], p: number) => (values.length ? percentile(values, p).toFixed(1) : '-');
+  const perWrite = (f: RunFigures) =>
+    `${(f.statements / f.writes).toFixed(1)} | ${(f.appCpuMs / f.writes).toFixed(2)} | ${(f.benchCpuMs / f.writes).toFixed(2)}`;
   return [
     WEBHOOKS_START,
     '',
@@ -451,11 +453,12 @@ export function renderWebhooks(r: WebhooksResult, run: { command: string; date: 
     `  take turns, ${r.rounds} rounds of ${r.writes} writes (${HOOKS * r.writes} deliveries per "five" run); the comparison uses`,
     `  the median of the rounds. "slow receiver": ${r.slowWrites} writes (${HOOKS * r.slowWrites} deliveries), the receiver answering each`,
     `  request ${SLOW_MIN_MS}-${SLOW_MAX_MS} ms after it arrived.`,
-    '- Scaled down from 10,000 writes (50,000 deliveries) per run: a first try delivered some 37/s with a fast receiver',
-    '  and 8/s with the slow one, so 50,000 would take over 20 minutes (2 hours slow), beyond the 10 minutes of this bench.',
-    '  Those rates fit about one delivery in flight, not JOB_CONCURRENCY: the queue wakes one worker of the work() call',
-    '  after a commit or a job (`JobQueue.wake`); the other workers fetch at their poll (every 2 s), one job each. With',
-    '  200 ms answers: 1 / 0.2 s + 7 / 2.2 s = 8.2/s, as measured. An interpretation of the figures, not profiled.',
+    '- A job carries a page of the dispatcher (deliveries of one webhook, sent in order on one kept-alive connection);',
+    "  the pages of one webhook run one at a time, so each webhook has one request in flight (the slow receiver's rate",
+    '  is about five webhooks / 0.2 s). Statements, app CPU and bench CPU per write: from the first write of the run to',
+    '  its last delivery received (or the end of the wait), pg_stat_statements of the app database (the webhooks',
+    "  runs' deliveries, dispatches and queue included) and the CPU time of the app process and of the bench process",
+    '  (writers, receiver and its `Webhook.verify`).',
     '- Defaults of the job queue: `JOB_CONCURRENCY` 8, `WEBHOOK_OWNER_CONCURRENCY` 2 (five owners, so the group limit allows 10),',
     '  `JOB_POLL_INTERVAL_MS` 2000; `WEBHOOK_ALLOW_PRIVATE=true`. The bench process (writers and receiver) shares the',
     '  machine with the app and PostgreSQL.',
@@ -469,17 +472,17 @@ export function renderWebhooks(r: WebhooksResult, run: { command: string; date: 
     '|---|---|---|---|',
     ...webhooksGoals(r).map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met ? 'met' : '**NOT met**'} |`),
     '',
-    '| run | round | writes/s | write p50 ms | write p95 ms | write errors | deliveries received | deliveries/s | drain s | latency p50 / p95 / p99 ms | from `at` p50 / p95 / p99 ms | duplicates | out of order | bad signatures | retried attempts | delivery rows at the end |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| run | round | writes/s | write p50 ms | write p95 ms | write errors | deliveries received | deliveries/s | drain s | latency p50 / p95 / p99 ms | from `at` p50 / p95 / p99 ms | duplicates | out of order | bad signatures | retried attempts | delivery rows at the end | statements / write | app CPU ms / write | bench CPU ms / write |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...r.runs.map((f) =>
       f.expected
         ? `| ${f.name} | ${f.round + 1} | ${f.writesPerSecond.toFixed(0)} | ${ms1(f.writeLatencies, 50)} | ${ms1(f.writeLatencies, 95)} | ` +
           `${f.writeErrors} | ${f.received} / ${f.expected} | ${f.deliveriesPerSecond.toFixed(0)} | ${(f.drainMs / 1000).toFixed(1)} | ` +
           `${ms(f.latencies, 50)} / ${ms(f.latencies, 95)} / ${ms(f.latencies, 99)} | ` +
           `${ms(f.latenciesFromAt, 50)} / ${ms(f.latenciesFromAt, 95)} / ${ms(f.latenciesFromAt, 99)} | ` +
-          `${f.duplicates} | ${f.outOfOrder} | ${f.badSignatures} | ${f.retries} | ${rows(f.statuses)} |`
+          `${f.duplicates} | ${f.outOfOrder} | ${f.badSignatures} | ${f.retries} | ${rows(f.statuses)} | ${perWrite(f)} |`
         : `| ${f.name} | ${f.round + 1} | ${f.writesPerSecond.toFixed(0)} | ${ms1(f.writeLatencies, 50)} | ${ms1(f.writeLatencies, 95)} | ` +
-          `${f.writeErrors} | - | - | - | - | - | - | - | - | - | - |`,
+          `${f.writeErrors} | - | - | - | - | - | - | - | - | - | - | ${perWrite(f)} |`,
     ),
     '',
     WEBHOOKS_END,

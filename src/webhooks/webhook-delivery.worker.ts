@@ -30,11 +30,40 @@ class AttemptFailed extends Error {}
 /** Records of one object whose changes are read for a job in one page at most this far apart (in cursors); else one by one. */
 const READ_SPAN = 1_000;
 
+/** Deliveries read, counted and recorded together in a run (a round); a round starts no attempt after ROUND_MS. */
+const ROUND_SIZE = 50;
+const ROUND_MS = 1_000;
+
 /** What one run of a job hands on: a record's deliveries left for a job of its own (of the record's key). */
 interface HandOff {
   ids: string[];
   /** Its first delivery's attempt failed in this run: the new job waits for the backoff first. */
   backoff: boolean;
+}
+
+/** One run of a job, across its rounds. */
+interface RunState {
+  job: QueuedJob<DeliveryJobData>;
+  webhook: WebhookRow;
+  handOffs: Map<string, HandOff>;
+  sender: DeliverySender;
+  /** No attempt begins after this (performance.now()): it might outlast the job's lease. */
+  until: number;
+  /** An attempt was made in this run. */
+  progressed: boolean;
+  /** An attempt succeeded since the webhook's failures were last recorded. */
+  succeededSince: boolean;
+  /** A job of one record is retried (a failed attempt, or the rest of it after the lease's time): why. */
+  retry?: string;
+  /** The run sends no more: the webhook was disabled, or the lease's time is up (or the replica stops). */
+  stop?: 'disabled' | 'lease';
+}
+
+/** The record's hand-off in this run, made when it has none. */
+function handOff(state: RunState, recordId: string, backoff = false): HandOff {
+  let found = state.handOffs.get(recordId);
+  if (!found) state.handOffs.set(recordId, (found = { ids: [], backoff }));
+  return found;
 }
 
 /**
@@ -97,57 +126,91 @@ export class WebhookDeliveryWorker {
       await this.fail(pending, `Not sent: the webhook is disabled (${webhook.disabledReason ?? 'no reason given'})`);
       return;
     }
+    const state: RunState = {
+      job,
+      webhook,
+      handOffs: new Map(),
+      sender: new DeliverySender(webhook, this.config.webhookTimeoutMs, this.config.webhookAllowPrivate),
+      // Attempts begin while one more would still end within the job's lease.
+      until: performance.now() + Math.max(0, (this.settings.expireInSeconds - 1) * 1000 - this.config.webhookTimeoutMs),
+      progressed: false,
+      succeededSince: false,
+    };
+    if (!job.data.record) {
+      for (const recordId of await this.repo.heldRecords(webhook.id, pending))
+        state.handOffs.set(recordId, { ids: [], backoff: false });
+    }
+    let next = 0;
+    try {
+      while (next < pending.length && !state.retry && !state.stop) next = await this.round(state, pending, next);
+    } finally {
+      state.sender.close();
+      if (state.succeededSince) await this.repo.succeeded(webhook.id);
+    }
+    // What no round reached: of records handed on, into their hand-offs; the rest as the run ended.
+    const left = pending.slice(next);
+    const rest = left.filter((d) => !state.handOffs.has(d.recordId));
+    for (const d of left) state.handOffs.get(d.recordId)?.ids.push(d.id);
+    if (state.stop === 'disabled') {
+      await this.fail(
+        rest,
+        `Not sent: the webhook is disabled (Every delivery attempt failed for ${this.config.webhookDisableAfterHours} hours)`,
+      );
+    } else if (state.stop === 'lease' && rest.length) {
+      // In a job of one record, by retrying this one (the record's later jobs wait behind it); else handed on.
+      if (job.data.record) state.retry = 'Continued in a later run';
+      else for (const d of rest) handOff(state, d.recordId).ids.push(d.id);
+    }
+    await this.handOn(webhook, state.handOffs);
+    // A failed attempt of a job of one record: pg-boss retries it with backoff, and its later deliveries with it.
+    if (state.retry) throw new AttemptFailed(state.retry);
+  }
+
+  /**
+   * One round of a run, from `pending[from]`: the owner's access and the changes of at most ROUND_SIZE
+   * deliveries read afresh, their attempts counted, then sent in order for at most ROUND_MS, their outcomes
+   * written. Where the next round begins.
+   */
+  private async round(state: RunState, pending: readonly DeliveryRow[], from: number): Promise<number> {
+    const { job, webhook, handOffs } = state;
+    const candidates = pending.slice(from, from + ROUND_SIZE);
+    const outcomes: DeliveryOutcome[] = [];
     let owner: Caller;
     try {
       owner = await this.access.keyCaller(webhook.ownerKeyId, { fresh: true });
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       await this.repo.disable(webhook.id, "The owner's API key was revoked");
-      await this.fail(pending, "Not sent: the owner's API key was revoked");
-      return;
+      await this.fail(pending.slice(from), "Not sent: the owner's API key was revoked");
+      return pending.length;
     }
-
-    const handOffs = new Map<string, HandOff>();
-    if (!job.data.record) {
-      for (const recordId of await this.repo.heldRecords(webhook.id, pending))
-        handOffs.set(recordId, { ids: [], backoff: false });
-    }
-    const outcomes: DeliveryOutcome[] = [];
     const visible = await this.readAsOwner(
       owner,
       webhook,
-      pending.filter((d) => !handOffs.has(d.recordId)),
+      candidates.filter((d) => !handOffs.has(d.recordId)),
       outcomes,
     );
-    if (!visible) return;
+    if (!visible) {
+      await this.fail(
+        pending.slice(from),
+        `Not sent: the owner can no longer follow "${candidates[0].object}" (or a field of the webhook's where)`,
+      );
+      return pending.length;
+    }
     const attempts = await this.repo.startAttempts([...visible.keys()]);
-    const run = new DeliveryRun(webhook, this.config.webhookTimeoutMs, this.config.webhookAllowPrivate);
-    // Attempts begin while one more would still end within the job's lease (some time was spent before this run).
-    const until = performance.now() + Math.max(0, (this.settings.expireInSeconds - 1) * 1000 - this.config.webhookTimeoutMs);
-    let progressed = false;
-    let retry: string | undefined;
-    let disabled: string | undefined;
-    let succeededSince = false;
+    const ends = performance.now() + ROUND_MS;
+    let i = 0;
     try {
-      for (const delivery of pending) {
+      for (; i < candidates.length; i++) {
+        const delivery = candidates[i];
         const change = visible.get(delivery.id);
-        const handOff = handOffs.get(delivery.recordId);
-        if (retry || handOff) {
-          handOff?.ids.push(delivery.id);
+        const held = handOffs.get(delivery.recordId);
+        if (state.retry || held) {
+          held?.ids.push(delivery.id);
           if (change) outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
           continue;
         }
         if (!change) continue; // skipped (readAsOwner)
-        if (disabled) {
-          outcomes.push({
-            id: delivery.id,
-            kind: 'settled',
-            status: 'failed',
-            error: `Not sent: the webhook is disabled (${disabled})`,
-          });
-          this.metrics.observeWebhookDelivery('failed');
-          continue;
-        }
         const attempt = attempts.get(delivery.id) ?? delivery.attempts + 1;
         const expired = delivery.ageSeconds >= this.config.webhookMaxAgeHours * 3600;
         if (attempt > this.config.webhookMaxAttempts || expired) {
@@ -158,67 +221,58 @@ export class WebhookDeliveryWorker {
             error: delivery.error ?? 'No attempt succeeded in time',
           });
           this.metrics.observeWebhookDelivery('failed');
-          progressed = true;
           continue;
         }
-        if (progressed && (performance.now() > until || job.signal?.aborted)) {
-          // The rest is handed on: in a job of one record, by retrying this one (the record's later jobs wait behind it).
-          if (job.data.record) retry = 'Continued in a later run';
-          else handOffs.set(delivery.recordId, { ids: [delivery.id], backoff: false });
-          outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
-          continue;
+        if (state.progressed && (performance.now() > state.until || job.signal?.aborted)) {
+          state.stop = 'lease';
+          break;
         }
-        const result = await run.attempt(delivery, change);
-        progressed = true;
+        // The rest of the round is read again first: what is sent is what the owner may read now.
+        if (i > 0 && performance.now() > ends) break;
+        const result = await state.sender.attempt(delivery, change);
+        state.progressed = true;
         this.metrics.observeWebhookAttempt(result.ok);
         if (result.ok) {
           outcomes.push({ id: delivery.id, kind: 'sent', status: 'succeeded', ...outcome(result) });
           this.metrics.observeWebhookDelivery('succeeded');
-          succeededSince = true;
+          state.succeededSince = true;
           continue;
         }
-        if (result.error) {
-          this.logger.debug({
-            msg: 'webhook attempt failed',
-            webhookId: webhook.id,
-            deliveryId: delivery.id,
-            error: result.error,
-          });
-        }
+        this.logger.debug({ msg: 'webhook attempt failed', webhookId: webhook.id, deliveryId: delivery.id, error: result.error });
         // Its failures are counted from its first failure after its last success.
-        if (succeededSince) await this.repo.succeeded(webhook.id);
-        succeededSince = false;
-        if (await this.repo.failed(webhook.id, this.config.webhookDisableAfterHours)) {
-          disabled = `Every delivery attempt failed for ${this.config.webhookDisableAfterHours} hours`;
-        }
+        if (state.succeededSince) await this.repo.succeeded(webhook.id);
+        state.succeededSince = false;
+        const disabled = await this.repo.failed(webhook.id, this.config.webhookDisableAfterHours);
         const final =
-          disabled !== undefined ||
+          disabled ||
           attempt >= this.config.webhookMaxAttempts ||
           expired ||
           (job.data.record === true && job.retryCount >= job.retryLimit);
         outcomes.push({ id: delivery.id, kind: 'sent', status: final ? 'failed' : 'pending', ...outcome(result) });
-        if (final) {
-          this.metrics.observeWebhookDelivery('failed');
-        } else if (job.data.record) {
-          retry = result.error ?? 'The attempt failed';
-        } else {
-          handOffs.set(delivery.recordId, { ids: [delivery.id], backoff: true });
+        if (final) this.metrics.observeWebhookDelivery('failed');
+        if (disabled) {
+          state.stop = 'disabled';
+          i++;
+          break;
         }
+        if (final) continue;
+        if (job.data.record) state.retry = result.error ?? 'The attempt failed';
+        else handOff(state, delivery.recordId, true).ids.push(delivery.id);
       }
+      // Counted, not attempted: the next round (or the job they are handed on to) counts them again.
+      for (const delivery of candidates.slice(i)) {
+        if (visible.has(delivery.id)) outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
+      }
+      return from + i;
     } finally {
-      run.close();
       await this.repo.recordOutcomes(outcomes);
-      if (succeededSince) await this.repo.succeeded(webhook.id);
     }
-    await this.handOn(webhook, handOffs);
-    // A failed attempt of a job of one record: pg-boss retries it with backoff, and its later deliveries with it.
-    if (retry) throw new AttemptFailed(retry);
   }
 
   /**
    * The changes of `deliveries` as the owner reads them now, by delivery id: those it may not see any more
-   * (or that no longer match the where) are `skipped` into `outcomes`. Undefined (and every delivery
-   * settled) when the owner may not read the object or a field of the webhook's where any more.
+   * (or that no longer match the where) are `skipped` into `outcomes`. Undefined (and the webhook disabled)
+   * when the owner may not read the object or a field of the webhook's where any more.
    */
   private async readAsOwner(
     owner: Caller,
@@ -262,10 +316,8 @@ export class WebhookDeliveryWorker {
       return visible;
     } catch (error) {
       if (!(error instanceof DomainError) || error.code === 'database_busy' || error.code === 'query_timeout') throw error;
-      const object = deliveries.find((d) => d.object)?.object ?? '';
-      await this.repo.disable(webhook.id, `The owner can no longer follow "${object}": ${error.message}`);
+      await this.repo.disable(webhook.id, `The owner can no longer follow "${deliveries[0]?.object ?? ''}": ${error.message}`);
       outcomes.length = 0;
-      await this.fail(deliveries, `Not sent: ${error.message}`);
       return undefined;
     }
   }
@@ -297,7 +349,7 @@ export class WebhookDeliveryWorker {
 }
 
 /** The attempts of one run of a job: the webhook's signer, its target resolved once and one kept-alive connection to it. */
-class DeliveryRun {
+class DeliverySender {
   private readonly signer: Webhook;
   private target?: Promise<PinnedTarget>;
   private agent?: Agent;
