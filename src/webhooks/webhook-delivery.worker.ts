@@ -148,7 +148,7 @@ export class WebhookDeliveryWorker {
       if (state.succeededSince) await this.repo.succeeded(webhook.id);
     }
     // What no round reached: of records handed on, into their hand-offs; the rest as the run ended.
-    const left = pending.slice(next);
+    const left = pending.slice(next).filter((d) => d.status === 'pending');
     const rest = left.filter((d) => !state.handOffs.has(d.recordId));
     for (const d of left) state.handOffs.get(d.recordId)?.ids.push(d.id);
     if (state.stop === 'disabled') {
@@ -187,7 +187,7 @@ export class WebhookDeliveryWorker {
     const visible = await this.readAsOwner(
       owner,
       webhook,
-      candidates.filter((d) => !handOffs.has(d.recordId)),
+      candidates.filter((d) => !handOffs.has(d.recordId) && d.status === 'pending'),
       outcomes,
     );
     if (!visible) {
@@ -207,11 +207,13 @@ export class WebhookDeliveryWorker {
         const held = handOffs.get(delivery.recordId);
         if (state.retry || held) {
           held?.ids.push(delivery.id);
-          if (change) outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
+          if (attempts.has(delivery.id))
+            outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
           continue;
         }
-        if (!change) continue; // skipped (readAsOwner)
-        const attempt = attempts.get(delivery.id) ?? delivery.attempts + 1;
+        const attempt = attempts.get(delivery.id);
+        // Skipped (readAsOwner), or no longer pending (settled in an earlier round, deleted with its webhook).
+        if (!change || attempt === undefined) continue;
         const expired = delivery.ageSeconds >= this.config.webhookMaxAgeHours * 3600;
         if (attempt > this.config.webhookMaxAttempts || expired) {
           outcomes.push({
@@ -261,7 +263,7 @@ export class WebhookDeliveryWorker {
       }
       // Counted, not attempted: the next round (or the job they are handed on to) counts them again.
       for (const delivery of candidates.slice(i)) {
-        if (visible.has(delivery.id)) outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
+        if (attempts.has(delivery.id)) outcomes.push({ id: delivery.id, kind: 'unsent', lastAttemptAt: delivery.lastAttemptAt });
       }
       return from + i;
     } finally {
@@ -303,6 +305,7 @@ export class WebhookDeliveryWorker {
           const change = found.get(delivery.cursor);
           if (change) visible.set(delivery.id, change);
           else {
+            delivery.status = 'skipped'; // not read again by a later round
             outcomes.push({
               id: delivery.id,
               kind: 'settled',
