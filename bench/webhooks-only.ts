@@ -9,6 +9,7 @@ runSection({
   command: 'npm run bench:webhooks',
   title: 'webhooks',
   seed: false,
+  statements: true,
   markers: { start: WEBHOOKS_START, end: WEBHOOKS_END },
   env: { WEBHOOK_ALLOW_PRIVATE: 'true' },
   run: webhooksRun,

@@ -20,7 +20,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
-import { log, sql } from './harness';
+import { log, processCpuMs, sql } from './harness';
 import { HttpClient, percentile } from './load';
 import type { Goal } from './results';
 import type { SectionContext } from './section';
@@ -34,7 +34,7 @@ const HOOKS = 5;
 const UPDATES_PER_RECORD = 4;
 const OBJECT = 'bench_hooks';
 const count = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const WRITES = count('BENCH_WEBHOOK_WRITES', 1_000);
+const WRITES = count('BENCH_WEBHOOK_WRITES', 10_000);
 const SLOW_WRITES = count('BENCH_WEBHOOK_SLOW_WRITES', 150);
 const ROUNDS = count('BENCH_WEBHOOK_ROUNDS', 2);
 const WARMUP = 400;
@@ -42,6 +42,8 @@ const WARMUP = 400;
 const WAIT_MS = count('BENCH_WEBHOOK_WAIT_MS', 360_000);
 const SLOW_MIN_MS = 100;
 const SLOW_MAX_MS = 300;
+/** Statements listed per run, most called first. */
+const TOP_STATEMENTS = 8;
 
 type RunName = 'none' | 'five' | 'five, slow receiver';
 
@@ -81,6 +83,12 @@ export interface RunFigures {
   /** Delivery rows by status, and attempts beyond the first, read before the webhooks are deleted. */
   statuses: Record<string, number>;
   retries: number;
+  /** From the first write to the end of the wait: SQL statements run (pg_stat_statements), CPU of the app and of this process, ms. */
+  statements: number;
+  appCpuMs: number;
+  benchCpuMs: number;
+  /** The statements run most often in the run, with their calls. */
+  topStatements: { query: string; calls: number }[];
 }
 
 export interface WebhooksResult {
@@ -207,8 +215,15 @@ async function writes(writers: HttpClient[], total: number, first: number) {
   return { started, wallMs: performance.now() - started, answeredAt, latencies, errors };
 }
 
-export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port' | 'databaseUrl'>): Promise<WebhooksResult> {
-  const { admin, port, databaseUrl } = context;
+export async function webhooksRun(
+  context: Pick<SectionContext, 'admin' | 'port' | 'databaseUrl' | 'db' | 'app'>,
+): Promise<WebhooksResult> {
+  const { admin, port, databaseUrl, db, app } = context;
+  const appCpu = () => (app.pid ? processCpuMs(app.pid) : 0);
+  const benchCpu = () => {
+    const usage = process.cpuUsage();
+    return (usage.user + usage.system) / 1000;
+  };
   await admin.json(
     {
       method: 'POST',
@@ -258,6 +273,8 @@ export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port'
     }
     const first = seq;
     seq += total;
+    await db?.reset();
+    const cpuBefore = { app: appCpu(), bench: benchCpu() };
     const w = await writes(writers, total, first);
     const lastAnswer = Math.max(...w.answeredAt.filter((t) => t !== undefined));
     const expected = hookIds.length * (total - w.errors);
@@ -270,6 +287,8 @@ export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port'
         log(`  ${name}: ${receiver.received.length} of ${expected} deliveries`);
       }
     }
+    const cpu = { app: appCpu() - cpuBefore.app, bench: benchCpu() - cpuBefore.bench };
+    const statements = (await db?.read()) ?? [];
     const received = receiver.received;
     if (received.length < expected) log(`  ${name}: only ${received.length} of ${expected} deliveries within ${WAIT_MS} ms`);
     const statuses: Record<string, number> = {};
@@ -317,14 +336,21 @@ export async function webhooksRun(context: Pick<SectionContext, 'admin' | 'port'
       badSignatures: receiver.badSignatures,
       statuses,
       retries,
+      statements: statements.reduce((n, row) => n + row.calls, 0),
+      appCpuMs: cpu.app,
+      benchCpuMs: cpu.bench,
+      topStatements: statements.slice(0, TOP_STATEMENTS).map(({ query, calls }) => ({ query, calls })),
     };
     log(
       `round ${round + 1}, ${name}: ${figures.writesPerSecond.toFixed(0)} writes/s, p95 ${percentile(w.latencies, 95).toFixed(1)} ms` +
         (expected
           ? `; ${received.length}/${expected} deliveries, ${figures.deliveriesPerSecond.toFixed(0)}/s, ` +
             `p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms`
-          : ''),
+          : '') +
+        `; per write: ${(figures.statements / total).toFixed(1)} statements, app CPU ${(cpu.app / total).toFixed(2)} ms, ` +
+        `bench CPU ${(cpu.bench / total).toFixed(2)} ms`,
     );
+    for (const row of figures.topStatements) log(`    ${row.calls} x ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`);
     return figures;
   };
 
@@ -411,6 +437,8 @@ export function renderWebhooks(r: WebhooksResult, run: { command: string; date: 
       .map(([status, n]) => `${n} ${status}`)
       .join(', ') || '-';
   const ms1 = (values: number[], p: number) => (values.length ? percentile(values, p).toFixed(1) : '-');
+  const perWrite = (f: RunFigures) =>
+    `${(f.statements / f.writes).toFixed(1)} | ${(f.appCpuMs / f.writes).toFixed(2)} | ${(f.benchCpuMs / f.writes).toFixed(2)}`;
   return [
     WEBHOOKS_START,
     '',
@@ -425,11 +453,12 @@ export function renderWebhooks(r: WebhooksResult, run: { command: string; date: 
     `  take turns, ${r.rounds} rounds of ${r.writes} writes (${HOOKS * r.writes} deliveries per "five" run); the comparison uses`,
     `  the median of the rounds. "slow receiver": ${r.slowWrites} writes (${HOOKS * r.slowWrites} deliveries), the receiver answering each`,
     `  request ${SLOW_MIN_MS}-${SLOW_MAX_MS} ms after it arrived.`,
-    '- Scaled down from 10,000 writes (50,000 deliveries) per run: a first try delivered some 37/s with a fast receiver',
-    '  and 8/s with the slow one, so 50,000 would take over 20 minutes (2 hours slow), beyond the 10 minutes of this bench.',
-    '  Those rates fit about one delivery in flight, not JOB_CONCURRENCY: the queue wakes one worker of the work() call',
-    '  after a commit or a job (`JobQueue.wake`); the other workers fetch at their poll (every 2 s), one job each. With',
-    '  200 ms answers: 1 / 0.2 s + 7 / 2.2 s = 8.2/s, as measured. An interpretation of the figures, not profiled.',
+    '- A job carries a page of the dispatcher (deliveries of one webhook, sent in order on one kept-alive connection);',
+    "  the pages of one webhook run one at a time, so each webhook has one request in flight (the slow receiver's rate",
+    '  is about five webhooks / 0.2 s). Statements, app CPU and bench CPU per write: from the first write of the run to',
+    '  its last delivery received (or the end of the wait), pg_stat_statements of the app database (the webhooks',
+    "  runs' deliveries, dispatches and queue included) and the CPU time of the app process and of the bench process",
+    '  (writers, receiver and its `Webhook.verify`).',
     '- Defaults of the job queue: `JOB_CONCURRENCY` 8, `WEBHOOK_OWNER_CONCURRENCY` 2 (five owners, so the group limit allows 10),',
     '  `JOB_POLL_INTERVAL_MS` 2000; `WEBHOOK_ALLOW_PRIVATE=true`. The bench process (writers and receiver) shares the',
     '  machine with the app and PostgreSQL.',
@@ -443,17 +472,17 @@ export function renderWebhooks(r: WebhooksResult, run: { command: string; date: 
     '|---|---|---|---|',
     ...webhooksGoals(r).map((g) => `| ${g.name} | ${g.target} | ${g.measured} | ${g.met ? 'met' : '**NOT met**'} |`),
     '',
-    '| run | round | writes/s | write p50 ms | write p95 ms | write errors | deliveries received | deliveries/s | drain s | latency p50 / p95 / p99 ms | from `at` p50 / p95 / p99 ms | duplicates | out of order | bad signatures | retried attempts | delivery rows at the end |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| run | round | writes/s | write p50 ms | write p95 ms | write errors | deliveries received | deliveries/s | drain s | latency p50 / p95 / p99 ms | from `at` p50 / p95 / p99 ms | duplicates | out of order | bad signatures | retried attempts | delivery rows at the end | statements / write | app CPU ms / write | bench CPU ms / write |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...r.runs.map((f) =>
       f.expected
         ? `| ${f.name} | ${f.round + 1} | ${f.writesPerSecond.toFixed(0)} | ${ms1(f.writeLatencies, 50)} | ${ms1(f.writeLatencies, 95)} | ` +
           `${f.writeErrors} | ${f.received} / ${f.expected} | ${f.deliveriesPerSecond.toFixed(0)} | ${(f.drainMs / 1000).toFixed(1)} | ` +
           `${ms(f.latencies, 50)} / ${ms(f.latencies, 95)} / ${ms(f.latencies, 99)} | ` +
           `${ms(f.latenciesFromAt, 50)} / ${ms(f.latenciesFromAt, 95)} / ${ms(f.latenciesFromAt, 99)} | ` +
-          `${f.duplicates} | ${f.outOfOrder} | ${f.badSignatures} | ${f.retries} | ${rows(f.statuses)} |`
+          `${f.duplicates} | ${f.outOfOrder} | ${f.badSignatures} | ${f.retries} | ${rows(f.statuses)} | ${perWrite(f)} |`
         : `| ${f.name} | ${f.round + 1} | ${f.writesPerSecond.toFixed(0)} | ${ms1(f.writeLatencies, 50)} | ${ms1(f.writeLatencies, 95)} | ` +
-          `${f.writeErrors} | - | - | - | - | - | - | - | - | - | - |`,
+          `${f.writeErrors} | - | - | - | - | - | - | - | - | - | - | ${perWrite(f)} |`,
     ),
     '',
     WEBHOOKS_END,

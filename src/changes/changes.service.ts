@@ -196,10 +196,13 @@ export class ChangesService {
     return { changes, nextCursor: rows.length ? rows[rows.length - 1].cursor : after, read: rows.length };
   }
 
-  /** The object's latest cursor, its committed changes numbered first: where "from now on" starts. */
+  /**
+   * The object's latest cursor, its committed changes numbered first (all of them: one call numbers at most
+   * SEQUENCE_BATCH, and more wait after writes nobody followed): where "from now on" starts.
+   */
   private async latest(objectName: string, options: DataCallOptions): Promise<string> {
     const session = this.pool.session(options);
-    await session.query(compileSequence(objectName));
+    while ((await session.query(compileSequence(objectName)))[0].numbered >= SEQUENCE_BATCH);
     return (await session.query(compileLatest(objectName)))[0].latest;
   }
 

@@ -410,7 +410,7 @@ export class DataService {
     const transaction: BatchTransaction = (work) =>
       scope.session?.inTransaction
         ? inSavepoint(scope.session, 'batch_attempt', work)
-        : this.pool.transaction(work, poolOptions(caller, scope));
+        : this.pool.transaction(work, { ...poolOptions(caller, scope), changes: referrers.length ? undefined : [objectName] });
     const changeSet = scope.changeSet ?? newChangeSet('batch');
     const referrers = planned.some((o) => o.op === 'delete') ? await this.metadata.referrers(objectName) : [];
     return runBatch(
@@ -581,7 +581,9 @@ export class DataService {
   ): Promise<Record<string, unknown>[]> {
     if (!object.rowFilter) return write(object, session, query);
     const checked = (tx: DataSession) => scopedRows(tx, object, query);
-    return session.inTransaction ? checked(session) : this.pool.transaction(checked, poolOptions(caller, scope));
+    return session.inTransaction
+      ? checked(session)
+      : this.pool.transaction(checked, { ...poolOptions(caller, scope), changes: [object.name] });
   }
 
   /**
@@ -612,7 +614,8 @@ export class DataService {
       return work(await this.access.view(caller, objectName, action), session);
     });
     // Its reads stay on the primary until the read replica has this write (a transaction marks it on commit too).
-    if (action !== 'read') await this.pool.wrote(caller.keyId);
+    // A delete may clear lookups of other objects' records too: their feeds have changes as well.
+    if (action !== 'read') await this.pool.wrote(caller.keyId, action === 'delete' ? undefined : [object.name]);
     return result;
   }
 }

@@ -36,6 +36,23 @@ describe('CommitAnnouncer', () => {
     subject.onApplicationShutdown();
   });
 
+  it('names the objects whose feeds the commits of a window appended to, and none once a commit did not say', async () => {
+    const { subject, signals, published, deliver } = announcer(10);
+    subject.committed({ changes: true, objects: ['deal'] });
+    subject.committed({ changes: true, objects: ['account', 'deal'] });
+    expect(signals.map((s) => s.objects)).toEqual([['deal'], ['account', 'deal']]);
+    await jest.advanceTimersByTimeAsync(10);
+    expect(published[0]).toMatchObject({ changes: true, objects: ['deal', 'account'] });
+    subject.committed({ changes: true, objects: ['deal'] });
+    subject.committed({ changes: true });
+    subject.committed({ changes: true, objects: ['account'] });
+    await jest.advanceTimersByTimeAsync(10);
+    expect(published[1]).toEqual({ type: COMMITTED_EVENT, replica: subject.replicaId, changes: true });
+    deliver({ type: COMMITTED_EVENT, replica: 'another', changes: true, objects: ['deal', 7] });
+    expect(signals.at(-1)).toEqual({ source: 'remote', chatEvents: undefined, changes: true, objects: ['deal'] });
+    subject.onApplicationShutdown();
+  });
+
   it("passes on the other replicas' announcements, not its own, and a resync", () => {
     const { subject, signals, deliver } = announcer(10);
     deliver({ type: COMMITTED_EVENT, replica: subject.replicaId, chatEvents: 3 });

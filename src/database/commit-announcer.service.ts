@@ -6,10 +6,11 @@ import { PgPubSub } from './pg-pubsub.service';
 /** The NOTIFY type of an announcement: a replica committed chat events and/or record changes. */
 export const COMMITTED_EVENT = 'committed';
 
-/** What was committed: chat events up to this id, record changes (of any object). */
+/** What was committed: chat events up to this id, record changes (of these objects; of any object without `objects`). */
 export interface Committed {
   chatEvents?: number;
   changes?: boolean;
+  objects?: string[];
 }
 
 /**
@@ -27,7 +28,7 @@ type Listener = (signal: CommitSignal) => void;
  *
  * Instead a writer commits, readers on this replica are told at once (`local`), and the replica
  * announces what it committed in one small NOTIFY per EVENTS_ANNOUNCE_WINDOW_MS (the newest chat
- * event id, whether record changes were written), sent outside any transaction. Other replicas then
+ * event id, whether record changes were written and of which objects), sent outside any transaction. Other replicas then
  * read the new rows by cursor. A replica that dies between a commit and its announcement loses
  * nothing: readers also read on every announcement of any replica and on a slow poll
  * (EVENTS_POLL_INTERVAL_MS).
@@ -54,7 +55,8 @@ export class CommitAnnouncer implements OnModuleInit, BeforeApplicationShutdown,
       if (event.type === 'resync') return this.emit({ source: 'resync' });
       if (event.type !== COMMITTED_EVENT || event.replica === this.replicaId) return;
       const chatEvents = typeof event.chatEvents === 'number' ? event.chatEvents : undefined;
-      this.emit({ source: 'remote', chatEvents, changes: event.changes === true });
+      const objects = Array.isArray(event.objects) ? event.objects.filter((o): o is string => typeof o === 'string') : undefined;
+      this.emit({ source: 'remote', chatEvents, changes: event.changes === true, objects });
     });
     this.poll = setInterval(() => this.emit({ source: 'poll' }), this.config.eventsPollIntervalMs);
     this.poll.unref();
@@ -87,7 +89,12 @@ export class CommitAnnouncer implements OnModuleInit, BeforeApplicationShutdown,
     this.emit({ source: 'local', ...what });
     const pending = (this.pending ??= {});
     if (what.chatEvents !== undefined) pending.chatEvents = Math.max(pending.chatEvents ?? 0, what.chatEvents);
-    if (what.changes) pending.changes = true;
+    if (what.changes) {
+      // Objects named by every commit of the window, or none (any object) once one did not say.
+      const known = !pending.changes || pending.objects !== undefined;
+      pending.objects = known && what.objects ? [...new Set([...(pending.objects ?? []), ...what.objects])] : undefined;
+      pending.changes = true;
+    }
     if (this.closing) void this.announce();
     else if (!this.timer) {
       this.timer = setTimeout(() => void this.announce(), this.config.eventsAnnounceWindowMs);

@@ -56,7 +56,13 @@ export interface DataReadOptions extends DataCallOptions {
 }
 
 /** `signal` cancels the running statement, and so the transaction. */
-export type DataTransactionOptions = DataCallOptions;
+export interface DataTransactionOptions extends DataCallOptions {
+  /**
+   * The objects whose change feeds the transaction may append to, for the feeds' readers (see `wrote`);
+   * `[]` for the server's own bookkeeping, which writes no record; any object when absent.
+   */
+  changes?: readonly string[];
+}
 
 /** `signal` cancels the running FETCH, and so the read. */
 export interface DataCursorOptions extends DataCallOptions {
@@ -218,10 +224,12 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
   /**
    * `key` wrote through the data engine (its statement or transaction committed): its reads stay on
    * the primary until the read replica surely has the write (read-your-writes, see ReadReplica), and
-   * the change feed's readers, here and on the other replicas, look for the changes it appended.
+   * the change feed's readers, here and on the other replicas, look for the changes it appended: in the
+   * feeds of `objects` (none: `[]`), of any object when absent.
    */
-  async wrote(key: string | undefined): Promise<void> {
-    this.announcer.committed({ changes: true });
+  async wrote(key: string | undefined, objects?: readonly string[]): Promise<void> {
+    if (!objects) this.announcer.committed({ changes: true });
+    else if (objects.length) this.announcer.committed({ changes: true, objects: [...objects] });
     if (key !== undefined) await this.replica?.watch.wrote(key);
   }
 
@@ -294,7 +302,7 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
         throw error;
       }
     });
-    await this.wrote(options.key);
+    await this.wrote(options.key, options.changes);
     return result;
   }
 

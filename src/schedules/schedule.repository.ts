@@ -78,8 +78,9 @@ const DELIVERY_COLUMNS =
 export class ScheduleRepository {
   constructor(private readonly pool: DataPool) {}
 
+  /** Writes schedules and their runs only: no record changes, so no change feed reader is woken (the dispatcher would wake itself). */
   transaction<T>(work: (session: DataSession) => Promise<T>): Promise<T> {
-    return this.pool.transaction(work);
+    return this.pool.transaction(work, { changes: [] });
   }
 
   async insert(

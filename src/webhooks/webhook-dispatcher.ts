@@ -4,34 +4,41 @@ import { CommitAnnouncer } from '../database/commit-announcer.service';
 import { DomainError } from '../common/domain-error';
 import { ChangesService } from '../changes/changes.service';
 import { JobQueue } from '../jobs/job-queue.service';
-import { cursorOrderedId, DELIVERY_QUEUE, recordKey, type DeliveryJobData } from './webhook-jobs';
+import { cursorOrderedId, DELIVERY_QUEUE, webhookKey, type DeliveryJobData } from './webhook-jobs';
 import { WebhookRepository, type NewDelivery } from './webhook.repository';
 
 /** Changes one dispatch transaction reads from one object's feed. */
 const DISPATCH_PAGE = 200;
+/**
+ * Least time between the starts of two dispatches, ms: under a stream of writes a commit signal comes with
+ * every write, and each dispatch then queues one job for what the time gathered rather than one per write.
+ */
+const DISPATCH_INTERVAL_MS = 100;
 
 /**
  * Turns committed record changes into webhook deliveries, off the request path: writes only append to
  * the change feed (as they always do), and this follows the feed.
  *
- * Each (webhook, object) has a cursor in the feed. On every commit signal (this replica's commits,
- * another replica's announcement, the poll), each cursor is advanced in a transaction that locks it
- * (SKIP LOCKED: one replica dispatches it at a time, the others move on), reads the next page of
- * changes as the webhook's owner reads them now (its row filter, the webhook's `where`), inserts a
- * delivery per change of a subscribed kind, queues a job per delivery, and moves the cursor: all or
- * nothing, so each change is queued exactly once and none is skipped.
+ * Each (webhook, object) has a cursor in the feed. On a commit signal (this replica's commits, another
+ * replica's announcement), the cursors of the objects whose feeds it names are advanced (every cursor when
+ * it names none, and on the poll, the safety net), each in a transaction that locks it (SKIP LOCKED: one
+ * replica dispatches it at a time, the others move on), reads the next page of changes as the webhook's
+ * owner reads them now (its row filter, the webhook's `where`), inserts a delivery per change of a
+ * subscribed kind, queues one job with the page's deliveries, and moves the cursor: all or nothing, so
+ * each change is queued exactly once and none is skipped. The dispatcher's own commits name no object.
  *
- * Order: the jobs of one record (a singletonKey of the queue's key_strict_fifo policy) run in order of
- * (creation time, id), ids sorting by cursor. A transaction that began before another dispatch of the
- * same cursor committed would stamp its jobs with an earlier time than that one's: it sees this
- * (`inOrder` false) and starts again.
+ * Order: the pages of one webhook (a singletonKey of the queue's key_strict_fifo policy) run in order of
+ * (creation time, id), ids sorting by cursor, and each sends its deliveries in order (WebhookDeliveryWorker).
+ * A transaction that began before another dispatch of the same cursor committed would stamp its job with
+ * an earlier time than that one's: it sees this (`inOrder` false) and starts again.
  */
 @Injectable()
 export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(WebhookDispatcher.name);
   private unsubscribe?: () => void;
   private running?: Promise<void>;
-  private again = false;
+  /** What the next dispatch covers: the cursors of these objects, or every cursor (`all`). */
+  private next?: { all: boolean; objects: Set<string> };
   private stopped = false;
 
   constructor(
@@ -44,7 +51,9 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
 
   onApplicationBootstrap(): void {
     this.unsubscribe = this.announcer.subscribe((signal) => {
-      if (signal.changes || signal.source === 'poll' || signal.source === 'resync') this.wake();
+      // A commit that says which objects' feeds it appended to moves only their cursors; the poll, all of them.
+      if (signal.changes) this.wake(signal.objects);
+      else if (signal.source === 'poll' || signal.source === 'resync') this.wake();
     });
     this.wake();
   }
@@ -55,19 +64,26 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     await this.running;
   }
 
-  /** Runs a dispatch now, or once more after the one under way. */
-  wake(): void {
+  /**
+   * Dispatches the cursors of `objects` (every cursor without them) now, or once more after the dispatch
+   * under way: the wake-ups that come meanwhile are merged into that one.
+   */
+  wake(objects?: readonly string[]): void {
     if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
+    const next = (this.next ??= { all: false, objects: new Set() });
+    if (objects) for (const object of objects) next.objects.add(object);
+    else next.all = true;
+    if (this.running) return;
     this.running = (async () => {
       try {
-        do {
-          this.again = false;
-          await this.dispatchAll();
-        } while (this.again && !this.stopped);
+        while (this.next && !this.stopped) {
+          const { all, objects } = this.next;
+          this.next = undefined;
+          const started = performance.now();
+          await this.dispatchAll(all ? undefined : [...objects]);
+          const rest = DISPATCH_INTERVAL_MS - (performance.now() - started);
+          if (this.next && rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
+        }
       } catch (error) {
         this.logger.warn({ msg: 'webhook dispatch failed', error: (error as Error).message });
       } finally {
@@ -76,10 +92,11 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     })();
   }
 
-  /** Dispatches every active webhook's objects; what it queued. */
-  async dispatchAll(): Promise<number> {
+  /** Dispatches the active webhooks' cursors of `objects` (of every object without them); what it queued. */
+  async dispatchAll(objects?: readonly string[]): Promise<number> {
     let queued = 0;
-    for (const { webhookId, object } of await this.repo.activeCursors()) {
+    if (objects && !objects.length) return queued;
+    for (const { webhookId, object } of await this.repo.activeCursors(objects)) {
       if (this.stopped) break;
       try {
         queued += await this.dispatch(webhookId, object);
@@ -127,16 +144,20 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
             op: change.op,
           }));
         const inserted = await this.repo.insertDeliveries(tx, webhook.id, wanted);
-        await this.jobs.insert(
-          DELIVERY_QUEUE,
-          inserted.map((d) => ({
-            id: d.id,
-            data: { deliveryId: d.id } satisfies DeliveryJobData,
-            singletonKey: recordKey(webhook.id, d.recordId),
-            group: { id: webhook.ownerKeyId },
-          })),
-          tx,
-        );
+        if (inserted.length) {
+          await this.jobs.insert(
+            DELIVERY_QUEUE,
+            [
+              {
+                id: inserted[0].id,
+                data: { deliveryIds: inserted.map((d) => d.id) } satisfies DeliveryJobData,
+                singletonKey: webhookKey(webhook.id),
+                group: { id: webhook.ownerKeyId },
+              },
+            ],
+            tx,
+          );
+        }
         if (page.nextCursor !== locked.cursor) await this.repo.moveCursor(tx, webhook.id, object, page.nextCursor);
         return { done: page.read < DISPATCH_PAGE, queued: inserted.length };
       });

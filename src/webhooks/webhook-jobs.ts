@@ -23,9 +23,27 @@ export function deliveryQueueSettings(config: AppConfig) {
   };
 }
 
-/** What a delivery job carries: only the delivery's id; everything else is read when it runs. */
+/**
+ * What a delivery job carries: the ids of deliveries of one webhook, in the order they are sent (by
+ * cursor); everything else is read when it runs.
+ */
 export interface DeliveryJobData {
-  deliveryId: string;
+  deliveryIds: string[];
+  /**
+   * All of one record (the job's key is the record's): a failed attempt retries the job, and the record's
+   * later deliveries wait behind it. Without it, a page of the dispatcher (the webhook's key): a record
+   * whose attempt fails goes on in a job of its own, and the others are sent.
+   */
+  record?: boolean;
+  /** The first delivery's attempt failed just before this job was queued: the first run only waits for the backoff. */
+  backoff?: boolean;
+  /** A job queued by an earlier build: one delivery. */
+  deliveryId?: string;
+}
+
+/** The deliveries of a job, in order. */
+export function deliveryIdsOf(data: DeliveryJobData): string[] {
+  return data.deliveryIds ?? (data.deliveryId ? [data.deliveryId] : []);
 }
 
 /**
@@ -42,4 +60,9 @@ export function cursorOrderedId(cursor: string): string {
 /** The jobs of one record of one webhook run one at a time, in order. */
 export function recordKey(webhookId: string, recordId: string): string {
   return `${webhookId}:${recordId}`;
+}
+
+/** The dispatcher's pages of one webhook run one at a time, in order. */
+export function webhookKey(webhookId: string): string {
+  return webhookId;
 }

@@ -15,17 +15,26 @@ export interface AttemptResult {
   error?: string;
 }
 
+/** A keep-alive agent for the attempts to one pinned target: one connection, reused from one attempt to the next. */
+export function keepAliveAgent(target: PinnedTarget): http.Agent {
+  return target.url.protocol === 'https:'
+    ? new https.Agent({ keepAlive: true, maxSockets: 1 })
+    : new http.Agent({ keepAlive: true, maxSockets: 1 });
+}
+
 /**
  * POSTs `body` to the pinned address of `target`: the connection goes to `target.address` whatever DNS
  * says now (the Host header and TLS name stay the URL's host), redirects are not followed (a 3xx is a
  * failed attempt), and the whole attempt, connection to response, has `timeoutMs`. At most
- * MAX_RESPONSE_BODY_BYTES of the response are read. Never throws.
+ * MAX_RESPONSE_BODY_BYTES of the response are read. With `agent` (keepAliveAgent of the same target), on
+ * its connection; else on a connection of its own. Never throws.
  */
 export function postOnce(
   target: PinnedTarget,
   headers: Record<string, string>,
   body: string,
   timeoutMs: number,
+  agent?: http.Agent,
 ): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -52,26 +61,27 @@ export function postOnce(
       {
         method: 'POST',
         lookup: pinned,
-        agent: false,
+        agent: agent ?? false,
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
       },
       (response) => {
         const chunks: Buffer[] = [];
         let size = 0;
-        const done = () => {
+        // Read to its end, the connection goes back to the agent; cut short, it is closed.
+        const done = (whole: boolean) => {
           const status = response.statusCode ?? 0;
           const text = Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BODY_BYTES).toString('utf8');
           const ok = status >= 200 && status < 300;
           finish({ ok, status, body: text, error: ok ? undefined : describeStatus(status) });
-          response.destroy();
+          if (!whole) response.destroy();
         };
         response.on('data', (chunk: Buffer) => {
           if (size < MAX_RESPONSE_BODY_BYTES) chunks.push(chunk);
           size += chunk.length;
-          if (size >= MAX_RESPONSE_BODY_BYTES) done();
+          if (size >= MAX_RESPONSE_BODY_BYTES) done(false);
         });
-        response.on('end', done);
-        response.on('error', done);
+        response.on('end', () => done(true));
+        response.on('error', () => done(false));
       },
     );
     const timer = setTimeout(() => {

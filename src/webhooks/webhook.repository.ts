@@ -53,6 +53,24 @@ export interface NewDelivery {
   op: ChangeOp;
 }
 
+/**
+ * How one run of a job ended a delivery, for recordOutcomes: an attempt made (`sent`, its response), none
+ * made (`settled`: its status and why), or the attempt counted by startAttempts not made after all (`unsent`:
+ * the count and the time of the attempt before it are put back; it stays pending).
+ */
+export type DeliveryOutcome =
+  | {
+      id: string;
+      kind: 'sent';
+      status: DeliveryStatus;
+      responseStatus?: number;
+      responseBody?: string;
+      durationMs: number;
+      error?: string;
+    }
+  | { id: string; kind: 'settled'; status: 'failed' | 'skipped'; error: string }
+  | { id: string; kind: 'unsent'; lastAttemptAt: string | null };
+
 /** A subscription's place in one object's change feed, locked for its dispatch. */
 export interface LockedCursor {
   webhook: WebhookRow;
@@ -86,8 +104,9 @@ const DELIVERY_COLUMNS =
 export class WebhookRepository {
   constructor(private readonly pool: DataPool) {}
 
+  /** Writes webhooks, their cursors and deliveries only: no record changes, so no change feed reader is woken (the dispatcher would wake itself). */
   transaction<T>(work: (session: DataSession) => Promise<T>): Promise<T> {
-    return this.pool.transaction(work);
+    return this.pool.transaction(work, { changes: [] });
   }
 
   async insert(
@@ -183,15 +202,17 @@ export class WebhookRepository {
     );
   }
 
-  /** Every (active webhook, object) whose cursor the dispatcher follows. */
-  activeCursors(): Promise<{ webhookId: string; object: string }[]> {
+  /** Every (active webhook, object) whose cursor the dispatcher follows, of `objects` only when given. */
+  activeCursors(objects?: readonly string[]): Promise<{ webhookId: string; object: string }[]> {
     // After every commit, on every replica: on the server's own connections, not a request's.
     return this.pool
       .systemSession()
       .query(
         raw<{ webhookId: string; object: string }>(
           `select c."webhook_id"::text as "webhookId", c."object" from "webhook_cursors" c ` +
-            `join "webhooks" w on w."id" = c."webhook_id" where w."status" = 'active' order by c."webhook_id", c."object"`,
+            `join "webhooks" w on w."id" = c."webhook_id" where w."status" = 'active' and ($1::text[] is null or c."object" = any($1)) ` +
+            `order by c."webhook_id", c."object"`,
+          [objects ? [...objects] : null],
         ),
       );
   }
@@ -257,11 +278,40 @@ export class WebhookRepository {
     return row;
   }
 
-  async deliveryById(deliveryId: string): Promise<DeliveryRow | undefined> {
-    const [row] = await this.pool
+  /** The deliveries of `ids` that still exist, in order of their cursors. */
+  deliveriesByIds(ids: readonly string[]): Promise<DeliveryRow[]> {
+    return this.pool
       .session()
-      .query(raw<DeliveryRow>(`select ${DELIVERY_COLUMNS} from "webhook_deliveries" d where d."id" = $1`, [deliveryId]));
-    return row;
+      .query(
+        raw<DeliveryRow>(
+          `select ${DELIVERY_COLUMNS} from "webhook_deliveries" d where d."id" = any($1::uuid[]) order by d."cursor", d."id"`,
+          [[...ids]],
+        ),
+      );
+  }
+
+  /**
+   * The records of `deliveries` (of one webhook) that have a pending delivery of an earlier change
+   * outside them: another job has it, and the record's later changes go after it.
+   */
+  async heldRecords(
+    webhookId: string,
+    deliveries: readonly Pick<DeliveryRow, 'id' | 'recordId' | 'cursor'>[],
+  ): Promise<Set<string>> {
+    const first = new Map<string, string>();
+    for (const d of deliveries) if (!first.has(d.recordId)) first.set(d.recordId, d.cursor);
+    if (!first.size) return new Set();
+    const rows = await this.pool
+      .session()
+      .query(
+        raw<{ recordId: string }>(
+          `select distinct d."record_id"::text as "recordId" from unnest($2::uuid[], $3::bigint[]) as x(r, c) ` +
+            `join "webhook_deliveries" d on d."webhook_id" = $1 and d."record_id" = x.r and d."cursor" < x.c and d."status" = 'pending' ` +
+            `where not (d."id" = any($4::uuid[]))`,
+          [webhookId, [...first.keys()], [...first.values()], deliveries.map((d) => d.id)],
+        ),
+      );
+    return new Set(rows.map((r) => r.recordId));
   }
 
   /** The webhook's deliveries, newest first, optionally of one status, after a position (keyset). */
@@ -277,47 +327,55 @@ export class WebhookRepository {
       );
   }
 
-  /** Counts the attempt before it is made: a replica that dies during it has still used it. */
-  async startAttempt(deliveryId: string): Promise<number> {
-    const [row] = await this.pool
+  /**
+   * Counts an attempt of each pending delivery of `ids` before any is made (a replica that dies during
+   * one has still used it), in one statement; the attempts now, by id.
+   */
+  async startAttempts(ids: readonly string[]): Promise<Map<string, number>> {
+    if (!ids.length) return new Map();
+    const rows = await this.pool
       .session()
       .query(
-        raw<{ attempts: number }>(
-          `update "webhook_deliveries" set "attempts" = "attempts" + 1, "last_attempt_at" = now() where "id" = $1 returning "attempts"`,
-          [deliveryId],
+        raw<{ id: string; attempts: number }>(
+          `update "webhook_deliveries" set "attempts" = "attempts" + 1, "last_attempt_at" = now() ` +
+            `where "id" = any($1::uuid[]) and "status" = 'pending' returning "id"::text as "id", "attempts"`,
+          [[...ids]],
         ),
       );
-    return row?.attempts ?? 0;
+    return new Map(rows.map((r) => [r.id, r.attempts]));
   }
 
-  /** Records an attempt's outcome; `status` pending keeps the delivery waiting for its retry. */
-  async recordAttempt(
-    deliveryId: string,
-    outcome: { status: DeliveryStatus; responseStatus?: number; responseBody?: string; durationMs?: number; error?: string },
-  ): Promise<void> {
+  /** Records how a job's run ended each of its deliveries (see DeliveryOutcome), in one statement. */
+  async recordOutcomes(outcomes: readonly DeliveryOutcome[]): Promise<void> {
+    if (!outcomes.length) return;
+    const column = <T>(pick: (o: DeliveryOutcome) => T | undefined) => outcomes.map((o) => pick(o) ?? null);
     await this.pool
       .session()
       .query(
         raw(
-          `update "webhook_deliveries" set "status" = $2::text, "response_status" = $3, "response_body" = $4, "duration_ms" = $5, "error" = $6, ` +
-            `"delivered_at" = case when $2::text = 'succeeded' then now() else "delivered_at" end where "id" = $1`,
+          `update "webhook_deliveries" d set ` +
+            `"status" = case when x.kind = 'unsent' then d."status" else x.status end, ` +
+            `"attempts" = case when x.kind = 'unsent' then d."attempts" - 1 else d."attempts" end, ` +
+            `"last_attempt_at" = case when x.kind = 'unsent' then x.previous::timestamptz else d."last_attempt_at" end, ` +
+            `"response_status" = case when x.kind = 'sent' then x.response_status else d."response_status" end, ` +
+            `"response_body" = case when x.kind = 'sent' then x.response_body else d."response_body" end, ` +
+            `"duration_ms" = case when x.kind = 'sent' then x.duration_ms else d."duration_ms" end, ` +
+            `"error" = case when x.kind = 'unsent' then d."error" else x.error end, ` +
+            `"delivered_at" = case when x.kind = 'sent' and x.status = 'succeeded' then now() else d."delivered_at" end ` +
+            `from unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[], $7::text[], $8::text[]) ` +
+            `as x(id, kind, status, response_status, response_body, duration_ms, error, previous) where d."id" = x.id`,
           [
-            deliveryId,
-            outcome.status,
-            outcome.responseStatus ?? null,
-            outcome.responseBody ?? null,
-            outcome.durationMs ?? null,
-            outcome.error ?? null,
+            column((o) => o.id),
+            column((o) => o.kind),
+            column((o) => (o.kind === 'unsent' ? undefined : o.status)),
+            column((o) => (o.kind === 'sent' ? o.responseStatus : undefined)),
+            column((o) => (o.kind === 'sent' ? o.responseBody : undefined)),
+            column((o) => (o.kind === 'sent' ? o.durationMs : undefined)),
+            column((o) => (o.kind === 'unsent' ? undefined : o.error)),
+            column((o) => (o.kind === 'unsent' ? o.lastAttemptAt : undefined)),
           ],
         ),
       );
-  }
-
-  /** A delivery ended without an attempt (not readable any more, its webhook disabled). */
-  async settle(deliveryId: string, status: DeliveryStatus, error: string): Promise<void> {
-    await this.pool
-      .session()
-      .query(raw(`update "webhook_deliveries" set "status" = $2, "error" = $3 where "id" = $1`, [deliveryId, status, error]));
   }
 
   /**

@@ -133,7 +133,7 @@ export class WebhooksService {
         [
           {
             id: cursorOrderedId(delivery.cursor),
-            data: { deliveryId: delivery.id } satisfies DeliveryJobData,
+            data: { deliveryIds: [delivery.id], record: true } satisfies DeliveryJobData,
             singletonKey: recordKey(webhook.id, delivery.recordId),
             group: { id: webhook.ownerKeyId },
           },

@@ -253,6 +253,36 @@ describe('webhooks: signed deliveries of record changes', () => {
     expect(metrics.value('datacopilot_webhook_deliveries_total', { status: 'succeeded' })).toBeGreaterThanOrEqual(6);
   });
 
+  it("goes on sending a webhook's other records while one record's deliveries wait for their retry, and that record's in order after", async () => {
+    const hook = await subscribe('/one-failing', { objects: ['item'], events: ['create', 'update'] });
+    const a = await create('item', { sku: 'f-1', qty: 0 });
+    await eventually(() => receiver.to('/one-failing').length === 1, 20_000);
+    receiver.failingRecords.add(a);
+    await update('item', a, { qty: 1 });
+    const b = await create('item', { sku: 'f-2', qty: 0 });
+    await update('item', a, { qty: 2 });
+    await update('item', b, { qty: 1 });
+    // b's changes arrive while each of a's is refused.
+    await eventually(() => receiver.to('/one-failing').filter((r) => r.body.data.id === b).length === 2, 20_000);
+    expect(receiver.failed.some((r) => r.path === '/one-failing' && r.body.data.id === a)).toBe(true);
+    expect(receiver.to('/one-failing').filter((r) => r.body.data.id === a)).toHaveLength(1);
+    receiver.failingRecords.delete(a);
+    await eventually(() => receiver.to('/one-failing').filter((r) => r.body.data.id === a).length === 3, 20_000);
+    const records = byRecord(receiver.to('/one-failing'));
+    expect(records.get(a)?.map(([op]) => op)).toEqual(['create', 'update', 'update']);
+    expect(
+      receiver
+        .to('/one-failing')
+        .filter((r) => r.body.data.id === a)
+        .map((r) => r.body.data.record?.qty),
+    ).toEqual([0, 1, 2]);
+    await eventually(async () => (await deliveries(hook.id)).every((d) => d.status === 'succeeded'), 10_000);
+    const log = await deliveries(hook.id);
+    expect(log).toHaveLength(5);
+    expect(log.find((d) => d.recordId === a && d.attempts > 1)).toBeDefined();
+    expect(log.filter((d) => d.recordId === b).map((d) => d.attempts)).toEqual([1, 1]);
+  });
+
   it('reports the job queue on /health/ready', async () => {
     const ready = bodyOf<{ checks: { jobQueue: string } }>(await t.http.get('/health/ready').expect(200));
     expect(ready.checks.jobQueue).toBe('ok');

@@ -34,6 +34,8 @@ export class WebhookReceiver {
   mode: 'ok' | 'fail' = 'ok';
   /** Paths answered 500 whatever the mode. */
   readonly failing = new Set<string>();
+  /** Records (`data.id` of the body) whose deliveries are answered 500 whatever the mode. */
+  readonly failingRecords = new Set<string>();
   /** Paths whose requests are held unanswered until `release`; the requests held so far, by path. */
   private readonly holding = new Map<string, (() => void)[]>();
   private readonly holdOne = new Set<string>();
@@ -117,7 +119,8 @@ export class WebhookReceiver {
     }
     const received: ReceivedWebhook = { path, id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], body: parsed };
     this.arrived.push(received);
-    if (this.mode === 'fail' || this.failing.has(path)) {
+    const record = (parsed as { data?: { id?: string } }).data?.id;
+    if (this.mode === 'fail' || this.failing.has(path) || (record !== undefined && this.failingRecords.has(record))) {
       this.failed.push(received);
       res.writeHead(500).end('receiver failing on purpose');
       return;

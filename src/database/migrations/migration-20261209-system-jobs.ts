@@ -5,7 +5,7 @@ import { Migration } from '@mikro-orm/migrations';
  * visible to admins only, like every job of another key.
  */
 export class MigrationSystemJobs extends Migration {
-  override name = '20261209000001_system-jobs';
+  override name = '20261209000001_system_jobs';
 
   override up(): void {
     this.addSql(`alter table "jobs" alter column "key_id" drop not null`);
