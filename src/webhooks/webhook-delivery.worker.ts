@@ -118,7 +118,10 @@ export class WebhookDeliveryWorker {
   /** One run of the job: each of its pending deliveries attempted once, in order, or handed on. */
   async run(job: QueuedJob<DeliveryJobData>): Promise<void> {
     if (job.data.backoff && job.retryCount === 0) throw new AttemptFailed('Waiting for the backoff of the failed attempt');
-    const pending = (await this.repo.deliveriesByIds(deliveryIdsOf(job.data))).filter((d) => d.status === 'pending');
+    // A page's retry (its replica died after handing records on) leaves what it handed on to their jobs.
+    const pending = (await this.repo.deliveriesByIds(deliveryIdsOf(job.data))).filter(
+      (d) => d.status === 'pending' && (job.data.record === true || !d.handedOn),
+    );
     if (!pending.length) return; // deleted with their webhook, or settled by an earlier run
     const webhook = await this.repo.find(pending[0].webhookId);
     if (!webhook) return;
@@ -337,16 +340,28 @@ export class WebhookDeliveryWorker {
   private async handOn(webhook: WebhookRow, handOffs: Map<string, HandOff>): Promise<void> {
     const jobs = [...handOffs].filter(([, handOff]) => handOff.ids.length);
     if (!jobs.length) return;
-    await this.jobs.insert(
-      DELIVERY_QUEUE,
-      jobs.map(([recordId, handOff]) => ({
-        data: { deliveryIds: handOff.ids, record: true, ...(handOff.backoff ? { backoff: true } : {}) } satisfies DeliveryJobData,
-        singletonKey: recordKey(webhook.id, recordId),
-        group: { id: webhook.ownerKeyId },
-        // Its retries are the attempts of each of its deliveries in turn.
-        retryLimit: this.settings.retryLimit * handOff.ids.length,
-      })),
-    );
+    // One transaction: a delivery is marked handed on exactly when a job of its record holds it.
+    await this.repo.transaction(async (tx) => {
+      await this.repo.markHandedOn(
+        tx,
+        jobs.flatMap(([, handOff]) => handOff.ids),
+      );
+      await this.jobs.insert(
+        DELIVERY_QUEUE,
+        jobs.map(([recordId, handOff]) => ({
+          data: {
+            deliveryIds: handOff.ids,
+            record: true,
+            ...(handOff.backoff ? { backoff: true } : {}),
+          } satisfies DeliveryJobData,
+          singletonKey: recordKey(webhook.id, recordId),
+          group: { id: webhook.ownerKeyId },
+          // Its retries are the attempts of each of its deliveries in turn.
+          retryLimit: this.settings.retryLimit * handOff.ids.length,
+        })),
+        tx,
+      );
+    });
     this.jobs.wake(DELIVERY_QUEUE);
   }
 }

@@ -42,6 +42,8 @@ export interface DeliveryRow {
   deliveredAt: string | null;
   /** Seconds since the delivery was (re)queued. */
   ageSeconds: number;
+  /** A page's job handed it to a job of its record (WebhookDeliveryWorker.handOn): that job sends it. */
+  handedOn: boolean;
 }
 
 /** A change to deliver, found by the dispatcher. */
@@ -97,7 +99,7 @@ const DELIVERY_COLUMNS =
   `d."cursor"::text as "cursor", d."op", d."status", d."attempts", d."response_status" as "responseStatus", ` +
   `d."response_body" as "responseBody", d."duration_ms" as "durationMs", d."error", ${iso('d."created_at"')} as "createdAt", ` +
   `${iso('d."queued_at"')} as "queuedAt", ${iso('d."last_attempt_at"')} as "lastAttemptAt", ${iso('d."delivered_at"')} as "deliveredAt", ` +
-  `extract(epoch from now() - d."queued_at")::float8 as "ageSeconds"`;
+  `extract(epoch from now() - d."queued_at")::float8 as "ageSeconds", d."handed_on" as "handedOn"`;
 
 /** The webhooks' tables: subscriptions, their cursors in the change feed, their deliveries. */
 @Injectable()
@@ -276,6 +278,12 @@ export class WebhookRepository {
         ]),
       );
     return row;
+  }
+
+  /** Marks deliveries as handed to a job of their record, in the transaction that queues that job. */
+  async markHandedOn(session: DataSession, ids: readonly string[]): Promise<void> {
+    if (!ids.length) return;
+    await session.query(raw(`update "webhook_deliveries" set "handed_on" = true where "id" = any($1::uuid[])`, [[...ids]]));
   }
 
   /** The deliveries of `ids` that still exist, in order of their cursors. */

@@ -5,6 +5,8 @@ import type {
   WebhookResponse,
   WebhooksResponse,
 } from '../../src/webhooks/webhook.dto';
+import { randomUUID } from 'node:crypto';
+import { WebhookDeliveryWorker } from '../../src/webhooks/webhook-delivery.worker';
 import { eventually } from '../support/chat-helpers';
 import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { bodyOf, errorOf, idOf } from '../support/responses';
@@ -281,6 +283,35 @@ describe('webhooks: signed deliveries of record changes', () => {
     expect(log).toHaveLength(5);
     expect(log.find((d) => d.recordId === a && d.attempts > 1)).toBeDefined();
     expect(log.filter((d) => d.recordId === b).map((d) => d.attempts)).toEqual([1, 1]);
+  });
+
+  it("leaves what a page handed on to its record's job when the page runs again (its replica died before it completed)", async () => {
+    const path = '/handed-on';
+    const hook = await subscribe(path, { objects: ['item'], events: ['create', 'update'] });
+    const a = await create('item', { sku: 'h-1', qty: 0 });
+    await eventually(() => receiver.to(path).length === 1, 20_000);
+    receiver.failingRecords.add(a);
+    await update('item', a, { qty: 1 });
+    // The page's attempt of a's update is refused: a job of a's takes it on, and its retry is held in flight.
+    await eventually(() => receiver.failed.some((r) => r.path === path && r.body.data.id === a), 20_000);
+    receiver.holdNext(path);
+    receiver.failingRecords.delete(a);
+    await eventually(() => receiver.held(path) === 1, 20_000);
+    const handedOn = (await deliveries(hook.id)).find((d) => d.recordId === a && d.status === 'pending')!;
+    // The page runs again, as the queue retries a page whose replica died after handing a on: it sends nothing of a's.
+    const arrived = receiver.arrived.filter((r) => r.path === path).length;
+    await t.app.get(WebhookDeliveryWorker).run({
+      id: randomUUID(),
+      data: { deliveryIds: [handedOn.id] },
+      retryCount: 1,
+      retryLimit: 10,
+      createdOn: new Date(),
+      signal: new AbortController().signal,
+    });
+    expect(receiver.arrived.filter((r) => r.path === path)).toHaveLength(arrived);
+    receiver.release(path);
+    await eventually(async () => (await deliveries(hook.id)).every((d) => d.status === 'succeeded'), 20_000);
+    expect(receiver.to(path).map((r) => r.body.data.record?.qty)).toEqual([0, 1]);
   });
 
   it('reports the job queue on /health/ready', async () => {
