@@ -59,6 +59,8 @@ describe('the field type registry', () => {
     expect(entry.operators.length).toBeGreaterThan(0);
     for (const operator of entry.operators) expect(FIELD_OPERATORS).toContain(operator);
     expect(entry.operators).toContain('$null');
+    // The words the data tools show: one clause, so the list of types reads as one sentence.
+    expect(entry.hint).toMatch(/^[^;()]{3,90}$/);
   });
 
   it('derives the families as they were listed by hand', () => {

@@ -30,7 +30,8 @@ import type { FormulaValueType } from './formula.types';
 /**
  * The registry of stored field types: one entry per type holds everything the engine asks of it (its
  * column, family, definition rules, index, value codec, CSV reading, where operators, aggregates,
- * sorting, grouping, search, formula and figure kind), and every caller asks the entry instead of
+ * sorting, grouping, search, formula and figure kind, and the words the data tools describe its values
+ * with), and every caller asks the entry instead of
  * switching on type names.
  * Adding a type: this entry + 2 files (README.md's list of field types, and the playground's
  * src/playground/client/grid-values.ts, which runs in the browser and keeps its own list of numeric types).
@@ -119,6 +120,8 @@ export interface FieldTypeEntry {
   fromCell?: CellReader;
   /** Written to CSV as JSON text (a string value included). */
   cellAsJson?: true;
+  /** How a value of it is written, in a few words: what the data tools tell the model (describe_object). */
+  hint: string;
 }
 
 /** A float column: its sums and exact values need casts of their own (see FLOAT_COLUMN's readers). */
@@ -141,6 +144,7 @@ const text = {
   measures: ['min', 'max'],
   formula: 'text',
   encode: encodeString,
+  hint: 'a string',
 } as const satisfies FieldTypeEntry;
 
 const numeric = {
@@ -158,7 +162,7 @@ const numeric = {
   formula: 'number',
   decode: decodeNumber,
   fromCell: numberCell,
-} as const satisfies Omit<FieldTypeEntry, 'encode'>;
+} as const satisfies Omit<FieldTypeEntry, 'encode' | 'hint'>;
 
 const temporal = {
   family: 'temporal',
@@ -172,28 +176,49 @@ const temporal = {
   groups: true,
   operators: [...EQUALITY, ...ORDERING],
   measures: ['min', 'max'],
-} as const satisfies Omit<FieldTypeEntry, 'encode'>;
+} as const satisfies Omit<FieldTypeEntry, 'encode' | 'hint'>;
 
 /** The stored field types, in the order the API lists them. */
 export const FIELD_TYPE_REGISTRY = {
   text,
   // A long text: not a category to group by.
-  textarea: { ...text, groups: false },
-  email: { ...text, encode: encodeEmail },
-  url: { ...text, encode: encodeUrl },
-  phone: text,
+  textarea: { ...text, groups: false, hint: 'a long string, not grouped by' },
+  email: { ...text, encode: encodeEmail, hint: 'an email address' },
+  url: { ...text, encode: encodeUrl, hint: 'an http or https URL' },
+  phone: { ...text, hint: 'a phone number as a string' },
   number: {
     ...numeric,
     column: FLOAT_COLUMN,
     averageType: 'number',
     figure: 'number',
     encode: numberEncoder(FLOAT_COLUMN),
+    hint: 'a JSON number',
   },
   // Money and percentages are exact decimals, never floats.
-  currency: { ...numeric, column: CURRENCY_COLUMN, figure: 'money', encode: numberEncoder(CURRENCY_COLUMN) },
-  percent: { ...numeric, column: PERCENT_COLUMN, figure: 'percent', encode: numberEncoder(PERCENT_COLUMN) },
+  currency: {
+    ...numeric,
+    column: CURRENCY_COLUMN,
+    figure: 'money',
+    encode: numberEncoder(CURRENCY_COLUMN),
+    hint: 'an amount of money, a JSON number exact to the cent',
+  },
+  percent: {
+    ...numeric,
+    column: PERCENT_COLUMN,
+    figure: 'percent',
+    encode: numberEncoder(PERCENT_COLUMN),
+    hint: "a percentage as a JSON number to 4 decimals, its scale in the field's description",
+  },
   // Whole numbers of things (employees, seats, minutes): no amount of money, no percentage.
-  integer: { ...numeric, column: 'bigint', averageType: 'number', figure: 'count', encode: encodeInteger, decode: decodeInteger },
+  integer: {
+    ...numeric,
+    column: 'bigint',
+    averageType: 'number',
+    figure: 'count',
+    encode: encodeInteger,
+    decode: decodeInteger,
+    hint: 'a whole number',
+  },
   boolean: {
     column: 'boolean',
     family: 'boolean',
@@ -211,10 +236,18 @@ export const FIELD_TYPE_REGISTRY = {
     encode: encodeBoolean,
     decode: decodeBoolean,
     fromCell: booleanCell,
+    hint: 'true or false',
   },
-  date: { ...temporal, column: 'date', formula: 'date', encode: encodeDate, decode: decodeDate },
-  datetime: { ...temporal, column: 'timestamptz', formula: 'datetime', encode: encodeDatetime, decode: decodeDatetime },
-  select: { ...text, takes: { options: true }, encode: encodeSelect },
+  date: { ...temporal, column: 'date', formula: 'date', encode: encodeDate, decode: decodeDate, hint: "'YYYY-MM-DD'" },
+  datetime: {
+    ...temporal,
+    column: 'timestamptz',
+    formula: 'datetime',
+    encode: encodeDatetime,
+    decode: decodeDatetime,
+    hint: 'an ISO 8601 date and time with its offset',
+  },
+  select: { ...text, takes: { options: true }, encode: encodeSelect, hint: 'one of its options' },
   multiselect: {
     column: 'text[]',
     family: 'options',
@@ -232,6 +265,7 @@ export const FIELD_TYPE_REGISTRY = {
     encode: encodeMultiselect,
     decode: decodeMultiselect,
     fromCell: multiselectCell,
+    hint: 'an array of its options, $contains finds records holding them all',
   },
   lookup: {
     column: 'uuid',
@@ -249,6 +283,7 @@ export const FIELD_TYPE_REGISTRY = {
     measures: [],
     formula: 'text',
     encode: encodeUuid,
+    hint: 'the id of a record of its reference object',
   },
   json: {
     column: 'jsonb',
@@ -268,6 +303,7 @@ export const FIELD_TYPE_REGISTRY = {
     // pg parses jsonb itself (a raw string cannot be told apart).
     fromCell: jsonCell,
     cellAsJson: true,
+    hint: 'any JSON value, filtered with $eq, $ne and $null only',
   },
 } as const satisfies Record<string, FieldTypeEntry>;
 
@@ -348,6 +384,11 @@ export function fieldSummary(field: { type: string; reference?: string; options?
     return `${field.type} → ${field.reference}`;
   }
   return field.options ? `${field.type}: ${field.options.join(' | ')}` : field.type;
+}
+
+/** Each stored type and how its values are written, as the data tools tell the model: "text: a string; ...". */
+export function fieldTypeHints(): string {
+  return FIELD_TYPES.map((type) => `${type}: ${(FIELD_TYPE_REGISTRY[type] as FieldTypeEntry).hint}`).join('; ');
 }
 
 /** "a and b", "a, b and c": the types listed in a message. */

@@ -1,4 +1,5 @@
 import { computedKind, describeComputed, explainComputed } from '../../metadata/computed-fields';
+import { fieldTypeHints } from '../../metadata/field-types';
 import type { FieldMeta, ObjectMeta } from '../../metadata/object-metadata.types';
 import { defineTool } from '../tool.define';
 import type { ToolDefinition } from '../tool.types';
@@ -49,8 +50,9 @@ export function createDescribeObjectTool(deps: DataToolDeps): ToolDefinition<Des
   return defineTool<DescribeObjectArgs>({
     name: 'describe_object',
     description:
-      'Describe one object: every field with its name, label, type (text, number, currency, date, select, lookup, ...), ' +
+      'Describe one object: every field with its name, label, type, ' +
       'whether it is required, the allowed options of select fields and the object a lookup field points to. ' +
+      `Types and how their values are written: ${fieldTypeHints()}. ` +
       'A formula field (type formula) shows its expression and resultType: it is computed when read, read-only, and ' +
       'filtered, sorted and aggregated as a field of its resultType. ' +
       'A rollup (relation, function, field, filter), count (relation, filter) or lookup_value (through, field) is ' +
