@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { DomainError } from '../common/domain-error';
-import { PrometheusService } from './prometheus.service';
+import { PrometheusService, RecentRate } from './prometheus.service';
 
 describe('PrometheusService', () => {
   it('keeps each app in a registry of its own', async () => {
@@ -38,5 +38,25 @@ describe('PrometheusService', () => {
     warn.mockRestore();
     expect(text).toContain('# TYPE datacopilot_chats gauge');
     expect(text).not.toMatch(/^datacopilot_chats\{/m);
+  });
+});
+
+describe('RecentRate', () => {
+  it('counts events of the last half second, per second, and forgets older ones', () => {
+    let now = 10_000;
+    const rate = new RecentRate(() => now);
+    expect(rate.perSecond()).toBe(0);
+    for (let i = 0; i < 30; i++) rate.count();
+    expect(rate.perSecond()).toBe(60);
+    now += 250;
+    for (let i = 0; i < 10; i++) rate.count();
+    expect(rate.perSecond()).toBe(80);
+    // The first 30 fall out of the window; then everything does, however long the gap.
+    now += 300;
+    expect(rate.perSecond()).toBe(20);
+    now += 60_000;
+    expect(rate.perSecond()).toBe(0);
+    rate.count();
+    expect(rate.perSecond()).toBe(2);
   });
 });

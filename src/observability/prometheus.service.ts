@@ -77,6 +77,7 @@ export class PrometheusService {
   private readonly logger = new Logger(PrometheusService.name);
   readonly registry = new Registry();
 
+  private readonly recent = new RecentRate();
   private readonly httpRequests = new Counter({
     name: `${PREFIX}http_requests_total`,
     help: 'HTTP requests answered, by method, route pattern and status',
@@ -237,6 +238,12 @@ export class PrometheusService {
     const labels = { method, route: route ?? UNMATCHED_ROUTE, status: String(status) };
     this.httpRequests.inc(labels);
     this.httpDuration.observe(labels, seconds);
+    if (route !== undefined && route.startsWith('/api/')) this.recent.count();
+  }
+
+  /** API requests this replica answered per second, over the last half second: how busy its front door is. */
+  apiRequestsPerSecond(): number {
+    return this.recent.perSecond();
   }
 
   /** Counts a model call as under way until the returned function is called. */
@@ -427,4 +434,35 @@ function once(fn: () => void): () => void {
     done = true;
     fn();
   };
+}
+
+/** Events counted in 100 ms slots over the last half second (a ring, no timers): a rate of now, cheap to count. */
+export class RecentRate {
+  private static readonly SLOT_MS = 100;
+  private static readonly SLOTS = 5;
+  private readonly slots = new Array<number>(RecentRate.SLOTS).fill(0);
+  private current: number;
+
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.current = Math.floor(now() / RecentRate.SLOT_MS);
+  }
+
+  count(): void {
+    this.slots[this.advance() % RecentRate.SLOTS]++;
+  }
+
+  perSecond(): number {
+    this.advance();
+    return (this.slots.reduce((sum, n) => sum + n, 0) * 1000) / (RecentRate.SLOT_MS * RecentRate.SLOTS);
+  }
+
+  /** Clears the slots passed since the last count; the current slot. */
+  private advance(): number {
+    const slot = Math.floor(this.now() / RecentRate.SLOT_MS);
+    for (let passed = this.current + 1; passed <= slot && passed <= this.current + RecentRate.SLOTS; passed++) {
+      this.slots[passed % RecentRate.SLOTS] = 0;
+    }
+    this.current = Math.max(this.current, slot);
+    return this.current;
+  }
 }

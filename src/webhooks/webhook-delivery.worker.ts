@@ -1,4 +1,5 @@
 import type { Agent } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
 import type { Caller } from '../auth/caller';
@@ -11,7 +12,14 @@ import { JobQueue, type QueuedJob } from '../jobs/job-queue.service';
 import { PrometheusService } from '../observability/prometheus.service';
 import { keepAliveAgent, postOnce, type AttemptResult } from './webhook-sender';
 import { resolveTarget, type PinnedTarget } from './webhook-target';
-import { DELIVERY_QUEUE, deliveryIdsOf, deliveryQueueSettings, recordKey, type DeliveryJobData } from './webhook-jobs';
+import {
+  busyWithRequests,
+  DELIVERY_QUEUE,
+  deliveryIdsOf,
+  deliveryQueueSettings,
+  recordKey,
+  type DeliveryJobData,
+} from './webhook-jobs';
 import { WebhookRepository, type DeliveryOutcome, type DeliveryRow, type WebhookRow } from './webhook.repository';
 
 /** The type of a record event, by the change's op. */
@@ -33,6 +41,14 @@ const READ_SPAN = 1_000;
 /** Deliveries read, counted and recorded together in a run (a round); a round starts no attempt after ROUND_MS. */
 const ROUND_SIZE = 50;
 const ROUND_MS = 1_000;
+
+/**
+ * Deliveries are background work: while this replica is busy answering API requests (busyWithRequests), a
+ * round waits (in steps) before it sends, up to YIELD_MAX_MS a round, so that a backlog of deliveries does not
+ * take the CPU from the writes that made it; it catches up once the burst is over.
+ */
+const YIELD_STEP_MS = 50;
+const YIELD_MAX_MS = 1_000;
 
 /** What one run of a job hands on: a record's deliveries left for a job of its own (of the record's key). */
 interface HandOff {
@@ -176,6 +192,10 @@ export class WebhookDeliveryWorker {
    */
   private async round(state: RunState, pending: readonly DeliveryRow[], from: number): Promise<number> {
     const { job, webhook, handOffs } = state;
+    for (let waited = 0; waited < YIELD_MAX_MS && busyWithRequests(this.metrics); waited += YIELD_STEP_MS) {
+      if (job.signal?.aborted || performance.now() + YIELD_STEP_MS > state.until) break;
+      await sleep(YIELD_STEP_MS);
+    }
     const candidates = pending.slice(from, from + ROUND_SIZE);
     const outcomes: DeliveryOutcome[] = [];
     let owner: Caller;

@@ -4,7 +4,8 @@ import { CommitAnnouncer } from '../database/commit-announcer.service';
 import { DomainError } from '../common/domain-error';
 import { ChangesService } from '../changes/changes.service';
 import { JobQueue } from '../jobs/job-queue.service';
-import { cursorOrderedId, DELIVERY_QUEUE, webhookKey, type DeliveryJobData } from './webhook-jobs';
+import { PrometheusService } from '../observability/prometheus.service';
+import { busyWithRequests, cursorOrderedId, DELIVERY_QUEUE, webhookKey, type DeliveryJobData } from './webhook-jobs';
 import { WebhookRepository, type NewDelivery } from './webhook.repository';
 
 /** Changes one dispatch transaction reads from one object's feed. */
@@ -14,6 +15,8 @@ const DISPATCH_PAGE = 200;
  * every write, and each dispatch then queues one job for what the time gathered rather than one per write.
  */
 const DISPATCH_INTERVAL_MS = 100;
+/** The same while the replica is busy with API requests (busyWithRequests): fewer, larger dispatches. */
+const BUSY_DISPATCH_INTERVAL_MS = 1_000;
 
 /**
  * Turns committed record changes into webhook deliveries, off the request path: writes only append to
@@ -47,6 +50,7 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
     private readonly access: AccessService,
     private readonly jobs: JobQueue,
     private readonly announcer: CommitAnnouncer,
+    private readonly metrics: PrometheusService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -81,7 +85,8 @@ export class WebhookDispatcher implements OnApplicationBootstrap, OnApplicationS
           this.next = undefined;
           const started = performance.now();
           await this.dispatchAll(all ? undefined : [...objects]);
-          const rest = DISPATCH_INTERVAL_MS - (performance.now() - started);
+          const interval = busyWithRequests(this.metrics) ? BUSY_DISPATCH_INTERVAL_MS : DISPATCH_INTERVAL_MS;
+          const rest = interval - (performance.now() - started);
           if (this.next && rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
         }
       } catch (error) {

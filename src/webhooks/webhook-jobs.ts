@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AppConfig } from '../config/app-config';
+import type { PrometheusService } from '../observability/prometheus.service';
 
 /** The job queue of webhook deliveries. */
 export const DELIVERY_QUEUE = 'webhook-deliveries';
@@ -65,4 +66,14 @@ export function recordKey(webhookId: string, recordId: string): string {
 /** The dispatcher's pages of one webhook run one at a time, in order. */
 export function webhookKey(webhookId: string): string {
   return webhookId;
+}
+
+/**
+ * API requests per second from which this replica counts as busy: its webhook work (dispatching, delivering)
+ * is background work and gives the CPU to requests then (longer dispatch intervals, rounds that wait).
+ */
+const BUSY_REQUESTS_PER_S = 200;
+
+export function busyWithRequests(metrics: Pick<PrometheusService, 'apiRequestsPerSecond'>): boolean {
+  return metrics.apiRequestsPerSecond() >= BUSY_REQUESTS_PER_S;
 }
