@@ -1,3 +1,4 @@
+import { typeName } from '../metadata/links-fields';
 import { isComputed } from '../metadata/computed-fields';
 import { fieldSql } from './formula.compiler';
 import { CompiledQuery } from 'kysely';
@@ -266,10 +267,10 @@ function checkMeasure(object: ObjectMeta, input: MeasureSpec | RatioSpec): Measu
   const field = requireField(object, input.field);
   const measures: readonly string[] = fieldTypeOf(field.type).measures;
   if ((fn === 'sum' || fn === 'avg') && !measures.includes(fn)) {
-    throw new DomainError('invalid_aggregation', `${fn} needs a numeric field; "${field.name}" is ${field.type}`);
+    throw new DomainError('invalid_aggregation', `${fn} needs a numeric field; "${field.name}" is ${typeName(field)}`);
   }
   if ((fn === 'min' || fn === 'max') && !measures.includes(fn)) {
-    throw new DomainError('invalid_aggregation', `${fn} is not defined for ${field.type} field "${field.name}"`);
+    throw new DomainError('invalid_aggregation', `${fn} is not defined for ${typeName(field)} field "${field.name}"`);
   }
   spec.field = field.name;
   return spec;
@@ -311,7 +312,7 @@ function parseGroupBy(object: ObjectMeta, names: string[], extra = 0): FieldMeta
   const fields = [...new Set(names)].map((name) => requireField(object, name));
   for (const field of fields) {
     if (!fieldTypeOf(field.type).groups) {
-      throw new DomainError('invalid_group_by', `Cannot group by ${field.type} field "${field.name}"`);
+      throw new DomainError('invalid_group_by', `Cannot group by ${typeName(field)} field "${field.name}"`);
     }
   }
   return fields;

@@ -1,3 +1,4 @@
+import { typeName } from '../metadata/links-fields';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { fieldTypeOf } from '../metadata/field-types';
@@ -84,9 +85,9 @@ function parseItem(object: ObjectMeta, item: unknown): OrderTerm {
   if (typeof item.field !== 'string') throw invalidOrderBy(`${ORDER_BY_SHAPE}; "field" must be a field name`);
   const field = requireField(object, item.field);
   if (!fieldTypeOf(field.type).sorts) {
-    throw invalidOrderBy(`Field "${field.name}" (${field.type}) cannot be sorted`, {
+    throw invalidOrderBy(`Field "${field.name}" (${typeName(field)}) cannot be sorted`, {
       field: field.name,
-      type: field.type,
+      type: typeName(field),
       sortableFields: object.fields.filter((f) => fieldTypeOf(f.type).sorts).map((f) => f.name),
     });
   }

@@ -1,3 +1,4 @@
+import { typeName } from '../metadata/links-fields';
 import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import { quoteIdent, searchFold } from '../database/sql-identifier';
@@ -208,8 +209,8 @@ function checkOperator(field: FieldMeta, operator: string, object: ObjectMeta): 
   if (!availableOperators.includes(operator as FieldOperator)) {
     throw new DomainError(
       'invalid_operator',
-      `Operator "${operator}" is not allowed on ${field.type} field "${field.name}"; use one of ${availableOperators.join(', ')}`,
-      { operator, field: field.name, type: field.type, availableOperators },
+      `Operator "${operator}" is not allowed on ${typeName(field)} field "${field.name}"; use one of ${availableOperators.join(', ')}`,
+      { operator, field: field.name, type: typeName(field), availableOperators },
     );
   }
   return operator as FieldOperator;
@@ -392,7 +393,7 @@ function invalidOperand(field: FieldMeta, operator: FieldOperator, expected: str
   return new DomainError(
     'invalid_value',
     `Field "${field.name}" expects ${expected} for ${operator}, got ${describeValue(received)}`,
-    { field: field.name, type: field.type, operator, expected },
+    { field: field.name, type: typeName(field), operator, expected },
   );
 }
 

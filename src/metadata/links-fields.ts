@@ -140,3 +140,8 @@ export function linkedCondition(meta: RelatedMeta, parts: LinkSqlParts): string 
 export function isLinks(field: Pick<FieldMeta, 'related'>): boolean {
   return field.related?.kind === 'links';
 }
+
+/** The type a field is named by in messages: `links` for a links field (whose values read as a multiselect of ids). */
+export function typeName(field: Pick<FieldMeta, 'type' | 'related'>): string {
+  return field.related?.kind === 'links' ? 'links' : field.type;
+}

@@ -276,6 +276,10 @@ describe('links fields: many to many between records', () => {
     expect(errorOf(bad).code).toBe('invalid_value');
     const sorted = await list(t.adminKey, 'proj', { orderBy: [{ field: 'members' }] });
     expect(sorted.status).toBe(400);
+    // Named by its own type, not by the type its value reads as.
+    expect(errorOf(sorted)).toMatchObject({ code: 'invalid_order_by', details: { type: 'links' } });
+    const ranged = await list(t.adminKey, 'proj', { where: { members: { $gt: 'x' } } });
+    expect(errorOf(ranged)).toMatchObject({ code: 'invalid_operator', details: { type: 'links' } });
     // The grid's value counts: how many records link to each target.
     const values = bodyOf<{ values: Array<{ value: string; count: number }> }>(
       await t.http.get('/api/v1/objects/proj/fields/members/values').set(asAdmin(t)).expect(200),
