@@ -1,7 +1,13 @@
 import { DomainError } from '../common/domain-error';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
-import { computedSql, isComputed, registerStoredValueSql, type RelatedSqlParts } from '../metadata/computed-fields';
+import {
+  computedSql,
+  isComputed,
+  registerStoredFormulaSql,
+  registerStoredValueSql,
+  type RelatedSqlParts,
+} from '../metadata/computed-fields';
 import type { FormulaNode, FormulaResultType, FormulaValueType } from '../metadata/formula';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 
@@ -66,6 +72,14 @@ export function inlineParams(sql: string, values: readonly unknown[]): string {
 }
 
 registerStoredValueSql(storedValue);
+
+/** A stored formula's expression over `alias`, its literals inline (a trigger body, the fill job's statement). */
+export function storedFormula(field: FieldMeta, alias: string): string {
+  const params = new SqlParams();
+  return inlineParams(formulaSql(field, params, alias), params.values);
+}
+
+registerStoredFormulaSql(storedFormula);
 
 /** A formula's expression with its result type. */
 function formulaSql(field: FieldMeta, params: SqlParams, tableAlias?: string): string {

@@ -492,9 +492,16 @@ export const COMPUTED_KINDS: Record<ComputedKind, ComputedKindEntry> = {
       }
       return Object.keys(related).length ? { ...field, formula: { ...field.formula!, related } } : field;
     },
-    sql: (field, compiler) => compiler.expression(field),
-    describe: (field) => ({ expression: field.formula!.expression, resultType: field.formula!.resultType }),
-    explain: (field) => `Computed when read: ${field.formula!.expression}`,
+    // A stored formula reads only the record's own fields: its column is right for every caller who may see it.
+    sql: (field, compiler) =>
+      field.formula!.stored && field.formula!.filled ? compiler.column(field) : compiler.expression(field),
+    describe: (field) => ({
+      expression: field.formula!.expression,
+      resultType: field.formula!.resultType,
+      ...(field.formula!.stored ? { stored: true, filled: field.formula!.filled === true } : {}),
+    }),
+    explain: (field) =>
+      `${field.formula!.stored ? 'Stored, kept up to date as the record changes' : 'Computed when read'}: ${field.formula!.expression}`,
   },
   rollup: {
     define: (def, ctx) => DEFINE.rollup(def, ctx),
@@ -662,4 +669,21 @@ export function registerStoredValueSql(compile: StoredValueSql): void {
 export function storedValueSql(field: FieldMeta, target: ObjectMeta, outerAlias: string): string {
   if (!storedValue) throw new Error('no stored value compiler registered');
   return storedValue(field, target, outerAlias);
+}
+
+type StoredFormulaSql = (field: FieldMeta, alias: string) => string;
+let storedFormula: StoredFormulaSql | undefined;
+
+/** The data engine registers how a formula compiles with its values written inline (formula.compiler.ts). */
+export function registerStoredFormulaSql(compile: StoredFormulaSql): void {
+  storedFormula = compile;
+}
+
+/**
+ * A stored formula's expression over the record aliased `alias` (an engine alias, `"__name"`), its literals
+ * written inline: the body of its trigger and the fill job's statement, which take no bind parameters.
+ */
+export function storedFormulaSql(field: FieldMeta, alias: string): string {
+  if (!storedFormula) throw new Error('no formula compiler registered');
+  return storedFormula(field, alias);
 }

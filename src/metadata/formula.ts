@@ -517,6 +517,22 @@ function checkCall(node: Extract<Syntax, { kind: 'call' }>, scope: FormulaScope,
 }
 
 /** Every stored field a checked expression reads, at any depth (formulas it reads included, by their inputs). */
+/** Whether a checked expression reads the clock (TODAY, NOW) at any depth: its value changes with no write. */
+export function formulaReadsClock(node: FormulaNode): boolean {
+  switch (node.kind) {
+    case 'formula':
+      return formulaReadsClock(node.body);
+    case 'unary':
+      return formulaReadsClock(node.operand);
+    case 'binary':
+      return formulaReadsClock(node.left) || formulaReadsClock(node.right);
+    case 'call':
+      return node.name === 'TODAY' || node.name === 'NOW' || node.args.some(formulaReadsClock);
+    default:
+      return false;
+  }
+}
+
 export function formulaInputs(node: FormulaNode, into = new Set<string>()): Set<string> {
   switch (node.kind) {
     case 'column':

@@ -5,7 +5,7 @@ import { DATA_SCHEMA, objectTable, quoteIdent, searchFold } from '../database/sq
 import { indexName } from './metadata.naming';
 import { fieldTypeOf } from './field-types';
 import { FieldMeta, fieldIndex, FieldType } from './object-metadata.types';
-import { StoredGroup, storedGroupDdl } from './stored-fields';
+import { dropStoredFormulaDdl, StoredGroup, storedFormulaDdl, storedGroupDdl } from './stored-fields';
 import { dropLinkTableDdl, linkTableDdl } from './links-fields';
 import { linkStoredGroupDdl } from './links-stored';
 import { dropLinkChangesDdl, linkChangesDdl } from './links-changes';
@@ -134,6 +134,15 @@ export class MetadataRepository {
   /** A group of stored fields' triggers (stored-fields.ts), replacing those it had; none without a field left. */
   async installStoredTriggers(em: EntityManager, group: StoredGroup): Promise<void> {
     for (const statement of this.storedTriggerDdl(group)) await runSql(em, statement);
+  }
+
+  /** A stored formula's row trigger (stored-fields.ts), replacing the one it had. */
+  async installStoredFormula(em: EntityManager, objectName: string, field: FieldMeta): Promise<void> {
+    for (const statement of storedFormulaDdl(objectName, field)) await runSql(em, statement);
+  }
+
+  async dropStoredFormula(em: EntityManager, objectName: string, fieldName: string): Promise<void> {
+    for (const statement of dropStoredFormulaDdl(objectName, fieldName)) await runSql(em, statement);
   }
 
   /** The DDL of a group of stored fields: over a lookup (stored-fields.ts) or a links field (links-stored.ts). */

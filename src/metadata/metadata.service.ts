@@ -6,7 +6,14 @@ import { ADVISORY_LOCK, lockForTransaction } from '../database/advisory-locks';
 import { PROGRAM_LIMIT_EXCEEDED, UNIQUE_VIOLATION, sqlState } from '../common/pg-errors';
 import { IDENTIFIER_PATTERN } from '../database/sql-identifier';
 import { AuditLog, type AuditActor } from '../audit/audit-log.service';
-import { checkFormula, FORMULA_RESULT_TYPES, formulaInputs, type FormulaScope, referencedFields } from './formula';
+import {
+  checkFormula,
+  FORMULA_RESULT_TYPES,
+  formulaInputs,
+  formulaReadsClock,
+  type FormulaScope,
+  referencedFields,
+} from './formula';
 import {
   computedInputs,
   computedKind,
@@ -30,7 +37,7 @@ import {
 import { toFieldResponse, toObjectResponse } from './metadata.mapper';
 import { MetadataDependents } from './metadata-dependents';
 import { MetadataRepository, ObjectSummary } from './metadata.repository';
-import { type StoredGroup, storedDdlExpectations, storedGroupOf } from './stored-fields';
+import { type StoredGroup, storedDdlExpectations, storedFormulaDdl, storedGroupOf } from './stored-fields';
 import { linkSides } from './links-fields';
 import { assertValidName } from './metadata.naming';
 import type { FormulaResultType } from './formula';
@@ -45,6 +52,15 @@ import {
   ObjectMeta,
   SYSTEM_FIELDS,
 } from './object-metadata.types';
+
+/** The triggers that keep stored fields (a group of rollups and counts, or a formula): what a boot compares and rebuilds. */
+interface StoredTriggers {
+  label: string;
+  ddl: string[];
+  /** Tables locked before the rebuild, in the order writers lock them. */
+  lock: string[];
+  install(em: EntityManager): Promise<void>;
+}
 
 /**
  * Object and field definitions, and the physical tables behind them. Each change to metadata and
@@ -294,16 +310,16 @@ export class MetadataService implements OnApplicationBootstrap {
    * Answers how many groups were rebuilt.
    */
   async repairStoredTriggers(): Promise<number> {
-    const stale = async (em: EntityManager): Promise<StoredGroup[]> => {
-      const groups = await this.storedGroups(em);
-      if (!groups.length) return [];
-      const expected = groups.map((group) => storedDdlExpectations(this.repo.storedTriggerDdl(group)));
+    const stale = async (em: EntityManager): Promise<StoredTriggers[]> => {
+      const units = await this.storedTriggers(em);
+      if (!units.length) return [];
+      const expected = units.map((unit) => storedDdlExpectations(unit.ddl));
       const state = await this.repo.storedTriggerState(
         em,
         expected.flatMap((e) => [...e.bodies.keys()]),
         expected.flatMap((e) => e.triggers),
       );
-      return groups.filter((_group, i) => {
+      return units.filter((_unit, i) => {
         const { bodies, triggers } = expected[i];
         return (
           [...bodies].some(([name, body]) => state.bodies.get(name) !== body) || triggers.some((t) => !state.triggers.has(t))
@@ -313,16 +329,38 @@ export class MetadataService implements OnApplicationBootstrap {
     if (!(await stale(this.em.fork())).length) return 0;
     return this.em.fork().transactional(async (em) => {
       await lockForTransaction(em, ADVISORY_LOCK.metadata);
-      const groups = await stale(em);
-      for (const group of groups) {
+      const units = await stale(em);
+      for (const unit of units) {
         // The order every writer takes the locks in (see addFieldInTransaction): children first, then parents.
-        await this.repo.lockForTriggers(em, group.target.name);
-        await this.repo.lockForTriggers(em, group.self);
-        await this.repo.installStoredTriggers(em, group);
-        this.logger.log(`rebuilt the triggers of the stored fields of "${group.self}" over "${group.target.name}.${group.via}"`);
+        for (const table of unit.lock) await this.repo.lockForTriggers(em, table);
+        await unit.install(em);
+        this.logger.log(`rebuilt the triggers of ${unit.label}`);
       }
-      return groups.length;
+      return units.length;
     });
+  }
+
+  /** The triggers of every stored field as this build makes them: a group of rollups and counts, or a formula. */
+  private async storedTriggers(em: EntityManager): Promise<StoredTriggers[]> {
+    const units: StoredTriggers[] = (await this.storedGroups(em)).map((group) => ({
+      label: `the stored fields of "${group.self}" over "${group.target.name}.${group.via}"`,
+      ddl: this.repo.storedTriggerDdl(group),
+      lock: [group.target.name, group.self],
+      install: (tx) => this.repo.installStoredTriggers(tx, group),
+    }));
+    for (const summary of await this.listObjects(em)) {
+      const object = await this.loadObject(summary.name, em);
+      for (const field of object.fields) {
+        if (!field.formula?.stored) continue;
+        units.push({
+          label: `the stored formula "${object.name}.${field.name}"`,
+          ddl: storedFormulaDdl(object.name, field),
+          lock: [object.name],
+          install: (tx) => this.repo.installStoredFormula(tx, object.name, field),
+        });
+      }
+    }
+    return units;
   }
 
   /** Every group of stored fields (one set of triggers each), as the definitions say now. */
@@ -357,7 +395,7 @@ export class MetadataService implements OnApplicationBootstrap {
    */
   async fieldsToFill(): Promise<Array<{ object: string; field: string }>> {
     const em = this.em.fork();
-    const fields = await em.find(FieldDefinitionEntity, { type: { $in: ['rollup', 'count'] } });
+    const fields = await em.find(FieldDefinitionEntity, { type: { $in: ['rollup', 'count', 'formula'] } });
     const pending = fields.filter((f) => {
       const stored = f.computed as unknown as StoredRelated | null;
       return stored?.stored === true && !stored.filled && !stored.fillCancelled;
@@ -511,6 +549,10 @@ export class MetadataService implements OnApplicationBootstrap {
         await this.repo.dropColumn(em, objectName, fieldName);
       }
       if (field.type === 'links' && stored) await this.dropLinks(em, stored);
+      if (field.type === 'formula' && (field.computed as { stored?: boolean } | null)?.stored) {
+        await this.repo.dropStoredFormula(em, objectName, fieldName);
+        await this.repo.dropColumn(em, objectName, fieldName);
+      }
       if (field.type !== 'formula' && !isRelatedKind(field.type)) await this.repo.dropColumn(em, objectName, fieldName);
       em.remove(field);
       object.updatedAt = new Date();
@@ -572,6 +614,15 @@ export class MetadataService implements OnApplicationBootstrap {
       stored.filled = await this.repo.isEmpty(em, object.name);
       field.related.filled = stored.filled;
     }
+    let storedFormula: { stored: true; filled: boolean } | undefined;
+    if (field.formula?.stored) {
+      // The column (its lock keeps writers out until commit), then the row trigger that sets it on every write;
+      // the fill job does the records there were.
+      await this.repo.addColumn(em, object.name, { ...field, formula: undefined });
+      await this.repo.installStoredFormula(em, object.name, field);
+      storedFormula = { stored: true, filled: await this.repo.isEmpty(em, object.name) };
+      field.formula.filled = storedFormula.filled;
+    }
     const now = new Date();
     em.create(FieldDefinitionEntity, {
       id: randomUUID(),
@@ -581,7 +632,7 @@ export class MetadataService implements OnApplicationBootstrap {
       type: computedKind(field) ?? field.type,
       expression: field.formula?.expression ?? null,
       resultType: field.formula?.resultType ?? (field.related ? field.type : null),
-      computed: stored ? { ...stored } : null,
+      computed: stored ? { ...stored } : (storedFormula ?? null),
       required: field.required,
       unique: field.unique,
       indexed: field.indexed,
@@ -795,6 +846,17 @@ export class MetadataService implements OnApplicationBootstrap {
     if (stored) throw formulaNotStored(field.name);
     if (dto.expression !== undefined || dto.resultType !== undefined) {
       const object = await this.loadObject(objectName, em);
+      // A stored formula's column and trigger hold the expression (its own, or one it reads, inlined).
+      const keepers = object.fields.filter(
+        (f) => f.formula?.stored && (f.name === field.name || (f.formula.inputs ?? []).includes(field.name)),
+      );
+      if (keepers.length) {
+        throw new DomainError(
+          'field_in_use',
+          `The expression of "${objectName}.${field.name}" is kept by the stored formula ${keepers.map((f) => `"${objectName}.${f.name}"`).join(', ')}; delete ${keepers.length > 1 ? 'them' : 'it'} and add ${keepers.length > 1 ? 'them' : 'it'} again to change it`,
+          { computed: keepers.map((f) => `${objectName}.${f.name}`) },
+        );
+      }
       const current = findField(object, field.name);
       const updated: FieldMeta = {
         ...current,
@@ -990,18 +1052,18 @@ function findField(object: ObjectMeta, name: string): FieldMeta {
 /** A formula field's definition, checked against the fields it may read (`siblings`, system fields included). */
 function formulaField(dto: CreateFieldDto, siblings: FieldMeta[]): FieldMeta {
   assertValidName('field', dto.name);
-  if (dto.stored) {
-    throw new DomainError(
-      'stored_not_supported',
-      `"${dto.name}": only rollup and count fields can be stored; leave out "stored" to compute the formula when read`,
-      { field: dto.name },
-    );
-  }
   const stray = (['relation', 'through', 'field', 'function', 'filter', 'inverse'] as const).find(
     (key) => dto[key] !== undefined,
   );
   if (stray) throw new DomainError('validation_failed', `A formula field ("${dto.name}") has no "${stray}"`);
-  if (dto.required || dto.unique || dto.indexed || dto.searchable || dto.options !== undefined || dto.reference !== undefined) {
+  if (
+    dto.required ||
+    dto.unique ||
+    (dto.indexed && !dto.stored) ||
+    dto.searchable ||
+    dto.options !== undefined ||
+    dto.reference !== undefined
+  ) {
     throw formulaNotStored(dto.name);
   }
   if (dto.expression === undefined || !dto.expression.trim()) {
@@ -1027,6 +1089,25 @@ function formulaField(dto: CreateFieldDto, siblings: FieldMeta[]): FieldMeta {
     formula: { expression: dto.expression, resultType: dto.resultType },
   };
   resolveFormula(field, scopeOf([...siblings.filter((f) => f.name !== dto.name), field]));
+  if (dto.stored) {
+    // Kept by a row trigger: only what the row itself holds, and nothing that changes with no write.
+    const computedInput = (field.formula!.inputs ?? []).find((name) => {
+      const input = siblings.find((f) => f.name === name);
+      return input !== undefined && isComputed(input) && !input.formula;
+    });
+    if (computedInput || formulaReadsClock(field.formula!.node!)) {
+      throw new DomainError(
+        'stored_not_supported',
+        computedInput
+          ? `"${dto.name}": a stored formula reads the record's own fields only; "${computedInput}" is computed from other records. Leave out "stored" to compute it when read`
+          : `"${dto.name}": a formula over TODAY or NOW changes with no write and cannot be stored. Leave out "stored" to compute it when read`,
+        { field: dto.name, ...(computedInput ? { input: computedInput } : {}) },
+      );
+    }
+    field.indexed = dto.indexed === true;
+    field.formula!.stored = true;
+    field.formula!.filled = false;
+  }
   return field;
 }
 
@@ -1082,7 +1163,11 @@ function toFieldMeta(
   if (field.searchable) meta.searchable = true;
   if (field.options) meta.options = field.options;
   if (field.reference) meta.reference = field.reference;
-  if (formula) meta.formula = { expression: field.expression!, resultType: field.resultType as FormulaResultType };
+  if (formula) {
+    meta.formula = { expression: field.expression!, resultType: field.resultType as FormulaResultType };
+    const kept = field.computed as { stored?: boolean; filled?: boolean } | null;
+    if (kept?.stored) Object.assign(meta.formula, { stored: true, filled: kept.filled === true });
+  }
   if (related)
     meta.related = relatedMeta(
       field.type as (typeof RELATED_KINDS)[number],

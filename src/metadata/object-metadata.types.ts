@@ -33,6 +33,12 @@ export interface FormulaMeta {
    * lookup_value field the expression reads (at any depth), which the compiler reads them through.
    */
   related?: Record<string, FieldMeta>;
+  /**
+   * `stored: true` (an expression over the record's own plain fields, without TODAY or NOW): also a column of
+   * the record, set by a row trigger on every insert and update (stored-fields.ts); read from it once `filled`.
+   */
+  stored?: boolean;
+  filled?: boolean;
 }
 
 /** The functions of a rollup over the related records' values. */

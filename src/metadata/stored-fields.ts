@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier';
-import { storedValueSql, whereFieldNames } from './computed-fields';
+import { storedFormulaSql, storedValueSql, whereFieldNames } from './computed-fields';
 import type { FieldMeta, LinkTable, ObjectMeta } from './object-metadata.types';
 
 /**
@@ -232,4 +232,48 @@ export function storedDdlExpectations(statements: string[]): { bodies: Map<strin
     if (trigger) triggers.push(trigger[1]);
   }
   return { bodies, triggers };
+}
+
+/** The names of a stored formula's function and trigger (one each: the row trigger that sets its column). */
+export function storedFormulaNames(self: string, field: string): { fn: string; trigger: string } {
+  const hash = createHash('sha1').update(`stored:${self}.${field}=formula`).digest('hex').slice(0, 12);
+  return { fn: `stored_${hash}_f`, trigger: `stored_${hash}_f` };
+}
+
+/**
+ * A stored formula (FormulaMeta.stored): a BEFORE INSERT OR UPDATE row trigger sets its column from the row
+ * being written, so every write (API, batch, import, restore, a revert) stores the value in its own statement;
+ * it reads only the record's own plain fields, so no other write can change it.
+ */
+export function storedFormulaDdl(self: string, field: FieldMeta): string[] {
+  const names = storedFormulaNames(self, field.name);
+  const fn = `${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.fn)}`;
+  const body = `
+begin
+  NEW.${quoteIdent(field.name)} := (select ${storedFormulaSql(field, '"__p"')} from (select NEW.*) as "__p");
+  return NEW;
+end`;
+  return [
+    ...dropStoredFormulaDdl(self, field.name),
+    `create function ${fn}() returns trigger language plpgsql volatile as ${dollarQuoted(body)}`,
+    `create trigger ${quoteIdent(names.trigger)} before insert or update on ${objectTable(self)} for each row execute function ${fn}()`,
+  ];
+}
+
+export function dropStoredFormulaDdl(self: string, fieldName: string): string[] {
+  const names = storedFormulaNames(self, fieldName);
+  return [
+    `drop trigger if exists ${quoteIdent(names.trigger)} on ${objectTable(self)}`,
+    `drop function if exists ${quoteIdent(DATA_SCHEMA)}.${quoteIdent(names.fn)}()`,
+  ];
+}
+
+/** The statement that stores a formula's value in the records of `ids` (a uuid[] expression) whose value differs. */
+export function recomputeFormulaSql(self: string, field: FieldMeta, ids: string): string {
+  const column = quoteIdent(field.name);
+  const value = storedFormulaSql(field, '"__t"');
+  return (
+    `update ${objectTable(self)} as "__t" set ${column} = ${value} ` +
+    `where "__t"."id" = any(${ids}) and "__t".${column} is distinct from ${value}`
+  );
 }

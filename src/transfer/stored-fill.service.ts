@@ -6,7 +6,7 @@ import { runSql } from '../database/sql';
 import { JobQueue, type QueuedJob } from '../jobs/job-queue.service';
 import { objectTable } from '../database/sql-identifier';
 import { MetadataService } from '../metadata/metadata.service';
-import { recomputeSql } from '../metadata/stored-fields';
+import { recomputeFormulaSql, recomputeSql } from '../metadata/stored-fields';
 import { JobProgress, JobRepository } from './job.repository';
 
 /** Records filled per transaction: each batch holds its records' locks only while it recomputes them. */
@@ -157,9 +157,13 @@ export class StoredFillService implements OnModuleInit, OnApplicationBootstrap, 
   ): Promise<{ last: string; read: number; written: number } | undefined> {
     // Read each batch: the field may have been deleted meanwhile (then the job fails with field_not_found).
     const object = await this.metadata.getObject(objectName);
-    const field = object.fields.find((f) => f.name === fieldName && f.related?.stored);
+    const field = object.fields.find((f) => f.name === fieldName && (f.related?.stored || f.formula?.stored));
     if (!field) throw new DomainError('field_not_found', `Field "${fieldName}" not found on "${objectName}"`);
-    const target = await this.metadata.getObject(field.related!.target);
+    const recompute = (ids: string) =>
+      field.formula
+        ? Promise.resolve(recomputeFormulaSql(objectName, field, ids))
+        : this.metadata.getObject(field.related!.target).then((target) => recomputeSql(objectName, [field], target, ids));
+    const statement = await recompute('$1::uuid[]');
     return this.em.fork().transactional(async (em) => {
       // The table lock the update takes, taken first: never upgraded behind a waiting DDL (a deadlock).
       await runSql(em, `lock table ${objectTable(objectName)} in row exclusive mode`);
@@ -170,7 +174,7 @@ export class StoredFillService implements OnModuleInit, OnApplicationBootstrap, 
       );
       if (!locked.length) return undefined;
       const ids = locked.map((row) => row.id);
-      const written = await runSql(em, `${recomputeSql(objectName, [field], target, '$1::uuid[]')} returning 1`, [ids]);
+      const written = await runSql(em, `${statement} returning 1`, [ids]);
       return { last: ids[ids.length - 1], read: ids.length, written: written.length };
     });
   }

@@ -252,11 +252,11 @@ describe('stored rollup and count fields', () => {
       `select 1 from information_schema.columns where table_schema = 'data' and table_name = 'acct' and column_name = 'tmp_count'`,
     );
     expect(column).toEqual([]);
-    // Refused: a stored lookup_value, an index on a field computed when read, a stored formula.
+    // Refused: a stored lookup_value, an index on a field computed when read, a stored formula over the clock.
     const refused = [
       await addField('opp', { name: 'x', type: 'lookup_value', through: 'acct', field: 'name', stored: true }),
       await addField('acct', { name: 'x', type: 'count', relation: 'opp.acct', indexed: true }),
-      await addField('acct', { name: 'x', type: 'formula', expression: '1', resultType: 'number', stored: true }),
+      await addField('acct', { name: 'x', type: 'formula', expression: 'YEAR(TODAY())', resultType: 'number', stored: true }),
     ].map((res) => [res.status, errorOf(res).code]);
     expect(refused).toEqual([
       [400, 'stored_not_supported'],
@@ -389,6 +389,91 @@ describe('stored rollup and count fields', () => {
       { numRuns: 6 },
     );
   }, 180_000);
+
+  it("stores a formula over the record's own fields: filled as a job, kept by every write, indexed and sorted on", async () => {
+    await t.sql(
+      `insert into data.opp (acct, amount, stage, owner) select $1, g * 1.5, (array['open','won'])[1 + g % 2], 'x' from generate_series(1, 300) g`,
+      [accounts[0]],
+    );
+    const field = bodyOf<FieldResponse>(
+      await addField('opp', {
+        name: 'weighted',
+        type: 'formula',
+        expression: "IF({stage} = 'open', {amount} / 2, 0)",
+        resultType: 'currency',
+        stored: true,
+        indexed: true,
+      }).expect(201),
+    );
+    expect(field).toMatchObject({ type: 'formula', stored: true, filled: false, indexed: true });
+    expect(await waitForJob(field.fillJobId!, t.adminKey)).toMatchObject({ kind: 'stored_fill', status: 'done' });
+    const wrong = () =>
+      t.sql(
+        `select id from data.opp where weighted is distinct from round(case when stage = 'open' then amount / 2 else 0 end, 2)`,
+      );
+    expect(await wrong()).toEqual([]);
+    // Every write keeps it: a create, an update of an input, a batch, a delete and its restore from the trash.
+    const made = await create({ title: 'stored formula', acct: accounts[0], amount: 301, stage: 'open' });
+    await update(made.id, { amount: 99.99 });
+    await update(made.id, { stage: 'won' });
+    await t.http
+      .post('/api/v1/objects/opp/records/batch')
+      .set(bearer(member))
+      .send({ operations: [{ op: 'update', id: made.id, record: { stage: 'open' } }] })
+      .expect(200);
+    await remove(made.id);
+    await t.http
+      .post(`/api/v1/objects/opp/trash/${made.id}/restore`)
+      .set(bearer(member))
+      .expect(200);
+    expect(await wrong()).toEqual([]);
+    const [{ weighted }] = await t.sql<{ weighted: string }>('select weighted::text as weighted from data.opp where id = $1', [
+      made.id,
+    ]);
+    expect(weighted).toBe('50.00');
+    // Read from its column (an index on it), the same for every caller who may see it; sorted by it.
+    const page = bodyOf<RecordPage>(
+      await t.http
+        .get('/api/v1/objects/opp/records')
+        .query({ fields: 'weighted', orderBy: JSON.stringify([{ field: 'weighted', order: 'desc' }]), limit: 5 })
+        .set(bearer(member))
+        .expect(200),
+    );
+    const top = await t.sql<{ id: string; w: number }>(
+      'select id, weighted::float8 as w from data.opp order by weighted desc nulls last, id desc limit 5',
+    );
+    expect(page.records.map((r) => r.weighted)).toEqual(top.map((r) => r.w));
+    const indexes = await t.sql(`select indexname from pg_indexes where tablename = 'opp' and indexdef like '%weighted%'`);
+    expect(indexes.length).toBeGreaterThan(0);
+
+    // What cannot be kept by a row trigger is refused, with the reason.
+    const clock = await addField('opp', {
+      name: 'age',
+      type: 'formula',
+      expression: "DATE_DIFF({created_at}, NOW(), 'days')",
+      resultType: 'number',
+      stored: true,
+    });
+    expect([clock.status, errorOf(clock).code]).toEqual([400, 'stored_not_supported']);
+    await addField('acct', { name: 'deal_count', type: 'count', relation: 'opp.acct' }).expect(201);
+    const overRollup = await addField('acct', {
+      name: 'deals_x2',
+      type: 'formula',
+      expression: '{deal_count} * 2',
+      resultType: 'integer',
+      stored: true,
+    });
+    expect([overRollup.status, errorOf(overRollup).code]).toEqual([400, 'stored_not_supported']);
+    // Its expression is its column's: changed by deleting and adding it again.
+    const changed = await t.http.patch('/api/v1/objects/opp/fields/weighted').set(asAdmin(t)).send({ expression: '{amount}' });
+    expect([changed.status, errorOf(changed).code]).toEqual([409, 'field_in_use']);
+    await t.http.delete('/api/v1/objects/opp/fields/weighted').set(asAdmin(t)).expect(204);
+    expect(await t.sql(`select 1 from information_schema.columns where table_name = 'opp' and column_name = 'weighted'`)).toEqual(
+      [],
+    );
+    expect(await t.sql(`select 1 from pg_trigger where tgname like 'stored\\_%\\_f'`)).toEqual([]);
+    await t.http.delete('/api/v1/objects/acct/fields/deal_count').set(asAdmin(t)).expect(204);
+  });
 
   async function waitForJob(id: string, key: string): Promise<JobResponse> {
     for (;;) {
