@@ -422,10 +422,7 @@ describe('stored rollup and count fields', () => {
       .send({ operations: [{ op: 'update', id: made.id, record: { stage: 'open' } }] })
       .expect(200);
     await remove(made.id);
-    await t.http
-      .post(`/api/v1/objects/opp/trash/${made.id}/restore`)
-      .set(bearer(member))
-      .expect(200);
+    await t.http.post(`/api/v1/objects/opp/trash/${made.id}/restore`).set(bearer(member)).expect(200);
     expect(await wrong()).toEqual([]);
     const [{ weighted }] = await t.sql<{ weighted: string }>('select weighted::text as weighted from data.opp where id = $1', [
       made.id,
