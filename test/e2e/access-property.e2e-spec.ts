@@ -10,7 +10,7 @@ import { bodyOf, idOf, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { createApiKey } from '../support/fixtures';
 import { OidcIssuer, TEST_AUDIENCE } from '../support/oidc-issuer';
-import { WebhookReceiver, type ReceivedWebhook } from '../support/webhook-receiver';
+import { WebhookReceiver, type ReceivedWebhook, WEBHOOK_TEST_ENV } from '../support/webhook-receiver';
 
 /**
  * Random pairs of policies over one generated object: whatever surface a key reads (records, values,
@@ -45,15 +45,7 @@ const metricName = (i: number) => `mq${i}x`;
 const viewName = (i: number) => `vw${i}x`;
 const rowTag = (row: number) => TAGS[row % TAGS.length];
 
-/** Fast retries and polls, so that a run sees its deliveries within a second or two; the receiver runs on 127.0.0.1. */
-const WEBHOOK_ENV = {
-  WEBHOOK_ALLOW_PRIVATE: 'true',
-  WEBHOOK_RETRY_DELAY_S: '1',
-  WEBHOOK_RETRY_DELAY_MAX_S: '2',
-  WEBHOOK_TIMEOUT_MS: '3000',
-  JOB_POLL_INTERVAL_MS: '500',
-  EVENTS_POLL_INTERVAL_MS: '200',
-};
+const WEBHOOK_ENV = WEBHOOK_TEST_ENV;
 
 interface MainAccess {
   read: boolean;

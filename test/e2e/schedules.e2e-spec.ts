@@ -9,15 +9,11 @@ import { MockLlmServer, MockReply } from '../support/mock-llm.server';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bodyText, SmtpReceiver } from '../support/smtp-receiver';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { WebhookReceiver } from '../support/webhook-receiver';
+import { WebhookReceiver, WEBHOOK_TEST_ENV } from '../support/webhook-receiver';
 
 /** Fast polls and retries; receivers on 127.0.0.1. */
 const ENV = {
-  WEBHOOK_ALLOW_PRIVATE: 'true',
-  WEBHOOK_RETRY_DELAY_S: '1',
-  WEBHOOK_RETRY_DELAY_MAX_S: '2',
-  WEBHOOK_TIMEOUT_MS: '3000',
-  JOB_POLL_INTERVAL_MS: '500',
+  ...WEBHOOK_TEST_ENV,
   SCHEDULE_POLL_INTERVAL_MS: '200',
   CHAT_POLL_INTERVAL_MS: '200',
   CHAT_HEARTBEAT_INTERVAL_MS: '100',

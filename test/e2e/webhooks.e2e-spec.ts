@@ -12,17 +12,9 @@ import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtu
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { Scrape } from '../support/prometheus';
-import { WebhookReceiver, type ReceivedWebhook } from '../support/webhook-receiver';
+import { WebhookReceiver, type ReceivedWebhook, WEBHOOK_TEST_ENV } from '../support/webhook-receiver';
 
-/** Fast retries and polls, so that a test sees a retry within seconds; the receiver runs on 127.0.0.1. */
-const WEBHOOK_ENV = {
-  WEBHOOK_ALLOW_PRIVATE: 'true',
-  WEBHOOK_RETRY_DELAY_S: '1',
-  WEBHOOK_RETRY_DELAY_MAX_S: '2',
-  WEBHOOK_TIMEOUT_MS: '3000',
-  JOB_POLL_INTERVAL_MS: '500',
-  EVENTS_POLL_INTERVAL_MS: '200',
-};
+const WEBHOOK_ENV = WEBHOOK_TEST_ENV;
 
 /** Each record's deliveries, in the order they were received: [record id, [op, cursor][]]. */
 function byRecord(received: ReceivedWebhook[]): Map<string, [string, bigint][]> {

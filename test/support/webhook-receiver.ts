@@ -2,6 +2,19 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
+/**
+ * Settings of an app under test that sends webhooks to a WebhookReceiver: private targets allowed (it runs on
+ * 127.0.0.1), fast retries and polls, so that a test sees a delivery or a retry within seconds.
+ */
+export const WEBHOOK_TEST_ENV = {
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+  WEBHOOK_RETRY_DELAY_S: '1',
+  WEBHOOK_RETRY_DELAY_MAX_S: '2',
+  WEBHOOK_TIMEOUT_MS: '3000',
+  JOB_POLL_INTERVAL_MS: '500',
+  EVENTS_POLL_INTERVAL_MS: '200',
+} as const;
+
 /** One request the receiver accepted, its signature verified. */
 export interface ReceivedWebhook {
   /** The path it was sent to. */
