@@ -336,7 +336,7 @@ export class DataService {
       const changeSet = scope.changeSet ?? newChangeSet('api');
       const changedFields = [...values.keys(), ...links.map((l) => l.field.name)];
       const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields, changeSet };
-      const locked = await this.lockedLinks(object.name);
+      const locked = await this.lockedLinks(object.name, { links, changed: [...values.keys()] });
       const run = async (tx: DataSession) => {
         await checkLinkTargets(tx, links);
         await lockLinkedRecords(tx, object, id, locked, links);
@@ -364,7 +364,7 @@ export class DataService {
       if (!isUuid(id)) throw notFound(object.name, id);
       const changeSet = scope.changeSet ?? newChangeSet('api');
       const referrers = await this.metadata.referrers(object.name);
-      const locked = await this.lockedLinks(object.name);
+      const locked = await this.lockedLinks(object.name, { links: [] });
       const run = async (tx: DataSession) => {
         await lockLinkedRecords(tx, object, id, locked, []);
         const rows = await deleteRecord(tx, object, id, versions, { op: 'delete', keyId: caller.keyId, changeSet }, referrers);
@@ -529,7 +529,7 @@ export class DataService {
       throwFirst(await this.referenceErrors(caller, object, writes, session));
       const changeSet = scope.changeSet ?? newChangeSet('api');
       const capture: ChangeCapture = { op: 'create', keyId: caller.keyId, changeSet };
-      const locked = links.length ? await this.lockedLinks(object.name) : [];
+      const locked = links.length ? await this.lockedLinks(object.name, { links, changed: [] }) : [];
       const run = async (tx: DataSession): Promise<VersionedRecord[]> => {
         await checkLinkTargets(tx, links);
         const rows = await this.scopedWrite(caller, object, tx, scope, compileInsert(object, encoded, capture));
@@ -556,14 +556,17 @@ export class DataService {
   }
 
   /** The links fields whose linked records a write of one record of `objectName` locks first (lockLinkedRecords). */
-  private async lockedLinks(objectName: string): Promise<FieldMeta[]> {
+  private async lockedLinks(
+    objectName: string,
+    write: { links: readonly LinkWrite[]; changed?: readonly string[] },
+  ): Promise<FieldMeta[]> {
     const full = await this.metadata.getObject(objectName);
     const targets = new Map<string, ObjectMeta>();
     for (const field of full.fields) {
       const target = field.related?.link && field.related.inverse ? field.related.target : undefined;
       if (target && !targets.has(target)) targets.set(target, await this.metadata.getObject(target));
     }
-    return lockedLinks(full, (field) => targets.get(field.related!.target)!);
+    return lockedLinks(full, (field) => targets.get(field.related!.target)!, write);
   }
 
   /** Writes the links of the record just written (`row`) and answers the record with its links as they now are. */

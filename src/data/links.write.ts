@@ -6,6 +6,7 @@ import { inSavepoint } from '../database/savepoint';
 import { SqlParams } from '../database/sql-params';
 import { isLinks, linkTableSql } from '../metadata/links-fields';
 import { LINK_SETTINGS } from '../metadata/links-changes';
+import { linkStoredInputColumns } from '../metadata/links-stored';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import type { ChangeCapture } from './change-outbox';
 import { linkIds } from './links.values';
@@ -166,15 +167,25 @@ function targetView(field: FieldMeta): ObjectMeta {
 
 /**
  * The links fields of `object` (its full definition) a write of one of its records follows in lockLinkedRecords:
- * those with an inverse (a links field on each side) that a stored rollup or count, on either side, is over.
+ * those with an inverse (a links field on each side) that a stored rollup or count, on either side, is over. An
+ * update that writes no links follows only those where it changes an input (rolled-up or filtered field) of the
+ * other side's stored fields, the only ones whose triggers lock the other side then; `changed` undefined (a
+ * delete, whose links go with it): all.
  */
-export function lockedLinks(object: ObjectMeta, targetOf: (field: FieldMeta) => ObjectMeta): FieldMeta[] {
+export function lockedLinks(
+  object: ObjectMeta,
+  targetOf: (field: FieldMeta) => ObjectMeta,
+  write: { links: readonly LinkWrite[]; changed?: readonly string[] },
+): FieldMeta[] {
   const storedOver = (on: ObjectMeta, via: string, target: string) =>
-    on.fields.some((f) => f.related?.stored && f.related.via === via && f.related.target === target);
+    on.fields.filter((f) => f.related?.stored && f.related.via === via && f.related.target === target);
   return object.fields.filter((field) => {
     const meta = field.related;
     if (!isLinks(field) || !meta?.inverse || !meta.link) return false;
-    return storedOver(object, field.name, meta.target) || storedOver(targetOf(field), meta.inverse, object.name);
+    const far = storedOver(targetOf(field), meta.inverse, object.name);
+    if (!far.length && !storedOver(object, field.name, meta.target).length) return false;
+    if (!write.changed || write.links.some((w) => w.field.name === field.name)) return true;
+    return linkStoredInputColumns(far).some((name) => write.changed!.includes(name));
   });
 }
 
