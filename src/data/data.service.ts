@@ -39,7 +39,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import { applyLinkWrites, checkLinkTargets, type LinkWrite, takeLinkWrites } from './links.write';
+import { applyLinkWrites, checkLinkTargets, type LinkWrite, lockedLinks, lockLinkedRecords, takeLinkWrites } from './links.write';
 import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from './change-outbox';
 
 /** Where a data engine call runs. */
@@ -336,13 +336,15 @@ export class DataService {
       const changeSet = scope.changeSet ?? newChangeSet('api');
       const changedFields = [...values.keys(), ...links.map((l) => l.field.name)];
       const capture: ChangeCapture = { op: 'update', keyId: caller.keyId, changedFields, changeSet };
+      const locked = await this.lockedLinks(object.name, { links, changed: [...values.keys()] });
       const run = async (tx: DataSession) => {
         await checkLinkTargets(tx, links);
+        await lockLinkedRecords(tx, object, id, locked, links);
         const rows = await this.scopedWrite(caller, object, tx, scope, compileUpdate(object, id, values, versions, capture));
         if (!rows.length) throw await missedWrite(object, id, versions, tx);
         return this.withLinksWritten(tx, object, id, rows[0], links, capture);
       };
-      const written = await this.inTransactionFor(links, caller, session, scope, run);
+      const written = await this.inTransactionFor(links.length > 0 || locked.length > 0, caller, session, scope, run);
       return { ...written, changeSetId: changeSet.id };
     });
   }
@@ -362,12 +364,14 @@ export class DataService {
       if (!isUuid(id)) throw notFound(object.name, id);
       const changeSet = scope.changeSet ?? newChangeSet('api');
       const referrers = await this.metadata.referrers(object.name);
+      const locked = await this.lockedLinks(object.name, { links: [] });
       const run = async (tx: DataSession) => {
+        await lockLinkedRecords(tx, object, id, locked, []);
         const rows = await deleteRecord(tx, object, id, versions, { op: 'delete', keyId: caller.keyId, changeSet }, referrers);
         if (!rows.length) throw await missedWrite(object, id, versions, tx);
       };
       // Lookups cleared and the record deleted commit together, or neither (a miss rolls the clearing back).
-      if (!referrers.length || session.inTransaction) await run(session);
+      if ((!referrers.length && !locked.length) || session.inTransaction) await run(session);
       else await this.pool.transaction(run, poolOptions(caller, scope));
       return changeSet.id;
     });
@@ -525,27 +529,44 @@ export class DataService {
       throwFirst(await this.referenceErrors(caller, object, writes, session));
       const changeSet = scope.changeSet ?? newChangeSet('api');
       const capture: ChangeCapture = { op: 'create', keyId: caller.keyId, changeSet };
+      const locked = links.length ? await this.lockedLinks(object.name, { links, changed: [] }) : [];
       const run = async (tx: DataSession): Promise<VersionedRecord[]> => {
         await checkLinkTargets(tx, links);
         const rows = await this.scopedWrite(caller, object, tx, scope, compileInsert(object, encoded, capture));
         if (!links.length) return rows.map((row) => decodeVersioned(object, row));
+        // Before the join rows' foreign keys share the records it links (in the order given, not by id).
+        await lockLinkedRecords(tx, object, String(rows[0].id), locked, links);
         return [await this.withLinksWritten(tx, object, String(rows[0].id), rows[0], links, capture)];
       };
-      const written = await this.inTransactionFor(links, caller, session, scope, run);
+      const written = await this.inTransactionFor(links.length > 0, caller, session, scope, run);
       return written.map((record) => ({ ...record, changeSetId: changeSet.id }));
     });
   }
 
-  /** `work` in a transaction when there are links to write with the record (the session's own, if it is one). */
+  /** `work` in a transaction when it is `needed` (links to write, records to lock first): the session's own, if it is one. */
   private async inTransactionFor<T>(
-    links: readonly LinkWrite[],
+    needed: boolean,
     caller: Caller,
     session: DataSession,
     scope: DataScope,
     work: (tx: DataSession) => Promise<T>,
   ): Promise<T> {
-    if (!links.length || session.inTransaction) return work(session);
+    if (!needed || session.inTransaction) return work(session);
     return this.pool.transaction(work, poolOptions(caller, scope));
+  }
+
+  /** The links fields whose linked records a write of one record of `objectName` locks first (lockLinkedRecords). */
+  private async lockedLinks(
+    objectName: string,
+    write: { links: readonly LinkWrite[]; changed?: readonly string[] },
+  ): Promise<FieldMeta[]> {
+    const full = await this.metadata.getObject(objectName);
+    const targets = new Map<string, ObjectMeta>();
+    for (const field of full.fields) {
+      const target = field.related?.link && field.related.inverse ? field.related.target : undefined;
+      if (target && !targets.has(target)) targets.set(target, await this.metadata.getObject(target));
+    }
+    return lockedLinks(full, (field) => targets.get(field.related!.target)!, write);
   }
 
   /** Writes the links of the record just written (`row`) and answers the record with its links as they now are. */

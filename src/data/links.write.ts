@@ -2,9 +2,11 @@ import { DomainError } from '../common/domain-error';
 import { isPlainObject } from '../common/plain-object';
 import type { DataSession } from '../database/data-pool';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
+import { inSavepoint } from '../database/savepoint';
 import { SqlParams } from '../database/sql-params';
 import { isLinks, linkTableSql } from '../metadata/links-fields';
 import { LINK_SETTINGS } from '../metadata/links-changes';
+import { linkStoredInputColumns } from '../metadata/links-stored';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
 import type { ChangeCapture } from './change-outbox';
 import { linkIds } from './links.values';
@@ -161,4 +163,121 @@ function targetView(field: FieldMeta): ObjectMeta {
   const scope = field.related?.scope;
   if (!scope) throw new Error(`links field "${field.name}" written without the caller's view of its target`);
   return scope;
+}
+
+/**
+ * The links fields of `object` (its full definition) a write of one of its records follows in lockLinkedRecords:
+ * those with an inverse (a links field on each side) that a stored rollup or count, on either side, is over. An
+ * update that writes no links follows only those where it changes an input (rolled-up or filtered field) of the
+ * other side's stored fields, the only ones whose triggers lock the other side then; `changed` undefined (a
+ * delete, whose links go with it): all.
+ */
+export function lockedLinks(
+  object: ObjectMeta,
+  targetOf: (field: FieldMeta) => ObjectMeta,
+  write: { links: readonly LinkWrite[]; changed?: readonly string[] },
+): FieldMeta[] {
+  const storedOver = (on: ObjectMeta, via: string, target: string) =>
+    on.fields.filter((f) => f.related?.stored && f.related.via === via && f.related.target === target);
+  return object.fields.filter((field) => {
+    const meta = field.related;
+    if (!isLinks(field) || !meta?.inverse || !meta.link) return false;
+    const far = storedOver(targetOf(field), meta.inverse, object.name);
+    if (!far.length && !storedOver(object, field.name, meta.target).length) return false;
+    if (!write.changed || write.links.some((w) => w.field.name === field.name)) return true;
+    return linkStoredInputColumns(far).some((name) => write.changed!.includes(name));
+  });
+}
+
+/**
+ * Locks, before the first statement of a write of the record `id` (an update, its links' writes, a delete; a
+ * create's links, after its insert), that record and the records on the other side of `fields` (lockedLinks)
+ * the write can reach: those linked now and those its links writes name. All in one global order, by id across
+ * both objects.
+ *
+ * Why: the stored rollups through links (metadata/links-stored.ts) lock, in their triggers, the records on the
+ * other side after the write's own statement locked its record. Two writers of one pair from opposite sides, or a
+ * links write and an update (or delete) of a linked record, then lock the two records in opposite orders and
+ * deadlock (40P01); taken here first in id order, the triggers' locks are already held. It also makes a links
+ * write wait for an update of a record it links (whose trigger read the links before this write's): the stored
+ * values then count both. The record itself is locked `for update`, as its own statement would: a create
+ * linking it (whose foreign key check shares it before its trigger locks it) then waits rather than deadlocks.
+ *
+ * The links are read before the locks: when they changed meanwhile (a writer that held the record committed
+ * some), the locks are given back (a savepoint) and taken again, in order, with the new ones.
+ */
+export async function lockLinkedRecords(
+  session: DataSession,
+  object: ObjectMeta,
+  id: string,
+  fields: readonly FieldMeta[],
+  writes: readonly LinkWrite[],
+): Promise<void> {
+  if (!fields.length) return;
+  const self = id.toLowerCase();
+  const owners = new Map<string, string>([[self, object.name]]);
+  const linked = async (): Promise<string[]> => {
+    const found: string[] = [];
+    const note = (other: string, owner: string) => {
+      const key = other.toLowerCase();
+      if (owners.has(key)) return;
+      owners.set(key, owner);
+      found.push(key);
+    };
+    for (const field of fields) {
+      const { table, selfColumn, targetColumn } = field.related!.link!;
+      const params = new SqlParams();
+      const rows = await session.query<{ id: string }>(
+        params.query(
+          `select ${quoteIdent(targetColumn)}::text as "id" from ${linkTableSql(table)} where ${quoteIdent(selfColumn)} = ${params.add(id)}::uuid`,
+        ),
+      );
+      for (const row of rows) note(row.id, field.related!.target);
+      const write = writes.find((w) => w.field.name === field.name);
+      for (const other of [...(write?.set ?? []), ...(write?.add ?? []), ...(write?.remove ?? [])])
+        note(other, field.related!.target);
+    }
+    return found;
+  };
+  await linked();
+  for (;;) {
+    try {
+      await inSavepoint(
+        session,
+        'link_locks',
+        async () => {
+          await lockInIdOrder(session, owners, [...owners.keys()], self);
+          if ((await linked()).length) throw new LinksMoved();
+        },
+        (error) => error instanceof LinksMoved,
+      );
+      return;
+    } catch (error) {
+      if (!(error instanceof LinksMoved)) throw error;
+    }
+  }
+}
+
+/** Links of the record made while its locks were taken: all are taken again, in order, with those records. */
+class LinksMoved extends Error {}
+
+/** Locks `ids` (lowercase, each a record of `owners.get(id)`) in order of id: one statement per run of one object's ids. */
+async function lockInIdOrder(session: DataSession, owners: Map<string, string>, ids: string[], id: string): Promise<void> {
+  // The text of a uuid sorts as Postgres orders uuids (bytes, as lowercase hex), the order the triggers lock in.
+  const sorted = [...ids].sort();
+  // The record written `for update`, as its own update or delete statement locks it.
+  const strength = (x: string) => (x === id ? 'update' : 'no key update');
+  for (let start = 0; start < sorted.length;) {
+    const owner = owners.get(sorted[start])!;
+    let end = start + 1;
+    while (end < sorted.length && owners.get(sorted[end]) === owner && strength(sorted[end]) === strength(sorted[start])) end++;
+    const params = new SqlParams();
+    await session.query(
+      params.query(
+        `select 1 from ${objectTable(owner)} where "id" = any(${params.add(sorted.slice(start, end))}::uuid[]) ` +
+          `order by "id" for ${strength(sorted[start])}`,
+      ),
+    );
+    start = end;
+  }
 }

@@ -7,7 +7,7 @@ import type { DataSession } from './data-pool';
  */
 export async function inSavepoint<T>(
   session: DataSession,
-  name: 'batch_attempt' | 'batch_operation',
+  name: 'batch_attempt' | 'batch_operation' | 'link_locks',
   work: (session: DataSession) => Promise<T>,
   undo: (error: unknown) => boolean = () => true,
 ): Promise<T> {

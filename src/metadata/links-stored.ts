@@ -2,6 +2,7 @@ import { DATA_SCHEMA, objectTable, quoteIdent } from '../database/sql-identifier
 import { whereFieldNames } from './computed-fields';
 import { LINK_SETTINGS } from './links-changes';
 import { linkTableSql } from './links-fields';
+import type { FieldMeta } from './object-metadata.types';
 import { dollarQuoted, parentTriggerDdl, recomputeParentsSql, type StoredGroup, storedNames } from './stored-fields';
 
 /**
@@ -21,9 +22,13 @@ import { dollarQuoted, parentTriggerDdl, recomputeParentsSql, type StoredGroup, 
 
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
-/** The target's columns whose change can change a value of the group: the rolled-up fields and the filters' fields. */
-function targetInputColumns(group: StoredGroup): string[] {
-  const names = group.fields.flatMap((field) => {
+/**
+ * The target's columns whose change can change a value of stored `fields` through links (one group's, or any):
+ * the rolled-up fields and the filters' fields. Its update trigger follows them, and so do the locks a write of
+ * a target record takes first (data/links.write.ts).
+ */
+export function linkStoredInputColumns(fields: readonly FieldMeta[]): string[] {
+  const names = fields.flatMap((field) => {
     const meta = field.related!;
     return [...(meta.field ? [meta.field] : []), ...whereFieldNames(meta.filter)];
   });
@@ -41,7 +46,7 @@ export function linkStoredGroupDdl(group: StoredGroup): string[] {
   const join = linkTableSql(link.table);
   const selfColumn = quoteIdent(link.selfColumn);
   const targetColumn = quoteIdent(link.targetColumn);
-  const inputs = targetInputColumns(group).map(quoteIdent);
+  const inputs = linkStoredInputColumns(group.fields).map(quoteIdent);
   const changed = inputs.length
     ? `row(${inputs.map((c) => `o.${c}`).join(', ')}) is distinct from row(${inputs.map((c) => `n.${c}`).join(', ')})`
     : 'false';
