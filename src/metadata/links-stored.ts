@@ -3,7 +3,15 @@ import { whereFieldNames } from './computed-fields';
 import { LINK_SETTINGS } from './links-changes';
 import { linkTableSql } from './links-fields';
 import type { FieldMeta } from './object-metadata.types';
-import { dollarQuoted, parentTriggerDdl, recomputeParentsSql, type StoredGroup, storedNames } from './stored-fields';
+import {
+  dollarQuoted,
+  parentTriggerDdl,
+  recomputeParentsSql,
+  rowChangedSql,
+  STORED_TRIGGER_DECLARE,
+  type StoredGroup,
+  storedNames,
+} from './stored-fields';
 
 /**
  * Stored rollups and counts through a links field (`stored: true`, `relation` a links field): kept up to date as
@@ -47,16 +55,8 @@ export function linkStoredGroupDdl(group: StoredGroup): string[] {
   const selfColumn = quoteIdent(link.selfColumn);
   const targetColumn = quoteIdent(link.targetColumn);
   const inputs = linkStoredInputColumns(group.fields).map(quoteIdent);
-  const changed = inputs.length
-    ? `row(${inputs.map((c) => `o.${c}`).join(', ')}) is distinct from row(${inputs.map((c) => `n.${c}`).join(', ')})`
-    : 'false';
-  const body = `
-declare
-  parents uuid[];
-  children uuid[];
-  set_id uuid;
-  set_key text;
-begin
+  const changed = inputs.length ? rowChangedSql(inputs) : 'false';
+  const body = `${STORED_TRIGGER_DECLARE}
   if TG_ARGV[0] = 'target' then
     select array_agg(n."id") into children from old_rows o join new_rows n on n."id" = o."id" where ${changed};
     if children is null then

@@ -340,36 +340,25 @@ export class MetadataService implements OnApplicationBootstrap {
     });
   }
 
-  /** The triggers of every stored field as this build makes them: a group of rollups and counts, or a formula. */
+  /**
+   * The triggers of every stored field as this build makes them: a group of rollups and counts, or a formula.
+   * Only the objects that have stored fields are loaded (one query finds them): a boot with none reads nothing more.
+   */
   private async storedTriggers(em: EntityManager): Promise<StoredTriggers[]> {
-    const units: StoredTriggers[] = (await this.storedGroups(em)).map((group) => ({
-      label: `the stored fields of "${group.self}" over "${group.target.name}.${group.via}"`,
-      ddl: this.repo.storedTriggerDdl(group),
-      lock: [group.target.name, group.self],
-      install: (tx) => this.repo.installStoredTriggers(tx, group),
-    }));
-    for (const summary of await this.listObjects(em)) {
-      const object = await this.loadObject(summary.name, em);
-      for (const field of object.fields) {
-        if (!field.formula?.stored) continue;
-        units.push({
-          label: `the stored formula "${object.name}.${field.name}"`,
-          ddl: storedFormulaDdl(object.name, field),
-          lock: [object.name],
-          install: (tx) => this.repo.installStoredFormula(tx, object.name, field),
-        });
-      }
-    }
-    return units;
-  }
-
-  /** Every group of stored fields (one set of triggers each), as the definitions say now. */
-  private async storedGroups(em: EntityManager): Promise<StoredGroup[]> {
+    const units: StoredTriggers[] = [];
     const groups = new Map<string, StoredGroup>();
-    for (const summary of await this.listObjects(em)) {
-      const object = await this.loadObject(summary.name, em);
+    for (const name of new Set((await this.storedDefinitions(em)).map((d) => d.object))) {
+      const object = await this.loadObject(name, em);
       for (const field of object.fields) {
         const meta = field.related;
+        if (field.formula?.stored) {
+          units.push({
+            label: `the stored formula "${object.name}.${field.name}"`,
+            ddl: storedFormulaDdl(object.name, field),
+            lock: [object.name],
+            install: (tx) => this.repo.installStoredFormula(tx, object.name, field),
+          });
+        }
         if (!meta?.stored) continue;
         const key = JSON.stringify([object.name, meta.target, meta.via]);
         const group = groups.get(key);
@@ -386,7 +375,29 @@ export class MetadataService implements OnApplicationBootstrap {
         }
       }
     }
-    return [...groups.values()];
+    for (const group of groups.values()) {
+      units.push({
+        label: `the stored fields of "${group.self}" over "${group.target.name}.${group.via}"`,
+        ddl: this.repo.storedTriggerDdl(group),
+        lock: [group.target.name, group.self],
+        install: (tx) => this.repo.installStoredTriggers(tx, group),
+      });
+    }
+    return units;
+  }
+
+  /** Every stored field's definition (a rollup, count or formula kept in a column), with its object's name. */
+  private async storedDefinitions(em: EntityManager): Promise<Array<{ object: string; field: string; kept: StoredRelated }>> {
+    const fields = (await em.find(FieldDefinitionEntity, { type: { $in: ['rollup', 'count', 'formula'] } })).filter(
+      (f) => (f.computed as unknown as StoredRelated | null)?.stored === true,
+    );
+    if (!fields.length) return [];
+    const objects = await em.find(ObjectDefinitionEntity, { id: { $in: [...new Set(fields.map((f) => f.objectId))] } });
+    const names = new Map(objects.map((o) => [o.id, o.name]));
+    return fields.flatMap((f) => {
+      const object = names.get(f.objectId);
+      return object ? [{ object, field: f.name, kept: f.computed as unknown as StoredRelated }] : [];
+    });
   }
 
   /**
@@ -394,16 +405,9 @@ export class MetadataService implements OnApplicationBootstrap {
    * hand it on, or never started (the server stopped between the field's commit and its job), started again at boot.
    */
   async fieldsToFill(): Promise<Array<{ object: string; field: string }>> {
-    const em = this.em.fork();
-    const fields = await em.find(FieldDefinitionEntity, { type: { $in: ['rollup', 'count', 'formula'] } });
-    const pending = fields.filter((f) => {
-      const stored = f.computed as unknown as StoredRelated | null;
-      return stored?.stored === true && !stored.filled && !stored.fillCancelled;
-    });
-    if (!pending.length) return [];
-    const objects = await em.find(ObjectDefinitionEntity, { id: { $in: [...new Set(pending.map((f) => f.objectId))] } });
-    const names = new Map(objects.map((o) => [o.id, o.name]));
-    return pending.flatMap((f) => (names.has(f.objectId) ? [{ object: names.get(f.objectId)!, field: f.name }] : []));
+    return (await this.storedDefinitions(this.em.fork()))
+      .filter(({ kept }) => !kept.filled && !kept.fillCancelled)
+      .map(({ object, field }) => ({ object, field }));
   }
 
   async updateField(objectName: string, fieldName: string, dto: UpdateFieldDto, actor?: AuditActor): Promise<FieldResponse> {

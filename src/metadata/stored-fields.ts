@@ -106,6 +106,23 @@ export function recomputeSql(self: string, fields: FieldMeta[], target: ObjectMe
 
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
+/**
+ * How every statement trigger of stored fields begins (over a lookup here, through links in links-stored.ts): the
+ * parents to recompute, the rows that made them change, and the change set and key their changes are logged under.
+ */
+export const STORED_TRIGGER_DECLARE = `
+declare
+  parents uuid[];
+  children uuid[];
+  set_id uuid;
+  set_key text;
+begin`;
+
+/** Whether any of `inputs` (quoted columns) differs between the old row `o` and the new row `n` of an update. */
+export function rowChangedSql(inputs: readonly string[]): string {
+  return `row(${inputs.map((c) => `o.${c}`).join(', ')}) is distinct from row(${inputs.map((c) => `n.${c}`).join(', ')})`;
+}
+
 /** The DDL that installs (or replaces) a group's functions and triggers; with no field left, drops them. */
 export function storedGroupDdl(group: StoredGroup): string[] {
   const { self, target, via: viaName, fields } = group;
@@ -116,14 +133,8 @@ export function storedGroupDdl(group: StoredGroup): string[] {
   const childTable = objectTable(target.name);
   const parentTable = objectTable(self);
   const inputs = storedInputColumns(fields).map(quoteIdent);
-  const changed = `row(${inputs.map((c) => `o.${c}`).join(', ')}) is distinct from row(${inputs.map((c) => `n.${c}`).join(', ')})`;
-  const body = `
-declare
-  parents uuid[];
-  children uuid[];
-  set_id uuid;
-  set_key text;
-begin
+  const changed = rowChangedSql(inputs);
+  const body = `${STORED_TRIGGER_DECLARE}
   if TG_OP = 'INSERT' then
     select array_agg(distinct n.${via} order by n.${via}), array_agg(n."id") into parents, children from new_rows n where n.${via} is not null;
   elsif TG_OP = 'DELETE' then

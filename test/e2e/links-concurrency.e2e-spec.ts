@@ -4,6 +4,7 @@ import type { FieldResponse } from '../../src/metadata/metadata.dto';
 import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { bodyOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { linkTableOf } from '../support/pg-query';
 
 type Row = Record<string, unknown>;
 type Side = 'proj' | 'person';
@@ -85,10 +86,7 @@ describe('stored rollups and counts through links under concurrent writers', () 
       // Added to an empty object: nothing to fill.
       expect(field).toMatchObject({ name: spec.name, stored: true, filled: true });
     }
-    [{ table }] = await t.sql<{ table: string }>(
-      `select f.computed->'link'->>'table' as table from field_definitions f join object_definitions o on o.id = f.object_id
-        where o.name = 'proj' and f.name = 'members'`,
-    );
+    table = await linkTableOf((text, params) => t.sql(text, params), 'proj', 'members');
     await t.http
       .post('/api/v1/policies')
       .set(asAdmin(t))

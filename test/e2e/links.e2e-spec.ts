@@ -4,6 +4,7 @@ import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-o
 import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
+import { linkTableOf } from '../support/pg-query';
 
 type Row = Record<string, unknown>;
 
@@ -81,10 +82,7 @@ describe('links fields: many to many between records', () => {
     );
     projB = idOf(await t.http.post('/api/v1/objects/proj/records').set(asAdmin(t)).send({ title: 'B' }).expect(201));
     projEmpty = idOf(await t.http.post('/api/v1/objects/proj/records').set(asAdmin(t)).send({ title: 'empty' }).expect(201));
-    [{ table }] = await t.sql<{ table: string }>(
-      `select f.computed->'link'->>'table' as table from field_definitions f join object_definitions o on o.id = f.object_id
-        where o.name = 'proj' and f.name = 'members'`,
-    );
+    table = await linkTableOf((text, params) => t.sql(text, params), 'proj', 'members');
     await t.http
       .post('/api/v1/policies')
       .set(asAdmin(t))
@@ -510,10 +508,7 @@ describe('links fields: many to many between records', () => {
     expect(errorOf(inUse).code).toBe('object_in_use');
     const tag = idOf(await t.http.post('/api/v1/objects/tag/records').set(asAdmin(t)).send({ label: 'x' }).expect(201));
     await patch(t.adminKey, 'proj', projA, { tags: [tag] }).expect(200);
-    const [{ tagTable }] = await t.sql<{ tagTable: string }>(
-      `select f.computed->'link'->>'table' as "tagTable" from field_definitions f join object_definitions o on o.id = f.object_id
-        where o.name = 'proj' and f.name = 'tags'`,
-    );
+    const tagTable = await linkTableOf((text, params) => t.sql(text, params), 'proj', 'tags');
     // A record deleted takes its links with it.
     await t.http.delete(`/api/v1/objects/tag/records/${tag}`).set(asAdmin(t)).expect(204);
     expect((await get(t.adminKey, 'proj', projA)).tags).toEqual([]);

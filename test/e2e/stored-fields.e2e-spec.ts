@@ -4,6 +4,7 @@ import type { ChangesResponse } from '../../src/changes/changes.dto';
 import type { FieldResponse } from '../../src/metadata/metadata.dto';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
 import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
+import { waitForAccessExclusive } from '../support/pg-query';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 
@@ -308,13 +309,7 @@ describe('stored rollup and count fields', () => {
         filter: { stage: 'lost' },
         stored: true,
       }).then((res) => res);
-      for (;;) {
-        const held = await t.sql(
-          `select 1 from pg_locks where relation = 'data.acct'::regclass and mode = 'AccessExclusiveLock' and granted`,
-        );
-        if (held.length) break;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await waitForAccessExclusive((text, params) => t.sql(text, params), 'data.acct');
       const locking = blocker.query('select id from data.acct order by id limit 1 for update');
       const field = bodyOf<FieldResponse>(await adding);
       await locking;

@@ -4,6 +4,7 @@ import type { JobResponse } from '../../src/transfer/transfer.dto';
 import { spawnApp, type AppProcess } from '../support/app-process';
 import { eventually } from '../support/chat-helpers';
 import { fieldSpec } from '../support/fixtures';
+import { waitForAccessExclusive } from '../support/pg-query';
 import { bodyOf, idOf } from '../support/responses';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 import { bearer, startTestApp, type TestApp } from '../support/test-app';
@@ -100,13 +101,10 @@ describe('stored field fills and triggers across replicas', () => {
           stored: true,
         })
         .then((res) => res);
-      for (;;) {
-        const held = await sql.query(
-          `select 1 from pg_locks where relation = 'data.acct'::regclass and mode = 'AccessExclusiveLock' and granted`,
-        );
-        if (held.rows.length) break;
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
+      await waitForAccessExclusive(
+        async (text, params) => (await sql.query<Record<string, unknown>>(text, params)).rows,
+        'data.acct',
+      );
       const locking = blocker.query(
         // Only that row: an OFFSET under FOR UPDATE would lock every row it skips.
         'select id from data.acct where id = (select id from data.acct order by id offset 700 limit 1) for update',
