@@ -1,7 +1,5 @@
-import type { Agent } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Webhook } from 'standardwebhooks';
 import type { Caller } from '../auth/caller';
 import type { ChangeResponse } from '../changes/changes.dto';
 import { ChangesService } from '../changes/changes.service';
@@ -10,8 +8,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { AccessService } from '../governance/access.service';
 import { JobQueue, type QueuedJob } from '../jobs/job-queue.service';
 import { PrometheusService } from '../observability/prometheus.service';
-import { keepAliveAgent, postOnce, type AttemptResult } from './webhook-sender';
-import { resolveTarget, type PinnedTarget } from './webhook-target';
+import { SignedSender, type AttemptResult } from './webhook-sender';
 import {
   busyWithRequests,
   DELIVERY_QUEUE,
@@ -62,7 +59,7 @@ interface RunState {
   job: QueuedJob<DeliveryJobData>;
   webhook: WebhookRow;
   handOffs: Map<string, HandOff>;
-  sender: DeliverySender;
+  sender: SignedSender;
   /** No attempt begins after this (performance.now()): it might outlast the job's lease. */
   until: number;
   /** An attempt was made in this run. */
@@ -149,7 +146,7 @@ export class WebhookDeliveryWorker {
       job,
       webhook,
       handOffs: new Map(),
-      sender: new DeliverySender(webhook, this.config.webhookTimeoutMs, this.config.webhookAllowPrivate),
+      sender: new SignedSender(webhook, this.config.webhookTimeoutMs, this.config.webhookAllowPrivate),
       // Attempts begin while one more would still end within the job's lease.
       until: performance.now() + Math.max(0, (this.settings.expireInSeconds - 1) * 1000 - this.config.webhookTimeoutMs),
       progressed: false,
@@ -254,7 +251,8 @@ export class WebhookDeliveryWorker {
         }
         // The rest of the round is read again first: what is sent is what the owner may read now.
         if (i > 0 && performance.now() > ends) break;
-        const result = await state.sender.attempt(delivery, change);
+        const event: WebhookEvent = { type: EVENT_TYPES[change.op], timestamp: change.at, data: change };
+        const result = await state.sender.send(delivery.id, JSON.stringify(event));
         state.progressed = true;
         this.metrics.observeWebhookAttempt(result.ok);
         if (result.ok) {
@@ -383,47 +381,6 @@ export class WebhookDeliveryWorker {
       );
     });
     this.jobs.wake(DELIVERY_QUEUE);
-  }
-}
-
-/** The attempts of one run of a job: the webhook's signer, its target resolved once and one kept-alive connection to it. */
-class DeliverySender {
-  private readonly signer: Webhook;
-  private target?: Promise<PinnedTarget>;
-  private agent?: Agent;
-
-  constructor(
-    private readonly webhook: WebhookRow,
-    private readonly timeoutMs: number,
-    private readonly allowPrivate: boolean,
-  ) {
-    this.signer = new Webhook(webhook.secret);
-  }
-
-  async attempt(delivery: DeliveryRow, change: ChangeResponse): Promise<AttemptResult> {
-    let target;
-    try {
-      // Resolved and checked once per run, and the connection pinned to what was checked.
-      target = await (this.target ??= resolveTarget(this.webhook.url, this.allowPrivate));
-    } catch (error) {
-      this.target = undefined;
-      return { ok: false, durationMs: 0, error: (error as Error).message };
-    }
-    this.agent ??= keepAliveAgent(target);
-    const event: WebhookEvent = { type: EVENT_TYPES[change.op], timestamp: change.at, data: change };
-    const body = JSON.stringify(event);
-    const now = new Date();
-    const headers = {
-      'webhook-id': delivery.id,
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': this.signer.sign(delivery.id, now, body),
-      'user-agent': 'data-copilot-webhooks',
-    };
-    return postOnce(target, headers, body, this.timeoutMs, this.agent);
-  }
-
-  close(): void {
-    this.agent?.destroy();
   }
 }
 

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { PinnedTarget } from './webhook-target';
+import { Webhook } from 'standardwebhooks';
+import { resolveTarget, type PinnedTarget } from './webhook-target';
 
 /** Most bytes of a receiver's response body that are read and kept. */
 export const MAX_RESPONSE_BODY_BYTES = 1024;
@@ -98,4 +99,47 @@ export function postOnce(
 function describeStatus(status: number): string {
   if (status >= 300 && status < 400) return `The receiver answered ${status} (redirects are not followed)`;
   return `The receiver answered ${status}`;
+}
+
+/**
+ * Signed attempts to one webhook (Standard Webhooks: `webhook-id` the message's id, the same on every retry;
+ * `webhook-timestamp`; `webhook-signature`): its target resolved and checked once (WEBHOOK_ALLOW_PRIVATE), and
+ * one kept-alive connection pinned to it for the attempts that follow. Record events and schedule events alike.
+ */
+export class SignedSender {
+  private readonly signer: Webhook;
+  private target?: Promise<PinnedTarget>;
+  private agent?: http.Agent;
+
+  constructor(
+    private readonly webhook: { url: string; secret: string },
+    private readonly timeoutMs: number,
+    private readonly allowPrivate: boolean,
+  ) {
+    this.signer = new Webhook(webhook.secret);
+  }
+
+  /** One attempt of `body`, signed as message `messageId`. Never throws. */
+  async send(messageId: string, body: string): Promise<AttemptResult> {
+    let target;
+    try {
+      target = await (this.target ??= resolveTarget(this.webhook.url, this.allowPrivate));
+    } catch (error) {
+      this.target = undefined;
+      return { ok: false, durationMs: 0, error: (error as Error).message };
+    }
+    this.agent ??= keepAliveAgent(target);
+    const now = new Date();
+    const headers = {
+      'webhook-id': messageId,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': this.signer.sign(messageId, now, body),
+      'user-agent': 'data-copilot-webhooks',
+    };
+    return postOnce(target, headers, body, this.timeoutMs, this.agent);
+  }
+
+  close(): void {
+    this.agent?.destroy();
+  }
 }

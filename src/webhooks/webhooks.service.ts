@@ -1,6 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
 import type { Caller } from '../auth/caller';
 import { ChangesService } from '../changes/changes.service';
 import { DomainError } from '../common/domain-error';
@@ -9,7 +8,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { AccessService } from '../governance/access.service';
 import { JobQueue } from '../jobs/job-queue.service';
 import { cursorOrderedId, DELIVERY_QUEUE, recordKey, type DeliveryJobData } from './webhook-jobs';
-import { postOnce, type AttemptResult } from './webhook-sender';
+import { SignedSender, type AttemptResult } from './webhook-sender';
 import { resolveTarget } from './webhook-target';
 import {
   CreateWebhookDto,
@@ -162,20 +161,12 @@ export class WebhooksService {
     if (webhook.status !== 'active') {
       return { ok: false, durationMs: 0, error: `The webhook is disabled (${webhook.disabledReason ?? 'no reason given'})` };
     }
-    let target;
+    const sender = new SignedSender(webhook, this.config.webhookTimeoutMs, this.config.webhookAllowPrivate);
     try {
-      target = await resolveTarget(webhook.url, this.config.webhookAllowPrivate);
-    } catch (error) {
-      return { ok: false, durationMs: 0, error: (error as Error).message };
+      return await sender.send(messageId, body);
+    } finally {
+      sender.close();
     }
-    const now = new Date();
-    const headers = {
-      'webhook-id': messageId,
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': new Webhook(webhook.secret).sign(messageId, now, body),
-      'user-agent': 'data-copilot-webhooks',
-    };
-    return postOnce(target, headers, body, this.config.webhookTimeoutMs);
   }
 
   /** The webhook, when the caller may manage it; webhook_not_found otherwise. */
