@@ -544,8 +544,11 @@ export class MetadataService implements OnApplicationBootstrap {
       }
       const stored = isRelatedKind(field.type) ? (field.computed as unknown as StoredRelated | null) : null;
       if (stored?.stored) {
-        // The rest of its group keeps its triggers, rebuilt without it (the related table's writers locked first).
+        // The rest of its group keeps its triggers, rebuilt without it. The related table's writers locked first,
+        // then the parent's: dropping a trigger takes the related table outright, and a fill batch of the parent
+        // (which holds the parent's table and then reads the related one) must end before that, not wait on it.
         await this.repo.lockForTriggers(em, stored.target);
+        await this.repo.lockForTriggers(em, objectName);
         const self = await this.loadObject(objectName, em);
         const meta = findField(self, fieldName);
         const group = storedGroupOf(objectName, meta, self.fields, await this.loadObject(stored.target, em));

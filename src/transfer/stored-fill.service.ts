@@ -132,7 +132,12 @@ export class StoredFillService implements OnModuleInit, OnApplicationBootstrap, 
       }
       await this.metadata.endFill(objectName, fieldName, 'filled');
       await this.jobs.finish(id, progress, { status: 'done' });
-    } catch (error) {
+    } catch (caught) {
+      // A batch that waited for a delete of the field fails on its column: that is the delete, not a fault to retry.
+      const error =
+        caught instanceof DomainError || caught instanceof FillInterrupted || (await this.stillStored(objectName, fieldName))
+          ? caught
+          : new DomainError('field_not_found', `Field "${fieldName}" not found on "${objectName}"`);
       // Handed on: another attempt (on any replica) fills it.
       if (error instanceof FillInterrupted || (!(error instanceof DomainError) && job.retryCount < job.retryLimit)) {
         if (!(error instanceof FillInterrupted))
@@ -147,6 +152,12 @@ export class StoredFillService implements OnModuleInit, OnApplicationBootstrap, 
         this.log.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
       await this.jobs.finish(id, progress, { status: 'failed', failure });
     }
+  }
+
+  /** Whether the field is still a stored field, as the database says now (not the cache). */
+  private async stillStored(objectName: string, fieldName: string): Promise<boolean> {
+    const object = await this.metadata.readObject(objectName, this.em.fork()).catch(() => undefined);
+    return object?.fields.some((f) => f.name === fieldName && (f.related?.stored || f.formula?.stored)) === true;
   }
 
   /** One batch after `after` (by id): its records locked, then recomputed; undefined when none are left. */
