@@ -154,6 +154,54 @@ describe('announcements of chat events', () => {
   });
 });
 
+describe('a stream opened while events committed before its read are still unread here', () => {
+  it('does not replay the statuses its opening read already showed, and sends the ones after it', async () => {
+    const llm = await MockLlmServer.start();
+    const database = await createTestDatabase();
+    const t = await startTestApp({
+      database,
+      env: { OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'k', CHAT_WORKER_ENABLED: 'false', EVENTS_POLL_INTERVAL_MS: '600000' },
+    });
+    try {
+      const url = await listen(t);
+      const id = bodyOf<ChatResponse>(
+        await t.http.post('/api/v1/chats').set(bearer(t.adminKey)).send({ agent: 'data_chat', message: 'hello' }).expect(201),
+      ).id;
+      // Another replica's commit, not announced yet: the chat's new status, and its event in the log.
+      const commitElsewhere = async (status: string): Promise<number> => {
+        const [{ id: eventId }] = await t.sql<{ id: string }>(
+          `with c as (update chats set status = $2 where id = $1 returning id, owner)
+           insert into chat_events (chat_id, event, prev)
+           select id, jsonb_build_object('type', 'status', 'chatId', id, 'owner', owner, 'status', $2::text), chat_event_prev(id) from c
+           returning id`,
+          [id, status],
+        );
+        return Number(eventId);
+      };
+      const announce = (eventId: number) =>
+        t.sql(`select pg_notify($1, $2)`, [
+          PUBSUB_CHANNEL,
+          JSON.stringify({ type: COMMITTED_EVENT, replica: 'elsewhere', chatEvents: eventId }),
+        ]);
+      await commitElsewhere('running');
+      // The stream's read shows running; the event saying so reaches this replica only afterwards.
+      const stream = await SseClient.open(url, `/api/v1/chats/${id}/stream?afterId=0`, t.adminKey);
+      try {
+        await stream.waitFor((events) => events.some((e) => e.event === 'status'));
+        await announce(await commitElsewhere('waiting'));
+        await stream.waitFor((events) => events.some((e) => e.event === 'status' && e.data.status === 'waiting'));
+        expect(stream.of('status').map((e) => e.data.status)).toEqual(['running', 'waiting']);
+      } finally {
+        stream.close();
+      }
+    } finally {
+      await t.close();
+      await llm.close();
+      await database.drop();
+    }
+  });
+});
+
 describe('a replica killed between its commits and their announcement', () => {
   let child: ChildProcess | undefined;
 

@@ -7,7 +7,8 @@ import type { ChatEvent } from './chat.types';
 
 export type ChatEventOrResync = ChatEvent | { type: 'resync' };
 
-type Listener = (event: ChatEventOrResync) => void;
+/** `id`: the event's row in `chat_events` (absent for pub/sub events such as `resync`). */
+type Listener = (event: ChatEventOrResync, id?: number) => void;
 
 /**
  * An id missing below ones already read belongs to a transaction still running, or to one that rolled
@@ -144,7 +145,7 @@ export class ChatEvents implements OnModuleInit, BeforeApplicationShutdown {
 
   /** The events of one chat, and `resync` after a lost LISTEN connection. */
   subscribeChat(chatId: string, listener: Listener): () => void {
-    this.routing ??= this.subscribe((event) => this.route(event));
+    this.routing ??= this.subscribe((event, id) => this.route(event, id));
     let listeners = this.byChat.get(chatId);
     if (!listeners) this.byChat.set(chatId, (listeners = new Set()));
     listeners.add(listener);
@@ -219,7 +220,7 @@ export class ChatEvents implements OnModuleInit, BeforeApplicationShutdown {
     for (const { id, event } of events) {
       if (this.isDelivered(id)) continue;
       this.markDelivered(id);
-      this.emit(event);
+      this.emit(event, id);
     }
   }
 
@@ -254,23 +255,23 @@ export class ChatEvents implements OnModuleInit, BeforeApplicationShutdown {
     );
   }
 
-  private emit(event: ChatEventOrResync): void {
+  private emit(event: ChatEventOrResync, id?: number): void {
     for (const listener of this.listeners) {
       try {
-        listener(event);
+        listener(event, id);
       } catch (error) {
         this.logger.error({ msg: 'event listener failed', err: error });
       }
     }
   }
 
-  private route(event: ChatEventOrResync): void {
+  private route(event: ChatEventOrResync, id?: number): void {
     if (event.type === 'resync') {
       for (const listeners of [...this.byChat.values()]) for (const listener of [...listeners]) listener(event);
       return;
     }
     if (!('chatId' in event)) return;
     const listeners = this.byChat.get(event.chatId);
-    if (listeners) for (const listener of [...listeners]) listener(event);
+    if (listeners) for (const listener of [...listeners]) listener(event, id);
   }
 }

@@ -5,8 +5,11 @@ import type { ChatEvent } from './chat.types';
 export interface ChatFollowing {
   /** Sends what the tables hold beyond what the client has: at the start, and after a lost LISTEN connection. */
   catchUp(): Promise<void>;
-  /** One event of the chat (a hint: what goes out is re-read or checked against the tables). */
-  handle(event: ChatEvent): void | Promise<void>;
+  /**
+   * One event of the chat (a hint: what goes out is re-read or checked against the tables); `id` is its row
+   * in `chat_events`, which orders one chat's events.
+   */
+  handle(event: ChatEvent, id?: number): void | Promise<void>;
   /** A catch-up or an event threw: the stream cannot go on. */
   failed(error: unknown): void;
 }
@@ -22,7 +25,7 @@ export interface ChatFollowing {
  */
 export class ChatFollower {
   private unsubscribe: () => void;
-  private readonly buffered: ChatEventOrResync[] = [];
+  private readonly buffered: Array<[ChatEventOrResync, number | undefined]> = [];
   private chatId?: string;
   private following?: ChatFollowing;
   private queue: Promise<void> = Promise.resolve();
@@ -32,9 +35,9 @@ export class ChatFollower {
     private readonly events: ChatEvents,
     private readonly subscribedTo?: string,
   ) {
-    const listener = (event: ChatEventOrResync) => {
-      if (this.following === undefined) this.buffered.push(event);
-      else this.accept(event);
+    const listener = (event: ChatEventOrResync, id?: number) => {
+      if (this.following === undefined) this.buffered.push([event, id]);
+      else this.accept(event, id);
     };
     this.unsubscribe = subscribedTo === undefined ? events.subscribe(listener) : events.subscribeChat(subscribedTo, listener);
   }
@@ -47,10 +50,10 @@ export class ChatFollower {
     if (this.subscribedTo !== chatId) {
       // From here on only this chat's events reach the stream (found by the chat's id, whatever else the replica streams).
       this.unsubscribe();
-      this.unsubscribe = this.events.subscribeChat(chatId, (event) => this.accept(event));
+      this.unsubscribe = this.events.subscribeChat(chatId, (event, id) => this.accept(event, id));
     }
     this.enqueue(() => following.catchUp());
-    for (const event of this.buffered.splice(0)) this.accept(event);
+    for (const [event, id] of this.buffered.splice(0)) this.accept(event, id);
   }
 
   /** Stops listening; what is queued no longer runs. */
@@ -60,11 +63,11 @@ export class ChatFollower {
     this.buffered.length = 0;
   }
 
-  private accept(event: ChatEventOrResync): void {
+  private accept(event: ChatEventOrResync, id?: number): void {
     if (this.stopped) return;
     if (event.type === 'resync') return this.enqueue(() => this.following!.catchUp());
     if (event.chatId !== this.chatId) return;
-    this.enqueue(() => this.following!.handle(event));
+    this.enqueue(() => this.following!.handle(event, id));
   }
 
   private enqueue(task: () => void | Promise<void>): void {

@@ -58,9 +58,14 @@ export class ChatStreamService {
     // that read can be missed, and a chat the caller may not follow is refused before the response opens.
     const follower = new ChatFollower(this.events, chatId);
     let start: { chat: ChatRow; messages: ChatMessageRow[] } | undefined;
+    // The chat's newest event as of that read: a status event up to it (heard while the read ran) is already
+    // shown by the read, and sent again it would replay a turn that is over.
+    let shownUpTo = 0;
     let writer: SseWriter;
     try {
-      start = await this.chats.getWithMessages(caller, chatId, lastId, MESSAGES_PAGE);
+      const read = await this.chats.getWithMessages(caller, chatId, lastId, MESSAGES_PAGE);
+      start = read;
+      shownUpTo = read.lastEventId;
       writer = this.streams.open(caller, open);
     } catch (error) {
       follower.stop();
@@ -113,7 +118,7 @@ export class ChatStreamService {
         writer.close();
       }
     };
-    const handle = async (event: ChatEvent) => {
+    const handle = async (event: ChatEvent, id?: number) => {
       switch (event.type) {
         // A chat's messages commit in id order and their events arrive in that order, so a new message that
         // came with its event is the next one: sent as it is. Otherwise one read sends it and any after it.
@@ -135,6 +140,7 @@ export class ChatStreamService {
         // The event's own status, in commit order: a stream shows every transition, not just the latest. The
         // messages committed with it or before it were announced by their own events, which came first.
         case 'status':
+          if (id !== undefined && id <= shownUpTo) return;
           return sendStatus(event.status);
         case 'retry':
           writer.send({ attempt: event.attempt, delayMs: event.delayMs, error: event.error }, { event: 'retry' });

@@ -149,16 +149,18 @@ export class ChatRepository {
     owner: string,
     afterId: number,
     limit: number,
-  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[] } | undefined> {
+  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[]; lastEventId: number } | undefined> {
     const page = sql`(select * from chat_messages where chat_id = ${id} and id > ${afterId} order by id limit ${limit}) m`;
     const row = await db(em)
       .selectFrom('chats')
       .select(CHAT_COLUMNS)
       .select(messagesJson(page).as('messages'))
+      // In the same snapshot: the chat's events up to this one are what the row and the messages show.
+      .select(sql<string | null>`(select max(e.id) from chat_events e where e.chat_id = chats.id)`.as('last_event_id'))
       .where('id', '=', id)
       .where('owner', '=', owner)
       .executeTakeFirst();
-    return row && { chat: toChat(row), messages: row.messages.map(toMessageRow) };
+    return row && { chat: toChat(row), messages: row.messages.map(toMessageRow), lastEventId: Number(row.last_event_id ?? 0) };
   }
 
   /** The owner's chat with this client id (an AI SDK chat id); `lock` as for find. */

@@ -151,7 +151,7 @@ export class ChatService {
     id: string,
     afterId: number,
     limit: number,
-  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[] }> {
+  ): Promise<{ chat: ChatRow; messages: ChatMessageRow[]; lastEventId: number }> {
     const found = isUuid(id) ? await this.repo.findWithMessages(this.em.fork(), id, caller.owner, afterId, limit) : undefined;
     if (!found) throw notFound(id);
     return found;
