@@ -2,6 +2,8 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logge
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   databaseBusy,
+  DEADLOCK_DETECTED,
+  deadlockBusy,
   DATETIME_FIELD_OVERFLOW,
   FOREIGN_KEY_VIOLATION,
   INVALID_DATETIME_FORMAT,
@@ -73,8 +75,13 @@ export class HttpExceptionFilter implements ExceptionFilter {
 
   /** Answers `request` with the error body of `exception`. */
   send(thrown: unknown, request: FastifyRequest, reply: FastifyReply): void {
+    // The ORM's own failures of contention (metadata writes and their DDL, jobs) answer as the data engine's do.
     const exception =
-      this.ormAcquireTimeoutMs !== undefined && isPoolTimeout(thrown) ? databaseBusy(this.ormAcquireTimeoutMs) : thrown;
+      this.ormAcquireTimeoutMs !== undefined && isPoolTimeout(thrown)
+        ? databaseBusy(this.ormAcquireTimeoutMs)
+        : sqlState(thrown) === DEADLOCK_DETECTED
+          ? deadlockBusy()
+          : thrown;
     const { status, body } = this.toResponse(exception, String(request.id));
     if (status >= 500 && exception instanceof DomainError) {
       // An expected condition (model endpoint down, not configured): one line, no stack.

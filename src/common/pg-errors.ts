@@ -62,3 +62,16 @@ export function databaseBusy(waitedMs: number): DomainError {
     { retryAfterSeconds: Math.max(1, Math.ceil(waitedMs / 1000)) },
   );
 }
+
+/**
+ * The 503 of a transaction Postgres rolled back to end a deadlock: two writers took the same rows or tables
+ * in different orders and one of them gave way. A moment's contention, not a server fault.
+ */
+export function deadlockBusy(): DomainError {
+  return new DomainError(
+    'database_busy',
+    'The write ran into concurrent writes of the same records and was rolled back; send it again',
+    { reason: 'deadlock' },
+    { retryAfterSeconds: 1 },
+  );
+}

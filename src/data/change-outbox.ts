@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
+import { linkTableSql } from '../metadata/links-fields';
+import type { LinkSide } from '../metadata/object-metadata.types';
 
 /** The kinds of record write the feed reports. */
 export type ChangeOp = 'create' | 'update' | 'delete';
@@ -32,6 +35,8 @@ export interface ChangeCapture {
   /** Fields the write sets: those of the update, every field of the object on create (a delete: none). */
   changedFields?: readonly string[];
   changeSet: ChangeSetStamp;
+  /** A delete: the join tables its records are on; their trash entries keep each record's pairs for a restore. */
+  links?: readonly LinkSide[];
 }
 
 /** A new change set's stamp. */
@@ -81,16 +86,37 @@ export function withChangeOutbox(
     `select ${setId}, ${params.add(capture.keyId)}, ${set.object === undefined ? object : params.add(set.object)}, ${params.add(set.via)}, ${params.add(set.chatId ?? null)}, ` +
     `${params.add(set.toolCallId ?? null)}, ${params.add(set.approverKeyId ?? null)}, ${params.add(set.reverts ?? null)}::uuid ` +
     `where exists (select from ${WRITE}) on conflict ("id") do nothing`;
-  // A delete moves the record to the trash: the entry points to the change that holds the row as deleted.
+  // A delete moves the record to the trash: the entry points to the change that holds the row as deleted, and
+  // keeps its links (read in the statement's snapshot, before the delete's cascade removes them).
+  const links = capture.links?.length ? trashedLinks(capture.links, params) : 'null';
   const trash =
     capture.op === 'delete'
-      ? `, "__trash" as (insert into "record_trash" ("object", "record_id", "change_id", "change_set_id", "key_id") ` +
-        `select ${object}, c."record_id", c."id", ${setId}, ${params.add(capture.keyId)} from "__change" c ` +
+      ? `, "__trash" as (insert into "record_trash" ("object", "record_id", "change_id", "change_set_id", "key_id", "links") ` +
+        `select ${object}, c."record_id", c."id", ${setId}, ${params.add(capture.keyId)}, ${links} from "__change" c ` +
         `on conflict ("object", "record_id") do update set "change_id" = excluded."change_id", ` +
-        `"change_set_id" = excluded."change_set_id", "deleted_at" = now(), "key_id" = excluded."key_id")`
+        `"change_set_id" = excluded."change_set_id", "deleted_at" = now(), "key_id" = excluded."key_id", "links" = excluded."links")`
       : '';
   return (
     `with ${WRITE} as (${write}), "__change" as (${append} returning "id", "record_id"), "__set" as (${stamp})${trash} ` +
     `select ${columns.join(', ')} from ${WRITE}`
   );
+}
+
+/** A trash entry's links, as restoreLinks reads them back. */
+export interface TrashedLinks {
+  table: string;
+  self: string;
+  ids: string[];
+}
+
+/** The `links` of the record `c."record_id"`: per join table (as LinkSide), the records on the other side in link order. */
+function trashedLinks(sides: readonly LinkSide[], params: SqlParams): string {
+  const entries = sides.map((side) => {
+    const self = quoteIdent(side.selfColumn);
+    const ids =
+      `(select coalesce(jsonb_agg(l.${quoteIdent(side.targetColumn)} order by l."seq"), '[]'::jsonb) ` +
+      `from ${linkTableSql(side.table)} l where l.${self} = c."record_id")`;
+    return `jsonb_build_object('table', ${params.add(side.table)}::text, 'self', ${params.add(side.selfColumn)}::text, 'ids', ${ids})`;
+  });
+  return `jsonb_build_array(${entries.join(', ')})`;
 }

@@ -371,7 +371,7 @@ export class DataService {
         if (!rows.length) throw await missedWrite(object, id, versions, tx);
       };
       // Lookups cleared and the record deleted commit together, or neither (a miss rolls the clearing back).
-      if ((!referrers.length && !locked.length) || session.inTransaction) await run(session);
+      if ((!referrers.lookups.length && !locked.length) || session.inTransaction) await run(session);
       else await this.pool.transaction(run, poolOptions(caller, scope));
       return changeSet.id;
     });
@@ -414,9 +414,11 @@ export class DataService {
     const transaction: BatchTransaction = (work) =>
       scope.session?.inTransaction
         ? inSavepoint(scope.session, 'batch_attempt', work)
-        : this.pool.transaction(work, { ...poolOptions(caller, scope), changes: referrers.length ? undefined : [objectName] });
+        : this.pool.transaction(work, { ...poolOptions(caller, scope), changes: clearsElsewhere ? undefined : [objectName] });
     const changeSet = scope.changeSet ?? newChangeSet('batch');
-    const referrers = planned.some((o) => o.op === 'delete') ? await this.metadata.referrers(objectName) : [];
+    const referrers = planned.some((o) => o.op === 'delete') ? await this.metadata.referrers(objectName) : undefined;
+    // A delete's cleared lookups and removed links are changes of other objects' records too.
+    const clearsElsewhere = referrers !== undefined && (referrers.lookups.length > 0 || referrers.links.length > 0);
     return runBatch(
       { operations: parsed.operations, planned, errors },
       atomic,

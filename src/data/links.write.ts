@@ -7,8 +7,8 @@ import { SqlParams } from '../database/sql-params';
 import { isLinks, linkTableSql } from '../metadata/links-fields';
 import { LINK_SETTINGS } from '../metadata/links-changes';
 import { linkStoredInputColumns } from '../metadata/links-stored';
-import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
-import type { ChangeCapture } from './change-outbox';
+import type { FieldMeta, LinkSide, ObjectMeta } from '../metadata/object-metadata.types';
+import type { ChangeCapture, TrashedLinks } from './change-outbox';
 import { linkIds } from './links.values';
 import { compileRowFilter } from './where.compiler';
 
@@ -117,15 +117,7 @@ export async function applyLinkWrites(
   capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
 ): Promise<void> {
   if (!writes.length) return;
-  // The join tables' triggers (their changes, stored rollups) log under this write's set and key, this record aside.
-  const settings = new SqlParams();
-  const set = (name: string, value: string) => `set_config(${settings.add(name)}, ${settings.add(value)}, true)`;
-  await session.query(
-    settings.query(
-      `select ${set(LINK_SETTINGS.changeSet, capture.changeSet.id)}, ${set(LINK_SETTINGS.key, capture.keyId)}, ` +
-        set(LINK_SETTINGS.record, id),
-    ),
-  );
+  await setLinkSettings(session, id, capture);
   for (const write of writes) {
     const meta = write.field.related!;
     const link = meta.link!;
@@ -155,6 +147,56 @@ export async function applyLinkWrites(
         `on conflict do nothing`;
       await session.query(params.query(sql));
     }
+  }
+}
+
+/**
+ * The join tables' triggers (their changes, stored rollups) log under this write's set and key for the rest of
+ * the transaction, the record `id` aside (its own change is the write's).
+ */
+async function setLinkSettings(
+  session: DataSession,
+  id: string,
+  capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
+): Promise<void> {
+  const settings = new SqlParams();
+  const set = (name: string, value: string) => `set_config(${settings.add(name)}, ${settings.add(value)}, true)`;
+  await session.query(
+    settings.query(
+      `select ${set(LINK_SETTINGS.changeSet, capture.changeSet.id)}, ${set(LINK_SETTINGS.key, capture.keyId)}, ` +
+        set(LINK_SETTINGS.record, id),
+    ),
+  );
+}
+
+/**
+ * Makes again the links of a record back from the trash (`saved`, as its delete kept them), on the join tables
+ * it is still on (`sides`: a links field deleted meanwhile took its table), with the records on the other side
+ * that still exist, in their former order. As it was: links the restoring caller may not read come back too
+ * (invisible to it, as they were), as a delete's cascade removed them without asking.
+ */
+export async function restoreLinks(
+  session: DataSession,
+  id: string,
+  saved: readonly TrashedLinks[],
+  sides: readonly LinkSide[],
+  capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
+): Promise<void> {
+  const restorable = saved.flatMap((entry) => {
+    const side = sides.find((s) => s.table === entry.table && s.selfColumn === entry.self);
+    return side && entry.ids.length ? [{ side, ids: entry.ids }] : [];
+  });
+  if (!restorable.length) return;
+  await setLinkSettings(session, id, capture);
+  for (const { side, ids } of restorable) {
+    const params = new SqlParams();
+    await session.query(
+      params.query(
+        `insert into ${linkTableSql(side.table)} (${quoteIdent(side.selfColumn)}, ${quoteIdent(side.targetColumn)}) ` +
+          `select ${params.add(id)}::uuid, o."id" from unnest(${params.add(ids)}::uuid[]) with ordinality as u("id", "n") ` +
+          `join ${objectTable(side.other)} o on o."id" = u."id" order by u."n" on conflict do nothing`,
+      ),
+    );
   }
 }
 

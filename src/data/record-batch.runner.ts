@@ -14,11 +14,12 @@ import {
 import type { ChangeCapture } from './change-outbox';
 import { etagOf } from './record-version';
 import { compileInsert, compileUpdate, VERSION_ALIAS } from './records.compiler';
-import { deleteRecord, encodeWrite, missedWrite, notFound, type Referrer, scopedRows } from './record-write';
+import type { ObjectReferrers } from '../metadata/object-metadata.types';
+import { deleteRecord, encodeWrite, missedWrite, notFound, scopedRows } from './record-write';
 
-/** Who writes a batch, the change set its writes belong to, and the lookups its deletes clear. */
+/** Who writes a batch, the change set its writes belong to, and the lookups and links its deletes clear. */
 export interface BatchWriter extends Pick<ChangeCapture, 'keyId' | 'changeSet'> {
-  referrers?: readonly Referrer[];
+  referrers?: ObjectReferrers;
 }
 
 /** A write's capture for the feed: who, which change set, what kind. */
@@ -197,7 +198,7 @@ async function runOne(session: DataSession, operation: PlannedOperation, writer:
           operation.id,
           operation.versions,
           captureOf(writer, 'delete'),
-          writer.referrers ?? [],
+          writer.referrers ?? { lookups: [], links: [] },
         );
   if (!rows.length) throw await missedWrite(object, operation.id, operation.versions, session);
   return doneResult(operation, rows[0]);

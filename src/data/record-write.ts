@@ -11,7 +11,7 @@ import {
 } from '../common/pg-errors';
 import type { DataSession } from '../database/data-pool';
 import { indexName } from '../metadata/metadata.naming';
-import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
+import type { FieldMeta, ObjectMeta, ObjectReferrers } from '../metadata/object-metadata.types';
 import { indexedValueLimitError } from '../metadata/field-values';
 import { encodeFieldValue } from './field-value.codec';
 import type { ChangeCapture } from './change-outbox';
@@ -173,17 +173,11 @@ function outsideRowFilter(object: ObjectMeta): DomainError {
   });
 }
 
-/** An optional lookup that points to an object's records (MetadataService.referrers): a delete clears it. */
-export interface Referrer {
-  object: ObjectMeta;
-  field: FieldMeta;
-}
-
 /**
  * Moves one record to the trash inside `session` (a transaction or a savepoint: a miss after the lookups
  * were cleared must roll them back): first the optional lookups that point to it are cleared, in the
- * delete's change set, then the record is deleted (under `versions` and the caller's row filter). The
- * rows written, none when it missed.
+ * delete's change set, then the record is deleted (under `versions` and the caller's row filter), its trash
+ * entry keeping its links (`referrers.links`) for a restore. The rows written, none when it missed.
  */
 export async function deleteRecord(
   session: DataSession,
@@ -191,11 +185,11 @@ export async function deleteRecord(
   id: string,
   versions: readonly string[] | undefined,
   capture: ChangeCapture,
-  referrers: readonly Referrer[],
+  referrers: ObjectReferrers,
 ): Promise<Record<string, unknown>[]> {
   const ofObject = { ...capture, changeSet: { ...capture.changeSet, object: object.name } };
-  for (const { object: referrer, field } of referrers) {
+  for (const { object: referrer, field } of referrers.lookups) {
     await session.query(compileClearReferences(referrer, field, [id], ofObject));
   }
-  return write(object, session, compileDelete(object, id, versions, capture));
+  return write(object, session, compileDelete(object, id, versions, { ...capture, links: referrers.links }));
 }

@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '../config/app-config';
 import { CommitAnnouncer } from './commit-announcer.service';
 import { DATA_READER_ROLE, DATABASE_URL } from './database.constants';
 import { backendKeyOf, cancelBackend } from './pg-cancel';
-import { DEADLOCK_DETECTED, isPoolTimeout, QUERY_CANCELED, sqlState } from '../common/pg-errors';
+import { DEADLOCK_DETECTED, deadlockBusy, isPoolTimeout, QUERY_CANCELED, sqlState } from '../common/pg-errors';
 import { PgPubSub } from './pg-pubsub.service';
 import { ReadReplica, ReadReplicaStatus, ReplicaUnavailable, type ReadFallbackReason } from './read-replica';
 
@@ -534,16 +534,8 @@ export class DataPool implements OnModuleInit, OnApplicationShutdown {
         { statementTimeoutMs },
       );
     }
-    // Two transactions writing the same records in different orders (batches) can wait for each other;
-    // Postgres then ends one of them: a moment's contention, not a server fault.
-    if (sqlState(error) === DEADLOCK_DETECTED) {
-      return new DomainError(
-        'database_busy',
-        'The write ran into concurrent writes of the same records and was rolled back; send it again',
-        { reason: 'deadlock' },
-        { retryAfterSeconds: 1 },
-      );
-    }
+    // Two transactions writing the same records in different orders (batches) can wait for each other.
+    if (sqlState(error) === DEADLOCK_DETECTED) return deadlockBusy();
     return error;
   }
 }

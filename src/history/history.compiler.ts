@@ -2,6 +2,7 @@ import { isComputed } from '../metadata/computed-fields';
 import { CompiledQuery } from 'kysely';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
+import type { TrashedLinks } from '../data/change-outbox';
 import { compileRowFilter } from '../data/where.compiler';
 import { fieldSql, selectSql } from '../data/formula.compiler';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
@@ -212,11 +213,18 @@ export function compileTrashPage(object: ObjectMeta, page: { after?: [string, st
 export function compileTrashed(
   object: ObjectMeta,
   id: string,
-): CompiledQuery<{ change_id: string; change_set_id: string | null; record: Record<string, unknown>; visible: boolean }> {
+): CompiledQuery<{
+  change_id: string;
+  change_set_id: string | null;
+  record: Record<string, unknown>;
+  links: TrashedLinks[] | null;
+  visible: boolean;
+}> {
   const params = new SqlParams();
   const filter = compileRowFilter(object, params, { tableAlias: 'r', asValue: true }) ?? 'TRUE';
   return params.query(
-    `select tr."change_id"::text as "change_id", tr."change_set_id"::text as "change_set_id", c."record", ${filter} as "visible" ` +
+    `select tr."change_id"::text as "change_id", tr."change_set_id"::text as "change_set_id", c."record", tr."links", ` +
+      `${filter} as "visible" ` +
       `from "record_trash" tr ` +
       `join "record_changes" c on c."id" = tr."change_id" cross join lateral ${populated(object, 'c."record"', 'r')} ` +
       `where tr."object" = ${params.add(object.name)} and tr."record_id" = ${params.add(id)}::uuid for update of tr`,

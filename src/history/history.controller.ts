@@ -121,7 +121,9 @@ export class HistoryController {
   @HttpCode(200)
   @ApiRoute({
     summary: 'Bring a record back from the trash, as it was deleted',
-    description: '409 unique_violation when a live record took one of its unique values meanwhile.',
+    description:
+      'Its links come back with it, to the records on the other side that still exist. 409 unique_violation when a live ' +
+      'record took one of its unique values meanwhile.',
     schema: schemaRef('RecordResponse'),
     responseDescription: 'The record, with the changeSetId of the restore',
     headers: CHANGE_SET_HEADERS,

@@ -8,11 +8,12 @@ import { actorOf } from '../data/change-actor';
 import { type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
 import type { VersionedRecord } from '../data/data.types';
 import { decodeRow } from '../data/field-value.codec';
-import { notFound, type Referrer, scopedRows } from '../data/record-write';
+import { restoreLinks } from '../data/links.write';
+import { notFound, scopedRows } from '../data/record-write';
 import { compileInsertRaw, compileRepointReferences, VERSION_ALIAS } from '../data/records.compiler';
 import { AccessService } from '../governance/access.service';
 import { MetadataService } from '../metadata/metadata.service';
-import type { ObjectMeta } from '../metadata/object-metadata.types';
+import type { ObjectMeta, ObjectReferrers } from '../metadata/object-metadata.types';
 import { afterAlias, compilePurgeTrash, compileTrashed, compileTrashPage, compileUntrash } from './history.compiler';
 import type { TrashedRecordResponse, TrashResponse } from './history.dto';
 import { decodePosition, encodePosition } from './position-cursor';
@@ -100,8 +101,8 @@ export class TrashService {
 
 /**
  * Puts a trashed record back in its table inside `session` (a restore's or a revert's transaction):
- * the row as deleted, `over` values over it when given (a revert's values before its change set), and
- * the lookups its delete cleared (of `referrers`) set back to it.
+ * the row as deleted, `over` values over it when given (a revert's values before its change set), the
+ * lookups its delete cleared (of `referrers`) set back to it, and its links made again.
  */
 export async function restoreFromTrash(
   session: DataSession,
@@ -109,7 +110,7 @@ export async function restoreFromTrash(
   view: ObjectMeta,
   id: string,
   changeSet: ChangeSetStamp,
-  referrers: readonly Referrer[],
+  referrers: ObjectReferrers,
   over: Record<string, unknown> = {},
 ): Promise<VersionedRecord> {
   const [trashed] = await session.query(compileTrashed(view, id));
@@ -123,10 +124,11 @@ export async function restoreFromTrash(
   // What its delete cleared points to it again, where nothing was set meanwhile.
   if (trashed.change_set_id) {
     const capture = { op: 'update' as const, keyId: caller.keyId, changeSet: { ...changeSet, object: view.name } };
-    for (const { object, field } of referrers) {
+    for (const { object, field } of referrers.lookups) {
       await session.query(compileRepointReferences(object, field, id, trashed.change_set_id, capture));
     }
   }
+  await restoreLinks(session, id, trashed.links ?? [], referrers.links, { keyId: caller.keyId, changeSet });
   const { [VERSION_ALIAS]: version, ...rest } = row;
   return { record: decodeRow(view, rest), version: String(version) };
 }

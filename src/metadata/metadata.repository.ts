@@ -63,6 +63,18 @@ export class MetadataRepository {
     return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
   }
 
+  /** Every links field on `objectName` or whose target it is (an inverse is one of them too). */
+  async linksOn(em: EntityManager, objectName: string): Promise<Array<{ object: string; field: string }>> {
+    const rows = await runSql<{ object_name: string; field_name: string }>(
+      em,
+      `select o.name as object_name, f.name as field_name
+         from field_definitions f join object_definitions o on o.id = f.object_id
+        where f.type = 'links' and (o.name = $1 or f.computed->>'target' = $1) order by 1, 2`,
+      [objectName],
+    );
+    return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
+  }
+
   /** A links field's join table (links-fields.ts). */
   async createLinkTable(
     em: EntityManager,

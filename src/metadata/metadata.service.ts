@@ -49,7 +49,9 @@ import {
   FieldType,
   MAX_FIELDS,
   MAX_INDEXED_TEXT_BYTES,
+  LinkSide,
   ObjectMeta,
+  ObjectReferrers,
   SYSTEM_FIELDS,
 } from './object-metadata.types';
 
@@ -94,18 +96,30 @@ export class MetadataService implements OnApplicationBootstrap {
   }
 
   /**
-   * The optional lookup fields (of any object, this one included) that point at `objectName`: what a delete
-   * of one of its records clears (and a restore from the trash sets back). Required lookups are not among
-   * them: a record they point to cannot be deleted.
+   * What a delete of one of `objectName`'s records clears, and a restore from the trash sets back: the optional
+   * lookup fields (of any object, this one included) that point at it (a required one forbids the delete), and
+   * every join table its records are on, from either side (a links field without an inverse included).
    */
-  async referrers(objectName: string): Promise<Array<{ object: ObjectMeta; field: FieldMeta }>> {
-    const found = await this.repo.lookupsTo(this.em.fork(), objectName);
-    const referrers: Array<{ object: ObjectMeta; field: FieldMeta }> = [];
-    for (const { object, field } of found) {
+  async referrers(objectName: string): Promise<ObjectReferrers> {
+    const em = this.em.fork();
+    const [lookups, links] = [await this.repo.lookupsTo(em, objectName), await this.repo.linksOn(em, objectName)];
+    const referrers: ObjectReferrers = { lookups: [], links: [] };
+    for (const { object, field } of lookups) {
       const meta = await this.getObject(object);
       const lookup = meta.fields.find((f) => f.name === field);
-      if (lookup && !lookup.required) referrers.push({ object: meta, field: lookup });
+      if (lookup && !lookup.required) referrers.lookups.push({ object: meta, field: lookup });
     }
+    const sides = new Map<string, LinkSide>();
+    for (const { object, field } of links) {
+      const related = (await this.getObject(object)).fields.find((f) => f.name === field)?.related;
+      if (!related?.link) continue;
+      const { table, selfColumn, targetColumn } = related.link;
+      if (object === objectName) sides.set(`${table}.${selfColumn}`, { ...related.link, other: related.target });
+      if (related.target === objectName) {
+        sides.set(`${table}.${targetColumn}`, { table, selfColumn: targetColumn, targetColumn: selfColumn, other: object });
+      }
+    }
+    referrers.links = [...sides.values()];
     return referrers;
   }
 

@@ -97,6 +97,20 @@ export interface LinkTable {
   targetColumn: 'source_id' | 'target_id';
 }
 
+/** A join table as the records of one object are on it, and the object on its other side. */
+export interface LinkSide extends LinkTable {
+  other: string;
+}
+
+/**
+ * What points at an object's records (MetadataService.referrers): the optional lookups a delete clears and the
+ * join tables whose pairs go with it; a restore from the trash sets both back.
+ */
+export interface ObjectReferrers {
+  lookups: Array<{ object: ObjectMeta; field: FieldMeta }>;
+  links: LinkSide[];
+}
+
 /** One field of an object, as the data engine and tools see it (already validated metadata). */
 export interface FieldMeta {
   name: string;

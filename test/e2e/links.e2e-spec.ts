@@ -473,6 +473,64 @@ describe('links fields: many to many between records', () => {
     expect(await get(t.adminKey, 'proj', projEmpty)).toMatchObject({ title: 'renamed', members: [people[9]] });
   });
 
+  it('brings a record back from the trash with its links, from either side, except to records gone meanwhile', async () => {
+    const person = async (name: string, team: string) =>
+      idOf(await t.http.post('/api/v1/objects/person/records').set(asAdmin(t)).send({ name, team, hours: 1 }).expect(201));
+    const [p1, p2, p3] = [await person('R1', 'a'), await person('R2', 'b'), await person('R3', 'a')];
+    const x = idOf(
+      await t.http
+        .post('/api/v1/objects/proj/records')
+        .set(asAdmin(t))
+        .send({ title: 'X', members: [p2, p1, p3] })
+        .expect(201),
+    );
+    // A links field without an inverse, to the same object: the record is on both sides of its table.
+    await addField('person', { name: 'mentors', type: 'links', reference: 'person' }).expect(201);
+    await patch(t.adminKey, 'person', p1, { mentors: [p3, p2] }).expect(200);
+    await patch(t.adminKey, 'person', p2, { mentors: [p1] }).expect(200);
+
+    await t.http.delete(`/api/v1/objects/proj/records/${x}`).set(asAdmin(t)).expect(204);
+    await t.http.delete(`/api/v1/objects/person/records/${p1}`).set(asAdmin(t)).expect(204);
+    expect((await get(t.adminKey, 'person', p2)).projects).toEqual([]);
+    expect((await get(t.adminKey, 'person', p2)).mentors).toEqual([]);
+    // Gone meanwhile: its links are not made again (and its restore later is not refused for it).
+    await t.http.delete(`/api/v1/objects/person/records/${p3}`).set(asAdmin(t)).expect(204);
+
+    const cursor = bodyOf<{ nextCursor: string }>(
+      await t.http.get('/api/v1/objects/person/changes').query({ limit: 1000 }).set(asAdmin(t)).expect(200),
+    ).nextCursor;
+    const restored = await t.http.post(`/api/v1/objects/person/trash/${p1}/restore`).set(asAdmin(t)).expect(200);
+    const { changeSetId } = bodyOf<{ changeSetId: string }>(restored);
+    expect((await get(t.adminKey, 'person', p1)).mentors).toEqual([p2]);
+    expect((await get(t.adminKey, 'person', p2)).mentors).toEqual([p1]);
+    // The records on the other side changed with the restore, in its change set.
+    const changes = bodyOf<{ changes: Array<{ op: string; id: string; changedFields: string[]; changeSetId: string }> }>(
+      await t.http.get('/api/v1/objects/person/changes').query({ after: cursor }).set(asAdmin(t)).expect(200),
+    ).changes;
+    expect(changes.filter((c) => c.id === p2).map((c) => [c.op, c.changedFields, c.changeSetId])).toEqual([
+      ['update', ['mentors'], changeSetId],
+    ]);
+
+    await t.http.post(`/api/v1/objects/proj/trash/${x}/restore`).set(asAdmin(t)).expect(200);
+    expect((await get(t.adminKey, 'proj', x)).members).toEqual([p2, p1]);
+    expect(await stored(x)).toEqual([p2, p1]);
+    expect((await get(t.adminKey, 'person', p1)).projects).toEqual([x]);
+    // A key under a row filter on person sees only its side of the restored links, as before the delete.
+    expect((await get(teamA, 'proj', x)).members).toEqual([p1]);
+
+    // Reverting the delete's change set brings them back too.
+    const deleted = await t.http.delete(`/api/v1/objects/proj/records/${x}`).set(asAdmin(t)).expect(204);
+    expect(deleted.body).toEqual({});
+    const [{ set }] = await t.sql<{ set: string }>(
+      `select change_set_id::text as set from record_trash where object = 'proj' and record_id = $1`,
+      [x],
+    );
+    await t.http.post(`/api/v1/change-sets/${set}/revert`).set(asAdmin(t)).expect(200);
+    expect((await get(t.adminKey, 'proj', x)).members).toEqual([p2, p1]);
+    expect((await get(t.adminKey, 'person', p2)).projects).toEqual([x]);
+    await t.http.delete('/api/v1/objects/person/fields/mentors').set(asAdmin(t)).expect(204);
+  });
+
   it('refuses bad definitions with a code', async () => {
     const unknown = await addField('proj', { name: 'others', type: 'links', reference: 'nothing' }).expect(400);
     expect(errorOf(unknown).code).toBe('unknown_reference');
