@@ -51,28 +51,24 @@ export class MetadataRepository {
     return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
   }
 
-  /** Every lookup field that points at `objectName`, its own object's included. */
-  async lookupsTo(em: EntityManager, objectName: string): Promise<Array<{ object: string; field: string }>> {
-    const rows = await runSql<{ object_name: string; field_name: string }>(
+  /**
+   * In one read: every lookup field that points at `objectName` (its own object's included), and every links
+   * field on it or whose target it is (an inverse is one of them too).
+   */
+  async referringFields(
+    em: EntityManager,
+    objectName: string,
+  ): Promise<Array<{ object: string; field: string; type: 'lookup' | 'links' }>> {
+    const rows = await runSql<{ object_name: string; field_name: string; type: 'lookup' | 'links' }>(
       em,
-      `select o.name as object_name, f.name as field_name
+      `select o.name as object_name, f.name as field_name, f.type
          from field_definitions f join object_definitions o on o.id = f.object_id
-        where f.type = 'lookup' and f.reference = $1 order by 1, 2`,
+        where (f.type = 'lookup' and f.reference = $1)
+           or (f.type = 'links' and (o.name = $1 or f.computed->>'target' = $1))
+        order by 1, 2`,
       [objectName],
     );
-    return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
-  }
-
-  /** Every links field on `objectName` or whose target it is (an inverse is one of them too). */
-  async linksOn(em: EntityManager, objectName: string): Promise<Array<{ object: string; field: string }>> {
-    const rows = await runSql<{ object_name: string; field_name: string }>(
-      em,
-      `select o.name as object_name, f.name as field_name
-         from field_definitions f join object_definitions o on o.id = f.object_id
-        where f.type = 'links' and (o.name = $1 or f.computed->>'target' = $1) order by 1, 2`,
-      [objectName],
-    );
-    return rows.map((r) => ({ object: r.object_name, field: r.field_name }));
+    return rows.map((r) => ({ object: r.object_name, field: r.field_name, type: r.type }));
   }
 
   /** A links field's join table (links-fields.ts). */

@@ -101,16 +101,15 @@ export class MetadataService implements OnApplicationBootstrap {
    * every join table its records are on, from either side (a links field without an inverse included).
    */
   async referrers(objectName: string): Promise<ObjectReferrers> {
-    const em = this.em.fork();
-    const [lookups, links] = [await this.repo.lookupsTo(em, objectName), await this.repo.linksOn(em, objectName)];
+    const found = await this.repo.referringFields(this.em.fork(), objectName);
     const referrers: ObjectReferrers = { lookups: [], links: [] };
-    for (const { object, field } of lookups) {
+    for (const { object, field } of found.filter((f) => f.type === 'lookup')) {
       const meta = await this.getObject(object);
       const lookup = meta.fields.find((f) => f.name === field);
       if (lookup && !lookup.required) referrers.lookups.push({ object: meta, field: lookup });
     }
     const sides = new Map<string, LinkSide>();
-    for (const { object, field } of links) {
+    for (const { object, field } of found.filter((f) => f.type === 'links')) {
       const related = (await this.getObject(object)).fields.find((f) => f.name === field)?.related;
       if (!related?.link) continue;
       const { table, selfColumn, targetColumn } = related.link;
