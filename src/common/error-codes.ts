@@ -114,8 +114,6 @@ export const ERRORS = {
   job_finished: HttpStatus.CONFLICT,
   // A revert whose records changed since its change set: details.records names each field, expected and current.
   revert_conflict: HttpStatus.CONFLICT,
-  /** A change set that changed links fields: their earlier sets are not kept, so it cannot be reverted. */
-  revert_not_supported: HttpStatus.CONFLICT,
   // A change set with more records than one revert writes (REVERT_MAX_RECORDS).
   change_set_too_large: HttpStatus.PAYLOAD_TOO_LARGE,
   // The record changed since the version the client sent in If-Match.

@@ -135,7 +135,7 @@ export async function applyLinkWrites(
       // Only links the caller can see: one to a record outside its row filter stays.
       const visible = filter ? ` and ${target} in (select "t"."id" from ${objectTable(scope.name)} as "t" where ${filter})` : '';
       const sql = `delete from ${table} where ${self} = ${params.add(id)}::uuid and ${kept}${visible}`;
-      await session.query(params.query(sql));
+      await session.query(params.query(loggedPairs(sql, params, link.table, capture.changeSet.id, false)));
     }
     const adding = write.set ?? write.add ?? [];
     if (adding.length) {
@@ -145,14 +145,76 @@ export async function applyLinkWrites(
         `insert into ${table} (${self}, ${target}) select ${params.add(id)}::uuid, u."id" ` +
         `from unnest(${params.add(adding)}::uuid[]) with ordinality as u("id", "n") order by u."n" ` +
         `on conflict do nothing`;
-      await session.query(params.query(sql));
+      await session.query(params.query(loggedPairs(sql, params, link.table, capture.changeSet.id, true)));
+    }
+  }
+}
+
+/**
+ * `statement` (an insert into or a delete from the join table `table`) with each pair it made (`added`) or
+ * removed logged in `link_changes` under the change set, in the same statement: what a revert of the set undoes.
+ */
+function loggedPairs(statement: string, params: SqlParams, table: string, changeSetId: string, added: boolean): string {
+  return (
+    `with "pairs" as (${statement} returning "source_id", "target_id") ` +
+    `insert into "link_changes" ("change_set_id", "link_table", "source_id", "target_id", "added") ` +
+    `select ${params.add(changeSetId)}::uuid, ${params.add(table)}, p."source_id", p."target_id", ${added ? 'true' : 'false'} ` +
+    `from "pairs" p`
+  );
+}
+
+/** A pair a change set made (`added`) or removed, as link_changes logged it. */
+export interface LoggedLinkChange {
+  link_table: string;
+  source_id: string;
+  target_id: string;
+  added: boolean;
+}
+
+/**
+ * Undoes the pairs a change set made or removed (`changes`, in the order logged), in the revert's change set:
+ * a pair it made is removed, a pair it removed is made again if both records still exist (a record deleted
+ * since took its links with it). Logged like any links write, so the revert can be reverted too. The join
+ * tables' triggers append the `update` of each record whose links changed, on both sides.
+ */
+export async function revertLinkChanges(
+  session: DataSession,
+  changes: readonly LoggedLinkChange[],
+  tables: ReadonlyMap<string, { source: string; target: string }>,
+  capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
+): Promise<void> {
+  // Per pair, the state before the set: absent if its first change made it, present if it removed it.
+  const before = new Map<string, LoggedLinkChange & { present: boolean }>();
+  for (const change of changes) {
+    const key = `${change.link_table} ${change.source_id} ${change.target_id}`;
+    if (!before.has(key)) before.set(key, { ...change, present: !change.added });
+  }
+  if (!before.size) return;
+  await setLinkSettings(session, '', capture);
+  for (const [table, objects] of tables) {
+    const pairs = [...before.values()].filter((p) => p.link_table === table);
+    for (const present of [false, true]) {
+      const chosen = pairs.filter((p) => p.present === present);
+      if (!chosen.length) continue;
+      const params = new SqlParams();
+      const sources = params.add(chosen.map((p) => p.source_id));
+      const targets = params.add(chosen.map((p) => p.target_id));
+      const join = linkTableSql(table);
+      const sql = present
+        ? `insert into ${join} ("source_id", "target_id") select u."s", u."t" ` +
+          `from unnest(${sources}::uuid[], ${targets}::uuid[]) with ordinality as u("s", "t", "n") ` +
+          `where exists (select from ${objectTable(objects.source)} x where x."id" = u."s") ` +
+          `and exists (select from ${objectTable(objects.target)} y where y."id" = u."t") order by u."n" on conflict do nothing`
+        : `delete from ${join} j using unnest(${sources}::uuid[], ${targets}::uuid[]) as u("s", "t") ` +
+          `where j."source_id" = u."s" and j."target_id" = u."t"`;
+      await session.query(params.query(loggedPairs(sql, params, table, capture.changeSet.id, present)));
     }
   }
 }
 
 /**
  * The join tables' triggers (their changes, stored rollups) log under this write's set and key for the rest of
- * the transaction, the record `id` aside (its own change is the write's).
+ * the transaction, the record `id` aside (its own change is the write's; '' for none).
  */
 async function setLinkSettings(
   session: DataSession,

@@ -6,6 +6,7 @@ import {
   compileFind,
   compileReadableReferences,
   compileStream,
+  compileUpdateRaw,
 } from './records.compiler';
 import { domainError, field } from '../../test/support/metadata-fixtures';
 
@@ -220,5 +221,29 @@ describe('the total of an offset page', () => {
     expect(query.sql).toBe('explain (format json) select 1 from "data"."deal" where ("owner" = $1::text AND "stage" = $2::text)');
     expect(query.parameters).toEqual(['ann', 'won']);
     expect(compileCountEstimate(deal, undefined).sql).toBe('explain (format json) select 1 from "data"."deal" where TRUE');
+  });
+});
+
+describe('compileUpdateRaw', () => {
+  const capture = {
+    op: 'update' as const,
+    keyId: 'k1',
+    changeSet: { id: '00000000-0000-4000-8000-000000000001', via: 'revert' as const },
+  };
+  const id = '00000000-0000-4000-8000-00000000000a';
+
+  it('sets the columns it is given and names fields without a column the caller adds as changed too', () => {
+    const update = compileUpdateRaw(deal, id, { name: 'Acme', stage: 'won' }, { ...capture, changedFields: ['members'] });
+    expect(update.sql).toContain('"name" = (jsonb_populate_record(null::"data"."deal", $1::jsonb))."name"');
+    expect(update.parameters[0]).toBe(JSON.stringify({ name: 'Acme', stage: 'won' }));
+    expect(update.parameters).toContainEqual(['name', 'stage', 'members']);
+  });
+
+  it('binds no values to read when no column changes: every parameter is one the statement reads', () => {
+    const update = compileUpdateRaw(deal, id, {}, { ...capture, changedFields: ['members'] });
+    expect(update.sql).not.toContain('jsonb_populate_record');
+    const used = new Set([...update.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+    expect([...used].sort((a, b) => a - b)).toEqual(update.parameters.map((_, i) => i + 1));
+    expect(update.parameters).toContainEqual(['members']);
   });
 });

@@ -320,9 +320,14 @@ export function compileUpdateRaw(
 ): CompiledQuery<Row> {
   const params = new SqlParams();
   const names = Object.keys(raw).filter((name) => object.fields.some((f) => f.name === name && !isComputed(f)));
-  const source = `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb)`;
+  // Bound only when used: a parameter no statement reads has no type Postgres could infer.
+  const source = names.length
+    ? `jsonb_populate_record(null::${objectTable(object.name)}, ${params.add(JSON.stringify(raw))}::jsonb)`
+    : '';
   const sets = names.map((name) => `${quoteIdent(name)} = (${source}).${quoteIdent(name)}`);
-  return updateStatement(object, id, names, sets, params, undefined, { ...capture, changedFields: names });
+  // Fields without a column the caller names (links a revert sets back) are changes of the record too.
+  const changedFields = [...names, ...(capture.changedFields ?? []).filter((name) => !names.includes(name))];
+  return updateStatement(object, id, names, sets, params, undefined, { ...capture, changedFields });
 }
 
 function updateStatement(

@@ -5,6 +5,7 @@ import { isUuid } from '../common/uuid';
 import { DataPool, type DataSession } from '../database/data-pool';
 import { actorOf } from '../data/change-actor';
 import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
+import { type LoggedLinkChange, revertLinkChanges } from '../data/links.write';
 import { deleteRecord, scopedRows } from '../data/record-write';
 import { compileUpdateRaw } from '../data/records.compiler';
 import { etagOf } from '../data/record-version';
@@ -18,7 +19,9 @@ import {
   compileChangeSet,
   compileChangeSetChanges,
   compileChangeSetPage,
+  compileHiddenIds,
   compileLaterChanges,
+  compileLinkChanges,
   compileLiveRows,
   compileMarkReverted,
   compileTrashed,
@@ -186,7 +189,7 @@ export class ChangeSetService {
 
   /** revert inside the caller's transaction (an approved revert_change_set runs it with its own audit). */
   async revertIn(session: DataSession, caller: Caller, id: string, extra: Partial<ChangeSetStamp> = {}): Promise<ChangeSetStamp> {
-    const { view, deltas } = await this.checked(session, caller, id, true);
+    const { view, deltas, links } = await this.checked(session, caller, id, true);
     const stamp = newChangeSet('revert', { ...extra, reverts: id });
     const referrers = await this.metadata.referrers(view.name);
     const views = new Map<AccessAction, ObjectMeta>();
@@ -204,14 +207,17 @@ export class ChangeSetService {
       } else if (delta.deleted) {
         await restoreFromTrash(session, caller, await viewFor('create'), delta.id, stamp, referrers, delta.before);
       } else {
+        // Links fields have no column: named as changed, set back below with the set's pairs.
+        const changedFields = [...delta.fields].filter((f) => links.fields.has(f));
         const rows = await scopedRows(
           session,
           view,
-          compileUpdateRaw(await viewFor('update'), delta.id, delta.before, capture('update')),
+          compileUpdateRaw(await viewFor('update'), delta.id, delta.before, { ...capture('update'), changedFields }),
         );
         if (!rows.length) throw outsideAccess();
       }
     }
+    await revertLinkChanges(session, links.changes, links.tables, { keyId: caller.keyId, changeSet: stamp });
     await session.query(compileMarkReverted(id, stamp.id));
     return stamp;
   }
@@ -227,7 +233,12 @@ export class ChangeSetService {
     caller: Caller,
     id: string,
     lock: boolean,
-  ): Promise<{ view: ObjectMeta; deltas: RecordDelta[]; live: Map<string, { row: RawRow; version: string }> }> {
+  ): Promise<{
+    view: ObjectMeta;
+    deltas: RecordDelta[];
+    live: Map<string, { row: RawRow; version: string }>;
+    links: SetLinkChanges;
+  }> {
     const { row, view } = await this.find(caller, id, session, lock);
     if (caller.role !== 'admin' && row.key_id !== caller.keyId && row.approver_key_id !== caller.keyId) {
       throw new DomainError('forbidden', 'Members revert only their own change sets and those their approvals made', {
@@ -235,22 +246,9 @@ export class ChangeSetService {
       });
     }
     const changes = await session.query(compileChangeSetChanges(id, REVERT_MAX_RECORDS + 1));
-    if (changes.length > REVERT_MAX_RECORDS) {
-      throw new DomainError('change_set_too_large', `A revert undoes at most ${REVERT_MAX_RECORDS} changes`, {
-        max: REVERT_MAX_RECORDS,
-      });
-    }
+    if (changes.length > REVERT_MAX_RECORDS) throw tooLarge();
     const deltas = recordDeltas(changes);
-    // Links are not kept in the record's versions, so a revert could not set them back: refused, not half done.
-    const links = new Set((await this.metadata.getObject(view.name)).fields.filter(isLinks).map((f) => f.name));
-    const linked = [...new Set(deltas.flatMap((d) => [...d.fields].filter((f) => links.has(f))))];
-    if (linked.length) {
-      throw new DomainError(
-        'revert_not_supported',
-        `This change set changed links (${linked.join(', ')}), which a revert cannot set back; write them back with a PATCH. Nothing was reverted`,
-        { changeSetId: id, fields: linked },
-      );
-    }
+    const links = await this.linkChanges(session, view, id);
     const ids = deltas.map((d) => d.id);
     const visible = new Set((await session.query(compileVisibleIds(view, ids))).map((r) => r.id));
     if (ids.some((recordId) => !visible.has(recordId))) {
@@ -265,7 +263,42 @@ export class ChangeSetService {
         { records: conflicts },
       );
     }
-    return { view, deltas, live };
+    return { view, deltas, live, links };
+  }
+
+  /**
+   * The pairs the set made or removed (its links writes), checked for a revert by the caller: it sees the links
+   * field and may read every record still there on either side of them (else forbidden, as for the set's own
+   * records). A later change of a pair changed its record too, which `conflicts` finds. Pairs of a links field
+   * deleted since are left: its table went with it.
+   */
+  private async linkChanges(session: DataSession, view: ObjectMeta, id: string): Promise<SetLinkChanges> {
+    const full = await this.metadata.getObject(view.name);
+    const found: SetLinkChanges = { changes: [], tables: new Map(), fields: new Set() };
+    const linksFields = full.fields.filter(isLinks);
+    if (!linksFields.length) return found;
+    for (const field of linksFields) found.fields.add(field.name);
+    const logged = await session.query(compileLinkChanges(id, REVERT_MAX_RECORDS + 1));
+    if (logged.length > REVERT_MAX_RECORDS) throw tooLarge();
+    for (const table of new Set(logged.map((c) => c.link_table))) {
+      const field = linksFields.find((f) => f.related?.link?.table === table);
+      if (!field) continue;
+      const scope = view.fields.find((f) => f.name === field.name)?.related?.scope;
+      if (!scope) throw linksOutsideAccess();
+      const pairs = logged.filter((c) => c.link_table === table);
+      const selfIsSource = field.related!.link!.selfColumn === 'source_id';
+      const sides: Array<[ObjectMeta, string[]]> = [
+        [selfIsSource ? view : scope, pairs.map((p) => p.source_id)],
+        [selfIsSource ? scope : view, pairs.map((p) => p.target_id)],
+      ];
+      for (const [side, sideIds] of sides) {
+        const hidden = compileHiddenIds(side, [...new Set(sideIds)]);
+        if (hidden && (await session.query(hidden)).length) throw linksOutsideAccess();
+      }
+      found.tables.set(table, { source: sides[0][0].name, target: sides[1][0].name });
+      found.changes.push(...pairs);
+    }
+    return found;
   }
 
   /** The change set and the caller's view of its object; a set of an object it may not read is not found. */
@@ -379,6 +412,28 @@ export class ChangeSetService {
     });
     return conflicts;
   }
+}
+
+function tooLarge(): DomainError {
+  return new DomainError('change_set_too_large', `A revert undoes at most ${REVERT_MAX_RECORDS} changes`, {
+    max: REVERT_MAX_RECORDS,
+  });
+}
+
+function linksOutsideAccess(): DomainError {
+  return new DomainError(
+    'forbidden',
+    'This change set changed links to records this API key may not read; an admin can revert it',
+  );
+}
+
+/** What a change set did to links (ChangeSetsService.linkChanges). */
+interface SetLinkChanges {
+  changes: LoggedLinkChange[];
+  /** The join tables of those changes still there, with the objects on their source and target sides. */
+  tables: Map<string, { source: string; target: string }>;
+  /** The names of the object's links fields. */
+  fields: Set<string>;
 }
 
 function outsideAccess(): DomainError {

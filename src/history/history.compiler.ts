@@ -3,6 +3,7 @@ import { CompiledQuery } from 'kysely';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
 import type { TrashedLinks } from '../data/change-outbox';
+import type { LoggedLinkChange } from '../data/links.write';
 import { compileRowFilter } from '../data/where.compiler';
 import { fieldSql, selectSql } from '../data/formula.compiler';
 import type { FieldMeta, ObjectMeta } from '../metadata/object-metadata.types';
@@ -58,6 +59,26 @@ export function compileVisibleIds(object: ObjectMeta, ids: readonly string[]): C
       `union all select tr."record_id"::text as "id" from "record_trash" tr ` +
       `join "record_changes" c on c."id" = tr."change_id" cross join lateral ${populated(object, 'c."record"', 'r')} ` +
       `where tr."object" = ${params.add(object.name)} and tr."record_id" = any(${list}) and (${trashed})`,
+  );
+}
+
+/** The ids of live records of `object` that its row filter (the caller's) hides: none without one. */
+export function compileHiddenIds(object: ObjectMeta, ids: readonly string[]): CompiledQuery<{ id: string }> | undefined {
+  const params = new SqlParams();
+  const filter = compileRowFilter(object, params, { tableAlias: 't' });
+  if (!filter) return undefined;
+  return params.query(
+    `select "t"."id"::text as "id" from ${objectTable(object.name)} as "t" ` +
+      `where "t"."id" = any(${params.add(ids)}::uuid[]) and not coalesce((${filter}), false)`,
+  );
+}
+
+/** The pairs a change set made or removed, in the order logged (links.write.ts). */
+export function compileLinkChanges(changeSetId: string, limit: number): CompiledQuery<LoggedLinkChange> {
+  return CompiledQuery.raw(
+    `select "link_table", "source_id"::text as "source_id", "target_id"::text as "target_id", "added" ` +
+      `from "link_changes" where "change_set_id" = $1::uuid order by "id" limit $2`,
+    [changeSetId, limit],
   );
 }
 

@@ -458,19 +458,52 @@ describe('links fields: many to many between records', () => {
     expect((await get(t.adminKey, 'proj', projB)).members).not.toContain(people[8]);
   });
 
-  it('refuses to revert a change set that changed links, which history does not keep, and leaves everything as it is', async () => {
-    const res = await patch(t.adminKey, 'proj', projEmpty, { title: 'renamed', members: [people[9]] }).expect(200);
-    const { changeSetId } = bodyOf<{ changeSetId: string }>(res);
-    const refused = await t.http.post(`/api/v1/change-sets/${changeSetId}/revert`).set(asAdmin(t)).expect(409);
-    expect(errorOf(refused)).toMatchObject({ code: 'revert_not_supported', details: { fields: ['members'] } });
-    expect(await get(t.adminKey, 'proj', projEmpty)).toMatchObject({ title: 'renamed', members: [people[9]] });
-    // A change set without links still reverts.
-    const plain = await patch(t.adminKey, 'proj', projEmpty, { title: 'again' }).expect(200);
-    await t.http
-      .post(`/api/v1/change-sets/${bodyOf<{ changeSetId: string }>(plain).changeSetId}/revert`)
-      .set(asAdmin(t))
-      .expect(200);
-    expect(await get(t.adminKey, 'proj', projEmpty)).toMatchObject({ title: 'renamed', members: [people[9]] });
+  it('reverts a change set that changed links, from either side, and the revert itself; refuses one changed since', async () => {
+    const person = async (name: string, team: string) =>
+      idOf(await t.http.post('/api/v1/objects/person/records').set(asAdmin(t)).send({ name, team, hours: 1 }).expect(201));
+    const [v1, v2, v3, v4] = [await person('V1', 'a'), await person('V2', 'b'), await person('V3', 'a'), await person('V4', 'a')];
+    const y = idOf(
+      await t.http
+        .post('/api/v1/objects/proj/records')
+        .set(asAdmin(t))
+        .send({ title: 'Y', members: [v1, v2] })
+        .expect(201),
+    );
+    const revert = (key: string, set: string) => t.http.post(`/api/v1/change-sets/${set}/revert`).set(bearer(key));
+    const setOf = (res: { body: unknown }) => bodyOf<{ changeSetId: string }>(res as never).changeSetId;
+    const sorted = (ids: unknown) => [...(ids as string[])].sort();
+
+    const changed = setOf(await patch(t.adminKey, 'proj', y, { title: 'Y2', members: [v3] }).expect(200));
+    const reverted = setOf(await revert(t.adminKey, changed).expect(200));
+    const back = await get(t.adminKey, 'proj', y);
+    expect({ title: back.title, members: sorted(back.members) }).toEqual({ title: 'Y', members: sorted([v1, v2]) });
+    expect((await get(t.adminKey, 'person', v3)).projects).toEqual([]);
+    expect((await get(t.adminKey, 'person', v1)).projects).toEqual([y]);
+    // The revert is a change set like any other: reverted, the links are as the PATCH left them.
+    await revert(t.adminKey, reverted).expect(200);
+    expect(await get(t.adminKey, 'proj', y)).toMatchObject({ title: 'Y2', members: [v3] });
+
+    // From the other side: the person's inverse field wrote the pair.
+    const fromPerson = setOf(await patch(t.adminKey, 'person', v4, { projects: { $add: [y] } }).expect(200));
+    expect(sorted((await get(t.adminKey, 'proj', y)).members)).toEqual(sorted([v3, v4]));
+    await revert(t.adminKey, fromPerson).expect(200);
+    expect((await get(t.adminKey, 'proj', y)).members).toEqual([v3]);
+
+    // Changed since (a later links write of the record): nothing is reverted.
+    const first = setOf(await patch(t.adminKey, 'proj', y, { members: { $add: [v1] } }).expect(200));
+    await patch(t.adminKey, 'proj', y, { members: { $add: [v2] } }).expect(200);
+    const conflict = await revert(t.adminKey, first).expect(409);
+    expect(errorOf(conflict).code).toBe('revert_conflict');
+    expect(sorted((await get(t.adminKey, 'proj', y)).members)).toEqual(sorted([v3, v1, v2]));
+
+    // A key under a row filter on person reverts its own links write while it may read the person, not after.
+    const own = setOf(await patch(teamA, 'proj', y, { members: { $add: [v4] } }).expect(200));
+    await patch(t.adminKey, 'person', v4, { team: 'b' }).expect(200);
+    const refused = await revert(teamA, own).expect(403);
+    expect(errorOf(refused).code).toBe('forbidden');
+    expect((await get(t.adminKey, 'proj', y)).members).toContain(v4);
+    await revert(t.adminKey, own).expect(200);
+    expect((await get(t.adminKey, 'proj', y)).members).not.toContain(v4);
   });
 
   it('brings a record back from the trash with its links, from either side, except to records gone meanwhile', async () => {
