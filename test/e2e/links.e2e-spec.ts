@@ -561,6 +561,16 @@ describe('links fields: many to many between records', () => {
     await t.http.post(`/api/v1/change-sets/${set}/revert`).set(asAdmin(t)).expect(200);
     expect((await get(t.adminKey, 'proj', x)).members).toEqual([p2, p1]);
     expect((await get(t.adminKey, 'person', p2)).projects).toEqual([x]);
+    // A delete whose cascade changed records of its own object (p2's mentors) reverts too.
+    await t.http.delete(`/api/v1/objects/person/records/${p1}`).set(asAdmin(t)).expect(204);
+    expect((await get(t.adminKey, 'person', p2)).mentors).toEqual([]);
+    const [{ set: personSet }] = await t.sql<{ set: string }>(
+      `select change_set_id::text as set from record_trash where object = 'person' and record_id = $1`,
+      [p1],
+    );
+    await t.http.post(`/api/v1/change-sets/${personSet}/revert`).set(asAdmin(t)).expect(200);
+    expect((await get(t.adminKey, 'person', p2)).mentors).toEqual([p1]);
+    expect((await get(t.adminKey, 'person', p1)).projects).toEqual([x]);
     await t.http.delete('/api/v1/objects/person/fields/mentors').set(asAdmin(t)).expect(204);
   });
 
