@@ -159,7 +159,17 @@ describe('durable chats through the AI SDK (useChat)', () => {
       },
     });
     await chat.sendMessage({ text: 'How many deals in my region?' });
-    await waitUntil(() => chat.status === 'ready' && textOf(chat.messages[1]) !== '', 'the answer after the tool output');
+    // On a time-out, the client's state says which side stopped: no request sent, a refused one, or no answer.
+    const clientState = () =>
+      JSON.stringify({
+        status: chat.status,
+        error: chat.error?.message,
+        parts: chat.messages.map((m) => m.parts.map((p) => ('state' in p ? `${p.type}:${String(p.state)}` : p.type))),
+      });
+    await waitUntil(
+      () => chat.status === 'ready' && textOf(chat.messages[1]) !== '',
+      () => `the answer after the tool output: ${clientState()}`,
+    );
 
     expect(chat.error).toBeUndefined();
     // The built-in call came with its result; only the client's own call asked the client to act.

@@ -24,11 +24,11 @@ export function textOf(message: UIMessage | undefined): string {
   return (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
 
-/** Polls `condition` until it holds (fails after `timeoutMs`, saying what was awaited). */
-export async function waitUntil(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+/** Polls `condition` until it holds (fails after `timeoutMs`, saying what was awaited: `what`, or what it gives then). */
+export async function waitUntil(condition: () => boolean, what: string | (() => string), timeoutMs = 10_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > until) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
