@@ -39,7 +39,15 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import { applyLinkWrites, checkLinkTargets, type LinkWrite, lockedLinks, lockLinkedRecords, takeLinkWrites } from './links.write';
+import {
+  applyLinkWrites,
+  checkLinkTargets,
+  type LinkWrite,
+  lockedLinks,
+  lockLinkedRecords,
+  readLinks,
+  takeLinkWrites,
+} from './links.write';
 import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from './change-outbox';
 
 /** Where a data engine call runs. */
@@ -583,10 +591,15 @@ export class DataService {
     const written = decodeVersioned(object, row);
     if (!links.length) return written;
     await applyLinkWrites(tx, id, links, capture);
-    const names = links.map((l) => l.field.name);
-    const [current] = await tx.query(compileFindOne({ ...object, rowFilter: undefined }, id, names));
-    const values = decodeRow({ ...object, fields: links.map((l) => l.field) }, current ?? {});
-    for (const name of names) written.record[name] = values[name];
+    Object.assign(
+      written.record,
+      await readLinks(
+        tx,
+        object,
+        id,
+        links.map((l) => l.field),
+      ),
+    );
     return written;
   }
 

@@ -9,7 +9,9 @@ import { LINK_SETTINGS } from '../metadata/links-changes';
 import { linkStoredInputColumns } from '../metadata/links-stored';
 import type { FieldMeta, LinkSide, ObjectMeta } from '../metadata/object-metadata.types';
 import type { ChangeCapture, TrashedLinks } from './change-outbox';
+import { decodeRow } from './field-value.codec';
 import { linkIds } from './links.values';
+import { compileFindOne } from './records.compiler';
 import { compileRowFilter } from './where.compiler';
 
 /**
@@ -260,6 +262,22 @@ export async function restoreLinks(
       ),
     );
   }
+}
+
+/**
+ * The values of the links fields `fields` of record `id` as they now are in `session`'s transaction (after a write
+ * of them), as the caller's view of `object` reads them: only the links to records it may read.
+ */
+export async function readLinks(
+  session: DataSession,
+  object: ObjectMeta,
+  id: string,
+  fields: readonly FieldMeta[],
+): Promise<Record<string, unknown>> {
+  if (!fields.length) return {};
+  const names = fields.map((f) => f.name);
+  const [current] = await session.query(compileFindOne({ ...object, rowFilter: undefined }, id, names));
+  return decodeRow({ ...object, fields: [...fields] }, current ?? {});
 }
 
 /** The caller's view of the target (set by its access for every links field of its view; never absent there). */

@@ -398,14 +398,15 @@ export class ChangeSetService {
       pending.flatMap((p) => [p.expected, p.current]),
       session,
     );
+    // Versions keep no link sets: a links field changed since is named, without values history does not have.
+    const links = new Set(view.fields.filter(isLinks).map((f) => f.name));
     pending.forEach((p, i) => {
       const found = p.fields
-        .map((field) => ({
-          id: p.id,
-          field,
-          expected: decoded[2 * i][field] ?? null,
-          current: decoded[2 * i + 1][field] ?? null,
-        }))
+        .map((field) =>
+          links.has(field)
+            ? { id: p.id, field, expected: 'unchanged', current: 'changed' }
+            : { id: p.id, field, expected: decoded[2 * i][field] ?? null, current: decoded[2 * i + 1][field] ?? null },
+        )
         // A later write that set a field to the value it had changed the record, not that field.
         .filter((c) => JSON.stringify(c.expected) !== JSON.stringify(c.current));
       conflicts.push(...(found.length ? found : [{ id: p.id, field: null, expected: 'unchanged', current: 'changed' }]));

@@ -8,10 +8,11 @@ import { actorOf } from '../data/change-actor';
 import { type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
 import type { VersionedRecord } from '../data/data.types';
 import { decodeRow } from '../data/field-value.codec';
-import { restoreLinks } from '../data/links.write';
+import { readLinks, restoreLinks } from '../data/links.write';
 import { notFound, scopedRows } from '../data/record-write';
 import { compileInsertRaw, compileRepointReferences, VERSION_ALIAS } from '../data/records.compiler';
 import { AccessService } from '../governance/access.service';
+import { isLinks } from '../metadata/links-fields';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta, ObjectReferrers } from '../metadata/object-metadata.types';
 import { afterAlias, compilePurgeTrash, compileTrashed, compileTrashPage, compileUntrash } from './history.compiler';
@@ -130,5 +131,7 @@ export async function restoreFromTrash(
   }
   await restoreLinks(session, id, trashed.links ?? [], referrers.links, { keyId: caller.keyId, changeSet });
   const { [VERSION_ALIAS]: version, ...rest } = row;
-  return { record: decodeRow(view, rest), version: String(version) };
+  // The row came back before its links: they are read again, as the caller sees them.
+  const record = { ...decodeRow(view, rest), ...(await readLinks(session, view, id, view.fields.filter(isLinks))) };
+  return { record, version: String(version) };
 }
