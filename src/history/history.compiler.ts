@@ -1,4 +1,5 @@
 import { isComputed } from '../metadata/computed-fields';
+import { isLinks } from '../metadata/links-fields';
 import { CompiledQuery } from 'kysely';
 import { objectTable, quoteIdent } from '../database/sql-identifier';
 import { SqlParams } from '../database/sql-params';
@@ -220,13 +221,35 @@ export function compileTrashPage(object: ObjectMeta, page: { after?: [string, st
       `(tr."deleted_at", tr."record_id") < (${params.add(page.after[0])}::timestamptz, ${params.add(page.after[1])}::uuid)`,
     );
   }
-  const columns = object.fields.map((f, i) => `${fieldSql(f, params, 'r')} as "${afterAlias(i)}"`);
+  const columns = object.fields.map(
+    (f, i) => `${isLinks(f) ? trashedLinksSql(f, params) : fieldSql(f, params, 'r')} as "${afterAlias(i)}"`,
+  );
   return params.query(
     `select tr."record_id"::text as "id", ${AT('tr."deleted_at"', 'US')} as "deleted_at", ` +
       `tr."key_id", tr."change_set_id"::text as "change_set_id", ${columns.join(', ')} ` +
       `from "record_trash" tr join "record_changes" c on c."id" = tr."change_id" ` +
       `cross join lateral ${populated(object, 'c."record"', 'r')} ` +
       `where ${conditions.join(' and ')} order by tr."deleted_at" desc, tr."record_id" desc limit ${params.add(page.limit)}`,
+  );
+}
+
+/**
+ * A links field of a trashed record (`tr`): the links its trash entry keeps, those a restore would make again (to
+ * records still there), as the reader's view of the target reads them, in their order.
+ */
+function trashedLinksSql(field: FieldMeta, params: SqlParams): string {
+  const meta = field.related!;
+  const scope = meta.scope;
+  // Set by access on every links field of a reader's view; without it, nothing is shown.
+  if (!scope) return `'{}'::text[]`;
+  const filter = compileRowFilter(scope, params, { tableAlias: 'x' });
+  return (
+    `(select coalesce(array_agg(x."id"::text order by e."n"), '{}'::text[]) ` +
+    `from jsonb_array_elements(coalesce(tr."links", '[]'::jsonb)) as le ` +
+    `cross join lateral jsonb_array_elements_text(le -> 'ids') with ordinality as e("id", "n") ` +
+    `join ${objectTable(scope.name)} as x on x."id" = e."id"::uuid ` +
+    `where le ->> 'table' = ${params.add(meta.link!.table)} and le ->> 'self' = ${params.add(meta.link!.selfColumn)}` +
+    `${filter ? ` and (${filter})` : ''})`
   );
 }
 

@@ -548,6 +548,13 @@ describe('links fields: many to many between records', () => {
       ['update', ['mentors'], changeSetId],
     ]);
 
+    // The trash shows the links a restore would make again, as each reader may read them.
+    const trashed = async (key: string) =>
+      bodyOf<{ records: Array<{ id: string; record: Row }> }>(
+        await t.http.get('/api/v1/objects/proj/trash').set(bearer(key)).expect(200),
+      ).records.find((r) => r.id === x)?.record;
+    expect((await trashed(t.adminKey))?.members).toEqual([p2, p1]);
+    expect((await trashed(teamA))?.members).toEqual([p1]);
     const back = await t.http.post(`/api/v1/objects/proj/trash/${x}/restore`).set(asAdmin(t)).expect(200);
     expect(bodyOf<RecordBody>(back).members).toEqual([p2, p1]);
     expect((await get(t.adminKey, 'proj', x)).members).toEqual([p2, p1]);
