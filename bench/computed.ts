@@ -9,7 +9,9 @@
  *     pair of objects without them;
  * (d) a filter on a formula (computed when read) over every deal (an aggregate count), against the same
  *     expression written by hand in SQL, straight on Postgres;
- * (e) filling a new stored rollup over every account (the fill job), with single deal creates meanwhile.
+ * (e) filling a new stored rollup over every account (the fill job), with single deal creates meanwhile;
+ * (f) links fan-out: a write of a record's links, with a stored count over them, locks that record and every
+ *     record linked to it first (in id order); one `$add` or `$remove` on a record with 10, 1,000 and 5,000 links.
  */
 import { Pool } from 'pg';
 import { log, sql } from './harness';
@@ -23,6 +25,9 @@ const ACCOUNTS = 20_000;
 const DEALS = 200_000;
 const IN_FLIGHT = 8;
 const PAGE = 50;
+/** (f): links of the records written, and writes timed per size (one after another: they lock the same record). */
+const FANOUT_SIZES = [10, 1_000, 5_000];
+const FANOUT_RUNS = 60;
 
 export interface ComputedResult {
   accounts: number;
@@ -45,6 +50,8 @@ export interface ComputedResult {
   fillSeconds: number;
   fillCreates: number[];
   fillCreateErrors: number;
+  /** (f) sorted latencies of one links write per number of links of the record written. */
+  fanout: Array<{ links: number; writes: number[] }>;
   errors: string[];
 }
 
@@ -310,7 +317,54 @@ export async function computedRun(admin: HttpClient, port: number, databaseUrl: 
     log(
       `computed (e): filled in ${fillSeconds.toFixed(1)} s; creates meanwhile p95 ${percentile(fillCreates, 95).toFixed(1)} ms`,
     );
+    // (f) links fan-out, on the accounts without stored rollups: teams linked to N of them, a stored count on teams.
+    await object('bench_team', [
+      { name: 'name', label: 'Name', type: 'text' },
+      { name: 'members', label: 'Members', type: 'links', reference: 'bench_acct_plain', inverse: 'teams' },
+    ]);
+    await admin.json(
+      {
+        method: 'POST',
+        path: '/api/v1/objects/bench_team/fields',
+        body: { name: 'n_members', label: 'Members', type: 'count', relation: 'members', stored: true },
+      },
+      201,
+    );
+    const most = Math.max(...FANOUT_SIZES);
+    const plainIds = (
+      await sql<{ id: string }>(databaseUrl, `select id::text as id from data.bench_acct_plain order by id limit ${most + 1}`)
+    ).map((r) => r.id);
+    const spare = plainIds[most];
+    const fanout: ComputedResult['fanout'] = [];
+    for (const size of FANOUT_SIZES) {
+      const team = (
+        await admin.json<{ id: string }>(
+          { method: 'POST', path: '/api/v1/objects/bench_team/records', body: { name: `team of ${size}` } },
+          201,
+        )
+      ).id;
+      const path = `/api/v1/objects/bench_team/records/${team}`;
+      // At most 1,000 ids per write (MAX_LINK_IDS).
+      for (let i = 0; i < size; i += 1000) {
+        await admin.json({ method: 'PATCH', path, body: { members: { $add: plainIds.slice(i, Math.min(size, i + 1000)) } } });
+      }
+      const writes: number[] = [];
+      for (let i = 0; i < FANOUT_RUNS; i++) {
+        const started = performance.now();
+        await admin.json({ method: 'PATCH', path, body: { members: { [i % 2 ? '$remove' : '$add']: [spare] } } });
+        writes.push(performance.now() - started);
+      }
+      const [{ n }] = await sql<{ n: string }>(
+        databaseUrl,
+        `select n_members::text as n from data.bench_team where id = '${team}'`,
+      );
+      if (Number(n) !== size) errors.push(`(f) the team of ${size} counts ${n} members`);
+      writes.sort((a, b) => a - b);
+      fanout.push({ links: size, writes });
+      log(`computed (f): a links write on a record with ${size} links p50 ${ms(writes, 50)}, p95 ${ms(writes)}`);
+    }
     return {
+      fanout,
       accounts: ACCOUNTS,
       deals: DEALS,
       initialFills,
@@ -417,6 +471,15 @@ export function renderComputed(r: ComputedResult, run: { command: string; date: 
       r.formulaTypedFloor,
     ),
     row('(e) single deal creates while the fill runs', r.fillCreates),
+    ...r.fanout.map((f) =>
+      row(
+        `(f) one links write (\`$add\`/\`$remove\`) on a record with ${f.links.toLocaleString('en-US')} links, stored count over them`,
+        f.writes,
+      ),
+    ),
+    '',
+    '(f) has no goal in the issue: it shows what the lock-first rule costs a record with many links (it locks each of',
+    'them for the write), one write at a time.',
     '',
     COMPUTED_END,
   ];
