@@ -17,7 +17,16 @@ import { AggregatePlan, AggregateQuery, FindQuery, FindResult, VersionedRecord }
 import { decodeRow, decodeRowsInPlace, fieldDecoder } from './field-value.codec';
 import { actionOf, BatchOperation, BatchOperationResult, operationError, parseOperations } from './record-batch';
 import { type BatchTransaction, planOperation, type PlannedOperation, runBatch } from './record-batch.runner';
-import { deleteRecord, encodeWrite, invalidReference, missedWrite, notFound, scopedRows, write } from './record-write';
+import {
+  deleteRecord,
+  encodeWrite,
+  invalidReference,
+  missedWrite,
+  notFound,
+  readWritten,
+  scopedRows,
+  write,
+} from './record-write';
 import { decodeCursor, dropKeyColumns, encodeCursor, querySignature, rowKeys } from './keyset';
 import { orderTerms } from './order-by.compiler';
 import {
@@ -39,15 +48,7 @@ import {
   VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
-import {
-  applyLinkWrites,
-  checkLinkTargets,
-  type LinkWrite,
-  lockedLinks,
-  lockLinkedRecords,
-  readLinks,
-  takeLinkWrites,
-} from './links.write';
+import { applyLinkWrites, checkLinkTargets, type LinkWrite, lockedLinks, lockLinkedRecords, takeLinkWrites } from './links.write';
 import { type ChangeCapture, type ChangeSetStamp, newChangeSet } from './change-outbox';
 
 /** Where a data engine call runs. */
@@ -588,19 +589,10 @@ export class DataService {
     links: readonly LinkWrite[],
     capture: ChangeCapture,
   ): Promise<VersionedRecord> {
-    const written = decodeVersioned(object, row);
-    if (!links.length) return written;
+    if (!links.length) return decodeVersioned(object, row);
     await applyLinkWrites(tx, id, links, capture);
-    Object.assign(
-      written.record,
-      await readLinks(
-        tx,
-        object,
-        id,
-        links.map((l) => l.field),
-      ),
-    );
-    return written;
+    // The links, and the stored values (and version) their triggers changed, as they now are.
+    return readWritten(tx, object, id);
   }
 
   /**

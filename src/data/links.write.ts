@@ -9,9 +9,7 @@ import { LINK_SETTINGS } from '../metadata/links-changes';
 import { linkStoredInputColumns } from '../metadata/links-stored';
 import type { FieldMeta, LinkSide, ObjectMeta } from '../metadata/object-metadata.types';
 import type { ChangeCapture, TrashedLinks } from './change-outbox';
-import { decodeRow } from './field-value.codec';
 import { linkIds } from './links.values';
-import { compileFindOne } from './records.compiler';
 import { compileRowFilter } from './where.compiler';
 
 /**
@@ -237,7 +235,7 @@ async function setLinkSettings(
  * Makes again the links of a record back from the trash (`saved`, as its delete kept them), on the join tables
  * it is still on (`sides`: a links field deleted meanwhile took its table), with the records on the other side
  * that still exist, in their former order. As it was: links the restoring caller may not read come back too
- * (invisible to it, as they were), as a delete's cascade removed them without asking.
+ * (invisible to it, as they were), as a delete's cascade removed them without asking. Whether any were to make.
  */
 export async function restoreLinks(
   session: DataSession,
@@ -245,12 +243,12 @@ export async function restoreLinks(
   saved: readonly TrashedLinks[],
   sides: readonly LinkSide[],
   capture: Pick<ChangeCapture, 'keyId' | 'changeSet'>,
-): Promise<void> {
+): Promise<boolean> {
   const restorable = saved.flatMap((entry) => {
     const side = sides.find((s) => s.table === entry.table && s.selfColumn === entry.self);
     return side && entry.ids.length ? [{ side, ids: entry.ids }] : [];
   });
-  if (!restorable.length) return;
+  if (!restorable.length) return false;
   await setLinkSettings(session, id, capture);
   for (const { side, ids } of restorable) {
     const params = new SqlParams();
@@ -262,22 +260,7 @@ export async function restoreLinks(
       ),
     );
   }
-}
-
-/**
- * The values of the links fields `fields` of record `id` as they now are in `session`'s transaction (after a write
- * of them), as the caller's view of `object` reads them: only the links to records it may read.
- */
-export async function readLinks(
-  session: DataSession,
-  object: ObjectMeta,
-  id: string,
-  fields: readonly FieldMeta[],
-): Promise<Record<string, unknown>> {
-  if (!fields.length) return {};
-  const names = fields.map((f) => f.name);
-  const [current] = await session.query(compileFindOne({ ...object, rowFilter: undefined }, id, names));
-  return decodeRow({ ...object, fields: [...fields] }, current ?? {});
+  return true;
 }
 
 /** The caller's view of the target (set by its access for every links field of its view; never absent there). */

@@ -13,9 +13,10 @@ import type { DataSession } from '../database/data-pool';
 import { indexName } from '../metadata/metadata.naming';
 import type { FieldMeta, ObjectMeta, ObjectReferrers } from '../metadata/object-metadata.types';
 import { indexedValueLimitError } from '../metadata/field-values';
-import { encodeFieldValue } from './field-value.codec';
+import type { VersionedRecord } from './data.types';
+import { decodeRow, encodeFieldValue } from './field-value.codec';
 import type { ChangeCapture } from './change-outbox';
-import { compileClearReferences, compileDelete, compileFindOne, IN_SCOPE_ALIAS } from './records.compiler';
+import { compileClearReferences, compileDelete, compileFindOne, IN_SCOPE_ALIAS, VERSION_ALIAS } from './records.compiler';
 import { clip, requireField } from './where.compiler';
 
 // The checks and error translation a record write goes through, shared by single writes and batches.
@@ -192,4 +193,16 @@ export async function deleteRecord(
     await session.query(compileClearReferences(referrer, field, [id], ofObject));
   }
   return write(object, session, compileDelete(object, id, versions, { ...capture, links: referrers.links }));
+}
+
+/**
+ * The record `id` as it now is in `session`'s transaction, as the caller's view of `object` reads it, with its
+ * version: the answer of a write whose later statements (links made, the stored values their triggers set)
+ * changed it after the statement that returned it.
+ */
+export async function readWritten(session: DataSession, object: ObjectMeta, id: string): Promise<VersionedRecord> {
+  const [row] = await session.query(compileFindOne({ ...object, rowFilter: undefined }, id, undefined));
+  if (!row) throw notFound(object.name, id);
+  const { [VERSION_ALIAS]: version, ...rest } = row;
+  return { record: decodeRow(object, rest), version: String(version) };
 }

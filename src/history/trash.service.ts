@@ -8,11 +8,10 @@ import { actorOf } from '../data/change-actor';
 import { type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
 import type { VersionedRecord } from '../data/data.types';
 import { decodeRow } from '../data/field-value.codec';
-import { readLinks, restoreLinks } from '../data/links.write';
-import { notFound, scopedRows } from '../data/record-write';
+import { restoreLinks } from '../data/links.write';
+import { notFound, readWritten, scopedRows } from '../data/record-write';
 import { compileInsertRaw, compileRepointReferences, VERSION_ALIAS } from '../data/records.compiler';
 import { AccessService } from '../governance/access.service';
-import { isLinks } from '../metadata/links-fields';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta, ObjectReferrers } from '../metadata/object-metadata.types';
 import { afterAlias, compilePurgeTrash, compileTrashed, compileTrashPage, compileUntrash } from './history.compiler';
@@ -129,9 +128,10 @@ export async function restoreFromTrash(
       await session.query(compileRepointReferences(object, field, id, trashed.change_set_id, capture));
     }
   }
-  await restoreLinks(session, id, trashed.links ?? [], referrers.links, { keyId: caller.keyId, changeSet });
+  // The row came back before its links: with links made again, it is read again (their values, and what they roll up).
+  if (await restoreLinks(session, id, trashed.links ?? [], referrers.links, { keyId: caller.keyId, changeSet })) {
+    return readWritten(session, view, id);
+  }
   const { [VERSION_ALIAS]: version, ...rest } = row;
-  // The row came back before its links: they are read again, as the caller sees them.
-  const record = { ...decodeRow(view, rest), ...(await readLinks(session, view, id, view.fields.filter(isLinks))) };
-  return { record, version: String(version) };
+  return { record: decodeRow(view, rest), version: String(version) };
 }

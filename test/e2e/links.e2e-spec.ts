@@ -147,6 +147,10 @@ describe('links fields: many to many between records', () => {
     // Setting keeps the links still named (their order too) and appends the new ones.
     res = await patch(t.adminKey, 'proj', projB, { title: 'B2', members: [people[6], people[4]] }).expect(200);
     expect(bodyOf<RecordBody>(res)).toMatchObject({ title: 'B2', members: [people[4], people[6]] });
+    // The record as a GET answers it, with the write's change set.
+    const { changeSetId, ...written } = bodyOf<RecordBody & { changeSetId: string }>(res);
+    expect(changeSetId).toEqual(expect.any(String));
+    expect(written).toEqual(await get(t.adminKey, 'proj', projB));
     expect(await stored(projB)).toEqual([people[4], people[6]]);
     // A value that is not a set of ids.
     expect(errorOf(await patch(t.adminKey, 'proj', projB, { members: 'x' }).expect(400)).code).toBe('invalid_value');
@@ -377,8 +381,12 @@ describe('links fields: many to many between records', () => {
              or p.kept_a is distinct from (select count(*) from data_links."${table}" j join data.person x on x.id = j.target_id where j.source_id = p.id and x.team = 'a')`,
       );
     expect(await mismatches()).toEqual([]);
-    await patch(t.adminKey, 'proj', projEmpty, { members: [people[0], people[1]] }).expect(200);
+    const linked = await patch(t.adminKey, 'proj', projEmpty, { members: [people[0], people[1]] }).expect(200);
     expect(await mismatches()).toEqual([]);
+    // The answer holds the stored totals the links changed, and the version they left (an If-Match with it holds).
+    const read = await t.http.get(`/api/v1/objects/proj/records/${projEmpty}`).set(asAdmin(t)).expect(200);
+    expect(linked.headers.etag).toBe(read.headers.etag);
+    expect(bodyOf<RecordBody>(linked)).toMatchObject({ kept_hours: bodyOf<RecordBody>(read).kept_hours, kept_a: 1 });
     await patch(t.adminKey, 'proj', projEmpty, { members: { $add: [people[4]], $remove: [people[0]] } }).expect(200);
     expect(await mismatches()).toEqual([]);
     await patch(t.adminKey, 'person', people[5], { projects: { $add: [projEmpty] } }).expect(200);
@@ -556,8 +564,11 @@ describe('links fields: many to many between records', () => {
     expect((await trashed(t.adminKey))?.members).toEqual([p2, p1]);
     expect((await trashed(teamA))?.members).toEqual([p1]);
     const back = await t.http.post(`/api/v1/objects/proj/trash/${x}/restore`).set(asAdmin(t)).expect(200);
-    expect(bodyOf<RecordBody>(back).members).toEqual([p2, p1]);
-    expect((await get(t.adminKey, 'proj', x)).members).toEqual([p2, p1]);
+    // The record as a GET answers it (its links included, nothing else), with the restore's change set.
+    const { changeSetId: restoreSet, ...restoredRecord } = bodyOf<RecordBody & { changeSetId: string }>(back);
+    expect(restoreSet).toEqual(expect.any(String));
+    expect(restoredRecord).toEqual(await get(t.adminKey, 'proj', x));
+    expect(restoredRecord.members).toEqual([p2, p1]);
     expect(await stored(x)).toEqual([p2, p1]);
     expect((await get(t.adminKey, 'person', p1)).projects).toEqual([x]);
     // A key under a row filter on person sees only its side of the restored links, as before the delete.
