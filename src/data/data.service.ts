@@ -18,6 +18,7 @@ import { decodeRow, decodeRowsInPlace, fieldDecoder } from './field-value.codec'
 import { actionOf, BatchOperation, BatchOperationResult, operationError, parseOperations } from './record-batch';
 import { type BatchTransaction, planOperation, type PlannedOperation, runBatch } from './record-batch.runner';
 import {
+  decodeVersioned,
   deleteRecord,
   encodeWrite,
   invalidReference,
@@ -45,7 +46,6 @@ import {
   engineLimit,
   PAGE_COUNT,
   type ReferenceCheck,
-  VERSION_ALIAS,
 } from './records.compiler';
 import { clip, requireField } from './where.compiler';
 import { applyLinkWrites, checkLinkTargets, type LinkWrite, lockedLinks, lockLinkedRecords, takeLinkWrites } from './links.write';
@@ -686,9 +686,4 @@ async function* decodeBatches(
 function throwFirst(errors: ReadonlyArray<DomainError | undefined>): void {
   const error = errors.find((e) => e !== undefined);
   if (error) throw error;
-}
-
-function decodeVersioned(object: ObjectMeta, row: Record<string, unknown>): VersionedRecord {
-  const { [VERSION_ALIAS]: version, ...rest } = row;
-  return { record: decodeRow(object, rest), version: String(version) };
 }

@@ -203,6 +203,11 @@ export async function deleteRecord(
 export async function readWritten(session: DataSession, object: ObjectMeta, id: string): Promise<VersionedRecord> {
   const [row] = await session.query(compileFindOne({ ...object, rowFilter: undefined }, id, undefined));
   if (!row) throw notFound(object.name, id);
+  return decodeVersioned(object, row);
+}
+
+/** A written or read row (its fields and VERSION_ALIAS) as the record and its version. */
+export function decodeVersioned(object: ObjectMeta, row: Record<string, unknown>): VersionedRecord {
   const { [VERSION_ALIAS]: version, ...rest } = row;
   return { record: decodeRow(object, rest), version: String(version) };
 }

@@ -9,8 +9,8 @@ import { type ChangeSetStamp, newChangeSet } from '../data/change-outbox';
 import type { VersionedRecord } from '../data/data.types';
 import { decodeRow } from '../data/field-value.codec';
 import { restoreLinks } from '../data/links.write';
-import { notFound, readWritten, scopedRows } from '../data/record-write';
-import { compileInsertRaw, compileRepointReferences, VERSION_ALIAS } from '../data/records.compiler';
+import { decodeVersioned, notFound, readWritten, scopedRows } from '../data/record-write';
+import { compileInsertRaw, compileRepointReferences } from '../data/records.compiler';
 import { AccessService } from '../governance/access.service';
 import { MetadataService } from '../metadata/metadata.service';
 import type { ObjectMeta, ObjectReferrers } from '../metadata/object-metadata.types';
@@ -132,6 +132,5 @@ export async function restoreFromTrash(
   if (await restoreLinks(session, id, trashed.links ?? [], referrers.links, { keyId: caller.keyId, changeSet })) {
     return readWritten(session, view, id);
   }
-  const { [VERSION_ALIAS]: version, ...rest } = row;
-  return { record: decodeRow(view, rest), version: String(version) };
+  return decodeVersioned(view, row);
 }

@@ -4,7 +4,7 @@ import type { BatchRecordsResponse } from '../../src/records/records.dto';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
 import { bodyOf, errorOf, idOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { asAdmin, createApiKey } from '../support/fixtures';
+import { asAdmin, createApiKey, finishedJob } from '../support/fixtures';
 
 /**
  * What a key under row filters can learn of records it may not read, through the writes it may make:
@@ -30,12 +30,7 @@ describe('access oracles: what a write tells of records the key may not read', (
       .set('content-type', 'text/csv')
       .send(csv);
     expect(res.status).toBe(202);
-    const { jobId } = bodyOf<ImportStartedResponse>(res);
-    for (;;) {
-      const job = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${jobId}`).set(bearer(key)).expect(200));
-      if (job.status !== 'running') return job;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    return finishedJob(t, bodyOf<ImportStartedResponse>(res).jobId, key);
   };
   /** A refusal without what tells one refused value from another. */
   const refusal = (res: Response) => ({ status: res.status, body: errorOf(res) });

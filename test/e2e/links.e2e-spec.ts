@@ -1,7 +1,6 @@
 import type { FieldResponse, ObjectResponse } from '../../src/metadata/metadata.dto';
-import type { JobResponse } from '../../src/transfer/transfer.dto';
 import type { DescribeObjectResult } from '../../src/tools/data-tools/describe-object.tool';
-import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
+import { asAdmin, createApiKey, createObject, fieldSpec, finishedJob } from '../support/fixtures';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
 import { linkTableOf } from '../support/pg-query';
@@ -54,13 +53,6 @@ describe('links fields: many to many between records', () => {
       .post(`/api/v1/objects/${object}/fields`)
       .set(asAdmin(t))
       .send({ label: spec.name, ...spec });
-  const waitForJob = async (id: string): Promise<JobResponse> => {
-    for (;;) {
-      const job = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${id}`).set(asAdmin(t)).expect(200));
-      if (job.status !== 'running') return job;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  };
   const stored = async (id: string) => (await t.sql<{ id: string }>(JOIN_SQL(table), [id])).map((r) => r.id);
 
   beforeAll(async () => {
@@ -366,13 +358,13 @@ describe('links fields: many to many between records', () => {
       }).expect(201),
     );
     expect(added).toMatchObject({ stored: true, relation: 'members' });
-    if (added.fillJobId) expect((await waitForJob(added.fillJobId)).status).toBe('done');
+    if (added.fillJobId) expect((await finishedJob(t, added.fillJobId)).status).toBe('done');
     const count = bodyOf<FieldResponse>(
       await addField('proj', { name: 'kept_a', type: 'count', relation: 'members', filter: { team: 'a' }, stored: true }).expect(
         201,
       ),
     );
-    if (count.fillJobId) expect((await waitForJob(count.fillJobId)).status).toBe('done');
+    if (count.fillJobId) expect((await finishedJob(t, count.fillJobId)).status).toBe('done');
     // The columns hold what SQL written by hand computes over the join table, after each kind of write.
     const mismatches = () =>
       t.sql(

@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import type { ChangesResponse } from '../../src/changes/changes.dto';
 import type { FieldResponse } from '../../src/metadata/metadata.dto';
 import type { ImportStartedResponse, JobResponse } from '../../src/transfer/transfer.dto';
-import { asAdmin, createApiKey, createObject, fieldSpec } from '../support/fixtures';
+import { asAdmin, createApiKey, createObject, fieldSpec, finishedJob } from '../support/fixtures';
 import { waitForAccessExclusive } from '../support/pg-query';
 import { bodyOf, errorOf, idOf, type RecordBody, type RecordPage } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
@@ -145,7 +145,7 @@ describe('stored rollup and count fields', () => {
       .set('content-type', 'text/csv')
       .send(`acct,amount,stage,owner\n${a},11,open,dan\n${b},12,open,erin\n${c},13,won,dan\n`)
       .expect(202);
-    const job = await waitForJob(bodyOf<ImportStartedResponse>(started).jobId, member);
+    const job = await finishedJob(t, bodyOf<ImportStartedResponse>(started).jobId, member);
     expect(job).toMatchObject({ status: 'done', rowsWritten: 3 });
     await expectStoredRight('import');
   });
@@ -284,7 +284,7 @@ describe('stored rollup and count fields', () => {
       }).expect(201),
     );
     expect(field).toMatchObject({ stored: true, filled: false });
-    const job = await waitForJob(field.fillJobId!, t.adminKey);
+    const job = await finishedJob(t, field.fillJobId!, t.adminKey);
     const total = Number((await t.sql<{ n: string }>('select count(*)::text as n from data.acct'))[0].n);
     expect(job).toMatchObject({ kind: 'stored_fill', status: 'done', rowsRead: total });
     const wrong = await t.sql(
@@ -316,7 +316,7 @@ describe('stored rollup and count fields', () => {
       const cancelled = bodyOf<JobResponse>(await t.http.delete(`/api/v1/jobs/${field.fillJobId!}`).set(asAdmin(t)).expect(202));
       expect(cancelled).toMatchObject({ kind: 'stored_fill', cancelRequested: true });
       await blocker.query('rollback');
-      const job = await waitForJob(field.fillJobId!, t.adminKey);
+      const job = await finishedJob(t, field.fillJobId!, t.adminKey);
       expect(job).toMatchObject({ status: 'cancelled' });
       expect(job.rowsRead).toBeLessThan(Number((await t.sql<{ n: string }>('select count(*)::text as n from data.acct'))[0].n));
       // Unfilled: reads compute it, so every account still reads its right count.
@@ -401,7 +401,7 @@ describe('stored rollup and count fields', () => {
       }).expect(201),
     );
     expect(field).toMatchObject({ type: 'formula', stored: true, filled: false, indexed: true });
-    expect(await waitForJob(field.fillJobId!, t.adminKey)).toMatchObject({ kind: 'stored_fill', status: 'done' });
+    expect(await finishedJob(t, field.fillJobId!, t.adminKey)).toMatchObject({ kind: 'stored_fill', status: 'done' });
     const wrong = () =>
       t.sql(
         `select id from data.opp where weighted is distinct from round(case when stage = 'open' then amount / 2 else 0 end, 2)`,
@@ -466,12 +466,4 @@ describe('stored rollup and count fields', () => {
     expect(await t.sql(`select 1 from pg_trigger where tgname like 'stored\\_%\\_f'`)).toEqual([]);
     await t.http.delete('/api/v1/objects/acct/fields/deal_count').set(asAdmin(t)).expect(204);
   });
-
-  async function waitForJob(id: string, key: string): Promise<JobResponse> {
-    for (;;) {
-      const job = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${id}`).set(bearer(key)).expect(200));
-      if (job.status !== 'running') return job;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
 });

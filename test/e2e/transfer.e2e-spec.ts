@@ -5,7 +5,7 @@ import type { ImportStartedResponse, JobResponse } from '../../src/transfer/tran
 import { eventually, listen } from '../support/chat-helpers';
 import { bodyOf, errorOf } from '../support/responses';
 import { bearer, startTestApp, TestApp } from '../support/test-app';
-import { createApiKey } from '../support/fixtures';
+import { createApiKey, finishedJob } from '../support/fixtures';
 
 const FIELDS = [
   { name: 'sku', label: 'SKU', type: 'text', required: true, unique: true },
@@ -40,12 +40,7 @@ describe('CSV in and out: imports as jobs, streamed exports', () => {
     t.http.post(`/api/v1/objects/${object}/import${query}`).set(bearer(key)).set('content-type', 'text/csv').send(csv);
   const jobOf = async (res: Response, key = member): Promise<JobResponse> => {
     expect(res.status).toBe(202);
-    const { jobId } = bodyOf<ImportStartedResponse>(res);
-    for (;;) {
-      const job = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${jobId}`).set(bearer(key)).expect(200));
-      if (job.status !== 'running') return job;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    return finishedJob(t, bodyOf<ImportStartedResponse>(res).jobId, key);
   };
   const exportCsv = (query: string, key = member, object = 'item') =>
     t.http.get(`/api/v1/objects/${object}/records/export.csv${query}`).set(bearer(key)).buffer(true).parse(asText);

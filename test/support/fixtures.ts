@@ -1,6 +1,7 @@
 import type { AgentResponse } from '../../src/agents/agent.dto';
 import type { CreateApiKeyDto, CreatedApiKeyResponse } from '../../src/auth/api-key.dto';
 import type { CreateFieldDto, ObjectResponse } from '../../src/metadata/metadata.dto';
+import type { JobResponse } from '../../src/transfer/transfer.dto';
 import { bodyOf } from './responses';
 import { bearer, type TestApp } from './test-app';
 
@@ -67,4 +68,13 @@ export async function createObject(
 /** Creates an agent through the API as the test admin (201). */
 export async function createAgent(t: TestApp, spec: Record<string, unknown>): Promise<AgentResponse> {
   return bodyOf<AgentResponse>(await t.http.post('/api/v1/ai/agents').set(asAdmin(t)).send(spec).expect(201));
+}
+
+/** The job (an import, a fill) once it is no longer running, polled as `key` (the test admin by default). */
+export async function finishedJob(t: TestApp, jobId: string, key = t.adminKey): Promise<JobResponse> {
+  for (;;) {
+    const job = bodyOf<JobResponse>(await t.http.get(`/api/v1/jobs/${jobId}`).set(bearer(key)).expect(200));
+    if (job.status !== 'running') return job;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
