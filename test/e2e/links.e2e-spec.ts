@@ -207,6 +207,29 @@ describe('links fields: many to many between records', () => {
     expect(adminWithBob.map((r) => r.id)).toEqual(linkedToBob.map((r) => r.id));
   });
 
+  it('reads links and counts through them in the data tools (their read-only role) as the records API does', async () => {
+    await addField('proj', { name: 'n_tool', type: 'count', relation: 'members' }).expect(201);
+    try {
+      const tool = async (key: string) => {
+        const res = await t.http
+          .post('/api/v1/ai/tools/query_records/execute')
+          .set(bearer(key))
+          .send({ arguments: { objectName: 'proj', fields: ['members', 'n_tool'], orderBy: [{ field: 'id' }], limit: 50 } })
+          .expect(200);
+        const body = bodyOf<{ result: { records: Row[] }; isError: boolean }>(res);
+        expect(body.isError).toBe(false);
+        return body.result.records;
+      };
+      for (const key of [t.adminKey, teamA]) {
+        const viaApi = (await all(key, 'proj')).map((r) => ({ id: r.id, members: r.members, n_tool: r.n_tool }));
+        expect(await tool(key)).toEqual(viaApi);
+        expect(viaApi.some((r) => (r.n_tool as number) > 0)).toBe(true);
+      }
+    } finally {
+      await t.http.delete('/api/v1/objects/proj/fields/n_tool').set(asAdmin(t)).expect(204);
+    }
+  });
+
   it('hides the field from a key that may not read the target: records, describe_object, export', async () => {
     const record = await get(projOnly, 'proj', projB);
     expect(record).toHaveProperty('title');

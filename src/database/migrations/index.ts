@@ -11,6 +11,7 @@ import { MigrationLinksFields } from './migration-20261208-links-fields';
 import { MigrationPendingDeliveries } from './migration-20261210-pending-deliveries';
 import { MigrationTrashLinks } from './migration-20261211-trash-links';
 import { MigrationLinkChanges } from './migration-20261212-link-changes';
+import { MigrationLinksReader } from './migration-20261213-links-reader';
 import { MigrationWebhooks } from './migration-20261204-webhooks';
 import { MigrationAgentGrounding } from './migration-20261126-agent-grounding';
 import { MigrationApprovals } from './migration-20261129-approvals';
@@ -81,6 +82,7 @@ export const MIGRATIONS = [
   MigrationPendingDeliveries,
   MigrationTrashLinks,
   MigrationLinkChanges,
+  MigrationLinksReader,
 ];
 
 /** What mikro_orm_migrations records for each of MIGRATIONS once applied: its `name` (read from an instance). */
